@@ -1,0 +1,115 @@
+// Package abi is the Go side of the guest–VMM contract: guest-physical
+// layout, I/O ports, hypercalls and the guest kernel's system calls. It
+// mirrors guest/include/reprise/abi.h; abi_test.go parses that header and
+// fails if the two disagree.
+package abi
+
+// Guest-physical layout. The system area below 2 MiB is mapped with 4 KiB
+// pages; the kernel image lives in [KernelBase, UserBase) and user code,
+// data and stacks from UserBase to the end of RAM.
+const (
+	PML4          = 0x1000
+	PDPT          = 0x2000
+	PD            = 0x3000 // 4 pages: up to 4 GiB of 2 MiB mappings
+	PT0           = 0x7000 // 4 KiB mappings of the first 2 MiB
+	GDT           = 0x8000
+	IDT           = 0x9000
+	TSS           = 0xA000
+	BootInfo      = 0xD000
+	Clock         = 0xE000 // user read-only
+	SWBC          = 0xF000 // user read-write
+	IST1Top       = 0x14000
+	IST2Top       = 0x18000
+	BootStackTop  = 0x30000
+	KernelBase    = 0x200000
+	UserBase      = 0x400000
+	TSSRSP0       = TSS + 4
+	MaxGuestBytes = 4 << 30 // what the four PD pages can map
+)
+
+// Segment selectors.
+const (
+	SelKernelCode = 0x08
+	SelKernelData = 0x10
+	SelUserData   = 0x1B
+	SelUserCode   = 0x23
+	SelTSS        = 0x28
+)
+
+// Interrupts: line n of the interrupt controller is vector IRQBase+n.
+const (
+	IRQBase         = 0x20
+	IRQTimer        = 0
+	IRQSerial       = 4
+	VectorStubSize  = 16
+	VectorsSymbol   = "reprise_vectors"
+	TraceRingSymbol = "reprise_trace_ring"
+)
+
+// I/O ports.
+const (
+	PortSerial   = 0x3F8
+	PortExit     = 0x501
+	PortHcall    = 0x510
+	PortTimer    = 0x520
+	PortIntcMask = 0x530
+	PortSWBC     = 0x5E5
+	PortNull     = 0x5F0
+)
+
+// Hypercall numbers (value written to PortHcall; args in rdi, rsi, r8).
+const (
+	HcTime       = 1
+	HcMark       = 2
+	HcFault      = 3
+	HcBreakpoint = 4
+)
+
+// Guest kernel system calls (ud2 with rax = number).
+const (
+	SysExit         = 0
+	SysWrite        = 1
+	SysThreadCreate = 2
+	SysThreadExit   = 3
+	SysThreadJoin   = 4
+	SysYield        = 5
+	SysSleepNs      = 6
+	SysFutexWait    = 7
+	SysFutexWake    = 8
+	SysClockNs      = 9
+	SysTrace        = 10
+	SysGettid       = 11
+	SysBench        = 12
+)
+
+// Boot info (struct reprise_bootinfo).
+const (
+	BootMagic          = 0x3145534952504552 // "REPRISE1"
+	CmdlineMax         = 256
+	BootInfoMagicOff   = 0
+	BootInfoMemOff     = 8
+	BootInfoTimerHzOff = 16
+	BootInfoNCPUsOff   = 20
+	BootInfoCmdlineOff = 24
+)
+
+// Clock page (struct reprise_clock) and swbc page (struct reprise_swbc).
+const (
+	ClockNsOff    = Clock + 0
+	ClockTicksOff = Clock + 8
+	SWBCCountOff  = SWBC + 0
+	SWBCTargetOff = SWBC + 8
+)
+
+// FrameSize is sizeof(struct reprise_frame): 15 GPRs, vector, error code,
+// and the five words the CPU pushes.
+const FrameSize = 22 * 8
+
+// Frame is struct reprise_frame, the register frame the kernel's vector
+// stubs build; HcFault passes its address.
+type Frame struct {
+	R15, R14, R13, R12, R11, R10, R9, R8 uint64
+	RBP, RDI, RSI, RDX, RCX, RBX, RAX    uint64
+	Vector, Error                        uint64
+	RIP, CS, RFLAGS, RSP, SS             uint64
+}

@@ -1,0 +1,72 @@
+package abi
+
+import (
+	"bufio"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+)
+
+// headerDefines reads the numeric #defines of the C side of the contract.
+func headerDefines(t *testing.T) map[string]uint64 {
+	f, err := os.Open("../guest/include/reprise/abi.h")
+	require.NoError(t, err)
+	defer f.Close()
+	re := regexp.MustCompile(`^#define\s+(\w+)\s+\(?(0x[0-9A-Fa-f]+|\d+)(?:ULL|U)?\)?`)
+	defs := map[string]uint64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		m := re.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseUint(m[2], 0, 64)
+		require.NoError(t, err, m[0])
+		defs[m[1]] = v
+	}
+	require.NoError(t, sc.Err())
+	return defs
+}
+
+func TestHeaderMatchesGo(t *testing.T) {
+	defs := headerDefines(t)
+	want := map[string]uint64{
+		"REPRISE_PML4": PML4, "REPRISE_PDPT": PDPT, "REPRISE_PD": PD, "REPRISE_PT0": PT0,
+		"REPRISE_GDT": GDT, "REPRISE_IDT": IDT, "REPRISE_TSS": TSS, "REPRISE_BOOTINFO": BootInfo,
+		"REPRISE_CLOCK": Clock, "REPRISE_SWBC": SWBC, "REPRISE_IST1_TOP": IST1Top,
+		"REPRISE_IST2_TOP": IST2Top, "REPRISE_BOOT_STACK_TOP": BootStackTop,
+		"REPRISE_KERNEL_BASE": KernelBase, "REPRISE_USER_BASE": UserBase,
+		"REPRISE_SEL_KCODE": SelKernelCode, "REPRISE_SEL_KDATA": SelKernelData,
+		"REPRISE_SEL_UDATA": SelUserData, "REPRISE_SEL_UCODE": SelUserCode, "REPRISE_SEL_TSS": SelTSS,
+		"REPRISE_IRQ_BASE": IRQBase, "REPRISE_IRQ_TIMER": IRQTimer, "REPRISE_IRQ_SERIAL": IRQSerial,
+		"REPRISE_VECTOR_STUB_SIZE": VectorStubSize,
+		"REPRISE_PORT_SERIAL": PortSerial, "REPRISE_PORT_EXIT": PortExit, "REPRISE_PORT_HCALL": PortHcall,
+		"REPRISE_PORT_TIMER": PortTimer, "REPRISE_PORT_INTC_MASK": PortIntcMask,
+		"REPRISE_PORT_SWBC": PortSWBC, "REPRISE_PORT_NULL": PortNull,
+		"REPRISE_HC_TIME": HcTime, "REPRISE_HC_MARK": HcMark, "REPRISE_HC_FAULT": HcFault,
+		"REPRISE_HC_BREAKPOINT": HcBreakpoint,
+		"SYS_EXIT": SysExit, "SYS_WRITE": SysWrite, "SYS_THREAD_CREATE": SysThreadCreate,
+		"SYS_THREAD_EXIT": SysThreadExit, "SYS_THREAD_JOIN": SysThreadJoin, "SYS_YIELD": SysYield,
+		"SYS_SLEEP_NS": SysSleepNs, "SYS_FUTEX_WAIT": SysFutexWait, "SYS_FUTEX_WAKE": SysFutexWake,
+		"SYS_CLOCK_NS": SysClockNs, "SYS_TRACE": SysTrace, "SYS_GETTID": SysGettid, "SYS_BENCH": SysBench,
+		"REPRISE_BOOT_MAGIC": BootMagic, "REPRISE_CMDLINE_MAX": CmdlineMax,
+	}
+	for name, v := range want {
+		got, ok := defs[name]
+		if !ok {
+			t.Errorf("abi.h has no #define %s", name)
+			continue
+		}
+		require.Equalf(t, v, got, "%s: Go %#x, abi.h %#x", name, v, got)
+	}
+}
+
+func TestFrameLayout(t *testing.T) {
+	require.Equal(t, uintptr(FrameSize), unsafe.Sizeof(Frame{}))
+	require.Equal(t, uintptr(17*8), unsafe.Offsetof(Frame{}.RIP))
+}

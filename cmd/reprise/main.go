@@ -1,0 +1,58 @@
+// Command reprise records, replays and diagnoses KVM virtual machines.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses of reprise itself. A guest's own exit status is passed
+// through unchanged by `reprise run`; these are chosen above the range the
+// bundled workloads use.
+const (
+	exitUsage   = 2
+	exitTimeout = 124 // as timeout(1)
+	exitFailure = 125 // reprise or the guest failed (the message says which)
+)
+
+// exitError carries a specific exit status out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "reprise",
+		Short: "Record, replay and diagnose KVM virtual machines",
+		Long: `reprise runs a guest on KVM with a VMM of its own. Record a session once at
+almost no cost, replay exactly that execution with probes, and let offline
+tools answer questions about it.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCmd(), newWorkloadsCmd())
+	return root
+}
+
+func main() {
+	err := newRootCmd().Execute()
+	if err == nil {
+		return
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(os.Stderr, "reprise:", ee.err)
+		}
+		os.Exit(ee.code)
+	}
+	fmt.Fprintln(os.Stderr, "reprise:", err)
+	os.Exit(exitUsage)
+}

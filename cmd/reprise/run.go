@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+type machineFlags struct {
+	mem     byteSize
+	timerHz int
+	plain   bool
+}
+
+func (f *machineFlags) register(cmd *cobra.Command) {
+	f.mem = vmm.DefaultMemBytes
+	cmd.Flags().Var(&f.mem, "mem", "guest RAM (e.g. 64M, 1G; a multiple of 2 MiB)")
+	cmd.Flags().IntVar(&f.timerHz, "timer-hz", vmm.DefaultTimerHz, "guest timer tick rate (0: no timer)")
+	cmd.Flags().BoolVar(&f.plain, "plain", false, "use the kit built without the software branch counter")
+}
+
+// resolveGuest maps the WORKLOAD|IMAGE argument and the rest of the command
+// line to an image and the guest command line. An argument naming an
+// existing file (or containing a slash) is an image; otherwise it is a
+// bundled workload.
+func resolveGuest(ctx context.Context, f *machineFlags, args []string) (*elfimage.Image, string, error) {
+	target, rest := args[0], args[1:]
+	if _, err := os.Stat(target); err == nil || strings.Contains(target, "/") {
+		img, err := elfimage.Open(target)
+		return img, strings.Join(rest, " "), err
+	}
+	if _, ok := guest.LookupWorkload(target); !ok {
+		return nil, "", fmt.Errorf("unknown workload %q and no such image file; `reprise workloads` lists the bundled workloads", target)
+	}
+	kit, err := guest.Build(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	path := kit.Image()
+	if f.plain {
+		path = kit.PlainImage()
+	}
+	img, err := elfimage.Open(path)
+	return img, strings.Join(args, " "), err
+}
+
+func newRunCmd() *cobra.Command {
+	var (
+		mf      machineFlags
+		timeout time.Duration
+		stats   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run WORKLOAD|IMAGE [ARG...]",
+		Short: "Boot a bundled workload or a guest image and stream its console",
+		Long: `Boot a bundled workload (see 'reprise workloads') or an ELF64 guest image and
+stream the guest console to stdout. reprise exits with the guest's own exit
+status; 124 if --timeout expired, 125 if reprise or the guest failed (a
+guest fault is reported with its registers and last console lines).
+
+Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000').`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer cancel()
+			if timeout > 0 {
+				var c context.CancelFunc
+				ctx, c = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("--timeout %v expired", timeout))
+				defer c()
+			}
+			img, cmdline, err := resolveGuest(ctx, &mf, args)
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			m, err := vmm.New(vmm.Config{
+				Image: img, MemBytes: uint64(mf.mem), TimerHz: timerHz(mf.timerHz),
+				Cmdline: cmdline, Console: cmd.OutOrStdout(),
+			})
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			defer m.Close()
+			res, err := m.Run(ctx)
+			if stats && res != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %v elapsed\n", res.Elapsed.Round(time.Millisecond))
+				res.Stats.Print(cmd.ErrOrStderr())
+			}
+			switch {
+			case errors.Is(err, context.DeadlineExceeded) || (err != nil && ctx.Err() != nil && timeout > 0):
+				return &exitError{exitTimeout, err}
+			case err != nil:
+				return &exitError{exitFailure, err}
+			case res.Status != 0:
+				return &exitError{int(res.Status & 0xff), nil}
+			}
+			return nil
+		},
+	}
+	mf.register(cmd)
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop the guest after this long (0: no limit)")
+	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts) to stderr")
+	cmd.Flags().SetInterspersed(false)
+	return cmd
+}
+
+// timerHz maps the CLI's 0 ("no timer") to the Config's negative value.
+func timerHz(hz int) int {
+	if hz == 0 {
+		return -1
+	}
+	return hz
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// byteSize is a pflag.Value for sizes like 64M, 1G, 512MiB or 67108864.
+type byteSize uint64
+
+var sizeSuffixes = []struct {
+	suffix string
+	shift  uint
+}{
+	{"KIB", 10}, {"MIB", 20}, {"GIB", 30}, {"K", 10}, {"M", 20}, {"G", 30}, {"B", 0},
+}
+
+func (s *byteSize) Set(v string) error {
+	u := strings.ToUpper(strings.TrimSpace(v))
+	shift := uint(0)
+	for _, suf := range sizeSuffixes {
+		if strings.HasSuffix(u, suf.suffix) {
+			u, shift = strings.TrimSpace(strings.TrimSuffix(u, suf.suffix)), suf.shift
+			break
+		}
+	}
+	n, err := strconv.ParseUint(u, 10, 64)
+	if err != nil || n == 0 || n > (1<<62)>>shift {
+		return fmt.Errorf("size %q: want a positive number with an optional K, M or G suffix", v)
+	}
+	*s = byteSize(n << shift)
+	return nil
+}
+
+func (s *byteSize) String() string {
+	switch v := uint64(*s); {
+	case v != 0 && v%(1<<30) == 0:
+		return fmt.Sprintf("%dG", v>>30)
+	case v != 0 && v%(1<<20) == 0:
+		return fmt.Sprintf("%dM", v>>20)
+	default:
+		return strconv.FormatUint(v, 10)
+	}
+}
+
+func (s *byteSize) Type() string { return "size" }

@@ -1,0 +1,200 @@
+// Package elfimage reads a guest image: a static x86-64 ELF executable whose
+// PT_LOAD segments are placed at their physical addresses. It keeps the
+// symbol table, which probes and profiles resolve against.
+package elfimage
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+)
+
+// Segment is one PT_LOAD segment.
+type Segment struct {
+	Addr     uint64 // guest-physical load address (p_paddr)
+	Data     []byte // file contents (p_filesz bytes)
+	MemSize  uint64 // p_memsz; bytes past len(Data) are zero
+	Writable bool
+	Exec     bool
+}
+
+// End is the first address past the segment in memory.
+func (s Segment) End() uint64 { return s.Addr + s.MemSize }
+
+// Symbol is a function or object symbol of the image.
+type Symbol struct {
+	Name string
+	Addr uint64
+	Size uint64
+	Func bool
+}
+
+// Image is a loaded, validated guest image.
+type Image struct {
+	Path     string
+	Entry    uint64
+	Segments []Segment
+	SHA256   [32]byte
+	symbols  []Symbol // sorted by Addr
+	byName   map[string]int
+}
+
+// FormatError explains why a file is not a usable guest image.
+type FormatError struct {
+	Path string
+	Msg  string
+}
+
+func (e *FormatError) Error() string { return fmt.Sprintf("guest image %s: %s", e.Path, e.Msg) }
+
+// Open reads and validates the image at path.
+func Open(path string) (*Image, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("guest image: %w", err)
+	}
+	return Parse(path, raw)
+}
+
+// Parse validates raw as a guest image; path is only used in messages.
+func Parse(path string, raw []byte) (*Image, error) {
+	bad := func(format string, args ...any) error {
+		return &FormatError{Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	if len(raw) < 4 || !bytes.Equal(raw[:4], []byte(elf.ELFMAG)) {
+		return nil, bad("not an ELF file (no \\x7fELF magic)")
+	}
+	f, err := elf.NewFile(bytes.NewReader(raw))
+	if err != nil {
+		return nil, bad("malformed ELF: %v", err)
+	}
+	defer f.Close()
+	switch {
+	case f.Class != elf.ELFCLASS64:
+		return nil, bad("%v, want a 64-bit ELF", f.Class)
+	case f.Machine != elf.EM_X86_64:
+		return nil, bad("machine %v, want EM_X86_64", f.Machine)
+	case f.Type != elf.ET_EXEC:
+		return nil, bad("type %v, want a static executable (ET_EXEC)", f.Type)
+	}
+	img := &Image{Path: path, Entry: f.Entry, SHA256: sha256.Sum256(raw)}
+	for i, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Memsz == 0 {
+			continue
+		}
+		if p.Filesz > p.Memsz {
+			return nil, bad("segment %d: file size %#x exceeds memory size %#x", i, p.Filesz, p.Memsz)
+		}
+		if p.Paddr+p.Memsz < p.Paddr {
+			return nil, bad("segment %d: address range overflows", i)
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err != nil {
+			return nil, bad("segment %d: reading %#x bytes at file offset %#x: %v", i, p.Filesz, p.Off, err)
+		}
+		img.Segments = append(img.Segments, Segment{
+			Addr: p.Paddr, Data: data, MemSize: p.Memsz,
+			Writable: p.Flags&elf.PF_W != 0, Exec: p.Flags&elf.PF_X != 0,
+		})
+	}
+	if len(img.Segments) == 0 {
+		return nil, bad("no loadable segments")
+	}
+	sort.Slice(img.Segments, func(i, j int) bool { return img.Segments[i].Addr < img.Segments[j].Addr })
+	for i := 1; i < len(img.Segments); i++ {
+		if img.Segments[i].Addr < img.Segments[i-1].End() {
+			return nil, bad("segments at %#x and %#x overlap", img.Segments[i-1].Addr, img.Segments[i].Addr)
+		}
+	}
+	if !img.contains(img.Entry) {
+		return nil, bad("entry point %#x is outside every loadable segment", img.Entry)
+	}
+	if err := img.readSymbols(f); err != nil {
+		return nil, bad("%v", err)
+	}
+	return img, nil
+}
+
+func (img *Image) contains(addr uint64) bool {
+	for _, s := range img.Segments {
+		if addr >= s.Addr && addr < s.End() {
+			return true
+		}
+	}
+	return false
+}
+
+func (img *Image) readSymbols(f *elf.File) error {
+	syms, err := f.Symbols()
+	if errors.Is(err, elf.ErrNoSymbols) {
+		syms = nil
+	} else if err != nil {
+		return fmt.Errorf("symbol table: %v", err)
+	}
+	for _, s := range syms {
+		t := elf.ST_TYPE(s.Info)
+		if (t != elf.STT_FUNC && t != elf.STT_OBJECT && t != elf.STT_NOTYPE) || s.Name == "" || s.Section == elf.SHN_UNDEF {
+			continue
+		}
+		img.symbols = append(img.symbols, Symbol{Name: s.Name, Addr: s.Value, Size: s.Size, Func: t == elf.STT_FUNC})
+	}
+	sort.SliceStable(img.symbols, func(i, j int) bool { return img.symbols[i].Addr < img.symbols[j].Addr })
+	img.byName = make(map[string]int, len(img.symbols))
+	for i, s := range img.symbols {
+		if _, dup := img.byName[s.Name]; !dup {
+			img.byName[s.Name] = i
+		}
+	}
+	return nil
+}
+
+// Symbols returns the image's symbols sorted by address.
+func (img *Image) Symbols() []Symbol { return img.symbols }
+
+// Lookup finds a symbol by name.
+func (img *Image) Lookup(name string) (Symbol, bool) {
+	i, ok := img.byName[name]
+	if !ok {
+		return Symbol{}, false
+	}
+	return img.symbols[i], true
+}
+
+// Resolve maps addr to the nearest symbol at or below it and the offset
+// into it. A sized symbol covers [Addr, Addr+Size); an unsized one (an asm
+// label) covers everything up to the next symbol.
+func (img *Image) Resolve(addr uint64) (Symbol, uint64, bool) {
+	i := sort.Search(len(img.symbols), func(i int) bool { return img.symbols[i].Addr > addr }) - 1
+	if i < 0 {
+		return Symbol{}, 0, false
+	}
+	s := img.symbols[i]
+	if s.Size != 0 && addr >= s.Addr+s.Size {
+		return Symbol{}, 0, false
+	}
+	return s, addr - s.Addr, true
+}
+
+// Describe formats addr as "symbol+0xoff", or the bare address.
+func (img *Image) Describe(addr uint64) string {
+	if s, off, ok := img.Resolve(addr); ok {
+		if off == 0 {
+			return s.Name
+		}
+		return fmt.Sprintf("%s+%#x", s.Name, off)
+	}
+	return fmt.Sprintf("%#x", addr)
+}
+
+// Bounds returns the lowest and one-past-highest loaded address.
+func (img *Image) Bounds() (lo, hi uint64) {
+	lo = img.Segments[0].Addr
+	for _, s := range img.Segments {
+		hi = max(hi, s.End())
+	}
+	return lo, hi
+}

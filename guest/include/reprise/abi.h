@@ -1,0 +1,127 @@
+/*
+ * The guest–VMM contract of reprise: guest-physical layout, I/O ports,
+ * hypercalls, the boot-info, clock and swbc pages, and the guest kernel's
+ * system-call numbers. The Go mirror is package abi (abi/abi.go); a test
+ * there parses this file and fails if the two disagree, so change both.
+ *
+ * Everything is identity mapped (GVA == GPA). The VMM builds the GDT, IDT,
+ * TSS and page tables in the system area below 2 MiB before the kernel runs.
+ */
+#ifndef REPRISE_ABI_H
+#define REPRISE_ABI_H
+
+/* ---- guest-physical layout (system area: 4 KiB pages, supervisor unless noted) */
+#define REPRISE_PML4        0x1000
+#define REPRISE_PDPT        0x2000
+#define REPRISE_PD          0x3000   /* 4 pages: up to 4 GiB of 2 MiB mappings */
+#define REPRISE_PT0         0x7000   /* 4 KiB mappings of the first 2 MiB */
+#define REPRISE_GDT         0x8000
+#define REPRISE_IDT         0x9000
+#define REPRISE_TSS         0xA000   /* 0x68 bytes + I/O bitmap (8 KiB + 1) */
+#define REPRISE_BOOTINFO    0xD000   /* struct reprise_bootinfo */
+#define REPRISE_CLOCK       0xE000   /* struct reprise_clock: user read-only */
+#define REPRISE_SWBC        0xF000   /* struct reprise_swbc: user read-write */
+#define REPRISE_IST1_TOP    0x14000  /* #DF, NMI, #MC */
+#define REPRISE_IST2_TOP    0x18000  /* #BP (probes, issue 5) */
+#define REPRISE_BOOT_STACK_TOP 0x30000 /* rsp at kernel entry */
+#define REPRISE_KERNEL_BASE 0x200000 /* 2..4 MiB: kernel image, supervisor */
+#define REPRISE_USER_BASE   0x400000 /* 4 MiB..end of RAM: user, 2 MiB pages */
+
+/* TSS field the kernel rewrites on every thread switch. */
+#define REPRISE_TSS_RSP0    (REPRISE_TSS + 4)
+
+/* ---- segment selectors */
+#define REPRISE_SEL_KCODE   0x08
+#define REPRISE_SEL_KDATA   0x10
+#define REPRISE_SEL_UDATA   0x1B     /* 0x18 | RPL3 */
+#define REPRISE_SEL_UCODE   0x23     /* 0x20 | RPL3 */
+#define REPRISE_SEL_TSS     0x28
+
+/* ---- interrupts: the VMM's interrupt controller maps line n to vector 0x20+n */
+#define REPRISE_IRQ_BASE    0x20
+#define REPRISE_IRQ_TIMER   0        /* vector 0x20 */
+#define REPRISE_IRQ_SERIAL  4        /* vector 0x24 (reserved, no input yet) */
+/* IDT: the VMM points vector v at (symbol reprise_vectors) + v * 16. */
+#define REPRISE_VECTOR_STUB_SIZE 16
+
+/* ---- I/O ports */
+#define REPRISE_PORT_SERIAL   0x3F8  /* COM1, 16550 subset: THR/LSR are enough */
+#define REPRISE_PORT_EXIT     0x501  /* 32-bit out: guest exit status; VM stops */
+#define REPRISE_PORT_HCALL    0x510  /* 32-bit out: hypercall number (see below) */
+#define REPRISE_PORT_TIMER    0x520  /* 32-bit out: tick period in microseconds, 0 stops */
+#define REPRISE_PORT_INTC_MASK 0x530 /* 32-bit out: mask of disabled IRQ lines */
+#define REPRISE_PORT_SWBC     0x5E5  /* 8-bit out from the swbc hook: target reached */
+#define REPRISE_PORT_NULL     0x5F0  /* writes ignored, reads 0: exit round-trip benchmarks.
+                                        SWBC and NULL are the only ports the TSS I/O
+                                        bitmap opens to CPL3. */
+
+/* ---- hypercalls (CPL0 only): `out %eax, %dx` with dx = REPRISE_PORT_HCALL,
+ * eax = number, arguments in rdi, rsi, r8; the VMM writes the result to rax. */
+#define REPRISE_HC_TIME       1      /* rax = guest monotonic ns (exact, logged) */
+#define REPRISE_HC_MARK       2      /* rdi = marker id: VMM timestamps it (benchmarks) */
+#define REPRISE_HC_FAULT      3      /* rdi = vector, rsi = GPA of struct reprise_frame,
+                                        r8 = cr2: unrecoverable guest fault, VM stops */
+#define REPRISE_HC_BREAKPOINT 4      /* reserved for int3 probes (issue 5) */
+
+/* ---- guest kernel system calls: `ud2` with rax = number, args in rdi, rsi,
+ * rdx, r10, r8; result in rax; every other register preserved. */
+#define SYS_EXIT          0   /* (status): the whole guest stops */
+#define SYS_WRITE         1   /* (buf, len) -> len: console */
+#define SYS_THREAD_CREATE 2   /* (fn, arg) -> tid or <0 */
+#define SYS_THREAD_EXIT   3   /* (value) */
+#define SYS_THREAD_JOIN   4   /* (tid) -> value */
+#define SYS_YIELD         5
+#define SYS_SLEEP_NS      6   /* (ns) */
+#define SYS_FUTEX_WAIT    7   /* (addr, expected, timeout_ns or 0) -> 0 | -EAGAIN | -ETIMEDOUT */
+#define SYS_FUTEX_WAKE    8   /* (addr, n) -> woken */
+#define SYS_CLOCK_NS      9   /* () -> exact ns via REPRISE_HC_TIME */
+#define SYS_TRACE        10   /* (kind, a, b): explicit event into the trace ring */
+#define SYS_GETTID       11
+#define SYS_BENCH        12   /* (op, n): kernel-side benchmark loops, see REPRISE_BENCH_* */
+
+#define REPRISE_BENCH_MARK      0  /* kernel does REPRISE_HC_MARK with id n (guest kit addition) */
+#define REPRISE_BENCH_EXIT_CPL0 1  /* kernel does n `outb` to REPRISE_PORT_NULL */
+#define REPRISE_BENCH_NOP       2  /* kernel returns at once: syscall round trip */
+
+#define REPRISE_EAGAIN    11
+#define REPRISE_ETIMEDOUT 110
+#define REPRISE_EINVAL    22
+#define REPRISE_ENOMEM    12
+
+#define REPRISE_BOOT_MAGIC 0x3145534952504552ULL /* "REPRISE1" little-endian */
+#define REPRISE_CMDLINE_MAX 256
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+struct reprise_bootinfo {
+	uint64_t magic;        /* REPRISE_BOOT_MAGIC */
+	uint64_t mem_bytes;    /* guest RAM size */
+	uint32_t timer_hz;     /* tick rate the kernel should program */
+	uint32_t ncpus;        /* 1 today */
+	char cmdline[REPRISE_CMDLINE_MAX]; /* NUL-terminated: "workload arg=val ..." */
+};
+
+/* Written by the VMM only while the vCPU is stopped, at positions it logs;
+ * so reads are free and deterministic. */
+struct reprise_clock {
+	uint64_t ns;       /* guest monotonic time, ns since boot */
+	uint64_t ticks;    /* timer interrupts injected so far */
+};
+
+/* Software branch counter (DESIGN.md §4): the trace-pc hook increments count
+ * and does `outb $REPRISE_PORT_SWBC` when count == target. */
+struct reprise_swbc {
+	uint64_t count;
+	uint64_t target;   /* ~0 = never */
+};
+
+/* Register frame the kernel's vector stubs build (lowest address first). */
+struct reprise_frame {
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+	uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
+	uint64_t vector, error;
+	uint64_t rip, cs, rflags, rsp, ss;   /* pushed by the CPU */
+};
+#endif
+#endif

@@ -1,0 +1,57 @@
+// Package kvmtest is the one harness for tests that need /dev/kvm: it skips
+// them where KVM is unusable, except in CI (CI=true, set by .ci/run), where a
+// missing or unusable /dev/kvm fails the run, so a green CI always means the
+// guests really ran.
+package kvmtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+// Require skips (or, in CI, fails) t unless KVM is usable.
+func Require(t testing.TB) {
+	t.Helper()
+	if err := kvm.Usable(kvm.DevicePath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI requires a usable KVM: %v", err)
+		}
+		t.Skipf("KVM unusable: %v", err)
+	}
+}
+
+const linkScript = `ENTRY(_start)
+SECTIONS {
+	. = 0x200000;
+	.text : { *(.text*) }
+	.data : { *(.data*) }
+	.bss : { *(.bss*) *(COMMON) }
+	/DISCARD/ : { *(.note*) *(.comment) }
+}
+`
+
+// AsmImage assembles and links a tiny guest image from GNU assembler
+// source, loaded at 0x200000 (the kernel window), and returns its path.
+func AsmImage(t testing.TB, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	s := filepath.Join(dir, "img.S")
+	if err := os.WriteFile(s, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ld := filepath.Join(dir, "img.ld")
+	if err := os.WriteFile(ld, []byte(linkScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "img.elf")
+	cmd := exec.Command("cc", "-nostdlib", "-static", "-no-pie", "-Wl,-T,"+ld, "-Wl,--build-id=none",
+		"-Wl,--no-warn-rwx-segments", "-Wl,-z,noexecstack", "-o", out, s)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("assembling test image: %v\n%s", err, b)
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+package kvm
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// VCPU is one virtual CPU and its shared kvm_run area.
+type VCPU struct {
+	id     int
+	fd     int
+	runMem []byte
+	run    *run
+}
+
+// ID is the vCPU index given at creation.
+func (c *VCPU) ID() int { return c.id }
+
+// Close unmaps kvm_run and closes the vCPU.
+func (c *VCPU) Close() error {
+	if err := unix.Munmap(c.runMem); err != nil {
+		return fmt.Errorf("kvm: munmap kvm_run of vCPU %d: %w", c.id, err)
+	}
+	return unix.Close(c.fd)
+}
+
+// Run enters the guest until the next exit. It returns unix.EINTR (bare,
+// not wrapped) when a signal or ImmediateExit interrupted it; any other
+// error is fatal for the vCPU.
+func (c *VCPU) Run() error {
+	_, err := ioctl(c.fd, ioctlRun, 0)
+	if err == unix.EINTR {
+		return unix.EINTR
+	}
+	if err != nil {
+		return fmt.Errorf("kvm: KVM_RUN vCPU %d: %w", c.id, err)
+	}
+	return nil
+}
+
+// ExitReason is why the last Run returned.
+func (c *VCPU) ExitReason() ExitReason { return c.run.ExitReason }
+
+// ReadyForInterrupt reports, after an exit, whether KVM_INTERRUPT may be
+// issued now (interrupts enabled and no interrupt shadow).
+func (c *VCPU) ReadyForInterrupt() bool { return c.run.ReadyForInterruptInjection != 0 }
+
+// InterruptsEnabled is the guest's RFLAGS.IF at the last exit.
+func (c *VCPU) InterruptsEnabled() bool { return c.run.IFFlag != 0 }
+
+// RequestInterruptWindow asks KVM to exit with ExitIRQWindowOpen as soon as
+// the guest can take an interrupt.
+func (c *VCPU) RequestInterruptWindow(on bool) { c.run.RequestInterruptWindow = b2u8(on) }
+
+// Interrupt queues an external interrupt with the given vector for the next
+// entry (KVM_INTERRUPT, userspace irqchip).
+func (c *VCPU) Interrupt(vector uint8) error {
+	irq := interrupt{IRQ: uint32(vector)}
+	if err := ioctlPtr(c.fd, ioctlInterrupt, &irq); err != nil {
+		return fmt.Errorf("kvm: KVM_INTERRUPT vector %#x on vCPU %d: %w", vector, c.id, err)
+	}
+	return nil
+}
+
+// Regs reads the general registers with KVM_GET_REGS.
+func (c *VCPU) Regs() (Regs, error) {
+	var r Regs
+	if err := ioctlPtr(c.fd, ioctlGetRegs, &r); err != nil {
+		return r, fmt.Errorf("kvm: KVM_GET_REGS vCPU %d: %w", c.id, err)
+	}
+	return r, nil
+}
+
+// SetRegs writes the general registers with KVM_SET_REGS.
+func (c *VCPU) SetRegs(r Regs) error {
+	if err := ioctlPtr(c.fd, ioctlSetRegs, &r); err != nil {
+		return fmt.Errorf("kvm: KVM_SET_REGS vCPU %d: %w", c.id, err)
+	}
+	return nil
+}
+
+// Sregs reads the special registers.
+func (c *VCPU) Sregs() (Sregs, error) {
+	var s Sregs
+	if err := ioctlPtr(c.fd, ioctlGetSregs, &s); err != nil {
+		return s, fmt.Errorf("kvm: KVM_GET_SREGS vCPU %d: %w", c.id, err)
+	}
+	return s, nil
+}
+
+// SetSregs writes the special registers.
+func (c *VCPU) SetSregs(s Sregs) error {
+	if err := ioctlPtr(c.fd, ioctlSetSregs, &s); err != nil {
+		return fmt.Errorf("kvm: KVM_SET_SREGS vCPU %d: %w", c.id, err)
+	}
+	return nil
+}
+
+// Events reads pending exception/interrupt/NMI state.
+func (c *VCPU) Events() (VCPUEvents, error) {
+	var e VCPUEvents
+	if err := ioctlPtr(c.fd, ioctlGetVCPUEvents, &e); err != nil {
+		return e, fmt.Errorf("kvm: KVM_GET_VCPU_EVENTS vCPU %d: %w", c.id, err)
+	}
+	return e, nil
+}
+
+// SetCPUID installs the CPUID table the guest will see.
+func (c *VCPU) SetCPUID(entries []CPUIDEntry) error {
+	b := newCPUID2Buffer(len(entries))
+	b.header().Nent = uint32(len(entries))
+	copy(b.entries(), entries)
+	if _, err := ioctl(c.fd, ioctlSetCPUID2, b.ptr()); err != nil {
+		return fmt.Errorf("kvm: KVM_SET_CPUID2 vCPU %d (%d entries): %w", c.id, len(entries), err)
+	}
+	return nil
+}
+
+// SetGuestDebug configures guest debugging (breakpoints, single-step).
+func (c *VCPU) SetGuestDebug(d GuestDebug) error {
+	if err := ioctlPtr(c.fd, ioctlSetGuestDebug, &d); err != nil {
+		return fmt.Errorf("kvm: KVM_SET_GUEST_DEBUG vCPU %d: %w", c.id, err)
+	}
+	return nil
+}
+
+// EnableSyncRegs makes KVM copy the selected register sets (Sync* bits)
+// into kvm_run on every exit; SyncedRegs then reads them without an ioctl.
+func (c *VCPU) EnableSyncRegs(bits uint64) { c.run.KVMValidRegs = bits }
+
+// SyncedRegs is the general-register copy KVM wrote at the last exit. After
+// modifying it, call MarkRegsDirty so KVM loads it on the next entry.
+func (c *VCPU) SyncedRegs() *Regs { return &c.run.Sync.Regs }
+
+// SyncedSregs is the special-register copy of the last exit (read-only use).
+func (c *VCPU) SyncedSregs() *Sregs { return &c.run.Sync.Sregs }
+
+// MarkRegsDirty tells KVM to load SyncedRegs on the next entry.
+func (c *VCPU) MarkRegsDirty() { c.run.KVMDirtyRegs |= SyncGeneral }
+
+// IO describes the port I/O of an ExitIO.
+type IO struct {
+	Port  uint16
+	Size  int  // 1, 2 or 4 bytes
+	Out   bool // guest wrote (OUT) rather than read (IN)
+	Count int  // repetitions (string I/O)
+	Data  []byte
+}
+
+// InternalErr returns the KVM internal-error record of an ExitInternalError.
+func (c *VCPU) InternalErr() InternalError { return *exitAs[InternalError](c.run) }
+
+// Debug returns the debug record of an ExitDebug.
+func (c *VCPU) Debug() DebugExit { return *exitAs[DebugExit](c.run) }
+
+// FailEntryReason is the hardware reason of an ExitFailEntry.
+func (c *VCPU) FailEntryReason() uint64 { return *exitAs[uint64](c.run) }
+
+// MSR describes an ExitX86RDMSR / ExitX86WRMSR.
+type MSR struct {
+	Index uint32
+	Data  uint64 // value written (WRMSR)
+}
+
+// MSRExit returns the MSR being accessed.
+func (c *VCPU) MSRExit() MSR {
+	m := exitAs[msrExit](c.run)
+	return MSR{Index: m.Index, Data: m.Data}
+}
+
+// CompleteMSR answers an MSR exit: fail injects #GP into the guest; for a
+// read, data is the value returned.
+func (c *VCPU) CompleteMSR(data uint64, fail bool) {
+	m := exitAs[msrExit](c.run)
+	m.Data = data
+	m.Error = b2u8(fail)
+}
+
+func b2u8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,74 @@
+package devices
+
+import "sync/atomic"
+
+// IntcLines is the number of interrupt lines of the controller.
+const IntcLines = 32
+
+// Intc is the userspace interrupt controller: edge-triggered lines, a mask
+// register the guest writes, and a pending set the vCPU loop drains. There
+// is deliberately no in-kernel irqchip: every interrupt goes through
+// Next/Ack in the VMM, where it can be positioned and logged.
+//
+// Raise may be called from any goroutine; Next, Ack and the port handlers
+// run on the vCPU thread.
+type Intc struct {
+	base    uint8 // vector of line 0
+	pending atomic.Uint32
+	mask    atomic.Uint32
+	notify  func() // wakes the vCPU after Raise
+}
+
+// NewIntc maps line n to vector base+n and calls notify after each Raise.
+func NewIntc(base uint8, notify func()) *Intc {
+	return &Intc{base: base, notify: notify}
+}
+
+// Raise marks line pending (edges coalesce while pending) and wakes the vCPU.
+func (c *Intc) Raise(line int) {
+	if line < 0 || line >= IntcLines {
+		return
+	}
+	c.pending.Or(1 << line)
+	if c.notify != nil {
+		c.notify()
+	}
+}
+
+// Next returns the vector of the highest-priority (lowest) unmasked pending
+// line.
+func (c *Intc) Next() (vector uint8, ok bool) {
+	p := c.pending.Load() &^ c.mask.Load()
+	if p == 0 {
+		return 0, false
+	}
+	line := 0
+	for p&1 == 0 {
+		p >>= 1
+		line++
+	}
+	return c.base + uint8(line), true
+}
+
+// Ack clears the pending line of vector once it has been injected.
+func (c *Intc) Ack(vector uint8) {
+	line := int(vector) - int(c.base)
+	if line >= 0 && line < IntcLines {
+		c.pending.And(^uint32(1 << line))
+	}
+}
+
+// Pending reports whether any unmasked line is pending.
+func (c *Intc) Pending() bool { return c.pending.Load()&^c.mask.Load() != 0 }
+
+// PortRead returns the mask register.
+func (c *Intc) PortRead(port uint16, data []byte) { putLE(data, c.mask.Load()) }
+
+// PortWrite sets the mask register (bit n set = line n disabled).
+func (c *Intc) PortWrite(port uint16, data []byte) error {
+	c.mask.Store(le32(data))
+	if c.Pending() && c.notify != nil {
+		c.notify()
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package devices
+
+import (
+	"sync"
+	"time"
+)
+
+// MinTimerPeriod bounds how fast a guest may program the timer, so a
+// hostile guest cannot turn the VMM into a busy host-timer loop.
+const MinTimerPeriod = 100 * time.Microsecond
+
+// Timer is a periodic timer the guest programs with a period in
+// microseconds (0 stops it). Each expiry raises its interrupt line; expiries
+// that fall due while one is still pending coalesce, as on real hardware.
+// Missed periods are skipped rather than replayed in a burst.
+type Timer struct {
+	raise func()
+
+	mu     sync.Mutex
+	period time.Duration // guarded by mu; 0 = stopped
+	next   time.Time     // guarded by mu
+	t      *time.Timer   // guarded by mu
+}
+
+// NewTimer returns a stopped timer that calls raise at each expiry.
+func NewTimer(raise func()) *Timer { return &Timer{raise: raise} }
+
+// Period is the current period (0 = stopped).
+func (t *Timer) Period() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.period
+}
+
+// SetPeriod (re)arms the timer; d <= 0 stops it.
+func (t *Timer) SetPeriod(d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.t != nil {
+		t.t.Stop()
+		t.t = nil
+	}
+	if d <= 0 {
+		t.period = 0
+		return
+	}
+	t.period = max(d, MinTimerPeriod)
+	t.next = time.Now().Add(t.period)
+	t.t = time.AfterFunc(t.period, t.fire)
+}
+
+// Stop disarms the timer.
+func (t *Timer) Stop() { t.SetPeriod(0) }
+
+func (t *Timer) fire() {
+	t.mu.Lock()
+	if t.period == 0 || t.t == nil {
+		t.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	t.next = t.next.Add(t.period)
+	if t.next.Before(now) {
+		t.next = now.Add(t.period)
+	}
+	t.t.Reset(t.next.Sub(now))
+	t.mu.Unlock()
+	t.raise()
+}
+
+// PortRead returns the period in microseconds.
+func (t *Timer) PortRead(port uint16, data []byte) {
+	putLE(data, uint32(t.Period()/time.Microsecond))
+}
+
+// PortWrite sets the period in microseconds.
+func (t *Timer) PortWrite(port uint16, data []byte) error {
+	t.SetPeriod(time.Duration(le32(data)) * time.Microsecond)
+	return nil
+}

@@ -1,0 +1,76 @@
+package vmm
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+// hcError is what an unknown hypercall returns in rax.
+const hcError = ^uint64(0)
+
+// hypercall serves an OUT to abi.PortHcall: the number is the value
+// written, arguments are in rdi, rsi and r8 (read from the registers KVM
+// synced into kvm_run at this exit), and the result goes back in rax.
+func (m *Machine) hypercall() error {
+	m.stats.Hypercalls++
+	io := m.cpu.IOExit()
+	nr := uint32(0)
+	for i := io.Size - 1; i >= 0; i-- {
+		nr = nr<<8 | uint32(io.Data[i])
+	}
+	regs := m.cpu.SyncedRegs()
+	switch nr {
+	case abi.HcTime:
+		regs.RAX = uint64(m.now())
+	case abi.HcMark:
+		m.marks = append(m.marks, Mark{ID: regs.RDI, At: m.now()})
+		return nil
+	case abi.HcFault:
+		return m.guestReportedFault(regs.RDI, regs.RSI, regs.R8)
+	default:
+		regs.RAX = hcError
+	}
+	m.cpu.MarkRegsDirty()
+	return nil
+}
+
+// exceptionNames are the architectural exception mnemonics.
+var exceptionNames = [...]string{
+	"#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM", "#DF", "CSO", "#TS", "#NP", "#SS",
+	"#GP", "#PF", "15", "#MF", "#AC", "#MC", "#XM", "#VE", "#CP",
+}
+
+func exceptionName(v uint64) string {
+	if v < uint64(len(exceptionNames)) {
+		return exceptionNames[v]
+	}
+	return fmt.Sprintf("vector %d", v)
+}
+
+// guestReportedFault turns REPRISE_HC_FAULT into a *GuestFault carrying the
+// faulting context's registers, read from the frame the guest passed. The
+// frame address is guest-controlled: it is bounds-checked like any other.
+func (m *Machine) guestReportedFault(vector, frameGPA, cr2 uint64) error {
+	raw, err := m.ram.Slice(frameGPA, abi.FrameSize)
+	if err != nil {
+		return m.fault(fmt.Sprintf("guest reported exception %s with an invalid frame address: %v", exceptionName(vector), err))
+	}
+	w := func(i int) uint64 { return binary.LittleEndian.Uint64(raw[i*8:]) }
+	f := abi.Frame{
+		R15: w(0), R14: w(1), R13: w(2), R12: w(3), R11: w(4), R10: w(5), R9: w(6), R8: w(7),
+		RBP: w(8), RDI: w(9), RSI: w(10), RDX: w(11), RCX: w(12), RBX: w(13), RAX: w(14),
+		Vector: w(15), Error: w(16), RIP: w(17), CS: w(18), RFLAGS: w(19), RSP: w(20), SS: w(21),
+	}
+	gf := m.newFault(fmt.Sprintf("the guest kernel reported an unhandled %s (error code %#x) at CPL%d", exceptionName(vector), f.Error, f.CS&3))
+	gf.Regs = kvm.Regs{
+		RAX: f.RAX, RBX: f.RBX, RCX: f.RCX, RDX: f.RDX, RSI: f.RSI, RDI: f.RDI, RSP: f.RSP, RBP: f.RBP,
+		R8: f.R8, R9: f.R9, R10: f.R10, R11: f.R11, R12: f.R12, R13: f.R13, R14: f.R14, R15: f.R15,
+		RIP: f.RIP, RFLAGS: f.RFLAGS,
+	}
+	gf.Sregs.CR2 = cr2
+	gf.Vector = int(vector)
+	return gf
+}

@@ -1,0 +1,248 @@
+// Package vmm assembles a reprise machine from its parts — KVM (package
+// kvm), guest RAM (memory), long-mode tables (x86) and device models
+// (devices) — boots a guest image on it and runs its vCPU loop.
+package vmm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm/devices"
+	"github.com/reprise-vm/reprise/vmm/memory"
+	"github.com/reprise-vm/reprise/vmm/x86"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultMemBytes = 64 << 20
+	DefaultTimerHz  = 100
+)
+
+// Config describes a machine. Zero fields take the defaults above.
+type Config struct {
+	Image    *elfimage.Image
+	MemBytes uint64
+	// TimerHz is the tick rate the guest kernel is asked to program; a
+	// negative value asks for no timer at all.
+	TimerHz int
+	Cmdline string
+	// Console receives the guest's console output, line by line.
+	Console io.Writer
+	// KVMPath overrides /dev/kvm.
+	KVMPath string
+	// TrackDirty turns on KVM dirty-page logging for guest RAM.
+	TrackDirty bool
+}
+
+// Machine is one VM with a single vCPU, booted from a guest image.
+type Machine struct {
+	cfg     Config
+	sys     *kvm.System
+	vm      *kvm.VM
+	cpu     *kvm.VCPU
+	ram     *memory.RAM
+	bus     devices.Bus
+	intc    *devices.Intc
+	timer   *devices.Timer
+	console *consoleTail
+	// MSRFiltered is false on hosts where guest MSR accesses cannot be
+	// routed to the VMM (they then go to KVM's own handling).
+	MSRFiltered bool
+
+	start     time.Time
+	wake      chan struct{} // kicks a vCPU waiting in HLT
+	tid       atomic.Int32  // OS thread of the vCPU loop, 0 when not running
+	stopping  atomic.Bool
+	kicksSent atomic.Uint64
+	stats     Stats
+	marks     []Mark
+	ticks     uint64
+}
+
+// New creates the VM, maps and prefaults RAM, loads the image, builds the
+// long-mode tables and puts the vCPU at the image's entry point.
+func New(cfg Config) (*Machine, error) {
+	if cfg.Image == nil {
+		return nil, errors.New("vmm: no guest image")
+	}
+	if cfg.MemBytes == 0 {
+		cfg.MemBytes = DefaultMemBytes
+	}
+	if cfg.TimerHz == 0 {
+		cfg.TimerHz = DefaultTimerHz
+	}
+	if cfg.KVMPath == "" {
+		cfg.KVMPath = kvm.DevicePath
+	}
+	if len(cfg.Cmdline) >= abi.CmdlineMax {
+		return nil, fmt.Errorf("vmm: command line is %d bytes, the limit is %d", len(cfg.Cmdline), abi.CmdlineMax-1)
+	}
+	m := &Machine{cfg: cfg, wake: make(chan struct{}, 1), console: newConsoleTail(cfg.Console)}
+	if err := m.init(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Machine) init() (err error) {
+	if m.sys, err = kvm.Open(m.cfg.KVMPath); err != nil {
+		return err
+	}
+	if m.ram, err = memory.New(m.cfg.MemBytes); err != nil {
+		return err
+	}
+	if err = m.loadImage(); err != nil {
+		return err
+	}
+	if err = m.buildTables(); err != nil {
+		return err
+	}
+	if err = writeBootInfo(m.ram, m.cfg); err != nil {
+		return err
+	}
+	if m.vm, err = m.sys.CreateVM(); err != nil {
+		return err
+	}
+	var flags uint32
+	if m.cfg.TrackDirty {
+		flags = kvm.MemLogDirtyPages
+	}
+	if err = m.vm.SetMemoryRegion(0, flags, 0, m.ram.Bytes()); err != nil {
+		return err
+	}
+	var missing *kvm.MissingCapError
+	switch err = m.vm.DenyGuestMSRs(); {
+	case err == nil:
+		m.MSRFiltered = true
+	case !errors.As(err, &missing):
+		return err
+	}
+	if m.cpu, err = m.vm.CreateVCPU(0); err != nil {
+		return err
+	}
+	if err = m.initVCPU(); err != nil {
+		return err
+	}
+	return m.attachDevices()
+}
+
+func (m *Machine) loadImage() error {
+	img := m.cfg.Image
+	for _, s := range img.Segments {
+		if s.Addr < abi.KernelBase || s.End() > m.ram.Size() {
+			return fmt.Errorf("vmm: %s: segment [%#x, %#x) must lie in [%#x, %#x) (RAM above the system area; raise --mem?)",
+				img.Path, s.Addr, s.End(), abi.KernelBase, m.ram.Size())
+		}
+		if err := m.ram.Write(s.Addr, s.Data); err != nil {
+			return fmt.Errorf("vmm: loading %s: %w", img.Path, err)
+		}
+	}
+	return nil
+}
+
+func (m *Machine) buildTables() error {
+	var vectors uint64
+	if s, ok := m.cfg.Image.Lookup(abi.VectorsSymbol); ok {
+		vectors = s.Addr
+	}
+	for _, build := range []func() error{
+		func() error { return x86.BuildPageTables(m.ram) },
+		func() error { return x86.BuildGDT(m.ram) },
+		func() error { return x86.BuildTSS(m.ram) },
+		func() error { return x86.BuildIDT(m.ram, vectors) },
+	} {
+		if err := build(); err != nil {
+			return fmt.Errorf("vmm: %w", err)
+		}
+	}
+	return nil
+}
+
+// initVCPU sets CPUID, then special registers, then general registers:
+// CPUID must come first because KVM validates CR4/EFER bits against it.
+func (m *Machine) initVCPU() error {
+	cpuid, err := m.sys.SupportedCPUID()
+	if err != nil {
+		return err
+	}
+	if err := m.cpu.SetCPUID(FilterCPUID(cpuid)); err != nil {
+		return err
+	}
+	s, err := m.cpu.Sregs()
+	if err != nil {
+		return err
+	}
+	if err := m.cpu.SetSregs(x86.LongModeSregs(s)); err != nil {
+		return err
+	}
+	if err := m.cpu.SetRegs(x86.EntryRegs(m.cfg.Image.Entry)); err != nil {
+		return err
+	}
+	m.cpu.EnableSyncRegs(kvm.SyncGeneral | kvm.SyncSpecial)
+	return nil
+}
+
+func (m *Machine) attachDevices() error {
+	m.intc = devices.NewIntc(abi.IRQBase, m.kick)
+	m.timer = devices.NewTimer(func() { m.intc.Raise(abi.IRQTimer) })
+	for _, d := range []struct {
+		name       string
+		base, size uint16
+		dev        devices.PortDevice
+	}{
+		{"serial", abi.PortSerial, devices.SerialPorts, &devices.Serial{Out: m.console}},
+		{"exit", abi.PortExit, 1, devices.ExitPort{}},
+		{"timer", abi.PortTimer, 1, m.timer},
+		{"intc", abi.PortIntcMask, 1, m.intc},
+		{"null", abi.PortNull, 1, devices.Null{}},
+	} {
+		if err := m.bus.Attach(d.name, d.base, d.size, d.dev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RAM is the guest's memory.
+func (m *Machine) RAM() *memory.RAM { return m.ram }
+
+// Image is the guest image the machine booted.
+func (m *Machine) Image() *elfimage.Image { return m.cfg.Image }
+
+// DirtyPages fetches and clears the dirty-page bitmap (Config.TrackDirty):
+// bit n of word n/64 is the 4 KiB page at n*4096.
+func (m *Machine) DirtyPages() ([]uint64, error) {
+	if !m.cfg.TrackDirty {
+		return nil, errors.New("vmm: dirty tracking is off (Config.TrackDirty)")
+	}
+	bm := make([]uint64, (m.ram.Size()/4096+63)/64)
+	return bm, m.vm.DirtyLog(0, bm)
+}
+
+// Close releases the vCPU, the VM, RAM and /dev/kvm.
+func (m *Machine) Close() error {
+	if m.timer != nil {
+		m.timer.Stop()
+	}
+	var errs []error
+	if m.cpu != nil {
+		errs = append(errs, m.cpu.Close())
+	}
+	if m.vm != nil {
+		errs = append(errs, m.vm.Close())
+	}
+	if m.ram != nil {
+		errs = append(errs, m.ram.Close())
+	}
+	if m.sys != nil {
+		errs = append(errs, m.sys.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,54 @@
+package vmm
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+// Stats counts what the vCPU loop did.
+type Stats struct {
+	Exits          [32]uint64 // by kvm.ExitReason
+	Interrupted    uint64     // KVM_RUN returns with EINTR (kicks and runtime signals)
+	KicksSent      uint64     // signals sent to the vCPU thread
+	Injected       uint64
+	Hypercalls     uint64
+	MSRDenied      uint64
+	UnassignedMMIO uint64
+	Halted         time.Duration // time spent idle in HLT
+}
+
+func (s *Stats) countExit(r kvm.ExitReason) {
+	if int(r) < len(s.Exits) {
+		s.Exits[r]++
+	}
+}
+
+// Print writes a human-readable summary.
+func (s *Stats) Print(w io.Writer) {
+	type kv struct {
+		name string
+		n    uint64
+	}
+	var exits []kv
+	var total uint64
+	for r, n := range s.Exits {
+		if n != 0 {
+			exits = append(exits, kv{kvm.ExitReason(r).String(), n})
+			total += n
+		}
+	}
+	sort.Slice(exits, func(i, j int) bool { return exits[i].n > exits[j].n })
+	fmt.Fprintf(w, "exits: %d", total)
+	for _, e := range exits {
+		fmt.Fprintf(w, "  %s=%d", e.name, e.n)
+	}
+	fmt.Fprintf(w, "\ninterrupts injected: %d  kicks: %d  EINTR: %d  hypercalls: %d  idle: %v\n",
+		s.Injected, s.KicksSent, s.Interrupted, s.Hypercalls, s.Halted.Round(time.Millisecond))
+	if s.MSRDenied != 0 || s.UnassignedMMIO != 0 {
+		fmt.Fprintf(w, "denied MSR accesses: %d  unassigned MMIO: %d\n", s.MSRDenied, s.UnassignedMMIO)
+	}
+}

@@ -1,0 +1,157 @@
+package vmm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+func bootAsm(t *testing.T, src string, cfg Config) (*Result, string, error) {
+	t.Helper()
+	kvmtest.Require(t)
+	img, err := elfimage.Open(kvmtest.AsmImage(t, src))
+	require.NoError(t, err)
+	var out bytes.Buffer
+	cfg.Image, cfg.Console = img, &out
+	m, err := New(cfg)
+	require.NoError(t, err)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := m.Run(ctx)
+	return res, out.String(), err
+}
+
+// A bare CPL0 image: console bytes, a hypercall and an exit status.
+const helloAsm = `
+.globl _start
+_start:
+	mov $0x3f8, %dx
+	lea msg(%rip), %rsi
+1:	lodsb
+	test %al, %al
+	jz 2f
+	out %al, %dx
+	jmp 1b
+2:	mov $0x510, %dx
+	mov $1, %eax          /* HC_TIME: rax = ns */
+	out %eax, %dx
+	test %rax, %rax
+	jz bad
+	mov $0x501, %dx
+	mov $7, %eax
+	out %eax, %dx
+bad:	mov $0x501, %dx
+	mov $99, %eax
+	out %eax, %dx
+msg:	.asciz "hello from CPL0\n"
+`
+
+func TestBareImageConsoleAndStatus(t *testing.T) {
+	res, out, err := bootAsm(t, helloAsm, Config{TimerHz: -1})
+	require.NoError(t, err)
+	require.Equal(t, uint32(7), res.Status)
+	require.Equal(t, "hello from CPL0\n", out)
+	require.Equal(t, uint64(1), res.Stats.Hypercalls)
+}
+
+// An image without handlers that executes ud2 takes #UD with an empty IDT:
+// #NP, then #DF, then a triple fault.
+const tripleAsm = `
+.globl _start
+_start:
+	mov $0x3f8, %dx
+	mov $'x', %al
+	out %al, %dx
+	mov $'\n', %al
+	out %al, %dx
+	ud2
+`
+
+func TestTripleFaultReport(t *testing.T) {
+	_, _, err := bootAsm(t, tripleAsm, Config{TimerHz: -1})
+	var gf *GuestFault
+	require.True(t, errors.As(err, &gf), "want *GuestFault, got %v", err)
+	require.Equal(t, kvm.ExitShutdown, gf.Exit)
+	require.Contains(t, gf.Error(), "triple fault")
+	require.Contains(t, gf.Error(), "rip ")
+	require.Equal(t, []string{"x"}, gf.Console)
+}
+
+// HLT with interrupts off can never end: reported, not hung.
+func TestHaltWithInterruptsOff(t *testing.T) {
+	_, _, err := bootAsm(t, ".globl _start\n_start: cli\n hlt\n", Config{TimerHz: -1})
+	var gf *GuestFault
+	require.True(t, errors.As(err, &gf), "want *GuestFault, got %v", err)
+	require.Contains(t, gf.Reason, "interrupts disabled")
+}
+
+// The interrupt path without a kernel: a one-entry handler table at a
+// known symbol, the timer programmed at 1 kHz, and `sti; hlt` until ten
+// ticks have been counted by the handler.
+const tickAsm = `
+.globl _start, reprise_vectors
+_start:
+	mov $0x520, %dx
+	mov $1000, %eax          /* 1 ms period */
+	out %eax, %dx
+1:	sti
+	hlt
+	cli
+	cmpq $10, ticks(%rip)
+	jb 1b
+	mov $0x501, %dx
+	mov $0, %eax
+	out %eax, %dx
+.balign 16
+reprise_vectors:
+	.rept 0x20
+	.balign 16
+	ud2
+	.endr
+	.balign 16
+	incq ticks(%rip)         /* vector 0x20 */
+	iretq
+.data
+ticks: .quad 0
+`
+
+func TestTimerInterruptsWakeHalt(t *testing.T) {
+	res, _, err := bootAsm(t, tickAsm, Config{TimerHz: -1})
+	require.NoError(t, err)
+	require.Equal(t, uint32(0), res.Status)
+	require.GreaterOrEqual(t, res.Stats.Injected, uint64(10))
+	require.GreaterOrEqual(t, res.Stats.Exits[kvm.ExitHLT], uint64(10))
+}
+
+func TestContextCancelStopsSpinningGuest(t *testing.T) {
+	kvmtest.Require(t)
+	img, err := elfimage.Open(kvmtest.AsmImage(t, ".globl _start\n_start: jmp _start\n"))
+	require.NoError(t, err)
+	m, err := New(Config{Image: img, TimerHz: -1})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = m.Run(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+func TestImageMustNotOverlapSystemArea(t *testing.T) {
+	kvmtest.Require(t)
+	dir := kvmtest.AsmImage(t, ".globl _start\n_start: hlt\n")
+	img, err := elfimage.Open(dir)
+	require.NoError(t, err)
+	img.Segments[0].Addr = abi.GDT
+	_, err = New(Config{Image: img})
+	require.ErrorContains(t, err, "must lie in")
+}
