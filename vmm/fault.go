@@ -42,7 +42,11 @@ func (f *GuestFault) Error() string {
 	var b strings.Builder
 	r := &f.Regs
 	fmt.Fprintf(&b, "guest fault: %s\n", f.Reason)
-	fmt.Fprintf(&b, "  exit %v, rip %#x", f.Exit, r.RIP)
+	if f.Vector >= 0 {
+		fmt.Fprintf(&b, "  faulting context: rip %#x", r.RIP)
+	} else {
+		fmt.Fprintf(&b, "  exit %v, rip %#x", f.Exit, r.RIP)
+	}
 	if f.Where != nil {
 		fmt.Fprintf(&b, " (%s)", f.Where(r.RIP))
 	}

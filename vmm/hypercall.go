@@ -71,6 +71,7 @@ func (m *Machine) guestReportedFault(vector, frameGPA, cr2 uint64) error {
 		RIP: f.RIP, RFLAGS: f.RFLAGS,
 	}
 	gf.Sregs.CR2 = cr2
+	gf.Sregs.CS.Selector = uint16(f.CS)
 	gf.Vector = int(vector)
 	return gf
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -20,6 +21,7 @@ type machineFlags struct {
 	mem     byteSize
 	timerHz int
 	plain   bool
+	kvmPath string
 }
 
 func (f *machineFlags) register(cmd *cobra.Command) {
@@ -27,6 +29,8 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().Var(&f.mem, "mem", "guest RAM (e.g. 64M, 1G; a multiple of 2 MiB)")
 	cmd.Flags().IntVar(&f.timerHz, "timer-hz", vmm.DefaultTimerHz, "guest timer tick rate (0: no timer)")
 	cmd.Flags().BoolVar(&f.plain, "plain", false, "use the kit built without the software branch counter")
+	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
+	_ = cmd.Flags().MarkHidden("kvm")
 }
 
 // resolveGuest maps the WORKLOAD|IMAGE argument and the rest of the command
@@ -84,7 +88,7 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 			}
 			m, err := vmm.New(vmm.Config{
 				Image: img, MemBytes: uint64(mf.mem), TimerHz: timerHz(mf.timerHz),
-				Cmdline: cmdline, Console: cmd.OutOrStdout(),
+				Cmdline: cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath,
 			})
 			if err != nil {
 				return &exitError{exitFailure, err}

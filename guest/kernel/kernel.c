@@ -1,0 +1,555 @@
+/*
+ * The reprise guest kernel (CPL0): boot, traps, threads, round-robin
+ * scheduling, sleep, futex, system calls, trace ring, fault reports.
+ *
+ * It is emulated instruction by instruction on the test machines (~0.35 µs
+ * each), so the hot paths are kept short and O(1):
+ *
+ *  - every trap builds a struct reprise_frame on the current kernel stack
+ *    (entry.S) and calls one of three C handlers, which return the frame to
+ *    resume. A user thread's frame always sits at the top of its own kernel
+ *    stack (the CPU switches to TSS.RSP0 = that top on a CPL3 trap), so a
+ *    thread switch is "return the other thread's frame, set RSP0";
+ *  - the kernel itself never blocks and always runs with IF=0: a blocking
+ *    system call leaves its frame in place (result preset in frame->rax,
+ *    overwritten by whoever wakes it) and returns another thread's frame;
+ *  - run queue: FIFO list; sleep queue: list sorted by deadline (only its
+ *    head is looked at per tick); futex waiters: 64 hashed FIFO buckets.
+ *
+ * Instruction counts of the hot paths (objdump of build/obj/reprise-kernel.o,
+ * counted along the path, from the first stub instruction to iretq inclusive;
+ * see README.md for how they were counted):
+ *   timer tick, nothing to do (run queue empty, no sleeper due):   50
+ *   timer tick, round-robin switch to the next thread:             82
+ *   system call round trip (SYS_BENCH NOP / SYS_GETTID):           48
+ *   SYS_YIELD with a switch:                                       82
+ *   SYS_FUTEX_WAIT that blocks (no timeout), switch to next:      100
+ *   SYS_FUTEX_WAKE waking one thread:                              86
+ */
+#include "kernel.h"
+
+#define CLOCK ((volatile struct reprise_clock *)REPRISE_CLOCK)
+#define TSS_RSP0 (*(volatile uint64_t *)REPRISE_TSS_RSP0)
+
+/* User-side symbols (guest/lib, linker script). */
+extern char reprise_user_start[], reprise_thread_entry[], reprise_user_end[];
+extern struct reprise_bootinfo reprise_uboot;
+
+/* Exported for the VMM (trace.h). */
+struct reprise_trace_ring reprise_trace_ring;
+uint32_t reprise_current_tid;
+struct thread *reprise_current;
+
+static struct thread threads[MAX_THREADS];
+static uint8_t kstacks[MAX_THREADS][KSTACK_SIZE] __attribute__((aligned(64)));
+static struct link runq = { &runq, &runq }, sleepq = { &sleepq, &sleepq };
+static struct link buckets[NBUCKETS];
+static uint8_t free_slots[MAX_THREADS];
+static uint32_t nfree;
+static uint64_t mem_end, ustack_base;
+static uint32_t timer_on;
+
+#define cur reprise_current
+#define IDLE (&threads[0])
+#define SL2T(l) ((struct thread *)((char *)(l) - offsetof(struct thread, sl)))
+
+_Static_assert(offsetof(struct thread, q) == 0, "q must be first");
+_Static_assert(sizeof(struct reprise_frame) == 22 * 8, "frame size");
+
+/* ---- lists */
+static inline void list_init(struct link *h)
+{
+	h->next = h->prev = h;
+}
+
+static inline void list_add_tail(struct link *h, struct link *n)
+{
+	struct link *p = h->prev;
+	n->next = h;
+	n->prev = p;
+	p->next = n;
+	h->prev = n;
+}
+
+static inline void list_del(struct link *n)
+{
+	struct link *nx = n->next, *pv = n->prev;
+	pv->next = nx;
+	nx->prev = pv;
+}
+
+/* ---- trace ring */
+static inline void trace(uint32_t kind, uint32_t tid, uint64_t a, uint64_t b)
+{
+	struct reprise_trace_ring *r = &reprise_trace_ring;
+	uint64_t h = r->head;
+	struct reprise_trace_rec *e = &r->rec[h & (REPRISE_TRACE_CAPACITY - 1)];
+	e->kind = kind;
+	e->tid = tid;
+	e->a = a;
+	e->b = b;
+	e->ticks = CLOCK->ticks;
+	__asm__ volatile("" ::: "memory");   /* record complete before head moves */
+	r->head = h + 1;
+}
+
+/* ---- scheduling */
+static inline void make_runnable(struct thread *t)
+{
+	t->state = T_RUNNABLE;
+	list_add_tail(&runq, &t->q);
+}
+
+static inline struct reprise_frame *switch_to(struct thread *t, uint64_t reason)
+{
+	trace(REPRISE_TRACE_SWITCH, cur->tid, t->tid, reason);
+	cur = t;
+	reprise_current_tid = t->tid;
+	TSS_RSP0 = t->kstack_top;
+	return t->frame;
+}
+
+__attribute__((noinline, noreturn, cold)) static void deadlock(void)
+{
+	kputs("kernel: deadlock: no runnable thread and no timed wait; blocked:");
+	for (int i = 1; i < MAX_THREADS; i++) {
+		if (threads[i].state == T_BLOCKED) {
+			kputc(' ');
+			kputdec(threads[i].tid);
+			if (threads[i].futex) {
+				kputs("@futex:");
+				kputhex(threads[i].futex);
+			}
+		}
+	}
+	kputc('\n');
+	kexit(125);
+}
+
+/* The current thread gave up the CPU (blocked, exited): run the next one. */
+static struct reprise_frame *schedule(uint64_t reason)
+{
+	struct link *n = runq.next;
+	if (likely(n != &runq)) {
+		list_del(n);
+		return switch_to((struct thread *)n, reason);
+	}
+	if (sleepq.next == &sleepq)
+		deadlock();
+	return switch_to(IDLE, reason);
+}
+
+/* Insert into the sleep queue, sorted by deadline, FIFO among equals. */
+static void sleep_insert(struct thread *t, uint64_t deadline)
+{
+	struct link *l = sleepq.next;
+	t->deadline = deadline;
+	while (l != &sleepq && SL2T(l)->deadline <= deadline)
+		l = l->next;
+	list_add_tail(l, &t->sl);    /* insert before l */
+}
+
+__attribute__((noinline)) static void wake_expired(uint64_t now)
+{
+	struct link *l;
+	while ((l = sleepq.next) != &sleepq && SL2T(l)->deadline <= now) {
+		struct thread *t = SL2T(l);
+		list_del(l);
+		t->sl.next = 0;
+		if (t->futex) {          /* futex wait timed out */
+			list_del(&t->q);
+			t->futex = 0;
+			t->frame->rax = (uint64_t)-REPRISE_ETIMEDOUT;
+		}
+		make_runnable(t);
+	}
+}
+
+/* ---- vector 0x20: the timer tick */
+struct reprise_frame *reprise_trap_tick(struct reprise_frame *f)
+{
+	struct link *s = sleepq.next;
+	if (s != &sleepq && SL2T(s)->deadline <= CLOCK->ns)
+		wake_expired(CLOCK->ns);
+	struct link *n = runq.next;
+	if (n == &runq)
+		return f;                 /* nobody else to run */
+	list_del(n);
+	if (cur != IDLE)
+		make_runnable(cur);       /* round robin: to the tail */
+	return switch_to((struct thread *)n, REPRISE_SWITCH_PREEMPT);
+}
+
+/* ---- threads */
+static int urange(uint64_t p, uint64_t n)
+{
+	return p >= REPRISE_USER_BASE && p <= mem_end && n <= mem_end - p;
+}
+
+static struct thread *thread_alloc(uint64_t rip, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	if (nfree == 0)
+		return 0;
+	uint32_t slot = free_slots[--nfree];
+	struct thread *t = &threads[slot];
+	t->tid = t->gen * MAX_THREADS + slot;
+	t->joiner = 0;
+	t->futex = 0;
+	t->sl.next = 0;
+	t->exit_value = 0;
+	struct reprise_frame *f = t->frame;
+	memset(f, 0, sizeof *f);
+	f->rdi = a0;
+	f->rsi = a1;
+	f->rdx = a2;
+	f->rip = rip;
+	f->cs = REPRISE_SEL_UCODE;
+	f->rflags = RFLAGS_USER;
+	/* 16-byte aligned minus a (never used) return address, as after a call */
+	f->rsp = ustack_base + (uint64_t)slot * USTACK_SIZE - 8;
+	f->ss = REPRISE_SEL_UDATA;
+	return t;
+}
+
+static void thread_free(struct thread *t)
+{
+	t->state = T_FREE;
+	t->gen++;
+	free_slots[nfree++] = (uint8_t)t->slot;
+}
+
+/* ---- system calls: each gets the caller's frame, returns the frame to resume */
+typedef struct reprise_frame *(*sysfn)(struct reprise_frame *);
+
+static struct reprise_frame *sys_exit(struct reprise_frame *f)
+{
+	kexit((uint32_t)f->rdi);
+}
+
+static struct reprise_frame *sys_write(struct reprise_frame *f)
+{
+	uint64_t p = f->rdi, n = f->rsi;
+	if (!urange(p, n)) {
+		f->rax = (uint64_t)-REPRISE_EINVAL;
+		return f;
+	}
+	kwrite((const char *)p, n);
+	f->rax = n;
+	return f;
+}
+
+static struct reprise_frame *sys_thread_create(struct reprise_frame *f)
+{
+	if (!urange(f->rdi, 1)) {
+		f->rax = (uint64_t)-REPRISE_EINVAL;
+		return f;
+	}
+	struct thread *t = thread_alloc((uint64_t)reprise_thread_entry, f->rdi, f->rsi, 0);
+	if (!t) {
+		f->rax = (uint64_t)-REPRISE_EAGAIN;
+		return f;
+	}
+	make_runnable(t);
+	trace(REPRISE_TRACE_CREATE, cur->tid, t->tid, f->rdi);
+	f->rax = t->tid;
+	return f;
+}
+
+static struct reprise_frame *sys_thread_exit(struct reprise_frame *f)
+{
+	struct thread *c = cur;
+	uint64_t v = f->rdi;
+	if (c->tid == 1)                /* the main thread: the guest stops */
+		kexit((uint32_t)v);
+	trace(REPRISE_TRACE_EXIT, c->tid, v, 0);
+	if (c->joiner) {
+		c->joiner->frame->rax = v;
+		make_runnable(c->joiner);
+		thread_free(c);         /* its stacks are reused only by a later create */
+	} else {
+		c->state = T_ZOMBIE;
+		c->exit_value = v;
+	}
+	return schedule(REPRISE_SWITCH_EXIT);
+}
+
+static struct reprise_frame *sys_thread_join(struct reprise_frame *f)
+{
+	uint64_t tid = f->rdi;
+	struct thread *c = cur, *t = &threads[tid % MAX_THREADS];
+	if (tid == 0 || t->tid != tid || t->state == T_FREE || t == c || t->joiner) {
+		f->rax = (uint64_t)-REPRISE_EINVAL;
+		return f;
+	}
+	if (t->state == T_ZOMBIE) {
+		f->rax = t->exit_value;
+		thread_free(t);
+		return f;
+	}
+	t->joiner = c;
+	c->state = T_BLOCKED;
+	return schedule(REPRISE_SWITCH_BLOCK);
+}
+
+static struct reprise_frame *sys_yield(struct reprise_frame *f)
+{
+	f->rax = 0;
+	struct link *n = runq.next;
+	if (n == &runq)
+		return f;
+	list_del(n);
+	make_runnable(cur);
+	return switch_to((struct thread *)n, REPRISE_SWITCH_YIELD);
+}
+
+static struct reprise_frame *sys_sleep_ns(struct reprise_frame *f)
+{
+	uint64_t ns = f->rdi;
+	if (!timer_on || ns == 0)       /* no tick to wake us: just yield */
+		return sys_yield(f);
+	uint64_t now = CLOCK->ns;
+	uint64_t d = now + ns < now ? ~0ULL : now + ns;
+	f->rax = 0;
+	sleep_insert(cur, d);
+	cur->state = T_BLOCKED;
+	return schedule(REPRISE_SWITCH_BLOCK);
+}
+
+static inline struct link *bucket(uint64_t addr)
+{
+	return &buckets[(addr * 0x9E3779B97F4A7C15ULL) >> 58];
+}
+
+static struct reprise_frame *sys_futex_wait(struct reprise_frame *f)
+{
+	uint64_t a = f->rdi, tmo = f->rdx;
+	struct thread *c = cur;
+	if ((a & 3) || !urange(a, 4)) {
+		f->rax = (uint64_t)-REPRISE_EINVAL;
+		return f;
+	}
+	if (*(volatile uint32_t *)a != (uint32_t)f->rsi) {
+		f->rax = (uint64_t)-REPRISE_EAGAIN;
+		return f;
+	}
+	f->rax = 0;
+	c->futex = a;
+	list_add_tail(bucket(a), &c->q);
+	if (tmo && timer_on) {
+		uint64_t now = CLOCK->ns;
+		sleep_insert(c, now + tmo < now ? ~0ULL : now + tmo);
+	}
+	c->state = T_BLOCKED;
+	return schedule(REPRISE_SWITCH_BLOCK);
+}
+
+static struct reprise_frame *sys_futex_wake(struct reprise_frame *f)
+{
+	uint64_t a = f->rdi, n = f->rsi, woken = 0;
+	struct link *h = bucket(a), *l = h->next;
+	while (l != h && woken < n) {
+		struct thread *t = (struct thread *)l;
+		l = l->next;
+		if (t->futex != a)
+			continue;
+		list_del(&t->q);
+		t->futex = 0;
+		if (t->sl.next) {         /* a timed wait: leave the sleep queue */
+			list_del(&t->sl);
+			t->sl.next = 0;
+		}
+		make_runnable(t);         /* its frame->rax is already 0 */
+		woken++;
+	}
+	f->rax = woken;
+	return f;
+}
+
+static struct reprise_frame *sys_clock_ns(struct reprise_frame *f)
+{
+	f->rax = hcall(REPRISE_HC_TIME, 0, 0, 0);
+	return f;
+}
+
+static struct reprise_frame *sys_trace(struct reprise_frame *f)
+{
+	trace(REPRISE_TRACE_USER | (uint32_t)(f->rdi & 0xFFFF), cur->tid, f->rsi, f->rdx);
+	f->rax = 0;
+	return f;
+}
+
+static struct reprise_frame *sys_gettid(struct reprise_frame *f)
+{
+	f->rax = cur->tid;
+	return f;
+}
+
+static struct reprise_frame *sys_bench(struct reprise_frame *f)
+{
+	uint64_t op = f->rdi, n = f->rsi;
+	f->rax = 0;
+	if (op == REPRISE_BENCH_NOP)
+		return f;
+	if (op == REPRISE_BENCH_MARK)
+		hcall(REPRISE_HC_MARK, n, 0, 0);
+	else if (op == REPRISE_BENCH_EXIT_CPL0)
+		while (n--)
+			outb(REPRISE_PORT_NULL, 0);
+	else
+		f->rax = (uint64_t)-REPRISE_EINVAL;
+	return f;
+}
+
+static const sysfn systab[] = {
+	[SYS_EXIT] = sys_exit,
+	[SYS_WRITE] = sys_write,
+	[SYS_THREAD_CREATE] = sys_thread_create,
+	[SYS_THREAD_EXIT] = sys_thread_exit,
+	[SYS_THREAD_JOIN] = sys_thread_join,
+	[SYS_YIELD] = sys_yield,
+	[SYS_SLEEP_NS] = sys_sleep_ns,
+	[SYS_FUTEX_WAIT] = sys_futex_wait,
+	[SYS_FUTEX_WAKE] = sys_futex_wake,
+	[SYS_CLOCK_NS] = sys_clock_ns,
+	[SYS_TRACE] = sys_trace,
+	[SYS_GETTID] = sys_gettid,
+	[SYS_BENCH] = sys_bench,
+};
+#define NSYS (sizeof systab / sizeof systab[0])
+
+/* ---- vector 6: #UD, the system-call gate (`ud2` = 0F 0B at CPL3) */
+struct reprise_frame *reprise_trap_ud(struct reprise_frame *f)
+{
+	uint64_t nr = f->rax;
+	if (unlikely((f->cs & 3) != 3 || *(volatile uint16_t *)f->rip != 0x0B0F || nr >= NSYS))
+		kfault(f, 0);
+	f->rip += 2;
+	return systab[nr](f);
+}
+
+/* ---- every other vector: CPU exceptions (fatal), stray IRQs (ignored) */
+static const char vecnames[32][4] = {
+	"DE", "DB", "NMI", "BP", "OF", "BR", "UD", "NM", "DF", "CSO", "TS", "NP",
+	"SS", "GP", "PF", "15", "MF", "AC", "MC", "XM", "VE", "CP", "22", "23",
+	"24", "25", "26", "27", "HV", "VC", "SX", "31",
+};
+
+void kfault(struct reprise_frame *f, uint64_t cr2)
+{
+	uint64_t v = f->vector;
+	kputs("fault: ");
+	if (v < 32) {
+		kputc('#');
+		kputs(vecnames[v]);
+	} else {
+		kputs("vector ");
+		kputdec(v);
+	}
+	if (v == 6 && (f->cs & 3) == 3 && *(volatile uint16_t *)f->rip == 0x0B0F) {
+		kputs(" (bad system call ");
+		kputdec(f->rax);
+		kputc(')');
+	}
+	kputs((f->cs & 3) ? " in thread " : " in kernel, thread ");
+	kputdec(cur ? cur->tid : 0);
+	kputs(" at rip=");
+	kputhex(f->rip);
+	if (v == 14) {
+		kputs(" cr2=");
+		kputhex(cr2);
+	}
+	kputs(" err=");
+	kputhex(f->error);
+	kputs(" rsp=");
+	kputhex(f->rsp);
+	kputc('\n');
+	hcall(REPRISE_HC_FAULT, v, (uint64_t)f, cr2);
+	kexit(128 + (uint32_t)v);   /* only if the VMM ignored HC_FAULT */
+}
+
+struct reprise_frame *reprise_trap_other(struct reprise_frame *f)
+{
+	uint64_t v = f->vector, cr2 = 0;
+	if (v >= 32)
+		return f;                 /* stray or masked IRQ: nothing to do */
+	if (v == 3 && hcall(REPRISE_HC_BREAKPOINT, 3, (uint64_t)f, 0) == 0)
+		return f;                 /* int3 probe handled by the VMM */
+	if (v == 14)
+		__asm__ volatile("mov %%cr2, %0" : "=r"(cr2));
+	kfault(f, cr2);
+}
+
+void kexit(uint32_t status)
+{
+	outl(REPRISE_PORT_EXIT, status);
+	for (;;)
+		__asm__ volatile("cli; hlt");
+}
+
+/* ---- boot */
+void reprise_resume(struct reprise_frame *f) __attribute__((noreturn));
+void reprise_idle(void);
+void kmain(struct reprise_bootinfo *bi) __attribute__((noreturn));
+
+void kmain(struct reprise_bootinfo *bi)
+{
+	if (bi->magic != REPRISE_BOOT_MAGIC) {
+		kputs("kernel: bad boot magic\n");
+		kexit(124);
+	}
+	mem_end = bi->mem_bytes;
+	/* user stacks right above the user image, then the heap */
+	ustack_base = ((uint64_t)reprise_user_end + USTACK_SIZE - 1) & ~(uint64_t)(USTACK_SIZE - 1);
+	uint64_t heap = ustack_base + (MAX_THREADS - 1) * USTACK_SIZE;
+	if (heap + (1 << 20) > mem_end) {
+		kputs("kernel: not enough guest RAM\n");
+		kexit(124);
+	}
+
+	for (int i = 0; i < NBUCKETS; i++)
+		list_init(&buckets[i]);
+	reprise_trace_ring.magic = REPRISE_TRACE_MAGIC;
+	reprise_trace_ring.capacity = REPRISE_TRACE_CAPACITY;
+	reprise_trace_ring.rec_size = sizeof(struct reprise_trace_rec);
+
+	for (uint32_t i = 0; i < MAX_THREADS; i++) {
+		struct thread *t = &threads[i];
+		t->slot = i;
+		t->kstack_top = (uint64_t)&kstacks[i][KSTACK_SIZE];
+		t->frame = (struct reprise_frame *)(t->kstack_top - sizeof(struct reprise_frame));
+	}
+	for (uint32_t i = MAX_THREADS - 1; i >= 1; i--)
+		free_slots[nfree++] = (uint8_t)i;
+
+	/* idle: CPL0 on kstacks[0]; an interrupt in the idle loop builds its
+	 * frame exactly where this one is, since the loop never pushes. */
+	struct thread *idle = IDLE;
+	idle->tid = 0;
+	idle->state = T_RUNNABLE;
+	idle->frame->rip = (uint64_t)reprise_idle;
+	idle->frame->cs = REPRISE_SEL_KCODE;
+	idle->frame->rflags = 0x2;
+	idle->frame->rsp = idle->kstack_top;
+	idle->frame->ss = REPRISE_SEL_KDATA;
+
+	/* the user side cannot read the (supervisor) boot-info page: copy it */
+	memcpy(&reprise_uboot, bi, sizeof *bi);
+	reprise_uboot.cmdline[REPRISE_CMDLINE_MAX - 1] = 0;
+
+	struct thread *m = thread_alloc((uint64_t)reprise_user_start,
+					(uint64_t)&reprise_uboot, heap, mem_end);
+	m->state = T_RUNNABLE;
+	trace(REPRISE_TRACE_CREATE, 0, m->tid, (uint64_t)reprise_user_start);
+
+	if (bi->timer_hz) {
+		uint32_t us = 1000000 / bi->timer_hz;
+		timer_on = 1;
+		outl(REPRISE_PORT_INTC_MASK, ~(1u << REPRISE_IRQ_TIMER));
+		outl(REPRISE_PORT_TIMER, us ? us : 1);
+	}
+
+	cur = m;
+	reprise_current_tid = m->tid;
+	TSS_RSP0 = m->kstack_top;
+	reprise_resume(m->frame);
+}

@@ -1,0 +1,221 @@
+package guest_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+type boot struct {
+	out    string
+	truths []guest.Truth
+	res    *vmm.Result
+	err    error
+}
+
+func kit(t *testing.T) *guest.Kit {
+	t.Helper()
+	kvmtest.Require(t)
+	k, err := guest.Build(context.Background())
+	require.NoError(t, err)
+	return k
+}
+
+func run(t *testing.T, image, cmdline string) boot {
+	t.Helper()
+	img, err := elfimage.Open(image)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	m, err := vmm.New(vmm.Config{Image: img, Cmdline: cmdline, Console: &out})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := m.Run(ctx)
+	return boot{out: out.String(), truths: guest.ParseTruth(out.String()), res: res, err: err}
+}
+
+func num(t *testing.T, tr guest.Truth, k string) uint64 {
+	t.Helper()
+	v, ok := tr[k]
+	require.True(t, ok, "truth line %v has no %q", tr, k)
+	n, err := strconv.ParseUint(v, 0, 64)
+	require.NoError(t, err, "%s=%s", k, v)
+	return n
+}
+
+// Every workload that is meant to succeed boots, exits 0 and reports
+// result=ok; the per-workload checks below then hold it to its numbers.
+func TestEveryWorkloadSucceeds(t *testing.T) {
+	k := kit(t)
+	args := map[string]string{"bench": "bench syscall n=100"}
+	for _, w := range guest.Workloads() {
+		if w.Name == "crash" {
+			continue
+		}
+		t.Run(w.Name, func(t *testing.T) {
+			cmd := args[w.Name]
+			if cmd == "" {
+				cmd = w.Name
+			}
+			b := run(t, k.Image(), cmd)
+			require.NoError(t, b.err, b.out)
+			require.Equal(t, uint32(0), b.res.Status, b.out)
+			r := guest.Result(b.truths)
+			require.NotNil(t, r, "no result line in:\n%s", b.out)
+			require.Equal(t, "ok", r["result"], b.out)
+		})
+	}
+}
+
+func TestCPUComputesPi(t *testing.T) {
+	k := kit(t)
+	b := run(t, k.Image(), "cpu digits=3000")
+	require.NoError(t, b.err)
+	d := guest.Select(b.truths, "digits", "3000")
+	require.Len(t, d, 1, b.out)
+	require.Equal(t, "314159265358979323846264338327", d[0]["first30"])
+}
+
+// The branch-counter instrumentation must not change what a program
+// computes: both builds print the same checksum.
+func TestPlainAndInstrumentedKitsAgree(t *testing.T) {
+	k := kit(t)
+	a := run(t, k.Image(), "cpu digits=2000")
+	p := run(t, k.PlainImage(), "cpu digits=2000")
+	require.NoError(t, a.err)
+	require.NoError(t, p.err)
+	fa := guest.Select(a.truths, "digits", "2000")
+	fp := guest.Select(p.truths, "digits", "2000")
+	require.Len(t, fa, 1)
+	require.Len(t, fp, 1)
+	require.Equal(t, fa[0]["fnv"], fp[0]["fnv"])
+}
+
+func TestClockStress(t *testing.T) {
+	k := kit(t)
+	b := run(t, k.Image(), "clock")
+	require.NoError(t, b.err)
+	var tr guest.Truth
+	for _, x := range b.truths {
+		if _, ok := x["reads"]; ok {
+			tr = x
+		}
+	}
+	require.NotNil(t, tr, b.out)
+	require.Equal(t, uint64(10_000_000), num(t, tr, "reads"))
+	require.Equal(t, "1", tr["monotonic"])
+	require.GreaterOrEqual(t, num(t, tr, "last_ns"), num(t, tr, "first_ns"))
+}
+
+// syn_cont's per-lock counts follow from its structure (8 level-1 locks
+// shared by 2 threads, 2 level-2 locks shared by 8), and the counters each
+// lock protects prove mutual exclusion.
+func TestSynContGroundTruth(t *testing.T) {
+	k := kit(t)
+	const iters = 300
+	b := run(t, k.Image(), "syn_cont iters=300")
+	require.NoError(t, b.err, b.out)
+	var l1, l2 int
+	var contended uint64
+	for _, tr := range b.truths {
+		name, ok := tr["lock"]
+		if !ok {
+			continue
+		}
+		acq := num(t, tr, "acquired")
+		require.Equal(t, acq, num(t, tr, "counter"), "lock %s: counter != acquisitions: mutual exclusion broken", name)
+		require.LessOrEqual(t, num(t, tr, "contended"), acq)
+		contended += num(t, tr, "contended")
+		switch {
+		case strings.HasPrefix(name, "L1["):
+			l1++
+			require.Equal(t, uint64(2*iters), acq, name)
+		case strings.HasPrefix(name, "L2["):
+			l2++
+			require.Equal(t, uint64(8*iters), acq, name)
+		default:
+			t.Fatalf("unexpected lock %q", name)
+		}
+	}
+	require.Equal(t, 8, l1)
+	require.Equal(t, 2, l2)
+	tot := guest.Select(b.truths, "threads", "16")
+	require.Len(t, tot, 1)
+	require.Equal(t, uint64(2*16*iters), num(t, tot[0], "acquired"))
+	require.Equal(t, contended, num(t, tot[0], "contended"))
+}
+
+func TestDeadlockSamplesNeverDeadlock(t *testing.T) {
+	k := kit(t)
+	for name, expect := range map[string]string{
+		"deadlock_trylock": "cycle", "deadlock_transitive": "cycle", "deadlock_gatelock": "protected",
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := run(t, k.Image(), name)
+			require.NoError(t, b.err, b.out)
+			var found bool
+			for _, tr := range b.truths {
+				if e, ok := tr["expect"]; ok {
+					require.Equal(t, expect, e)
+					require.NotEmpty(t, tr["cycle"])
+					found = true
+				}
+			}
+			require.True(t, found, b.out)
+			require.Equal(t, "0", guest.Result(b.truths)["deadlocked"])
+		})
+	}
+}
+
+func TestProfileSharesAddUp(t *testing.T) {
+	k := kit(t)
+	b := run(t, k.Image(), "profile rounds=100")
+	require.NoError(t, b.err, b.out)
+	want := map[string]uint64{"prof_a": 50, "prof_b": 30, "prof_c": 15, "prof_d": 5}
+	var sum uint64
+	for _, tr := range b.truths {
+		if f, ok := tr["func"]; ok {
+			require.Equal(t, want[f], num(t, tr, "self_pct"), f)
+			sum += num(t, tr, "self_pct")
+		}
+	}
+	require.Equal(t, uint64(100), sum, b.out)
+}
+
+func TestCrashesAreReportedWithTheirVector(t *testing.T) {
+	k := kit(t)
+	for kind, vec := range map[string]int{"null": 14, "ud": 6, "div": 0, "gp": 13, "kwrite": 14} {
+		t.Run(kind, func(t *testing.T) {
+			b := run(t, k.Image(), "crash kind="+kind)
+			var gf *vmm.GuestFault
+			require.True(t, errors.As(b.err, &gf), "want a guest fault, got %v\n%s", b.err, b.out)
+			require.Equal(t, vec, gf.Vector)
+			require.Equal(t, uint16(3), gf.Sregs.CS.Selector&3, "fault should be at CPL3")
+			require.Contains(t, gf.Error(), "wl_crash")
+		})
+	}
+}
+
+func TestBenchMarksAreTimestamped(t *testing.T) {
+	k := kit(t)
+	for _, mode := range []string{"exit-cpl3", "exit-cpl0", "syscall"} {
+		b := run(t, k.Image(), "bench "+mode+" n=50")
+		require.NoError(t, b.err, b.out)
+		require.Len(t, b.res.Marks, 2, mode)
+		require.Equal(t, uint64(1), b.res.Marks[0].ID)
+		require.Equal(t, uint64(2), b.res.Marks[1].ID)
+		require.Greater(t, b.res.Marks[1].At, b.res.Marks[0].At)
+	}
+}

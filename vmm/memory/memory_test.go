@@ -1,0 +1,145 @@
+package memory_test
+
+import (
+	"math"
+	"math/bits"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/vmm/memory"
+)
+
+const mib = 1 << 20
+
+func newRAM(t testing.TB, size uint64) *memory.RAM {
+	t.Helper()
+	ram, err := memory.New(size)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ram.Close()) })
+	return ram
+}
+
+func TestNewSizes(t *testing.T) {
+	for _, size := range []uint64{0, 1, 4096, mib, 2*mib + 4096, 3 * mib, math.MaxUint64} {
+		_, err := memory.New(size)
+		require.Error(t, err, "size %#x", size)
+	}
+	for _, size := range []uint64{2 * mib, 8 * mib} {
+		ram := newRAM(t, size)
+		require.Equal(t, size, ram.Size())
+		require.Len(t, ram.Bytes(), int(size))
+		require.Zero(t, ram.Bytes()[size-1], "fresh RAM is zero")
+	}
+}
+
+func TestBounds(t *testing.T) {
+	const size = 2 * mib
+	ram := newRAM(t, size)
+	for _, tc := range []struct {
+		name   string
+		gpa, n uint64
+		ok     bool
+	}{
+		{"start", 0, 8, true},
+		{"empty at start", 0, 0, true},
+		{"whole", 0, size, true},
+		{"exact end", size - 8, 8, true},
+		{"empty at end", size, 0, true},
+		{"one past end", size - 7, 8, false},
+		{"empty past end", size + 1, 0, false},
+		{"longer than RAM", 0, size + 1, false},
+		{"gpa near 2^64", math.MaxUint64 - 3, 8, false},
+		{"gpa+n wraps to 0", math.MaxUint64 - 7, 8, false},
+		{"gpa+n wraps into RAM", math.MaxUint64, 16, false},
+		{"len 2^64-1", 0, math.MaxUint64, false},
+		{"len 2^64-1 from 1", 1, math.MaxUint64, false},
+		{"both huge", math.MaxUint64, math.MaxUint64, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ram.Slice(tc.gpa, tc.n)
+			if !tc.ok {
+				var re *memory.RangeError
+				require.ErrorAs(t, err, &re)
+				require.Equal(t, memory.RangeError{Addr: tc.gpa, Len: tc.n, Size: size}, *re)
+				require.Nil(t, s)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, s, int(tc.n))
+			require.Equal(t, int(tc.n), cap(s), "appending must not spill into the next range")
+		})
+	}
+}
+
+func TestReadWriteUint64(t *testing.T) {
+	const size = 2 * mib
+	ram := newRAM(t, size)
+	var re *memory.RangeError
+
+	require.NoError(t, ram.Write(size-3, []byte{1, 2, 3}))
+	got := make([]byte, 3)
+	require.NoError(t, ram.Read(size-3, got))
+	require.Equal(t, []byte{1, 2, 3}, got)
+	require.Equal(t, []byte{1, 2, 3}, ram.Bytes()[size-3:])
+
+	require.ErrorAs(t, ram.Write(size-2, []byte{1, 2, 3}), &re)
+	require.ErrorAs(t, ram.Read(size-2, got), &re)
+	require.ErrorAs(t, ram.Write(math.MaxUint64, []byte{1}), &re)
+	require.ErrorAs(t, ram.Read(math.MaxUint64-1, got), &re)
+	require.Equal(t, []byte{1, 2, 3}, got, "a failed Read leaves dst alone")
+
+	require.NoError(t, ram.PutUint64(size-8, 0x0102030405060708))
+	v, err := ram.Uint64(size - 8)
+	require.NoError(t, err)
+	require.Equal(t, uint64(0x0102030405060708), v)
+	require.Equal(t, byte(0x08), ram.Bytes()[size-8], "little-endian")
+
+	for _, gpa := range []uint64{size - 7, size, math.MaxUint64 - 7, math.MaxUint64} {
+		_, err := ram.Uint64(gpa)
+		require.ErrorAs(t, err, &re, "Uint64 at %#x", gpa)
+		require.ErrorAs(t, ram.PutUint64(gpa, 1), &re, "PutUint64 at %#x", gpa)
+	}
+}
+
+func TestRangeErrorMessage(t *testing.T) {
+	err := &memory.RangeError{Addr: 0x1000, Len: 8, Size: 0x200000}
+	require.Contains(t, err.Error(), "0x1000")
+	require.Contains(t, err.Error(), "0x200000")
+}
+
+// FuzzSlice checks Slice against exact arithmetic: it succeeds iff
+// [gpa, gpa+n) lies in RAM (computed without overflow), and then returns a
+// capped view of exactly that range.
+func FuzzSlice(f *testing.F) {
+	const size = 2 * mib
+	ram, err := memory.New(size)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { ram.Close() })
+	for _, seed := range [][2]uint64{
+		{0, 0}, {0, size}, {size, 0}, {size - 8, 8}, {size - 7, 8}, {size + 1, 0},
+		{math.MaxUint64, 1}, {math.MaxUint64 - 7, 8}, {1, math.MaxUint64}, {math.MaxUint64, math.MaxUint64},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, gpa, n uint64) {
+		end, carry := bits.Add64(gpa, n, 0)
+		inside := carry == 0 && end <= size
+		s, err := ram.Slice(gpa, n)
+		if !inside {
+			re, ok := err.(*memory.RangeError)
+			if !ok || re.Addr != gpa || re.Len != n || re.Size != size || s != nil {
+				t.Fatalf("Slice(%#x, %#x) = len %d, %v; want a RangeError", gpa, n, len(s), err)
+			}
+			return
+		}
+		if err != nil || uint64(len(s)) != n || uint64(cap(s)) != n {
+			t.Fatalf("Slice(%#x, %#x) = len %d cap %d, %v", gpa, n, len(s), cap(s), err)
+		}
+		if n > 0 && &s[0] != &ram.Bytes()[gpa] {
+			t.Fatalf("Slice(%#x, %#x) does not alias RAM at gpa", gpa, n)
+		}
+	})
+}
