@@ -40,6 +40,7 @@ const (
 const (
 	IRQBase         = 0x20
 	IRQTimer        = 0
+	IRQSoft         = 1
 	IRQSerial       = 4
 	VectorStubSize  = 16
 	VectorsSymbol   = "reprise_vectors"
@@ -53,6 +54,7 @@ const (
 	PortHcall    = 0x510
 	PortTimer    = 0x520
 	PortIntcMask = 0x530
+	PortIntcRaise = 0x531
 	PortSWBC     = 0x5E5
 	PortNull     = 0x5F0
 )
@@ -80,6 +82,14 @@ const (
 	SysTrace        = 10
 	SysGettid       = 11
 	SysBench        = 12
+)
+
+// SysBench operations.
+const (
+	BenchMark     = 0 // HC_MARK(n) from the kernel
+	BenchExitCPL0 = 1
+	BenchNop      = 2
+	BenchIRQ      = 3
 )
 
 // Boot info (struct reprise_bootinfo).

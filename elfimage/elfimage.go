@@ -93,7 +93,8 @@ func Parse(path string, raw []byte) (*Image, error) {
 			return nil, bad("segment %d: address range overflows", i)
 		}
 		data := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(data, 0); err != nil {
+		// A zero-length ReadAt reports EOF; a bss-only segment has nothing to read.
+		if _, err := p.ReadAt(data, 0); err != nil && p.Filesz > 0 {
 			return nil, bad("segment %d: reading %#x bytes at file offset %#x: %v", i, p.Filesz, p.Off, err)
 		}
 		img.Segments = append(img.Segments, Segment{

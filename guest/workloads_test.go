@@ -210,12 +210,15 @@ func TestCrashesAreReportedWithTheirVector(t *testing.T) {
 
 func TestBenchMarksAreTimestamped(t *testing.T) {
 	k := kit(t)
-	for _, mode := range []string{"exit-cpl3", "exit-cpl0", "syscall"} {
+	for _, mode := range []string{"exit-cpl3", "exit-cpl0", "syscall", "irq"} {
 		b := run(t, k.Image(), "bench "+mode+" n=50")
 		require.NoError(t, b.err, b.out)
 		require.Len(t, b.res.Marks, 2, mode)
 		require.Equal(t, uint64(1), b.res.Marks[0].ID)
 		require.Equal(t, uint64(2), b.res.Marks[1].ID)
 		require.Greater(t, b.res.Marks[1].At, b.res.Marks[0].At)
+		if mode == "irq" {
+			require.GreaterOrEqual(t, b.res.Stats.Injected, uint64(50), "every soft IRQ must be injected")
+		}
 	}
 }

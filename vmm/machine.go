@@ -200,7 +200,7 @@ func (m *Machine) attachDevices() error {
 		{"serial", abi.PortSerial, devices.SerialPorts, &devices.Serial{Out: m.console}},
 		{"exit", abi.PortExit, 1, devices.ExitPort{}},
 		{"timer", abi.PortTimer, 1, m.timer},
-		{"intc", abi.PortIntcMask, 1, m.intc},
+		{"intc", abi.PortIntcMask, devices.IntcPorts, m.intc},
 		{"null", abi.PortNull, 1, devices.Null{}},
 	} {
 		if err := m.bus.Attach(d.name, d.base, d.size, d.dev); err != nil {

@@ -81,11 +81,15 @@ func (m *Machine) kick() {
 	case m.wake <- struct{}{}:
 	default:
 	}
-	m.cpu.SetImmediateExit(true)
-	if tid := m.tid.Load(); tid != 0 {
-		_ = unix.Tgkill(unix.Getpid(), int(tid), kickSignal)
-		m.kicksSent.Add(1)
+	tid := m.tid.Load()
+	if tid == 0 || int(tid) == unix.Gettid() {
+		// Not running, or raised by a device on the vCPU thread itself: the
+		// loop looks at the controller before its next entry anyway.
+		return
 	}
+	m.cpu.SetImmediateExit(true)
+	_ = unix.Tgkill(unix.Getpid(), int(tid), kickSignal)
+	m.kicksSent.Add(1)
 }
 
 func (m *Machine) stop() {

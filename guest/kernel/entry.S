@@ -37,11 +37,7 @@ reprise_kernel_entry:
 	.if !(HAS_ERR(\v))
 	pushq $0                    /* dummy error code */
 	.endif
-	.if \v < 128
-	pushq $\v                   /* push imm8 */
-	.else
-	pushq $\v                   /* push imm32 (sign-extends; v < 256 stays positive) */
-	.endif
+	pushq $\v                   /* imm8 below 128, else imm32 (positive) */
 	jmp \target
 	.fill REPRISE_VECTOR_STUB_SIZE - (. - 1b), 1, 0xcc
 .endm

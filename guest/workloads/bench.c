@@ -5,12 +5,15 @@
  *   bench exit-cpl3 n=N   N `outb` to REPRISE_PORT_NULL from CPL3
  *   bench exit-cpl0 n=N   the kernel does N `outb` to REPRISE_PORT_NULL
  *   bench syscall n=N     N SYS_BENCH NOP round trips (ud2 trap + return)
+ *   bench irq n=N         the kernel raises a software IRQ N times with
+ *                         interrupts on: N CPL0 exits, each followed by an
+ *                         injection and the kernel's IRQ path
  */
 #include <reprise/ulib.h>
 
 static void usage(void)
 {
-	printf("usage: bench exit-cpl3|exit-cpl0|syscall [n=N]\n");
+	printf("usage: bench exit-cpl3|exit-cpl0|syscall|irq [n=N]\n");
 }
 
 int wl_bench(const struct args *a)
@@ -31,6 +34,9 @@ int wl_bench(const struct args *a)
 	} else if (!strcmp(mode, "syscall")) {
 		m = 1;
 		def = 12000;
+	} else if (!strcmp(mode, "irq")) {
+		m = 2;
+		def = 30000;
 	} else {
 		usage();
 		return 2;
@@ -43,6 +49,8 @@ int wl_bench(const struct args *a)
 			__asm__ volatile("outb %%al, %%dx" : : "a"(0), "d"(REPRISE_PORT_NULL));
 	} else if (m == 0) {
 		sys_bench(REPRISE_BENCH_EXIT_CPL0, (long)n);
+	} else if (m == 2) {
+		sys_bench(REPRISE_BENCH_IRQ, (long)n);
 	} else {
 		for (uint64_t i = 0; i < n; i++)
 			sys_bench(REPRISE_BENCH_NOP, 0);

@@ -7,6 +7,8 @@
  *   kind=div     divide by zero                           #DE vector 0
  *   kind=gp      hlt at CPL3                              #GP vector 13
  *   kind=kwrite  write to the kernel image (supervisor)   #PF vector 14
+ *   kind=bp      int3 (offered to the VMM as HC_BREAKPOINT first; a VMM
+ *                that does not handle it makes it a fault) #BP vector 3
  */
 #include <reprise/ulib.h>
 
@@ -32,8 +34,11 @@ int wl_crash(const struct args *a)
 	} else if (!strcmp(kind, "kwrite")) {
 		truth("kind=kwrite expect=#PF vector=14 cr2=0x%x", REPRISE_KERNEL_BASE);
 		*(volatile int *)(p + REPRISE_KERNEL_BASE) = 1;
+	} else if (!strcmp(kind, "bp")) {
+		truth("kind=bp expect=#BP vector=3");
+		__asm__ volatile("int3");
 	} else {
-		printf("crash: unknown kind=%s (null|ud|div|gp|kwrite)\n", kind);
+		printf("crash: unknown kind=%s (null|ud|div|gp|kwrite|bp)\n", kind);
 		return 2;
 	}
 	truth("result=FAIL survived=1");

@@ -61,14 +61,34 @@ func (c *Intc) Ack(vector uint8) {
 // Pending reports whether any unmasked line is pending.
 func (c *Intc) Pending() bool { return c.pending.Load()&^c.mask.Load() != 0 }
 
-// PortRead returns the mask register.
-func (c *Intc) PortRead(port uint16, data []byte) { putLE(data, c.mask.Load()) }
+// Intc registers, as offsets from its base port.
+const (
+	intcMask  = 0 // read/write: bit n set = line n disabled
+	intcRaise = 1 // write n: raise line n; read: the pending lines
+	// IntcPorts is how many ports the controller occupies.
+	IntcPorts = 2
+)
 
-// PortWrite sets the mask register (bit n set = line n disabled).
+// PortRead returns the mask register or the pending lines.
+func (c *Intc) PortRead(port uint16, data []byte) {
+	switch port {
+	case intcMask:
+		putLE(data, c.mask.Load())
+	case intcRaise:
+		putLE(data, c.pending.Load())
+	}
+}
+
+// PortWrite sets the mask register or raises a line.
 func (c *Intc) PortWrite(port uint16, data []byte) error {
-	c.mask.Store(le32(data))
-	if c.Pending() && c.notify != nil {
-		c.notify()
+	switch port {
+	case intcMask:
+		c.mask.Store(le32(data))
+		if c.Pending() && c.notify != nil {
+			c.notify()
+		}
+	case intcRaise:
+		c.Raise(int(le32(data)))
 	}
 	return nil
 }

@@ -23,7 +23,13 @@ func newRAM(t testing.TB, size uint64) *memory.RAM {
 func TestNewSizes(t *testing.T) {
 	for _, size := range []uint64{0, 1, 4096, mib, 2*mib + 4096, 3 * mib, math.MaxUint64} {
 		_, err := memory.New(size)
-		require.Error(t, err, "size %#x", size)
+		require.ErrorContains(t, err, "multiple of 2 MiB", "size %#x", size)
+	}
+	// Multiples of 2 MiB too large to map (beyond the address space, or
+	// negative as an int) fail cleanly instead of panicking.
+	for _, size := range []uint64{1 << 62, 1 << 63} {
+		_, err := memory.New(size)
+		require.ErrorContains(t, err, "mmap", "size %#x", size)
 	}
 	for _, size := range []uint64{2 * mib, 8 * mib} {
 		ram := newRAM(t, size)

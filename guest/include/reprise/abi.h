@@ -40,6 +40,7 @@
 /* ---- interrupts: the VMM's interrupt controller maps line n to vector 0x20+n */
 #define REPRISE_IRQ_BASE    0x20
 #define REPRISE_IRQ_TIMER   0        /* vector 0x20 */
+#define REPRISE_IRQ_SOFT    1        /* vector 0x21: raised by writing REPRISE_PORT_INTC_RAISE */
 #define REPRISE_IRQ_SERIAL  4        /* vector 0x24 (reserved, no input yet) */
 /* IDT: the VMM points vector v at (symbol reprise_vectors) + v * 16. */
 #define REPRISE_VECTOR_STUB_SIZE 16
@@ -50,6 +51,7 @@
 #define REPRISE_PORT_HCALL    0x510  /* 32-bit out: hypercall number (see below) */
 #define REPRISE_PORT_TIMER    0x520  /* 32-bit out: tick period in microseconds, 0 stops */
 #define REPRISE_PORT_INTC_MASK 0x530 /* 32-bit out: mask of disabled IRQ lines */
+#define REPRISE_PORT_INTC_RAISE 0x531 /* 32-bit out: raise IRQ line n (a software interrupt request) */
 #define REPRISE_PORT_SWBC     0x5E5  /* 8-bit out from the swbc hook: target reached */
 #define REPRISE_PORT_NULL     0x5F0  /* writes ignored, reads 0: exit round-trip benchmarks.
                                         SWBC and NULL are the only ports the TSS I/O
@@ -82,6 +84,7 @@
 #define REPRISE_BENCH_MARK      0  /* kernel does REPRISE_HC_MARK with id n (guest kit addition) */
 #define REPRISE_BENCH_EXIT_CPL0 1  /* kernel does n `outb` to REPRISE_PORT_NULL */
 #define REPRISE_BENCH_NOP       2  /* kernel returns at once: syscall round trip */
+#define REPRISE_BENCH_IRQ       3  /* kernel raises REPRISE_IRQ_SOFT n times with IF=1: injection round trip */
 
 #define REPRISE_EAGAIN    11
 #define REPRISE_ETIMEDOUT 110
