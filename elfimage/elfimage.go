@@ -92,6 +92,9 @@ func Parse(path string, raw []byte) (*Image, error) {
 		if p.Paddr+p.Memsz < p.Paddr {
 			return nil, bad("segment %d: address range overflows", i)
 		}
+		if p.Off > uint64(len(raw)) || p.Filesz > uint64(len(raw))-p.Off {
+			return nil, bad("segment %d: file range %#x+%#x lies outside the %d-byte file", i, p.Off, p.Filesz, len(raw))
+		}
 		data := make([]byte, p.Filesz)
 		// A zero-length ReadAt reports EOF; a bss-only segment has nothing to read.
 		if _, err := p.ReadAt(data, 0); err != nil && p.Filesz > 0 {

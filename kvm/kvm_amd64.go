@@ -60,7 +60,7 @@ type VCPUEvents struct {
 	}
 	SIPIVector uint32
 	Flags      uint32
-	_          [32]byte // smi, triple_fault, reserved, exception_has_payload, payload
+	_          [40]byte // smi, triple_fault, reserved[26], exception_has_payload, exception_payload
 }
 
 // syncRegs mirrors struct kvm_sync_regs: the register state KVM copies into

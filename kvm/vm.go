@@ -12,6 +12,7 @@ type VM struct {
 	fd           int
 	sys          *System
 	userSpaceMSR bool
+	slotBytes    map[uint32]uint64 // size of each memory slot, for DirtyLog
 }
 
 // Close releases the VM. Its vCPUs must be closed first.
@@ -29,14 +30,29 @@ func (vm *VM) SetMemoryRegion(slot, flags uint32, gpa uint64, mem []byte) error 
 	if err := ioctlPtr(vm.fd, ioctlSetUserMemoryRegion, &r); err != nil {
 		return fmt.Errorf("kvm: KVM_SET_USER_MEMORY_REGION slot %d gpa %#x size %#x: %w", slot, gpa, len(mem), err)
 	}
+	if vm.slotBytes == nil {
+		vm.slotBytes = map[uint32]uint64{}
+	}
+	vm.slotBytes[slot] = uint64(len(mem))
 	return nil
 }
 
 // DirtyLog fetches and clears the dirty-page bitmap of slot (registered
 // with MemLogDirtyPages) into bitmap: one bit per 4 KiB page.
 func (vm *VM) DirtyLog(slot uint32, bitmap []uint64) error {
+	size, ok := vm.slotBytes[slot]
+	if !ok {
+		return fmt.Errorf("kvm: KVM_GET_DIRTY_LOG: no memory slot %d", slot)
+	}
+	// The kernel writes one bit per page of the slot: a shorter bitmap
+	// would let it write past the Go slice.
+	if pages := (size + 4095) / 4096; uint64(len(bitmap))*64 < pages {
+		return fmt.Errorf("kvm: KVM_GET_DIRTY_LOG slot %d: bitmap of %d words is too small for %d pages", slot, len(bitmap), pages)
+	}
 	d := dirtyLog{Slot: slot, Bitmap: words64Addr(bitmap)}
-	if err := ioctlPtr(vm.fd, ioctlGetDirtyLog, &d); err != nil {
+	err := ioctlPtr(vm.fd, ioctlGetDirtyLog, &d)
+	runtime.KeepAlive(bitmap)
+	if err != nil {
 		return fmt.Errorf("kvm: KVM_GET_DIRTY_LOG slot %d: %w", slot, err)
 	}
 	return nil

@@ -13,7 +13,7 @@ var sizeSuffixes = []struct {
 	suffix string
 	shift  uint
 }{
-	{"KIB", 10}, {"MIB", 20}, {"GIB", 30}, {"K", 10}, {"M", 20}, {"G", 30}, {"B", 0},
+	{"KIB", 10}, {"MIB", 20}, {"GIB", 30}, {"KB", 10}, {"MB", 20}, {"GB", 30}, {"K", 10}, {"M", 20}, {"G", 30}, {"B", 0},
 }
 
 func (s *byteSize) Set(v string) error {

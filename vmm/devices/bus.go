@@ -23,6 +23,10 @@ type portRange struct {
 	dev        PortDevice
 }
 
+// end is one past the range's last port; uint32 because a range may end at
+// 0xFFFF.
+func (r *portRange) end() uint32 { return uint32(r.base) + uint32(r.size) }
+
 // Bus dispatches port I/O to the attached devices. It is used only by the
 // vCPU thread; devices that also change state from other goroutines lock
 // internally.
@@ -37,7 +41,7 @@ func (b *Bus) Attach(name string, base, size uint16, dev PortDevice) error {
 		return fmt.Errorf("devices: %s: bad port range %#x+%#x", name, base, size)
 	}
 	for _, r := range b.ranges {
-		if base < r.base+r.size && r.base < base+size {
+		if uint32(base) < r.end() && uint32(r.base) < uint32(base)+uint32(size) {
 			return fmt.Errorf("devices: %s at %#x+%#x overlaps %s at %#x+%#x", name, base, size, r.name, r.base, r.size)
 		}
 	}
@@ -47,7 +51,7 @@ func (b *Bus) Attach(name string, base, size uint16, dev PortDevice) error {
 }
 
 func (b *Bus) find(port uint16) *portRange {
-	i := sort.Search(len(b.ranges), func(i int) bool { return b.ranges[i].base+b.ranges[i].size > port })
+	i := sort.Search(len(b.ranges), func(i int) bool { return b.ranges[i].end() > uint32(port) })
 	if i < len(b.ranges) && b.ranges[i].base <= port {
 		return &b.ranges[i]
 	}

@@ -20,6 +20,7 @@ type Timer struct {
 	period time.Duration // guarded by mu; 0 = stopped
 	next   time.Time     // guarded by mu
 	t      *time.Timer   // guarded by mu
+	gen    uint64        // guarded by mu; bumped by every SetPeriod
 }
 
 // NewTimer returns a stopped timer that calls raise at each expiry.
@@ -40,21 +41,25 @@ func (t *Timer) SetPeriod(d time.Duration) {
 		t.t.Stop()
 		t.t = nil
 	}
+	// An expiry of the old timer may already be running; the generation
+	// tells it not to touch the new one.
+	t.gen++
 	if d <= 0 {
 		t.period = 0
 		return
 	}
 	t.period = max(d, MinTimerPeriod)
 	t.next = time.Now().Add(t.period)
-	t.t = time.AfterFunc(t.period, t.fire)
+	gen := t.gen
+	t.t = time.AfterFunc(t.period, func() { t.fire(gen) })
 }
 
 // Stop disarms the timer.
 func (t *Timer) Stop() { t.SetPeriod(0) }
 
-func (t *Timer) fire() {
+func (t *Timer) fire(gen uint64) {
 	t.mu.Lock()
-	if t.period == 0 || t.t == nil {
+	if gen != t.gen || t.period == 0 || t.t == nil {
 		t.mu.Unlock()
 		return
 	}
