@@ -49,14 +49,14 @@ const (
 
 // I/O ports.
 const (
-	PortSerial   = 0x3F8
-	PortExit     = 0x501
-	PortHcall    = 0x510
-	PortTimer    = 0x520
-	PortIntcMask = 0x530
+	PortSerial    = 0x3F8
+	PortExit      = 0x501
+	PortHcall     = 0x510
+	PortTimer     = 0x520
+	PortIntcMask  = 0x530
 	PortIntcRaise = 0x531
-	PortSWBC     = 0x5E5
-	PortNull     = 0x5F0
+	PortSWBC      = 0x5E5
+	PortNull      = 0x5F0
 )
 
 // Hypercall numbers (value written to PortHcall; args in rdi, rsi, r8).

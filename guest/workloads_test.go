@@ -222,3 +222,37 @@ func TestBenchMarksAreTimestamped(t *testing.T) {
 		}
 	}
 }
+
+// The trace-pc hook of the kit counts CPL3 basic blocks and exits exactly
+// when the count reaches the target the VMM wrote — the mechanism replay
+// positions rest on. The plain kit never counts.
+func TestBranchCounterExitsAtTarget(t *testing.T) {
+	k := kit(t)
+	for _, tc := range []struct {
+		image  string
+		target uint64
+		exits  uint64
+	}{
+		{k.Image(), 1000, 1},
+		{k.Image(), 1 << 62, 0},
+		{k.PlainImage(), 1000, 0},
+	} {
+		img, err := elfimage.Open(tc.image)
+		require.NoError(t, err)
+		m, err := vmm.New(vmm.Config{Image: img, Cmdline: "cpu digits=300"})
+		require.NoError(t, err)
+		require.NoError(t, m.SetBranchTarget(tc.target))
+		res, err := m.Run(context.Background())
+		require.NoError(t, err)
+		require.Equal(t, tc.exits, res.Stats.SWBCExits, "%s target %d", tc.image, tc.target)
+		require.Zero(t, res.Stats.SWBCStray)
+		count, err := m.BranchCount()
+		require.NoError(t, err)
+		if tc.image == k.Image() {
+			require.Greater(t, count, uint64(1000), "the hook should count every basic block")
+		} else {
+			require.Zero(t, count)
+		}
+		m.Close()
+	}
+}

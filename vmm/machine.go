@@ -210,6 +210,15 @@ func (m *Machine) attachDevices() error {
 	return nil
 }
 
+// SetBranchTarget writes the software branch counter's target: the guest
+// exits when its count of CPL3 basic blocks reaches it (^0: never).
+func (m *Machine) SetBranchTarget(target uint64) error {
+	return m.ram.PutUint64(abi.SWBCTargetOff, target)
+}
+
+// BranchCount reads the guest's software branch counter.
+func (m *Machine) BranchCount() (uint64, error) { return m.ram.Uint64(abi.SWBCCountOff) }
+
 // RAM is the guest's memory.
 func (m *Machine) RAM() *memory.RAM { return m.ram }
 

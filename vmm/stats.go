@@ -18,6 +18,8 @@ type Stats struct {
 	Hypercalls     uint64
 	MSRDenied      uint64
 	UnassignedMMIO uint64
+	SWBCExits      uint64        // branch-counter exits at the target
+	SWBCStray      uint64        // writes to the swbc port with the count elsewhere
 	Halted         time.Duration // time spent idle in HLT
 }
 
@@ -48,6 +50,9 @@ func (s *Stats) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\ninterrupts injected: %d  kicks: %d  EINTR: %d  hypercalls: %d  idle: %v\n",
 		s.Injected, s.KicksSent, s.Interrupted, s.Hypercalls, s.Halted.Round(time.Millisecond))
+	if s.SWBCExits != 0 || s.SWBCStray != 0 {
+		fmt.Fprintf(w, "branch-counter exits: %d  stray: %d\n", s.SWBCExits, s.SWBCStray)
+	}
 	if s.MSRDenied != 0 || s.UnassignedMMIO != 0 {
 		fmt.Fprintf(w, "denied MSR accesses: %d  unassigned MMIO: %d\n", s.MSRDenied, s.UnassignedMMIO)
 	}

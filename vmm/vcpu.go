@@ -195,8 +195,11 @@ func (m *Machine) handleIO() error {
 	if io.Data == nil || (io.Size != 1 && io.Size != 2 && io.Size != 4) {
 		return m.fault(fmt.Sprintf("malformed port I/O exit: port %#x size %d count %d", io.Port, io.Size, io.Count))
 	}
-	if io.Port == abi.PortHcall && io.Out {
+	switch {
+	case io.Port == abi.PortHcall && io.Out:
 		return m.hypercall()
+	case io.Port == abi.PortSWBC && io.Out:
+		return m.branchTarget()
 	}
 	for i := 0; i < io.Count; i++ {
 		elem := io.Data[i*io.Size : (i+1)*io.Size]
@@ -208,6 +211,27 @@ func (m *Machine) handleIO() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// branchTarget handles the software branch counter reaching the target the
+// VMM wrote in the swbc page (DESIGN.md §4): the exit that recording and
+// replay will position asynchronous events at. User code can also write the
+// port directly; such an exit, with the count not at the target, is stray.
+func (m *Machine) branchTarget() error {
+	count, err := m.ram.Uint64(abi.SWBCCountOff)
+	if err != nil {
+		return err
+	}
+	target, err := m.ram.Uint64(abi.SWBCTargetOff)
+	if err != nil {
+		return err
+	}
+	if count != target {
+		m.stats.SWBCStray++
+		return nil
+	}
+	m.stats.SWBCExits++
 	return nil
 }
 
