@@ -155,3 +155,67 @@ func TestImageMustNotOverlapSystemArea(t *testing.T) {
 	_, err = New(Config{Image: img})
 	require.ErrorContains(t, err, "must lie in")
 }
+
+// Dirty logging sees the page the guest wrote and not a page it never
+// touched.
+func TestDirtyPagesTrackGuestWrites(t *testing.T) {
+	kvmtest.Require(t)
+	img, err := elfimage.Open(kvmtest.AsmImage(t, `
+.globl _start
+_start:
+	movq $42, 0x500008
+	mov $0x501, %dx
+	xor %eax, %eax
+	out %eax, %dx
+`))
+	require.NoError(t, err)
+	m, err := New(Config{Image: img, TimerHz: -1, TrackDirty: true})
+	require.NoError(t, err)
+	defer m.Close()
+	_, err = m.DirtyPages() // clear what loading and table building dirtied
+	require.NoError(t, err)
+	res, err := m.Run(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, uint32(0), res.Status)
+	bm, err := m.DirtyPages()
+	require.NoError(t, err)
+	dirty := func(gpa uint64) bool { p := gpa / 4096; return bm[p/64]&(1<<(p%64)) != 0 }
+	require.True(t, dirty(0x500008), "written page not reported dirty")
+	require.False(t, dirty(0x600000), "untouched page reported dirty")
+}
+
+// A guest MSR access is denied by the filter and reaches the VMM, which
+// answers with #GP; here the guest's #GP handler exits with status 13.
+func TestMSRAccessIsDeniedWithGP(t *testing.T) {
+	kvmtest.Require(t)
+	sys, err := kvm.Open(kvm.DevicePath)
+	require.NoError(t, err)
+	n, err := sys.CheckExtension(kvm.CapX86UserSpaceMSR)
+	require.NoError(t, err)
+	sys.Close()
+	if n == 0 {
+		t.Skip("this host cannot route MSR accesses to userspace")
+	}
+	res, _, err := bootAsm(t, `
+.globl _start, reprise_vectors
+_start:
+	mov $0x10, %ecx          /* IA32_TIME_STAMP_COUNTER */
+	rdmsr
+	mov $0x501, %dx
+	mov $1, %eax             /* not reached */
+	out %eax, %dx
+.balign 16
+reprise_vectors:
+	.rept 13
+	.balign 16
+	ud2
+	.endr
+	.balign 16
+	mov $0x501, %dx          /* vector 13: #GP */
+	mov $13, %eax
+	out %eax, %dx
+`, Config{TimerHz: -1})
+	require.NoError(t, err)
+	require.Equal(t, uint32(13), res.Status)
+	require.Equal(t, uint64(1), res.Stats.MSRDenied)
+}
