@@ -54,11 +54,14 @@ var capNames = map[Cap]string{
 	CapX86MSRFilter: "KVM_CAP_X86_MSR_FILTER",
 }
 
-func (c Cap) String() string {
-	if n, ok := capNames[c]; ok {
+func (c Cap) String() string { return constName(capNames, c, "KVM_CAP_") }
+
+// constName names a KVM constant, or gives its number after prefix.
+func constName[K ~uint32](names map[K]string, k K, prefix string) string {
+	if n, ok := names[k]; ok {
 		return n
 	}
-	return "KVM_CAP_" + strconv.FormatUint(uint64(c), 10)
+	return prefix + strconv.FormatUint(uint64(k), 10)
 }
 
 // ExitReason is kvm_run.exit_reason (KVM_EXIT_*).
@@ -91,12 +94,7 @@ var exitNames = map[ExitReason]string{
 	ExitX86RDMSR: "X86_RDMSR", ExitX86WRMSR: "X86_WRMSR",
 }
 
-func (r ExitReason) String() string {
-	if n, ok := exitNames[r]; ok {
-		return n
-	}
-	return "EXIT_" + strconv.FormatUint(uint64(r), 10)
-}
+func (r ExitReason) String() string { return constName(exitNames, r, "EXIT_") }
 
 // I/O exit directions (kvm_run.io.direction).
 const (

@@ -57,53 +57,37 @@ func (c *VCPU) RequestInterruptWindow(on bool) { c.run.RequestInterruptWindow = 
 // entry (KVM_INTERRUPT, userspace irqchip).
 func (c *VCPU) Interrupt(vector uint8) error {
 	irq := interrupt{IRQ: uint32(vector)}
-	if err := ioctlPtr(c.fd, ioctlInterrupt, &irq); err != nil {
-		return fmt.Errorf("kvm: KVM_INTERRUPT vector %#x on vCPU %d: %w", vector, c.id, err)
+	return vcpuIoctl(c, ioctlInterrupt, fmt.Sprintf("KVM_INTERRUPT vector %#x", vector), &irq)
+}
+
+// vcpuIoctl issues a vCPU ioctl that passes one struct, naming the operation
+// and the vCPU in any error.
+func vcpuIoctl[T any](c *VCPU, req uintptr, op string, v *T) error {
+	if err := ioctlPtr(c.fd, req, v); err != nil {
+		return fmt.Errorf("kvm: %s vCPU %d: %w", op, c.id, err)
 	}
 	return nil
 }
 
 // Regs reads the general registers with KVM_GET_REGS.
-func (c *VCPU) Regs() (Regs, error) {
-	var r Regs
-	if err := ioctlPtr(c.fd, ioctlGetRegs, &r); err != nil {
-		return r, fmt.Errorf("kvm: KVM_GET_REGS vCPU %d: %w", c.id, err)
-	}
-	return r, nil
+func (c *VCPU) Regs() (r Regs, err error) {
+	return r, vcpuIoctl(c, ioctlGetRegs, "KVM_GET_REGS", &r)
 }
 
 // SetRegs writes the general registers with KVM_SET_REGS.
-func (c *VCPU) SetRegs(r Regs) error {
-	if err := ioctlPtr(c.fd, ioctlSetRegs, &r); err != nil {
-		return fmt.Errorf("kvm: KVM_SET_REGS vCPU %d: %w", c.id, err)
-	}
-	return nil
-}
+func (c *VCPU) SetRegs(r Regs) error { return vcpuIoctl(c, ioctlSetRegs, "KVM_SET_REGS", &r) }
 
 // Sregs reads the special registers.
-func (c *VCPU) Sregs() (Sregs, error) {
-	var s Sregs
-	if err := ioctlPtr(c.fd, ioctlGetSregs, &s); err != nil {
-		return s, fmt.Errorf("kvm: KVM_GET_SREGS vCPU %d: %w", c.id, err)
-	}
-	return s, nil
+func (c *VCPU) Sregs() (s Sregs, err error) {
+	return s, vcpuIoctl(c, ioctlGetSregs, "KVM_GET_SREGS", &s)
 }
 
 // SetSregs writes the special registers.
-func (c *VCPU) SetSregs(s Sregs) error {
-	if err := ioctlPtr(c.fd, ioctlSetSregs, &s); err != nil {
-		return fmt.Errorf("kvm: KVM_SET_SREGS vCPU %d: %w", c.id, err)
-	}
-	return nil
-}
+func (c *VCPU) SetSregs(s Sregs) error { return vcpuIoctl(c, ioctlSetSregs, "KVM_SET_SREGS", &s) }
 
 // Events reads pending exception/interrupt/NMI state.
-func (c *VCPU) Events() (VCPUEvents, error) {
-	var e VCPUEvents
-	if err := ioctlPtr(c.fd, ioctlGetVCPUEvents, &e); err != nil {
-		return e, fmt.Errorf("kvm: KVM_GET_VCPU_EVENTS vCPU %d: %w", c.id, err)
-	}
-	return e, nil
+func (c *VCPU) Events() (e VCPUEvents, err error) {
+	return e, vcpuIoctl(c, ioctlGetVCPUEvents, "KVM_GET_VCPU_EVENTS", &e)
 }
 
 // SetCPUID installs the CPUID table the guest will see.
@@ -119,10 +103,7 @@ func (c *VCPU) SetCPUID(entries []CPUIDEntry) error {
 
 // SetGuestDebug configures guest debugging (breakpoints, single-step).
 func (c *VCPU) SetGuestDebug(d GuestDebug) error {
-	if err := ioctlPtr(c.fd, ioctlSetGuestDebug, &d); err != nil {
-		return fmt.Errorf("kvm: KVM_SET_GUEST_DEBUG vCPU %d: %w", c.id, err)
-	}
-	return nil
+	return vcpuIoctl(c, ioctlSetGuestDebug, "KVM_SET_GUEST_DEBUG", &d)
 }
 
 // EnableSyncRegs makes KVM copy the selected register sets (Sync* bits)

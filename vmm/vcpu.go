@@ -253,8 +253,8 @@ func (m *Machine) halt() error {
 	if !m.cpu.InterruptsEnabled() {
 		return m.fault("the guest halted with interrupts disabled: it can never wake up")
 	}
-	if !m.intc.Pending() && m.timer.Period() == 0 {
-		return m.fault("the guest is idle (HLT) with its timer stopped and nothing else that could wake it")
+	if !m.intc.Pending() && (m.timer.Period() == 0 || m.intc.Masked(abi.IRQTimer)) {
+		return m.fault("the guest is idle (HLT) with its timer stopped or masked and nothing else that could wake it")
 	}
 	t0 := time.Now()
 	for !m.intc.Pending() {

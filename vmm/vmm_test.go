@@ -219,3 +219,23 @@ reprise_vectors:
 	require.Equal(t, uint32(13), res.Status)
 	require.Equal(t, uint64(1), res.Stats.MSRDenied)
 }
+
+// A guest that masks its only wake-up source and halts is reported, not
+// left hanging.
+func TestHaltWithTimerMasked(t *testing.T) {
+	_, _, err := bootAsm(t, `
+.globl _start
+_start:
+	mov $0x520, %dx
+	mov $1000, %eax
+	out %eax, %dx            /* timer on */
+	mov $0x530, %dx
+	mov $1, %eax
+	out %eax, %dx            /* ...but its line masked */
+	sti
+	hlt
+`, Config{TimerHz: -1})
+	var gf *GuestFault
+	require.True(t, errors.As(err, &gf), "want *GuestFault, got %v", err)
+	require.Contains(t, gf.Reason, "masked")
+}

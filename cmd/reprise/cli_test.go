@@ -113,3 +113,19 @@ func TestRunWithoutCompiler(t *testing.T) {
 	require.Contains(t, r.stderr, "no C toolchain")
 	require.Contains(t, r.stderr, "apt-get install")
 }
+
+// Ctrl-C stops the guest promptly and says so in the exit status.
+func TestRunInterrupted(t *testing.T) {
+	kvmtest.Require(t)
+	cmd := exec.Command(reprise, "run", "cpu", "digits=100000")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Start())
+	time.Sleep(300 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "want an exit error, got %v", err)
+	require.Equal(t, exitInterrupted, ee.ExitCode(), errb.String())
+	require.Contains(t, errb.String(), "interrupted")
+}

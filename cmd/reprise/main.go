@@ -13,9 +13,10 @@ import (
 // through unchanged by `reprise run`; these are chosen above the range the
 // bundled workloads use.
 const (
-	exitUsage   = 2
-	exitTimeout = 124 // as timeout(1)
-	exitFailure = 125 // reprise or the guest failed (the message says which)
+	exitUsage       = 2
+	exitTimeout     = 124 // as timeout(1)
+	exitInterrupted = 130 // 128 + SIGINT, as a shell reports Ctrl-C
+	exitFailure     = 125 // reprise or the guest failed (the message says which)
 )
 
 // exitError carries a specific exit status out of a command.

@@ -69,17 +69,19 @@ func newRunCmd() *cobra.Command {
 		Short: "Boot a bundled workload or a guest image and stream its console",
 		Long: `Boot a bundled workload (see 'reprise workloads') or an ELF64 guest image and
 stream the guest console to stdout. reprise exits with the guest's own exit
-status; 124 if --timeout expired, 125 if reprise or the guest failed (a
-guest fault is reported with its registers and last console lines).
+status; 124 if --timeout expired, 130 if interrupted (Ctrl-C), 125 if
+reprise or the guest failed (a guest fault is reported with its registers
+and last console lines).
 
 Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000').`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer cancel()
+			errTimeout := fmt.Errorf("--timeout %v expired", timeout)
 			if timeout > 0 {
 				var c context.CancelFunc
-				ctx, c = context.WithTimeoutCause(ctx, timeout, fmt.Errorf("--timeout %v expired", timeout))
+				ctx, c = context.WithTimeoutCause(ctx, timeout, errTimeout)
 				defer c()
 			}
 			img, cmdline, err := resolveGuest(ctx, &mf, args)
@@ -100,8 +102,10 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 				res.Stats.Print(cmd.ErrOrStderr())
 			}
 			switch {
-			case errors.Is(err, context.DeadlineExceeded) || (err != nil && ctx.Err() != nil && timeout > 0):
+			case err != nil && errors.Is(context.Cause(ctx), errTimeout):
 				return &exitError{exitTimeout, err}
+			case err != nil && ctx.Err() != nil:
+				return &exitError{exitInterrupted, err}
 			case err != nil:
 				return &exitError{exitFailure, err}
 			case res.Status != 0:

@@ -58,6 +58,9 @@ func (c *Intc) Ack(vector uint8) {
 	}
 }
 
+// Masked reports whether the guest has disabled line.
+func (c *Intc) Masked(line int) bool { return c.mask.Load()&(1<<line) != 0 }
+
 // Pending reports whether any unmasked line is pending.
 func (c *Intc) Pending() bool { return c.pending.Load()&^c.mask.Load() != 0 }
 
