@@ -39,6 +39,7 @@ type Image struct {
 	Entry    uint64
 	Segments []Segment
 	SHA256   [32]byte
+	Raw      []byte   // the file's bytes (a recording embeds them)
 	symbols  []Symbol // sorted by Addr
 	byName   map[string]int
 }
@@ -81,7 +82,7 @@ func Parse(path string, raw []byte) (*Image, error) {
 	case f.Type != elf.ET_EXEC:
 		return nil, bad("type %v, want a static executable (ET_EXEC)", f.Type)
 	}
-	img := &Image{Path: path, Entry: f.Entry, SHA256: sha256.Sum256(raw)}
+	img := &Image{Path: path, Entry: f.Entry, SHA256: sha256.Sum256(raw), Raw: raw}
 	for i, p := range f.Progs {
 		if p.Type != elf.PT_LOAD || p.Memsz == 0 {
 			continue

@@ -1,6 +1,7 @@
 // Package kvm is a thin, typed layer over the Linux KVM ioctl API for x86-64:
 // the system (/dev/kvm), VMs, memory slots and vCPUs. It is the only package
-// in reprise that issues raw syscalls or imports unsafe (in *_unsafe.go files).
+// (with package pmu, for perf events) in reprise that issues raw syscalls
+// or imports unsafe (in *_unsafe.go files).
 package kvm
 
 import (

@@ -2,6 +2,8 @@ package vmm
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"hash"
 	"io"
 )
 
@@ -16,14 +18,24 @@ const maxConsoleLine = 4096
 // write per line rather than per byte) and remembers the last lines for
 // fault reports.
 type consoleTail struct {
-	w    io.Writer
-	line []byte
-	tail []string
+	w     io.Writer
+	line  []byte
+	tail  []string
+	sum   hash.Hash // of everything written: recordings keep it, replays compare
+	total uint64
 }
 
-func newConsoleTail(w io.Writer) *consoleTail { return &consoleTail{w: w} }
+func newConsoleTail(w io.Writer) *consoleTail { return &consoleTail{w: w, sum: sha256.New()} }
+
+// Sum returns the SHA-256 and length of all console output so far.
+func (c *consoleTail) Sum() (sum [32]byte, n uint64) {
+	copy(sum[:], c.sum.Sum(nil))
+	return sum, c.total
+}
 
 func (c *consoleTail) Write(p []byte) (int, error) {
+	c.sum.Write(p)
+	c.total += uint64(len(p))
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')

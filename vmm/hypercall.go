@@ -24,7 +24,11 @@ func (m *Machine) hypercall() error {
 	regs := m.cpu.SyncedRegs()
 	switch nr {
 	case abi.HcTime:
-		regs.RAX = uint64(m.now())
+		now, err := m.src.clock()
+		if err != nil {
+			return err
+		}
+		regs.RAX = uint64(now)
 	case abi.HcMark:
 		m.marks = append(m.marks, Mark{ID: regs.RDI, At: m.now()})
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm/devices"
 	"github.com/reprise-vm/reprise/vmm/memory"
 	"github.com/reprise-vm/reprise/vmm/x86"
@@ -38,7 +39,27 @@ type Config struct {
 	KVMPath string
 	// TrackDirty turns on KVM dirty-page logging for guest RAM.
 	TrackDirty bool
+
+	// Mode selects where inputs come from (Live by default).
+	Mode Mode
+	// Places says how Record positions asynchronous events: swbc (the
+	// image must have the branch-counter hook) or exit-sync.
+	Places tape.PositionSource
+	// Log receives a recording's events (Record).
+	Log EventLog
+	// Script supplies a replay's events (Replay).
+	Script EventScript
+	// CPUID is the table the guest sees; nil means the host's supported
+	// table, filtered (FilterCPUID). Replay passes the recorded table.
+	CPUID []kvm.CPUIDEntry
+	// TimerJitter randomises each timer period by up to ± this much, to
+	// record under deliberately irregular interrupt timing.
+	TimerJitter time.Duration
 }
+
+// SWBCHookSymbol is the function an image's instrumented code calls at
+// every basic block; its presence means the image keeps a branch counter.
+const SWBCHookSymbol = "__sanitizer_cov_trace_pc"
 
 // Machine is one VM with a single vCPU, booted from a guest image.
 type Machine struct {
@@ -54,6 +75,11 @@ type Machine struct {
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
 	MSRFiltered bool
+
+	src      source
+	exits    uint64   // guest-initiated exits so far: Position.Exit
+	lastStop stopKind // where the vCPU loop last stopped
+	cpuid    []kvm.CPUIDEntry
 
 	start     time.Time
 	wake      chan struct{} // kicks a vCPU waiting in HLT
@@ -83,7 +109,16 @@ func New(cfg Config) (*Machine, error) {
 	if len(cfg.Cmdline) >= abi.CmdlineMax {
 		return nil, fmt.Errorf("vmm: command line is %d bytes, the limit is %d", len(cfg.Cmdline), abi.CmdlineMax-1)
 	}
+	if err := checkMode(&cfg); err != nil {
+		return nil, err
+	}
 	m := &Machine{cfg: cfg, wake: make(chan struct{}, 1), console: newConsoleTail(cfg.Console)}
+	switch cfg.Mode {
+	case Replay:
+		m.src = newTapeSource(m, cfg.Script)
+	default:
+		m.src = &liveSource{m: m, log: cfg.Log, places: cfg.Places}
+	}
 	if err := m.init(); err != nil {
 		m.Close()
 		return nil, err
@@ -133,6 +168,34 @@ func (m *Machine) init() (err error) {
 	return m.attachDevices()
 }
 
+// checkMode validates the mode-specific parts of a config.
+func checkMode(cfg *Config) error {
+	switch cfg.Mode {
+	case Live:
+	case Record:
+		if cfg.Log == nil {
+			return errors.New("vmm: recording needs an event log")
+		}
+		switch cfg.Places {
+		case tape.SourceSWBC:
+			if _, ok := cfg.Image.Lookup(SWBCHookSymbol); !ok {
+				return fmt.Errorf("vmm: %s has no software branch counter (no %s symbol; build it with -fsanitize-coverage=trace-pc): use the exit-sync position source",
+					cfg.Image.Path, SWBCHookSymbol)
+			}
+		case tape.SourceExitSync:
+		default:
+			return fmt.Errorf("vmm: the %q position source is not available to the recorder", cfg.Places)
+		}
+	case Replay:
+		if cfg.Script == nil || cfg.CPUID == nil {
+			return errors.New("vmm: replay needs the tape's events and CPUID table")
+		}
+	default:
+		return fmt.Errorf("vmm: unknown mode %d", cfg.Mode)
+	}
+	return nil
+}
+
 func (m *Machine) loadImage() error {
 	img := m.cfg.Image
 	for _, s := range img.Segments {
@@ -168,11 +231,15 @@ func (m *Machine) buildTables() error {
 // initVCPU sets CPUID, then special registers, then general registers:
 // CPUID must come first because KVM validates CR4/EFER bits against it.
 func (m *Machine) initVCPU() error {
-	cpuid, err := m.sys.SupportedCPUID()
-	if err != nil {
-		return err
+	m.cpuid = m.cfg.CPUID
+	if m.cpuid == nil {
+		host, err := m.sys.SupportedCPUID()
+		if err != nil {
+			return err
+		}
+		m.cpuid = FilterCPUID(host)
 	}
-	if err := m.cpu.SetCPUID(FilterCPUID(cpuid)); err != nil {
+	if err := m.cpu.SetCPUID(m.cpuid); err != nil {
 		return err
 	}
 	s, err := m.cpu.Sregs()
@@ -189,26 +256,55 @@ func (m *Machine) initVCPU() error {
 	return nil
 }
 
-func (m *Machine) attachDevices() error {
-	m.intc = devices.NewIntc(abi.IRQBase, m.kick)
-	m.timer = devices.NewTimer(func() { m.intc.Raise(abi.IRQTimer) })
-	for _, d := range []struct {
-		name       string
-		base, size uint16
-		dev        devices.PortDevice
-	}{
+// device is one entry of the machine's port map.
+type device struct {
+	name       string
+	base, size uint16
+	dev        devices.PortDevice
+}
+
+// devices lists the machine's port devices; DeviceConfig describes the
+// same list for a tape header.
+func (m *Machine) devices() []device {
+	return []device{
 		{"serial", abi.PortSerial, devices.SerialPorts, &devices.Serial{Out: m.console}},
 		{"exit", abi.PortExit, 1, devices.ExitPort{}},
 		{"timer", abi.PortTimer, 1, m.timer},
 		{"intc", abi.PortIntcMask, devices.IntcPorts, m.intc},
 		{"null", abi.PortNull, 1, devices.Null{}},
-	} {
+	}
+}
+
+// DeviceConfig describes the device model: name → "ports base+size".
+func DeviceConfig() map[string]string {
+	cfg := map[string]string{
+		"hypercall": fmt.Sprintf("port %#x", abi.PortHcall),
+		"swbc":      fmt.Sprintf("port %#x, page %#x", abi.PortSWBC, abi.SWBC),
+		"clock":     fmt.Sprintf("page %#x", abi.Clock),
+	}
+	for _, d := range (&Machine{}).devices() {
+		cfg[d.name] = fmt.Sprintf("ports %#x+%d", d.base, d.size)
+	}
+	return cfg
+}
+
+func (m *Machine) attachDevices() error {
+	m.intc = devices.NewIntc(abi.IRQBase, m.kick)
+	raise := func() { m.intc.Raise(abi.IRQTimer) }
+	if m.cfg.Mode == Replay {
+		raise = nil // ticks come from the tape
+	}
+	m.timer = devices.NewTimer(raise, m.cfg.TimerJitter)
+	for _, d := range m.devices() {
 		if err := m.bus.Attach(d.name, d.base, d.size, d.dev); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// CPUID is the table the guest sees (a recording stores it).
+func (m *Machine) CPUID() []kvm.CPUIDEntry { return m.cpuid }
 
 // SetBranchTarget writes the software branch counter's target: the guest
 // exits when its count of CPL3 basic blocks reaches it (^0: never).

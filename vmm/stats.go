@@ -29,6 +29,15 @@ func (s *Stats) countExit(r kvm.ExitReason) {
 	}
 }
 
+// TotalExits is the number of exits of every kind.
+func (s *Stats) TotalExits() uint64 {
+	var n uint64
+	for _, e := range s.Exits {
+		n += e
+	}
+	return n
+}
+
 // Print writes a human-readable summary.
 func (s *Stats) Print(w io.Writer) {
 	type kv struct {

@@ -2,6 +2,7 @@ package vmm
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"runtime"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm/devices"
 )
 
@@ -27,6 +29,12 @@ type Result struct {
 	Elapsed time.Duration
 	Stats   Stats
 	Marks   []Mark
+	// End describes how the guest's execution ended, with the RAM and
+	// console hashes a recording keeps and a replay compares; nil if the
+	// run stopped without a defined end (a VMM error, a cancelled live run).
+	End *tape.End
+	// Events is how many tape events a replay applied.
+	Events uint64
 }
 
 // Mark is a host timestamp of a guest REPRISE_HC_MARK hypercall.
@@ -35,10 +43,25 @@ type Mark struct {
 	At time.Duration // since boot
 }
 
-var errStopped = errors.New("vmm: stopped")
+var (
+	errStopped   = errors.New("vmm: stopped")
+	errReplayEnd = errors.New("vmm: replay reached the recording's end")
+)
+
+// recordStop ends a recording, on request, at a repeatable point.
+type recordStop struct{ where tape.Where }
+
+func (*recordStop) Error() string { return "vmm: recording stopped on request" }
+
+// noTarget disables the branch counter's exit.
+const noTarget = ^uint64(0)
 
 // Run boots the guest and runs it until it powers off, faults, or ctx is
-// done. A guest fault is returned as *GuestFault.
+// done. A guest fault is returned as *GuestFault, a replay that stops
+// matching its tape as *DivergenceError, a tape that ends early as
+// *TapeCutError. A recording whose ctx is cancelled stops at the next point
+// a replay can find again and ends normally (Result.End.Reason
+// "interrupted"); a replay of it stops at the same point.
 func (m *Machine) Run(ctx context.Context) (*Result, error) {
 	m.start = time.Now()
 	done := make(chan error, 1)
@@ -56,22 +79,68 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		m.stop()
-		err = <-done
-		if errors.Is(err, errStopped) {
-			err = fmt.Errorf("vmm: run interrupted: %w", context.Cause(ctx))
-		}
+		err = m.stopAndWait(done)
 	}
 	m.timer.Stop()
 	m.console.Flush()
+	end, err := m.endOf(err)
+	if err = m.src.finish(end, err); errors.Is(err, errStopped) {
+		err = fmt.Errorf("vmm: run interrupted: %w", context.Cause(ctx))
+	}
 	m.stats.KicksSent = m.kicksSent.Load()
-	res := &Result{Elapsed: time.Since(m.start), Stats: m.stats, Marks: m.marks}
-	var off *devices.PowerOff
-	if errors.As(err, &off) {
-		res.Status = off.Status
-		return res, nil
+	res := &Result{Elapsed: time.Since(m.start), Stats: m.stats, Marks: m.marks, End: end}
+	if ts, ok := m.src.(*tapeSource); ok {
+		res.Events = ts.applied
+	}
+	if end != nil && end.Reason == tape.EndExited {
+		res.Status = end.Status
 	}
 	return res, err
+}
+
+// endOf turns the loop's result into the end of the guest's execution, or
+// nil if it did not reach one; the error left is what Run should report.
+func (m *Machine) endOf(err error) (*tape.End, error) {
+	var (
+		end  tape.End
+		off  *devices.PowerOff
+		gf   *GuestFault
+		stop *recordStop
+	)
+	switch {
+	case errors.As(err, &off):
+		end.Reason, end.Status, err = tape.EndExited, off.Status, nil
+	case errors.As(err, &gf):
+		end.Reason, end.Fault = tape.EndFault, gf.Reason
+	case errors.As(err, &stop), errors.Is(err, errReplayEnd):
+		end.Reason, err = tape.EndInterrupted, nil
+	default:
+		return nil, err
+	}
+	var herr error
+	end.RAMHash, herr = m.ramHash()
+	if herr != nil {
+		return nil, herr
+	}
+	end.ConsoleHash, end.ConsoleBytes = m.console.Sum()
+	return &end, err
+}
+
+// ramHash hashes guest RAM with the branch-counter target cleared: it is
+// the one word the VMM writes at different times in record and replay.
+func (m *Machine) ramHash() ([32]byte, error) {
+	if err := m.SetBranchTarget(noTarget); err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(m.ram.Bytes()), nil
+}
+
+// endWhere is how the end's position relates to where the vCPU stopped.
+func (m *Machine) endWhere() tape.Where {
+	if m.lastStop == stopBranch {
+		return tape.AtBranch
+	}
+	return tape.AtExit
 }
 
 // kick makes the vCPU loop look at the interrupt controller soon: it wakes
@@ -92,20 +161,30 @@ func (m *Machine) kick() {
 	m.kicksSent.Add(1)
 }
 
-func (m *Machine) stop() {
+// stopAndWait asks the vCPU loop to stop and waits for it, kicking again
+// while it waits: a recording stops only at a repeatable point and looks
+// for one each time the vCPU stops.
+func (m *Machine) stopAndWait(done <-chan error) error {
 	m.stopping.Store(true)
-	m.kick()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		m.kick()
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+		}
+	}
 }
 
-// loop is the vCPU state machine: deliver interrupts, run, dispatch the
-// exit — on errno first, then on the exit reason.
+// loop is the vCPU state machine: let the input source act, run, classify
+// where the vCPU stopped, dispatch the exit — on errno first, then on the
+// exit reason.
 func (m *Machine) loop() error {
 	c := m.cpu
 	for {
-		if m.stopping.Load() {
-			return errStopped
-		}
-		if err := m.deliverInterrupt(); err != nil {
+		if err := m.src.beforeEntry(m.lastStop); err != nil {
 			return err
 		}
 		err := c.Run()
@@ -114,6 +193,7 @@ func (m *Machine) loop() error {
 			// after this point is seen either here or by the next KVM_RUN.
 			c.SetImmediateExit(false)
 			m.stats.Interrupted++
+			m.lastStop = stopKick
 			continue
 		}
 		if err != nil {
@@ -121,6 +201,11 @@ func (m *Machine) loop() error {
 		}
 		reason := c.ExitReason()
 		m.stats.countExit(reason)
+		// Count before handling: inputs logged while handling this exit
+		// carry its ordinal.
+		if m.lastStop = m.classify(reason); m.lastStop == stopGuestExit {
+			m.exits++
+		}
 		switch reason {
 		case kvm.ExitIO:
 			err = m.handleIO()
@@ -129,7 +214,7 @@ func (m *Machine) loop() error {
 		case kvm.ExitHLT:
 			err = m.halt()
 		case kvm.ExitIRQWindowOpen:
-			// deliverInterrupt injects at the top of the loop.
+			// The source injects before the next entry.
 		case kvm.ExitX86RDMSR, kvm.ExitX86WRMSR:
 			// Denied: the guest gets #GP, as for an MSR that does not exist.
 			m.stats.MSRDenied++
@@ -150,42 +235,49 @@ func (m *Machine) loop() error {
 	}
 }
 
-// deliverInterrupt injects the highest-priority pending interrupt if the
-// guest can take one now, or asks KVM to exit as soon as it can.
-func (m *Machine) deliverInterrupt() error {
-	c := m.cpu
-	vector, ok := m.intc.Next()
-	if !ok {
-		c.RequestInterruptWindow(false)
-		return nil
+// classify says where an exit left the guest. Exits the VMM provoked (an
+// interrupt window it asked for, the branch-counter target it set) are not
+// the guest's own and do not count in Position.Exit: replay must see the
+// same ordinals whatever the VMM asked for.
+func (m *Machine) classify(reason kvm.ExitReason) stopKind {
+	switch reason {
+	case kvm.ExitIRQWindowOpen:
+		return stopWindow
+	case kvm.ExitIO:
+		if io := m.cpu.IOExit(); io.Port == abi.PortSWBC && io.Out && m.atBranchTarget() {
+			return stopBranch
+		}
 	}
-	if !c.ReadyForInterrupt() {
-		c.RequestInterruptWindow(true)
-		return nil
-	}
+	return stopGuestExit
+}
+
+// atBranchTarget reports whether the branch counter equals its target.
+func (m *Machine) atBranchTarget() bool {
+	count, err1 := m.ram.Uint64(abi.SWBCCountOff)
+	target, err2 := m.ram.Uint64(abi.SWBCTargetOff)
+	return err1 == nil && err2 == nil && count == target
+}
+
+// inject delivers vector now; for the timer it first writes the clock page
+// (ns and tick count), so guest reads of time change only at injections,
+// positions a recording logs.
+func (m *Machine) inject(vector uint8, clockNs uint64) error {
 	if vector == abi.IRQBase+abi.IRQTimer {
 		m.ticks++
-		if err := m.updateClock(); err != nil {
+		if err := m.ram.PutUint64(abi.ClockNsOff, clockNs); err != nil {
+			return err
+		}
+		if err := m.ram.PutUint64(abi.ClockTicksOff, m.ticks); err != nil {
 			return err
 		}
 	}
-	if err := c.Interrupt(vector); err != nil {
+	if err := m.cpu.Interrupt(vector); err != nil {
 		return err
 	}
 	m.intc.Ack(vector)
 	m.stats.Injected++
-	c.RequestInterruptWindow(false)
+	m.cpu.RequestInterruptWindow(false)
 	return nil
-}
-
-// updateClock refreshes the paravirtual clock page. It runs only while the
-// vCPU is stopped, at an injection, so guest reads see a value fixed at a
-// known position.
-func (m *Machine) updateClock() error {
-	if err := m.ram.PutUint64(abi.ClockNsOff, uint64(m.now())); err != nil {
-		return err
-	}
-	return m.ram.PutUint64(abi.ClockTicksOff, m.ticks)
 }
 
 func (m *Machine) now() time.Duration { return time.Since(m.start) }
@@ -199,12 +291,16 @@ func (m *Machine) handleIO() error {
 	case io.Port == abi.PortHcall && io.Out:
 		return m.hypercall()
 	case io.Port == abi.PortSWBC && io.Out:
-		return m.branchTarget()
+		m.countBranchExit()
+		return nil
 	}
 	for i := 0; i < io.Count; i++ {
 		elem := io.Data[i*io.Size : (i+1)*io.Size]
 		if !io.Out {
 			m.bus.Read(io.Port, elem)
+			if err := m.src.portIn(io.Port, elem); err != nil {
+				return err
+			}
 			continue
 		}
 		if err := m.bus.Write(io.Port, elem); err != nil {
@@ -214,25 +310,15 @@ func (m *Machine) handleIO() error {
 	return nil
 }
 
-// branchTarget handles the software branch counter reaching the target the
-// VMM wrote in the swbc page (DESIGN.md §4): the exit that recording and
-// replay will position asynchronous events at. User code can also write the
-// port directly; such an exit, with the count not at the target, is stray.
-func (m *Machine) branchTarget() error {
-	count, err := m.ram.Uint64(abi.SWBCCountOff)
-	if err != nil {
-		return err
-	}
-	target, err := m.ram.Uint64(abi.SWBCTargetOff)
-	if err != nil {
-		return err
-	}
-	if count != target {
+// countBranchExit counts an exit through the branch counter's port: at
+// the target it is the repeatable point the source asked for (DESIGN.md §4);
+// otherwise user code wrote the port itself, a stray but harmless exit.
+func (m *Machine) countBranchExit() {
+	if m.lastStop == stopBranch {
+		m.stats.SWBCExits++
+	} else {
 		m.stats.SWBCStray++
-		return nil
 	}
-	m.stats.SWBCExits++
-	return nil
 }
 
 // handleMMIO serves accesses to guest-physical addresses with no RAM: no
@@ -247,22 +333,11 @@ func (m *Machine) handleMMIO() {
 	}
 }
 
-// halt waits, outside KVM_RUN, until an interrupt is pending. This is the
-// idle time a replay can skip.
+// halt handles an idle guest: the source decides how long idle lasts (a
+// live run waits for the next interrupt, a replay skips the wait).
 func (m *Machine) halt() error {
 	if !m.cpu.InterruptsEnabled() {
 		return m.fault("the guest halted with interrupts disabled: it can never wake up")
 	}
-	if !m.intc.Pending() && (m.timer.Period() == 0 || m.intc.Masked(abi.IRQTimer)) {
-		return m.fault("the guest is idle (HLT) with its timer stopped or masked and nothing else that could wake it")
-	}
-	t0 := time.Now()
-	for !m.intc.Pending() {
-		<-m.wake
-		if m.stopping.Load() {
-			return errStopped
-		}
-	}
-	m.stats.Halted += time.Since(t0)
-	return nil
+	return m.src.halt()
 }

@@ -176,7 +176,7 @@ func TestIntcNilNotify(t *testing.T) {
 
 func TestTimerFiresAndStops(t *testing.T) {
 	var raised atomic.Int64
-	tm := devices.NewTimer(func() { raised.Add(1) })
+	tm := devices.NewTimer(func() { raised.Add(1) }, 0)
 	t.Cleanup(tm.Stop)
 	require.Zero(t, tm.Period())
 
@@ -194,7 +194,7 @@ func TestTimerFiresAndStops(t *testing.T) {
 
 func TestTimerReprogram(t *testing.T) {
 	var raised atomic.Int64
-	tm := devices.NewTimer(func() { raised.Add(1) })
+	tm := devices.NewTimer(func() { raised.Add(1) }, 0)
 	t.Cleanup(tm.Stop)
 	tm.SetPeriod(time.Hour)
 	tm.SetPeriod(time.Millisecond)
@@ -207,7 +207,7 @@ func TestTimerReprogram(t *testing.T) {
 }
 
 func TestTimerPeriodClampAndPorts(t *testing.T) {
-	tm := devices.NewTimer(func() {})
+	tm := devices.NewTimer(func() {}, 0)
 	t.Cleanup(tm.Stop)
 
 	tm.SetPeriod(time.Nanosecond)
@@ -337,4 +337,23 @@ func TestExitThroughBus(t *testing.T) {
 	var off *devices.PowerOff
 	require.ErrorAs(t, err, &off)
 	require.Equal(t, uint32(3), off.Status)
+}
+
+// A detached timer (replay) keeps its programmed period but never fires.
+func TestDetachedTimerNeverFires(t *testing.T) {
+	tm := devices.NewTimer(nil, 0)
+	tm.SetPeriod(devices.MinTimerPeriod)
+	require.Equal(t, devices.MinTimerPeriod, tm.Period())
+	time.Sleep(20 * devices.MinTimerPeriod) // would be ~20 expiries if armed
+	tm.Stop()
+	require.Zero(t, tm.Period())
+}
+
+// Jitter moves expiries but the timer keeps ticking.
+func TestTimerJitterStillTicks(t *testing.T) {
+	var raised atomic.Int64
+	tm := devices.NewTimer(func() { raised.Add(1) }, 500*time.Microsecond)
+	tm.SetPeriod(time.Millisecond)
+	defer tm.Stop()
+	require.Eventually(t, func() bool { return raised.Load() >= 5 }, 5*time.Second, time.Millisecond)
 }

@@ -116,7 +116,7 @@ func FuzzBus(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var notified atomic.Int64
 		intc := devices.NewIntc(abi.IRQBase, func() { notified.Add(1) })
-		timer := devices.NewTimer(func() { intc.Raise(abi.IRQTimer) })
+		timer := devices.NewTimer(func() { intc.Raise(abi.IRQTimer) }, 0)
 		defer timer.Stop()
 		var bus devices.Bus
 		type claim struct {

@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -13,8 +14,13 @@ const MinTimerPeriod = 100 * time.Microsecond
 // microseconds (0 stops it). Each expiry raises its interrupt line; expiries
 // that fall due while one is still pending coalesce, as on real hardware.
 // Missed periods are skipped rather than replayed in a burst.
+//
+// Host time drives it, so it is an input source: in replay it is built
+// detached (no raise function) and keeps its programmed period without ever
+// firing, while the tape supplies the ticks.
 type Timer struct {
-	raise func()
+	raise  func()
+	jitter time.Duration
 
 	mu     sync.Mutex
 	period time.Duration // guarded by mu; 0 = stopped
@@ -23,8 +29,12 @@ type Timer struct {
 	gen    uint64        // guarded by mu; bumped by every SetPeriod
 }
 
-// NewTimer returns a stopped timer that calls raise at each expiry.
-func NewTimer(raise func()) *Timer { return &Timer{raise: raise} }
+// NewTimer returns a stopped timer that calls raise at each expiry (nil:
+// detached, never fires). A non-zero jitter moves each expiry by a random
+// amount in [-jitter, +jitter], to record under irregular timing on purpose.
+func NewTimer(raise func(), jitter time.Duration) *Timer {
+	return &Timer{raise: raise, jitter: jitter}
+}
 
 // Period is the current period (0 = stopped).
 func (t *Timer) Period() time.Duration {
@@ -49,6 +59,9 @@ func (t *Timer) SetPeriod(d time.Duration) {
 		return
 	}
 	t.period = max(d, MinTimerPeriod)
+	if t.raise == nil {
+		return
+	}
 	t.next = time.Now().Add(t.period)
 	gen := t.gen
 	t.t = time.AfterFunc(t.period, func() { t.fire(gen) })
@@ -65,6 +78,9 @@ func (t *Timer) fire(gen uint64) {
 	}
 	now := time.Now()
 	t.next = t.next.Add(t.period)
+	if t.jitter > 0 {
+		t.next = t.next.Add(time.Duration(rand.Int64N(int64(2*t.jitter+1))) - t.jitter)
+	}
 	if t.next.Before(now) {
 		t.next = now.Add(t.period)
 	}

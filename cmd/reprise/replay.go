@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// Exit statuses of replay beyond the common ones.
+const (
+	exitDivergence = 3 // the replay stopped matching the recording
+	exitDamaged    = 4 // the tape is corrupt
+)
+
+func newReplayCmd() *cobra.Command {
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "replay TAPE",
+		Short: "Re-execute a recorded run exactly, checking it against the tape",
+		Long: `Rebuild the machine from the tape, re-execute the guest from boot with every
+input taken from the tape, and check at every event that the guest is where
+and as it was when recorded (exit, branch count, registers), and at the end
+that its console output and RAM are identical. Idle time is skipped.
+
+Exits 0 when the replay matched (a recorded guest fault reproduced counts as
+a match), 3 on a divergence (with the event, position, expected and found
+state), 4 when the tape is corrupt. A tape cut short by a killed recorder
+replays up to its last whole chunk and exits 0 with a notice.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer cancel()
+			console := cmd.OutOrStdout()
+			if quiet {
+				console = io.Discard
+			}
+			res, err := replayer.Replay(ctx, replayer.Options{Tape: args[0], Console: console})
+			var (
+				div *vmm.DivergenceError
+				cut *vmm.TapeCutError
+			)
+			stderr := cmd.ErrOrStderr()
+			switch {
+			case errors.As(err, &div):
+				return &exitError{exitDivergence, err}
+			case replayer.IsDamage(err):
+				return &exitError{exitDamaged, err}
+			case errors.As(err, &cut):
+				fmt.Fprintf(stderr, "reprise: notice: %v\nreprise: replayed and checked everything up to there\n", err)
+				return nil
+			case err != nil && ctx.Err() != nil:
+				return &exitError{exitInterrupted, err}
+			case err != nil:
+				return &exitError{exitFailure, err}
+			}
+			fmt.Fprintf(stderr, "reprise: replay matched: %d events, %d exits, %s; console and RAM identical (%v)\n",
+				res.Events, res.Stats.TotalExits(), describeEnd(res.End), res.Elapsed.Round(time.Millisecond))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the guest console")
+	return cmd
+}
+
+func describeEnd(e *tape.End) string {
+	switch e.Reason {
+	case tape.EndExited:
+		return fmt.Sprintf("guest exited with status %d", e.Status)
+	case tape.EndFault:
+		return "recorded guest fault reproduced: " + e.Fault
+	}
+	return "stopped where the recording was stopped"
+}

@@ -1,0 +1,41 @@
+/*
+ * The software branch counter hook (DESIGN.md §4). All CPL3 code of kit.elf
+ * is built with -fsanitize-coverage=trace-pc, which calls this at every
+ * basic block; it counts in the per-vCPU swbc page and makes a synchronous
+ * exit (outb to REPRISE_PORT_SWBC, opened to CPL3 by the TSS I/O bitmap)
+ * when the count reaches the target the VMM wrote. kit-plain.elf does not
+ * link it: an image without this symbol keeps no branch counter.
+ *
+ * Two properties matter, and the order of the instructions gives both:
+ *
+ * - The count is stored BEFORE it is compared with the target. The recorder
+ *   sets target = count + 1 at an arbitrary instant; wherever that lands in
+ *   this sequence, the next store-then-compare meets it. (Comparing first
+ *   misses a target set between the compare and the store, forever.)
+ * - The flags left behind depend on the count alone, never on the target,
+ *   which the VMM writes at different moments in record and replay: flags
+ *   survive the return and end up in trap frames, so replayed RAM would
+ *   differ. The common path ends with `add $0` on the count; the exit path
+ *   with the compare of two equal values.
+ *
+ * Fast path: 6 instructions and ret. No frame is built, so a sampler whose
+ * RIP is in here finds the instrumented caller's return address at [rsp].
+ */
+#include <reprise/abi.h>
+
+	.text
+	.globl	__sanitizer_cov_trace_pc
+	.type	__sanitizer_cov_trace_pc, @function
+__sanitizer_cov_trace_pc:
+	mov	REPRISE_SWBC, %rax		/* count */
+	lea	1(%rax), %rax			/* count + 1 */
+	mov	%rax, REPRISE_SWBC		/* store first, then compare */
+	cmp	REPRISE_SWBC + 8, %rax		/* at the target? */
+	je	1f
+	add	$0, %rax			/* flags from the count alone */
+	ret
+1:	mov	$REPRISE_PORT_SWBC, %edx
+	out	%al, %dx			/* exit: the VMM takes over here */
+	ret
+	.size	__sanitizer_cov_trace_pc, . - __sanitizer_cov_trace_pc
+	.section .note.GNU-stack, "", @progbits

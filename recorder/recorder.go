@@ -1,0 +1,189 @@
+// Package recorder records a guest run to a tape: it runs the machine in
+// Record mode, where every nondeterministic input is logged at a position a
+// replay can find again, and writes the events as they come, flushing whole
+// chunks often so a recorder killed at any moment leaves a replayable tape.
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/pmu"
+	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// Auto picks the best position source the image and host support.
+const Auto tape.PositionSource = "auto"
+
+// DefaultFlushInterval bounds how much of a recording a SIGKILL can lose.
+const DefaultFlushInterval = 250 * time.Millisecond
+
+// Options describe a recording. Zero values take the vmm defaults.
+type Options struct {
+	Image       *elfimage.Image
+	Cmdline     string
+	MemBytes    uint64
+	TimerHz     int
+	TimerJitter time.Duration
+	Places      tape.PositionSource // Auto, swbc, exit-sync or pmu
+	Console     io.Writer
+	Output      string        // tape path
+	FlushEvery  time.Duration // 0: DefaultFlushInterval
+	KVMPath     string
+}
+
+// Result is a finished recording.
+type Result struct {
+	*vmm.Result
+	Places tape.PositionSource
+	Tape   string
+	Events uint64
+	Bytes  int64
+}
+
+// ChoosePlaces resolves the position source: swbc when the image counts
+// branches, else exit-sync; pmu only on request, and only where a PMU can
+// count guest branches.
+func ChoosePlaces(want tape.PositionSource, img *elfimage.Image) (tape.PositionSource, error) {
+	_, hasHook := img.Lookup(vmm.SWBCHookSymbol)
+	switch want {
+	case Auto, "":
+		if hasHook {
+			return tape.SourceSWBC, nil
+		}
+		return tape.SourceExitSync, nil
+	case tape.SourceSWBC, tape.SourceExitSync:
+		return want, nil
+	case tape.SourcePMU:
+		if err := pmu.Detect(); err != nil {
+			return "", err
+		}
+		return "", errors.New("recorder: this host has a PMU, but reprise does not drive it yet (its stepping logic exists in package pmu, the KVM side does not): use --position swbc or exit-sync")
+	}
+	return "", fmt.Errorf("recorder: unknown position source %q (want auto, swbc, exit-sync or pmu)", want)
+}
+
+// Record runs the guest until it ends or ctx is cancelled (the recording
+// then stops at the next repeatable point and ends normally) and writes the
+// tape. A guest fault is recorded and returned as *vmm.GuestFault along with
+// the result.
+func Record(ctx context.Context, o Options) (*Result, error) {
+	places, err := ChoosePlaces(o.Places, o.Image)
+	if err != nil {
+		return nil, err
+	}
+	log := &chunkedLog{}
+	m, err := vmm.New(vmm.Config{
+		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
+		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
+		Mode: vmm.Record, Places: places, Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	w, err := tape.Create(o.Output, header(o, places, m.CPUID()))
+	if err != nil {
+		return nil, err
+	}
+	log.w = w
+	interval := o.FlushEvery
+	if interval <= 0 {
+		interval = DefaultFlushInterval
+	}
+	stopFlush := log.flushEvery(interval)
+	res, runErr := m.Run(ctx)
+	stopFlush()
+	if err := log.close(); err != nil {
+		return nil, fmt.Errorf("recorder: writing %s: %w", o.Output, err)
+	}
+	return &Result{Result: res, Places: places, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes()}, runErr
+}
+
+func header(o Options, places tape.PositionSource, cpuid []kvm.CPUIDEntry) *tape.Header {
+	h := &tape.Header{
+		Created:  time.Now().UTC(),
+		Source:   places,
+		MemBytes: o.MemBytes,
+		TimerHz:  o.TimerHz,
+		Cmdline:  o.Cmdline,
+		Image:    tape.Image{Name: filepath.Base(o.Image.Path), SHA256: o.Image.SHA256, Bytes: o.Image.Raw},
+		Devices:  vmm.DeviceConfig(),
+		Host:     hostDescription(),
+		Reprise:  "dev",
+	}
+	if h.MemBytes == 0 {
+		h.MemBytes = vmm.DefaultMemBytes
+	}
+	if h.TimerHz == 0 {
+		h.TimerHz = vmm.DefaultTimerHz
+	}
+	for _, e := range cpuid {
+		h.CPUID = append(h.CPUID, tape.CPUIDEntry{Function: e.Function, Index: e.Index, Flags: e.Flags,
+			EAX: e.EAX, EBX: e.EBX, ECX: e.ECX, EDX: e.EDX})
+	}
+	return h
+}
+
+func hostDescription() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "unknown"
+	}
+	str := func(b []byte) string { return strings.TrimRight(string(b), "\x00") }
+	return fmt.Sprintf("%s %s %s", str(u.Nodename[:]), str(u.Sysname[:]), str(u.Release[:]))
+}
+
+// chunkedLog is the EventLog the machine appends to from its vCPU thread,
+// while a timer flushes whole chunks to disk.
+type chunkedLog struct {
+	mu sync.Mutex
+	w  *tape.Writer // guarded by mu
+}
+
+func (l *chunkedLog) Append(e *tape.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Append(e)
+}
+
+// flushEvery flushes the pending chunk every interval until the returned
+// function is called.
+func (l *chunkedLog) flushEvery(interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				l.mu.Lock()
+				_ = l.w.Flush() // a failing disk shows again at close
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func (l *chunkedLog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Close()
+}

@@ -1,0 +1,266 @@
+package replayer_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/recorder"
+	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// replays is how many times each recording is replayed (DESIGN: 20).
+const replays = 20
+
+// noisy keeps the other core busy for the duration of f: the recording
+// then sees the host scheduling and interrupt timing a production host has.
+func noisy(f func()) {
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread()
+		x := uint64(1)
+		for !stop.Load() {
+			for i := 0; i < 1<<16; i++ {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+		}
+		_ = x
+	}()
+	f()
+	stop.Store(true)
+	wg.Wait()
+}
+
+func kitImage(t *testing.T) *elfimage.Image {
+	t.Helper()
+	kvmtest.Require(t)
+	k, err := guest.Build(context.Background())
+	require.NoError(t, err)
+	img, err := elfimage.Open(k.Image())
+	require.NoError(t, err)
+	return img
+}
+
+type recording struct {
+	path    string
+	console string
+	res     *recorder.Result
+	err     error
+}
+
+func record(t *testing.T, img *elfimage.Image, cmdline string, places tape.PositionSource) recording {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.tape")
+	var out bytes.Buffer
+	var res *recorder.Result
+	var err error
+	noisy(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err = recorder.Record(ctx, recorder.Options{
+			Image: img, Cmdline: cmdline, Output: path, Console: &out, Places: places,
+			TimerHz: 250, TimerJitter: 3 * time.Millisecond,
+		})
+	})
+	require.NotNil(t, res, "recording %q failed: %v", cmdline, err)
+	return recording{path: path, console: out.String(), res: res, err: err}
+}
+
+func replay(t *testing.T, path string) (string, *replayer.Result) {
+	t.Helper()
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := replayer.Replay(ctx, replayer.Options{Tape: path, Console: &out})
+	require.NoError(t, err, "replaying %s", path)
+	return out.String(), res
+}
+
+// Every workload, recorded on a noisy host, replays 20 times with the
+// recorded console output byte for byte, the same RAM hash and the same
+// injected interrupts (each checked at its position by the replay itself).
+func TestEveryWorkloadReplaysExactly(t *testing.T) {
+	img := kitImage(t)
+	args := map[string]string{
+		"cpu": "digits=12000", "clock": "reads=2000000", "syn_cont": "iters=100",
+		"profile": "rounds=50", "periodic": "count=10", "bench": "syscall n=200",
+		"crash": "kind=null",
+	}
+	for _, w := range guest.Workloads() {
+		t.Run(w.Name, func(t *testing.T) {
+			cmdline := w.Name + " " + args[w.Name]
+			rec := record(t, img, cmdline, recorder.Auto)
+			require.NotNil(t, rec.res.End, "recording has no end")
+			if w.Name == "crash" {
+				require.Equal(t, tape.EndFault, rec.res.End.Reason)
+			} else {
+				require.NoError(t, rec.err)
+				require.Equal(t, tape.EndExited, rec.res.End.Reason)
+				require.Equal(t, uint32(0), rec.res.End.Status, "recorded run failed its own checks:\n%s", rec.console)
+			}
+			for i := 0; i < replays; i++ {
+				console, res := replay(t, rec.path)
+				require.Equal(t, rec.console, console, "replay %d console", i)
+				require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash, "replay %d RAM", i)
+				require.Equal(t, rec.res.Stats.Injected, res.Stats.Injected, "replay %d injections", i)
+				require.Equal(t, rec.res.Events, res.Events, "replay %d applied a different number of events", i)
+			}
+		})
+	}
+}
+
+// The same workload recorded twice on a noisy host sees interrupts at
+// different points — the nondeterminism recording exists for — and each
+// recording replays to its own outcome.
+func TestRecordingsDifferButEachReplaysToItself(t *testing.T) {
+	img := kitImage(t)
+	a := record(t, img, "syn_cont iters=200", recorder.Auto)
+	b := record(t, img, "syn_cont iters=200", recorder.Auto)
+	require.NoError(t, a.err)
+	require.NoError(t, b.err)
+	require.NotEqual(t, interruptPositions(t, a.path), interruptPositions(t, b.path),
+		"two noisy recordings placed every interrupt identically")
+	for _, rec := range []recording{a, b} {
+		console, res := replay(t, rec.path)
+		require.Equal(t, rec.console, console)
+		require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+	}
+}
+
+func interruptPositions(t *testing.T, path string) []tape.Position {
+	r, err := tape.Open(path)
+	require.NoError(t, err)
+	defer r.Close()
+	var ps []tape.Position
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			break
+		}
+		if ev.Kind == tape.KindInterrupt {
+			ps = append(ps, ev.Pos)
+		}
+	}
+	require.NotEmpty(t, ps)
+	return ps
+}
+
+func TestExitSyncPositionsReplay(t *testing.T) {
+	img := kitImage(t)
+	for _, cmd := range []string{"syn_cont iters=50", "deadlock_trylock", "selftest"} {
+		rec := record(t, img, cmd, tape.SourceExitSync)
+		require.NoError(t, rec.err)
+		console, res := replay(t, rec.path)
+		require.Equal(t, rec.console, console)
+		require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+	}
+}
+
+// A flipped byte anywhere in the events is caught (the chunk's CRC) —
+// never a silently different replay.
+func TestFlippedByteIsReported(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	raw, err := os.ReadFile(rec.path)
+	require.NoError(t, err)
+	hdrEnd := headerBytes(t, rec.path)
+	for _, off := range []int{hdrEnd + 20, hdrEnd + (len(raw)-hdrEnd)/2, len(raw) - 3} {
+		bad := append([]byte(nil), raw...)
+		bad[off] ^= 0x40
+		path := filepath.Join(t.TempDir(), "bad-"+strconv.Itoa(off)+".tape")
+		require.NoError(t, os.WriteFile(path, bad, 0o644))
+		var out bytes.Buffer
+		_, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
+		require.Error(t, err, "flip at %d went unnoticed", off)
+		require.True(t, replayer.IsDamage(err), "flip at %d: want a corruption report, got %v", off, err)
+	}
+}
+
+// headerBytes is where the events start: the tape's size with no events.
+func headerBytes(t *testing.T, path string) int {
+	r, err := tape.Open(path)
+	require.NoError(t, err)
+	h := r.Header()
+	r.Close()
+	var buf bytes.Buffer
+	w, err := tape.NewWriter(&buf, h)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return buf.Len()
+}
+
+// A forged tape — events re-encoded with valid checksums but one value
+// changed — is caught by the replay's own checks as a divergence.
+func TestForgedEventIsADivergence(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	forge := func(t *testing.T, change func(i int, ev *tape.Event) bool) error {
+		r, err := tape.Open(rec.path)
+		require.NoError(t, err)
+		defer r.Close()
+		path := filepath.Join(t.TempDir(), "forged.tape")
+		w, err := tape.Create(path, r.Header())
+		require.NoError(t, err)
+		changed := false
+		for i := 0; ; i++ {
+			ev, err := r.Next()
+			if err != nil {
+				break
+			}
+			if !changed && change(i, ev) {
+				changed = true
+			}
+			require.NoError(t, w.Append(ev))
+		}
+		require.NoError(t, w.Close())
+		require.True(t, changed, "nothing to forge")
+		_, err = replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &bytes.Buffer{}})
+		return err
+	}
+	for name, change := range map[string]func(int, *tape.Event) bool{
+		"interrupt moved one branch later": func(i int, ev *tape.Event) bool {
+			if ev.Kind == tape.KindInterrupt && ev.Where == tape.AtBranch && i > 10 {
+				ev.Pos.Branch++
+				return true
+			}
+			return false
+		},
+		"register digest": func(i int, ev *tape.Event) bool {
+			if ev.Kind == tape.KindInterrupt && i > 5 {
+				ev.Digest ^= 1
+				return true
+			}
+			return false
+		},
+		"end state": func(i int, ev *tape.Event) bool {
+			if ev.Kind == tape.KindEnd {
+				ev.End.RAMHash[0] ^= 1
+				return true
+			}
+			return false
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := forge(t, change)
+			var div *vmm.DivergenceError
+			require.ErrorAs(t, err, &div)
+		})
+	}
+}

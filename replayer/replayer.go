@@ -1,0 +1,98 @@
+// Package replayer re-executes a recorded guest run from its tape: it
+// rebuilds the machine from the tape header alone (the image is embedded,
+// the CPUID table recorded), runs it in Replay mode, where every input comes
+// from the tape and every event is checked against the guest's state, and
+// compares the end state with the recorded one.
+package replayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// Options describe a replay.
+type Options struct {
+	Tape    string
+	Console io.Writer // the guest's console output, as it is replayed
+	KVMPath string
+}
+
+// Result is a finished replay.
+type Result struct {
+	*vmm.Result
+	Header *tape.Header
+}
+
+// Replay replays the tape at o.Tape. It returns a *vmm.DivergenceError if
+// the guest stopped matching the recording, a *vmm.TapeCutError if the tape
+// ended before the recording did (everything before was replayed and
+// checked), and the tape's own error if its header is damaged.
+func Replay(ctx context.Context, o Options) (*Result, error) {
+	r, err := tape.Open(o.Tape)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	h := r.Header()
+	img, err := elfimage.Parse(o.Tape+":"+h.Image.Name, h.Image.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("replayer: the image embedded in %s: %w", o.Tape, err)
+	}
+	if img.SHA256 != h.Image.SHA256 {
+		return nil, fmt.Errorf("replayer: the image embedded in %s does not match its recorded SHA-256", o.Tape)
+	}
+	m, err := vmm.New(vmm.Config{
+		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
+		Console: o.Console, KVMPath: o.KVMPath,
+		Mode: vmm.Replay, Script: &script{r: r}, CPUID: cpuidOf(h),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	res, err := m.Run(ctx)
+	return &Result{Result: res, Header: h}, err
+}
+
+func cpuidOf(h *tape.Header) []kvm.CPUIDEntry {
+	out := make([]kvm.CPUIDEntry, 0, len(h.CPUID))
+	for _, e := range h.CPUID {
+		out = append(out, kvm.CPUIDEntry{Function: e.Function, Index: e.Index, Flags: e.Flags,
+			EAX: e.EAX, EBX: e.EBX, ECX: e.ECX, EDX: e.EDX})
+	}
+	return out
+}
+
+// script gives the machine a one-event lookahead over the tape reader.
+type script struct {
+	r    *tape.Reader
+	next *tape.Event
+	err  error
+}
+
+func (s *script) Peek() (*tape.Event, error) {
+	if s.next == nil && s.err == nil {
+		s.next, s.err = s.r.Next()
+	}
+	return s.next, s.err
+}
+
+func (s *script) Next() (*tape.Event, error) {
+	ev, err := s.Peek()
+	s.next = nil
+	return ev, err
+}
+
+// IsDamage reports whether err means the tape itself is damaged (as
+// opposed to cut short by a killed recorder).
+func IsDamage(err error) bool {
+	var c *tape.CorruptError
+	return errors.As(err, &c)
+}

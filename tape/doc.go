@@ -1,0 +1,94 @@
+// Package tape is the on-disk recording of one guest run (DESIGN.md §5):
+// a header describing the machine, then append-only chunks of events. The
+// recorder writes it with a Writer; the replayer and `reprise info` read
+// it with a Reader or Summarize. The package imports nothing from reprise.
+//
+// # Guarantees
+//
+// Every byte of a tape is covered by a CRC32C, and every length is checked
+// against a limit before anything is read or allocated. A reader never
+// panics on a damaged tape: it returns the events up to the damage, then a
+// *CorruptError (bytes present but wrong) or a *TruncatedError (the file
+// ends inside a block), each naming the byte offset and why.
+//
+// A chunk reaches the file in one write, so a recorder killed at any moment
+// (SIGKILL included) leaves a tape readable up to its last whole chunk,
+// followed at most by a partial chunk that reads as a *TruncatedError. A
+// tape cut exactly between two chunks is simply shorter and ends in io.EOF:
+// only the End event tells a finished recording from a cut one.
+//
+// Cuts inside the file header: an empty file, or one holding only the
+// first bytes of the magic, is a *TruncatedError at offset 0; a file whose
+// first bytes differ from the magic is a *CorruptError at offset 0 that
+// wraps ErrNotTape.
+//
+// # Format (version 1, stable)
+//
+// All integers are little-endian; CRCs are CRC32C (Castagnoli).
+//
+//	tape:
+//	+------------------------------------------------------------------+
+//	| prefix    magic "REPRISE\x00" [8] | version u32 | crc u32 [16 B]  |
+//	+------------------------------------------------------------------+
+//	| frame "HEAD", count 0: header, JSON           (≤ 64 MiB)         |
+//	+------------------------------------------------------------------+
+//	| frame "IMAG", count 0: guest ELF image bytes  (≤ 256 MiB)        |
+//	+------------------------------------------------------------------+
+//	| frame "CHNK", count n0: chunk 0, n0 events    (≤ 16 MiB)         |
+//	| frame "CHNK", count n1: chunk 1, n1 events                       |
+//	| ...                                                              |
+//	+------------------------------------------------------------------+
+//
+// The prefix's crc covers its first 12 bytes. Every block that follows is
+// a frame, whose header has a crc of its own so that a damaged length is
+// caught before it is used:
+//
+//	frame:
+//	0       4         8        12         16         20
+//	+-------+---------+--------+----------+----------+--------------------+
+//	| tag   | length  | count  | body crc | frame crc| body (length bytes)|
+//	| [4]   | u32     | u32    | u32      | u32      |                    |
+//	+-------+---------+--------+----------+----------+--------------------+
+//	  frame crc = CRC32C(bytes 0..16), body crc = CRC32C(body)
+//
+// The header body is a JSON object (unknown fields are ignored, so fields
+// may be added within a version): created (RFC 3339, UTC), source,
+// mem_bytes, timer_hz, cmdline, cpuid (a list of {function, index, flags,
+// eax, ebx, ecx, edx}), image ({name, sha256 in hex, size}), devices,
+// host, reprise, notes. The image frame's length must equal image.size,
+// and its bytes must hash to image.sha256. The format version lives only
+// in the prefix.
+//
+// A chunk's body is count events back to back, with nothing after them.
+// Exit, Branch and HostTime are delta-coded against the previous event of
+// the same chunk, starting from zero in every chunk, so each chunk decodes
+// on its own. Value is coded against the event's own HostTime: it is a
+// clock reading taken with the event. svarint is a zig-zag varint
+// (encoding/binary.AppendVarint) of the wrapping difference.
+//
+//	event:
+//	+------+-------+-----------+-------------+-----------+------+--------+
+//	| kind | flags | Δexit     | Δbranch     | Δhosttime | exit | digest |
+//	| u8   | u8    | svarint   | svarint     | svarint   | u8   | u64    |
+//	+------+-------+-----------+-------------+-----------+------+--------+
+//	then, in this order, each only when present:
+//	  rip u64, rcx uvarint        flags bit 2 (RIP or RCX non-zero)
+//	  port u16                    flags bit 3 (Port non-zero)
+//	  vector u8                   kind = interrupt
+//	  value−hosttime svarint      flags bit 4 (Value non-zero)
+//	  len u8, data [len]          flags bit 5 (Data non-empty; len ≤ 64)
+//	  end                         kind = end:
+//	    reason (uvarint len ≤ 64, bytes), status uvarint,
+//	    fault (uvarint len ≤ 64 KiB, bytes), ram hash [32],
+//	    console hash [32], console bytes uvarint
+//
+//	flags: bits 0-1 Where (0 at exit, 1 at branch, 2 at window; 3 invalid),
+//	       bits 6-7 reserved (zero).
+//
+// An interrupt at a small position delta with a timer value typically
+// takes 20-25 bytes. Every decoded event must also satisfy the rules
+// Append enforces (see Event); the End event, if any, is the last.
+//
+// A new kind, field or flag that old readers cannot skip takes a new
+// FormatVersion; readers refuse versions newer than their own.
+package tape

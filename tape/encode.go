@@ -1,0 +1,244 @@
+package tape
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// Event encoding inside a chunk payload (see doc.go). The flags byte:
+//
+//	bit 0-1  Where
+//	bit 2    RIP (u64) and RCX (uvarint) follow
+//	bit 3    Port (u16) follows
+//	bit 4    Value (svarint, relative to HostTime) follows
+//	bit 5    Data (u8 length, bytes) follows
+//	bit 6-7  reserved, zero
+const (
+	flagWhere    = 0x03
+	flagRIP      = 1 << 2
+	flagPort     = 1 << 3
+	flagValue    = 1 << 4
+	flagData     = 1 << 5
+	flagReserved = 0xc0
+)
+
+// minEventBytes is the smallest encoded event: kind, flags, three one-byte
+// varints, exit reason, digest. A chunk's event count is checked against it.
+const minEventBytes = 1 + 1 + 3 + 1 + 8
+
+// deltas is the coding state of one chunk: the previous event's position
+// and host time. It starts at zero in every chunk, so each chunk decodes on
+// its own.
+type deltas struct {
+	exit, branch uint64
+	host         time.Duration
+}
+
+// appendEvent encodes e, which has passed check, after b.
+func appendEvent(b []byte, e *Event, d *deltas) []byte {
+	flags := byte(e.Where)
+	if e.Pos.RIP != 0 || e.Pos.RCX != 0 {
+		flags |= flagRIP
+	}
+	if e.Port != 0 {
+		flags |= flagPort
+	}
+	if e.Value != 0 {
+		flags |= flagValue
+	}
+	if len(e.Data) != 0 {
+		flags |= flagData
+	}
+	b = append(b, byte(e.Kind), flags)
+	b = binary.AppendVarint(b, int64(e.Pos.Exit-d.exit))
+	b = binary.AppendVarint(b, int64(e.Pos.Branch-d.branch))
+	b = binary.AppendVarint(b, int64(e.HostTime-d.host))
+	b = append(b, e.Exit)
+	b = binary.LittleEndian.AppendUint64(b, e.Digest)
+	d.exit, d.branch, d.host = e.Pos.Exit, e.Pos.Branch, e.HostTime
+	if flags&flagRIP != 0 {
+		b = binary.LittleEndian.AppendUint64(b, e.Pos.RIP)
+		b = binary.AppendUvarint(b, e.Pos.RCX)
+	}
+	if flags&flagPort != 0 {
+		b = binary.LittleEndian.AppendUint16(b, e.Port)
+	}
+	if e.Kind == KindInterrupt {
+		b = append(b, e.Vector)
+	}
+	if flags&flagValue != 0 {
+		// Values are clock readings taken with the event: close to HostTime.
+		b = binary.AppendVarint(b, int64(e.Value-uint64(e.HostTime)))
+	}
+	if flags&flagData != 0 {
+		b = append(b, byte(len(e.Data)))
+		b = append(b, e.Data...)
+	}
+	if e.Kind == KindEnd {
+		x := e.End
+		b = binary.AppendUvarint(b, uint64(len(x.Reason)))
+		b = append(b, x.Reason...)
+		b = binary.AppendUvarint(b, uint64(x.Status))
+		b = binary.AppendUvarint(b, uint64(len(x.Fault)))
+		b = append(b, x.Fault...)
+		b = append(b, x.RAMHash[:]...)
+		b = append(b, x.ConsoleHash[:]...)
+		b = binary.AppendUvarint(b, x.ConsoleBytes)
+	}
+	return b
+}
+
+// decoder reads one chunk payload. The first failure sticks in bad; later
+// reads return zeros, so decodeEvent checks once at the end.
+type decoder struct {
+	b   []byte
+	i   int
+	bad string
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.bad == "" {
+		d.bad = fmt.Sprintf(format, args...)
+	}
+}
+
+func (d *decoder) take(n int, what string) []byte {
+	if d.bad != "" {
+		return nil
+	}
+	if n < 0 || n > len(d.b)-d.i {
+		d.fail("%s runs past the end of the chunk", what)
+		return nil
+	}
+	p := d.b[d.i : d.i+n]
+	d.i += n
+	return p
+}
+
+func (d *decoder) u8(what string) byte {
+	if p := d.take(1, what); p != nil {
+		return p[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16(what string) uint16 {
+	if p := d.take(2, what); p != nil {
+		return binary.LittleEndian.Uint16(p)
+	}
+	return 0
+}
+
+func (d *decoder) u64(what string) uint64 {
+	if p := d.take(8, what); p != nil {
+		return binary.LittleEndian.Uint64(p)
+	}
+	return 0
+}
+
+func (d *decoder) varint(what string) int64 {
+	if d.bad != "" {
+		return 0
+	}
+	v, n := binary.Varint(d.b[d.i:])
+	if n <= 0 {
+		d.fail("bad varint in %s", what)
+		return 0
+	}
+	d.i += n
+	return v
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.bad != "" {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b[d.i:])
+	if n <= 0 {
+		d.fail("bad varint in %s", what)
+		return 0
+	}
+	d.i += n
+	return v
+}
+
+// str reads a uvarint length and that many bytes, at most max.
+func (d *decoder) str(max int, what string) string {
+	n := d.uvarint(what + " length")
+	if n > uint64(max) {
+		d.fail("%s of %d bytes (at most %d)", what, n, max)
+		return ""
+	}
+	return string(d.take(int(n), what))
+}
+
+// decodeEvent decodes the next event, or says why it cannot.
+func decodeEvent(d *decoder, s *deltas) (*Event, string) {
+	e := &Event{Kind: Kind(d.u8("kind"))}
+	if d.bad == "" && !e.Kind.known() {
+		return nil, fmt.Sprintf("unknown event kind %d", uint8(e.Kind))
+	}
+	flags := d.u8("flags")
+	if flags&flagReserved != 0 {
+		d.fail("reserved flag bits set (%#02x)", flags)
+	}
+	e.Where = Where(flags & flagWhere)
+	e.Pos.Exit = s.exit + uint64(d.varint("exit delta"))
+	e.Pos.Branch = s.branch + uint64(d.varint("branch delta"))
+	e.HostTime = s.host + time.Duration(d.varint("host time delta"))
+	e.Exit = d.u8("exit reason")
+	e.Digest = d.u64("digest")
+	if flags&flagRIP != 0 {
+		e.Pos.RIP = d.u64("rip")
+		e.Pos.RCX = d.uvarint("rcx")
+	}
+	if flags&flagPort != 0 {
+		e.Port = d.u16("port")
+	}
+	if e.Kind == KindInterrupt {
+		e.Vector = d.u8("vector")
+	}
+	if flags&flagValue != 0 {
+		e.Value = uint64(e.HostTime) + uint64(d.varint("value"))
+	}
+	if flags&flagData != 0 {
+		n := int(d.u8("data length"))
+		if n > maxEntropy {
+			d.fail("%d data bytes (at most %d)", n, maxEntropy)
+		}
+		if p := d.take(n, "data"); p != nil {
+			e.Data = append([]byte(nil), p...)
+		}
+	}
+	if e.Kind == KindEnd {
+		x := &End{}
+		x.Reason = d.str(maxReasonBytes, "end reason")
+		status := d.uvarint("exit status")
+		if status > 1<<32-1 {
+			d.fail("exit status %d does not fit 32 bits", status)
+		}
+		x.Status = uint32(status)
+		x.Fault = d.str(maxFaultBytes, "fault report")
+		copy(x.RAMHash[:], d.take(32, "ram hash"))
+		copy(x.ConsoleHash[:], d.take(32, "console hash"))
+		x.ConsoleBytes = d.uvarint("console bytes")
+		e.End = x
+	}
+	if d.bad != "" {
+		return nil, d.bad
+	}
+	// A flag for a zero field would make two encodings of one event.
+	switch {
+	case flags&flagRIP != 0 && e.Pos.RIP == 0 && e.Pos.RCX == 0,
+		flags&flagPort != 0 && e.Port == 0,
+		flags&flagValue != 0 && e.Value == 0,
+		flags&flagData != 0 && len(e.Data) == 0:
+		return nil, fmt.Sprintf("flags %#02x mark a field that is zero", flags)
+	}
+	if why := e.check(); why != "" {
+		return nil, why
+	}
+	s.exit, s.branch, s.host = e.Pos.Exit, e.Pos.Branch, e.HostTime
+	return e, ""
+}

@@ -1,0 +1,76 @@
+package tape
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+)
+
+// FuzzReader feeds arbitrary bytes through NewReader and Next: the reader
+// must never panic, must end in io.EOF or a typed error, and must not
+// allocate much more than the input's size.
+func FuzzReader(f *testing.F) {
+	data, _, bounds := smallTape(f, 4, 5, 3)
+	f.Add(data)
+	f.Add(data[:bounds[0]])
+	f.Add(data[:bounds[1]+9])
+	f.Add(data[:bounds[2]-1])
+	f.Add(data[:30])
+	for _, i := range []int{3, 10, 20, 100, int(bounds[0]) + 2, int(bounds[0]) + 25, int(bounds[2]) + 30} {
+		b := bytes.Clone(data)
+		b[i] ^= 0x40
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Add([]byte("REPRISE\x00"))
+
+	f.Fuzz(func(t *testing.T, b []byte) {
+		before := heapAllocs()
+		r, err := NewReader(bytes.NewReader(b))
+		events := 0
+		if err == nil {
+			if r.Header() == nil {
+				t.Fatal("no header and no error")
+			}
+			for {
+				var e *Event
+				e, err = r.Next()
+				if err != nil {
+					break
+				}
+				if why := e.check(); why != "" {
+					t.Fatalf("the reader returned an event Append would refuse: %s", why)
+				}
+				events++
+			}
+		}
+		used := heapAllocs() - before
+		var ce *CorruptError
+		var te *TruncatedError
+		if err != io.EOF && !errors.As(err, &ce) && !errors.As(err, &te) {
+			t.Fatalf("untyped error: %v", err)
+		}
+		if limit := 64*uint64(len(b)) + 2<<20; used > limit {
+			t.Fatalf("allocated %d bytes reading %d bytes of input (%d events)", used, len(b), events)
+		}
+		if err == io.EOF {
+			// An intact tape must re-encode to the same bytes' events.
+			r2, _ := NewReader(bytes.NewReader(b))
+			var buf bytes.Buffer
+			w, werr := NewWriter(&buf, r2.Header())
+			if werr != nil {
+				t.Fatalf("a header the reader accepted is refused by the writer: %v", werr)
+			}
+			for {
+				e, err := r2.Next()
+				if err != nil {
+					break
+				}
+				if err := w.Append(e); err != nil {
+					t.Fatalf("an event the reader accepted is refused by the writer: %v", err)
+				}
+			}
+		}
+	})
+}

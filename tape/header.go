@@ -1,0 +1,190 @@
+package tape
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// FormatVersion is the tape format this package writes. The reader accepts
+// it and every older version; a newer tape is reported as corrupt.
+const FormatVersion = 1
+
+// PositionSource names how asynchronous events are positioned (DESIGN.md §4).
+type PositionSource string
+
+const (
+	SourceSWBC     PositionSource = "swbc"      // software branch counter in the guest
+	SourceExitSync PositionSource = "exit-sync" // only at guest-initiated exits
+	SourcePMU      PositionSource = "pmu"       // retired conditional branches + RIP, RCX
+)
+
+func (s PositionSource) known() bool {
+	return s == SourceSWBC || s == SourceExitSync || s == SourcePMU
+}
+
+// CPUIDEntry is one entry of the fixed CPUID table the guest sees.
+type CPUIDEntry struct {
+	Function, Index, Flags, EAX, EBX, ECX, EDX uint32
+}
+
+// Image is the guest ELF, embedded so that a tape replays on its own.
+type Image struct {
+	Name   string
+	SHA256 [32]byte
+	Bytes  []byte
+}
+
+// Header describes the recorded machine.
+//
+// Created is stored with nanosecond precision and read back in UTC,
+// without a monotonic clock reading. Nil and empty CPUID, Devices and
+// Notes are kept apart.
+type Header struct {
+	Version  int // written by the writer (FormatVersion, whatever is here), checked by the reader
+	Created  time.Time
+	Source   PositionSource
+	MemBytes uint64
+	TimerHz  int
+	Cmdline  string
+	CPUID    []CPUIDEntry
+	Image    Image             // SHA256 is computed by the writer if zero, and checked against Bytes
+	Devices  map[string]string // device config, e.g. "serial": "16550@0x3f8"
+	Host     string            // e.g. hostname and kernel release
+	Reprise  string            // recorder version
+	Notes    []string          // e.g. what the recorder could not capture
+}
+
+// headerJSON is the on-disk header body. Its field names are part of the
+// format: new fields may be added (older readers ignore them), none renamed.
+type headerJSON struct {
+	Created  time.Time         `json:"created"`
+	Source   string            `json:"source"`
+	MemBytes uint64            `json:"mem_bytes"`
+	TimerHz  int               `json:"timer_hz"`
+	Cmdline  string            `json:"cmdline"`
+	CPUID    []cpuidJSON       `json:"cpuid"`
+	Image    imageJSON         `json:"image"`
+	Devices  map[string]string `json:"devices"`
+	Host     string            `json:"host"`
+	Reprise  string            `json:"reprise"`
+	Notes    []string          `json:"notes"`
+}
+
+type cpuidJSON struct {
+	Function uint32 `json:"function"`
+	Index    uint32 `json:"index"`
+	Flags    uint32 `json:"flags"`
+	EAX      uint32 `json:"eax"`
+	EBX      uint32 `json:"ebx"`
+	ECX      uint32 `json:"ecx"`
+	EDX      uint32 `json:"edx"`
+}
+
+// imageJSON describes the image block that follows the header block.
+type imageJSON struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"` // hex
+	Size   uint64 `json:"size"`
+}
+
+// encodeHeader validates h and returns the file's first bytes: prefix,
+// header block and image block.
+func encodeHeader(h *Header) ([]byte, error) {
+	if h == nil {
+		return nil, errors.New("tape: nil header")
+	}
+	if !h.Source.known() {
+		return nil, fmt.Errorf("tape: header: unknown position source %q (want %q, %q or %q)",
+			h.Source, SourceSWBC, SourceExitSync, SourcePMU)
+	}
+	if len(h.Image.Bytes) > maxImageBytes {
+		return nil, fmt.Errorf("tape: header: image %q is %d bytes, more than the %d a tape holds",
+			h.Image.Name, len(h.Image.Bytes), maxImageBytes)
+	}
+	sum := h.Image.SHA256
+	if len(h.Image.Bytes) > 0 {
+		got := sha256.Sum256(h.Image.Bytes)
+		if sum == ([32]byte{}) {
+			sum = got
+		} else if sum != got {
+			return nil, fmt.Errorf("tape: header: image %q: SHA256 %x does not match its bytes (%x)",
+				h.Image.Name, sum[:6], got[:6])
+		}
+	}
+	j := headerJSON{
+		Created:  h.Created.UTC(),
+		Source:   string(h.Source),
+		MemBytes: h.MemBytes,
+		TimerHz:  h.TimerHz,
+		Cmdline:  h.Cmdline,
+		Image:    imageJSON{Name: h.Image.Name, SHA256: hex.EncodeToString(sum[:]), Size: uint64(len(h.Image.Bytes))},
+		Devices:  h.Devices,
+		Host:     h.Host,
+		Reprise:  h.Reprise,
+		Notes:    h.Notes,
+	}
+	if h.CPUID != nil {
+		j.CPUID = make([]cpuidJSON, len(h.CPUID))
+		for i, c := range h.CPUID {
+			j.CPUID[i] = cpuidJSON(c)
+		}
+	}
+	body, err := json.Marshal(&j)
+	if err != nil {
+		return nil, fmt.Errorf("tape: header: %w", err)
+	}
+	if len(body) > maxHeaderBytes {
+		return nil, fmt.Errorf("tape: header: %d bytes of JSON, more than the %d a tape holds", len(body), maxHeaderBytes)
+	}
+	b := make([]byte, 0, prefixSize+2*frameSize+len(body)+len(h.Image.Bytes))
+	b = appendPrefix(b, FormatVersion)
+	b = appendFrame(b, tagHeader, 0, body)
+	return appendFrame(b, tagImage, 0, h.Image.Bytes), nil
+}
+
+// decodeHeader parses a header block's body. It returns the header, the
+// image size the image block must have, and a reason if the body is bad.
+func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
+	var j headerJSON
+	d := json.NewDecoder(bytes.NewReader(body))
+	if err := d.Decode(&j); err != nil {
+		return nil, 0, "undecodable header JSON: " + err.Error()
+	}
+	if d.More() {
+		return nil, 0, "trailing data after the header JSON"
+	}
+	h := &Header{
+		Version:  int(version),
+		Created:  j.Created.UTC(),
+		Source:   PositionSource(j.Source),
+		MemBytes: j.MemBytes,
+		TimerHz:  j.TimerHz,
+		Cmdline:  j.Cmdline,
+		Image:    Image{Name: j.Image.Name},
+		Devices:  j.Devices,
+		Host:     j.Host,
+		Reprise:  j.Reprise,
+		Notes:    j.Notes,
+	}
+	if j.CPUID != nil {
+		h.CPUID = make([]CPUIDEntry, len(j.CPUID))
+		for i, c := range j.CPUID {
+			h.CPUID[i] = CPUIDEntry(c)
+		}
+	}
+	if len(j.Image.SHA256) != 2*len(h.Image.SHA256) {
+		return nil, 0, fmt.Sprintf("image sha256 %q is not 64 hex digits", j.Image.SHA256)
+	}
+	if _, err := hex.Decode(h.Image.SHA256[:], []byte(j.Image.SHA256)); err != nil {
+		return nil, 0, fmt.Sprintf("image sha256 %q is not 64 hex digits", j.Image.SHA256)
+	}
+	if j.Image.Size > maxImageBytes {
+		return nil, 0, fmt.Sprintf("image size %d is more than the %d a tape holds", j.Image.Size, maxImageBytes)
+	}
+	return h, j.Image.Size, ""
+}

@@ -1,0 +1,286 @@
+package tape
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+)
+
+// Reader reads a tape sequentially. Next returns each event in order, then
+// io.EOF, or the error that stopped it: a *TruncatedError if the file ends
+// inside a block (a recorder killed mid-write: every event returned before
+// is valid), a *CorruptError for damage. The error sticks: Next keeps
+// returning it.
+//
+// A Reader never trusts a length before checking it against the format's
+// limits and its frame's checksum, and grows its buffers only as data
+// actually arrives, so a damaged or hostile tape costs memory in proportion
+// to its size.
+type Reader struct {
+	r     io.Reader
+	c     io.Closer // closed by Close if Open opened the file
+	h     *Header
+	off   int64 // bytes consumed
+	start int64 // where the chunks start: the size of the file header
+	err   error // sticky
+
+	chunk    int    // index of the current chunk, -1 before the first
+	chunks   int    // chunks whose checksums verified
+	chunkOff int64  // file offset of the current chunk's payload
+	buf      []byte // payload buffer, reused
+	dec      decoder
+	d        deltas
+	left     uint32 // events of the current chunk not yet returned
+	index    int    // index in the chunk of the next event
+	events   uint64 // events returned
+	ended    bool   // the end event was returned
+
+	frame [frameSize]byte
+}
+
+var errReaderClosed = errors.New("tape: reader closed")
+
+// Open opens the tape at path and reads and validates its header.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("tape: %w", err)
+	}
+	r, err := NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.c = f
+	return r, nil
+}
+
+// NewReader reads and validates a tape's header from r.
+func NewReader(r io.Reader) (*Reader, error) {
+	tr := &Reader{r: r, chunk: -1}
+	if err := tr.readHeader(); err != nil {
+		return nil, err
+	}
+	return tr, nil
+}
+
+// Header returns the tape's header.
+func (r *Reader) Header() *Header { return r.h }
+
+// Close closes the file if Open opened it. Next then returns an error.
+func (r *Reader) Close() error {
+	if r.err == nil || r.err == io.EOF {
+		r.err = errReaderClosed
+	}
+	if c := r.c; c != nil {
+		r.c = nil
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("tape: %w", err)
+		}
+	}
+	return nil
+}
+
+func (r *Reader) readHeader() error {
+	var p [prefixSize]byte
+	n, err := r.read(p[:])
+	if m := min(n, len(magic)); !bytes.Equal(p[:m], magic[:m]) {
+		return &CorruptError{Offset: 0, Chunk: -1, Event: -1, Reason: "not a reprise tape (bad magic)", cause: ErrNotTape}
+	}
+	if err != nil {
+		return r.cut(err, 0, -1, "file prefix", fmt.Sprintf("%d of its %d bytes present", n, prefixSize))
+	}
+	version, ok := parsePrefix(p[:])
+	switch {
+	case !ok:
+		return r.corrupt(0, -1, -1, "file prefix crc mismatch")
+	case version == 0:
+		return r.corrupt(int64(len(magic)), -1, -1, "format version 0")
+	case version > FormatVersion:
+		return r.corrupt(int64(len(magic)), -1, -1, fmt.Sprintf(
+			"format version %d is newer than this reader's (%d): use a newer reprise", version, FormatVersion))
+	}
+
+	hoff := r.off
+	_, body, err := r.readFrame(tagHeader, -1, nil, func(f frame) string {
+		return checkLength(f, maxHeaderBytes, "header")
+	})
+	if err != nil {
+		return err
+	}
+	h, size, why := decodeHeader(body, version)
+	if why != "" {
+		return r.corrupt(hoff, -1, -1, why)
+	}
+
+	ioff := r.off
+	_, img, err := r.readFrame(tagImage, -1, nil, func(f frame) string {
+		if why := checkLength(f, maxImageBytes, "image"); why != "" {
+			return why
+		}
+		if uint64(f.length) != size {
+			return fmt.Sprintf("image block of %d bytes, the header says %d", f.length, size)
+		}
+		return ""
+	})
+	if err != nil {
+		return err
+	}
+	if len(img) > 0 {
+		h.Image.Bytes = img
+	}
+	if len(img) > 0 || h.Image.SHA256 != ([32]byte{}) {
+		if got := sha256.Sum256(img); got != h.Image.SHA256 {
+			return r.corrupt(ioff, -1, -1, fmt.Sprintf("image sha256 %x does not match the header's %x", got[:6], h.Image.SHA256[:6]))
+		}
+	}
+	r.h, r.start = h, r.off
+	return nil
+}
+
+func checkLength(f frame, max uint32, what string) string {
+	switch {
+	case f.count != 0:
+		return fmt.Sprintf("%s frame with a count of %d", what, f.count)
+	case f.length > max:
+		return fmt.Sprintf("%s of %d bytes, more than the %d a tape holds", what, f.length, max)
+	}
+	return ""
+}
+
+// Next returns the next event; see Reader for the errors.
+func (r *Reader) Next() (*Event, error) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	for r.left == 0 {
+		if err := r.nextChunk(); err != nil {
+			r.err = err
+			return nil, err
+		}
+	}
+	start := r.chunkOff + int64(r.dec.i)
+	e, why := decodeEvent(&r.dec, &r.d)
+	if why == "" && r.ended {
+		why = "an event after the end event"
+	}
+	if why != "" {
+		r.err = r.corrupt(start, r.chunk, r.index, why)
+		return nil, r.err
+	}
+	r.left--
+	r.index++
+	if r.left == 0 && r.dec.i != len(r.dec.b) {
+		r.err = r.corrupt(r.chunkOff+int64(r.dec.i), r.chunk, -1,
+			fmt.Sprintf("%d bytes left after the chunk's %d events", len(r.dec.b)-r.dec.i, r.index))
+		return nil, r.err
+	}
+	r.ended = e.Kind == KindEnd
+	r.events++
+	return e, nil
+}
+
+// nextChunk reads and verifies the next chunk.
+func (r *Reader) nextChunk() error {
+	start := r.off
+	f, payload, err := r.readFrame(tagChunk, r.chunk+1, r.buf, func(f frame) string {
+		switch {
+		case r.ended:
+			return "a chunk after the end event"
+		case f.length == 0 || f.length > maxPayloadBytes:
+			return fmt.Sprintf("chunk payload of %d bytes (want 1 to %d)", f.length, maxPayloadBytes)
+		case f.count == 0 || uint64(f.count)*minEventBytes > uint64(f.length):
+			return fmt.Sprintf("%d events cannot fit %d payload bytes", f.count, f.length)
+		}
+		return ""
+	})
+	if err != nil {
+		return err
+	}
+	r.chunk++
+	r.chunks++
+	r.chunkOff = start + frameSize
+	r.buf = payload
+	r.dec = decoder{b: payload}
+	r.d = deltas{}
+	r.left = f.count
+	r.index = 0
+	return nil
+}
+
+// readFrame reads one frame: its header, checked by crc and then by check,
+// and its body, checked by crc. chunk is the chunk's index or -1 in the
+// file header. buf is reused for the body if large enough. At a clean end
+// of file before a chunk it returns io.EOF.
+func (r *Reader) readFrame(tag [4]byte, chunk int, buf []byte, check func(frame) string) (frame, []byte, error) {
+	start := r.off
+	what := tagName(tag)
+	n, err := r.read(r.frame[:])
+	if err != nil {
+		if n == 0 && chunk >= 0 && err == io.EOF {
+			return frame{}, nil, io.EOF
+		}
+		return frame{}, nil, r.cut(err, start, chunk, what+" block", fmt.Sprintf("%d of its %d frame-header bytes present", n, frameSize))
+	}
+	f, why := parseFrame(r.frame[:], tag)
+	if why == "" {
+		why = check(f)
+	}
+	if why != "" {
+		return f, nil, r.corrupt(start, chunk, -1, why)
+	}
+	body, err := r.readBody(buf, int(f.length))
+	if err != nil {
+		return f, nil, r.cut(err, start, chunk, what+" block", fmt.Sprintf("%d of its %d bytes present",
+			frameSize+len(body), frameSize+int(f.length)))
+	}
+	if crc(body) != f.bodyCRC {
+		return f, nil, r.corrupt(start, chunk, -1, what+" crc mismatch")
+	}
+	return f, body, nil
+}
+
+// readBody reads n bytes into buf if it is large enough, else into a
+// buffer grown as the data arrives, so a corrupt length costs nothing
+// until the bytes are really there.
+func (r *Reader) readBody(buf []byte, n int) ([]byte, error) {
+	if cap(buf) >= n {
+		k, err := r.read(buf[:n])
+		return buf[:k], err
+	}
+	buf = buf[:0]
+	for len(buf) < n {
+		step := min(n-len(buf), max(len(buf), 64<<10))
+		buf = slices.Grow(buf, step)
+		k, err := r.read(buf[len(buf) : len(buf)+step])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+// read fills p, counting the bytes consumed.
+func (r *Reader) read(p []byte) (int, error) {
+	n, err := io.ReadFull(r.r, p)
+	r.off += int64(n)
+	return n, err
+}
+
+// cut turns a short read into a *TruncatedError, other read errors into
+// an I/O error naming the offset.
+func (r *Reader) cut(err error, off int64, chunk int, block, detail string) error {
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return &TruncatedError{Offset: off, Chunk: chunk, Events: r.events, block: block, detail: detail}
+	}
+	return fmt.Errorf("tape: read at byte %d: %w", r.off, err)
+}
+
+func (r *Reader) corrupt(off int64, chunk, event int, why string) error {
+	return &CorruptError{Offset: off, Chunk: chunk, Event: event, Reason: why}
+}

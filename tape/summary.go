@@ -1,0 +1,152 @@
+package tape
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Summary is what `reprise info` prints: the header, and what a full read
+// of the events found.
+type Summary struct {
+	Header   *Header
+	Size     int64 // file size in bytes
+	Chunks   int   // chunks whose checksums verified
+	Events   uint64
+	ByKind   map[Kind]uint64
+	Duration time.Duration // HostTime of the last event
+	Exits    uint64        // Pos.Exit of the last event
+	End      *End          // nil if the tape has no end event
+	Damage   error         // *TruncatedError or *CorruptError if the tape is damaged (the rest of the summary covers what came before)
+
+	headerBytes int64 // prefix, header and image
+}
+
+// Summarize reads the whole tape at path. Its error is only for a file
+// that cannot be opened or whose header cannot be read; damage after the
+// header is reported in Summary.Damage.
+func Summarize(path string) (*Summary, error) {
+	r, err := Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	s := &Summary{Header: r.Header(), ByKind: make(map[Kind]uint64), headerBytes: r.start}
+	if f, ok := r.c.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil {
+			s.Size = fi.Size()
+		}
+	}
+	var last *Event
+	for {
+		e, err := r.Next()
+		if err != nil {
+			if err != io.EOF {
+				s.Damage = err
+			}
+			break
+		}
+		s.Events++
+		s.ByKind[e.Kind]++
+		if e.End != nil {
+			s.End = e.End
+		}
+		last = e
+	}
+	s.Chunks = r.chunks
+	if last != nil {
+		s.Duration, s.Exits = last.HostTime, last.Pos.Exit
+	}
+	return s, nil
+}
+
+// Print writes the summary in aligned, human-readable lines.
+func (s *Summary) Print(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	line := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	if h := s.Header; h != nil {
+		line("format", "reprise tape, version %d", h.Version)
+		line("created", "%s", h.Created.Format("2006-01-02 15:04:05 MST"))
+		line("host", "%s", orNone(h.Host))
+		line("recorder", "%s", orNone(h.Reprise))
+		line("source", "%s", h.Source)
+		line("memory", "%s", fmtBytes(int64(h.MemBytes)))
+		line("timer", "%d Hz", h.TimerHz)
+		line("cmdline", "%q", h.Cmdline)
+		line("image", "%s, %s, sha256 %x", orNone(h.Image.Name), fmtBytes(int64(len(h.Image.Bytes))), h.Image.SHA256[:6])
+		line("cpuid", "%s", plural(len(h.CPUID), "entry", "entries"))
+		keys := make([]string, 0, len(h.Devices))
+		for k := range h.Devices {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			line("device", "%s: %s", k, h.Devices[k])
+		}
+		for _, n := range h.Notes {
+			line("note", "%s", n)
+		}
+	}
+	line("size", "%s (%d bytes): header %s, %s", fmtBytes(s.Size), s.Size, fmtBytes(s.headerBytes), plural(s.Chunks, "chunk", "chunks"))
+	line("events", "%d", s.Events)
+	for k := KindInterrupt; k <= KindEnd; k++ {
+		if n := s.ByKind[k]; n > 0 {
+			line("  "+k.String(), "%d", n)
+		}
+	}
+	line("duration", "%v (host time of the last event)", s.Duration)
+	if secs := s.Duration.Seconds(); secs > 0 {
+		line("rate", "%.0f events/s, %s/s of events (per second of the recorded run)",
+			float64(s.Events)/secs, fmtBytes(int64(float64(s.Size-s.headerBytes)/secs)))
+	}
+	line("exits", "%d", s.Exits)
+	switch e := s.End; {
+	case e == nil:
+		line("end", "none: the recording was cut short (or is still being written)")
+	default:
+		first, _, _ := strings.Cut(e.Summary(), "\n")
+		line("end", "%s", first)
+	}
+	if e := s.End; e != nil {
+		line("ram", "sha256 %x", e.RAMHash)
+		line("console", "%s, sha256 %x", fmtBytes(int64(e.ConsoleBytes)), e.ConsoleHash)
+	}
+	if s.Damage != nil {
+		line("damage", "%v", s.Damage)
+	} else {
+		line("damage", "none")
+	}
+	tw.Flush()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// fmtBytes renders n in the largest binary unit that keeps it ≥ 1.
+func fmtBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n), 0
+	for f >= unit && i < 4 {
+		f /= unit
+		i++
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", f), ".0") + " " + string("KMGT"[i-1]) + "iB"
+}

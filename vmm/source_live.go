@@ -1,0 +1,186 @@
+package vmm
+
+import (
+	"time"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/tape"
+)
+
+// liveSource takes inputs from the host. Recording (log != nil) also
+// places every interrupt at a position replay can find again — right after
+// a guest-initiated exit, at a software-branch-counter target, or at the
+// first interrupt window after an exit — and logs every input there.
+type liveSource struct {
+	m      *Machine
+	log    EventLog // nil: Live mode
+	places tape.PositionSource
+	armed  bool   // a branch-counter target is set
+	target uint64 // ...at this count
+	// stopAsked is when a stop request was first seen (recording).
+	stopAsked time.Time
+}
+
+// stopGrace bounds how long a recording waits, after a stop request, for a
+// point a replay can find again. A guest computing in its kernel, or with
+// exit-sync positions and no exits, may never reach one; the recording then
+// ends without an end event and replays up to its last event, like one
+// whose recorder was killed.
+const stopGrace = 2 * time.Second
+
+func (s *liveSource) beforeEntry(stop stopKind) error {
+	m, c := s.m, s.m.cpu
+	if m.stopping.Load() {
+		if s.log == nil {
+			return errStopped
+		}
+		return s.stopAt(stop)
+	}
+	vector, ok := m.intc.Next()
+	if !ok {
+		c.RequestInterruptWindow(false)
+		return s.disarm()
+	}
+	ready := c.ReadyForInterrupt()
+	if s.log == nil {
+		if !ready {
+			c.RequestInterruptWindow(true)
+			return nil
+		}
+		return s.inject(vector, tape.AtExit)
+	}
+	switch {
+	case ready && stop == stopGuestExit:
+		return s.inject(vector, tape.AtExit)
+	case ready && stop == stopBranch:
+		return s.inject(vector, tape.AtBranch)
+	case ready && stop == stopWindow:
+		return s.inject(vector, tape.AtWindow)
+	}
+	// Not at a repeatable point: make one.
+	switch s.places {
+	case tape.SourceSWBC:
+		return s.arm()
+	case tape.SourceExitSync:
+		if stop == stopGuestExit {
+			c.RequestInterruptWindow(true)
+		}
+	}
+	return nil
+}
+
+// stopAt ends a recording at the first repeatable point after the stop
+// request, so a replay can stop at exactly the same place.
+func (s *liveSource) stopAt(stop stopKind) error {
+	if s.stopAsked.IsZero() {
+		s.stopAsked = time.Now()
+	}
+	switch stop {
+	case stopGuestExit:
+		return &recordStop{where: tape.AtExit}
+	case stopBranch:
+		return &recordStop{where: tape.AtBranch}
+	}
+	if time.Since(s.stopAsked) > stopGrace {
+		return errStopped
+	}
+	if s.places == tape.SourceSWBC {
+		return s.arm()
+	}
+	return nil
+}
+
+// arm sets the branch-counter target one basic block ahead: the guest
+// exits at the next CPL3 basic block it enters. A target the count has
+// already passed (which a guest hook racing the write could cause) is set
+// again rather than waited for forever.
+func (s *liveSource) arm() error {
+	count, err := s.m.ram.Uint64(abi.SWBCCountOff)
+	if err != nil {
+		return err
+	}
+	if s.armed && count < s.target {
+		return nil
+	}
+	s.armed, s.target = true, count+1
+	return s.m.SetBranchTarget(s.target)
+}
+
+func (s *liveSource) disarm() error {
+	if !s.armed {
+		return nil
+	}
+	s.armed = false
+	return s.m.SetBranchTarget(noTarget)
+}
+
+func (s *liveSource) inject(vector uint8, where tape.Where) error {
+	m := s.m
+	var clock uint64
+	if vector == abi.IRQBase+abi.IRQTimer {
+		clock = uint64(m.now())
+	}
+	if s.log != nil {
+		e := m.event(tape.KindInterrupt, where)
+		e.Vector, e.Value = vector, clock
+		if err := s.log.Append(e); err != nil {
+			return err
+		}
+	}
+	if err := s.disarm(); err != nil {
+		return err
+	}
+	return m.inject(vector, clock)
+}
+
+func (s *liveSource) portIn(port uint16, data []byte) error {
+	if s.log == nil {
+		return nil
+	}
+	e := s.m.event(tape.KindPortIn, tape.AtExit)
+	e.Port, e.Data = port, append([]byte(nil), data...)
+	return s.log.Append(e)
+}
+
+func (s *liveSource) clock() (time.Duration, error) {
+	now := s.m.now()
+	if s.log != nil {
+		e := s.m.event(tape.KindTime, tape.AtExit)
+		e.Value = uint64(now)
+		if err := s.log.Append(e); err != nil {
+			return 0, err
+		}
+	}
+	return now, nil
+}
+
+// halt waits, outside KVM_RUN, until an interrupt is pending: the idle time
+// a replay skips.
+func (s *liveSource) halt() error {
+	m := s.m
+	if !m.intc.Pending() && (m.timer.Period() == 0 || m.intc.Masked(abi.IRQTimer)) {
+		return m.fault("the guest is idle (HLT) with its timer stopped or masked and nothing else that could wake it")
+	}
+	t0 := time.Now()
+	for !m.intc.Pending() {
+		<-m.wake
+		if m.stopping.Load() {
+			// Recording: the HLT exit itself is a repeatable stop point.
+			break
+		}
+	}
+	m.stats.Halted += time.Since(t0)
+	return nil
+}
+
+func (s *liveSource) finish(end *tape.End, runErr error) error {
+	if s.log == nil || end == nil {
+		return runErr
+	}
+	e := s.m.event(tape.KindEnd, s.m.endWhere())
+	e.End = end
+	if err := s.log.Append(e); err != nil {
+		return err
+	}
+	return runErr
+}
