@@ -92,6 +92,12 @@ const (
 	BenchIRQ      = 3
 )
 
+// HC_MARK ids the kit's dispatcher uses around every workload.
+const (
+	MarkWorkloadStart = 100
+	MarkWorkloadEnd   = 101
+)
+
 // Boot info (struct reprise_bootinfo).
 const (
 	BootMagic          = 0x3145534952504552 // "REPRISE1"

@@ -54,6 +54,7 @@ func TestHeaderMatchesGo(t *testing.T) {
 		"SYS_SLEEP_NS": SysSleepNs, "SYS_FUTEX_WAIT": SysFutexWait, "SYS_FUTEX_WAKE": SysFutexWake,
 		"SYS_CLOCK_NS": SysClockNs, "SYS_TRACE": SysTrace, "SYS_GETTID": SysGettid, "SYS_BENCH": SysBench,
 		"REPRISE_BENCH_MARK": BenchMark, "REPRISE_BENCH_EXIT_CPL0": BenchExitCPL0, "REPRISE_BENCH_NOP": BenchNop, "REPRISE_BENCH_IRQ": BenchIRQ,
+		"REPRISE_MARK_WORKLOAD_START": MarkWorkloadStart, "REPRISE_MARK_WORKLOAD_END": MarkWorkloadEnd,
 		"REPRISE_PORT_INTC_RAISE": PortIntcRaise, "REPRISE_IRQ_SOFT": IRQSoft,
 		"REPRISE_BOOT_MAGIC": BootMagic, "REPRISE_CMDLINE_MAX": CmdlineMax,
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
@@ -57,21 +58,15 @@ func boot(tb testing.TB, image, cmdline string, hz int) (*vmm.Result, string) {
 	return res, out.String()
 }
 
-// marked is the host time between the guest's HC_MARK 1 and 2, or the
-// whole run if the guest made no marks.
+// marked is the host time of the measured part of a run: the bench
+// workload's own loop (marks 1 and 2), else the whole workload (the kit's
+// dispatcher marks), else the whole run.
 func marked(res *vmm.Result) time.Duration {
-	var start, end time.Duration
-	var haveStart, haveEnd bool
-	for _, m := range res.Marks {
-		switch m.ID {
-		case 1:
-			start, haveStart = m.At, true
-		case 2:
-			end, haveEnd = m.At, true
-		}
+	if d, ok := res.Between(1, 2); ok {
+		return d
 	}
-	if haveStart && haveEnd {
-		return end - start
+	if d, ok := res.Between(abi.MarkWorkloadStart, abi.MarkWorkloadEnd); ok {
+		return d
 	}
 	return res.Elapsed
 }

@@ -150,3 +150,7 @@ func fmtBytes(n int64) string {
 	}
 	return strings.TrimSuffix(fmt.Sprintf("%.1f", f), ".0") + " " + string("KMGT"[i-1]) + "iB"
 }
+
+// EventBytes is the size of the events alone: the file without its prefix,
+// header and embedded image.
+func (s *Summary) EventBytes() int64 { return s.Size - s.headerBytes }

@@ -43,6 +43,22 @@ type Mark struct {
 	At time.Duration // since boot
 }
 
+// Between returns the host time from the last mark start to the last mark
+// end, and whether both were made.
+func (r *Result) Between(start, end uint64) (time.Duration, bool) {
+	var s, e time.Duration
+	var hs, he bool
+	for _, m := range r.Marks {
+		switch m.ID {
+		case start:
+			s, hs = m.At, true
+		case end:
+			e, he = m.At, true
+		}
+	}
+	return e - s, hs && he
+}
+
 var (
 	errStopped   = errors.New("vmm: stopped")
 	errReplayEnd = errors.New("vmm: replay reached the recording's end")

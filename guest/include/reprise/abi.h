@@ -86,6 +86,11 @@
 #define REPRISE_BENCH_NOP       2  /* kernel returns at once: syscall round trip */
 #define REPRISE_BENCH_IRQ       3  /* kernel raises REPRISE_IRQ_SOFT n times with IF=1: injection round trip */
 
+/* HC_MARK ids: the bench workload brackets its loops with 1 and 2; the
+ * kit's dispatcher brackets every workload with these. */
+#define REPRISE_MARK_WORKLOAD_START 100
+#define REPRISE_MARK_WORKLOAD_END   101
+
 #define REPRISE_EAGAIN    11
 #define REPRISE_ETIMEDOUT 110
 #define REPRISE_EINVAL    22

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+)
+
+func TestRecordReplayInfo(t *testing.T) {
+	kvmtest.Require(t)
+	tp := filepath.Join(t.TempDir(), "run.tape")
+	rec := runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=100")
+	require.Equal(t, 0, rec.code, rec.stderr)
+	require.Contains(t, rec.stderr, "recorded "+tp)
+	require.Contains(t, rec.stderr, "swbc positions")
+
+	rep := runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Equal(t, rec.stdout, rep.stdout, "replayed console differs")
+	require.Contains(t, rep.stderr, "replay matched")
+
+	info := runCLI(t, nil, "info", tp)
+	require.Equal(t, 0, info.code, info.stderr)
+	for _, want := range []string{"swbc", "syn_cont iters=100", "kit.elf", "interrupt", "exited, status 0", "damage       none"} {
+		require.Contains(t, info.stdout, want)
+	}
+}
+
+// A recorder killed outright leaves a tape that replays, and is checked,
+// up to its last flushed chunk.
+func TestKilledRecorderLeavesReplayableTape(t *testing.T) {
+	kvmtest.Require(t)
+	tp := filepath.Join(t.TempDir(), "killed.tape")
+	cmd := exec.Command(reprise, "record", "--timer-hz", "250", "-o", tp, "syn_cont", "iters=5000")
+	require.NoError(t, cmd.Start())
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+
+	info := runCLI(t, nil, "info", tp)
+	require.Equal(t, 0, info.code, info.stderr)
+	// Whole chunks and no end event, or a torn last chunk: either way not
+	// a finished recording.
+	require.Regexp(t, `cut short|truncated`, info.stdout)
+
+	rep := runCLI(t, nil, "replay", "-q", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Contains(t, rep.stderr, "notice: tape ends after")
+	require.Contains(t, rep.stderr, "replayed and checked everything up to there")
+}
+
+// Ctrl-C ends a recording cleanly at a repeatable point; its replay stops
+// at exactly that point and matches.
+func TestInterruptedRecordingReplays(t *testing.T) {
+	kvmtest.Require(t)
+	tp := filepath.Join(t.TempDir(), "int.tape")
+	cmd := exec.Command(reprise, "record", "-o", tp, "syn_cont", "iters=5000")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Start())
+	time.Sleep(800 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	require.NoError(t, cmd.Wait(), errb.String())
+	require.Contains(t, errb.String(), "stopped on request")
+
+	rep := runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Equal(t, out.String(), rep.stdout)
+	require.Contains(t, rep.stderr, "stopped where the recording was stopped")
+}
+
+func TestRecordPositionSources(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	r := runCLI(t, nil, "record", "--position", "exit-sync", "-o", filepath.Join(dir, "e.tape"), "deadlock_gatelock")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "exit-sync positions")
+	rep := runCLI(t, nil, "replay", "-q", filepath.Join(dir, "e.tape"))
+	require.Equal(t, 0, rep.code, rep.stderr)
+
+	// This host has no PMU: the recorder says why instead of recording.
+	r = runCLI(t, nil, "record", "--position", "pmu", "-o", filepath.Join(dir, "p.tape"), "hello")
+	require.Equal(t, exitFailure, r.code)
+	require.Contains(t, r.stderr, "pmu:")
+	_, err := os.Stat(filepath.Join(dir, "p.tape"))
+	require.True(t, os.IsNotExist(err), "a refused recording must not leave a tape")
+
+	// The plain kit has no branch counter: swbc is refused, auto falls back.
+	r = runCLI(t, nil, "record", "--plain", "--position", "swbc", "-o", filepath.Join(dir, "s.tape"), "hello")
+	require.Equal(t, exitFailure, r.code)
+	require.Contains(t, r.stderr, "no software branch counter")
+	r = runCLI(t, nil, "record", "--plain", "-o", filepath.Join(dir, "a.tape"), "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "exit-sync positions")
+
+	r = runCLI(t, nil, "record", "--position", "bogus", "-o", filepath.Join(dir, "b.tape"), "hello")
+	require.Equal(t, exitFailure, r.code)
+	require.Contains(t, r.stderr, "unknown position source")
+}
+
+func TestReplayDamagedTape(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "run.tape")
+	require.Equal(t, 0, runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=100").code)
+	raw, err := os.ReadFile(tp)
+	require.NoError(t, err)
+	raw[len(raw)-10] ^= 0xff
+	bad := filepath.Join(dir, "bad.tape")
+	require.NoError(t, os.WriteFile(bad, raw, 0o644))
+	r := runCLI(t, nil, "replay", "-q", bad)
+	require.Equal(t, exitDamaged, r.code, r.stderr)
+	require.Contains(t, r.stderr, "corrupt at byte")
+
+	info := runCLI(t, nil, "info", bad)
+	require.Contains(t, info.stdout, "corrupt at byte")
+
+	r = runCLI(t, nil, "replay", filepath.Join(dir, "missing.tape"))
+	require.Equal(t, exitFailure, r.code)
+	r = runCLI(t, nil, "info", "/etc/passwd")
+	require.Equal(t, exitFailure, r.code)
+	require.Contains(t, r.stderr, "not a reprise tape")
+}
+
+// A guest fault is recorded; the replay reproduces it and says so.
+func TestRecordedFaultReplays(t *testing.T) {
+	kvmtest.Require(t)
+	tp := filepath.Join(t.TempDir(), "crash.tape")
+	r := runCLI(t, nil, "record", "-o", tp, "crash", "kind=null")
+	require.Equal(t, exitFailure, r.code)
+	require.Contains(t, r.stderr, "the fault is recorded")
+	rep := runCLI(t, nil, "replay", "-q", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Contains(t, rep.stderr, "recorded guest fault reproduced")
+}
