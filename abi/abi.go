@@ -55,6 +55,7 @@ const (
 	PortTimer     = 0x520
 	PortIntcMask  = 0x530
 	PortIntcRaise = 0x531
+	PortEntropy   = 0x540
 	PortSWBC      = 0x5E5
 	PortNull      = 0x5F0
 )
@@ -82,6 +83,7 @@ const (
 	SysTrace        = 10
 	SysGettid       = 11
 	SysBench        = 12
+	SysGetrandom    = 13
 )
 
 // SysBench operations.

@@ -52,7 +52,7 @@ func TestHeaderMatchesGo(t *testing.T) {
 		"SYS_EXIT":              SysExit, "SYS_WRITE": SysWrite, "SYS_THREAD_CREATE": SysThreadCreate,
 		"SYS_THREAD_EXIT": SysThreadExit, "SYS_THREAD_JOIN": SysThreadJoin, "SYS_YIELD": SysYield,
 		"SYS_SLEEP_NS": SysSleepNs, "SYS_FUTEX_WAIT": SysFutexWait, "SYS_FUTEX_WAKE": SysFutexWake,
-		"SYS_CLOCK_NS": SysClockNs, "SYS_TRACE": SysTrace, "SYS_GETTID": SysGettid, "SYS_BENCH": SysBench,
+		"SYS_CLOCK_NS": SysClockNs, "SYS_TRACE": SysTrace, "SYS_GETTID": SysGettid, "SYS_BENCH": SysBench, "SYS_GETRANDOM": SysGetrandom, "REPRISE_PORT_ENTROPY": PortEntropy,
 		"REPRISE_BENCH_MARK": BenchMark, "REPRISE_BENCH_EXIT_CPL0": BenchExitCPL0, "REPRISE_BENCH_NOP": BenchNop, "REPRISE_BENCH_IRQ": BenchIRQ,
 		"REPRISE_MARK_WORKLOAD_START": MarkWorkloadStart, "REPRISE_MARK_WORKLOAD_END": MarkWorkloadEnd,
 		"REPRISE_PORT_INTC_RAISE": PortIntcRaise, "REPRISE_IRQ_SOFT": IRQSoft,

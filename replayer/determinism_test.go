@@ -264,3 +264,25 @@ func TestForgedEventIsADivergence(t *testing.T) {
 		})
 	}
 }
+
+// Entropy is an input like any other: each recording draws its own random
+// bits, and each replay gets exactly the ones its recording drew.
+func TestEntropyIsRecorded(t *testing.T) {
+	img := kitImage(t)
+	random := func(console string) string {
+		for _, tr := range guest.ParseTruth(console) {
+			if v, ok := tr["random"]; ok {
+				return v
+			}
+		}
+		t.Fatalf("no random value in:\n%s", console)
+		return ""
+	}
+	a := record(t, img, "hello", recorder.Auto)
+	b := record(t, img, "hello", recorder.Auto)
+	require.NotEqual(t, random(a.console), random(b.console))
+	for _, rec := range []recording{a, b} {
+		console, _ := replay(t, rec.path)
+		require.Equal(t, random(rec.console), random(console))
+	}
+}

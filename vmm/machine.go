@@ -272,6 +272,7 @@ func (m *Machine) devices() []device {
 		{"timer", abi.PortTimer, 1, m.timer},
 		{"intc", abi.PortIntcMask, devices.IntcPorts, m.intc},
 		{"null", abi.PortNull, 1, devices.Null{}},
+		{"entropy", abi.PortEntropy, 4, devices.Entropy{}},
 	}
 }
 

@@ -245,6 +245,25 @@ static struct reprise_frame *sys_write(struct reprise_frame *f)
 	return f;
 }
 
+/* Random bytes, 4 per exit to the entropy device; bounded so one call
+ * cannot hold the (emulated, interrupts-off) kernel for long. */
+static struct reprise_frame *sys_getrandom(struct reprise_frame *f)
+{
+	uint64_t p = f->rdi, n = f->rsi;
+	if (n > 256 || !urange(p, n)) {
+		f->rax = (uint64_t)-REPRISE_EINVAL;
+		return f;
+	}
+	uint8_t *b = (uint8_t *)p;
+	for (uint64_t i = 0; i < n; i += 4) {
+		uint32_t r = inl(REPRISE_PORT_ENTROPY);
+		for (uint64_t j = 0; j < 4 && i + j < n; j++)
+			b[i + j] = (uint8_t)(r >> (8 * j));
+	}
+	f->rax = n;
+	return f;
+}
+
 static struct reprise_frame *sys_thread_create(struct reprise_frame *f)
 {
 	if (!urange(f->rdi, 1)) {
@@ -431,6 +450,7 @@ static const sysfn systab[] = {
 	[SYS_TRACE] = sys_trace,
 	[SYS_GETTID] = sys_gettid,
 	[SYS_BENCH] = sys_bench,
+	[SYS_GETRANDOM] = sys_getrandom,
 };
 #define NSYS (sizeof systab / sizeof systab[0])
 

@@ -64,6 +64,13 @@ static inline void outl(uint16_t port, uint32_t v)
 	__asm__ volatile("outl %0, %1" : : "a"(v), "Nd"(port));
 }
 
+static inline uint32_t inl(uint16_t port)
+{
+	uint32_t v;
+	__asm__ volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
 /* Hypercall: `out %eax, %dx` at REPRISE_PORT_HCALL, args rdi, rsi, r8. */
 static inline uint64_t hcall(uint32_t nr, uint64_t a, uint64_t b, uint64_t c)
 {

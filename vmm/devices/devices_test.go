@@ -357,3 +357,13 @@ func TestTimerJitterStillTicks(t *testing.T) {
 	defer tm.Stop()
 	require.Eventually(t, func() bool { return raised.Load() >= 5 }, 5*time.Second, time.Millisecond)
 }
+
+func TestEntropyReadsDiffer(t *testing.T) {
+	var e devices.Entropy
+	a, b := make([]byte, 4), make([]byte, 4)
+	e.PortRead(0, a)
+	e.PortRead(0, b)
+	// 2^-32 chance of a false failure.
+	require.NotEqual(t, a, b)
+	require.NoError(t, e.PortWrite(0, a))
+}

@@ -52,6 +52,7 @@
 #define REPRISE_PORT_TIMER    0x520  /* 32-bit out: tick period in microseconds, 0 stops */
 #define REPRISE_PORT_INTC_MASK 0x530 /* 32-bit out: mask of disabled IRQ lines */
 #define REPRISE_PORT_INTC_RAISE 0x531 /* 32-bit out: raise IRQ line n (a software interrupt request) */
+#define REPRISE_PORT_ENTROPY  0x540  /* 32-bit in: random bits from the host (logged when recording) */
 #define REPRISE_PORT_SWBC     0x5E5  /* 8-bit out from the swbc hook: target reached */
 #define REPRISE_PORT_NULL     0x5F0  /* writes ignored, reads 0: exit round-trip benchmarks.
                                         SWBC and NULL are the only ports the TSS I/O
@@ -80,6 +81,7 @@
 #define SYS_TRACE        10   /* (kind, a, b): explicit event into the trace ring */
 #define SYS_GETTID       11
 #define SYS_BENCH        12   /* (op, n): kernel-side benchmark loops, see REPRISE_BENCH_* */
+#define SYS_GETRANDOM    13   /* (buf, len ≤ 256) -> len: bytes from the entropy device */
 
 #define REPRISE_BENCH_MARK      0  /* kernel does REPRISE_HC_MARK with id n (guest kit addition) */
 #define REPRISE_BENCH_EXIT_CPL0 1  /* kernel does n `outb` to REPRISE_PORT_NULL */

@@ -68,6 +68,7 @@ static inline long sys_trace(uint32_t kind, uint64_t a, uint64_t b) { return sys
 static inline int gettid(void) { return (int)sys0(SYS_GETTID); }
 static inline long sys_bench(long op, long n) { return sys2(SYS_BENCH, op, n); }
 static inline void bench_mark(long id) { sys_bench(REPRISE_BENCH_MARK, id); }
+static inline long sys_getrandom(void *buf, uint64_t n) { return sys2(SYS_GETRANDOM, (long)buf, (long)n); }
 
 /* ---- clocks */
 extern volatile const struct reprise_clock reprise_clock_page; /* at REPRISE_CLOCK */
