@@ -10,6 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/kvm"
@@ -22,6 +26,9 @@ type Options struct {
 	Tape    string
 	Console io.Writer // the guest's console output, as it is replayed
 	KVMPath string
+	// Progress, if set, receives a one-line progress report a few times a
+	// second (meant for a terminal: each report starts with \r).
+	Progress io.Writer
 }
 
 // Result is a finished replay.
@@ -48,17 +55,49 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	if img.SHA256 != h.Image.SHA256 {
 		return nil, fmt.Errorf("replayer: the image embedded in %s does not match its recorded SHA-256", o.Tape)
 	}
+	sc := &script{r: r}
 	m, err := vmm.New(vmm.Config{
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Replay, Script: &script{r: r}, CPUID: cpuidOf(h),
+		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h),
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
+	if o.Progress != nil {
+		if st, err := os.Stat(o.Tape); err == nil {
+			defer showProgress(o.Progress, sc, r.Offset(), st.Size())()
+		}
+	}
 	res, err := m.Run(ctx)
 	return &Result{Result: res, Header: h}, err
+}
+
+// showProgress reports how much of the tape's events, which span
+// [start, size), have been replayed, until the returned function is
+// called, which clears the line.
+func showProgress(w io.Writer, sc *script, start, size int64) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprint(w, "\r\033[K")
+				return
+			case <-t.C:
+				off, events := sc.progress()
+				frac := float64(off-start) / float64(max(size-start, 1))
+				fmt.Fprintf(w, "\rreplaying: %3.0f%% of the tape, %d events", 100*frac, events)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 func cpuidOf(h *tape.Header) []kvm.CPUIDEntry {
@@ -70,16 +109,20 @@ func cpuidOf(h *tape.Header) []kvm.CPUIDEntry {
 	return out
 }
 
-// script gives the machine a one-event lookahead over the tape reader.
+// script gives the machine a one-event lookahead over the tape reader,
+// and publishes how far it got for progress reports.
 type script struct {
-	r    *tape.Reader
-	next *tape.Event
-	err  error
+	r      *tape.Reader
+	next   *tape.Event
+	err    error
+	off    atomic.Int64  // bytes of tape consumed
+	events atomic.Uint64 // events handed to the machine
 }
 
 func (s *script) Peek() (*tape.Event, error) {
 	if s.next == nil && s.err == nil {
 		s.next, s.err = s.r.Next()
+		s.off.Store(s.r.Offset())
 	}
 	return s.next, s.err
 }
@@ -87,8 +130,13 @@ func (s *script) Peek() (*tape.Event, error) {
 func (s *script) Next() (*tape.Event, error) {
 	ev, err := s.Peek()
 	s.next = nil
+	if ev != nil {
+		s.events.Add(1)
+	}
 	return ev, err
 }
+
+func (s *script) progress() (off int64, events uint64) { return s.off.Load(), s.events.Load() }
 
 // IsDamage reports whether err means the tape itself is damaged (as
 // opposed to cut short by a killed recorder).

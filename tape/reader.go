@@ -71,6 +71,10 @@ func NewReader(r io.Reader) (*Reader, error) {
 // Header returns the tape's header.
 func (r *Reader) Header() *Header { return r.h }
 
+// Offset is how many bytes of the tape the reader has consumed (whole
+// chunks are read at once), for progress reports.
+func (r *Reader) Offset() int64 { return r.off }
+
 // Close closes the file if Open opened it. Next then returns an error.
 func (r *Reader) Close() error {
 	if r.err == nil || r.err == io.EOF {

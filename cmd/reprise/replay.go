@@ -43,7 +43,13 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 			if quiet {
 				console = io.Discard
 			}
-			res, err := replayer.Replay(ctx, replayer.Options{Tape: args[0], Console: console})
+			opts := replayer.Options{Tape: args[0], Console: console}
+			// A progress line on the terminal, unless the console is
+			// streaming to that same terminal.
+			if isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout)) {
+				opts.Progress = os.Stderr
+			}
+			res, err := replayer.Replay(ctx, opts)
 			var (
 				div *vmm.DivergenceError
 				cut *vmm.TapeCutError
