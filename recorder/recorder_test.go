@@ -1,0 +1,54 @@
+package recorder
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/pmu"
+	"github.com/reprise-vm/reprise/tape"
+)
+
+func TestChoosePlaces(t *testing.T) {
+	k, err := guest.Build(context.Background())
+	require.NoError(t, err)
+	counted, err := elfimage.Open(k.Image())
+	require.NoError(t, err)
+	plain, err := elfimage.Open(k.PlainImage())
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		want tape.PositionSource
+		img  *elfimage.Image
+		got  tape.PositionSource
+		err  string
+	}{
+		{Auto, counted, tape.SourceSWBC, ""},
+		{"", counted, tape.SourceSWBC, ""},
+		{Auto, plain, tape.SourceExitSync, ""},
+		{tape.SourceExitSync, counted, tape.SourceExitSync, ""},
+		{tape.SourceSWBC, counted, tape.SourceSWBC, ""},
+		{"bogus", counted, "", "unknown position source"},
+	} {
+		got, err := ChoosePlaces(tc.want, tc.img)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err)
+			continue
+		}
+		require.NoError(t, err)
+		require.Equal(t, tc.got, got, "%q on %s", tc.want, tc.img.Path)
+	}
+
+	// pmu: refused with the detector's reason where there is no PMU, and
+	// refused honestly where there is one (the machine cannot drive it yet).
+	_, err = ChoosePlaces(tape.SourcePMU, counted)
+	require.Error(t, err)
+	if pmu.Detect() != nil {
+		require.ErrorContains(t, err, "pmu:")
+	} else {
+		require.ErrorContains(t, err, "does not drive it yet")
+	}
+}
