@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,13 +41,8 @@ Exits with the guest's exit status, like 'reprise run'.`,
 			if out == "" {
 				return errors.New("record needs -o TAPE")
 			}
-			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			ctx, cancel, _ := guestContext(cmd.Context(), timeout)
 			defer cancel()
-			if timeout > 0 {
-				var c context.CancelFunc
-				ctx, c = context.WithTimeout(ctx, timeout)
-				defer c()
-			}
 			img, cmdline, err := resolveGuest(ctx, &mf, args)
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -72,10 +64,8 @@ Exits with the guest's exit status, like 'reprise run'.`,
 				return &exitError{exitInterrupted, fmt.Errorf("%w: the guest reached no point a replay can stop at within the grace period; the tape replays up to its last event", err)}
 			case err != nil:
 				return &exitError{exitFailure, err}
-			case res.Status != 0:
-				return &exitError{int(res.Status & 0xff), nil}
 			}
-			return nil
+			return guestStatus(res.Status)
 		},
 	}
 	mf.register(cmd)

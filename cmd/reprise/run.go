@@ -76,14 +76,8 @@ and last console lines).
 Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000').`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			ctx, cancel, errTimeout := guestContext(cmd.Context(), timeout)
 			defer cancel()
-			errTimeout := fmt.Errorf("--timeout %v expired", timeout)
-			if timeout > 0 {
-				var c context.CancelFunc
-				ctx, c = context.WithTimeoutCause(ctx, timeout, errTimeout)
-				defer c()
-			}
 			img, cmdline, err := resolveGuest(ctx, &mf, args)
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -108,10 +102,8 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 				return &exitError{exitInterrupted, err}
 			case err != nil:
 				return &exitError{exitFailure, err}
-			case res.Status != 0:
-				return &exitError{int(res.Status & 0xff), nil}
 			}
-			return nil
+			return guestStatus(res.Status)
 		},
 	}
 	mf.register(cmd)
@@ -119,6 +111,26 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts) to stderr")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
+}
+
+// guestContext is the context a guest runs under: cancelled by Ctrl-C, and
+// after timeout (if positive) with errTimeout as its cause.
+func guestContext(parent context.Context, timeout time.Duration) (ctx context.Context, cancel context.CancelFunc, errTimeout error) {
+	ctx, stopSignals := signal.NotifyContext(parent, os.Interrupt)
+	errTimeout = fmt.Errorf("--timeout %v expired", timeout)
+	if timeout <= 0 {
+		return ctx, stopSignals, errTimeout
+	}
+	ctx, stopTimer := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	return ctx, func() { stopTimer(); stopSignals() }, errTimeout
+}
+
+// guestStatus passes the guest's exit status on as reprise's.
+func guestStatus(status uint32) error {
+	if status != 0 {
+		return &exitError{int(status & 0xff), nil}
+	}
+	return nil
 }
 
 // timerHz maps the CLI's 0 ("no timer") to the Config's negative value.
