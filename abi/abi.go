@@ -41,6 +41,7 @@ const (
 	IRQBase         = 0x20
 	IRQTimer        = 0
 	IRQSoft         = 1
+	IRQDisk         = 2
 	IRQSerial       = 4
 	VectorStubSize  = 16
 	VectorsSymbol   = "reprise_vectors"
@@ -56,6 +57,8 @@ const (
 	PortIntcMask  = 0x530
 	PortIntcRaise = 0x531
 	PortEntropy   = 0x540
+	PortDisk      = 0x550
+	PortDiskCap   = 0x554
 	PortSWBC      = 0x5E5
 	PortNull      = 0x5F0
 )
@@ -84,6 +87,22 @@ const (
 	SysGettid       = 11
 	SysBench        = 12
 	SysGetrandom    = 13
+	SysDiskRead     = 14
+	SysDiskWrite    = 15
+	SysDiskSectors  = 16
+)
+
+// Disk device (struct reprise_disk_req and its values).
+const (
+	DiskSector     = 512
+	DiskMaxSectors = 256
+	DiskRead       = 1
+	DiskWrite      = 2
+	DiskPending    = 0
+	DiskOK         = 1
+	DiskError      = 2
+	DiskReqSize    = 32
+	DiskReqStatus  = 24 // offset of status in the request
 )
 
 // SysBench operations.

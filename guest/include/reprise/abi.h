@@ -41,6 +41,7 @@
 #define REPRISE_IRQ_BASE    0x20
 #define REPRISE_IRQ_TIMER   0        /* vector 0x20 */
 #define REPRISE_IRQ_SOFT    1        /* vector 0x21: raised by writing REPRISE_PORT_INTC_RAISE */
+#define REPRISE_IRQ_DISK    2        /* vector 0x22: a disk request completed */
 #define REPRISE_IRQ_SERIAL  4        /* vector 0x24 (reserved, no input yet) */
 /* IDT: the VMM points vector v at (symbol reprise_vectors) + v * 16. */
 #define REPRISE_VECTOR_STUB_SIZE 16
@@ -53,6 +54,8 @@
 #define REPRISE_PORT_INTC_MASK 0x530 /* 32-bit out: mask of disabled IRQ lines */
 #define REPRISE_PORT_INTC_RAISE 0x531 /* 32-bit out: raise IRQ line n (a software interrupt request) */
 #define REPRISE_PORT_ENTROPY  0x540  /* 32-bit in: random bits from the host (logged when recording) */
+#define REPRISE_PORT_DISK     0x550  /* 32-bit out: GPA of a struct reprise_disk_req: submit it */
+#define REPRISE_PORT_DISK_CAP 0x554  /* 32-bit in: capacity in sectors (0: no disk) */
 #define REPRISE_PORT_SWBC     0x5E5  /* 8-bit out from the swbc hook: target reached */
 #define REPRISE_PORT_NULL     0x5F0  /* writes ignored, reads 0: exit round-trip benchmarks.
                                         SWBC and NULL are the only ports the TSS I/O
@@ -82,6 +85,21 @@
 #define SYS_GETTID       11
 #define SYS_BENCH        12   /* (op, n): kernel-side benchmark loops, see REPRISE_BENCH_* */
 #define SYS_GETRANDOM    13   /* (buf, len ≤ 256) -> len: bytes from the entropy device */
+#define SYS_DISK_READ    14   /* (sector, count, buf) -> 0 | -REPRISE_EIO | -REPRISE_EINVAL */
+#define SYS_DISK_WRITE   15   /* (sector, count, buf) -> 0 | -REPRISE_EIO | -REPRISE_EINVAL */
+#define SYS_DISK_SECTORS 16   /* () -> capacity in sectors (0: no disk) */
+
+/* ---- disk: a request is a struct reprise_disk_req in guest RAM; writing its
+ * GPA to REPRISE_PORT_DISK submits it. Requests complete in submission
+ * order; at completion the device writes the data (reads) and status into
+ * guest memory and raises REPRISE_IRQ_DISK, both at one position. */
+#define REPRISE_DISK_SECTOR      512
+#define REPRISE_DISK_MAX_SECTORS 256  /* per request: 128 KiB */
+#define REPRISE_DISK_READ        1
+#define REPRISE_DISK_WRITE       2
+#define REPRISE_DISK_PENDING     0    /* status until completion */
+#define REPRISE_DISK_OK          1
+#define REPRISE_DISK_ERROR       2    /* bad op, range, count or buffer */
 
 #define REPRISE_BENCH_MARK      0  /* kernel does REPRISE_HC_MARK with id n (guest kit addition) */
 #define REPRISE_BENCH_EXIT_CPL0 1  /* kernel does n `outb` to REPRISE_PORT_NULL */
@@ -96,6 +114,7 @@
 #define REPRISE_EAGAIN    11
 #define REPRISE_ETIMEDOUT 110
 #define REPRISE_EINVAL    22
+#define REPRISE_EIO       5
 #define REPRISE_ENOMEM    12
 
 #define REPRISE_BOOT_MAGIC 0x3145534952504552ULL /* "REPRISE1" little-endian */
@@ -124,6 +143,17 @@ struct reprise_clock {
 struct reprise_swbc {
 	uint64_t count;
 	uint64_t target;   /* ~0 = never */
+};
+
+/* A disk request (32 bytes). The device reads op..buf at submission and
+ * writes status (and tag is the guest's own) at completion. */
+struct reprise_disk_req {
+	uint32_t op;       /* REPRISE_DISK_READ or _WRITE */
+	uint32_t count;    /* sectors, 1..REPRISE_DISK_MAX_SECTORS */
+	uint64_t sector;   /* first sector */
+	uint64_t buf;      /* GPA of count * 512 bytes */
+	uint32_t status;   /* REPRISE_DISK_PENDING until completion */
+	uint32_t tag;      /* the guest's cookie, untouched */
 };
 
 /* Register frame the kernel's vector stubs build (lowest address first). */
