@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/elfimage"
-	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/pmu"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
@@ -41,6 +40,10 @@ type Options struct {
 	Output      string        // tape path
 	FlushEvery  time.Duration // 0: DefaultFlushInterval
 	KVMPath     string
+	// DiskBase attaches a disk with this base image (read-only); its
+	// writes go to DiskOverlay (default: the tape's path + ".overlay").
+	DiskBase    string
+	DiskOverlay string
 }
 
 // Result is a finished recording.
@@ -83,17 +86,32 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	h := header(o, places)
+	var disk *vmm.DiskConfig
+	if o.DiskBase != "" {
+		if h.Disk, err = tape.DescribeDisk(o.DiskBase); err != nil {
+			return nil, err
+		}
+		disk = &vmm.DiskConfig{Base: o.DiskBase, Overlay: o.DiskOverlay}
+		if disk.Overlay == "" {
+			disk.Overlay = o.Output + ".overlay"
+		}
+	}
 	log := &chunkedLog{}
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Record, Places: places, Log: log,
+		Mode: vmm.Record, Places: places, Log: log, Disk: disk,
 	})
 	if err != nil {
 		return nil, err
 	}
 	defer m.Close()
-	w, err := tape.Create(o.Output, header(o, places, m.CPUID()))
+	for _, e := range m.CPUID() {
+		h.CPUID = append(h.CPUID, tape.CPUIDEntry{Function: e.Function, Index: e.Index, Flags: e.Flags,
+			EAX: e.EAX, EBX: e.EBX, ECX: e.ECX, EDX: e.EDX})
+	}
+	w, err := tape.Create(o.Output, h)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +129,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	return &Result{Result: res, Places: places, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes()}, runErr
 }
 
-func header(o Options, places tape.PositionSource, cpuid []kvm.CPUIDEntry) *tape.Header {
+func header(o Options, places tape.PositionSource) *tape.Header {
 	h := &tape.Header{
 		Created:  time.Now().UTC(),
 		Source:   places,
@@ -128,10 +146,6 @@ func header(o Options, places tape.PositionSource, cpuid []kvm.CPUIDEntry) *tape
 	}
 	if h.TimerHz == 0 {
 		h.TimerHz = vmm.DefaultTimerHz
-	}
-	for _, e := range cpuid {
-		h.CPUID = append(h.CPUID, tape.CPUIDEntry{Function: e.Function, Index: e.Index, Flags: e.Flags,
-			EAX: e.EAX, EBX: e.EBX, ECX: e.ECX, EDX: e.EDX})
 	}
 	return h
 }

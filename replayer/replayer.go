@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,9 @@ type Options struct {
 	// Progress, if set, receives a one-line progress report a few times a
 	// second (meant for a terminal: each report starts with \r).
 	Progress io.Writer
+	// DiskBase overrides where the recording's disk base image is (it is
+	// checked against the recorded size and SHA-256 either way).
+	DiskBase string
 }
 
 // Result is a finished replay.
@@ -55,11 +59,16 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	if img.SHA256 != h.Image.SHA256 {
 		return nil, fmt.Errorf("replayer: the image embedded in %s does not match its recorded SHA-256", o.Tape)
 	}
+	disk, cleanup, err := replayDisk(h, o.DiskBase)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
 	sc := &script{r: r}
 	m, err := vmm.New(vmm.Config{
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h),
+		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h), Disk: disk,
 	})
 	if err != nil {
 		return nil, err
@@ -98,6 +107,33 @@ func showProgress(w io.Writer, sc *script, start, size int64) (stop func()) {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// replayDisk finds the recording's disk base image, checks it is the one
+// recorded, and gives the replay a scratch overlay of its own, so every
+// replay starts from the disk the recording started from.
+func replayDisk(h *tape.Header, override string) (*vmm.DiskConfig, func(), error) {
+	if h.Disk == nil {
+		return nil, func() {}, nil
+	}
+	path := h.Disk.Path
+	if override != "" {
+		path = override
+	}
+	got, err := tape.DescribeDisk(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("replayer: the recording's disk: %w (use --disk to say where the base image is now)", err)
+	}
+	if got.Bytes != h.Disk.Bytes || got.SHA256 != h.Disk.SHA256 {
+		return nil, nil, fmt.Errorf("replayer: disk base image %s is not the one recorded (%d bytes, sha256 %x…; recorded %d bytes, sha256 %x…)",
+			path, got.Bytes, got.SHA256[:6], h.Disk.Bytes, h.Disk.SHA256[:6])
+	}
+	dir, err := os.MkdirTemp("", "reprise-replay-disk")
+	if err != nil {
+		return nil, nil, fmt.Errorf("replayer: scratch overlay: %w", err)
+	}
+	return &vmm.DiskConfig{Base: path, Overlay: filepath.Join(dir, "overlay")},
+		func() { os.RemoveAll(dir) }, nil
 }
 
 func cpuidOf(h *tape.Header) []kvm.CPUIDEntry {

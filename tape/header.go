@@ -57,6 +57,16 @@ type Header struct {
 	Host     string            // e.g. hostname and kernel release
 	Reprise  string            // recorder version
 	Notes    []string          // e.g. what the recorder could not capture
+	Disk     *Disk             // the disk's base image, nil without a disk
+}
+
+// Disk identifies the read-only base image a recording's disk started from.
+// Its contents are not on the tape: a replay reads them from the same file
+// and checks the hash, so disk reads need not be logged.
+type Disk struct {
+	Path   string // as the recorder opened it (absolute)
+	Bytes  uint64
+	SHA256 [32]byte
 }
 
 // headerJSON is the on-disk header body. Its field names are part of the
@@ -73,6 +83,13 @@ type headerJSON struct {
 	Host     string            `json:"host"`
 	Reprise  string            `json:"reprise"`
 	Notes    []string          `json:"notes"`
+	Disk     *diskJSON         `json:"disk,omitempty"`
+}
+
+type diskJSON struct {
+	Path   string `json:"path"`
+	Bytes  uint64 `json:"bytes"`
+	SHA256 string `json:"sha256"` // hex
 }
 
 type cpuidJSON struct {
@@ -128,6 +145,9 @@ func encodeHeader(h *Header) ([]byte, error) {
 		Reprise:  h.Reprise,
 		Notes:    h.Notes,
 	}
+	if h.Disk != nil {
+		j.Disk = &diskJSON{Path: h.Disk.Path, Bytes: h.Disk.Bytes, SHA256: hex.EncodeToString(h.Disk.SHA256[:])}
+	}
 	if h.CPUID != nil {
 		j.CPUID = make([]cpuidJSON, len(h.CPUID))
 		for i, c := range h.CPUID {
@@ -175,6 +195,15 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		h.CPUID = make([]CPUIDEntry, len(j.CPUID))
 		for i, c := range j.CPUID {
 			h.CPUID[i] = CPUIDEntry(c)
+		}
+	}
+	if j.Disk != nil {
+		h.Disk = &Disk{Path: j.Disk.Path, Bytes: j.Disk.Bytes}
+		if len(j.Disk.SHA256) != 2*len(h.Disk.SHA256) {
+			return nil, 0, fmt.Sprintf("disk sha256 %q is not 64 hex digits", j.Disk.SHA256)
+		}
+		if _, err := hex.Decode(h.Disk.SHA256[:], []byte(j.Disk.SHA256)); err != nil {
+			return nil, 0, fmt.Sprintf("disk sha256 %q is not 64 hex digits", j.Disk.SHA256)
 		}
 	}
 	if len(j.Image.SHA256) != 2*len(h.Image.SHA256) {

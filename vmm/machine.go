@@ -55,6 +55,15 @@ type Config struct {
 	// TimerJitter randomises each timer period by up to ± this much, to
 	// record under deliberately irregular interrupt timing.
 	TimerJitter time.Duration
+	// Disk attaches a disk; nil leaves the disk device empty (capacity 0).
+	Disk *DiskConfig
+}
+
+// DiskConfig is a disk: a base image opened read-only and an overlay file
+// (created or truncated) that takes every write.
+type DiskConfig struct {
+	Base    string
+	Overlay string
 }
 
 // SWBCHookSymbol is the function an image's instrumented code calls at
@@ -71,6 +80,8 @@ type Machine struct {
 	bus     devices.Bus
 	intc    *devices.Intc
 	timer   *devices.Timer
+	disk    *devices.Disk
+	store   *devices.DiskStore // nil without a disk
 	console *consoleTail
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
@@ -273,6 +284,7 @@ func (m *Machine) devices() []device {
 		{"intc", abi.PortIntcMask, devices.IntcPorts, m.intc},
 		{"null", abi.PortNull, 1, devices.Null{}},
 		{"entropy", abi.PortEntropy, 4, devices.Entropy{}},
+		{"disk", abi.PortDisk, devices.DiskPorts, m.disk},
 	}
 }
 
@@ -296,6 +308,17 @@ func (m *Machine) attachDevices() error {
 		raise = nil // ticks come from the tape
 	}
 	m.timer = devices.NewTimer(raise, m.cfg.TimerJitter)
+	if c := m.cfg.Disk; c != nil {
+		var err error
+		if m.store, err = devices.OpenDiskStore(c.Base, c.Overlay); err != nil {
+			return err
+		}
+	}
+	var raiseDisk func()
+	if m.cfg.Mode != Replay {
+		raiseDisk = func() { m.intc.Raise(abi.IRQDisk) } // replay: completions come from the tape
+	}
+	m.disk = devices.NewDisk(m.ram, m.store, raiseDisk)
 	for _, d := range m.devices() {
 		if err := m.bus.Attach(d.name, d.base, d.size, d.dev); err != nil {
 			return err
@@ -337,7 +360,13 @@ func (m *Machine) Close() error {
 	if m.timer != nil {
 		m.timer.Stop()
 	}
+	if m.disk != nil {
+		m.disk.Close()
+	}
 	var errs []error
+	if m.store != nil {
+		errs = append(errs, m.store.Close())
+	}
 	if m.cpu != nil {
 		errs = append(errs, m.cpu.Close())
 	}

@@ -120,17 +120,21 @@ func (s *liveSource) inject(vector uint8, where tape.Where) error {
 	if vector == abi.IRQBase+abi.IRQTimer {
 		clock = uint64(m.now())
 	}
-	if s.log != nil {
-		e := m.event(tape.KindInterrupt, where)
-		e.Vector, e.Value = vector, clock
-		if err := s.log.Append(e); err != nil {
-			return err
-		}
-	}
 	if err := s.disarm(); err != nil {
 		return err
 	}
-	return m.inject(vector, clock)
+	// The event is built before injecting (the registers and exit of this
+	// point), its payload after (what the interrupt delivered).
+	var e *tape.Event
+	if s.log != nil {
+		e = m.event(tape.KindInterrupt, where)
+	}
+	digest, err := m.inject(vector, clock)
+	if err != nil || s.log == nil {
+		return err
+	}
+	e.Vector, e.Value, e.Data = vector, clock, digest
+	return s.log.Append(e)
 }
 
 func (s *liveSource) portIn(port uint16, data []byte) error {

@@ -1,6 +1,7 @@
 package vmm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -65,8 +66,12 @@ func (s *tapeSource) beforeEntry(stop stopKind) error {
 			return err
 		}
 		s.consume()
-		if err := m.inject(ev.Vector, ev.Value); err != nil {
+		digest, err := m.inject(ev.Vector, ev.Value)
+		if err != nil {
 			return err
+		}
+		if !bytes.Equal(digest, ev.Data) {
+			return s.diverge(ev, "completion delivered with the interrupt", fmt.Sprintf("%x", ev.Data), fmt.Sprintf("%x", digest))
 		}
 		// Arm the next event now: its position may come before the
 		// guest's next exit.

@@ -274,26 +274,33 @@ func (m *Machine) atBranchTarget() bool {
 	return err1 == nil && err2 == nil && count == target
 }
 
-// inject delivers vector now; for the timer it first writes the clock page
-// (ns and tick count), so guest reads of time change only at injections,
-// positions a recording logs.
-func (m *Machine) inject(vector uint8, clockNs uint64) error {
-	if vector == abi.IRQBase+abi.IRQTimer {
+// inject delivers vector now, together with what the interrupt reports,
+// applied at this same instant: for the timer the clock page (ns and tick
+// count), so guest reads of time change only at injections; for the disk
+// the completion (data and status written to guest memory). It returns
+// the completion's digest, which a recording logs and a replay checks.
+func (m *Machine) inject(vector uint8, clockNs uint64) (digest []byte, err error) {
+	switch vector {
+	case abi.IRQBase + abi.IRQTimer:
 		m.ticks++
 		if err := m.ram.PutUint64(abi.ClockNsOff, clockNs); err != nil {
-			return err
+			return nil, err
 		}
 		if err := m.ram.PutUint64(abi.ClockTicksOff, m.ticks); err != nil {
-			return err
+			return nil, err
+		}
+	case abi.IRQBase + abi.IRQDisk:
+		if digest, err = m.disk.Complete(); err != nil {
+			return nil, err
 		}
 	}
 	if err := m.cpu.Interrupt(vector); err != nil {
-		return err
+		return nil, err
 	}
 	m.intc.Ack(vector)
 	m.stats.Injected++
 	m.cpu.RequestInterruptWindow(false)
-	return nil
+	return digest, nil
 }
 
 func (m *Machine) now() time.Duration { return time.Since(m.start) }

@@ -22,7 +22,10 @@ const (
 )
 
 func newReplayCmd() *cobra.Command {
-	var quiet bool
+	var (
+		quiet bool
+		disk  string
+	)
 	cmd := &cobra.Command{
 		Use:   "replay TAPE",
 		Short: "Re-execute a recorded run exactly, checking it against the tape",
@@ -43,7 +46,7 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 			if quiet {
 				console = io.Discard
 			}
-			opts := replayer.Options{Tape: args[0], Console: console}
+			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk}
 			// A progress line on the terminal, unless the console is
 			// streaming to that same terminal.
 			if isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout)) {
@@ -74,6 +77,7 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the guest console")
+	cmd.Flags().StringVar(&disk, "disk", "", "where the recording's disk base image is now, if it moved (checked against the recorded hash)")
 	return cmd
 }
 

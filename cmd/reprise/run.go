@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,6 +23,8 @@ type machineFlags struct {
 	timerHz int
 	plain   bool
 	kvmPath string
+	disk    string
+	overlay string
 }
 
 func (f *machineFlags) register(cmd *cobra.Command) {
@@ -29,6 +32,8 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().Var(&f.mem, "mem", "guest RAM (e.g. 64M, 1G; a multiple of 2 MiB)")
 	cmd.Flags().IntVar(&f.timerHz, "timer-hz", vmm.DefaultTimerHz, "guest timer tick rate (0: no timer)")
 	cmd.Flags().BoolVar(&f.plain, "plain", false, "use the kit built without the software branch counter")
+	cmd.Flags().StringVar(&f.disk, "disk", "", "attach a disk: this base image, opened read-only (writes go to the overlay)")
+	cmd.Flags().StringVar(&f.overlay, "overlay", "", "copy-on-write overlay file for the disk's writes")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
 }
@@ -82,9 +87,14 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
+			disk, cleanup, err := runDisk(mf)
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			defer cleanup()
 			m, err := vmm.New(vmm.Config{
 				Image: img, MemBytes: uint64(mf.mem), TimerHz: timerHz(mf.timerHz),
-				Cmdline: cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath,
+				Cmdline: cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath, Disk: disk,
 			})
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -111,6 +121,22 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts) to stderr")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
+}
+
+// runDisk is the disk of a live run: the base image, and the overlay the
+// user named or a scratch one removed afterwards.
+func runDisk(mf machineFlags) (*vmm.DiskConfig, func(), error) {
+	if mf.disk == "" {
+		return nil, func() {}, nil
+	}
+	if mf.overlay != "" {
+		return &vmm.DiskConfig{Base: mf.disk, Overlay: mf.overlay}, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "reprise-overlay")
+	if err != nil {
+		return nil, nil, err
+	}
+	return &vmm.DiskConfig{Base: mf.disk, Overlay: filepath.Join(dir, "overlay")}, func() { os.RemoveAll(dir) }, nil
 }
 
 // guestContext is the context a guest runs under: cancelled by Ctrl-C, and
