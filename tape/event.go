@@ -9,7 +9,7 @@ import (
 type Kind uint8
 
 const (
-	KindInterrupt Kind = 1 // an interrupt injected: Vector; Value = clock-page ns written with it (timer), else 0
+	KindInterrupt Kind = 1 // an interrupt injected: Vector; Value = clock-page ns written with it (timer), else 0; Data = digest of a completion delivered with it (disk), ≤ 64 bytes
 	KindPortIn    Kind = 2 // the value of a port read (IN): Port, Data (1, 2 or 4 bytes)
 	KindTime      Kind = 3 // an exact time read: Value = ns
 	KindEntropy   Kind = 4 // random bytes given to the guest: Data (1 to 64 bytes)
@@ -56,7 +56,7 @@ type Event struct {
 	Digest   uint64        // digest of the guest registers at this point
 	Vector   uint8         // KindInterrupt only
 	Value    uint64        // KindInterrupt and KindTime only
-	Data     []byte        // KindPortIn (1, 2 or 4 bytes) and KindEntropy (1 to 64) only
+	Data     []byte        // KindPortIn (1, 2 or 4 bytes), KindEntropy (1 to 64), KindInterrupt (0 to 64) only
 	End      *End          // KindEnd only, and required there
 }
 
@@ -112,8 +112,10 @@ func (e *Event) check() string {
 		return fmt.Sprintf("port-in event with %d data bytes (want 1, 2 or 4)", n)
 	case k == KindEntropy && (n < 1 || n > maxEntropy):
 		return fmt.Sprintf("entropy event with %d data bytes (want 1 to %d)", n, maxEntropy)
-	case k != KindPortIn && k != KindEntropy && n != 0:
-		return fmt.Sprintf("%v event with Data (only port-in and entropy carry it)", k)
+	case k == KindInterrupt && n > maxEntropy:
+		return fmt.Sprintf("interrupt event with %d data bytes (want at most %d)", n, maxEntropy)
+	case k != KindPortIn && k != KindEntropy && k != KindInterrupt && n != 0:
+		return fmt.Sprintf("%v event with Data (only port-in, entropy and interrupt carry it)", k)
 	}
 	if k != KindInterrupt && e.Vector != 0 {
 		return fmt.Sprintf("%v event with a Vector (only interrupt carries it)", k)

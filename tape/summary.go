@@ -79,6 +79,9 @@ func (s *Summary) Print(w io.Writer) {
 		line("cmdline", "%q", h.Cmdline)
 		line("image", "%s, %s, sha256 %x", orNone(h.Image.Name), fmtBytes(int64(len(h.Image.Bytes))), h.Image.SHA256[:6])
 		line("cpuid", "%s", plural(len(h.CPUID), "entry", "entries"))
+		if h.Disk != nil {
+			line("disk", "%s, %s, sha256 %x (base image, read-only; not on the tape)", h.Disk.Path, fmtBytes(int64(h.Disk.Bytes)), h.Disk.SHA256[:6])
+		}
 		keys := make([]string, 0, len(h.Devices))
 		for k := range h.Devices {
 			keys = append(keys, k)

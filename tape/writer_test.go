@@ -97,7 +97,7 @@ func TestAppendValidation(t *testing.T) {
 		{"kind 0", func(e *Event) { e.Kind = 0; e.Vector = 0 }, "unknown event kind 0"},
 		{"kind 9", func(e *Event) { e.Kind = 9; e.Vector = 0 }, "unknown event kind 9"},
 		{"where", func(e *Event) { e.Where = 3 }, "invalid placement"},
-		{"interrupt data", func(e *Event) { e.Data = []byte{1} }, "interrupt event with Data"},
+		{"interrupt data", func(e *Event) { e.Data = make([]byte, 65) }, "interrupt event with 65 data bytes"},
 		{"interrupt end", func(e *Event) { e.End = &End{Reason: EndExited} }, "interrupt event with an End"},
 		{"port-in 0 bytes", func(e *Event) { *e = Event{Kind: KindPortIn} }, "port-in event with 0 data bytes"},
 		{"port-in 3 bytes", func(e *Event) { *e = Event{Kind: KindPortIn, Data: make([]byte, 3)} }, "port-in event with 3 data bytes"},
@@ -225,4 +225,19 @@ func TestCreateThenKill(t *testing.T) {
 	_, evs, err = readFile(t, path)
 	require.ErrorIs(t, err, io.EOF)
 	require.Len(t, evs, 1)
+}
+
+// A completion digest travels with its interrupt (the disk's).
+func TestInterruptDataRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, &Header{Source: SourceSWBC})
+	require.NoError(t, err)
+	in := &Event{Kind: KindInterrupt, Vector: 0x22, Pos: Position{Exit: 7, Branch: 99}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
+	require.NoError(t, w.Append(in))
+	require.NoError(t, w.Close())
+	r, err := NewReader(&buf)
+	require.NoError(t, err)
+	out, err := r.Next()
+	require.NoError(t, err)
+	require.Equal(t, in, out)
 }

@@ -1,5 +1,7 @@
 /*
  * Kernel entry, the 256 vector stubs, the trap paths and the idle loop.
+ * Four common paths: #UD (system calls), the timer tick, the disk IRQ and
+ * everything else.
  *
  * Every trap builds a struct reprise_frame (abi.h) on the stack: the CPU
  * pushes ss, rsp, rflags, cs, rip (and an error code for some vectors), the
@@ -52,6 +54,8 @@ reprise_vectors:
 	stub vec, trap_ud
 	.elseif vec == REPRISE_IRQ_BASE + REPRISE_IRQ_TIMER
 	stub vec, trap_tick
+	.elseif vec == REPRISE_IRQ_BASE + REPRISE_IRQ_DISK
+	stub vec, trap_disk
 	.else
 	stub vec, trap_other
 	.endif
@@ -95,6 +99,15 @@ trap_tick:                          /* vector 0x20: timer tick */
 	call reprise_trap_tick
 	jmp reprise_resume_rax
 	.size trap_tick, . - trap_tick
+
+	.globl trap_disk
+	.type trap_disk, @function
+trap_disk:                          /* vector 0x22: a disk request completed */
+	save_regs
+	movq %rsp, %rdi
+	call reprise_trap_disk
+	jmp reprise_resume_rax
+	.size trap_disk, . - trap_disk
 
 	.globl trap_other
 	.type trap_other, @function

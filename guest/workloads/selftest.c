@@ -2,9 +2,12 @@
  * selftest: checks the kernel and the user library on paths the other
  * workloads do not take: join values and errors, the 64-thread limit and
  * slot reuse, futex EAGAIN and timeouts, trylock/timedlock, barrier, event,
- * sleep, yield, trace, the allocator and the formatter. One truth line per
- * check (check=NAME ok=0|1), then the result. Checks that need the timer
- * are skipped (ok=skip) with --timer-hz 0.
+ * sleep, yield, trace, the allocator and the formatter, and the disk driver
+ * (argument checks, a round trip in the last sector, which is restored
+ * afterwards, and concurrent requests queued behind each other). One truth
+ * line per check (check=NAME ok=0|1), then the result. Checks that need the
+ * timer are skipped (ok=skip) with --timer-hz 0, the disk checks when no
+ * disk is attached.
  */
 #include <reprise/ulib.h>
 
@@ -190,6 +193,101 @@ static void test_misc(void)
 	check("write_bad", sys_write((void *)0x1000, 4) == -REPRISE_EINVAL, "");
 }
 
+/* ---- disk (only when one is attached) */
+#define DQ_THREADS 4
+#define DQ_ROUNDS 3
+#define DQ_SECTORS REPRISE_DISK_MAX_SECTORS
+static uint8_t *dq_buf[DQ_THREADS][DQ_ROUNDS];
+static uint64_t dq_cap;
+static struct barrier dq_bar;
+
+static uint64_t dq_sector(long i, int r)
+{
+	return ((uint64_t)(i * DQ_ROUNDS + r) * DQ_SECTORS) % (dq_cap - DQ_SECTORS + 1);
+}
+
+/* All start together (barrier), so their requests pile up in the kernel */
+static long disk_reader(void *arg)
+{
+	long i = (long)arg, err = 0;
+	barrier_wait(&dq_bar);
+	for (int r = 0; r < DQ_ROUNDS; r++)
+		err |= sys_disk_read(dq_sector(i, r), DQ_SECTORS, dq_buf[i][r]);
+	return err;
+}
+
+static void test_disk(void)
+{
+	static const char *names[] = { "disk_bad_count", "disk_bad_range", "disk_bad_buf",
+				       "disk_roundtrip", "disk_queue" };
+	char d[96];
+	uint64_t cap = sys_disk_sectors();
+	if (!cap) {
+		for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+			skip(names[i]);
+		return;
+	}
+	uint8_t *b = ualloc(REPRISE_DISK_SECTOR * 3);
+	uint8_t *orig = b + REPRISE_DISK_SECTOR, *back = b + 2 * REPRISE_DISK_SECTOR;
+	long r0 = sys_disk_read(0, 0, b), r1 = sys_disk_read(0, REPRISE_DISK_MAX_SECTORS + 1, b);
+	long r2 = sys3(SYS_DISK_WRITE, 0, -1L, (long)b);
+	snprintf(d, sizeof d, "zero=%ld over=%ld huge=%ld", r0, r1, r2);
+	check(names[0], r0 == -REPRISE_EINVAL && r1 == -REPRISE_EINVAL && r2 == -REPRISE_EINVAL, d);
+
+	r0 = sys_disk_read(cap, 1, b);
+	r1 = sys_disk_read(cap - 1, 2, b);
+	r2 = sys_disk_write(~0ULL, 2, b);
+	snprintf(d, sizeof d, "at_end=%ld across=%ld wrap=%ld", r0, r1, r2);
+	check(names[1], r0 == -REPRISE_EINVAL && r1 == -REPRISE_EINVAL && r2 == -REPRISE_EINVAL, d);
+
+	r0 = sys_disk_read(0, 1, (void *)0x1000);          /* kernel memory */
+	r1 = sys_disk_write(0, 1, (void *)(reprise_uboot.mem_bytes - 256)); /* past RAM */
+	snprintf(d, sizeof d, "kernel=%ld past_ram=%ld", r0, r1);
+	check(names[2], r0 == -REPRISE_EINVAL && r1 == -REPRISE_EINVAL, d);
+
+	/* last sector: save, write a pattern, read back, restore */
+	uint64_t last = cap - 1;
+	int ok = 1;
+	long rs = sys_disk_read(last, 1, orig);
+	for (int i = 0; i < REPRISE_DISK_SECTOR; i++)
+		b[i] = (uint8_t)(i * 7 + 0x5a) ^ orig[i];   /* differs from what is there */
+	long rw = sys_disk_write(last, 1, b);
+	memset(back, 0, REPRISE_DISK_SECTOR);
+	long rr = sys_disk_read(last, 1, back);
+	ok = rs == 0 && rw == 0 && rr == 0 && !memcmp(b, back, REPRISE_DISK_SECTOR);
+	long rx = sys_disk_write(last, 1, orig);
+	long ry = sys_disk_read(last, 1, back);
+	ok &= rx == 0 && ry == 0 && !memcmp(orig, back, REPRISE_DISK_SECTOR);
+	snprintf(d, sizeof d, "capacity=%lu sector=%lu save=%ld write=%ld read=%ld restore=%ld,%ld",
+		 (unsigned long)cap, (unsigned long)last, rs, rw, rr, rx, ry);
+	check(names[3], ok, d);
+
+	/* DQ_THREADS threads read at once (queued FIFO behind each other in
+	 * the kernel); each must see what a lone read sees */
+	if (cap < DQ_SECTORS) {
+		skip(names[4]);
+		return;
+	}
+	dq_cap = cap;
+	barrier_init(&dq_bar, DQ_THREADS);
+	int tid[DQ_THREADS];
+	uint8_t *ref = ualloc(DQ_SECTORS * REPRISE_DISK_SECTOR);
+	for (long i = 0; i < DQ_THREADS; i++)
+		for (int r = 0; r < DQ_ROUNDS; r++)
+			dq_buf[i][r] = ualloc(DQ_SECTORS * REPRISE_DISK_SECTOR);
+	for (long i = 0; i < DQ_THREADS; i++)
+		tid[i] = thread_create(disk_reader, (void *)i);
+	ok = 1;
+	for (long i = 0; i < DQ_THREADS; i++) {
+		ok &= thread_join(tid[i]) == 0;
+		for (int r = 0; r < DQ_ROUNDS; r++)
+			ok &= sys_disk_read(dq_sector(i, r), DQ_SECTORS, ref) == 0 &&
+			      !memcmp(ref, dq_buf[i][r], DQ_SECTORS * REPRISE_DISK_SECTOR);
+	}
+	snprintf(d, sizeof d, "threads=%d rounds=%d", DQ_THREADS, DQ_ROUNDS);
+	check(names[4], ok, d);
+}
+
 int wl_selftest(const struct args *a)
 {
 	(void)a;
@@ -198,6 +296,7 @@ int wl_selftest(const struct args *a)
 	test_barrier();
 	test_time();
 	test_misc();
+	test_disk();
 	if (failures) {
 		truth("result=FAIL checks=%d failures=%d", checks, failures);
 		return 1;

@@ -69,6 +69,19 @@ static inline int gettid(void) { return (int)sys0(SYS_GETTID); }
 static inline long sys_bench(long op, long n) { return sys2(SYS_BENCH, op, n); }
 static inline void bench_mark(long id) { sys_bench(REPRISE_BENCH_MARK, id); }
 static inline long sys_getrandom(void *buf, uint64_t n) { return sys2(SYS_GETRANDOM, (long)buf, (long)n); }
+/* Disk: count (1..REPRISE_DISK_MAX_SECTORS) sectors of REPRISE_DISK_SECTOR
+ * bytes at sector; the calling thread blocks until the request completes.
+ * 0, -REPRISE_EIO (the device failed it) or -REPRISE_EINVAL (bad count,
+ * range or buffer, or no disk). */
+static inline long sys_disk_read(uint64_t sector, uint32_t count, void *buf)
+{
+	return sys3(SYS_DISK_READ, (long)sector, count, (long)buf);
+}
+static inline long sys_disk_write(uint64_t sector, uint32_t count, const void *buf)
+{
+	return sys3(SYS_DISK_WRITE, (long)sector, count, (long)buf);
+}
+static inline uint64_t sys_disk_sectors(void) { return (uint64_t)sys0(SYS_DISK_SECTORS); }
 
 /* ---- clocks */
 extern volatile const struct reprise_clock reprise_clock_page; /* at REPRISE_CLOCK */
