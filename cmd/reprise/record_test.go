@@ -141,3 +141,30 @@ func TestRecordedFaultReplays(t *testing.T) {
 	require.Equal(t, 0, rep.code, rep.stderr)
 	require.Contains(t, rep.stderr, "recorded guest fault reproduced")
 }
+
+func TestDiskFlags(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.img")
+	require.NoError(t, os.WriteFile(base, bytes.Repeat([]byte("reprise!"), 1<<17), 0o444))
+	r := runCLI(t, nil, "run", "--disk", base, "disk", "mode=rw")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "truth: capacity=2048")
+
+	tp := filepath.Join(dir, "disk.tape")
+	r = runCLI(t, nil, "record", "--disk", base, "-o", tp, "disk", "mode=rw")
+	require.Equal(t, 0, r.code, r.stderr)
+	_, err := os.Stat(tp + ".overlay")
+	require.NoError(t, err, "the recording's overlay is kept beside the tape")
+	rep := runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Equal(t, r.stdout, rep.stdout)
+	info := runCLI(t, nil, "info", tp)
+	require.Contains(t, info.stdout, base)
+
+	r = runCLI(t, nil, "run", "--disk", filepath.Join(dir, "missing.img"), "disk")
+	require.Equal(t, exitFailure, r.code)
+	require.Contains(t, r.stderr, "base image")
+	r = runCLI(t, nil, "run", "disk")
+	require.Equal(t, 3, r.code, "no disk: the workload says so with status 3")
+}
