@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,10 +39,16 @@ func kit(t *testing.T) *guest.Kit {
 
 func run(t *testing.T, image, cmdline string) boot {
 	t.Helper()
+	return runWithDisk(t, image, cmdline, nil)
+}
+
+// runWithDisk boots with disk attached (nil: none).
+func runWithDisk(t *testing.T, image, cmdline string, disk *vmm.DiskConfig) boot {
+	t.Helper()
 	img, err := elfimage.Open(image)
 	require.NoError(t, err)
 	var out bytes.Buffer
-	m, err := vmm.New(vmm.Config{Image: img, Cmdline: cmdline, Console: &out})
+	m, err := vmm.New(vmm.Config{Image: img, Cmdline: cmdline, Console: &out, Disk: disk})
 	require.NoError(t, err)
 	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -70,7 +80,11 @@ func TestEveryWorkloadSucceeds(t *testing.T) {
 			if cmd == "" {
 				cmd = w.Name
 			}
-			b := run(t, k.Image(), cmd)
+			var disk *vmm.DiskConfig
+			if w.Name == "disk" { // without a disk it fails on purpose (TestDiskWorkload)
+				disk = scratchDisk(t)
+			}
+			b := runWithDisk(t, k.Image(), cmd, disk)
 			require.NoError(t, b.err, b.out)
 			require.Equal(t, uint32(0), b.res.Status, b.out)
 			r := guest.Result(b.truths)
@@ -264,4 +278,34 @@ func TestBranchCounterExitsAtTarget(t *testing.T) {
 		}
 		m.Close()
 	}
+}
+
+// scratchDisk is a 1 MiB base image of a repeating pattern and an overlay.
+func scratchDisk(t *testing.T) *vmm.DiskConfig {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "base.img")
+	require.NoError(t, os.WriteFile(base, bytes.Repeat([]byte("0123456789abcdef"), 1<<16), 0o444))
+	return &vmm.DiskConfig{Base: base, Overlay: filepath.Join(dir, "overlay")}
+}
+
+// Without a disk the disk workload says so and exits 3; with one its
+// whole-disk read hashes exactly the base image's bytes.
+func TestDiskWorkload(t *testing.T) {
+	k := kit(t)
+	b := run(t, k.Image(), "disk")
+	require.NoError(t, b.err)
+	require.Equal(t, uint32(3), b.res.Status)
+	require.Equal(t, "FAIL", guest.Result(b.truths)["result"])
+
+	disk := scratchDisk(t)
+	b = runWithDisk(t, k.Image(), "disk mode=read chunk=100", disk)
+	require.NoError(t, b.err, b.out)
+	want, err := os.ReadFile(disk.Base)
+	require.NoError(t, err)
+	h := fnv.New64a()
+	h.Write(want)
+	reads := guest.Select(b.truths, "mode", "read")
+	require.Len(t, reads, 1, b.out)
+	require.Equal(t, fmt.Sprintf("0x%016x", h.Sum64()), reads[0]["sha"])
+	require.Equal(t, "2048", reads[0]["sectors"])
 }

@@ -67,6 +67,12 @@ type recording struct {
 
 func record(t *testing.T, img *elfimage.Image, cmdline string, places tape.PositionSource) recording {
 	t.Helper()
+	return recordWithDisk(t, img, cmdline, places, "")
+}
+
+// recordWithDisk records with a disk whose base image is diskBase ("": none).
+func recordWithDisk(t *testing.T, img *elfimage.Image, cmdline string, places tape.PositionSource, diskBase string) recording {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "run.tape")
 	var out bytes.Buffer
 	var res *recorder.Result
@@ -76,7 +82,7 @@ func record(t *testing.T, img *elfimage.Image, cmdline string, places tape.Posit
 		defer cancel()
 		res, err = recorder.Record(ctx, recorder.Options{
 			Image: img, Cmdline: cmdline, Output: path, Console: &out, Places: places,
-			TimerHz: 250, TimerJitter: 3 * time.Millisecond,
+			TimerHz: 250, TimerJitter: 3 * time.Millisecond, DiskBase: diskBase,
 		})
 	})
 	require.NotNil(t, res, "recording %q failed: %v", cmdline, err)
@@ -106,7 +112,11 @@ func TestEveryWorkloadReplaysExactly(t *testing.T) {
 	for _, w := range guest.Workloads() {
 		t.Run(w.Name, func(t *testing.T) {
 			cmdline := w.Name + " " + args[w.Name]
-			rec := record(t, img, cmdline, recorder.Auto)
+			var base string
+			if w.Name == "disk" {
+				base, _, _ = diskImage(t, 1)
+			}
+			rec := recordWithDisk(t, img, cmdline, recorder.Auto, base)
 			require.NotNil(t, rec.res.End, "recording has no end")
 			if w.Name == "crash" {
 				require.Equal(t, tape.EndFault, rec.res.End.Reason)

@@ -162,7 +162,7 @@ func (s *liveSource) clock() (time.Duration, error) {
 // a replay skips.
 func (s *liveSource) halt() error {
 	m := s.m
-	if !m.intc.Pending() && (m.timer.Period() == 0 || m.intc.Masked(abi.IRQTimer)) {
+	if !m.canWake() {
 		return m.fault("the guest is idle (HLT) with its timer stopped or masked and nothing else that could wake it")
 	}
 	t0 := time.Now()

@@ -356,6 +356,15 @@ func (m *Machine) handleMMIO() {
 	}
 }
 
+// canWake reports whether an idle guest can still get an interrupt: one is
+// pending, or a device that raises them on its own (the running timer, a
+// disk with requests in flight) has its line unmasked.
+func (m *Machine) canWake() bool {
+	ticking := m.timer.Period() != 0 && !m.intc.Masked(abi.IRQTimer)
+	diskBusy := m.disk.Busy() && !m.intc.Masked(abi.IRQDisk)
+	return m.intc.Pending() || ticking || diskBusy
+}
+
 // halt handles an idle guest: the source decides how long idle lasts (a
 // live run waits for the next interrupt, a replay skips the wait).
 func (m *Machine) halt() error {

@@ -150,6 +150,9 @@ func TestDiskFlags(t *testing.T) {
 	r := runCLI(t, nil, "run", "--disk", base, "disk", "mode=rw")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "truth: capacity=2048")
+	// No timer: an idle guest waiting for its disk is woken by the disk.
+	r = runCLI(t, nil, "run", "--timer-hz", "0", "--disk", base, "disk", "mode=rw")
+	require.Equal(t, 0, r.code, r.stderr)
 
 	tp := filepath.Join(dir, "disk.tape")
 	r = runCLI(t, nil, "record", "--disk", base, "-o", tp, "disk", "mode=rw")

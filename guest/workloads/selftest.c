@@ -227,8 +227,8 @@ static void test_disk(void)
 			skip(names[i]);
 		return;
 	}
-	uint8_t *b = ualloc(REPRISE_DISK_SECTOR * 3);
-	uint8_t *orig = b + REPRISE_DISK_SECTOR, *back = b + 2 * REPRISE_DISK_SECTOR;
+	static uint8_t sect[3][REPRISE_DISK_SECTOR];
+	uint8_t *b = sect[0], *orig = sect[1], *back = sect[2];
 	long r0 = sys_disk_read(0, 0, b), r1 = sys_disk_read(0, REPRISE_DISK_MAX_SECTORS + 1, b);
 	long r2 = sys3(SYS_DISK_WRITE, 0, -1L, (long)b);
 	snprintf(d, sizeof d, "zero=%ld over=%ld huge=%ld", r0, r1, r2);
@@ -270,9 +270,14 @@ static void test_disk(void)
 	barrier_init(&dq_bar, DQ_THREADS);
 	int tid[DQ_THREADS];
 	uint8_t *ref = ualloc(bytes);
+	ok = ref != 0;
 	for (long i = 0; i < DQ_THREADS; i++)
 		for (int r = 0; r < DQ_ROUNDS; r++)
-			dq_buf[i][r] = ualloc(bytes);
+			ok &= (dq_buf[i][r] = ualloc(bytes)) != 0;
+	if (!ok) {
+		truth("check=%s ok=skip no-memory", names[4]);
+		return;
+	}
 	for (long i = 0; i < DQ_THREADS; i++)
 		tid[i] = thread_create(disk_reader, (void *)i);
 	ok = 1;

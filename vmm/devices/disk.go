@@ -74,6 +74,14 @@ func NewDisk(ram *memory.RAM, store *DiskStore, raise func()) *Disk {
 	return d
 }
 
+// Busy reports whether requests are submitted and not yet completed: a
+// completion interrupt is still to come.
+func (d *Disk) Busy() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.queue)+len(d.done) > 0
+}
+
 // Close stops the worker. The store is the caller's.
 func (d *Disk) Close() {
 	d.mu.Lock()
