@@ -42,6 +42,7 @@ const (
 	IRQTimer        = 0
 	IRQSoft         = 1
 	IRQDisk         = 2
+	IRQNIC          = 3
 	IRQSerial       = 4
 	VectorStubSize  = 16
 	VectorsSymbol   = "reprise_vectors"
@@ -59,6 +60,11 @@ const (
 	PortEntropy   = 0x540
 	PortDisk      = 0x550
 	PortDiskCap   = 0x554
+	PortNICRXRing = 0x560
+	PortNICTXRing = 0x564
+	PortNICRXTail = 0x568
+	PortNICTXTail = 0x56C
+	PortNICInfo   = 0x570
 	PortSWBC      = 0x5E5
 	PortNull      = 0x5F0
 )
@@ -90,6 +96,23 @@ const (
 	SysDiskRead     = 14
 	SysDiskWrite    = 15
 	SysDiskSectors  = 16
+	SysNetSetup     = 17
+	SysNetRXTail    = 18
+	SysNetTXTail    = 19
+	SysNetWait      = 20
+)
+
+// NIC (struct reprise_nic_desc and the fixed addresses of the user-mode
+// network).
+const (
+	NICRing     = 64
+	NICFrameMax = 1514
+	NICDone     = 1
+	NICDescSize = 16
+	NetGuestMAC = 0x525400123456
+	NetHostMAC  = 0x525400000002
+	NetGuestIP  = 0x0A00020F
+	NetHostIP   = 0x0A000202
 )
 
 // Disk device (struct reprise_disk_req and its values).

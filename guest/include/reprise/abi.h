@@ -42,6 +42,7 @@
 #define REPRISE_IRQ_TIMER   0        /* vector 0x20 */
 #define REPRISE_IRQ_SOFT    1        /* vector 0x21: raised by writing REPRISE_PORT_INTC_RAISE */
 #define REPRISE_IRQ_DISK    2        /* vector 0x22: a disk request completed */
+#define REPRISE_IRQ_NIC     3        /* vector 0x23: received frames were delivered */
 #define REPRISE_IRQ_SERIAL  4        /* vector 0x24 (reserved, no input yet) */
 /* IDT: the VMM points vector v at (symbol reprise_vectors) + v * 16. */
 #define REPRISE_VECTOR_STUB_SIZE 16
@@ -56,6 +57,11 @@
 #define REPRISE_PORT_ENTROPY  0x540  /* 32-bit in: random bits from the host (logged when recording) */
 #define REPRISE_PORT_DISK     0x550  /* 32-bit out: GPA of a struct reprise_disk_req: submit it */
 #define REPRISE_PORT_DISK_CAP 0x554  /* 32-bit in: capacity in sectors (0: no disk) */
+#define REPRISE_PORT_NIC_RXRING 0x560 /* 32-bit out: GPA of the RX ring (REPRISE_NIC_RING descriptors) */
+#define REPRISE_PORT_NIC_TXRING 0x564 /* 32-bit out: GPA of the TX ring */
+#define REPRISE_PORT_NIC_RXTAIL 0x568 /* 32-bit out: RX buffers are posted up to this free-running index */
+#define REPRISE_PORT_NIC_TXTAIL 0x56C /* 32-bit out: TX frames are queued up to this index: sent now */
+#define REPRISE_PORT_NIC_INFO   0x570 /* 32-bit in: 1 if a network backend is attached, else 0 */
 #define REPRISE_PORT_SWBC     0x5E5  /* 8-bit out from the swbc hook: target reached */
 #define REPRISE_PORT_NULL     0x5F0  /* writes ignored, reads 0: exit round-trip benchmarks.
                                         SWBC and NULL are the only ports the TSS I/O
@@ -88,6 +94,10 @@
 #define SYS_DISK_READ    14   /* (sector, count, buf) -> 0 | -REPRISE_EIO | -REPRISE_EINVAL */
 #define SYS_DISK_WRITE   15   /* (sector, count, buf) -> 0 | -REPRISE_EIO | -REPRISE_EINVAL */
 #define SYS_DISK_SECTORS 16   /* () -> capacity in sectors (0: no disk) */
+#define SYS_NET_SETUP    17   /* (rx_ring, tx_ring) -> 0 | -EINVAL (rings in user memory) | -EIO (no NIC) */
+#define SYS_NET_RXTAIL   18   /* (index): RX buffers posted up to index */
+#define SYS_NET_TXTAIL   19   /* (index): TX frames queued up to index; the device sends them at once */
+#define SYS_NET_WAIT     20   /* (seen) -> RX interrupts so far; blocks while that count == seen */
 
 /* ---- disk: a request is a struct reprise_disk_req in guest RAM; writing its
  * GPA to REPRISE_PORT_DISK submits it. Requests complete in submission
@@ -145,6 +155,25 @@ struct reprise_swbc {
 	uint64_t target;   /* ~0 = never */
 };
 
+/* ---- NIC: two rings of REPRISE_NIC_RING descriptors in guest RAM (DMA),
+ * indexed by free-running 32-bit counters (descriptor i is ring[i % RING]).
+ * RX: the guest fills descriptors with empty buffers (buf, len = capacity,
+ * flags 0) and writes the RX tail; the device fills them in order with
+ * received Ethernet frames (len = frame length, flags = DONE) only at the
+ * moment it injects REPRISE_IRQ_NIC — the position a recording logs. TX:
+ * the guest fills descriptors (buf, len) and writes the TX tail; the device
+ * takes the frames at that exit and sets DONE. Frames are Ethernet II with
+ * IPv4/UDP for the user-mode backend: the guest is REPRISE_NET_GUEST_*, the
+ * host side REPRISE_NET_HOST_* (a UDP datagram the guest sends to the host
+ * IP goes to 127.0.0.1, same port). No ARP: both MACs are fixed. */
+#define REPRISE_NIC_RING      64
+#define REPRISE_NIC_FRAME_MAX 1514
+#define REPRISE_NIC_DONE      1
+#define REPRISE_NET_GUEST_MAC 0x525400123456ULL /* 52:54:00:12:34:56 */
+#define REPRISE_NET_HOST_MAC  0x525400000002ULL /* 52:54:00:00:00:02 */
+#define REPRISE_NET_GUEST_IP  0x0A00020FU        /* 10.0.2.15 */
+#define REPRISE_NET_HOST_IP   0x0A000202U        /* 10.0.2.2 */
+
 /* A disk request (32 bytes). The device reads op..buf at submission and
  * writes status (and tag is the guest's own) at completion. */
 struct reprise_disk_req {
@@ -154,6 +183,14 @@ struct reprise_disk_req {
 	uint64_t buf;      /* GPA of count * 512 bytes */
 	uint32_t status;   /* REPRISE_DISK_PENDING until completion */
 	uint32_t tag;      /* the guest's cookie, untouched */
+};
+
+/* A NIC descriptor (16 bytes). */
+struct reprise_nic_desc {
+	uint64_t buf;      /* GPA of the frame buffer */
+	uint16_t len;      /* RX: capacity, then frame length; TX: frame length */
+	uint16_t flags;    /* REPRISE_NIC_DONE when the device is done with it */
+	uint32_t pad;
 };
 
 /* Register frame the kernel's vector stubs build (lowest address first). */
