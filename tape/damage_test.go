@@ -140,7 +140,7 @@ func TestNewerVersion(t *testing.T) {
 	var ce *CorruptError
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, int64(8), ce.Offset)
-	require.Contains(t, ce.Reason, "format version 2 is newer than this reader's (1)")
+	require.Contains(t, ce.Reason, fmt.Sprintf("format version %d is newer than this reader's (%d)", FormatVersion+1, FormatVersion))
 }
 
 // TestUnknownKind writes a chunk with a valid crc holding a kind from the

@@ -22,7 +22,7 @@
 // first bytes differ from the magic is a *CorruptError at offset 0 that
 // wraps ErrNotTape.
 //
-// # Format (version 1, stable)
+// # Format (version 2, stable; version 1 is still read)
 //
 // All integers are little-endian; CRCs are CRC32C (Castagnoli).
 //
@@ -77,6 +77,7 @@
 //	  vector u8                   kind = interrupt
 //	  value−hosttime svarint      flags bit 4 (Value non-zero)
 //	  len u8, data [len]          flags bit 5 (Data non-empty; len ≤ 64)
+//	  len uvarint, data [len]     the same for net-rx and net-tx (len ≤ 65535)
 //	  end                         kind = end:
 //	    reason (uvarint len ≤ 64, bytes), status uvarint,
 //	    fault (uvarint len ≤ 64 KiB, bytes), ram hash [32],
@@ -88,6 +89,9 @@
 // An interrupt at a small position delta with a timer value typically
 // takes 20-25 bytes. Every decoded event must also satisfy the rules
 // Append enforces (see Event); the End event, if any, is the last.
+//
+// Kinds: 1 interrupt, 2 port-in, 3 time, 4 entropy, 5 end, and since
+// version 2, 6 net-rx and 7 net-tx (network frames).
 //
 // A new kind, field or flag that old readers cannot skip takes a new
 // FormatVersion; readers refuse versions newer than their own.

@@ -12,7 +12,7 @@ import (
 //	bit 2    RIP (u64) and RCX (uvarint) follow
 //	bit 3    Port (u16) follows
 //	bit 4    Value (svarint, relative to HostTime) follows
-//	bit 5    Data (u8 length, bytes) follows
+//	bit 5    Data (length, bytes) follows: u8 length, or uvarint for frames
 //	bit 6-7  reserved, zero
 const (
 	flagWhere    = 0x03
@@ -72,7 +72,11 @@ func appendEvent(b []byte, e *Event, d *deltas) []byte {
 		b = binary.AppendVarint(b, int64(e.Value-uint64(e.HostTime)))
 	}
 	if flags&flagData != 0 {
-		b = append(b, byte(len(e.Data)))
+		if e.Kind.isFrame() {
+			b = binary.AppendUvarint(b, uint64(len(e.Data)))
+		} else {
+			b = append(b, byte(len(e.Data)))
+		}
 		b = append(b, e.Data...)
 	}
 	if e.Kind == KindEnd {
@@ -203,9 +207,14 @@ func decodeEvent(d *decoder, s *deltas) (*Event, string) {
 		e.Value = uint64(e.HostTime) + uint64(d.varint("value"))
 	}
 	if flags&flagData != 0 {
-		n := int(d.u8("data length"))
-		if n > maxEntropy {
-			d.fail("%d data bytes (at most %d)", n, maxEntropy)
+		limit, n := maxEntropy, 0
+		if e.Kind.isFrame() {
+			limit, n = MaxFrame, int(min(d.uvarint("frame length"), MaxFrame+1))
+		} else {
+			n = int(d.u8("data length"))
+		}
+		if n > limit {
+			d.fail("%d data bytes (at most %d)", n, limit)
 		}
 		if p := d.take(n, "data"); p != nil {
 			e.Data = append([]byte(nil), p...)

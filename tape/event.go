@@ -14,9 +14,12 @@ const (
 	KindTime      Kind = 3 // an exact time read: Value = ns
 	KindEntropy   Kind = 4 // random bytes given to the guest: Data (1 to 64 bytes)
 	KindEnd       Kind = 5 // the end of the recording: End
+	KindNetRX     Kind = 6 // a frame delivered to the guest with the interrupt just before it: Data (the frame); Value = host time it arrived (ns since the recording started)
+	KindNetTX     Kind = 7 // a frame the guest sent at this exit: Data (the frame); Value = host time it was taken
 )
 
-var kindNames = [...]string{KindInterrupt: "interrupt", KindPortIn: "port-in", KindTime: "time", KindEntropy: "entropy", KindEnd: "end"}
+var kindNames = [...]string{KindInterrupt: "interrupt", KindPortIn: "port-in", KindTime: "time", KindEntropy: "entropy", KindEnd: "end",
+	KindNetRX: "net-rx", KindNetTX: "net-tx"}
 
 func (k Kind) String() string {
 	if k.known() {
@@ -25,7 +28,13 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-func (k Kind) known() bool { return k >= KindInterrupt && k <= KindEnd }
+func (k Kind) known() bool { return k >= KindInterrupt && k <= KindNetTX }
+
+// isFrame reports whether k carries a network frame (a long Data).
+func (k Kind) isFrame() bool { return k == KindNetRX || k == KindNetTX }
+
+// MaxFrame is the largest frame a tape holds.
+const MaxFrame = 65535
 
 // Where an asynchronous event is placed relative to its Position.
 type Where uint8
@@ -56,7 +65,7 @@ type Event struct {
 	Digest   uint64        // digest of the guest registers at this point
 	Vector   uint8         // KindInterrupt only
 	Value    uint64        // KindInterrupt and KindTime only
-	Data     []byte        // KindPortIn (1, 2 or 4 bytes), KindEntropy (1 to 64), KindInterrupt (0 to 64) only
+	Data     []byte        // KindPortIn (1, 2 or 4 bytes), KindEntropy (1 to 64), KindInterrupt (0 to 64), KindNetRX/TX (1 to MaxFrame) only
 	End      *End          // KindEnd only, and required there
 }
 
@@ -114,14 +123,16 @@ func (e *Event) check() string {
 		return fmt.Sprintf("entropy event with %d data bytes (want 1 to %d)", n, maxEntropy)
 	case k == KindInterrupt && n > maxEntropy:
 		return fmt.Sprintf("interrupt event with %d data bytes (want at most %d)", n, maxEntropy)
-	case k != KindPortIn && k != KindEntropy && k != KindInterrupt && n != 0:
-		return fmt.Sprintf("%v event with Data (only port-in, entropy and interrupt carry it)", k)
+	case k.isFrame() && (n < 1 || n > MaxFrame):
+		return fmt.Sprintf("%v event with a %d-byte frame (want 1 to %d)", k, n, MaxFrame)
+	case k != KindPortIn && k != KindEntropy && k != KindInterrupt && !k.isFrame() && n != 0:
+		return fmt.Sprintf("%v event with Data (only port-in, entropy, interrupt and frames carry it)", k)
 	}
 	if k != KindInterrupt && e.Vector != 0 {
 		return fmt.Sprintf("%v event with a Vector (only interrupt carries it)", k)
 	}
-	if k != KindInterrupt && k != KindTime && e.Value != 0 {
-		return fmt.Sprintf("%v event with a Value (only interrupt and time carry it)", k)
+	if k != KindInterrupt && k != KindTime && !k.isFrame() && e.Value != 0 {
+		return fmt.Sprintf("%v event with a Value (only interrupt, time and frames carry it)", k)
 	}
 	if k != KindEnd {
 		if e.End != nil {

@@ -12,7 +12,11 @@ import (
 
 // FormatVersion is the tape format this package writes. The reader accepts
 // it and every older version; a newer tape is reported as corrupt.
-const FormatVersion = 1
+//
+//	1  the first format
+//	2  adds the network frame kinds (KindNetRX, KindNetTX), whose Data
+//	   length is a uvarint
+const FormatVersion = 2
 
 // PositionSource names how asynchronous events are positioned (DESIGN.md §4).
 type PositionSource string

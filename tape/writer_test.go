@@ -241,3 +241,29 @@ func TestInterruptDataRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, in, out)
 }
+
+// Frames travel whole, with their host timestamps.
+func TestFrameRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, &Header{Source: SourceSWBC})
+	require.NoError(t, err)
+	frame := bytes.Repeat([]byte{0xee}, 1514)
+	in := []*Event{
+		{Kind: KindInterrupt, Vector: 0x23, Pos: Position{Exit: 7, Branch: 99}, Where: AtBranch, Data: []byte{1, 2}},
+		{Kind: KindNetRX, Pos: Position{Exit: 7, Branch: 99}, Where: AtBranch, Value: 123456, Data: frame},
+		{Kind: KindNetTX, Pos: Position{Exit: 9, Branch: 120}, Value: 130000, Data: frame[:60]},
+	}
+	for _, e := range in {
+		require.NoError(t, w.Append(e))
+	}
+	require.Error(t, w.Append(&Event{Kind: KindNetTX, Data: make([]byte, MaxFrame+1)}))
+	require.Error(t, w.Append(&Event{Kind: KindNetRX}))
+	require.NoError(t, w.Close())
+	r, err := NewReader(&buf)
+	require.NoError(t, err)
+	for _, want := range in {
+		got, err := r.Next()
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+}
