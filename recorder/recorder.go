@@ -44,6 +44,8 @@ type Options struct {
 	// writes go to DiskOverlay (default: the tape's path + ".overlay").
 	DiskBase    string
 	DiskOverlay string
+	// Net attaches the NIC to a network backend; its traffic is recorded.
+	Net *vmm.NetConfig
 }
 
 // Result is a finished recording.
@@ -101,7 +103,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Record, Places: places, Log: log, Disk: disk,
+		Mode: vmm.Record, Places: places, Log: log, Disk: disk, Net: o.Net,
 	})
 	if err != nil {
 		return nil, err
@@ -146,6 +148,12 @@ func header(o Options, places tape.PositionSource) *tape.Header {
 	}
 	if h.TimerHz == 0 {
 		h.TimerHz = vmm.DefaultTimerHz
+	}
+	switch {
+	case o.Net != nil && o.Net.UDP != "":
+		h.Devices["net"] = "udp " + o.Net.UDP
+	case o.Net != nil && o.Net.Pcap != "":
+		h.Devices["net"] = "pcap " + o.Net.Pcap
 	}
 	return h
 }

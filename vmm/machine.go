@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm/devices"
 	"github.com/reprise-vm/reprise/vmm/memory"
+	"github.com/reprise-vm/reprise/vmm/netback"
 	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
@@ -57,6 +59,16 @@ type Config struct {
 	TimerJitter time.Duration
 	// Disk attaches a disk; nil leaves the disk device empty (capacity 0).
 	Disk *DiskConfig
+	// Net attaches a network backend to the NIC (live and record; a replay
+	// takes the frames from its tape).
+	Net *NetConfig
+}
+
+// NetConfig is the NIC's host side: a UDP user-mode network on a loopback
+// address, or a packet capture fed in as input. Exactly one is set.
+type NetConfig struct {
+	UDP  string // e.g. "127.0.0.1:7777"
+	Pcap string
 }
 
 // DiskConfig is a disk: a base image opened read-only and an overlay file
@@ -82,6 +94,8 @@ type Machine struct {
 	timer   *devices.Timer
 	disk    *devices.Disk
 	store   *devices.DiskStore // nil without a disk
+	nic     *devices.NIC
+	net     netback.Backend // nil without a network
 	console *consoleTail
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
@@ -285,6 +299,7 @@ func (m *Machine) devices() []device {
 		{"null", abi.PortNull, 1, devices.Null{}},
 		{"entropy", abi.PortEntropy, 4, devices.Entropy{}},
 		{"disk", abi.PortDisk, devices.DiskPorts, m.disk},
+		{"nic", abi.PortNICRXRing, devices.NICPorts, m.nic},
 	}
 }
 
@@ -319,10 +334,48 @@ func (m *Machine) attachDevices() error {
 		raiseDisk = func() { m.intc.Raise(abi.IRQDisk) } // replay: completions come from the tape
 	}
 	m.disk = devices.NewDisk(m.ram, m.store, raiseDisk)
+	if err := m.attachNet(); err != nil {
+		return err
+	}
 	for _, d := range m.devices() {
 		if err := m.bus.Attach(d.name, d.base, d.size, d.dev); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// attachNet opens the network backend (live and record) and builds the NIC.
+func (m *Machine) attachNet() error {
+	raiseNIC := func() { m.intc.Raise(abi.IRQNIC) }
+	if c := m.cfg.Net; c != nil && m.cfg.Mode != Replay {
+		var err error
+		switch {
+		case c.UDP != "" && c.Pcap != "":
+			return errors.New("vmm: a NIC has one backend: a UDP address or a capture, not both")
+		case c.UDP != "":
+			m.net, err = netback.ListenUDP(c.UDP, raiseNIC)
+		case c.Pcap != "":
+			m.net, err = netback.OpenPcap(c.Pcap, raiseNIC)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	m.nic = devices.NewNIC(m.ram, m.net != nil)
+	m.nic.Send = func(frame []byte) error { return m.src.netTX(frame) }
+	m.nic.RXPosted = func() {
+		if m.net != nil && m.net.Backlog() > 0 {
+			raiseNIC()
+		}
+	}
+	return nil
+}
+
+// NetAddr is the host address of a UDP network backend, or nil.
+func (m *Machine) NetAddr() net.Addr {
+	if u, ok := m.net.(*netback.UDP); ok {
+		return u.Addr()
 	}
 	return nil
 }
@@ -364,6 +417,9 @@ func (m *Machine) Close() error {
 		m.disk.Close()
 	}
 	var errs []error
+	if m.net != nil {
+		errs = append(errs, m.net.Close())
+	}
 	if m.store != nil {
 		errs = append(errs, m.store.Close())
 	}

@@ -62,6 +62,8 @@ type source interface {
 	portIn(port uint16, data []byte) error
 	// clock returns the guest time for an exact time read.
 	clock() (time.Duration, error)
+	// netTX handles a frame the guest sent.
+	netTX(frame []byte) error
 	// halt returns once the guest, idle in HLT, has an interrupt to take.
 	halt() error
 	// finish ends the run: end says how; the returned error replaces the

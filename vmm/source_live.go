@@ -5,6 +5,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
 // liveSource takes inputs from the host. Recording (log != nil) also
@@ -129,12 +130,52 @@ func (s *liveSource) inject(vector uint8, where tape.Where) error {
 	if s.log != nil {
 		e = m.event(tape.KindInterrupt, where)
 	}
-	digest, err := m.inject(vector, clock)
-	if err != nil || s.log == nil {
+	var rx []netback.Frame
+	if vector == abi.IRQBase+abi.IRQNIC && m.net != nil {
+		rx = m.net.Take(m.nic.RXFree())
+	}
+	data := make([][]byte, len(rx))
+	for i, f := range rx {
+		data[i] = f.Data
+	}
+	digest, err := m.inject(vector, clock, data)
+	if err != nil {
 		return err
 	}
+	if len(rx) > 0 && m.net.Backlog() > 0 && m.nic.RXFree() > 0 {
+		m.intc.Raise(abi.IRQNIC) // more waiting than this delivery took
+	}
+	if s.log == nil {
+		return nil
+	}
 	e.Vector, e.Value, e.Data = vector, clock, digest
-	return s.log.Append(e)
+	if err := s.log.Append(e); err != nil {
+		return err
+	}
+	// The frames delivered with the interrupt, at its position.
+	for _, f := range rx {
+		fe := *e
+		fe.Kind, fe.Vector, fe.Value, fe.Data = tape.KindNetRX, 0, uint64(f.At.Sub(m.start)), f.Data
+		if err := s.log.Append(&fe); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *liveSource) netTX(frame []byte) error {
+	m := s.m
+	if s.log != nil {
+		e := m.event(tape.KindNetTX, tape.AtExit)
+		e.Value, e.Data = uint64(m.now()), frame
+		if err := s.log.Append(e); err != nil {
+			return err
+		}
+	}
+	if m.net == nil {
+		return nil
+	}
+	return m.net.Send(frame)
 }
 
 func (s *liveSource) portIn(port uint16, data []byte) error {

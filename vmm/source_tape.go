@@ -66,7 +66,11 @@ func (s *tapeSource) beforeEntry(stop stopKind) error {
 			return err
 		}
 		s.consume()
-		digest, err := m.inject(ev.Vector, ev.Value)
+		rx, err := s.frames(ev)
+		if err != nil {
+			return err
+		}
+		digest, err := m.inject(ev.Vector, ev.Value, rx)
 		if err != nil {
 			return err
 		}
@@ -104,6 +108,35 @@ func (s *tapeSource) arm(stop stopKind) error {
 	}
 	return s.setTarget(target)
 }
+
+// frames consumes the received frames recorded with the interrupt ev: the
+// net-rx events right after it, at its position.
+func (s *tapeSource) frames(ev *tape.Event) ([][]byte, error) {
+	var rx [][]byte
+	for {
+		next, err := s.script.Peek()
+		if err != nil || next.Kind != tape.KindNetRX || next.Pos != ev.Pos {
+			return rx, nil
+		}
+		s.consume()
+		rx = append(rx, next.Data)
+	}
+}
+
+// netTX checks a frame the guest sent against the one it sent when
+// recorded; nothing is sent.
+func (s *tapeSource) netTX(frame []byte) error {
+	ev, err := s.input(tape.KindNetTX, s.m.exitPort(), 0)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(ev.Data, frame) {
+		return s.diverge(ev, "sent frame", fmt.Sprintf("%d bytes, %x…", len(ev.Data), prefix(ev.Data)), fmt.Sprintf("%d bytes, %x…", len(frame), prefix(frame)))
+	}
+	return nil
+}
+
+func prefix(b []byte) []byte { return b[:min(len(b), 16)] }
 
 func (s *tapeSource) setTarget(t uint64) error {
 	if s.target == t {

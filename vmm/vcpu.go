@@ -279,7 +279,8 @@ func (m *Machine) atBranchTarget() bool {
 // count), so guest reads of time change only at injections; for the disk
 // the completion (data and status written to guest memory). It returns
 // the completion's digest, which a recording logs and a replay checks.
-func (m *Machine) inject(vector uint8, clockNs uint64) (digest []byte, err error) {
+// rx holds the frames a NIC interrupt delivers.
+func (m *Machine) inject(vector uint8, clockNs uint64, rx [][]byte) (digest []byte, err error) {
 	switch vector {
 	case abi.IRQBase + abi.IRQTimer:
 		m.ticks++
@@ -293,6 +294,8 @@ func (m *Machine) inject(vector uint8, clockNs uint64) (digest []byte, err error
 		if digest, err = m.disk.Complete(); err != nil {
 			return nil, err
 		}
+	case abi.IRQBase + abi.IRQNIC:
+		digest = m.nic.Deliver(rx)
 	}
 	if err := m.cpu.Interrupt(vector); err != nil {
 		return nil, err

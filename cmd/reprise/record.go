@@ -50,7 +50,7 @@ Exits with the guest's exit status, like 'reprise run'.`,
 			res, err := recorder.Record(ctx, recorder.Options{
 				Image: img, Cmdline: cmdline, MemBytes: uint64(mf.mem), TimerHz: timerHz(mf.timerHz),
 				TimerJitter: jitter, Places: tape.PositionSource(places), Console: cmd.OutOrStdout(),
-				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay,
+				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(),
 			})
 			if res != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: recorded %s: %d events, %s, %v of guest execution (%s positions)%s\n",

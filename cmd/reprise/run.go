@@ -25,6 +25,16 @@ type machineFlags struct {
 	kvmPath string
 	disk    string
 	overlay string
+	udp     string
+	pcap    string
+}
+
+// net is the network backend the flags ask for, or nil.
+func (f *machineFlags) net() *vmm.NetConfig {
+	if f.udp == "" && f.pcap == "" {
+		return nil
+	}
+	return &vmm.NetConfig{UDP: f.udp, Pcap: f.pcap}
 }
 
 func (f *machineFlags) register(cmd *cobra.Command) {
@@ -34,6 +44,8 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.plain, "plain", false, "use the kit built without the software branch counter")
 	cmd.Flags().StringVar(&f.disk, "disk", "", "attach a disk: this base image, opened read-only (writes go to the overlay)")
 	cmd.Flags().StringVar(&f.overlay, "overlay", "", "copy-on-write overlay file for the disk's writes")
+	cmd.Flags().StringVar(&f.udp, "udp", "", "attach the NIC to a user-mode UDP network: datagrams to this loopback address (e.g. 127.0.0.1:7777) reach the guest's port of the same number")
+	cmd.Flags().StringVar(&f.pcap, "net-input", "", "feed this packet capture (pcap, Ethernet) to the NIC as the guest's network input")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
 }
@@ -94,7 +106,7 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 			defer cleanup()
 			m, err := vmm.New(vmm.Config{
 				Image: img, MemBytes: uint64(mf.mem), TimerHz: timerHz(mf.timerHz),
-				Cmdline: cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath, Disk: disk,
+				Cmdline: cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath, Disk: disk, Net: mf.net(),
 			})
 			if err != nil {
 				return &exitError{exitFailure, err}
