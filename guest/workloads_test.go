@@ -72,7 +72,7 @@ func TestEveryWorkloadSucceeds(t *testing.T) {
 	k := kit(t)
 	args := map[string]string{"bench": "bench syscall n=100"}
 	for _, w := range guest.Workloads() {
-		if w.Name == "crash" {
+		if w.Name == "crash" || w.Name == "udp" { // udp needs senders: replayer/net_test.go
 			continue
 		}
 		t.Run(w.Name, func(t *testing.T) {

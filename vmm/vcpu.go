@@ -361,11 +361,13 @@ func (m *Machine) handleMMIO() {
 
 // canWake reports whether an idle guest can still get an interrupt: one is
 // pending, or a device that raises them on its own (the running timer, a
-// disk with requests in flight) has its line unmasked.
+// disk with requests in flight, a network that can deliver a frame at any
+// moment) has its line unmasked.
 func (m *Machine) canWake() bool {
 	ticking := m.timer.Period() != 0 && !m.intc.Masked(abi.IRQTimer)
 	diskBusy := m.disk.Busy() && !m.intc.Masked(abi.IRQDisk)
-	return m.intc.Pending() || ticking || diskBusy
+	network := m.net != nil && !m.intc.Masked(abi.IRQNIC)
+	return m.intc.Pending() || ticking || diskBusy || network
 }
 
 // halt handles an idle guest: the source decides how long idle lasts (a

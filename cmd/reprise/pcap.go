@@ -3,16 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"time"
 
-	"github.com/gopacket/gopacket"
-	"github.com/gopacket/gopacket/layers"
-	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
 func newPcapCmd() *cobra.Command {
@@ -41,8 +37,7 @@ received or sent, for Wireshark, tshark or tcpdump. 'reprise record
 	return cmd
 }
 
-// exportPcap copies the tape's frames into a pcap file. A damaged tape is
-// exported up to the damage, which is then reported.
+// exportPcap writes the tape's frames to the pcap file out.
 func exportPcap(tapePath, out string) (int, error) {
 	r, err := tape.Open(tapePath)
 	if err != nil {
@@ -53,28 +48,6 @@ func exportPcap(tapePath, out string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	w := pcapgo.NewWriter(f)
-	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
-		return 0, err
-	}
-	start := r.Header().Created
-	n := 0
-	for {
-		ev, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return n, f.Close()
-		}
-		if err != nil {
-			return n, fmt.Errorf("%w (the %d frames before it were written)", err, n)
-		}
-		if ev.Kind != tape.KindNetRX && ev.Kind != tape.KindNetTX {
-			continue
-		}
-		ci := gopacket.CaptureInfo{Timestamp: start.Add(time.Duration(ev.Value)), CaptureLength: len(ev.Data), Length: len(ev.Data)}
-		if err := w.WritePacket(ci, ev.Data); err != nil {
-			return n, err
-		}
-		n++
-	}
+	n, err := netback.WritePcap(r, f)
+	return n, errors.Join(err, f.Close())
 }

@@ -1,7 +1,7 @@
 /*
  * Kernel entry, the 256 vector stubs, the trap paths and the idle loop.
- * Four common paths: #UD (system calls), the timer tick, the disk IRQ and
- * everything else.
+ * Five common paths: #UD (system calls), the timer tick, the disk IRQ, the
+ * NIC IRQ and everything else.
  *
  * Every trap builds a struct reprise_frame (abi.h) on the stack: the CPU
  * pushes ss, rsp, rflags, cs, rip (and an error code for some vectors), the
@@ -56,6 +56,8 @@ reprise_vectors:
 	stub vec, trap_tick
 	.elseif vec == REPRISE_IRQ_BASE + REPRISE_IRQ_DISK
 	stub vec, trap_disk
+	.elseif vec == REPRISE_IRQ_BASE + REPRISE_IRQ_NIC
+	stub vec, trap_nic
 	.else
 	stub vec, trap_other
 	.endif
@@ -108,6 +110,15 @@ trap_disk:                          /* vector 0x22: a disk request completed */
 	call reprise_trap_disk
 	jmp reprise_resume_rax
 	.size trap_disk, . - trap_disk
+
+	.globl trap_nic
+	.type trap_nic, @function
+trap_nic:                           /* vector 0x23: received frames were delivered */
+	save_regs
+	movq %rsp, %rdi
+	call reprise_trap_nic
+	jmp reprise_resume_rax
+	.size trap_nic, . - trap_nic
 
 	.globl trap_other
 	.type trap_other, @function

@@ -4,7 +4,8 @@
  * slot reuse, futex EAGAIN and timeouts, trylock/timedlock, barrier, event,
  * sleep, yield, trace, the allocator and the formatter, and the disk driver
  * (argument checks, a round trip in the last sector, which is restored
- * afterwards, and concurrent requests queued behind each other). One truth
+ * afterwards, and concurrent requests queued behind each other), and the
+ * NIC system calls' argument checks (-EIO without a NIC). One truth
  * line per check (check=NAME ok=0|1), then the result. Checks that need the
  * timer are skipped (ok=skip) with --timer-hz 0, the disk checks when no
  * disk is attached.
@@ -291,6 +292,26 @@ static void test_disk(void)
 	check(names[4], ok, d);
 }
 
+/* ---- NIC system calls' argument checks (never sets the rings up).
+ * Without a NIC every one is -EIO; with one, rings outside user memory are
+ * -EINVAL and a wait with a count that cannot be current returns at once. */
+static void test_net(void)
+{
+	char d[96];
+	static struct reprise_nic_desc ring[REPRISE_NIC_RING];
+	long s = sys_net_setup((void *)0x1000, ring);
+	if (s == -REPRISE_EIO) {
+		long w = sys_net_wait(0), rt = sys_net_rxtail(0), tt = sys_net_txtail(0);
+		snprintf(d, sizeof d, "nic=0 setup=%ld wait=%ld rxtail=%ld txtail=%ld", s, w, rt, tt);
+		check("net_args", w == -REPRISE_EIO && rt == -REPRISE_EIO && tt == -REPRISE_EIO, d);
+		return;
+	}
+	long s2 = sys_net_setup(ring, (void *)(reprise_uboot.mem_bytes - 512));   /* past RAM */
+	long w = sys_net_wait(~0ULL);
+	snprintf(d, sizeof d, "nic=1 kernel_rx=%ld tx_past_ram=%ld wait=%ld", s, s2, w);
+	check("net_args", s == -REPRISE_EINVAL && s2 == -REPRISE_EINVAL && w >= 0, d);
+}
+
 int wl_selftest(const struct args *a)
 {
 	(void)a;
@@ -300,6 +321,7 @@ int wl_selftest(const struct args *a)
 	test_time();
 	test_misc();
 	test_disk();
+	test_net();
 	if (failures) {
 		truth("result=FAIL checks=%d failures=%d", checks, failures);
 		return 1;

@@ -1,6 +1,6 @@
 /*
  * The reprise guest kit's user library (CPL3): system calls, formatting,
- * strings, threads, mutexes, sleep, clocks, checksums, arguments.
+ * strings, threads, mutexes, sleep, clocks, checksums, arguments, UDP.
  *
  * Probe points for the VMM's lock tools (replay probes by symbol):
  *   mutex_lock(m), mutex_unlock(m), mutex_trylock(m) -> 0 | EBUSY,
@@ -82,6 +82,18 @@ static inline long sys_disk_write(uint64_t sector, uint32_t count, const void *b
 	return sys3(SYS_DISK_WRITE, (long)sector, count, (long)buf);
 }
 static inline uint64_t sys_disk_sectors(void) { return (uint64_t)sys0(SYS_DISK_SECTORS); }
+/* NIC (the raw device; lib/net.c's UDP endpoint is the usual way in):
+ * setup: both rings (REPRISE_NIC_RING descriptors each) in user memory ->
+ * 0 | -REPRISE_EINVAL | -REPRISE_EIO (no NIC); rxtail/txtail: 0 | -REPRISE_EIO;
+ * wait: the NIC interrupt count, at once if != seen, else after the next
+ * NIC interrupt; -REPRISE_EAGAIN if another thread already waits. */
+static inline long sys_net_setup(volatile struct reprise_nic_desc *rx, volatile struct reprise_nic_desc *tx)
+{
+	return sys2(SYS_NET_SETUP, (long)rx, (long)tx);
+}
+static inline long sys_net_rxtail(uint32_t index) { return sys1(SYS_NET_RXTAIL, index); }
+static inline long sys_net_txtail(uint32_t index) { return sys1(SYS_NET_TXTAIL, index); }
+static inline long sys_net_wait(uint64_t seen) { return sys1(SYS_NET_WAIT, (long)seen); }
 
 /* ---- clocks */
 extern volatile const struct reprise_clock reprise_clock_page; /* at REPRISE_CLOCK */
@@ -186,6 +198,34 @@ int printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int puts(const char *s);
 /* "truth: " + formatted line (fmt without the prefix or the newline). */
 void truth(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- UDP over the NIC (lib/net.c): one endpoint, 10.0.2.15:port, for one
+ * thread. Peers are host processes: a datagram from one arrives from
+ * 10.0.2.2:<its port>; one sent to port P goes to the host's 127.0.0.1:P. */
+#define NET_BUF_SIZE    1536                 /* per RX/TX buffer */
+#define NET_MAX_PAYLOAD 1472                 /* 1514 - Ethernet, IPv4, UDP headers */
+struct net_stats {
+	uint64_t rx_frames;      /* RX descriptors consumed */
+	uint64_t rx_datagrams;   /* of which returned by net_recv */
+	uint64_t rx_truncated;   /* of which cut to the caller's cap */
+	uint64_t rx_malformed;   /* dropped: bad lengths, IP version, fragments */
+	uint64_t rx_not_ours;    /* dropped: MAC, ethertype, protocol, addresses, port */
+	uint64_t rx_bad_csum;    /* dropped: IP header or UDP checksum */
+	uint64_t rx_posts;       /* SYS_NET_RXTAIL calls */
+	uint64_t waits;          /* SYS_NET_WAIT returns */
+	uint64_t tx_frames;      /* sent */
+	uint64_t tx_not_done;    /* the device did not set DONE during TXTAIL */
+};
+/* 0, -REPRISE_EIO (no NIC), -REPRISE_ENOMEM, -EBUSY (already open). */
+int net_open(uint16_t port);
+/* Blocks for the next datagram to our port: its payload (at most cap bytes,
+ * the rest dropped) into buf, the sender's port into *from_port (if not
+ * 0); returns the bytes copied, or < 0 (-REPRISE_EINVAL: not open). */
+long net_recv(uint16_t *from_port, void *buf, size_t cap);
+/* One datagram to 10.0.2.2:to_port (len <= NET_MAX_PAYLOAD), sent when it
+ * returns: len, or -REPRISE_EINVAL, -REPRISE_EIO. */
+long net_send(uint16_t to_port, const void *payload, size_t len);
+const struct net_stats *net_stats(void);
 
 /* ---- the command line: "name key=val key=val positional ..." */
 #define ARGS_MAX 16
