@@ -201,4 +201,3 @@ func countPcap(t *testing.T, path string, port int) (rx, tx int) {
 	}
 	return rx, tx
 }
-
