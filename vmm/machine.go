@@ -346,8 +346,15 @@ func (m *Machine) attachDevices() error {
 }
 
 // attachNet opens the network backend (live and record) and builds the NIC.
+//
+// NIC interrupts are moderated, as on real NICs: a frame wakes an idle
+// vCPU but does not kick a running one; it is delivered at the vCPU's next
+// stop (its next exit with interrupts on, its idle HLT, a timer tick). A
+// kick would cost a recording an extra exit per frame to reach a
+// repeatable point; moderation lets frames arrive in batches at points the
+// guest reaches anyway.
 func (m *Machine) attachNet() error {
-	raiseNIC := func() { m.intc.Raise(abi.IRQNIC) }
+	raiseNIC := m.raiseNIC
 	if c := m.cfg.Net; c != nil && m.cfg.Mode != Replay {
 		var err error
 		switch {
@@ -370,6 +377,15 @@ func (m *Machine) attachNet() error {
 		}
 	}
 	return nil
+}
+
+// raiseNIC posts the NIC interrupt and wakes an idle vCPU (see attachNet).
+func (m *Machine) raiseNIC() {
+	m.intc.Post(abi.IRQNIC)
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
 }
 
 // NetAddr is the host address of a UDP network backend, or nil.

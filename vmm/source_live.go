@@ -58,7 +58,11 @@ func (s *liveSource) beforeEntry(stop stopKind) error {
 	case ready && stop == stopWindow:
 		return s.inject(vector, tape.AtWindow)
 	}
-	// Not at a repeatable point: make one.
+	// Not at a repeatable point: make one — unless the interrupt is a
+	// moderated one, which waits for a point the guest reaches anyway.
+	if vector == abi.IRQBase+abi.IRQNIC {
+		return nil
+	}
 	switch s.places {
 	case tape.SourceSWBC:
 		return s.arm()
@@ -143,10 +147,18 @@ func (s *liveSource) inject(vector uint8, where tape.Where) error {
 		return err
 	}
 	if len(rx) > 0 && m.net.Backlog() > 0 && m.nic.RXFree() > 0 {
-		m.intc.Raise(abi.IRQNIC) // more waiting than this delivery took
+		m.raiseNIC() // more waiting than this delivery took
 	}
 	if s.log == nil {
 		return nil
+	}
+	// One injection per entry: anything still pending (a moderated NIC
+	// interrupt behind a tick) gets the next basic block, or it could wait
+	// behind every later tick of a guest that makes no exits.
+	if s.places == tape.SourceSWBC && m.intc.Pending() {
+		if err := s.arm(); err != nil {
+			return err
+		}
 	}
 	e.Vector, e.Value, e.Data = vector, clock, digest
 	if err := s.log.Append(e); err != nil {

@@ -35,6 +35,14 @@ func (c *Intc) Raise(line int) {
 	}
 }
 
+// Post marks line pending without waking the vCPU: for interrupts the
+// machine moderates, delivered at the vCPU's next stop.
+func (c *Intc) Post(line int) {
+	if line >= 0 && line < IntcLines {
+		c.pending.Or(1 << line)
+	}
+}
+
 // Next returns the vector of the highest-priority (lowest) unmasked pending
 // line.
 func (c *Intc) Next() (vector uint8, ok bool) {
