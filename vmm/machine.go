@@ -356,17 +356,23 @@ func (m *Machine) attachDevices() error {
 func (m *Machine) attachNet() error {
 	raiseNIC := m.raiseNIC
 	if c := m.cfg.Net; c != nil && m.cfg.Mode != Replay {
-		var err error
+		// Assigned only on success: a nil *UDP in the interface would not
+		// be a nil Backend.
 		switch {
 		case c.UDP != "" && c.Pcap != "":
 			return errors.New("vmm: a NIC has one backend: a UDP address or a capture, not both")
 		case c.UDP != "":
-			m.net, err = netback.ListenUDP(c.UDP, raiseNIC)
+			u, err := netback.ListenUDP(c.UDP, raiseNIC)
+			if err != nil {
+				return err
+			}
+			m.net = u
 		case c.Pcap != "":
-			m.net, err = netback.OpenPcap(c.Pcap, raiseNIC)
-		}
-		if err != nil {
-			return err
+			p, err := netback.OpenPcap(c.Pcap, raiseNIC)
+			if err != nil {
+				return err
+			}
+			m.net = p
 		}
 	}
 	m.nic = devices.NewNIC(m.ram, m.net != nil)
