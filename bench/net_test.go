@@ -6,34 +6,15 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
-
-// readyConsole closes ready when the guest prints "truth: port=".
-type readyConsole struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	ready chan struct{}
-	once  sync.Once
-}
-
-func (c *readyConsole) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.Write(p)
-	if strings.Contains(c.buf.String(), "truth: port=") {
-		c.once.Do(func() { close(c.ready) })
-	}
-	return len(p), nil
-}
 
 // blast sends n datagrams of size bytes, keeping up to window unanswered,
 // and returns the time from the first send to the last ACK.
@@ -63,15 +44,6 @@ func blast(b *testing.B, port, n, size, window int) time.Duration {
 	return time.Since(start)
 }
 
-func freePort(b *testing.B) int {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
-
 // BenchmarkUDPReceive: the udp workload receiving and acknowledging
 // datagrams from a host sender, recorded and not recorded, side by side;
 // and the tape it costs per MiB of network input.
@@ -83,10 +55,10 @@ func BenchmarkUDPReceive(b *testing.B) {
 	}
 	const n, size, window = 2000, 1000, 32
 	run := func(record bool) (time.Duration, int64) {
-		port := freePort(b)
+		port := kvmtest.FreeUDPPort(b)
 		netCfg := &vmm.NetConfig{UDP: fmt.Sprintf("127.0.0.1:%d", port)}
 		cmd := fmt.Sprintf("udp port=%d count=%d", port, n)
-		console := &readyConsole{ready: make(chan struct{})}
+		console := kvmtest.NewConsole("truth: port=")
 		done := make(chan error, 1)
 		path := filepath.Join(b.TempDir(), "net.tape")
 		go func() {
@@ -104,7 +76,7 @@ func BenchmarkUDPReceive(b *testing.B) {
 			m.Close()
 			done <- err
 		}()
-		<-console.ready
+		<-console.Seen()
 		d := blast(b, port, n, size, window)
 		if err := <-done; err != nil {
 			b.Fatal(err)

@@ -1,7 +1,6 @@
 package replayer_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -21,41 +20,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 	"github.com/reprise-vm/reprise/vmm/netback"
 )
-
-// freeUDPPort finds a loopback UDP port nobody uses now.
-func freeUDPPort(t *testing.T) int {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	require.NoError(t, err)
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).Port
-}
-
-// watchConsole passes console output through and closes ready when the
-// guest prints want.
-type watchConsole struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	want  string
-	ready chan struct{}
-	once  sync.Once
-}
-
-func (w *watchConsole) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	if strings.Contains(w.buf.String(), w.want) {
-		w.once.Do(func() { close(w.ready) })
-	}
-	return len(p), nil
-}
-
-func (w *watchConsole) String() string { w.mu.Lock(); defer w.mu.Unlock(); return w.buf.String() }
 
 func fnv64(b []byte) uint64 { h := fnv.New64a(); h.Write(b); return h.Sum64() }
 
@@ -102,7 +72,7 @@ func send(t *testing.T, port, senders, per int) uint64 {
 
 func recordUDP(t *testing.T, img *elfimage.Image, path string, net *vmm.NetConfig, port, count int, feed func()) (string, *recorder.Result) {
 	t.Helper()
-	console := &watchConsole{want: "truth: port=", ready: make(chan struct{})}
+	console := kvmtest.NewConsole("truth: port=")
 	type out struct {
 		res *recorder.Result
 		err error
@@ -116,7 +86,7 @@ func recordUDP(t *testing.T, img *elfimage.Image, path string, net *vmm.NetConfi
 		done <- out{res, err}
 	}()
 	select {
-	case <-console.ready:
+	case <-console.Seen():
 	case o := <-done:
 		t.Fatalf("the receiver ended before listening: %v\n%s", o.err, console.String())
 	}
@@ -132,7 +102,7 @@ func recordUDP(t *testing.T, img *elfimage.Image, path string, net *vmm.NetConfi
 // recording and in every replay, and match what the senders sent.
 func TestNetworkRecordReplay(t *testing.T) {
 	img := kitImage(t)
-	port := freeUDPPort(t)
+	port := kvmtest.FreeUDPPort(t)
 	const senders, per = 3, 40
 	path := filepath.Join(t.TempDir(), "net.tape")
 	var sent uint64
