@@ -80,11 +80,8 @@ func (s *liveSource) stopAt(stop stopKind) error {
 	if s.stopAsked.IsZero() {
 		s.stopAsked = time.Now()
 	}
-	switch stop {
-	case stopGuestExit:
-		return &recordStop{where: tape.AtExit}
-	case stopBranch:
-		return &recordStop{where: tape.AtBranch}
+	if stop == stopGuestExit || stop == stopBranch {
+		return errRecordStop // the end is logged here (Machine.endWhere)
 	}
 	if time.Since(s.stopAsked) > stopGrace {
 		return errStopped

@@ -62,12 +62,9 @@ func (r *Result) Between(start, end uint64) (time.Duration, bool) {
 var (
 	errStopped   = errors.New("vmm: stopped")
 	errReplayEnd = errors.New("vmm: replay reached the recording's end")
+	// errRecordStop ends a recording, on request, at a repeatable point.
+	errRecordStop = errors.New("vmm: recording stopped on request")
 )
-
-// recordStop ends a recording, on request, at a repeatable point.
-type recordStop struct{ where tape.Where }
-
-func (*recordStop) Error() string { return "vmm: recording stopped on request" }
 
 // noTarget disables the branch counter's exit.
 const noTarget = ^uint64(0)
@@ -118,17 +115,16 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 // nil if it did not reach one; the error left is what Run should report.
 func (m *Machine) endOf(err error) (*tape.End, error) {
 	var (
-		end  tape.End
-		off  *devices.PowerOff
-		gf   *GuestFault
-		stop *recordStop
+		end tape.End
+		off *devices.PowerOff
+		gf  *GuestFault
 	)
 	switch {
 	case errors.As(err, &off):
 		end.Reason, end.Status, err = tape.EndExited, off.Status, nil
 	case errors.As(err, &gf):
 		end.Reason, end.Fault = tape.EndFault, gf.Reason
-	case errors.As(err, &stop), errors.Is(err, errReplayEnd):
+	case errors.Is(err, errRecordStop), errors.Is(err, errReplayEnd):
 		end.Reason, err = tape.EndInterrupted, nil
 	default:
 		return nil, err
