@@ -21,6 +21,8 @@ const (
 	IST1Top       = 0x14000
 	IST2Top       = 0x18000
 	BootStackTop  = 0x30000
+	ProbeArea     = 0x1F0000 // user read/execute: a replay's out-of-line probe copies
+	ProbeAreaSize = 0x10000
 	KernelBase    = 0x200000
 	UserBase      = 0x400000
 	TSSRSP0       = TSS + 4

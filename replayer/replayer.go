@@ -33,6 +33,9 @@ type Options struct {
 	// DiskBase overrides where the recording's disk base image is (it is
 	// checked against the recorded size and SHA-256 either way).
 	DiskBase string
+	// Probes are patched into the replayed guest; OnProbe sees each hit.
+	Probes  []vmm.ProbeSite
+	OnProbe vmm.ProbeHandler
 }
 
 // Result is a finished replay.
@@ -69,6 +72,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
 		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h), Disk: disk,
+		Probes: o.Probes, OnProbe: o.OnProbe,
 	})
 	if err != nil {
 		return nil, err

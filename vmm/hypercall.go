@@ -1,11 +1,9 @@
 package vmm
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/kvm"
 )
 
 // hcError is what an unknown hypercall returns in rax.
@@ -34,6 +32,15 @@ func (m *Machine) hypercall() error {
 		return nil
 	case abi.HcFault:
 		return m.guestReportedFault(regs.RDI, regs.RSI, regs.R8)
+	case abi.HcBreakpoint:
+		handled, err := m.probeHit(regs.RSI)
+		if err != nil {
+			return err
+		}
+		regs.RAX = 0
+		if !handled {
+			regs.RAX = hcError // the guest's own int3: its kernel reports it
+		}
 	default:
 		regs.RAX = hcError
 	}
@@ -62,18 +69,9 @@ func (m *Machine) guestReportedFault(vector, frameGPA, cr2 uint64) error {
 	if err != nil {
 		return m.fault(fmt.Sprintf("guest reported exception %s with an invalid frame address: %v", exceptionName(vector), err))
 	}
-	w := func(i int) uint64 { return binary.LittleEndian.Uint64(raw[i*8:]) }
-	f := abi.Frame{
-		R15: w(0), R14: w(1), R13: w(2), R12: w(3), R11: w(4), R10: w(5), R9: w(6), R8: w(7),
-		RBP: w(8), RDI: w(9), RSI: w(10), RDX: w(11), RCX: w(12), RBX: w(13), RAX: w(14),
-		Vector: w(15), Error: w(16), RIP: w(17), CS: w(18), RFLAGS: w(19), RSP: w(20), SS: w(21),
-	}
+	f := frameOf(raw)
 	gf := m.newFault(fmt.Sprintf("the guest kernel reported an unhandled %s (error code %#x) at CPL%d", exceptionName(vector), f.Error, f.CS&3))
-	gf.Regs = kvm.Regs{
-		RAX: f.RAX, RBX: f.RBX, RCX: f.RCX, RDX: f.RDX, RSI: f.RSI, RDI: f.RDI, RSP: f.RSP, RBP: f.RBP,
-		R8: f.R8, R9: f.R9, R10: f.R10, R11: f.R11, R12: f.R12, R13: f.R13, R14: f.R14, R15: f.R15,
-		RIP: f.RIP, RFLAGS: f.RFLAGS,
-	}
+	gf.Regs = frameRegs(f)
 	gf.Sregs.CR2 = cr2
 	gf.Sregs.CS.Selector = uint16(f.CS)
 	gf.Vector = int(vector)

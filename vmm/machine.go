@@ -62,6 +62,10 @@ type Config struct {
 	// Net attaches a network backend to the NIC (live and record; a replay
 	// takes the frames from its tape).
 	Net *NetConfig
+	// Probes are patched into the guest with int3 (Replay only), and
+	// OnProbe is called at each hit.
+	Probes  []ProbeSite
+	OnProbe ProbeHandler
 }
 
 // NetConfig is the NIC's host side: a UDP user-mode network on a loopback
@@ -96,6 +100,7 @@ type Machine struct {
 	store   *devices.DiskStore // nil without a disk
 	nic     *devices.NIC
 	net     netback.Backend // nil without a network
+	probes  map[uint64]*installedProbe
 	console *consoleTail
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
@@ -165,6 +170,9 @@ func (m *Machine) init() (err error) {
 		return err
 	}
 	if err = writeBootInfo(m.ram, m.cfg); err != nil {
+		return err
+	}
+	if err = m.installProbes(); err != nil {
 		return err
 	}
 	if m.vm, err = m.sys.CreateVM(); err != nil {

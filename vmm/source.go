@@ -50,6 +50,7 @@ const (
 	stopBranch                    // at the software branch counter's target
 	stopWindow                    // at an interrupt window KVM opened on request
 	stopKick                      // after EINTR: an arbitrary, unrepeatable point
+	stopProbe                     // at a probe hit (replay): the VMM's, not the guest's
 )
 
 // source decides the machine's nondeterministic inputs. liveSource serves

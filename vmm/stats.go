@@ -20,6 +20,7 @@ type Stats struct {
 	UnassignedMMIO uint64
 	SWBCExits      uint64        // branch-counter exits at the target
 	SWBCStray      uint64        // writes to the swbc port with the count elsewhere
+	ProbeHits      uint64        // probe int3s hit (replays with probes)
 	Halted         time.Duration // time spent idle in HLT
 }
 

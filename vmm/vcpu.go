@@ -3,6 +3,7 @@ package vmm
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -127,6 +128,9 @@ func (m *Machine) endOf(err error) (*tape.End, error) {
 	case errors.Is(err, errRecordStop), errors.Is(err, errReplayEnd):
 		end.Reason, err = tape.EndInterrupted, nil
 	default:
+		return nil, err
+	}
+	if err := m.removeProbes(); err != nil {
 		return nil, err
 	}
 	var herr error
@@ -256,8 +260,12 @@ func (m *Machine) classify(reason kvm.ExitReason) stopKind {
 	case kvm.ExitIRQWindowOpen:
 		return stopWindow
 	case kvm.ExitIO:
-		if io := m.cpu.IOExit(); io.Port == abi.PortSWBC && io.Out && m.atBranchTarget() {
+		io := m.cpu.IOExit()
+		switch {
+		case io.Port == abi.PortSWBC && io.Out && m.atBranchTarget():
 			return stopBranch
+		case io.Port == abi.PortHcall && io.Out && len(io.Data) == 4 && binary.LittleEndian.Uint32(io.Data) == abi.HcBreakpoint:
+			return stopProbe // probes exist only in replays: never the guest's
 		}
 	}
 	return stopGuestExit

@@ -64,7 +64,11 @@ func BuildPageTables(ram *memory.RAM) error {
 	}
 	for p := uint64(page4K); p < page2M; p += page4K {
 		perm, ok := systemPagePerms[p]
-		if !ok {
+		switch {
+		case ok:
+		case p >= abi.ProbeArea && p < abi.ProbeArea+abi.ProbeAreaSize:
+			perm = PTEPresent | PTEUser // the same in every mode, used only by replays with probes
+		default:
 			perm = PTEPresent | PTEWrite
 		}
 		if err := put(abi.PT0+(p/page4K)*8, p|perm); err != nil {
@@ -119,4 +123,30 @@ func Walk(ram *memory.RAM, cr3, gva uint64) (Mapping, error) {
 		table = e & pteAddrMask
 	}
 	panic("unreachable")
+}
+
+// Accessed and dirty bits the CPU sets in page-table entries.
+const (
+	PTEAccessed = 1 << 5
+	PTEDirty    = 1 << 6
+)
+
+// ClearAccessed clears the accessed and dirty bits of the 4 KiB system-area
+// pages in [lo, hi): guest-visible marks the CPU leaves on pages that a
+// replay touches and its recording did not (the probe area, the #BP stack).
+func ClearAccessed(ram *memory.RAM, lo, hi uint64) error {
+	if hi > page2M || lo > hi {
+		return fmt.Errorf("x86: [%#x, %#x) is not inside the system area's 4 KiB pages", lo, hi)
+	}
+	for p := lo &^ (page4K - 1); p < hi; p += page4K {
+		gpa := uint64(abi.PT0) + (p/page4K)*8
+		e, err := ram.Uint64(gpa)
+		if err != nil {
+			return err
+		}
+		if err := ram.PutUint64(gpa, e&^(PTEAccessed|PTEDirty)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -43,6 +43,8 @@ func TestPageTablePermissions(t *testing.T) {
 			return perm{user: true, write: false}
 		case gva >= abi.SWBC && gva < abi.SWBC+0x1000:
 			return perm{user: true, write: true}
+		case gva >= abi.ProbeArea && gva < abi.ProbeArea+abi.ProbeAreaSize:
+			return perm{user: true, write: false}
 		case gva < abi.UserBase:
 			return perm{user: false, write: true}
 		default:

@@ -24,6 +24,10 @@
 #define REPRISE_IST1_TOP    0x14000  /* #DF, NMI, #MC */
 #define REPRISE_IST2_TOP    0x18000  /* #BP (probes, issue 5) */
 #define REPRISE_BOOT_STACK_TOP 0x30000 /* rsp at kernel entry */
+#define REPRISE_PROBE_AREA  0x1F0000 /* 64 KiB, user read/execute in every mode: where a
+                                        replay puts the out-of-line copies of probed
+                                        instructions. The guest must not use it. */
+#define REPRISE_PROBE_AREA_SIZE 0x10000
 #define REPRISE_KERNEL_BASE 0x200000 /* 2..4 MiB: kernel image, supervisor */
 #define REPRISE_USER_BASE   0x400000 /* 4 MiB..end of RAM: user, 2 MiB pages */
 
