@@ -3,6 +3,7 @@ package replayer_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/vmm"
@@ -52,8 +54,9 @@ func TestProbesCountLockAcquisitions(t *testing.T) {
 	var unlocks uint64
 	res := replayProbed(t, rec.path, []vmm.ProbeSite{
 		{Addr: lock.Addr, Orig: code(lock.Addr, 1), RIPRel: -1},
-		{Addr: callAt, Orig: code(callAt, 5), RIPRel: -1},
-	}, func(addr uint64, regs *kvm.Regs) error {
+		{Addr: callAt, Orig: code(callAt, 5), RIPRel: -1, Branch: vmm.BranchCall,
+			Target: callAt + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(code(callAt+1, 4)))))},
+	}, func(addr uint64, regs *kvm.Regs, _ vmm.GuestMemory) error {
 		switch addr {
 		case lock.Addr:
 			perLock[regs.RDI]++
@@ -87,4 +90,52 @@ func replayProbed(t *testing.T, path string, sites []vmm.ProbeSite, on vmm.Probe
 	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Probes: sites, OnProbe: on})
 	require.NoError(t, err, fmt.Sprintf("probed replay:\n%s", out.String()))
 	return res
+}
+
+// The whole path: specs parsed and resolved against the image, hits
+// attributed to guest threads, arguments evaluated. Per-lock counts match
+// the workload's, and a thread filter sees exactly that thread's locks.
+func TestProbePlanOnSynCont(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=100", recorder.Auto)
+	require.NoError(t, rec.err)
+	workers := guest.Select(guest.ParseTruth(rec.console), "thread", "0")
+	require.Len(t, workers, 1, "syn_cont names its threads' tids")
+	tid0 := workers[0]["tid"]
+
+	specs, err := probes.ParseSpecs([]string{
+		"lock=mutex_lock m=arg0",
+		"t0lock=mutex_lock m=arg0 @tid=" + tid0,
+	})
+	require.NoError(t, err)
+	plan, err := probes.Resolve(specs, img)
+	require.NoError(t, err)
+	require.Len(t, plan.Sites, 1, "two probes on one instruction share its site")
+
+	perLock := map[uint64]uint64{}
+	threads := map[uint32]bool{}
+	var t0 uint64
+	var out bytes.Buffer
+	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &out, Plan: plan,
+		OnHit: func(h replayer.Hit) error {
+			require.NoError(t, h.Args[0].Err)
+			switch h.Probe.Name {
+			case "lock":
+				perLock[h.Args[0].Value]++
+				threads[h.Thread] = true
+			case "t0lock":
+				t0++
+			}
+			return nil
+		}})
+	require.NoError(t, err, out.String())
+	require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+	for _, tr := range guest.ParseTruth(rec.console) {
+		if _, isLock := tr["lock"]; isLock {
+			addr, _ := strconv.ParseUint(tr["addr"], 0, 64)
+			require.Equal(t, tr["acquired"], strconv.FormatUint(perLock[addr], 10), "lock %s", tr["lock"])
+		}
+	}
+	require.Len(t, threads, 16, "hits from all 16 worker threads")
+	require.Equal(t, uint64(2*100), t0, "thread %s takes its level-1 and level-2 lock once per iteration", tid0)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
@@ -33,7 +34,11 @@ type Options struct {
 	// DiskBase overrides where the recording's disk base image is (it is
 	// checked against the recorded size and SHA-256 either way).
 	DiskBase string
-	// Probes are patched into the replayed guest; OnProbe sees each hit.
+	// Plan is a resolved probe set (package probes); OnHit receives each
+	// hit with its thread and evaluated arguments.
+	Plan  *probes.Plan
+	OnHit func(Hit) error
+	// Probes and OnProbe patch raw sites instead (Plan takes precedence).
 	Probes  []vmm.ProbeSite
 	OnProbe vmm.ProbeHandler
 }
@@ -67,12 +72,19 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
+	sites, onProbe := o.Probes, o.OnProbe
+	if o.Plan != nil {
+		sites = ProbeSites(o.Plan)
+		if onProbe, err = planHandler(o.Plan, img, o.OnHit); err != nil {
+			return nil, err
+		}
+	}
 	sc := &script{r: r}
 	m, err := vmm.New(vmm.Config{
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
 		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h), Disk: disk,
-		Probes: o.Probes, OnProbe: o.OnProbe,
+		Probes: sites, OnProbe: onProbe,
 	})
 	if err != nil {
 		return nil, err

@@ -467,3 +467,21 @@ func (m *Machine) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ReadVirt reads guest-virtual memory through the guest's page tables, with
+// every address checked: probes read their arguments with it.
+func (m *Machine) ReadVirt(gva uint64, b []byte) error {
+	cr3 := m.cpu.SyncedSregs().CR3
+	for len(b) > 0 {
+		mp, err := x86.Walk(m.ram, cr3, gva)
+		if err != nil {
+			return err
+		}
+		n := min(uint64(len(b)), 4096-gva%4096) // stay within the page
+		if err := m.ram.Read(mp.GPA, b[:n]); err != nil {
+			return err
+		}
+		b, gva = b[n:], gva+n
+	}
+	return nil
+}

@@ -9,20 +9,43 @@ import (
 	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
-// ProbeSite is an instruction a replay patches with int3 (DESIGN.md §7).
-// The recorded run never had it: probes cost only the replays that use
-// them.
+// ProbeSite is an instruction a replay patches with int3 (DESIGN.md §7),
+// as decoded by package probes. The recorded run never had it: probes cost
+// only the replays that use them.
 type ProbeSite struct {
 	Addr uint64 // guest-virtual (identity-mapped) address of the instruction
 	Orig []byte // its bytes, checked against guest memory at install
 	// RIPRel is the offset in Orig of a RIP-relative 32-bit displacement,
 	// or -1.
 	RIPRel int
+	Branch Branch // how the instruction transfers control
+	Target uint64 // a relative branch's destination
+	Cond   uint8  // BranchJcc: the condition code (low nibble of 0x7x)
 }
 
-// ProbeHandler is called at every probe hit with the address and the
-// interrupted user-mode registers. It must not change guest state.
-type ProbeHandler func(addr uint64, regs *kvm.Regs) error
+// Branch classifies a probed instruction's control transfer.
+type Branch uint8
+
+const (
+	BranchNone         Branch = iota // falls through
+	BranchCall                       // relative call
+	BranchJmp                        // relative jmp
+	BranchJcc                        // conditional jump on the flags
+	BranchLoop                       // loop*/jrcxz: rel8, conditional on rcx
+	BranchRet                        // ret: copied as is
+	BranchIndirectJmp                // jmp through a register or memory: copied as is
+	BranchIndirectCall               // refused: its pushed return address would be the copy's
+)
+
+// GuestMemory reads guest-virtual memory (through the guest's page tables).
+type GuestMemory interface {
+	ReadVirt(gva uint64, b []byte) error
+}
+
+// ProbeHandler is called at every probe hit with the address, the
+// interrupted user-mode registers and the guest's memory. It must not
+// change guest state.
+type ProbeHandler func(addr uint64, regs *kvm.Regs, mem GuestMemory) error
 
 // A hit: the guest's int3 traps to its kernel, whose #BP handler (on its
 // own IST stack) forwards the trap frame with REPRISE_HC_BREAKPOINT. The
@@ -55,6 +78,9 @@ func (m *Machine) installProbes() error {
 		if _, dup := m.probes[s.Addr]; dup {
 			return fmt.Errorf("vmm: two probe sites at %#x", s.Addr)
 		}
+		if s.Addr < abi.UserBase {
+			return fmt.Errorf("vmm: probe site %#x (%s) is in the guest kernel: only user code can be probed (the kernel's #BP path would recurse)", s.Addr, m.cfg.Image.Describe(s.Addr))
+		}
 		cur, err := m.ram.Slice(s.Addr, uint64(len(s.Orig)))
 		if err != nil || len(s.Orig) == 0 || string(cur) != string(s.Orig) {
 			return fmt.Errorf("vmm: probe site %#x (%s): guest memory does not hold the expected instruction %x", s.Addr, m.cfg.Image.Describe(s.Addr), s.Orig)
@@ -76,7 +102,9 @@ func (m *Machine) installProbes() error {
 // outOfLine is the code that stands for the instruction at p.tramp: the
 // instruction itself with its RIP-relative displacement adjusted, then a
 // jump back; relative calls and jumps are rewritten into equivalents that
-// reach the same targets with the same return address.
+// reach the same targets with the same return address. It relies on the
+// decoder's classification (Branch, Target, Cond), never on opcode bytes,
+// so prefixed forms are handled too.
 func (p *installedProbe) outOfLine() ([]byte, error) {
 	o, n := p.Orig, uint64(len(p.Orig))
 	next := p.Addr + n // where execution continues in place
@@ -90,48 +118,50 @@ func (p *installedProbe) outOfLine() ([]byte, error) {
 		binary.LittleEndian.PutUint32(b[1:], uint32(int32(d)))
 		return b, nil
 	}
-	rel := func(size int) uint64 { // a relative branch's target
-		if size == 1 {
-			return next + uint64(int64(int8(o[n-1])))
-		}
-		return next + uint64(int64(int32(binary.LittleEndian.Uint32(o[n-4:]))))
-	}
-	switch {
-	case o[0] == 0xE8 && n == 5: // call rel32: push the in-place return address, jump
+	switch p.Branch {
+	case BranchCall: // push the in-place return address, jump to the target
 		if next >= 1<<31 {
 			return nil, fmt.Errorf("return address %#x does not fit push imm32", next)
 		}
 		code = []byte{0x68, 0, 0, 0, 0}
 		binary.LittleEndian.PutUint32(code[1:], uint32(next))
-		j, err := jmp(5, rel(4))
+		j, err := jmp(5, p.Target)
 		if err != nil {
 			return nil, err
 		}
 		code = append(code, j...)
-	case o[0] == 0xE9 && n == 5, o[0] == 0xEB && n == 2: // jmp rel
-		j, err := jmp(0, rel(int(n-1)))
+	case BranchJmp:
+		j, err := jmp(0, p.Target)
 		if err != nil {
 			return nil, err
 		}
 		code = j
-	case o[0]&0xF0 == 0x70 && n == 2, o[0] == 0x0F && n == 6 && o[1]&0xF0 == 0x80: // jcc
-		cc := o[0] & 0x0F
-		size := 1
-		if o[0] == 0x0F {
-			cc, size = o[1]&0x0F, 4
-		}
-		// jcc.rel32 to the taken jump (offset 11); fall through: back.
-		code = []byte{0x0F, 0x80 | cc, 5, 0, 0, 0}
+	case BranchJcc: // jcc.rel32 to the taken jump (offset 11); fall through: back
+		code = []byte{0x0F, 0x80 | p.Cond&0x0F, 5, 0, 0, 0}
 		back, err := jmp(6, next)
 		if err != nil {
 			return nil, err
 		}
-		taken, err := jmp(11, rel(size))
+		taken, err := jmp(11, p.Target)
 		if err != nil {
 			return nil, err
 		}
 		code = append(append(code, back...), taken...)
-	default:
+	case BranchLoop: // the instruction itself, its rel8 skipping the jump back
+		code = append([]byte(nil), o...)
+		code[n-1] = 5
+		back, err := jmp(n, next)
+		if err != nil {
+			return nil, err
+		}
+		taken, err := jmp(n+5, p.Target)
+		if err != nil {
+			return nil, err
+		}
+		code = append(append(code, back...), taken...)
+	case BranchIndirectCall:
+		return nil, fmt.Errorf("an indirect call cannot be probed yet (its return address would be the out-of-line copy's)")
+	default: // none, ret, indirect jmp: the instruction itself, then back
 		code = append([]byte(nil), o...)
 		if p.RIPRel >= 0 {
 			if p.RIPRel+4 > len(o) {
@@ -173,7 +203,7 @@ func (m *Machine) probeHit(frameGPA uint64) (bool, error) {
 	if m.cfg.OnProbe != nil {
 		regs := frameRegs(f)
 		regs.RIP = p.Addr
-		if err := m.cfg.OnProbe(p.Addr, &regs); err != nil {
+		if err := m.cfg.OnProbe(p.Addr, &regs, m); err != nil {
 			return true, err
 		}
 	}

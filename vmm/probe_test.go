@@ -20,6 +20,11 @@ func TestOutOfLine(t *testing.T) {
 	site := func(orig []byte, ripRel int) *installedProbe {
 		return &installedProbe{ProbeSite: ProbeSite{Addr: addr, Orig: orig, RIPRel: ripRel}, tramp: tramp}
 	}
+	branch := func(orig []byte, b Branch, target uint64, cond uint8) *installedProbe {
+		p := site(orig, -1)
+		p.Branch, p.Target, p.Cond = b, target, cond
+		return p
+	}
 
 	// A plain instruction, then a jump back past it.
 	code, err := site([]byte{0x55}, -1).outOfLine()
@@ -29,20 +34,20 @@ func TestOutOfLine(t *testing.T) {
 	require.Equal(t, uint64(addr+1), relTarget(code, 6, tramp))
 
 	// call rel32: push the in-place return address, jump to the target.
-	code, err = site([]byte{0xE8, 0x10, 0, 0, 0}, -1).outOfLine()
+	code, err = branch([]byte{0xE8, 0x10, 0, 0, 0}, BranchCall, addr+5+0x10, 0).outOfLine()
 	require.NoError(t, err)
 	require.Equal(t, byte(0x68), code[0])
 	require.Equal(t, uint32(addr+5), binary.LittleEndian.Uint32(code[1:5]))
 	require.Equal(t, uint64(addr+5+0x10), relTarget(code, 10, tramp))
 
 	// jmp rel8 (backwards).
-	code, err = site([]byte{0xEB, 0xF0}, -1).outOfLine()
+	code, err = branch([]byte{0xEB, 0xF0}, BranchJmp, addr+2-0x10, 0).outOfLine()
 	require.NoError(t, err)
 	require.Len(t, code, 5)
 	require.Equal(t, uint64(addr+2-0x10), relTarget(code, 5, tramp))
 
 	// jcc rel8: the condition kept, taken → target, not taken → back.
-	code, err = site([]byte{0x74, 0x05}, -1).outOfLine()
+	code, err = branch([]byte{0x74, 0x05}, BranchJcc, addr+2+5, 0x4).outOfLine()
 	require.NoError(t, err)
 	require.Equal(t, []byte{0x0F, 0x84}, code[:2])
 	require.Equal(t, uint64(tramp+11), relTarget(code, 6, tramp))
@@ -50,10 +55,27 @@ func TestOutOfLine(t *testing.T) {
 	require.Equal(t, uint64(addr+2+5), relTarget(code, 16, tramp))
 
 	// jcc rel32 (0F 8x).
-	code, err = site([]byte{0x0F, 0x85, 0x00, 0x01, 0, 0}, -1).outOfLine()
+	code, err = branch([]byte{0x0F, 0x85, 0x00, 0x01, 0, 0}, BranchJcc, addr+6+0x100, 0x5).outOfLine()
 	require.NoError(t, err)
 	require.Equal(t, []byte{0x0F, 0x85}, code[:2])
 	require.Equal(t, uint64(addr+6+0x100), relTarget(code, 16, tramp))
+
+	// A prefixed jcc (3e 74: the decoder says Jcc, the opcode is not first).
+	code, err = branch([]byte{0x3E, 0x74, 0x05}, BranchJcc, addr+3+5, 0x4).outOfLine()
+	require.NoError(t, err)
+	require.Equal(t, []byte{0x0F, 0x84}, code[:2])
+	require.Equal(t, uint64(addr+3), relTarget(code, 11, tramp))
+	require.Equal(t, uint64(addr+3+5), relTarget(code, 16, tramp))
+
+	// loop rel8: the instruction skips the jump back when taken.
+	code, err = branch([]byte{0xE2, 0xF0}, BranchLoop, addr+2-0x10, 0).outOfLine()
+	require.NoError(t, err)
+	require.Equal(t, []byte{0xE2, 5}, code[:2])
+	require.Equal(t, uint64(addr+2), relTarget(code, 7, tramp))
+	require.Equal(t, uint64(addr+2-0x10), relTarget(code, 12, tramp))
+
+	_, err = branch([]byte{0xFF, 0xD0}, BranchIndirectCall, 0, 0).outOfLine()
+	require.ErrorContains(t, err, "indirect call")
 
 	// RIP-relative: mov 0x100(%rip), %rax reads the same address from the copy.
 	code, err = site([]byte{0x48, 0x8B, 0x05, 0x00, 0x01, 0x00, 0x00}, 3).outOfLine()

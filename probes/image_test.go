@@ -1,0 +1,76 @@
+package probes
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/elfimage"
+)
+
+// testImage builds testdata/{funcs.c,twin.c,insts.S} into a static image
+// with .text at 0x400000, as the guest kit links its user code: C compiled
+// -O2 for what a compiler emits, and one tiny asm function per instruction
+// class (i_*) for the site decoder. It skips without a C compiler.
+func testImage(t *testing.T) *elfimage.Image {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		t.Skip("no C compiler (cc) to build the test image")
+	}
+	out := filepath.Join(t.TempDir(), "img.elf")
+	td, err := filepath.Abs("testdata")
+	require.NoError(t, err)
+	cmd := exec.Command("cc", "-O2", "-fno-pic", "-no-pie", "-static", "-nostdlib",
+		"-fcf-protection=none", "-fno-asynchronous-unwind-tables", "-fno-stack-protector",
+		"-Wl,-T,"+filepath.Join(td, "image.ld"), "-Wl,--build-id=none",
+		"-Wl,--no-warn-rwx-segments", "-Wl,-z,noexecstack", "-o", out,
+		filepath.Join(td, "funcs.c"), filepath.Join(td, "twin.c"), filepath.Join(td, "insts.S"))
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "building the test image:\n%s", b)
+	img, err := elfimage.Open(out)
+	require.NoError(t, err)
+	return img
+}
+
+// kitImage opens the guest kit if it is built, else skips.
+func kitImage(t *testing.T) *elfimage.Image {
+	t.Helper()
+	path := filepath.Join("..", "guest", "build", "kit.elf")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("guest kit not built (%v): make -C guest", err)
+	}
+	img, err := elfimage.Open(path)
+	require.NoError(t, err)
+	return img
+}
+
+// sym looks a symbol up or fails.
+func sym(t *testing.T, img *elfimage.Image, name string) elfimage.Symbol {
+	t.Helper()
+	s, ok := img.Lookup(name)
+	require.True(t, ok, "no symbol %s", name)
+	return s
+}
+
+// resolve1 parses and resolves specs, failing on any error.
+func resolve1(t *testing.T, img *elfimage.Image, specs ...string) *Plan {
+	t.Helper()
+	ss, err := ParseSpecs(specs)
+	require.NoError(t, err)
+	p, err := Resolve(ss, img)
+	require.NoError(t, err)
+	return p
+}
+
+// resolveErr parses specs and returns Resolve's error.
+func resolveErr(t *testing.T, img *elfimage.Image, specs ...string) error {
+	t.Helper()
+	ss, err := ParseSpecs(specs)
+	require.NoError(t, err)
+	_, err = Resolve(ss, img)
+	require.Error(t, err)
+	return err
+}

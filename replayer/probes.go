@@ -1,0 +1,131 @@
+package replayer
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// currentTIDSymbol is the guest kit kernel's variable holding the running
+// thread's id; probe hits are attributed to it.
+const currentTIDSymbol = "reprise_current_tid"
+
+// Hit is one probe hit during a replay.
+type Hit struct {
+	Probe  *probes.Probe
+	Thread uint32 // guest thread id (0 if the image does not say)
+	Regs   kvm.Regs
+	Args   []probes.Value
+}
+
+// ProbeSites turns a resolved plan into the sites the machine patches.
+func ProbeSites(plan *probes.Plan) []vmm.ProbeSite {
+	sites := make([]vmm.ProbeSite, 0, len(plan.Sites))
+	for _, s := range plan.Sites {
+		vs := vmm.ProbeSite{Addr: s.Addr, Orig: s.Orig, RIPRel: s.RIPRelDispOff, Target: s.Target}
+		switch {
+		case s.Branch == probes.BranchCall && s.Indirect:
+			vs.Branch = vmm.BranchIndirectCall
+		case s.Branch == probes.BranchCall:
+			vs.Branch = vmm.BranchCall
+		case s.Branch == probes.BranchJmp && s.Indirect:
+			vs.Branch = vmm.BranchIndirectJmp
+		case s.Branch == probes.BranchJmp:
+			vs.Branch = vmm.BranchJmp
+		case s.Branch == probes.BranchJcc:
+			vs.Branch = vmm.BranchJcc
+			vs.Cond, _ = s.Cond()
+		case s.Branch == probes.BranchRet:
+			vs.Branch = vmm.BranchRet
+		case s.Branch == probes.BranchOther:
+			vs.Branch = vmm.BranchLoop
+		}
+		sites = append(sites, vs)
+	}
+	return sites
+}
+
+// planHandler reports each hit of the plan's entry probes (with their
+// thread filters) to onHit.
+func planHandler(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) (vmm.ProbeHandler, error) {
+	for _, p := range plan.Probes {
+		if p.Return {
+			return nil, fmt.Errorf("replayer: probe %s: return probes are not supported yet", p.Name)
+		}
+	}
+	tidSym, haveTID := img.Lookup(currentTIDSymbol)
+	return func(addr uint64, regs *kvm.Regs, mem vmm.GuestMemory) error {
+		site, ok := plan.SiteAt(addr)
+		if !ok {
+			return nil
+		}
+		var tid uint32
+		if haveTID {
+			var b [4]byte
+			if mem.ReadVirt(tidSym.Addr, b[:]) == nil {
+				tid = binary.LittleEndian.Uint32(b[:])
+			}
+		}
+		for _, id := range site.Probes {
+			p, ok := plan.Probe(id)
+			if !ok || !p.WantsThread(tid) {
+				continue
+			}
+			h := Hit{Probe: p, Thread: tid, Regs: *regs, Args: p.EvalArgs(regView{regs}, mem)}
+			if err := onHit(h); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
+}
+
+// regView shows kvm.Regs to the probes' expression evaluator.
+type regView struct{ r *kvm.Regs }
+
+func (v regView) Reg(x x86asm.Reg) uint64 {
+	r := v.r
+	switch x {
+	case x86asm.RAX:
+		return r.RAX
+	case x86asm.RBX:
+		return r.RBX
+	case x86asm.RCX:
+		return r.RCX
+	case x86asm.RDX:
+		return r.RDX
+	case x86asm.RSI:
+		return r.RSI
+	case x86asm.RDI:
+		return r.RDI
+	case x86asm.RSP:
+		return r.RSP
+	case x86asm.RBP:
+		return r.RBP
+	case x86asm.R8:
+		return r.R8
+	case x86asm.R9:
+		return r.R9
+	case x86asm.R10:
+		return r.R10
+	case x86asm.R11:
+		return r.R11
+	case x86asm.R12:
+		return r.R12
+	case x86asm.R13:
+		return r.R13
+	case x86asm.R14:
+		return r.R14
+	case x86asm.R15:
+		return r.R15
+	case x86asm.RIP:
+		return r.RIP
+	}
+	return 0
+}
