@@ -41,6 +41,10 @@ type Options struct {
 	// Probes and OnProbe patch raw sites instead (Plan takes precedence).
 	Probes  []vmm.ProbeSite
 	OnProbe vmm.ProbeHandler
+	// SampleEvery samples the guest every that many user-mode basic blocks
+	// (deterministic: identical in every replay); OnSample receives them.
+	SampleEvery uint64
+	OnSample    vmm.SampleHandler
 }
 
 // Result is a finished replay.
@@ -84,7 +88,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
 		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h), Disk: disk,
-		Probes: sites, OnProbe: onProbe,
+		Probes: sites, OnProbe: onProbe, SampleEvery: o.SampleEvery, OnSample: o.OnSample,
 	})
 	if err != nil {
 		return nil, err

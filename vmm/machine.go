@@ -66,6 +66,11 @@ type Config struct {
 	// OnProbe is called at each hit.
 	Probes  []ProbeSite
 	OnProbe ProbeHandler
+	// SampleEvery, in Replay with a branch counter, samples the guest every
+	// that many user-mode basic blocks: deterministic, the same samples in
+	// every replay. OnSample receives them.
+	SampleEvery uint64
+	OnSample    SampleHandler
 }
 
 // NetConfig is the NIC's host side: a UDP user-mode network on a loopback
@@ -88,20 +93,21 @@ const SWBCHookSymbol = "__sanitizer_cov_trace_pc"
 
 // Machine is one VM with a single vCPU, booted from a guest image.
 type Machine struct {
-	cfg     Config
-	sys     *kvm.System
-	vm      *kvm.VM
-	cpu     *kvm.VCPU
-	ram     *memory.RAM
-	bus     devices.Bus
-	intc    *devices.Intc
-	timer   *devices.Timer
-	disk    *devices.Disk
-	store   *devices.DiskStore // nil without a disk
-	nic     *devices.NIC
-	net     netback.Backend // nil without a network
-	probes  map[uint64]*installedProbe
-	console *consoleTail
+	cfg      Config
+	sys      *kvm.System
+	vm       *kvm.VM
+	cpu      *kvm.VCPU
+	ram      *memory.RAM
+	bus      devices.Bus
+	intc     *devices.Intc
+	timer    *devices.Timer
+	disk     *devices.Disk
+	store    *devices.DiskStore // nil without a disk
+	nic      *devices.NIC
+	net      netback.Backend // nil without a network
+	probes   map[uint64]*installedProbe
+	sampleAt uint64 // next branch count to sample at (0: not sampling)
+	console  *consoleTail
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
 	MSRFiltered bool
@@ -174,6 +180,15 @@ func (m *Machine) init() (err error) {
 	}
 	if err = m.installProbes(); err != nil {
 		return err
+	}
+	if m.cfg.SampleEvery != 0 {
+		if m.cfg.Mode != Replay {
+			return errors.New("vmm: sampling is for replays only")
+		}
+		if _, ok := m.cfg.Image.Lookup(SWBCHookSymbol); !ok {
+			return errors.New("vmm: deterministic sampling needs the software branch counter, which this image lacks")
+		}
+		m.sampleAt = m.cfg.SampleEvery
 	}
 	if m.vm, err = m.sys.CreateVM(); err != nil {
 		return err

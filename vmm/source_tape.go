@@ -53,14 +53,24 @@ func (s *tapeSource) beforeEntry(stop stopKind) error {
 		return errStopped
 	}
 	m.cpu.RequestInterruptWindow(false)
+	if stop == stopBranch && m.sampleAt != 0 {
+		if count, _ := m.ram.Uint64(abi.SWBCCountOff); count == m.sampleAt {
+			if err := m.takeSample(); err != nil {
+				return err
+			}
+			m.sampleAt += m.cfg.SampleEvery
+		}
+	}
 	ev, err := s.peek()
 	if err != nil {
 		return err
 	}
 	atExit := stop == stopGuestExit && m.exits == ev.Pos.Exit
+	// A branch stop may be a sample's rather than this event's.
+	atBranch := stop == stopBranch && m.position().Branch == ev.Pos.Branch
 	switch {
 	case ev.Kind == tape.KindInterrupt && ev.Where == tape.AtExit && atExit,
-		ev.Kind == tape.KindInterrupt && ev.Where == tape.AtBranch && stop == stopBranch,
+		ev.Kind == tape.KindInterrupt && ev.Where == tape.AtBranch && atBranch,
 		ev.Kind == tape.KindInterrupt && ev.Where == tape.AtWindow && stop == stopWindow:
 		if err := s.check(ev); err != nil {
 			return err
@@ -81,7 +91,7 @@ func (s *tapeSource) beforeEntry(stop stopKind) error {
 		// guest's next exit.
 		return s.arm(stopKick)
 	case ev.Kind == tape.KindEnd && ev.End.Reason == tape.EndInterrupted &&
-		(ev.Where == tape.AtExit && atExit || ev.Where == tape.AtBranch && stop == stopBranch):
+		(ev.Where == tape.AtExit && atExit || ev.Where == tape.AtBranch && atBranch):
 		return errReplayEnd
 	}
 	return s.arm(stop)
@@ -105,6 +115,9 @@ func (s *tapeSource) arm(stop stopKind) error {
 		target = ev.Pos.Branch
 	case ev.Where == tape.AtWindow && stop == stopGuestExit && m.exits == ev.Pos.Exit:
 		m.cpu.RequestInterruptWindow(true)
+	}
+	if m.sampleAt != 0 {
+		target = min(target, m.sampleAt) // the next sample may come first
 	}
 	return s.setTarget(target)
 }

@@ -21,6 +21,7 @@ type Stats struct {
 	SWBCExits      uint64        // branch-counter exits at the target
 	SWBCStray      uint64        // writes to the swbc port with the count elsewhere
 	ProbeHits      uint64        // probe int3s hit (replays with probes)
+	Samples        uint64        // deterministic samples taken (replays)
 	Halted         time.Duration // time spent idle in HLT
 }
 

@@ -1,0 +1,49 @@
+package replayer_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/recorder"
+	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// Deterministic sampling gives the same samples in every replay — and
+// still a faithful replay — and the samples land in the sampled code.
+func TestDeterministicSamplingRepeats(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "profile rounds=100", recorder.Auto)
+	require.NoError(t, rec.err)
+	run := func() []vmm.Sample {
+		var samples []vmm.Sample
+		var out bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{
+			Tape: rec.path, Console: &out, SampleEvery: 50_000,
+			OnSample: func(s *vmm.Sample, _ vmm.GuestMemory) error {
+				samples = append(samples, *s)
+				return nil
+			},
+		})
+		require.NoError(t, err, out.String())
+		require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+		require.Equal(t, rec.console, out.String())
+		return samples
+	}
+	a, b := run(), run()
+	require.Greater(t, len(a), 100, "too few samples to mean anything")
+	require.Equal(t, a, b, "two replays sampled differently")
+
+	inProfile := 0
+	for _, s := range a {
+		require.EqualValues(t, 0, s.Pos.Branch%50_000)
+		if sym, _, ok := img.Resolve(s.RIP); ok && len(sym.Name) > 5 && sym.Name[:5] == "prof_" {
+			inProfile++
+		}
+		require.NotEmpty(t, s.Stack, "no frame-pointer stack at %#x", s.RIP)
+	}
+	require.Greater(t, inProfile, len(a)*8/10, "most samples of the profile workload should be in its prof_ functions")
+}
