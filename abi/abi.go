@@ -67,7 +67,7 @@ const (
 	PortNICRXTail = 0x568
 	PortNICTXTail = 0x56C
 	PortNICInfo   = 0x570
-	PortSWBC      = 0x5E5
+	PortSWBC      = 0xE5
 	PortNull      = 0x5F0
 )
 

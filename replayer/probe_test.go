@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/guest"
-	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
@@ -56,10 +55,10 @@ func TestProbesCountLockAcquisitions(t *testing.T) {
 		{Addr: lock.Addr, Orig: code(lock.Addr, 1), RIPRel: -1},
 		{Addr: callAt, Orig: code(callAt, 5), RIPRel: -1, Branch: vmm.BranchCall,
 			Target: callAt + 5 + uint64(int64(int32(binary.LittleEndian.Uint32(code(callAt+1, 4)))))},
-	}, func(addr uint64, regs *kvm.Regs, _ vmm.GuestMemory) error {
-		switch addr {
+	}, func(h *vmm.ProbeHit, _ vmm.GuestMemory) error {
+		switch h.Addr {
 		case lock.Addr:
-			perLock[regs.RDI]++
+			perLock[h.Regs.RDI]++
 		case callAt:
 			unlocks++
 		}

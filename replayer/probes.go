@@ -3,6 +3,7 @@ package replayer
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -20,6 +21,8 @@ const currentTIDSymbol = "reprise_current_tid"
 type Hit struct {
 	Probe  *probes.Probe
 	Thread uint32 // guest thread id (0 if the image does not say)
+	Pos    vmm.Position
+	Time   time.Duration // record-time host time (of the last event before it)
 	Regs   kvm.Regs
 	Args   []probes.Value
 }
@@ -60,30 +63,33 @@ func planHandler(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) 
 		}
 	}
 	tidSym, haveTID := img.Lookup(currentTIDSymbol)
-	return func(addr uint64, regs *kvm.Regs, mem vmm.GuestMemory) error {
-		site, ok := plan.SiteAt(addr)
+	return func(ph *vmm.ProbeHit, mem vmm.GuestMemory) error {
+		site, ok := plan.SiteAt(ph.Addr)
 		if !ok {
 			return nil
 		}
-		var tid uint32
-		if haveTID {
-			var b [4]byte
-			if mem.ReadVirt(tidSym.Addr, b[:]) == nil {
-				tid = binary.LittleEndian.Uint32(b[:])
-			}
-		}
+		tid := currentThread(mem, tidSym, haveTID)
 		for _, id := range site.Probes {
 			p, ok := plan.Probe(id)
 			if !ok || !p.WantsThread(tid) {
 				continue
 			}
-			h := Hit{Probe: p, Thread: tid, Regs: *regs, Args: p.EvalArgs(regView{regs}, mem)}
+			h := Hit{Probe: p, Thread: tid, Pos: ph.Pos, Time: ph.Time, Regs: ph.Regs, Args: p.EvalArgs(regView{&ph.Regs}, mem)}
 			if err := onHit(h); err != nil {
 				return err
 			}
 		}
 		return nil
 	}, nil
+}
+
+// currentThread reads the running guest thread's id (0 if unknown).
+func currentThread(mem vmm.GuestMemory, sym elfimage.Symbol, ok bool) uint32 {
+	var b [4]byte
+	if !ok || mem.ReadVirt(sym.Addr, b[:]) != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(b[:])
 }
 
 // regView shows kvm.Regs to the probes' expression evaluator.

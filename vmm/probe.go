@@ -3,6 +3,7 @@ package vmm
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
@@ -42,10 +43,18 @@ type GuestMemory interface {
 	ReadVirt(gva uint64, b []byte) error
 }
 
-// ProbeHandler is called at every probe hit with the address, the
-// interrupted user-mode registers and the guest's memory. It must not
-// change guest state.
-type ProbeHandler func(addr uint64, regs *kvm.Regs, mem GuestMemory) error
+// ProbeHit is one probe hit: where, in which state, and when the recorded
+// run was there.
+type ProbeHit struct {
+	Addr uint64
+	Regs kvm.Regs // the interrupted user-mode registers (RIP = Addr)
+	Pos  Position
+	Time time.Duration // record-time host time of the last event before it
+}
+
+// ProbeHandler is called at every probe hit with the guest's memory. It
+// must not change guest state.
+type ProbeHandler func(h *ProbeHit, mem GuestMemory) error
 
 // A hit: the guest's int3 traps to its kernel, whose #BP handler (on its
 // own IST stack) forwards the trap frame with REPRISE_HC_BREAKPOINT. The
@@ -201,9 +210,9 @@ func (m *Machine) probeHit(frameGPA uint64) (bool, error) {
 	}
 	m.stats.ProbeHits++
 	if m.cfg.OnProbe != nil {
-		regs := frameRegs(f)
-		regs.RIP = p.Addr
-		if err := m.cfg.OnProbe(p.Addr, &regs, m); err != nil {
+		h := &ProbeHit{Addr: p.Addr, Regs: frameRegs(f), Pos: m.position(), Time: m.recordTime()}
+		h.Regs.RIP = p.Addr
+		if err := m.cfg.OnProbe(h, m); err != nil {
 			return true, err
 		}
 	}

@@ -2,6 +2,7 @@ package vmm
 
 import (
 	"encoding/binary"
+	"time"
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
@@ -11,13 +12,31 @@ import (
 // instrumented code's location and its frame-pointer call stack.
 type Sample struct {
 	Pos   Position
-	RIP   uint64   // where the sampled code was (the branch counter's caller)
-	Stack []uint64 // return addresses, innermost first
+	Time  time.Duration // record-time host time of the last event before it
+	RIP   uint64        // where the sampled code was (the branch counter's caller)
+	Stack []uint64      // return addresses, innermost first
 	Regs  kvm.Regs
 }
 
-// Position is an execution position (as on the tape).
+// Position is an execution position: guest-initiated exits so far and the
+// software branch count (as on the tape).
 type Position struct{ Exit, Branch uint64 }
+
+// position is where the guest is now.
+func (m *Machine) position() Position {
+	count, _ := m.ram.Uint64(abi.SWBCCountOff)
+	return Position{Exit: m.exits, Branch: count}
+}
+
+// recordTime maps the current point of a replay to the recorded run's host
+// time: that of the last tape event applied (events are the only points
+// whose record time is known).
+func (m *Machine) recordTime() time.Duration {
+	if ts, ok := m.src.(*tapeSource); ok {
+		return ts.lastTime
+	}
+	return m.now()
+}
 
 // SampleHandler receives each sample with the guest's memory.
 type SampleHandler func(s *Sample, mem GuestMemory) error
@@ -30,8 +49,7 @@ const maxStackDepth = 64
 // is the return address at [rsp], and rbp is still the caller's frame.
 func (m *Machine) takeSample() error {
 	regs := *m.cpu.SyncedRegs()
-	count, _ := m.ram.Uint64(abi.SWBCCountOff)
-	s := &Sample{Pos: Position{Exit: m.exits, Branch: count}, Regs: regs}
+	s := &Sample{Pos: m.position(), Time: m.recordTime(), Regs: regs}
 	var b [16]byte
 	if m.ReadVirt(regs.RSP, b[:8]) == nil {
 		s.RIP = binary.LittleEndian.Uint64(b[:8])

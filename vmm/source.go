@@ -4,7 +4,6 @@ import (
 	"hash/fnv"
 	"time"
 
-	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
 )
@@ -72,11 +71,10 @@ type source interface {
 	finish(end *tape.End, runErr error) error
 }
 
-// position is where the guest is now: guest-initiated exits so far and the
-// software branch counter.
-func (m *Machine) position() tape.Position {
-	count, _ := m.ram.Uint64(abi.SWBCCountOff)
-	return tape.Position{Exit: m.exits, Branch: count}
+// tapePosition is where the guest is now, as a tape position.
+func (m *Machine) tapePosition() tape.Position {
+	p := m.position()
+	return tape.Position{Exit: p.Exit, Branch: p.Branch}
 }
 
 // regsDigest summarises the guest's general registers at an event, so
@@ -101,7 +99,7 @@ func regsDigest(r *kvm.Regs) uint64 {
 func (m *Machine) event(kind tape.Kind, where tape.Where) *tape.Event {
 	return &tape.Event{
 		Kind:     kind,
-		Pos:      m.position(),
+		Pos:      m.tapePosition(),
 		Where:    where,
 		HostTime: m.now(),
 		Exit:     uint8(m.cpu.ExitReason()),

@@ -15,11 +15,12 @@ import (
 // interrupt is injected at its recorded position, idle time is skipped, and
 // each event is checked against the guest's state where it applies.
 type tapeSource struct {
-	m       *Machine
-	script  EventScript
-	target  uint64 // branch-counter target currently set
-	applied uint64 // events consumed
-	last    tape.Position
+	m        *Machine
+	script   EventScript
+	target   uint64 // branch-counter target currently set
+	applied  uint64 // events consumed
+	last     tape.Position
+	lastTime time.Duration // host time of the last event applied
 }
 
 func newTapeSource(m *Machine, script EventScript) *tapeSource {
@@ -43,7 +44,7 @@ func (s *tapeSource) consume() {
 	ev, _ := s.script.Next()
 	s.applied++
 	if ev != nil {
-		s.last = ev.Pos
+		s.last, s.lastTime = ev.Pos, ev.HostTime
 	}
 }
 
@@ -162,7 +163,7 @@ func (s *tapeSource) setTarget(t uint64) error {
 // check compares the guest's state with the recorded one at an event.
 func (s *tapeSource) check(ev *tape.Event) error {
 	m := s.m
-	pos := m.position()
+	pos := m.tapePosition()
 	switch {
 	case pos.Exit != ev.Pos.Exit || pos.Branch != ev.Pos.Branch:
 		return s.diverge(ev, "position", fmtPos(ev.Pos), fmtPos(pos))

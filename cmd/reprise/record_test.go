@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -170,4 +171,38 @@ func TestDiskFlags(t *testing.T) {
 	require.Contains(t, r.stderr, "base image")
 	r = runCLI(t, nil, "run", "disk")
 	require.Equal(t, 3, r.code, "no disk: the workload says so with status 3")
+}
+
+// Repeated replays of one tape with different probe sets fill one event
+// database, each its own run; the first run is left as it was.
+func TestReplayIntoEventDB(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	tp, db := filepath.Join(dir, "run.tape"), filepath.Join(dir, "events.db")
+	require.Equal(t, 0, runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=50").code)
+
+	r := runCLI(t, nil, "replay", "-q", "--probe", "lock=mutex_lock m=arg0", "--db", db, tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "run 1 in "+db+": 1600 events") // 16 threads × 50 × 2 locks
+	first := runCLI(t, nil, "events", db, "--run", "1")
+	require.Equal(t, 0, first.code, first.stderr)
+
+	r = runCLI(t, nil, "replay", "-q", "--sample", "50000", "--probe", "unlock=mutex_unlock", "--db", db, tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "run 2 in "+db)
+
+	runs := runCLI(t, nil, "events", db)
+	require.Contains(t, runs.stdout, "lock")
+	require.Contains(t, runs.stdout, "unlock")
+	again := runCLI(t, nil, "events", db, "--run", "1")
+	require.Equal(t, first.stdout, again.stdout, "run 1 changed when run 2 was added")
+	samples := runCLI(t, nil, "events", db, "--run", "2", "--kind", "sample", "--limit", "5")
+	require.Equal(t, 6, len(strings.Split(strings.TrimSpace(samples.stdout), "\n")), samples.stdout)
+
+	bad := runCLI(t, nil, "replay", "-q", "--probe", "mutex_lock+0x3", "--db", db, tp)
+	require.Equal(t, exitUsage, bad.code)
+	require.Contains(t, bad.stderr, "inside the instruction")
+	bad = runCLI(t, nil, "replay", "-q", "--probe", "mutex_lock", tp)
+	require.Equal(t, exitUsage, bad.code)
+	require.Contains(t, bad.stderr, "--db")
 }

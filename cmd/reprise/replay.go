@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
@@ -23,8 +27,12 @@ const (
 
 func newReplayCmd() *cobra.Command {
 	var (
-		quiet bool
-		disk  string
+		quiet      bool
+		disk       string
+		probeSpecs []string
+		probeFile  string
+		sample     uint64
+		dbDir      string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TAPE",
@@ -46,13 +54,33 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 			if quiet {
 				console = io.Discard
 			}
-			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk}
+			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk, SampleEvery: sample}
 			// A progress line on the terminal, unless the console is
 			// streaming to that same terminal.
 			if isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout)) {
 				opts.Progress = os.Stderr
 			}
-			res, err := replayer.Replay(ctx, opts)
+			if len(probeSpecs) > 0 || probeFile != "" {
+				plan, err := probePlan(args[0], probeSpecs, probeFile)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				opts.Plan = plan
+			}
+			if (opts.Plan != nil || sample != 0) && dbDir == "" {
+				return &exitError{exitUsage, errors.New("probes and sampling write to an event database: add --db DIR")}
+			}
+			var res *replayer.Result
+			var err error
+			if dbDir != "" {
+				var run *eventdb.Run
+				res, run, err = replayToDB(ctx, opts, dbDir)
+				if run != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: run %d in %s: %d events%s\n", run.ID, dbDir, run.Events, map[bool]string{false: " (incomplete)", true: ""}[run.Complete])
+				}
+			} else {
+				res, err = replayer.Replay(ctx, opts)
+			}
 			var (
 				div *vmm.DivergenceError
 				cut *vmm.TapeCutError
@@ -78,6 +106,10 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the guest console")
 	cmd.Flags().StringVar(&disk, "disk", "", "where the recording's disk base image is now, if it moved (checked against the recorded hash)")
+	cmd.Flags().StringArrayVar(&probeSpecs, "probe", nil, "a probe: [NAME=]SYMBOL[+OFF] [ARG=EXPR ...] [@tid=N] (repeatable; e.g. 'lock=mutex_lock m=arg0')")
+	cmd.Flags().StringVar(&probeFile, "probes", "", "probes from a YAML or JSON file")
+	cmd.Flags().Uint64Var(&sample, "sample", 0, "sample every N user-mode basic blocks (deterministic: identical in every replay)")
+	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
 	return cmd
 }
 
@@ -89,4 +121,44 @@ func describeEnd(e *tape.End) string {
 		return "recorded guest fault reproduced: " + e.Fault
 	}
 	return "stopped where the recording was stopped"
+}
+
+// probePlan parses the probe specs and resolves them against the image the
+// tape embeds.
+func probePlan(tapePath string, specs []string, file string) (*probes.Plan, error) {
+	var all []probes.Spec
+	if len(specs) > 0 {
+		s, err := probes.ParseSpecs(specs)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, s...)
+	}
+	if file != "" {
+		s, err := probes.ParseFile(file)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, s...)
+	}
+	r, err := tape.Open(tapePath)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	h := r.Header()
+	img, err := elfimage.Parse(h.Image.Name, h.Image.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return probes.Resolve(all, img)
+}
+
+func replayToDB(ctx context.Context, opts replayer.Options, dir string) (*replayer.Result, *eventdb.Run, error) {
+	db, err := eventdb.Open(dir, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer db.Close()
+	return replayer.ToDB(ctx, opts, db)
 }

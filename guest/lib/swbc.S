@@ -6,17 +6,20 @@
  * when the count reaches the target the VMM wrote. kit-plain.elf does not
  * link it: an image without this symbol keeps no branch counter.
  *
- * Two properties matter, and the order of the instructions gives both:
+ * Three properties matter, and the order of the instructions gives them:
  *
  * - The count is stored BEFORE it is compared with the target. The recorder
  *   sets target = count + 1 at an arbitrary instant; wherever that lands in
  *   this sequence, the next store-then-compare meets it. (Comparing first
  *   misses a target set between the compare and the store, forever.)
- * - The flags left behind depend on the count alone, never on the target,
+ * - The state left behind depends on the count alone, never on the target,
  *   which the VMM writes at different moments in record and replay: flags
- *   survive the return and end up in trap frames, so replayed RAM would
- *   differ. The common path ends with `add $0` on the count; the exit path
- *   with the compare of two equal values.
+ *   and registers survive the return and end up in trap frames in RAM.
+ *   Both paths end in the same `add $0` on the count.
+ * - Taking the exit changes nothing either: a replay also exits where the
+ *   recording did not (samples), so the exit path touches no register but
+ *   rax's low byte, which already holds the count (`out %al, $imm8` needs
+ *   no port in dx, hence a port below 0x100), and writes no memory.
  *
  * Fast path: 6 instructions and ret. No frame is built, so a sampler whose
  * RIP is in here finds the instrumented caller's return address at [rsp].
@@ -31,11 +34,10 @@ __sanitizer_cov_trace_pc:
 	lea	1(%rax), %rax			/* count + 1 */
 	mov	%rax, REPRISE_SWBC		/* store first, then compare */
 	cmp	REPRISE_SWBC + 8, %rax		/* at the target? */
-	je	1f
-	add	$0, %rax			/* flags from the count alone */
+	je	2f
+1:	add	$0, %rax			/* flags from the count alone */
 	ret
-1:	mov	$REPRISE_PORT_SWBC, %edx
-	out	%al, %dx			/* exit: the VMM takes over here */
-	ret
+2:	out	%al, $REPRISE_PORT_SWBC		/* exit: the VMM takes over here */
+	jmp	1b
 	.size	__sanitizer_cov_trace_pc, . - __sanitizer_cov_trace_pc
 	.section .note.GNU-stack, "", @progbits

@@ -66,7 +66,8 @@
 #define REPRISE_PORT_NIC_RXTAIL 0x568 /* 32-bit out: RX buffers are posted up to this free-running index */
 #define REPRISE_PORT_NIC_TXTAIL 0x56C /* 32-bit out: TX frames are queued up to this index: sent now */
 #define REPRISE_PORT_NIC_INFO   0x570 /* 32-bit in: 1 if a network backend is attached, else 0 */
-#define REPRISE_PORT_SWBC     0x5E5  /* 8-bit out from the swbc hook: target reached */
+#define REPRISE_PORT_SWBC     0xE5   /* 8-bit out from the swbc hook: target reached (below 0x100:
+                                        `out %al, $imm8` leaves every other register alone) */
 #define REPRISE_PORT_NULL     0x5F0  /* writes ignored, reads 0: exit round-trip benchmarks.
                                         SWBC and NULL are the only ports the TSS I/O
                                         bitmap opens to CPL3. */

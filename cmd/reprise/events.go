@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-vm/reprise/eventdb"
+)
+
+func newEventsCmd() *cobra.Command {
+	var (
+		run    uint32
+		kinds  []string
+		thread int64
+		limit  int
+	)
+	cmd := &cobra.Command{
+		Use:   "events DB",
+		Short: "List a database's runs, or print a run's events for inspection",
+		Long: `Without --run, list the runs of an event database (one per replay with a
+probe set). With --run N, print that run's events in key order (kind, then
+thread, then execution position), optionally only some kinds (probe-entry,
+probe-return, sample, switch, thread-create, thread-exit, user) or one
+thread.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := eventdb.Open(args[0], nil)
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			defer db.Close()
+			out := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			defer out.Flush()
+			if run == 0 {
+				runs, err := db.Runs()
+				if err != nil {
+					return &exitError{exitFailure, err}
+				}
+				fmt.Fprintln(out, "RUN\tEVENTS\tCOMPLETE\tPROBES\tSAMPLING\tTAPE")
+				for _, r := range runs {
+					names := make([]string, len(r.Probes))
+					for i, p := range r.Probes {
+						names[i] = p.Name
+					}
+					fmt.Fprintf(out, "%d\t%d\t%v\t%s\t%s\t%s\n", r.ID, r.Events, r.Complete, strings.Join(names, ","), r.Sampling, r.Tape)
+				}
+				return nil
+			}
+			q := eventdb.Query{Run: run}
+			for _, k := range kinds {
+				kind, err := eventdb.ParseKind(k)
+				if err != nil {
+					return &exitError{exitUsage, err}
+				}
+				q.Kinds = append(q.Kinds, kind)
+			}
+			if thread >= 0 {
+				t := uint32(thread)
+				q.Thread = &t
+			}
+			it := db.Query(q)
+			defer it.Close()
+			fmt.Fprintln(out, "KIND\tTHREAD\tPOSITION\tTIME\tPROBE\tADDR\tARGS/STACK")
+			n := 0
+			for it.Next() && (limit <= 0 || n < limit) {
+				e := it.Event()
+				extra := e.Args
+				if e.Kind == eventdb.KindSample {
+					extra = e.Stack
+				}
+				fmt.Fprintf(out, "%v\t%d\t%v\t%v\t%d\t%#x\t%s\n", e.Kind, e.Thread, e.Pos, e.Time.Round(time.Microsecond), e.Probe, e.Addr, hexList(extra))
+				n++
+			}
+			if err := it.Err(); err != nil {
+				return &exitError{exitFailure, err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Uint32Var(&run, "run", 0, "the run to print (0: list the runs)")
+	cmd.Flags().StringSliceVar(&kinds, "kind", nil, "only these kinds")
+	cmd.Flags().Int64Var(&thread, "thread", -1, "only this guest thread")
+	cmd.Flags().IntVar(&limit, "limit", 0, "print at most this many events (0: all)")
+	return cmd
+}
+
+func hexList(v []uint64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprintf("%#x", x)
+	}
+	return strings.Join(s, " ")
+}

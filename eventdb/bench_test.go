@@ -1,0 +1,112 @@
+package eventdb
+
+import (
+	"io/fs"
+	"path/filepath"
+	"testing"
+)
+
+// benchEvents is a realistic mix (see genEvents): 40% samples with 2–13
+// frames, 50% lock probes with arguments, the rest switches, user and
+// thread events, over 16 threads.
+var benchEvents = genEvents(11, 1<<18, 16)
+
+// addBench adds n events cycled from benchEvents, shifting positions so
+// that each cycle continues every thread's execution.
+func addBench(b *testing.B, in *Ingest, n int) {
+	var e Event
+	for i := range n {
+		e = benchEvents[i%len(benchEvents)]
+		e.Pos.Exit += uint64(i/len(benchEvents)) << 32
+		if err := in.Add(&e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func dirSize(b *testing.B, dir string) int64 {
+	var size int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			size += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return size
+}
+
+// BenchmarkIngest measures Add through Finish with the default options:
+// Sync off, so batches commit with pebble.NoSync (Finish syncs once).
+// bytes/event is the DB directory's size after Finish and Close.
+func BenchmarkIngest(b *testing.B) {
+	dir := b.TempDir()
+	db, err := Open(dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, in, err := db.NewRun("bench.tape", testProbes, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	addBench(b, in, b.N)
+	if err := in.Finish(); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(dirSize(b, dir))/float64(b.N), "bytes/event")
+}
+
+// BenchmarkQuery measures scanning (and decoding) a finished run of 1 M
+// events: the whole run, and one kind and thread.
+func BenchmarkQuery(b *testing.B) {
+	const n = 1 << 20
+	db, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	_, in, err := db.NewRun("bench.tape", testProbes, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addBench(b, in, n)
+	if err := in.Finish(); err != nil {
+		b.Fatal(err)
+	}
+	thread := uint32(3)
+	for _, bc := range []struct {
+		name string
+		q    Query
+	}{
+		{"run", Query{Run: 1}},
+		{"kind-thread", Query{Run: 1, Kinds: []Kind{KindSample}, Thread: &thread}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			scanned := 0
+			for b.Loop() {
+				it := db.Query(bc.q)
+				for it.Next() {
+					scanned++
+				}
+				if err := it.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(scanned)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}

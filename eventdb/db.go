@@ -1,0 +1,125 @@
+package eventdb
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/reprise-vm/reprise/eventdb/internal/codec"
+)
+
+// SchemaVersion is the version of the key and value layouts this package
+// reads and writes (see the package comment).
+const SchemaVersion = codec.SchemaVersion
+
+// DB is one recording's event database. Its methods are safe for
+// concurrent use; each Ingest and Iter belongs to one goroutine.
+type DB struct {
+	pdb    *pebble.DB
+	dir    string
+	opts   *Options
+	closed atomic.Bool
+
+	mu struct {
+		sync.Mutex
+		nextRun uint32 // the id NewRun hands out next
+	}
+}
+
+// Open opens the event DB in dir, creating it if absent. It fails with a
+// *SchemaError if the DB was written with another schema version, and
+// with ErrNotDB if dir holds a Pebble DB that is not an event DB. A DB
+// whose last ingest was killed opens normally; that run stays incomplete.
+func Open(dir string, o *Options) (*DB, error) {
+	pdb, err := pebble.Open(dir, pebbleOptions())
+	if err != nil {
+		return nil, fmt.Errorf("eventdb: open %s: %w", dir, err)
+	}
+	db := &DB{pdb: pdb, dir: dir, opts: o}
+	if err := db.checkSchema(); err != nil {
+		_ = pdb.Close()
+		return nil, err
+	}
+	last, err := db.lastRun()
+	if err != nil {
+		_ = pdb.Close()
+		return nil, err
+	}
+	db.mu.nextRun = last + 1
+	return db, nil
+}
+
+// checkSchema compares the stored schema version with ours, writing it
+// into a new, empty DB.
+func (db *DB) checkSchema() error {
+	v, closer, err := db.pdb.Get(codec.MetaVersionKey)
+	switch {
+	case err == nil:
+		defer closer.Close()
+		if len(v) != 4 {
+			return corrupt(codec.MetaVersionKey, fmt.Errorf("%s: schema version is %d bytes, want 4", db.dir, len(v)))
+		}
+		if found := binary.BigEndian.Uint32(v); found != SchemaVersion {
+			return &SchemaError{Dir: db.dir, Found: found, Want: SchemaVersion}
+		}
+		return nil
+	case errors.Is(err, pebble.ErrNotFound):
+		it, err := db.pdb.NewIter(nil)
+		if err != nil {
+			return fmt.Errorf("eventdb: open %s: %w", db.dir, err)
+		}
+		empty := !it.First()
+		if err := it.Close(); err != nil {
+			return fmt.Errorf("eventdb: open %s: %w", db.dir, err)
+		}
+		if !empty {
+			return fmt.Errorf("%w: %s holds a Pebble DB without an eventdb schema version", ErrNotDB, db.dir)
+		}
+		ver := binary.BigEndian.AppendUint32(nil, SchemaVersion)
+		if err := db.pdb.Set(codec.MetaVersionKey, ver, pebble.Sync); err != nil {
+			return fmt.Errorf("eventdb: create %s: %w", db.dir, err)
+		}
+		return nil
+	default:
+		return fmt.Errorf("eventdb: open %s: read schema version: %w", db.dir, err)
+	}
+}
+
+// lastRun returns the highest run id recorded, 0 if none.
+func (db *DB) lastRun() (uint32, error) {
+	prefix := codec.RunKeyPrefix()
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: codec.PrefixEnd(prefix)})
+	if err != nil {
+		return 0, fmt.Errorf("eventdb: open %s: %w", db.dir, err)
+	}
+	var last uint32
+	if it.Last() {
+		if last, err = codec.DecodeRunKey(it.Key()); err != nil {
+			err = corrupt(it.Key(), err)
+			_ = it.Close()
+			return 0, err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return 0, fmt.Errorf("eventdb: open %s: find last run: %w", db.dir, err)
+	}
+	return last, nil
+}
+
+// Dir returns the directory the DB lives in.
+func (db *DB) Dir() string { return db.dir }
+
+// Close closes the DB. Close every Iter and finish or close every Ingest
+// first. Calls after Close return ErrClosed.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return ErrClosed
+	}
+	if err := db.pdb.Close(); err != nil {
+		return fmt.Errorf("eventdb: close %s: %w", db.dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+// Package eventdb stores the events of replays (DESIGN.md §7–§9) in Pebble
+// and lets tools range-scan them. One DB holds one recording; each replay
+// of that recording with a probe set is a Run, numbered 1, 2, … and never
+// reused. The replayer feeds a run through an Ingest; tools read it with
+// Query, Runs and Export. The package imports nothing from reprise.
+//
+//	db, err := eventdb.Open(dir, nil)
+//	run, in, err := db.NewRun(tapePath, probes, "swbc every 100000")
+//	for … { err = in.Add(&ev) }   // batched, BatchEvents per commit
+//	err = in.Finish()               // run.Complete, with its event count
+//
+//	it := db.Query(eventdb.Query{Run: 1, Kinds: []eventdb.Kind{eventdb.KindSample}})
+//	for it.Next() { use(it.Event()) }
+//	err = it.Close()                // the iteration's error, if any
+//
+// # Durability and killed ingests
+//
+// NewRun writes the run record (Complete=false) and syncs it. Every batch
+// of events the Ingest commits carries the run record too, its Events
+// count updated, so the count always equals the events present: a batch is
+// applied whole or not at all. Finish commits the rest with Complete=true
+// and syncs. A process killed before Finish leaves the run listed as
+// incomplete with the events of the batches that made it; Open works on
+// such a DB (Pebble replays its WAL) and NewRun never reuses the id.
+// With Options.Sync each batch commit waits for the WAL to reach the disk,
+// so every committed batch survives a kill or a power cut; without it
+// (the default, fastest) the last few batches may be lost on a kill,
+// never a part of one.
+//
+// # Key layout (schema version 1, stable)
+//
+// Integers in keys are big-endian so that byte order is numeric order.
+// Pebble compares keys bytewise.
+//
+//	meta keys:
+//	+-----+-----+                       +--------------------+
+//	| 'm' | 'v' |                   ──► | schema version u32 |   written at creation
+//	+-----+-----+                       +--------------------+
+//	+-----+-----+-----------+           +--------------------+
+//	| 'm' | 'r' | run u32   |       ──► | run record         |   one per run
+//	+-----+-----+-----------+           +--------------------+
+//
+//	event keys (30 bytes):
+//	0     1           5      6            10           18             26         30
+//	+-----+-----------+------+------------+------------+--------------+----------+
+//	| 'e' | run u32   | kind | thread u32 | exit u64   | branch u64   | seq u32  |
+//	+-----+-----------+------+------------+------------+--------------+----------+
+//	                                        └── Position ──────────────┘
+//
+// so one run's events are contiguous, then one kind's, then one thread's,
+// in execution order (Position). seq is the event's arrival ordinal within
+// its run, assigned by the Ingest from 0: it keeps events at one position
+// apart and in arrival order, and lets a tool merge threads back into
+// arrival order. A run holds at most 2^32 events.
+//
+// # Values (schema version 1, stable)
+//
+// Every value starts with the schema version byte. varint is zig-zag
+// (encoding/binary.AppendVarint), uvarint unsigned.
+//
+//	event value:
+//	+---------+-----------+---------+---------+---------+-----------+---------+------------+
+//	| version | time      | probe   | addr    | nargs   | args      | nstack  | stack      |
+//	| u8 = 1  | varint ns | uvarint | uvarint | uvarint | uvarint … | uvarint | varint Δ … |
+//	+---------+-----------+---------+---------+---------+-----------+---------+------------+
+//	  stack[i] is coded as the wrapping difference from stack[i-1], stack[0] from addr.
+//
+//	run record:
+//	+---------+--------------+------+----------+------+---------+----------+---------+----------+
+//	| version | created      | tape | sampling | note | events  | complete | nprobes | probe …  |
+//	| u8 = 1  | varint ns    | str  | str      | str  | uvarint | u8 0/1   | uvarint |          |
+//	+---------+--------------+------+----------+------+---------+----------+---------+----------+
+//	probe:  id uvarint | name str | spec str | symbol str | addr uvarint | return u8 | nargs uvarint | arg str …
+//	str:    uvarint length | bytes
+//	created is Unix nanoseconds; the run id is in the key.
+//
+// The layout is extensible without a version bump in one way: new event
+// kinds may appear (a reader lists them under their number). Any other
+// change bumps the schema version, and Open refuses a DB whose version
+// differs from the one it was built for: the replays are re-run into a new
+// DB. Decoders never panic on damaged bytes: Query and Runs report a
+// *CorruptError naming the key.
+//
+// # Queries
+//
+// A Query picks a run and optionally kinds and a thread. These choose key
+// ranges: one kind and one thread is a single tight range; several kinds
+// are scanned one range after another, in kind order; no kinds scans the
+// whole run. The time range, Addr and Probe filters are applied while
+// iterating: the scan still reads (and checks) the events it skips.
+package eventdb

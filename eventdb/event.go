@@ -1,0 +1,124 @@
+package eventdb
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is what an event is. Its number is part of the key layout (stable).
+type Kind uint8
+
+// Event kinds. The numbers are stable.
+const (
+	KindProbeEntry   Kind = 1 // a probe's entry hit, with arguments
+	KindProbeReturn  Kind = 2 // a return probe's hit, with the return value(s)
+	KindSample       Kind = 3 // RIP and frame-pointer stack of the current thread
+	KindSwitch       Kind = 4 // guest context switch: Thread stops, Addr starts
+	KindThreadCreate Kind = 5 // guest thread created (Args: the kernel's payload)
+	KindThreadExit   Kind = 6 // guest thread exited
+	KindUser         Kind = 7 // explicit guest event: Addr its kind, Args its payload
+
+	kindLast = KindUser
+)
+
+var kindNames = [...]string{
+	KindProbeEntry:   "probe-entry",
+	KindProbeReturn:  "probe-return",
+	KindSample:       "sample",
+	KindSwitch:       "switch",
+	KindThreadCreate: "thread-create",
+	KindThreadExit:   "thread-exit",
+	KindUser:         "user",
+}
+
+// Kinds returns every kind this package knows, in key order.
+func Kinds() []Kind {
+	ks := make([]Kind, 0, kindLast)
+	for k := Kind(1); k <= kindLast; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// Valid reports whether k is a kind this package knows.
+func (k Kind) Valid() bool { return k >= 1 && k <= kindLast }
+
+// String returns the kind's name as Export writes it, e.g. "probe-entry";
+// an unknown kind is "kind(N)".
+func (k Kind) String() string {
+	if k.Valid() {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ParseKind is the inverse of Kind.String.
+func ParseKind(s string) (Kind, error) {
+	for k := Kind(1); k <= kindLast; k++ {
+		if kindNames[k] == s {
+			return k, nil
+		}
+	}
+	if num, ok := strings.CutPrefix(s, "kind("); ok {
+		if num, ok = strings.CutSuffix(num, ")"); ok {
+			if n, err := strconv.ParseUint(num, 10, 8); err == nil && n != 0 && Kind(n).String() == s {
+				return Kind(n), nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("eventdb: unknown event kind %q", s)
+}
+
+// Position is an execution position: the ordinal of the VM exit and the
+// branch count within it (DESIGN.md §4). It orders the events of one
+// thread.
+type Position struct{ Exit, Branch uint64 }
+
+// Compare returns -1, 0 or +1 as p is before, at or after q.
+func (p Position) Compare(q Position) int {
+	switch {
+	case p.Exit != q.Exit:
+		if p.Exit < q.Exit {
+			return -1
+		}
+		return 1
+	case p.Branch != q.Branch:
+		if p.Branch < q.Branch {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+func (p Position) String() string { return fmt.Sprintf("%d:%d", p.Exit, p.Branch) }
+
+// Event is one event of a run. Kind, Thread, Pos and Seq are its key;
+// the rest is its value.
+type Event struct {
+	Kind   Kind
+	Thread uint32        // guest thread id (0: idle / kernel)
+	Pos    Position      // execution position
+	Seq    uint32        // arrival ordinal in the run; set by the DB, ignored by Add
+	Time   time.Duration // record-time host time since the recording started
+	Probe  uint32        // probe id within the run (probe events), 0 otherwise
+	Addr   uint64        // probe: probed address; sample: RIP; switch: next thread id; user: the event's kind
+	Args   []uint64      // probe arguments (named in the run's probe table), or user-event payload
+	Stack  []uint64      // sample: return addresses, innermost first
+}
+
+// Clone returns a copy of e that shares no memory with it: events from an
+// Iter are only valid until its next Next.
+func (e *Event) Clone() *Event {
+	c := *e
+	c.Args = slices.Clone(e.Args)
+	c.Stack = slices.Clone(e.Stack)
+	return &c
+}
+
+func (e *Event) String() string {
+	return fmt.Sprintf("%v thread %d at %v seq %d", e.Kind, e.Thread, e.Pos, e.Seq)
+}

@@ -1,0 +1,27 @@
+package eventdb
+
+import (
+	"os"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+func TestMainExp(t *testing.T) {}
+
+func init() {
+	switch os.Getenv("EXP") {
+	case "row":
+		tunePebble = func(o *pebble.Options) { o.FormatMajorVersion = pebble.FormatFlushableIngestExcises }
+	case "mem128":
+		tunePebble = func(o *pebble.Options) { o.MemTableSize = 128 << 20 }
+	case "mem256":
+		tunePebble = func(o *pebble.Options) { o.MemTableSize = 256 << 20; o.MemTableStopWritesThreshold = 2 }
+	case "nocompact":
+		tunePebble = func(o *pebble.Options) { o.DisableAutomaticCompactions = true; o.L0StopWritesThreshold = 1000 }
+	case "l0":
+		tunePebble = func(o *pebble.Options) { o.L0StopWritesThreshold = 1000; o.L0CompactionThreshold = 8 }
+	case "lbase":
+		tunePebble = func(o *pebble.Options) { o.LBaseMaxBytes = 1 << 30; o.L0StopWritesThreshold = 1000 }
+	}
+}

@@ -1,0 +1,83 @@
+package replayer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// ToDB replays o.Tape with its probe plan and sampling and writes what
+// they see into db as a new run: one event per probe hit (with its thread,
+// position, record time and arguments) and per sample (RIP and stack).
+// The run is marked complete only if the replay matched its recording; a
+// diverged or interrupted replay leaves an incomplete run with the events
+// it produced. o.OnHit and o.OnSample are replaced.
+func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run, error) {
+	var table []eventdb.Probe
+	if o.Plan != nil {
+		for _, p := range o.Plan.Probes {
+			names := make([]string, len(p.Args))
+			for i, a := range p.Args {
+				names[i] = a.Name
+			}
+			table = append(table, eventdb.Probe{ID: p.ID + 1, Name: p.Name, Spec: p.Spec, Symbol: p.Symbol,
+				Addr: p.Addr, Return: p.Return, Args: names})
+		}
+	}
+	sampling := ""
+	if o.SampleEvery != 0 {
+		sampling = fmt.Sprintf("every %d user-mode basic blocks (deterministic)", o.SampleEvery)
+	}
+	abs, _ := filepath.Abs(o.Tape)
+	run, in, err := db.NewRun(abs, table, sampling)
+	if err != nil {
+		return nil, nil, err
+	}
+	img, err := imageOf(o.Tape)
+	if err != nil {
+		return nil, run, err
+	}
+	tidSym, haveTID := img.Lookup(currentTIDSymbol)
+	o.OnHit = func(h Hit) error {
+		args := make([]uint64, len(h.Args))
+		for i, v := range h.Args {
+			args[i] = v.Value // a failed read records 0; the probe table names the arguments
+		}
+		return in.Add(&eventdb.Event{Kind: eventdb.KindProbeEntry, Thread: h.Thread, Pos: eventdb.Position(h.Pos),
+			Time: h.Time, Probe: h.Probe.ID + 1, Addr: h.Probe.Addr, Args: args})
+	}
+	o.OnSample = func(s *vmm.Sample, mem vmm.GuestMemory) error {
+		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: currentThread(mem, tidSym, haveTID),
+			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack})
+	}
+	res, err := Replay(ctx, o)
+	var cut *vmm.TapeCutError
+	if err != nil && !errors.As(err, &cut) {
+		return res, run, err // the run stays incomplete
+	}
+	if ferr := in.Finish(); ferr != nil {
+		return res, run, ferr
+	}
+	final, ferr := db.Run(run.ID)
+	if ferr == nil {
+		run = &final
+	}
+	return res, run, err
+}
+
+// imageOf reads the guest image embedded in a tape.
+func imageOf(path string) (*elfimage.Image, error) {
+	r, err := tape.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	h := r.Header()
+	return elfimage.Parse(path+":"+h.Image.Name, h.Image.Bytes)
+}
