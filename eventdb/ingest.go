@@ -37,7 +37,7 @@ func newIngest(db *DB, run *Run) *Ingest {
 		every: db.opts.batchEvents(),
 		wo:    db.opts.writeOptions(),
 		buf:   newSortBuf(),
-		batch: db.pdb.NewBatch(),
+		batch: db.pdb.NewBatch(pebble.WithMaxRetainedSizeBytes(1 << 30)),
 		key:   make([]byte, 0, codec.EventKeyLen),
 	}
 }

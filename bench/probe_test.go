@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+func plan(b *testing.B, image string, specs ...string) *probes.Plan {
+	img, err := elfimage.Open(image)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := probes.ParseSpecs(specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := probes.Resolve(s, img)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+func replayWith(b *testing.B, path string, o replayer.Options) *replayer.Result {
+	o.Tape, o.Console = path, io.Discard
+	res, err := replayer.Replay(context.Background(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
+}
+
+// BenchmarkProbeHit: the cost of one probe hit (int3 trap into the guest
+// kernel, its #BP path, the hypercall exit, the out-of-line copy), from a
+// replay with lock/unlock probes against the same replay without, side by
+// side; and, in the same run, a bare CPL3 exit for the ratio.
+func BenchmarkProbeHit(b *testing.B) {
+	k := kit(b)
+	path := filepath.Join(b.TempDir(), "syn.tape")
+	recordTo(b, k.Image(), "syn_cont iters=300", path)
+	p := plan(b, k.Image(), "lock=mutex_lock m=arg0", "unlock=mutex_unlock m=arg0")
+	var bare, probed, exit time.Duration
+	var hits uint64
+	const exits = 20000
+	for i := 0; i < b.N; i++ {
+		rb := replayWith(b, path, replayer.Options{})
+		rp := replayWith(b, path, replayer.Options{Plan: p, OnHit: func(replayer.Hit) error { return nil }})
+		re, _ := boot(b, k.Image(), fmt.Sprintf("bench exit-cpl3 n=%d", exits), -1)
+		bare += marked(rb.Result)
+		probed += marked(rp.Result)
+		hits += rp.Stats.ProbeHits
+		exit += marked(re)
+	}
+	perHit := float64((probed - bare).Nanoseconds()) / float64(hits) / 1e3
+	perExit := perOp(exit, exits*b.N)
+	b.ReportMetric(perHit, "µs/hit")
+	b.ReportMetric(perExit, "µs/exit-cpl3")
+	b.ReportMetric(perHit/perExit, "x-exit")
+	b.ReportMetric(float64(hits)/float64(b.N), "hits/replay")
+}
+
+// BenchmarkSamplingReplay: replay time with deterministic sampling every
+// 800K, 400K and 100K user-mode basic blocks against the same replay
+// without, side by side (InSight Table 2 sampled by CPU cycles).
+func BenchmarkSamplingReplay(b *testing.B) {
+	k := kit(b)
+	path := filepath.Join(b.TempDir(), "profile.tape")
+	recordTo(b, k.Image(), "profile rounds=400", path)
+	for _, every := range []uint64{800_000, 400_000, 100_000} {
+		b.Run(fmt.Sprintf("every=%dK", every/1000), func(b *testing.B) {
+			var bare, sampled time.Duration
+			var samples uint64
+			for i := 0; i < b.N; i++ {
+				rb := replayWith(b, path, replayer.Options{})
+				rs := replayWith(b, path, replayer.Options{SampleEvery: every,
+					OnSample: func(*vmm.Sample, vmm.GuestMemory) error { return nil }})
+				bare += marked(rb.Result)
+				sampled += marked(rs.Result)
+				samples += rs.Stats.Samples
+			}
+			b.ReportMetric(float64(sampled)/float64(bare), "x-unsampled")
+			b.ReportMetric(float64(samples)/float64(b.N), "samples/replay")
+		})
+	}
+}
