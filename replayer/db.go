@@ -56,6 +56,13 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: currentThread(mem, tidSym, haveTID),
 			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack})
 	}
+	o.OnTrace = func(r *vmm.TraceRecord) error {
+		e := traceEvent(r)
+		if e == nil {
+			return nil
+		}
+		return in.Add(e)
+	}
 	res, err := Replay(ctx, o)
 	var cut *vmm.TapeCutError
 	if err != nil && !errors.As(err, &cut) {
@@ -69,6 +76,33 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		run = &final
 	}
 	return res, run, err
+}
+
+// Trace-ring record kinds (guest/include/reprise/trace.h).
+const (
+	traceSwitch = 1
+	traceCreate = 2
+	traceExit   = 3
+	traceUser   = 0x10000
+)
+
+// traceEvent turns a trace-ring record into an event (nil for kinds the
+// DB does not know).
+func traceEvent(r *vmm.TraceRecord) *eventdb.Event {
+	e := &eventdb.Event{Thread: r.TID, Pos: eventdb.Position(r.Pos), Time: r.Time}
+	switch {
+	case r.Kind == traceSwitch: // from TID to A, reason B
+		e.Kind, e.Addr, e.Args = eventdb.KindSwitch, r.A, []uint64{r.B}
+	case r.Kind == traceCreate: // TID created A, starting at B
+		e.Kind, e.Addr, e.Args = eventdb.KindThreadCreate, r.A, []uint64{r.B}
+	case r.Kind == traceExit: // TID exited with A
+		e.Kind, e.Args = eventdb.KindThreadExit, []uint64{r.A}
+	case r.Kind&traceUser != 0: // SYS_TRACE(kind, a, b)
+		e.Kind, e.Addr, e.Args = eventdb.KindUser, uint64(r.Kind&0xFFFF), []uint64{r.A, r.B}
+	default:
+		return nil
+	}
+	return e
 }
 
 // imageOf reads the guest image embedded in a tape.

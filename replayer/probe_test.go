@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
@@ -137,4 +138,44 @@ func TestProbePlanOnSynCont(t *testing.T) {
 	}
 	require.Len(t, threads, 16, "hits from all 16 worker threads")
 	require.Equal(t, uint64(2*100), t0, "thread %s takes its level-1 and level-2 lock once per iteration", tid0)
+}
+
+// The guest kernel's trace ring reaches the event DB: every worker thread's
+// creation and exit, and context switches between them.
+func TestTraceRingIntoDB(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	require.NoError(t, rec.err)
+	db, err := eventdb.Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	var out bytes.Buffer
+	_, run, err := replayer.ToDB(context.Background(), replayer.Options{Tape: rec.path, Console: &out}, db)
+	require.NoError(t, err, out.String())
+	require.True(t, run.Complete)
+	count := func(k eventdb.Kind) (n int, threads map[uint64]bool) {
+		threads = map[uint64]bool{}
+		it := db.Query(eventdb.Query{Run: run.ID, Kinds: []eventdb.Kind{k}})
+		defer it.Close()
+		for it.Next() {
+			n++
+			threads[it.Event().Addr] = true
+		}
+		require.NoError(t, it.Err())
+		return n, threads
+	}
+	workers := 0
+	for _, tr := range guest.ParseTruth(rec.console) {
+		if _, ok := tr["thread"]; ok {
+			workers++
+		}
+	}
+	require.Equal(t, 16, workers, "syn_cont names its 16 workers")
+	created, newTIDs := count(eventdb.KindThreadCreate)
+	exited, _ := count(eventdb.KindThreadExit)
+	switches, _ := count(eventdb.KindSwitch)
+	require.Equal(t, 17, created, "main plus 16 workers")
+	require.Len(t, newTIDs, 17)
+	require.Equal(t, 16, exited, "the workers exit; main ends the guest")
+	require.Greater(t, switches, 16)
 }

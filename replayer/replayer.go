@@ -45,6 +45,8 @@ type Options struct {
 	// (deterministic: identical in every replay); OnSample receives them.
 	SampleEvery uint64
 	OnSample    vmm.SampleHandler
+	// OnTrace receives the guest kernel's trace-ring records.
+	OnTrace vmm.TraceHandler
 }
 
 // Result is a finished replay.
@@ -88,7 +90,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
 		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h), Disk: disk,
-		Probes: sites, OnProbe: onProbe, SampleEvery: o.SampleEvery, OnSample: o.OnSample,
+		Probes: sites, OnProbe: onProbe, SampleEvery: o.SampleEvery, OnSample: o.OnSample, OnTrace: o.OnTrace,
 	})
 	if err != nil {
 		return nil, err

@@ -71,6 +71,10 @@ type Config struct {
 	// every replay. OnSample receives them.
 	SampleEvery uint64
 	OnSample    SampleHandler
+	// OnTrace, in Replay, receives the guest kernel's trace-ring records
+	// (context switches, thread create/exit, explicit events), drained
+	// after every tape event and at the end.
+	OnTrace TraceHandler
 }
 
 // NetConfig is the NIC's host side: a UDP user-mode network on a loopback
@@ -107,6 +111,7 @@ type Machine struct {
 	net      netback.Backend // nil without a network
 	probes   map[uint64]*installedProbe
 	sampleAt uint64 // next branch count to sample at (0: not sampling)
+	trace    traceRing
 	console  *consoleTail
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
@@ -181,6 +186,7 @@ func (m *Machine) init() (err error) {
 	if err = m.installProbes(); err != nil {
 		return err
 	}
+	m.findTraceRing()
 	if m.cfg.SampleEvery != 0 {
 		if m.cfg.Mode != Replay {
 			return errors.New("vmm: sampling is for replays only")

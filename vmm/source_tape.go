@@ -21,6 +21,7 @@ type tapeSource struct {
 	applied  uint64 // events consumed
 	last     tape.Position
 	lastTime time.Duration // host time of the last event applied
+	drainErr error         // from the trace-ring handler
 }
 
 func newTapeSource(m *Machine, script EventScript) *tapeSource {
@@ -46,12 +47,16 @@ func (s *tapeSource) consume() {
 	if ev != nil {
 		s.last, s.lastTime = ev.Pos, ev.HostTime
 	}
+	s.drainErr = errors.Join(s.drainErr, s.m.drainTrace())
 }
 
 func (s *tapeSource) beforeEntry(stop stopKind) error {
 	m := s.m
 	if m.stopping.Load() {
 		return errStopped
+	}
+	if s.drainErr != nil {
+		return s.drainErr
 	}
 	m.cpu.RequestInterruptWindow(false)
 	if stop == stopBranch && m.sampleAt != 0 {
@@ -229,6 +234,9 @@ func (s *tapeSource) halt() error {
 
 // finish compares how the replay ended with how the recording did.
 func (s *tapeSource) finish(end *tape.End, runErr error) error {
+	if err := s.m.drainTrace(); err != nil && runErr == nil {
+		runErr = err
+	}
 	var div *DivergenceError
 	var cut *TapeCutError
 	if errors.As(runErr, &div) || errors.As(runErr, &cut) || errors.Is(runErr, errStopped) || end == nil {
