@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 )
 
 func TestMainExp(t *testing.T) {}
@@ -23,5 +24,22 @@ func init() {
 		tunePebble = func(o *pebble.Options) { o.L0StopWritesThreshold = 1000; o.L0CompactionThreshold = 8 }
 	case "lbase":
 		tunePebble = func(o *pebble.Options) { o.LBaseMaxBytes = 1 << 30; o.L0StopWritesThreshold = 1000 }
+	}
+}
+
+func init() {
+	switch os.Getenv("EXP") {
+	case "l0nocomp":
+		tunePebble = func(o *pebble.Options) {
+			o.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+		}
+	case "minlz":
+		tunePebble = func(o *pebble.Options) {
+			o.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.MinLZCompression }
+		}
+	case "zstd":
+		tunePebble = func(o *pebble.Options) {
+			o.Levels[0].Compression = func() *sstable.CompressionProfile { return sstable.ZstdCompression }
+		}
 	}
 }

@@ -183,9 +183,14 @@ func TestReplayIntoEventDB(t *testing.T) {
 
 	r := runCLI(t, nil, "replay", "-q", "--probe", "lock=mutex_lock m=arg0", "--db", db, tp)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stderr, "run 1 in "+db+": 1600 events") // 16 threads × 50 × 2 locks
+	require.Contains(t, r.stderr, "run 1 in "+db)
+	hits := runCLI(t, nil, "events", db, "--run", "1", "--kind", "probe-entry")
+	require.Equal(t, 0, hits.code, hits.stderr)
+	// A header line, then one line per acquisition: 16 threads × 50 × 2 locks.
+	require.Equal(t, 1+1600, len(strings.Split(strings.TrimSpace(hits.stdout), "\n")))
 	first := runCLI(t, nil, "events", db, "--run", "1")
 	require.Equal(t, 0, first.code, first.stderr)
+	require.Contains(t, first.stdout, "thread-create", "the trace ring's events are in the run too")
 
 	r = runCLI(t, nil, "replay", "-q", "--sample", "50000", "--probe", "unlock=mutex_unlock", "--db", db, tp)
 	require.Equal(t, 0, r.code, r.stderr)
