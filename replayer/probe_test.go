@@ -179,3 +179,29 @@ func TestTraceRingIntoDB(t *testing.T) {
 	require.Equal(t, 16, exited, "the workers exit; main ends the guest")
 	require.Greater(t, switches, 16)
 }
+
+// A %return probe fires once per return: on syn_cont, exactly as often as
+// the entry probe of the same function, and the replay stays faithful.
+func TestReturnProbes(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	require.NoError(t, rec.err)
+	specs, err := probes.ParseSpecs([]string{"lock=mutex_lock m=arg0", "done=mutex_lock%return"})
+	require.NoError(t, err)
+	plan, err := probes.Resolve(specs, img)
+	require.NoError(t, err)
+	counts := map[string]int{}
+	var out bytes.Buffer
+	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &out, Plan: plan,
+		OnHit: func(h replayer.Hit) error { counts[h.Probe.Name]++; return nil }})
+	require.NoError(t, err, out.String())
+	require.Equal(t, 1600, counts["lock"])
+	require.Equal(t, counts["lock"], counts["done"])
+	require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+
+	specs, err = probes.ParseSpecs([]string{"r=main_nosuch_caller%return"})
+	if err == nil {
+		_, err = probes.Resolve(specs, img)
+	}
+	require.Error(t, err)
+}

@@ -27,51 +27,77 @@ type Hit struct {
 	Args   []probes.Value
 }
 
-// ProbeSites turns a resolved plan into the sites the machine patches.
-func ProbeSites(plan *probes.Plan) []vmm.ProbeSite {
-	sites := make([]vmm.ProbeSite, 0, len(plan.Sites))
-	for _, s := range plan.Sites {
-		vs := vmm.ProbeSite{Addr: s.Addr, Orig: s.Orig, RIPRel: s.RIPRelDispOff, Target: s.Target}
-		switch {
-		case s.Branch == probes.BranchCall && s.Indirect:
-			vs.Branch = vmm.BranchIndirectCall
-		case s.Branch == probes.BranchCall:
-			vs.Branch = vmm.BranchCall
-		case s.Branch == probes.BranchJmp && s.Indirect:
-			vs.Branch = vmm.BranchIndirectJmp
-		case s.Branch == probes.BranchJmp:
-			vs.Branch = vmm.BranchJmp
-		case s.Branch == probes.BranchJcc:
-			vs.Branch = vmm.BranchJcc
-			vs.Cond, _ = s.Cond()
-		case s.Branch == probes.BranchRet:
-			vs.Branch = vmm.BranchRet
-		case s.Branch == probes.BranchOther:
-			vs.Branch = vmm.BranchLoop
-		}
-		sites = append(sites, vs)
+// siteOf turns a decoded site into the machine's form.
+func siteOf(s probes.Site) vmm.ProbeSite {
+	vs := vmm.ProbeSite{Addr: s.Addr, Orig: s.Orig, RIPRel: s.RIPRelDispOff, Target: s.Target}
+	switch {
+	case s.Branch == probes.BranchCall && s.Indirect:
+		vs.Branch = vmm.BranchIndirectCall
+	case s.Branch == probes.BranchCall:
+		vs.Branch = vmm.BranchCall
+	case s.Branch == probes.BranchJmp && s.Indirect:
+		vs.Branch = vmm.BranchIndirectJmp
+	case s.Branch == probes.BranchJmp:
+		vs.Branch = vmm.BranchJmp
+	case s.Branch == probes.BranchJcc:
+		vs.Branch = vmm.BranchJcc
+		vs.Cond, _ = s.Cond()
+	case s.Branch == probes.BranchRet:
+		vs.Branch = vmm.BranchRet
+	case s.Branch == probes.BranchOther:
+		vs.Branch = vmm.BranchLoop
 	}
-	return sites
+	return vs
 }
 
-// planHandler reports each hit of the plan's entry probes (with their
-// thread filters) to onHit.
-func planHandler(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) (vmm.ProbeHandler, error) {
-	for _, p := range plan.Probes {
-		if p.Return {
-			return nil, fmt.Errorf("replayer: probe %s: return probes are not supported yet", p.Name)
+// planSites turns a plan into the machine's sites and the handler that
+// reports their hits. Entry probes are at their sites; a %return probe of
+// function F is at the return addresses of the direct calls to F
+// (returnSites), where retval (rax) is F's return value.
+func planSites(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) ([]vmm.ProbeSite, vmm.ProbeHandler, error) {
+	entry := map[uint64][]*probes.Probe{}   // entry probes by site
+	returns := map[uint64][]*probes.Probe{} // return probes by return site
+	var sites []vmm.ProbeSite
+	seen := map[uint64]bool{}
+	add := func(s probes.Site) {
+		if !seen[s.Addr] {
+			seen[s.Addr] = true
+			sites = append(sites, siteOf(s))
+		}
+	}
+	for _, s := range plan.Sites {
+		for _, id := range s.Probes {
+			p, _ := plan.Probe(id)
+			if p.Return {
+				continue
+			}
+			entry[s.Addr] = append(entry[s.Addr], p)
+			add(s)
+		}
+	}
+	for i := range plan.Probes {
+		p := &plan.Probes[i]
+		if !p.Return {
+			continue
+		}
+		rets := returnSites(img, p.Addr)
+		if len(rets) == 0 {
+			return nil, nil, fmt.Errorf("replayer: probe %s: no direct call to %s in the image, so no return to probe", p.Name, p.Symbol)
+		}
+		for _, r := range rets {
+			s, err := probes.DecodeSite(img, r)
+			if err != nil {
+				return nil, nil, fmt.Errorf("replayer: probe %s: return site %s: %w", p.Name, img.Describe(r), err)
+			}
+			returns[r] = append(returns[r], p)
+			add(s)
 		}
 	}
 	tidSym, haveTID := img.Lookup(currentTIDSymbol)
-	return func(ph *vmm.ProbeHit, mem vmm.GuestMemory) error {
-		site, ok := plan.SiteAt(ph.Addr)
-		if !ok {
-			return nil
-		}
+	handler := func(ph *vmm.ProbeHit, mem vmm.GuestMemory) error {
 		tid := currentThread(mem, tidSym, haveTID)
-		for _, id := range site.Probes {
-			p, ok := plan.Probe(id)
-			if !ok || !p.WantsThread(tid) {
+		for _, p := range append(entry[ph.Addr], returns[ph.Addr]...) {
+			if !p.WantsThread(tid) {
 				continue
 			}
 			h := Hit{Probe: p, Thread: tid, Pos: ph.Pos, Time: ph.Time, Regs: ph.Regs, Args: p.EvalArgs(regView{&ph.Regs}, mem)}
@@ -80,7 +106,8 @@ func planHandler(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) 
 			}
 		}
 		return nil
-	}, nil
+	}
+	return sites, handler, nil
 }
 
 // currentThread reads the running guest thread's id (0 if unknown).

@@ -80,8 +80,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	defer cleanup()
 	sites, onProbe := o.Probes, o.OnProbe
 	if o.Plan != nil {
-		sites = ProbeSites(o.Plan)
-		if onProbe, err = planHandler(o.Plan, img, o.OnHit); err != nil {
+		if sites, onProbe, err = planSites(o.Plan, img, o.OnHit); err != nil {
 			return nil, err
 		}
 	}
