@@ -43,3 +43,15 @@ func init() {
 		}
 	}
 }
+
+func init() {
+	row := func(o *pebble.Options) { o.FormatMajorVersion = pebble.FormatFlushableIngestExcises }
+	switch os.Getenv("EXP") {
+	case "row8":
+		tunePebble = func(o *pebble.Options) { row(o); o.L0CompactionThreshold = 8; o.L0StopWritesThreshold = 100 }
+	case "row16":
+		tunePebble = func(o *pebble.Options) { row(o); o.L0CompactionThreshold = 16; o.L0StopWritesThreshold = 100 }
+	case "rowtf":
+		tunePebble = func(o *pebble.Options) { row(o); o.TargetFileSizes[0] = 1 << 20 ; for i := 1; i < len(o.TargetFileSizes); i++ { o.TargetFileSizes[i] = 1 << 20 } }
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
@@ -30,10 +31,14 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 				Addr: p.Addr, Return: p.Return, Args: names})
 		}
 	}
-	sampling := ""
+	var modes []string
 	if o.SampleEvery != 0 {
-		sampling = fmt.Sprintf("every %d user-mode basic blocks (deterministic)", o.SampleEvery)
+		modes = append(modes, fmt.Sprintf("every %d user-mode basic blocks (deterministic)", o.SampleEvery))
 	}
+	if o.SamplePeriod != 0 {
+		modes = append(modes, fmt.Sprintf("every %v of replay time", o.SamplePeriod))
+	}
+	sampling := strings.Join(modes, "; ")
 	abs, _ := filepath.Abs(o.Tape)
 	run, in, err := db.NewRun(abs, table, sampling)
 	if err != nil {

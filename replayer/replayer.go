@@ -45,6 +45,9 @@ type Options struct {
 	// (deterministic: identical in every replay); OnSample receives them.
 	SampleEvery uint64
 	OnSample    vmm.SampleHandler
+	// SamplePeriod also samples every that long of replay time, wherever
+	// the guest is (not the same in every replay).
+	SamplePeriod time.Duration
 	// OnTrace receives the guest kernel's trace-ring records.
 	OnTrace vmm.TraceHandler
 }
@@ -89,7 +92,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
 		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h), Disk: disk,
-		Probes: sites, OnProbe: onProbe, SampleEvery: o.SampleEvery, OnSample: o.OnSample, OnTrace: o.OnTrace,
+		Probes: sites, OnProbe: onProbe, SampleEvery: o.SampleEvery, OnSample: o.OnSample, SamplePeriod: o.SamplePeriod, OnTrace: o.OnTrace,
 	})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,4 +47,25 @@ func TestDeterministicSamplingRepeats(t *testing.T) {
 		require.NotEmpty(t, s.Stack, "no frame-pointer stack at %#x", s.RIP)
 	}
 	require.Greater(t, inProfile, len(a)*8/10, "most samples of the profile workload should be in its prof_ functions")
+}
+
+// Timed sampling finds the guest wherever it is and leaves the replay
+// faithful.
+func TestTimedSampling(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "cpu digits=20000", recorder.Auto)
+	require.NoError(t, rec.err)
+	n := 0
+	var out bytes.Buffer
+	res, err := replayer.Replay(context.Background(), replayer.Options{
+		Tape: rec.path, Console: &out, SamplePeriod: 2 * time.Millisecond,
+		OnSample: func(s *vmm.Sample, _ vmm.GuestMemory) error {
+			require.NotZero(t, s.RIP)
+			n++
+			return nil
+		},
+	})
+	require.NoError(t, err, out.String())
+	require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+	require.Greater(t, n, 20, "a ~300 ms replay sampled every 2 ms")
 }

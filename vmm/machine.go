@@ -71,6 +71,10 @@ type Config struct {
 	// every replay. OnSample receives them.
 	SampleEvery uint64
 	OnSample    SampleHandler
+	// SamplePeriod, in Replay, also samples the guest every that long of
+	// run time, wherever a kick finds it (kernel included): cheaper and
+	// coarser than SampleEvery, and not the same in every replay.
+	SamplePeriod time.Duration
 	// OnTrace, in Replay, receives the guest kernel's trace-ring records
 	// (context switches, thread create/exit, explicit events), drained
 	// after every tape event and at the end.
@@ -97,22 +101,23 @@ const SWBCHookSymbol = "__sanitizer_cov_trace_pc"
 
 // Machine is one VM with a single vCPU, booted from a guest image.
 type Machine struct {
-	cfg      Config
-	sys      *kvm.System
-	vm       *kvm.VM
-	cpu      *kvm.VCPU
-	ram      *memory.RAM
-	bus      devices.Bus
-	intc     *devices.Intc
-	timer    *devices.Timer
-	disk     *devices.Disk
-	store    *devices.DiskStore // nil without a disk
-	nic      *devices.NIC
-	net      netback.Backend // nil without a network
-	probes   map[uint64]*installedProbe
-	sampleAt uint64 // next branch count to sample at (0: not sampling)
-	trace    traceRing
-	console  *consoleTail
+	cfg       Config
+	sys       *kvm.System
+	vm        *kvm.VM
+	cpu       *kvm.VCPU
+	ram       *memory.RAM
+	bus       devices.Bus
+	intc      *devices.Intc
+	timer     *devices.Timer
+	disk      *devices.Disk
+	store     *devices.DiskStore // nil without a disk
+	nic       *devices.NIC
+	net       netback.Backend // nil without a network
+	probes    map[uint64]*installedProbe
+	sampleAt  uint64      // next branch count to sample at (0: not sampling)
+	sampleDue atomic.Bool // a timed sample was asked for
+	trace     traceRing
+	console   *consoleTail
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
 	MSRFiltered bool
@@ -195,6 +200,9 @@ func (m *Machine) init() (err error) {
 			return errors.New("vmm: deterministic sampling needs the software branch counter, which this image lacks")
 		}
 		m.sampleAt = m.cfg.SampleEvery
+	}
+	if m.cfg.SamplePeriod != 0 && m.cfg.Mode != Replay {
+		return errors.New("vmm: sampling is for replays only")
 	}
 	if m.vm, err = m.sys.CreateVM(); err != nil {
 		return err

@@ -41,22 +41,48 @@ func (m *Machine) recordTime() time.Duration {
 // SampleHandler receives each sample with the guest's memory.
 type SampleHandler func(s *Sample, mem GuestMemory) error
 
+// sampleTimer kicks the vCPU every Config.SamplePeriod for a timed sample
+// until the returned function is called.
+func (m *Machine) sampleTimer() (stop func()) {
+	if m.cfg.SamplePeriod <= 0 {
+		return func() {}
+	}
+	t := time.NewTicker(m.cfg.SamplePeriod)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				m.sampleDue.Store(true)
+				m.kick()
+			}
+		}
+	}()
+	return func() { t.Stop(); close(done) }
+}
+
 // maxStackDepth bounds a frame-pointer walk through guest-controlled data.
 const maxStackDepth = 64
 
-// takeSample records the state at a sampling point. The vCPU stands in the
-// branch counter's hook, which builds no frame: the sampled code's address
-// is the return address at [rsp], and rbp is still the caller's frame.
-func (m *Machine) takeSample() error {
+// takeSample records the state where the vCPU stopped. At a
+// branch-counter stop (inHook) the vCPU stands in the hook, which builds no
+// frame: the sampled code's address is the return address at [rsp], and
+// rbp is still the caller's frame. Elsewhere (a timed kick) it is RIP.
+func (m *Machine) takeSample(inHook bool) error {
 	regs := *m.cpu.SyncedRegs()
-	s := &Sample{Pos: m.position(), Time: m.recordTime(), Regs: regs}
+	s := &Sample{Pos: m.position(), Time: m.recordTime(), Regs: regs, RIP: regs.RIP}
 	var b [16]byte
-	if m.ReadVirt(regs.RSP, b[:8]) == nil {
-		s.RIP = binary.LittleEndian.Uint64(b[:8])
+	if inHook {
+		s.RIP = 0
+		if m.ReadVirt(regs.RSP, b[:8]) == nil {
+			s.RIP = binary.LittleEndian.Uint64(b[:8])
+		}
 	}
 	// Walk the frame-pointer chain: [rbp] = the caller's rbp, [rbp+8] =
 	// the return address; stop at anything implausible.
-	for fp := regs.RBP; len(s.Stack) < maxStackDepth && fp >= abi.UserBase && fp%8 == 0; {
+	for fp := regs.RBP; len(s.Stack) < maxStackDepth && fp >= abi.KernelBase && fp%8 == 0; {
 		if m.ReadVirt(fp, b[:]) != nil {
 			break
 		}

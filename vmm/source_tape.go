@@ -58,10 +58,15 @@ func (s *tapeSource) beforeEntry(stop stopKind) error {
 	if s.drainErr != nil {
 		return s.drainErr
 	}
+	if stop == stopKick && m.sampleDue.CompareAndSwap(true, false) {
+		if err := m.takeSample(false); err != nil {
+			return err
+		}
+	}
 	m.cpu.RequestInterruptWindow(false)
 	if stop == stopBranch && m.sampleAt != 0 {
 		if count, _ := m.ram.Uint64(abi.SWBCCountOff); count == m.sampleAt {
-			if err := m.takeSample(); err != nil {
+			if err := m.takeSample(true); err != nil {
 				return err
 			}
 			m.sampleAt += m.cfg.SampleEvery

@@ -89,12 +89,14 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 		m.tid.Store(0)
 		done <- err
 	}()
+	stopSampling := m.sampleTimer()
 	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
 		err = m.stopAndWait(done)
 	}
+	stopSampling()
 	m.timer.Stop()
 	m.console.Flush()
 	end, err := m.endOf(err)

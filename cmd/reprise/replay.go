@@ -32,6 +32,7 @@ func newReplayCmd() *cobra.Command {
 		probeSpecs []string
 		probeFile  string
 		sample     uint64
+		period     time.Duration
 		dbDir      string
 	)
 	cmd := &cobra.Command{
@@ -54,7 +55,7 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 			if quiet {
 				console = io.Discard
 			}
-			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk, SampleEvery: sample}
+			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk, SampleEvery: sample, SamplePeriod: period}
 			// A progress line on the terminal, unless the console is
 			// streaming to that same terminal.
 			if isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout)) {
@@ -67,7 +68,7 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 				}
 				opts.Plan = plan
 			}
-			if (opts.Plan != nil || sample != 0) && dbDir == "" {
+			if (opts.Plan != nil || sample != 0 || period != 0) && dbDir == "" {
 				return &exitError{exitUsage, errors.New("probes and sampling write to an event database: add --db DIR")}
 			}
 			var res *replayer.Result
@@ -109,6 +110,7 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 	cmd.Flags().StringArrayVar(&probeSpecs, "probe", nil, "a probe: [NAME=]SYMBOL[+OFF] [ARG=EXPR ...] [@tid=N] (repeatable; e.g. 'lock=mutex_lock m=arg0')")
 	cmd.Flags().StringVar(&probeFile, "probes", "", "probes from a YAML or JSON file")
 	cmd.Flags().Uint64Var(&sample, "sample", 0, "sample every N user-mode basic blocks (deterministic: identical in every replay)")
+	cmd.Flags().DurationVar(&period, "sample-period", 0, "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
 	return cmd
 }
