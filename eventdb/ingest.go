@@ -122,14 +122,22 @@ func (in *Ingest) commit(final bool) error {
 }
 
 // Finish commits the buffered events and marks the run Complete with its
-// event count, in one batch, and syncs it.
+// event count, in one batch, and syncs it. It then flushes Pebble's
+// memtables, so that the finished run lives in compressed sstables rather
+// than in the WAL, and the DB reopens without replaying it.
 func (in *Ingest) Finish() error {
 	if err := in.usable(); err != nil {
 		return err
 	}
 	err := in.commit(true)
 	in.release()
-	return err
+	if err != nil {
+		return err
+	}
+	if err := in.db.pdb.Flush(); err != nil {
+		return fmt.Errorf("eventdb: run %d: finish: flush: %w", in.run.ID, err)
+	}
+	return nil
 }
 
 // Close ends an ingest without finishing the run: the buffered events are

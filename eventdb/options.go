@@ -40,23 +40,26 @@ func (o *Options) writeOptions() *pebble.WriteOptions {
 }
 
 // pebbleOptions tunes Pebble for what an event DB does: long bursts of
-// sorted-ish writes from one ingest, then scans. Larger memtables keep a
-// 64 Ki-event batch well below Pebble's large-batch threshold (half a
-// memtable) and cut the number of flushes.
+// writes from one ingest, then scans.
+//
+//   - 64 MiB memtables keep a 64 Ki-event batch (~5 MiB) well below
+//     Pebble's large-batch threshold (half a memtable), so batches go
+//     through the skiplist (cheap: Ingest applies them in key order), and
+//     cut the number of flushes and L0 files.
+//   - The format is pinned at FormatFlushableIngestExcises, the last one
+//     with row-oriented sstable blocks (TableFormatPebblev4): measured on
+//     BenchmarkIngest, writing them costs ~20% less CPU per event than
+//     the columnar blocks of newer formats, the files are ~5% smaller,
+//     and scans are as fast. A later build may raise it; Pebble upgrades
+//     a DB's format in place on Open (this is not a schema change).
 func pebbleOptions() *pebble.Options {
-	o := &pebble.Options{
-		FormatMajorVersion:          pebble.FormatNewest,
+	return &pebble.Options{
+		FormatMajorVersion:          pebble.FormatFlushableIngestExcises,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		Logger:                      quietLogger{},
 	}
-	if tunePebble != nil {
-		tunePebble(o)
-	}
-	return o
 }
-
-var tunePebble func(*pebble.Options) // EXPERIMENT
 
 // quietLogger drops Pebble's informational messages, which a CLI tool's
 // user has no use for, and keeps its errors.

@@ -93,3 +93,18 @@ func TestValueRoundTrip(t *testing.T) {
 	// A probe id that overflows 32 bits.
 	require.ErrorContains(t, DecodeValue(new(Value), []byte{1, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0}), "overflows 32 bits")
 }
+
+// FuzzValueDecodersAgree: the fast decoder and the explaining one accept
+// exactly the same values.
+func FuzzValueDecodersAgree(f *testing.F) {
+	f.Add(AppendValue(nil, &Value{Time: 5, Probe: 1, Addr: 0x400000, Args: []uint64{1, 2}, Stack: []uint64{0x400100}}))
+	f.Add([]byte{1, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v Value
+		fast := decodeValue(&v, b)
+		slow := checkValue(b)
+		if (fast == nil) != (slow == nil) {
+			t.Fatalf("%x: fast decoder says %v, slow one %v", b, fast, slow)
+		}
+	})
+}

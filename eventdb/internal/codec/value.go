@@ -2,7 +2,9 @@ package codec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 )
 
 // Value is the part of an event stored in its value; everything else is in
@@ -43,26 +45,105 @@ func AppendValue(dst []byte, v *Value) []byte {
 
 // DecodeValue decodes b into v, reusing v.Args and v.Stack's backing
 // arrays. It rejects a wrong version byte, a truncated or overlong varint,
-// a count the remaining bytes cannot hold, and trailing bytes.
+// a count the remaining bytes cannot hold, and trailing bytes. It is the
+// hot path of every query, so it reads varints inline (fast path: one
+// byte) and leaves the Reader, which says exactly what failed, to explain
+// an error.
 func DecodeValue(v *Value, b []byte) error {
+	if err := decodeValue(v, b); err != nil {
+		return explainValue(b)
+	}
+	return nil
+}
+
+var errBad = errors.New("bad value")
+
+// uvarint is binary.Uvarint with a one-byte fast path.
+func uvarint(b []byte, off int) (uint64, int, error) {
+	if off < len(b) && b[off] < 0x80 {
+		return uint64(b[off]), off + 1, nil
+	}
+	if off >= len(b) {
+		return 0, off, errBad
+	}
+	x, n := binary.Uvarint(b[off:])
+	if n <= 0 {
+		return 0, off, errBad
+	}
+	return x, off + n, nil
+}
+
+func decodeValue(v *Value, b []byte) error {
+	if len(b) == 0 || b[0] != SchemaVersion {
+		return errBad
+	}
+	t, off, err := uvarint(b, 1)
+	if err != nil {
+		return err
+	}
+	v.Time = int64(t>>1) ^ -int64(t&1) // zig-zag
+	p, off, err := uvarint(b, off)
+	if err != nil || p > math.MaxUint32 {
+		return errBad
+	}
+	v.Probe = uint32(p)
+	if v.Addr, off, err = uvarint(b, off); err != nil {
+		return err
+	}
+	n, off, err := uvarint(b, off)
+	if err != nil || n > uint64(len(b)-off) {
+		return errBad
+	}
+	v.Args = v.Args[:0]
+	for range n {
+		var a uint64
+		if a, off, err = uvarint(b, off); err != nil {
+			return err
+		}
+		v.Args = append(v.Args, a)
+	}
+	n, off, err = uvarint(b, off)
+	if err != nil || n > uint64(len(b)-off) {
+		return errBad
+	}
+	v.Stack = v.Stack[:0]
+	prev := v.Addr
+	for range n {
+		var d uint64
+		if d, off, err = uvarint(b, off); err != nil {
+			return err
+		}
+		prev += uint64(int64(d>>1) ^ -int64(d&1))
+		v.Stack = append(v.Stack, prev)
+	}
+	if off != len(b) {
+		return errBad
+	}
+	return nil
+}
+
+// explainValue decodes b again with a Reader to say what is wrong with it.
+func explainValue(b []byte) error {
+	if err := checkValue(b); err != nil {
+		return err
+	}
+	return errors.New("value does not decode") // not reached: the two decoders agree
+}
+
+// checkValue is the slow, explaining twin of decodeValue.
+func checkValue(b []byte) error {
 	r := NewReader(b)
 	if ver := r.Byte("version"); r.Err() == nil && ver != SchemaVersion {
 		return fmt.Errorf("value version %d, want %d", ver, SchemaVersion)
 	}
-	v.Time = r.Varint("time")
-	v.Probe = r.Uint32("probe")
-	v.Addr = r.Uvarint("addr")
-	n := r.Count("args count", 1)
-	v.Args = v.Args[:0]
-	for range n {
-		v.Args = append(v.Args, r.Uvarint("arg"))
+	r.Varint("time")
+	r.Uint32("probe")
+	r.Uvarint("addr")
+	for range r.Count("args count", 1) {
+		r.Uvarint("arg")
 	}
-	n = r.Count("stack count", 1)
-	v.Stack = v.Stack[:0]
-	prev := v.Addr
-	for range n {
-		prev += uint64(r.Varint("stack"))
-		v.Stack = append(v.Stack, prev)
+	for range r.Count("stack count", 1) {
+		r.Varint("stack")
 	}
 	return r.Done()
 }
