@@ -13,7 +13,7 @@ import (
 // rawSet writes key=value straight into the Pebble DB under dir.
 func rawSet(t *testing.T, dir string, key, value []byte) {
 	t.Helper()
-	pdb, err := pebble.Open(dir, pebbleOptions())
+	pdb, err := pebble.Open(dir, pebbleOptions(nil))
 	require.NoError(t, err)
 	require.NoError(t, pdb.Set(key, value, pebble.Sync))
 	require.NoError(t, pdb.Close())

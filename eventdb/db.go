@@ -34,11 +34,15 @@ type DB struct {
 // with ErrNotDB if dir holds a Pebble DB that is not an event DB. A DB
 // whose last ingest was killed opens normally; that run stays incomplete.
 func Open(dir string, o *Options) (*DB, error) {
-	pdb, err := pebble.Open(dir, pebbleOptions())
+	pdb, err := pebble.Open(dir, pebbleOptions(o))
 	if err != nil {
 		return nil, fmt.Errorf("eventdb: open %s: %w", dir, err)
 	}
-	db := &DB{pdb: pdb, dir: dir, opts: o}
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	db := &DB{pdb: pdb, dir: dir, opts: &opts}
 	if err := db.checkSchema(); err != nil {
 		_ = pdb.Close()
 		return nil, err

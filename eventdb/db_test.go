@@ -210,3 +210,33 @@ func TestEmptyRunAndTimeZero(t *testing.T) {
 	requireEvents(t, evs, collect(t, db, Query{Run: 2}), "negative time")
 	require.False(t, errors.Is(nil, ErrNoRun))
 }
+
+// TestQueryRanges pins which key ranges a query scans.
+func TestQueryRanges(t *testing.T) {
+	db, err := Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	_, in, err := db.NewRun("t", nil, "")
+	require.NoError(t, err)
+	require.NoError(t, in.Finish())
+
+	th := uint32(7)
+	for _, tc := range []struct {
+		q    Query
+		want [][2][]byte
+	}{
+		{Query{Run: 1, Kinds: []Kind{KindSample}, Thread: &th}, [][2][]byte{{
+			{'e', 0, 0, 0, 1, 3, 0, 0, 0, 7}, {'e', 0, 0, 0, 1, 3, 0, 0, 0, 8}}}},
+		{Query{Run: 1, Kinds: []Kind{KindSwitch, KindSample}}, [][2][]byte{
+			{{'e', 0, 0, 0, 1, 3}, {'e', 0, 0, 0, 1, 4}},
+			{{'e', 0, 0, 0, 1, 4}, {'e', 0, 0, 0, 1, 5}}}},
+		{Query{Run: 1}, [][2][]byte{{{'e', 0, 0, 0, 1}, {'e', 0, 0, 0, 2}}}},
+	} {
+		it := db.Query(tc.q)
+		require.Equal(t, tc.want, it.ranges)
+		require.NoError(t, it.Close())
+	}
+	it := db.Query(Query{Run: 1, Thread: &th})
+	require.Len(t, it.ranges, len(Kinds()))
+	require.NoError(t, it.Close())
+}

@@ -18,8 +18,9 @@
 // NewRun writes the run record (Complete=false) and syncs it. Every batch
 // of events the Ingest commits carries the run record too, its Events
 // count updated, so the count always equals the events present: a batch is
-// applied whole or not at all. Finish commits the rest with Complete=true
-// and syncs. A process killed before Finish leaves the run listed as
+// applied whole or not at all. Finish commits the rest with Complete=true,
+// syncs, and flushes Pebble's memtables so the run lives in sstables. A
+// process killed before Finish leaves the run listed as
 // incomplete with the events of the batches that made it; Open works on
 // such a DB (Pebble replays its WAL) and NewRun never reuses the id.
 // With Options.Sync each batch commit waits for the WAL to reach the disk,
@@ -86,6 +87,20 @@
 // A Query picks a run and optionally kinds and a thread. These choose key
 // ranges: one kind and one thread is a single tight range; several kinds
 // are scanned one range after another, in kind order; no kinds scans the
-// whole run. The time range, Addr and Probe filters are applied while
-// iterating: the scan still reads (and checks) the events it skips.
+// whole run (a thread with no kinds: that thread's range in every kind
+// this package knows). The time range, Addr and Probe filters are applied
+// while iterating: the scan still reads (and checks) the events it skips,
+// so a tool that filters on time alone over a long run should also name
+// the kinds and thread it wants.
+//
+// # Ingest
+//
+// Add encodes an event into a buffer; every BatchEvents events the Ingest
+// sorts the buffer into key order (a stable counting sort on kind and
+// thread: positions already increase within a thread) and commits it.
+// Pebble's memtable inserts keys that arrive in order almost for free, so
+// this sort roughly halves the cost of a commit. Measured on a 2-core VM
+// (BenchmarkIngest): about 1 M events/s with Sync off, ~35 bytes per
+// event in sstables, ~1.8 µs of CPU per event with Pebble's flushes and
+// compactions included.
 package eventdb

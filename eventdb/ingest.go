@@ -10,8 +10,9 @@ import (
 
 // Ingest adds one run's events. It buffers them and every
 // Options.BatchEvents events commits them, in key order, as one Pebble
-// batch together with the run record's updated event count. An Ingest belongs to one goroutine.
-// After a failed commit it is unusable: every call returns that error.
+// batch together with the run record's updated event count. An Ingest
+// belongs to one goroutine. After a failed commit it is unusable: every
+// call returns that error.
 type Ingest struct {
 	db    *DB
 	run   *Run // shared with NewRun's caller; Events and Complete follow commits
@@ -37,6 +38,9 @@ func newIngest(db *DB, run *Run) *Ingest {
 		every: db.opts.batchEvents(),
 		wo:    db.opts.writeOptions(),
 		buf:   newSortBuf(),
+		// Keep the batch's buffer across commits: Pebble drops buffers
+		// over 1 MiB on Reset by default, and growing a new one for every
+		// ~5 MiB commit cost ~15% of the ingest.
 		batch: db.pdb.NewBatch(pebble.WithMaxRetainedSizeBytes(1 << 30)),
 		key:   make([]byte, 0, codec.EventKeyLen),
 	}
@@ -162,4 +166,5 @@ func (in *Ingest) release() {
 		_ = in.batch.Close()
 	}
 	in.batch = nil
+	in.buf = nil
 }

@@ -23,13 +23,27 @@ type Options struct {
 	// BatchEvents is how many events an Ingest buffers before it commits
 	// them as one batch. Default DefaultBatchEvents.
 	BatchEvents int
+
+	// CacheBytes is the size of Pebble's block cache, which keeps
+	// decompressed blocks for repeated scans. Default DefaultCacheBytes.
+	CacheBytes int64
 }
+
+// DefaultCacheBytes is the block cache size when Options.CacheBytes is zero.
+const DefaultCacheBytes = 64 << 20
 
 func (o *Options) batchEvents() int {
 	if o == nil || o.BatchEvents <= 0 {
 		return DefaultBatchEvents
 	}
 	return o.BatchEvents
+}
+
+func (o *Options) cacheBytes() int64 {
+	if o == nil || o.CacheBytes <= 0 {
+		return DefaultCacheBytes
+	}
+	return o.CacheBytes
 }
 
 func (o *Options) writeOptions() *pebble.WriteOptions {
@@ -52,8 +66,9 @@ func (o *Options) writeOptions() *pebble.WriteOptions {
 //     the columnar blocks of newer formats, the files are ~5% smaller,
 //     and scans are as fast. A later build may raise it; Pebble upgrades
 //     a DB's format in place on Open (this is not a schema change).
-func pebbleOptions() *pebble.Options {
+func pebbleOptions(o *Options) *pebble.Options {
 	return &pebble.Options{
+		CacheSize:                   o.cacheBytes(),
 		FormatMajorVersion:          pebble.FormatFlushableIngestExcises,
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,

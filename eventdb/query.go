@@ -9,14 +9,15 @@ import (
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
 )
 
-// Query selects events of one run. Zero fields select everything.
+// Query selects events of one run. Run is required; the other fields'
+// zero values select everything.
 //
 // Run, Kinds and Thread choose the key ranges scanned (see the package
 // comment); From/To, Addr and Probe filter the events of those ranges as
 // they are read.
 type Query struct {
 	Run    uint32
-	Kinds  []Kind        // none: every kind
+	Kinds  []Kind        // none: every kind (with Thread: every kind this package knows)
 	Thread *uint32       // nil: every thread
 	From   time.Duration // events with From <= Time (From == 0: no lower limit) ...
 	To     time.Duration // ... and Time < To (To == 0: no upper limit)

@@ -58,10 +58,21 @@ func DecodeValue(v *Value, b []byte) error {
 
 var errBad = errors.New("bad value")
 
-// uvarint is binary.Uvarint with a one-byte fast path.
+// uvarint is binary.Uvarint with the common short forms (one to three
+// bytes: ids, counts, stack deltas) unrolled.
 func uvarint(b []byte, off int) (uint64, int, error) {
-	if off < len(b) && b[off] < 0x80 {
-		return uint64(b[off]), off + 1, nil
+	if off+3 <= len(b) {
+		c0 := b[off]
+		if c0 < 0x80 {
+			return uint64(c0), off + 1, nil
+		}
+		c1 := b[off+1]
+		if c1 < 0x80 {
+			return uint64(c0&0x7f) | uint64(c1)<<7, off + 2, nil
+		}
+		if c2 := b[off+2]; c2 < 0x80 {
+			return uint64(c0&0x7f) | uint64(c1&0x7f)<<7 | uint64(c2)<<14, off + 3, nil
+		}
 	}
 	if off >= len(b) {
 		return 0, off, errBad
