@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
-	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -44,7 +42,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	if err != nil {
 		return nil, nil, err
 	}
-	img, err := imageOf(o.Tape)
+	img, err := TapeImage(o.Tape)
 	if err != nil {
 		return nil, run, err
 	}
@@ -108,15 +106,4 @@ func traceEvent(r *vmm.TraceRecord) *eventdb.Event {
 		return nil
 	}
 	return e
-}
-
-// imageOf reads the guest image embedded in a tape.
-func imageOf(path string) (*elfimage.Image, error) {
-	r, err := tape.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	h := r.Header()
-	return elfimage.Parse(path+":"+h.Image.Name, h.Image.Bytes)
 }

@@ -69,12 +69,9 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer r.Close()
 	h := r.Header()
-	img, err := elfimage.Parse(o.Tape+":"+h.Image.Name, h.Image.Bytes)
+	img, err := embeddedImage(o.Tape, h)
 	if err != nil {
-		return nil, fmt.Errorf("replayer: the image embedded in %s: %w", o.Tape, err)
-	}
-	if img.SHA256 != h.Image.SHA256 {
-		return nil, fmt.Errorf("replayer: the image embedded in %s does not match its recorded SHA-256", o.Tape)
+		return nil, err
 	}
 	disk, cleanup, err := replayDisk(h, o.DiskBase)
 	if err != nil {
@@ -131,6 +128,30 @@ func showProgress(w io.Writer, sc *script, start, size int64) (stop func()) {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// embeddedImage decodes the guest image a tape carries and checks it
+// against the recorded hash.
+func embeddedImage(path string, h *tape.Header) (*elfimage.Image, error) {
+	img, err := elfimage.Parse(path+":"+h.Image.Name, h.Image.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("replayer: the image embedded in %s: %w", path, err)
+	}
+	if img.SHA256 != h.Image.SHA256 {
+		return nil, fmt.Errorf("replayer: the image embedded in %s does not match its recorded SHA-256", path)
+	}
+	return img, nil
+}
+
+// TapeImage is the guest image recorded in the tape at path (probe specs
+// are resolved against it).
+func TapeImage(path string) (*elfimage.Image, error) {
+	r, err := tape.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return embeddedImage(path, r.Header())
 }
 
 // replayDisk finds the recording's disk base image, checks it is the one

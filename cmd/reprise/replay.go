@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/replayer"
@@ -143,13 +142,7 @@ func probePlan(tapePath string, specs []string, file string) (*probes.Plan, erro
 		}
 		all = append(all, s...)
 	}
-	r, err := tape.Open(tapePath)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	h := r.Header()
-	img, err := elfimage.Parse(h.Image.Name, h.Image.Bytes)
+	img, err := replayer.TapeImage(tapePath)
 	if err != nil {
 		return nil, err
 	}
