@@ -51,6 +51,16 @@ const (
 	TraceRingSymbol = "reprise_trace_ring"
 )
 
+// The kernel's trace ring (trace.h): its header, record size and kinds.
+const (
+	TraceMagic   = 0x3245434152545052 // "RPTRACE2"
+	TraceRecSize = 40
+	TraceSwitch  = 1 // tid = from, a = to, b = reason
+	TraceCreate  = 2 // tid = creator, a = new tid, b = start function
+	TraceExit    = 3 // tid = exiting thread, a = exit value
+	TraceUser    = 0x10000
+)
+
 // I/O ports.
 const (
 	PortSerial    = 0x3F8

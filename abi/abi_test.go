@@ -13,11 +13,18 @@ import (
 
 // headerDefines reads the numeric #defines of the C side of the contract.
 func headerDefines(t *testing.T) map[string]uint64 {
-	f, err := os.Open("../guest/include/reprise/abi.h")
+	defs := map[string]uint64{}
+	for _, h := range []string{"abi.h", "trace.h"} {
+		readDefines(t, "../guest/include/reprise/"+h, defs)
+	}
+	return defs
+}
+
+func readDefines(t *testing.T, path string, defs map[string]uint64) {
+	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	re := regexp.MustCompile(`^#define\s+(\w+)\s+\(?(0x[0-9A-Fa-f]+|\d+)(?:ULL|U)?\)?`)
-	defs := map[string]uint64{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		m := re.FindStringSubmatch(strings.TrimSpace(sc.Text()))
@@ -29,7 +36,6 @@ func headerDefines(t *testing.T) map[string]uint64 {
 		defs[m[1]] = v
 	}
 	require.NoError(t, sc.Err())
-	return defs
 }
 
 func TestHeaderMatchesGo(t *testing.T) {
@@ -68,6 +74,9 @@ func TestHeaderMatchesGo(t *testing.T) {
 		"REPRISE_MARK_WORKLOAD_START": MarkWorkloadStart, "REPRISE_MARK_WORKLOAD_END": MarkWorkloadEnd,
 		"REPRISE_PORT_INTC_RAISE": PortIntcRaise, "REPRISE_IRQ_SOFT": IRQSoft,
 		"REPRISE_BOOT_MAGIC": BootMagic, "REPRISE_CMDLINE_MAX": CmdlineMax,
+		"REPRISE_TRACE_MAGIC": TraceMagic, "REPRISE_TRACE_REC_SIZE": TraceRecSize,
+		"REPRISE_TRACE_SWITCH": TraceSwitch, "REPRISE_TRACE_CREATE": TraceCreate,
+		"REPRISE_TRACE_EXIT": TraceExit, "REPRISE_TRACE_USER": TraceUser,
 	}
 	for name, v := range want {
 		got, ok := defs[name]

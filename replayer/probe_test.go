@@ -2,9 +2,11 @@ package replayer_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -204,4 +206,62 @@ func TestReturnProbes(t *testing.T) {
 		_, err = probes.Resolve(specs, img)
 	}
 	require.Error(t, err)
+}
+
+// Trace records carry the exact position the kernel wrote them at: sorted
+// by position with the probe hits of the same replay, every hit of a thread
+// falls between a switch to that thread and the next switch away, and the
+// record times never go backwards.
+func TestTracePositionsOrderProbeHits(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	require.NoError(t, rec.err)
+	specs, err := probes.ParseSpecs([]string{"lock=mutex_lock m=arg0"})
+	require.NoError(t, err)
+	plan, err := probes.Resolve(specs, img)
+	require.NoError(t, err)
+	db, err := eventdb.Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	var out bytes.Buffer
+	_, run, err := replayer.ToDB(context.Background(), replayer.Options{Tape: rec.path, Console: &out, Plan: plan}, db)
+	require.NoError(t, err, out.String())
+
+	var evs []*eventdb.Event
+	it := db.Query(eventdb.Query{Run: run.ID, Kinds: []eventdb.Kind{eventdb.KindSwitch, eventdb.KindProbeEntry}})
+	for it.Next() {
+		evs = append(evs, it.Event().Clone())
+	}
+	require.NoError(t, it.Err())
+	it.Close()
+	// A switch and a hit at one position: the switch came first (the
+	// kernel runs no counted basic block between them).
+	slices.SortStableFunc(evs, func(a, b *eventdb.Event) int {
+		if c := a.Pos.Compare(b.Pos); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.Kind, a.Kind) // KindSwitch > KindProbeEntry
+	})
+	require.Greater(t, eventdb.KindSwitch, eventdb.KindProbeEntry)
+	var running uint64
+	hits, switches := 0, 0
+	for i, e := range evs {
+		switch e.Kind {
+		case eventdb.KindSwitch:
+			if switches == 0 {
+				running = uint64(e.Thread) // main starts without a switch
+			}
+			require.Equal(t, running, uint64(e.Thread), "switch %v leaves a thread that was not running", e)
+			running = e.Addr
+			switches++
+		case eventdb.KindProbeEntry:
+			require.Equal(t, running, uint64(e.Thread), "hit %v while thread %d ran", e, running)
+			hits++
+		}
+		if i > 0 {
+			require.GreaterOrEqual(t, e.Time, evs[i-1].Time, "record time goes backwards at %v", e)
+		}
+	}
+	require.Equal(t, 1600, hits, "16 workers, 50 iterations, 2 locks each")
+	require.Greater(t, switches, 16)
 }

@@ -210,7 +210,8 @@ func (m *Machine) probeHit(frameGPA uint64) (bool, error) {
 	}
 	m.stats.ProbeHits++
 	if m.cfg.OnProbe != nil {
-		h := &ProbeHit{Addr: p.Addr, Regs: frameRegs(f), Pos: m.position(), Time: m.recordTime()}
+		pos := m.position()
+		h := &ProbeHit{Addr: p.Addr, Regs: frameRegs(f), Pos: pos, Time: m.recordTime(pos.Branch)}
 		h.Regs.RIP = p.Addr
 		if err := m.cfg.OnProbe(h, m); err != nil {
 			return true, err

@@ -28,14 +28,15 @@ func (m *Machine) position() Position {
 	return Position{Exit: m.exits, Branch: count}
 }
 
-// recordTime maps the current point of a replay to the recorded run's host
-// time: that of the last tape event applied (events are the only points
-// whose record time is known).
-func (m *Machine) recordTime() time.Duration {
-	if ts, ok := m.src.(*tapeSource); ok {
-		return ts.lastTime
+// recordTime maps a point of a replay at branch count b to the recorded
+// run's host time (recordClock); outside replays it is the time now.
+func (m *Machine) recordTime(b uint64) time.Duration {
+	ts, ok := m.src.(*tapeSource)
+	if !ok {
+		return m.now()
 	}
-	return m.now()
+	next, _ := ts.script.Peek()
+	return ts.rtime.at(b, next, m.stats.Exits[kvm.ExitHLT])
 }
 
 // SampleHandler receives each sample with the guest's memory.
@@ -72,7 +73,8 @@ const maxStackDepth = 64
 // rbp is still the caller's frame. Elsewhere (a timed kick) it is RIP.
 func (m *Machine) takeSample(inHook bool) error {
 	regs := *m.cpu.SyncedRegs()
-	s := &Sample{Pos: m.position(), Time: m.recordTime(), Regs: regs, RIP: regs.RIP}
+	pos := m.position()
+	s := &Sample{Pos: pos, Time: m.recordTime(pos.Branch), Regs: regs, RIP: regs.RIP}
 	var b [16]byte
 	if inHook {
 		s.RIP = 0

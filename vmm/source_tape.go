@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
 )
 
@@ -20,8 +21,8 @@ type tapeSource struct {
 	target   uint64 // branch-counter target currently set
 	applied  uint64 // events consumed
 	last     tape.Position
-	lastTime time.Duration // host time of the last event applied
-	drainErr error         // from the trace-ring handler
+	rtime    recordClock
+	drainErr error // from the trace-ring handler
 }
 
 func newTapeSource(m *Machine, script EventScript) *tapeSource {
@@ -41,13 +42,16 @@ func (s *tapeSource) peek() (*tape.Event, error) {
 	return nil, &TapeCutError{Events: s.applied, Last: s.last, Cause: err}
 }
 
+// consume moves past the next event, which applies now. Trace records
+// written before it are drained first, to be timed before it.
 func (s *tapeSource) consume() {
+	s.drainErr = errors.Join(s.drainErr, s.m.drainTrace())
 	ev, _ := s.script.Next()
 	s.applied++
 	if ev != nil {
-		s.last, s.lastTime = ev.Pos, ev.HostTime
+		s.last = ev.Pos
+		s.rtime.advance(ev, s.m.stats.Exits[kvm.ExitHLT])
 	}
-	s.drainErr = errors.Join(s.drainErr, s.m.drainTrace())
 }
 
 func (s *tapeSource) beforeEntry(stop stopKind) error {

@@ -10,9 +10,7 @@ import (
 // The guest kit kernel's trace ring (guest/include/reprise/trace.h): a
 // header, then records the kernel appends at no exit cost.
 const (
-	traceMagic     = 0x3145434152545052 // "RPTRACE1"
 	traceHeader    = 0x20
-	traceRecSize   = 32
 	traceHeadOff   = 0x10
 	traceMaxRecord = 1 << 16 // capacity bound: the header is guest data
 )
@@ -24,8 +22,9 @@ type TraceRecord struct {
 	TID   uint32
 	A, B  uint64
 	Ticks uint64 // the guest's tick count when written
-	// Pos and Time are where the replay drained the record: at or after
-	// the point the kernel wrote it (its records carry no position).
+	// Pos is where the kernel wrote the record: its branch count, and the
+	// exits made before it (the ring is drained at every guest exit).
+	// Time is that position's record time (recordClock).
 	Pos  Position
 	Time time.Duration
 }
@@ -40,20 +39,21 @@ type traceRing struct {
 	Lost    uint64 // records overwritten before they were drained
 }
 
-// drainTrace reads the records written since the last drain. Every field
-// of the ring is guest data and checked: a broken ring stops being read.
+// drainTrace reads the records written since the last drain, all of them
+// after the guest's last counted exit. Every field of the ring is guest
+// data and checked: a broken ring stops being read.
 func (m *Machine) drainTrace() error {
 	t := &m.trace
 	if t.addr == 0 || m.cfg.OnTrace == nil {
 		return nil
 	}
 	hdr, err := m.ram.Slice(t.addr, traceHeader)
-	if err != nil || binary.LittleEndian.Uint64(hdr) != traceMagic {
+	if err != nil || binary.LittleEndian.Uint64(hdr) != abi.TraceMagic {
 		return nil // not booted yet, or not a ring
 	}
 	capacity := uint64(binary.LittleEndian.Uint32(hdr[8:]))
 	if capacity == 0 || capacity > traceMaxRecord || capacity&(capacity-1) != 0 ||
-		binary.LittleEndian.Uint32(hdr[12:]) != traceRecSize {
+		binary.LittleEndian.Uint32(hdr[12:]) != abi.TraceRecSize {
 		return nil
 	}
 	head := binary.LittleEndian.Uint64(hdr[traceHeadOff:])
@@ -64,16 +64,17 @@ func (m *Machine) drainTrace() error {
 		t.Lost += head - t.drained - capacity
 		t.drained = head - capacity
 	}
-	pos, now := m.position(), m.recordTime()
 	for ; t.drained < head; t.drained++ {
-		raw, err := m.ram.Slice(t.addr+traceHeader+(t.drained&(capacity-1))*traceRecSize, traceRecSize)
+		raw, err := m.ram.Slice(t.addr+traceHeader+(t.drained&(capacity-1))*abi.TraceRecSize, abi.TraceRecSize)
 		if err != nil {
 			return nil
 		}
+		branch := binary.LittleEndian.Uint64(raw[32:])
 		r := &TraceRecord{
 			Kind: binary.LittleEndian.Uint32(raw), TID: binary.LittleEndian.Uint32(raw[4:]),
 			A: binary.LittleEndian.Uint64(raw[8:]), B: binary.LittleEndian.Uint64(raw[16:]),
-			Ticks: binary.LittleEndian.Uint64(raw[24:]), Pos: pos, Time: now,
+			Ticks: binary.LittleEndian.Uint64(raw[24:]),
+			Pos:   Position{Exit: m.exits, Branch: branch}, Time: m.recordTime(branch),
 		}
 		if err := m.cfg.OnTrace(r); err != nil {
 			return err

@@ -220,8 +220,12 @@ func (m *Machine) loop() error {
 		reason := c.ExitReason()
 		m.stats.countExit(reason)
 		// Count before handling: inputs logged while handling this exit
-		// carry its ordinal.
+		// carry its ordinal. Trace records written since the last exit
+		// carry the ordinal before it.
 		if m.lastStop = m.classify(reason); m.lastStop == stopGuestExit {
+			if err := m.drainTrace(); err != nil {
+				return err
+			}
 			m.exits++
 		}
 		switch reason {

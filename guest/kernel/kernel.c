@@ -28,16 +28,16 @@
  * (15 push, mov, call), resume 19 (jmp, mov, 15 pop, add, iretq).
  *   timer tick, nothing to do (run queue empty, no sleeper):       51
  *     (+3 when a sleeper is queued but not due)
- *   timer tick, round-robin switch (incl. the trace record):       84
+ *   timer tick, round-robin switch (incl. the trace record):       86
  *   system call round trip, SYS_BENCH NOP:                         61
  *   system call round trip, SYS_GETTID:                            58
- *   SYS_YIELD with a switch:                                       92
- *   SYS_FUTEX_WAIT that blocks (no timeout) and switches:         118
+ *   SYS_YIELD with a switch:                                       94
+ *   SYS_FUTEX_WAIT that blocks (no timeout) and switches:         120
  *   SYS_FUTEX_WAKE waking one waiter:                              90
- *   SYS_DISK_READ/WRITE that submits, blocks, switches to idle:   131
- *     (130 switching to another thread; 13 fewer when it only queues)
+ *   SYS_DISK_READ/WRITE that submits, blocks, switches to idle:   133
+ *     (132 switching to another thread; 13 fewer when it only queues)
  *   disk IRQ (vector 0x22), owner to the run queue:                65
- *   disk IRQ in the idle loop, switch to the owner:                82
+ *   disk IRQ in the idle loop, switch to the owner:                84
  *     (+22 either way when it submits the next queued request)
  *   SYS_NET_RXTAIL / SYS_NET_TXTAIL (one port write):              63
  *   SYS_NET_WAIT returning at once:                                62
@@ -53,6 +53,7 @@
 #include "kernel.h"
 
 #define CLOCK ((volatile struct reprise_clock *)REPRISE_CLOCK)
+#define SWBC  ((volatile struct reprise_swbc *)REPRISE_SWBC)
 #define TSS_RSP0 (*(volatile uint64_t *)REPRISE_TSS_RSP0)
 
 /* User-side symbols (guest/lib, linker script). */
@@ -127,6 +128,7 @@ static inline void trace(uint32_t kind, uint32_t tid, uint64_t a, uint64_t b)
 	e->a = a;
 	e->b = b;
 	e->ticks = CLOCK->ticks;
+	e->branches = SWBC->count;
 	__asm__ volatile("" ::: "memory");   /* record complete before head moves */
 	r->head = h + 1;
 }

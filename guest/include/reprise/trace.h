@@ -8,12 +8,15 @@
  *   struct reprise_trace_ring at symbol reprise_trace_ring
  *     0x00 u64 magic      REPRISE_TRACE_MAGIC once the kernel has booted
  *     0x08 u32 capacity   number of records (a power of two)
- *     0x0c u32 rec_size   sizeof(struct reprise_trace_rec) == 32
+ *     0x0c u32 rec_size   sizeof(struct reprise_trace_rec) == 40
  *     0x10 u64 head       records ever written (monotonic, never wraps)
  *     0x18 u64 reserved
  *     0x20 rec[capacity]
  *
  * Record number n (0-based, in write order) lives at rec[n & (capacity-1)].
+ * Each record carries the software branch count when it was written, so a
+ * reader that also knows how many exits the guest had made (the VMM drains
+ * at every exit) has the record's exact execution position.
  * The live records are n in [max(0, head - capacity), head): when the ring is
  * full the oldest record is overwritten. The kernel fills a record completely
  * before it increments head (one vCPU, kernel runs with IF=0: a reader that
@@ -26,9 +29,9 @@
 #ifndef REPRISE_TRACE_H
 #define REPRISE_TRACE_H
 
-#define REPRISE_TRACE_MAGIC    0x3145434152545052ULL /* "RPTRACE1" little-endian */
+#define REPRISE_TRACE_MAGIC    0x3245434152545052ULL /* "RPTRACE2" little-endian */
 #define REPRISE_TRACE_CAPACITY 4096
-#define REPRISE_TRACE_REC_SIZE 32
+#define REPRISE_TRACE_REC_SIZE 40
 
 /* Record kinds (field `kind`). */
 #define REPRISE_TRACE_SWITCH   1   /* tid = from, a = to tid, b = reason (below) */
@@ -53,6 +56,7 @@ struct reprise_trace_rec {
 	uint64_t a;
 	uint64_t b;
 	uint64_t ticks;    /* struct reprise_clock.ticks when written */
+	uint64_t branches; /* struct reprise_swbc.count when written (0 without swbc) */
 };
 
 struct reprise_trace_ring {
