@@ -105,7 +105,7 @@ type Event struct {
 	Seq    uint32        // arrival ordinal in the run; set by the DB, ignored by Add
 	Time   time.Duration // record-time host time since the recording started
 	Probe  uint32        // probe id within the run (probe events), 0 otherwise
-	Addr   uint64        // probe: probed address; sample: RIP; switch: next thread id; user: the event's kind
+	Addr   uint64        // probe: address hit (a return probe's: the return address); sample: RIP; switch: next thread id; user: the event's kind
 	Args   []uint64      // probe arguments (named in the run's probe table), or user-event payload
 	Stack  []uint64      // sample: return addresses, innermost first
 }

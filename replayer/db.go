@@ -2,11 +2,14 @@ package replayer
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/vmm"
 )
@@ -37,14 +40,17 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		modes = append(modes, fmt.Sprintf("every %v of replay time", o.SamplePeriod))
 	}
 	sampling := strings.Join(modes, "; ")
+	img, err := TapeImage(o.Tape)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := db.SetSymbols(imageSymbols(img)); err != nil {
+		return nil, nil, err
+	}
 	abs, _ := filepath.Abs(o.Tape)
 	run, in, err := db.NewRun(abs, table, sampling)
 	if err != nil {
 		return nil, nil, err
-	}
-	img, err := TapeImage(o.Tape)
-	if err != nil {
-		return nil, run, err
 	}
 	tidSym, haveTID := img.Lookup(currentTIDSymbol)
 	o.OnHit = func(h Hit) error {
@@ -52,8 +58,12 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		for i, v := range h.Args {
 			args[i] = v.Value // a failed read records 0; the probe table names the arguments
 		}
-		return in.Add(&eventdb.Event{Kind: eventdb.KindProbeEntry, Thread: h.Thread, Pos: eventdb.Position(h.Pos),
-			Time: h.Time, Probe: h.Probe.ID + 1, Addr: h.Probe.Addr, Args: args})
+		kind := eventdb.KindProbeEntry
+		if h.Probe.Return {
+			kind = eventdb.KindProbeReturn
+		}
+		return in.Add(&eventdb.Event{Kind: kind, Thread: h.Thread, Pos: eventdb.Position(h.Pos),
+			Time: h.Time, Probe: h.Probe.ID + 1, Addr: h.Site, Args: args})
 	}
 	o.OnSample = func(s *vmm.Sample, mem vmm.GuestMemory) error {
 		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: currentThread(mem, tidSym, haveTID),
@@ -82,25 +92,28 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 }
 
 // Trace-ring record kinds (guest/include/reprise/trace.h).
-const (
-	traceSwitch = 1
-	traceCreate = 2
-	traceExit   = 3
-	traceUser   = 0x10000
-)
+// imageSymbols is the table tools name addresses with, keyed by the
+// image's SHA-256 so that a DB never mixes recordings of two images.
+func imageSymbols(img *elfimage.Image) *eventdb.Symbols {
+	syms := make([]eventdb.Symbol, 0, len(img.Symbols()))
+	for _, s := range img.Symbols() {
+		syms = append(syms, eventdb.Symbol{Name: s.Name, Addr: s.Addr, Size: s.Size, Func: s.Func})
+	}
+	return eventdb.NewSymbols(fmt.Sprintf("%x", sha256.Sum256(img.Raw)), syms)
+}
 
 // traceEvent turns a trace-ring record into an event (nil for kinds the
 // DB does not know).
 func traceEvent(r *vmm.TraceRecord) *eventdb.Event {
 	e := &eventdb.Event{Thread: r.TID, Pos: eventdb.Position(r.Pos), Time: r.Time}
 	switch {
-	case r.Kind == traceSwitch: // from TID to A, reason B
+	case r.Kind == abi.TraceSwitch: // from TID to A, reason B
 		e.Kind, e.Addr, e.Args = eventdb.KindSwitch, r.A, []uint64{r.B}
-	case r.Kind == traceCreate: // TID created A, starting at B
+	case r.Kind == abi.TraceCreate: // TID created A, starting at B
 		e.Kind, e.Addr, e.Args = eventdb.KindThreadCreate, r.A, []uint64{r.B}
-	case r.Kind == traceExit: // TID exited with A
+	case r.Kind == abi.TraceExit: // TID exited with A
 		e.Kind, e.Args = eventdb.KindThreadExit, []uint64{r.A}
-	case r.Kind&traceUser != 0: // SYS_TRACE(kind, a, b)
+	case r.Kind&abi.TraceUser != 0: // SYS_TRACE(kind, a, b)
 		e.Kind, e.Addr, e.Args = eventdb.KindUser, uint64(r.Kind&0xFFFF), []uint64{r.A, r.B}
 	default:
 		return nil

@@ -20,6 +20,7 @@ const currentTIDSymbol = "reprise_current_tid"
 // Hit is one probe hit during a replay.
 type Hit struct {
 	Probe  *probes.Probe
+	Site   uint64 // the address hit: the probe's, or for a return probe the return address
 	Thread uint32 // guest thread id (0 if the image does not say)
 	Pos    vmm.Position
 	Time   time.Duration // record-time host time (of the last event before it)
@@ -100,7 +101,7 @@ func planSites(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) ([
 			if !p.WantsThread(tid) {
 				continue
 			}
-			h := Hit{Probe: p, Thread: tid, Pos: ph.Pos, Time: ph.Time, Regs: ph.Regs, Args: p.EvalArgs(regView{&ph.Regs}, mem)}
+			h := Hit{Probe: p, Site: ph.Addr, Thread: tid, Pos: ph.Pos, Time: ph.Time, Regs: ph.Regs, Args: p.EvalArgs(regView{&ph.Regs}, mem)}
 			if err := onHit(h); err != nil {
 				return err
 			}

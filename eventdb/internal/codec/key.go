@@ -24,6 +24,7 @@ const (
 
 	metaVersion = 'v'
 	metaRun     = 'r'
+	metaSymbols = 's'
 )
 
 // EventKeyLen is the length of every event key.
@@ -31,6 +32,9 @@ const EventKeyLen = 1 + 4 + 1 + 4 + 8 + 8 + 4
 
 // MetaVersionKey holds the DB's schema version as a u32 BE.
 var MetaVersionKey = []byte{PrefixMeta, metaVersion}
+
+// MetaSymbolsKey holds the guest image's symbol table.
+var MetaSymbolsKey = []byte{PrefixMeta, metaSymbols}
 
 // EventKey is a decoded event key.
 type EventKey struct {
