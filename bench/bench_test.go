@@ -165,7 +165,7 @@ func BenchmarkCPUGuestVsNative(b *testing.B) {
 // built with and without -fsanitize-coverage=trace-pc.
 func BenchmarkSWBC(b *testing.B) {
 	k := kit(b)
-	for _, cmd := range []string{"cpu digits=20000", "profile rounds=200", "syn_cont iters=300"} {
+	for _, cmd := range []string{"cpu digits=20000", "profile rounds=200", "syn_cont iters=300 work=8000"} {
 		b.Run(cmd, func(b *testing.B) {
 			var plain, swbc time.Duration
 			for i := 0; i < b.N; i++ {

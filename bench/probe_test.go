@@ -46,7 +46,7 @@ func replayWith(b *testing.B, path string, o replayer.Options) *replayer.Result 
 func BenchmarkProbeHit(b *testing.B) {
 	k := kit(b)
 	path := filepath.Join(b.TempDir(), "syn.tape")
-	recordTo(b, k.Image(), "syn_cont iters=300", path)
+	recordTo(b, k.Image(), "syn_cont iters=300 work=8000", path)
 	p := plan(b, k.Image(), "lock=mutex_lock m=arg0", "unlock=mutex_unlock m=arg0")
 	var bare, probed, exit time.Duration
 	var hits uint64

@@ -43,7 +43,7 @@ func replayOf(tb testing.TB, path string) *replayer.Result {
 // workload itself; plus the tape it costs per second of guest execution.
 func BenchmarkRecordOverhead(b *testing.B) {
 	k := kit(b)
-	for _, cmd := range []string{"cpu digits=20000", "clock", "syn_cont iters=300"} {
+	for _, cmd := range []string{"cpu digits=20000", "clock", "syn_cont iters=300 work=8000"} {
 		b.Run(cmd, func(b *testing.B) {
 			var live, rec time.Duration
 			var eventBytes int64
@@ -70,7 +70,7 @@ func BenchmarkRecordOverhead(b *testing.B) {
 // CPU-bound one at about the recorded speed.
 func BenchmarkReplaySpeed(b *testing.B) {
 	k := kit(b)
-	for _, cmd := range []string{"periodic bg=0 count=100", "cpu digits=20000", "cpu digits=48000", "syn_cont iters=300"} {
+	for _, cmd := range []string{"periodic bg=0 count=100", "cpu digits=20000", "cpu digits=48000", "syn_cont iters=300 work=8000"} {
 		b.Run(cmd, func(b *testing.B) {
 			var rec, rep time.Duration
 			for i := 0; i < b.N; i++ {

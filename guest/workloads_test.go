@@ -140,7 +140,7 @@ func TestClockStress(t *testing.T) {
 func TestSynContGroundTruth(t *testing.T) {
 	k := kit(t)
 	const iters = 300
-	b := run(t, k.Image(), "syn_cont iters=300")
+	b := run(t, k.Image(), "syn_cont iters=300 work=8000")
 	require.NoError(t, b.err, b.out)
 	var l1, l2 int
 	var contended uint64

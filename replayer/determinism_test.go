@@ -105,7 +105,7 @@ func replay(t *testing.T, path string) (string, *replayer.Result) {
 func TestEveryWorkloadReplaysExactly(t *testing.T) {
 	img := kitImage(t)
 	args := map[string]string{
-		"cpu": "digits=12000", "clock": "reads=2000000", "syn_cont": "iters=100",
+		"cpu": "digits=12000", "clock": "reads=2000000", "syn_cont": "iters=100 work=8000",
 		"profile": "rounds=50", "periodic": "count=10", "bench": "syscall n=200",
 		"crash": "kind=null",
 	}
@@ -144,8 +144,8 @@ func TestEveryWorkloadReplaysExactly(t *testing.T) {
 // recording replays to its own outcome.
 func TestRecordingsDifferButEachReplaysToItself(t *testing.T) {
 	img := kitImage(t)
-	a := record(t, img, "syn_cont iters=200", recorder.Auto)
-	b := record(t, img, "syn_cont iters=200", recorder.Auto)
+	a := record(t, img, "syn_cont iters=200 work=8000", recorder.Auto)
+	b := record(t, img, "syn_cont iters=200 work=8000", recorder.Auto)
 	require.NoError(t, a.err)
 	require.NoError(t, b.err)
 	require.NotEqual(t, interruptPositions(t, a.path), interruptPositions(t, b.path),
@@ -177,7 +177,7 @@ func interruptPositions(t *testing.T, path string) []tape.Position {
 
 func TestExitSyncPositionsReplay(t *testing.T) {
 	img := kitImage(t)
-	for _, cmd := range []string{"syn_cont iters=50", "deadlock_trylock", "selftest"} {
+	for _, cmd := range []string{"syn_cont iters=50 work=8000", "deadlock_trylock", "selftest"} {
 		rec := record(t, img, cmd, tape.SourceExitSync)
 		require.NoError(t, rec.err)
 		console, res := replay(t, rec.path)
@@ -190,7 +190,7 @@ func TestExitSyncPositionsReplay(t *testing.T) {
 // never a silently different replay.
 func TestFlippedByteIsReported(t *testing.T) {
 	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
 	raw, err := os.ReadFile(rec.path)
 	require.NoError(t, err)
 	hdrEnd := headerBytes(t, rec.path)
@@ -223,7 +223,7 @@ func headerBytes(t *testing.T, path string) int {
 // changed — is caught by the replay's own checks as a divergence.
 func TestForgedEventIsADivergence(t *testing.T) {
 	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
 	forge := func(t *testing.T, change func(i int, ev *tape.Event) bool) error {
 		r, err := tape.Open(rec.path)
 		require.NoError(t, err)

@@ -25,7 +25,7 @@ import (
 // probed replay still passes every check, its RAM hash included.
 func TestProbesCountLockAcquisitions(t *testing.T) {
 	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=100", recorder.Auto)
+	rec := record(t, img, "syn_cont iters=100 work=8000", recorder.Auto)
 	require.NoError(t, rec.err)
 
 	lock, ok := img.Lookup("mutex_lock")
@@ -99,7 +99,7 @@ func replayProbed(t *testing.T, path string, sites []vmm.ProbeSite, on vmm.Probe
 // the workload's, and a thread filter sees exactly that thread's locks.
 func TestProbePlanOnSynCont(t *testing.T) {
 	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=100", recorder.Auto)
+	rec := record(t, img, "syn_cont iters=100 work=8000", recorder.Auto)
 	require.NoError(t, rec.err)
 	workers := guest.Select(guest.ParseTruth(rec.console), "thread", "0")
 	require.Len(t, workers, 1, "syn_cont names its threads' tids")
@@ -146,7 +146,7 @@ func TestProbePlanOnSynCont(t *testing.T) {
 // creation and exit, and context switches between them.
 func TestTraceRingIntoDB(t *testing.T) {
 	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
 	require.NoError(t, rec.err)
 	db, err := eventdb.Open(t.TempDir(), nil)
 	require.NoError(t, err)
@@ -186,7 +186,7 @@ func TestTraceRingIntoDB(t *testing.T) {
 // the entry probe of the same function, and the replay stays faithful.
 func TestReturnProbes(t *testing.T) {
 	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
 	require.NoError(t, rec.err)
 	specs, err := probes.ParseSpecs([]string{"lock=mutex_lock m=arg0", "done=mutex_lock%return"})
 	require.NoError(t, err)
@@ -214,7 +214,7 @@ func TestReturnProbes(t *testing.T) {
 // record times never go backwards.
 func TestTracePositionsOrderProbeHits(t *testing.T) {
 	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=50", recorder.Auto)
+	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
 	require.NoError(t, rec.err)
 	specs, err := probes.ParseSpecs([]string{"lock=mutex_lock m=arg0"})
 	require.NoError(t, err)

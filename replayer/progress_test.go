@@ -16,7 +16,7 @@ import (
 // A replay that lasts reports its progress and clears the line at the end.
 func TestReplayShowsProgress(t *testing.T) {
 	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=400", recorder.Auto)
+	rec := record(t, img, "syn_cont iters=400 work=8000", recorder.Auto)
 	var progress bytes.Buffer
 	_, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: io.Discard, Progress: &progress})
 	require.NoError(t, err)

@@ -38,7 +38,7 @@ tools answer questions about it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newWorkloadsCmd())
+	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newLockstatCmd(), newWorkloadsCmd())
 	return root
 }
 

@@ -18,7 +18,7 @@ import (
 func TestRecordReplayInfo(t *testing.T) {
 	kvmtest.Require(t)
 	tp := filepath.Join(t.TempDir(), "run.tape")
-	rec := runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=100")
+	rec := runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=100", "work=8000")
 	require.Equal(t, 0, rec.code, rec.stderr)
 	require.Contains(t, rec.stderr, "recorded "+tp)
 	require.Contains(t, rec.stderr, "swbc positions")
@@ -30,7 +30,7 @@ func TestRecordReplayInfo(t *testing.T) {
 
 	info := runCLI(t, nil, "info", tp)
 	require.Equal(t, 0, info.code, info.stderr)
-	for _, want := range []string{"swbc", "syn_cont iters=100", "kit.elf", "interrupt", "exited, status 0", "damage       none"} {
+	for _, want := range []string{"swbc", "syn_cont iters=100 work=8000", "kit.elf", "interrupt", "exited, status 0", "damage       none"} {
 		require.Contains(t, info.stdout, want)
 	}
 }
@@ -40,7 +40,7 @@ func TestRecordReplayInfo(t *testing.T) {
 func TestKilledRecorderLeavesReplayableTape(t *testing.T) {
 	kvmtest.Require(t)
 	tp := filepath.Join(t.TempDir(), "killed.tape")
-	cmd := exec.Command(reprise, "record", "--timer-hz", "250", "-o", tp, "syn_cont", "iters=5000")
+	cmd := exec.Command(reprise, "record", "--timer-hz", "250", "-o", tp, "syn_cont", "iters=5000", "work=8000")
 	require.NoError(t, cmd.Start())
 	time.Sleep(1500 * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -63,7 +63,7 @@ func TestKilledRecorderLeavesReplayableTape(t *testing.T) {
 func TestInterruptedRecordingReplays(t *testing.T) {
 	kvmtest.Require(t)
 	tp := filepath.Join(t.TempDir(), "int.tape")
-	cmd := exec.Command(reprise, "record", "-o", tp, "syn_cont", "iters=5000")
+	cmd := exec.Command(reprise, "record", "-o", tp, "syn_cont", "iters=5000", "work=8000")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	require.NoError(t, cmd.Start())
@@ -111,7 +111,7 @@ func TestReplayDamagedTape(t *testing.T) {
 	kvmtest.Require(t)
 	dir := t.TempDir()
 	tp := filepath.Join(dir, "run.tape")
-	require.Equal(t, 0, runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=100").code)
+	require.Equal(t, 0, runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=100", "work=8000").code)
 	raw, err := os.ReadFile(tp)
 	require.NoError(t, err)
 	raw[len(raw)-10] ^= 0xff
@@ -179,7 +179,7 @@ func TestReplayIntoEventDB(t *testing.T) {
 	kvmtest.Require(t)
 	dir := t.TempDir()
 	tp, db := filepath.Join(dir, "run.tape"), filepath.Join(dir, "events.db")
-	require.Equal(t, 0, runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=50").code)
+	require.Equal(t, 0, runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=50", "work=8000").code)
 
 	r := runCLI(t, nil, "replay", "-q", "--probe", "lock=mutex_lock m=arg0", "--db", db, tp)
 	require.Equal(t, 0, r.code, r.stderr)

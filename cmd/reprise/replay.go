@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
@@ -33,6 +34,7 @@ func newReplayCmd() *cobra.Command {
 		sample     uint64
 		period     time.Duration
 		dbDir      string
+		locks      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TAPE",
@@ -59,6 +61,9 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 			// streaming to that same terminal.
 			if isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout)) {
 				opts.Progress = os.Stderr
+			}
+			if locks {
+				probeSpecs = append(probeSpecs, guest.LockProbes...)
 			}
 			if len(probeSpecs) > 0 || probeFile != "" {
 				plan, err := probePlan(args[0], probeSpecs, probeFile)
@@ -108,6 +113,7 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 	cmd.Flags().StringVar(&disk, "disk", "", "where the recording's disk base image is now, if it moved (checked against the recorded hash)")
 	cmd.Flags().StringArrayVar(&probeSpecs, "probe", nil, "a probe: [NAME=]SYMBOL[+OFF] [ARG=EXPR ...] [@tid=N] (repeatable; e.g. 'lock=mutex_lock m=arg0')")
 	cmd.Flags().StringVar(&probeFile, "probes", "", "probes from a YAML or JSON file")
+	cmd.Flags().BoolVar(&locks, "locks", false, "probe the guest kit's mutex functions for lockstat and deadlock")
 	cmd.Flags().Uint64Var(&sample, "sample", 0, "sample every N user-mode basic blocks (deterministic: identical in every replay)")
 	cmd.Flags().DurationVar(&period, "sample-period", 0, "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")

@@ -1,0 +1,271 @@
+// Package lockstat is the lock contention tool (DESIGN.md §9): a
+// mutrace / perf-lock style table per lock and a per-thread breakdown,
+// computed from a run's lock operations (package lockops).
+//
+// Definitions, chosen to match what the guest kit's mutex counts itself:
+// an acquisition is contended when, as the thread asked, another thread
+// held the lock (the blocking and timed kinds then wait); a try-lock that
+// finds the lock held fails and is counted apart. An owner change is an
+// acquisition by another thread than the previous one. Wait time runs from
+// the request to the acquisition, hold time from the acquisition to the
+// release, both in record time.
+package lockstat
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/tools/lockops"
+)
+
+// Counts are the figures kept per lock and per thread.
+type Counts struct {
+	Requests     uint64        `json:"requests"`
+	Acquired     uint64        `json:"acquired"`
+	Contended    uint64        `json:"contended"`
+	TryFailed    uint64        `json:"try_failed"`
+	TimedOut     uint64        `json:"timed_out"`
+	OwnerChanges uint64        `json:"owner_changes"`
+	WaitTotal    time.Duration `json:"wait_total_ns"`
+	WaitMax      time.Duration `json:"wait_max_ns"`
+	HoldTotal    time.Duration `json:"hold_total_ns"`
+	HoldMax      time.Duration `json:"hold_max_ns"`
+	Holds        uint64        `json:"holds"` // acquisitions whose release was seen
+}
+
+// BlockedPct is the share of acquisitions that were contended.
+func (c *Counts) BlockedPct() float64 { return pct(c.Contended, c.Acquired) }
+
+// OwnerChangePct is the share of acquisitions that changed the owner.
+func (c *Counts) OwnerChangePct() float64 { return pct(c.OwnerChanges, c.Acquired) }
+
+// WaitAvg is the mean wait per acquisition.
+func (c *Counts) WaitAvg() time.Duration { return avg(c.WaitTotal, c.Acquired) }
+
+// HoldAvg is the mean hold per release seen.
+func (c *Counts) HoldAvg() time.Duration { return avg(c.HoldTotal, c.Holds) }
+
+func pct(a, b uint64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+func avg(d time.Duration, n uint64) time.Duration {
+	if n == 0 {
+		return 0
+	}
+	return d / time.Duration(n)
+}
+
+// Lock is one lock's figures.
+type Lock struct {
+	Addr      uint64 `json:"addr"`
+	Name      string `json:"name"`       // its symbol, e.g. "level2+0x20"
+	FirstSite string `json:"first_site"` // where it was first acquired, e.g. "worker+0x5c"
+	Threads   int    `json:"threads"`    // distinct threads that acquired it
+	Counts
+	threads map[uint32]bool
+}
+
+// Thread is one thread's figures over every lock.
+type Thread struct {
+	ID    uint32 `json:"thread"`
+	Locks int    `json:"locks"` // distinct locks it acquired
+	Counts
+	locks map[uint64]bool
+}
+
+// Report is lockstat's result for one run.
+type Report struct {
+	Run        uint32    `json:"run"`
+	Locks      []*Lock   `json:"locks"`
+	Threads    []*Thread `json:"threads"`
+	Total      Counts    `json:"total"`
+	Unreleased int       `json:"unreleased"` // locks still held when the run ended
+}
+
+// SortKey orders locks.
+type SortKey string
+
+// Sort keys, descending.
+const (
+	ByLocked       SortKey = "locked"
+	ByContended    SortKey = "contended"
+	ByOwnerChanges SortKey = "owner-changes"
+	ByWait         SortKey = "wait"
+	ByHold         SortKey = "hold"
+)
+
+// SortKeys lists the valid sort keys.
+var SortKeys = []SortKey{ByLocked, ByContended, ByOwnerChanges, ByWait, ByHold}
+
+func (k SortKey) value(c *Counts) uint64 {
+	switch k {
+	case ByContended:
+		return c.Contended
+	case ByOwnerChanges:
+		return c.OwnerChanges
+	case ByWait:
+		return uint64(c.WaitTotal)
+	case ByHold:
+		return uint64(c.HoldTotal)
+	}
+	return c.Acquired
+}
+
+// Options say which run to read and how to order the report.
+type Options struct {
+	Run  uint32  // 0: the latest complete run with lock probes
+	Sort SortKey // "": ByContended
+	Top  int     // 0: every lock
+}
+
+// lockState is a lock's state while the run is replayed in order.
+type lockState struct {
+	owner     uint32 // holding thread, 0 when free
+	held      bool
+	lastOwner uint32
+	acquired  time.Duration
+	everOwned bool
+}
+
+// Build computes the report.
+func Build(db *eventdb.DB, o Options) (*Report, error) {
+	if o.Sort == "" {
+		o.Sort = ByContended
+	}
+	if !slices.Contains(SortKeys, o.Sort) {
+		return nil, fmt.Errorf("lockstat: unknown sort key %q (one of %v)", o.Sort, SortKeys)
+	}
+	run, err := lockops.FindRun(db, o.Run)
+	if err != nil {
+		return nil, fmt.Errorf("lockstat: %w", err)
+	}
+	syms, err := db.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("lockstat: %w", err)
+	}
+	locks := map[uint64]*Lock{}
+	threads := map[uint32]*Thread{}
+	states := map[uint64]*lockState{}
+	type req struct {
+		at        time.Duration
+		contended bool
+	}
+	requests := map[uint32]req{} // thread → its request in progress
+	lockOf := func(addr uint64) (*Lock, *lockState) {
+		l := locks[addr]
+		if l == nil {
+			l = &Lock{Addr: addr, Name: syms.Describe(addr), threads: map[uint32]bool{}}
+			locks[addr] = l
+			states[addr] = &lockState{}
+		}
+		return l, states[addr]
+	}
+	threadOf := func(id uint32) *Thread {
+		t := threads[id]
+		if t == nil {
+			t = &Thread{ID: id, locks: map[uint64]bool{}}
+			threads[id] = t
+		}
+		return t
+	}
+	err = lockops.Scan(db, run, func(op *lockops.Op) error {
+		l, s := lockOf(op.Lock)
+		t := threadOf(op.Thread)
+		both := func(f func(c *Counts)) { f(&l.Counts); f(&t.Counts) }
+		switch op.Kind {
+		case lockops.Request:
+			both(func(c *Counts) { c.Requests++ })
+			requests[op.Thread] = req{at: op.Time, contended: s.held && s.owner != op.Thread}
+		case lockops.Failed:
+			r := requests[op.Thread]
+			delete(requests, op.Thread)
+			if op.Mode == lockops.Timed {
+				both(func(c *Counts) { c.TimedOut++; c.WaitTotal += op.Time - r.at })
+			} else {
+				both(func(c *Counts) { c.TryFailed++ })
+			}
+		case lockops.Acquired:
+			r := requests[op.Thread]
+			delete(requests, op.Thread)
+			wait := max(op.Time-r.at, 0)
+			changed := s.everOwned && s.lastOwner != op.Thread
+			both(func(c *Counts) {
+				c.Acquired++
+				if r.contended {
+					c.Contended++
+				}
+				if changed {
+					c.OwnerChanges++
+				}
+				c.WaitTotal += wait
+				c.WaitMax = max(c.WaitMax, wait)
+			})
+			if !s.everOwned {
+				l.FirstSite = syms.Describe(op.Site)
+			}
+			s.owner, s.held, s.lastOwner, s.everOwned, s.acquired = op.Thread, true, op.Thread, true, op.Time
+			l.threads[op.Thread] = true
+			t.locks[op.Lock] = true
+		case lockops.Release:
+			if s.held && s.owner == op.Thread {
+				hold := max(op.Time-s.acquired, 0)
+				both(func(c *Counts) { c.Holds++; c.HoldTotal += hold; c.HoldMax = max(c.HoldMax, hold) })
+			}
+			s.held, s.owner = false, 0
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lockstat: %w", err)
+	}
+	rep := &Report{Run: run.ID}
+	for _, l := range locks {
+		if l.Acquired == 0 && l.Requests == 0 {
+			continue // an unlock of a lock never taken in this run
+		}
+		l.Threads = len(l.threads)
+		if states[l.Addr].held {
+			rep.Unreleased++
+		}
+		rep.Locks = append(rep.Locks, l)
+		rep.Total.add(&l.Counts)
+	}
+	for _, t := range threads {
+		t.Locks = len(t.locks)
+		if t.Requests > 0 {
+			rep.Threads = append(rep.Threads, t)
+		}
+	}
+	slices.SortFunc(rep.Locks, func(a, b *Lock) int {
+		if c := cmp.Compare(o.Sort.value(&b.Counts), o.Sort.value(&a.Counts)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Addr, b.Addr)
+	})
+	slices.SortFunc(rep.Threads, func(a, b *Thread) int { return cmp.Compare(a.ID, b.ID) })
+	if o.Top > 0 && len(rep.Locks) > o.Top {
+		rep.Locks = rep.Locks[:o.Top]
+	}
+	return rep, nil
+}
+
+func (c *Counts) add(o *Counts) {
+	c.Requests += o.Requests
+	c.Acquired += o.Acquired
+	c.Contended += o.Contended
+	c.TryFailed += o.TryFailed
+	c.TimedOut += o.TimedOut
+	c.OwnerChanges += o.OwnerChanges
+	c.WaitTotal += o.WaitTotal
+	c.WaitMax = max(c.WaitMax, o.WaitMax)
+	c.HoldTotal += o.HoldTotal
+	c.HoldMax = max(c.HoldMax, o.HoldMax)
+	c.Holds += o.Holds
+}
