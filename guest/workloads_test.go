@@ -182,7 +182,7 @@ func TestDeadlockSamplesNeverDeadlock(t *testing.T) {
 			require.NoError(t, b.err, b.out)
 			var found bool
 			for _, tr := range b.truths {
-				if e, ok := tr["expect"]; ok {
+				if e, ok := tr["expect"]; ok && e != "none" {
 					require.Equal(t, expect, e)
 					require.NotEmpty(t, tr["cycle"])
 					found = true

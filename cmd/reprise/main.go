@@ -25,7 +25,12 @@ type exitError struct {
 	err  error
 }
 
-func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code) // the command has reported already
+	}
+	return e.err.Error()
+}
 func (e *exitError) Unwrap() error { return e.err }
 
 func newRootCmd() *cobra.Command {
@@ -38,7 +43,7 @@ tools answer questions about it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newLockstatCmd(), newWorkloadsCmd())
+	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newLockstatCmd(), newDeadlockCmd(), newWorkloadsCmd())
 	return root
 }
 

@@ -1,0 +1,293 @@
+// Package deadlock finds potential deadlocks in a run's lock operations
+// (DESIGN.md §9), after Agarwal and Stoller as InSight applies it:
+//
+//   - Each thread's acquisitions form a lock tree: a path from the root to
+//     a node is a stack of locks the thread held at once.
+//   - Interleaving edges join nodes of one lock in different threads' trees:
+//     a thread waiting for the lock may be waiting for the other. A trylock
+//     never waits, so a node the thread only ever took by trylock has no
+//     outgoing edge (other threads may still wait for it). A timed lock that
+//     timed out adds no node.
+//   - A cycle is a chain of threads, each holding a lock (a tree node) and
+//     then asking for a lock below it in its tree that the next thread
+//     holds, back to the first. A depth-first search finds every cycle
+//     through distinct threads and distinct locks.
+//   - A cycle whose threads held a common lock (a gate) above their part of
+//     the cycle cannot happen: it is reported as protected by that lock.
+//     A cycle that exists only through a trylock is reported as safe.
+package deadlock
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/tools/lockops"
+)
+
+// node is a lock-tree node: a lock acquired with its ancestors held.
+type node struct {
+	lock     uint64
+	thread   uint32
+	parent   *node
+	children map[uint64]*node
+	site     uint64 // return address of its first acquisition
+	waits    bool   // some acquisition could wait (not a trylock)
+	tryOnly  bool   // every acquisition was a trylock
+	count    uint64
+}
+
+func (n *node) child(lock uint64) *node {
+	c := n.children[lock]
+	if c == nil {
+		c = &node{lock: lock, thread: n.thread, parent: n, children: map[uint64]*node{}, tryOnly: true}
+		n.children[lock] = c
+	}
+	return c
+}
+
+// tree is one thread's lock tree and its held stack while scanning.
+type tree struct {
+	root node
+	held []*node
+}
+
+// Lock names a lock in a report.
+type Lock struct {
+	Addr uint64 `json:"addr"`
+	Name string `json:"name"`
+}
+
+// Step is one thread's part of a cycle: holding one lock, it asks for the
+// next.
+type Step struct {
+	Thread    uint32 `json:"thread"`
+	Holds     Lock   `json:"holds"`
+	HoldsAt   string `json:"holds_at"` // where it acquired the held lock
+	HoldsHow  string `json:"holds_how"`
+	WaitsFor  Lock   `json:"waits_for"`
+	WaitsAt   string `json:"waits_at"`
+	WaitsHow  string `json:"waits_how"`
+	HeldAbove []Lock `json:"held_above,omitempty"` // locks it held around the step
+}
+
+// Cycle is a potential deadlock (or a protected or safe one).
+type Cycle struct {
+	Steps []Step `json:"steps"`
+	Gate  *Lock  `json:"gate,omitempty"` // Protected: the lock that keeps the threads apart
+}
+
+// Notation writes the cycle as InSight does: L1@T1>L2@T1>L2@T2>…>L1@T1,
+// with names from name(thread).
+func (c *Cycle) Notation(name func(uint32) string) string {
+	var b strings.Builder
+	for _, s := range c.Steps {
+		fmt.Fprintf(&b, "%s@%s>%s@%s>", s.Holds.Name, name(s.Thread), s.WaitsFor.Name, name(s.Thread))
+	}
+	first := c.Steps[0]
+	fmt.Fprintf(&b, "%s@%s", first.Holds.Name, name(first.Thread))
+	return b.String()
+}
+
+// Report is the tool's result.
+type Report struct {
+	Run       uint32  `json:"run"`
+	Threads   int     `json:"threads"`      // threads that acquired locks
+	Locks     int     `json:"locks"`        // distinct locks acquired
+	Nested    int     `json:"nested"`       // lock-tree nodes below a root: acquisitions with a lock held
+	Deadlocks []Cycle `json:"deadlocks"`    // potential deadlocks
+	Protected []Cycle `json:"protected"`    // cycles a gate lock keeps from happening
+	TrySafe   []Cycle `json:"trylock_safe"` // cycles only a trylock would close
+}
+
+// Options pick the run.
+type Options struct {
+	Run uint32 // 0: the latest complete run with lock probes
+}
+
+// Build scans the run and searches its lock trees.
+func Build(db *eventdb.DB, o Options) (*Report, error) {
+	run, err := lockops.FindRun(db, o.Run)
+	if err != nil {
+		return nil, fmt.Errorf("deadlock: %w", err)
+	}
+	syms, err := db.Symbols()
+	if err != nil {
+		return nil, fmt.Errorf("deadlock: %w", err)
+	}
+	trees := map[uint32]*tree{}
+	locks := map[uint64]bool{}
+	err = lockops.Scan(db, run, func(op *lockops.Op) error {
+		t := trees[op.Thread]
+		if t == nil {
+			t = &tree{root: node{thread: op.Thread, children: map[uint64]*node{}}}
+			trees[op.Thread] = t
+		}
+		switch op.Kind {
+		case lockops.Acquired:
+			if slices.ContainsFunc(t.held, func(n *node) bool { return n.lock == op.Lock }) {
+				return nil // recursive: no new order
+			}
+			parent := &t.root
+			if len(t.held) > 0 {
+				parent = t.held[len(t.held)-1]
+			}
+			n := parent.child(op.Lock)
+			if n.count == 0 {
+				n.site = op.Site
+			}
+			n.count++
+			if op.Mode != lockops.Try {
+				n.waits, n.tryOnly = true, false
+			}
+			t.held = append(t.held, n)
+			locks[op.Lock] = true
+		case lockops.Release:
+			for i := len(t.held) - 1; i >= 0; i-- {
+				if t.held[i].lock == op.Lock {
+					t.held = slices.Delete(t.held, i, i+1)
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deadlock: %w", err)
+	}
+	rep := &Report{Run: run.ID, Locks: len(locks)}
+	var segs []segment
+	for _, t := range trees {
+		if len(t.root.children) > 0 {
+			rep.Threads++
+		}
+		walk(&t.root, func(n *node) {
+			if n.parent != &t.root {
+				rep.Nested++
+			}
+		})
+		segs = append(segs, segments(&t.root)...)
+	}
+	slices.SortFunc(segs, func(a, b segment) int {
+		return cmp.Or(cmp.Compare(a.thread(), b.thread()), cmp.Compare(a.hold.lock, b.hold.lock), cmp.Compare(a.wait.lock, b.wait.lock))
+	})
+	describe := func(addr uint64) Lock { return Lock{Addr: addr, Name: syms.Describe(addr)} }
+	for _, c := range cycles(segs) {
+		cyc := Cycle{}
+		trySafe := false
+		for _, s := range c {
+			st := Step{Thread: s.thread(), Holds: describe(s.hold.lock), HoldsAt: syms.Describe(s.hold.site), HoldsHow: how(s.hold),
+				WaitsFor: describe(s.wait.lock), WaitsAt: syms.Describe(s.wait.site), WaitsHow: how(s.wait)}
+			for a := s.hold.parent; a != nil && a.parent != nil; a = a.parent {
+				st.HeldAbove = append(st.HeldAbove, describe(a.lock))
+			}
+			trySafe = trySafe || !s.wait.waits
+			cyc.Steps = append(cyc.Steps, st)
+		}
+		switch g, ok := gate(c); {
+		case trySafe:
+			rep.TrySafe = append(rep.TrySafe, cyc)
+		case ok:
+			l := describe(g)
+			cyc.Gate = &l
+			rep.Protected = append(rep.Protected, cyc)
+		default:
+			rep.Deadlocks = append(rep.Deadlocks, cyc)
+		}
+	}
+	return rep, nil
+}
+
+func how(n *node) string {
+	if n.tryOnly {
+		return "trylock"
+	}
+	return "lock"
+}
+
+func walk(n *node, f func(*node)) {
+	for _, c := range n.children {
+		f(c)
+		walk(c, f)
+	}
+}
+
+// segment is a thread's possible part in a cycle: it holds hold and asks
+// for wait, a node below it.
+type segment struct{ hold, wait *node }
+
+func (s segment) thread() uint32 { return s.hold.thread }
+
+// segments lists every (ancestor, descendant) pair of a tree.
+func segments(root *node) []segment {
+	var out []segment
+	walk(root, func(n *node) {
+		for a := n.parent; a != nil && a.parent != nil; a = a.parent {
+			out = append(out, segment{hold: a, wait: n})
+		}
+	})
+	return out
+}
+
+// cycles finds the chains of segments through distinct threads and
+// distinct locks where each segment asks for the lock the next one holds,
+// back to the first. Each cycle is found once: from its smallest thread.
+func cycles(segs []segment) [][]segment {
+	byHold := map[uint64][]segment{}
+	for _, s := range segs {
+		byHold[s.hold.lock] = append(byHold[s.hold.lock], s)
+	}
+	var out [][]segment
+	var path []segment
+	var dfs func(start segment)
+	dfs = func(start segment) {
+		last := path[len(path)-1]
+		if len(path) > 1 && last.wait.lock == start.hold.lock {
+			out = append(out, slices.Clone(path))
+			return
+		}
+		for _, next := range byHold[last.wait.lock] {
+			if next.thread() <= start.thread() || slices.ContainsFunc(path, func(s segment) bool {
+				return s.thread() == next.thread() || s.hold.lock == next.hold.lock || s.hold.lock == next.wait.lock && next.wait.lock != start.hold.lock
+			}) {
+				continue
+			}
+			path = append(path, next)
+			dfs(start)
+			path = path[:len(path)-1]
+		}
+	}
+	for _, s := range segs {
+		path = append(path[:0], s)
+		dfs(s)
+	}
+	return out
+}
+
+// gate returns a lock two of the cycle's threads both held above their
+// segments: they cannot be in the cycle at the same time.
+func gate(c []segment) (uint64, bool) {
+	above := make([]map[uint64]bool, len(c))
+	for i, s := range c {
+		above[i] = map[uint64]bool{}
+		for a := s.hold.parent; a != nil && a.parent != nil; a = a.parent {
+			above[i][a.lock] = true
+		}
+	}
+	var gates []uint64
+	for i := range c {
+		for j := i + 1; j < len(c); j++ {
+			for l := range above[i] {
+				if above[j][l] {
+					gates = append(gates, l)
+				}
+			}
+		}
+	}
+	if len(gates) == 0 {
+		return 0, false
+	}
+	return slices.Min(gates), true
+}

@@ -1,0 +1,48 @@
+package deadlock
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// Write prints a lockdep-style report: each potential deadlock with every
+// thread's held and wanted lock and where it took them, then the cycles
+// that cannot happen and why.
+func (r *Report) Write(w io.Writer) error {
+	var b strings.Builder
+	tid := func(t uint32) string { return strconv.FormatUint(uint64(t), 10) }
+	fmt.Fprintf(&b, "run %d: %d threads took %d locks, %d times with another lock held\n", r.Run, r.Threads, r.Locks, r.Nested)
+	if len(r.Deadlocks) == 0 {
+		b.WriteString("no potential deadlock\n")
+	}
+	for i, c := range r.Deadlocks {
+		fmt.Fprintf(&b, "\npotential deadlock %d of %d: %d threads, cycle %s\n", i+1, len(r.Deadlocks), len(c.Steps), c.Notation(tid))
+		writeSteps(&b, &c)
+	}
+	for _, c := range r.Protected {
+		fmt.Fprintf(&b, "\nprotected by %s: cycle %s cannot happen, every thread in it holds %s\n", c.Gate.Name, c.Notation(tid), c.Gate.Name)
+		writeSteps(&b, &c)
+	}
+	for _, c := range r.TrySafe {
+		fmt.Fprintf(&b, "\nsafe: cycle %s closes only through a trylock, which never waits\n", c.Notation(tid))
+		writeSteps(&b, &c)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeSteps(b *strings.Builder, c *Cycle) {
+	for _, s := range c.Steps {
+		fmt.Fprintf(b, "  thread %d holds %s (%#x), taken by %s at %s\n", s.Thread, s.Holds.Name, s.Holds.Addr, s.HoldsHow, s.HoldsAt)
+		fmt.Fprintf(b, "  %*s and takes %s (%#x) by %s at %s\n", len(fmt.Sprint(s.Thread))+7, "", s.WaitsFor.Name, s.WaitsFor.Addr, s.WaitsHow, s.WaitsAt)
+		if len(s.HeldAbove) > 0 {
+			names := make([]string, len(s.HeldAbove))
+			for i, l := range s.HeldAbove {
+				names[i] = l.Name
+			}
+			fmt.Fprintf(b, "  %*s while holding %s\n", len(fmt.Sprint(s.Thread))+7, "", strings.Join(names, ", "))
+		}
+	}
+}
