@@ -1,0 +1,32 @@
+package lockstat_test
+
+import (
+	"testing"
+
+	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/internal/tooltest"
+	"github.com/reprise-vm/reprise/tools/lockstat"
+)
+
+// BenchmarkLockstat10M runs lockstat over a real DB of 10 M lock probe
+// events; peak-MiB is the Go heap's high-water mark during the run.
+func BenchmarkLockstat10M(b *testing.B) {
+	db, err := eventdb.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	run := tooltest.SyntheticLockRun(b, db, 10_000_000)
+	b.ResetTimer()
+	for range b.N {
+		stop := tooltest.PeakHeap()
+		rep, err := lockstat.Build(db, lockstat.Options{Run: run.ID})
+		peak := stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(rep.Total.Acquired), "acquisitions")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	}
+	b.ReportMetric(float64(run.Events), "events")
+}
