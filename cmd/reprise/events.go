@@ -17,6 +17,7 @@ func newEventsCmd() *cobra.Command {
 		kinds  []string
 		thread int64
 		limit  int
+		probe  string
 	)
 	cmd := &cobra.Command{
 		Use:   "events DB",
@@ -25,7 +26,7 @@ func newEventsCmd() *cobra.Command {
 probe set). With --run N, print that run's events in key order (kind, then
 thread, then execution position), optionally only some kinds (probe-entry,
 probe-return, sample, switch, thread-create, thread-exit, user) or one
-thread.`,
+thread, or one probe's hits (--probe lock).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := eventdb.Open(args[0], nil)
@@ -62,17 +63,39 @@ thread.`,
 				t := uint32(thread)
 				q.Thread = &t
 			}
+			r, err := db.Run(run)
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			if probe != "" {
+				id, ok := probeID(&r, probe)
+				if !ok {
+					return &exitError{exitUsage, fmt.Errorf("run %d has no probe named %q", run, probe)}
+				}
+				q.Probe = &id
+			}
+			syms, err := db.Symbols()
+			if err != nil {
+				syms = eventdb.NewSymbols("", nil) // addresses print in hex
+			}
 			it := db.Query(q)
 			defer it.Close()
 			fmt.Fprintln(out, "KIND\tTHREAD\tPOSITION\tTIME\tPROBE\tADDR\tARGS/STACK")
 			n := 0
 			for it.Next() && (limit <= 0 || n < limit) {
 				e := it.Event()
-				extra := e.Args
-				if e.Kind == eventdb.KindSample {
-					extra = e.Stack
+				name, extra := "", hexList(e.Args)
+				if p, ok := r.Probe(e.Probe); ok {
+					name, extra = p.Name, namedArgs(p.Args, e.Args)
 				}
-				fmt.Fprintf(out, "%v\t%d\t%v\t%v\t%d\t%#x\t%s\n", e.Kind, e.Thread, e.Pos, e.Time.Round(time.Microsecond), e.Probe, e.Addr, hexList(extra))
+				if e.Kind == eventdb.KindSample {
+					extra = hexList(e.Stack)
+				}
+				addr := fmt.Sprintf("%#x", e.Addr)
+				if e.Kind == eventdb.KindProbeEntry || e.Kind == eventdb.KindProbeReturn || e.Kind == eventdb.KindSample {
+					addr = syms.Describe(e.Addr)
+				}
+				fmt.Fprintf(out, "%v\t%d\t%v\t%v\t%s\t%s\t%s\n", e.Kind, e.Thread, e.Pos, e.Time.Round(time.Microsecond), name, addr, extra)
 				n++
 			}
 			if err := it.Err(); err != nil {
@@ -85,7 +108,30 @@ thread.`,
 	cmd.Flags().StringSliceVar(&kinds, "kind", nil, "only these kinds")
 	cmd.Flags().Int64Var(&thread, "thread", -1, "only this guest thread")
 	cmd.Flags().IntVar(&limit, "limit", 0, "print at most this many events (0: all)")
+	cmd.Flags().StringVar(&probe, "probe", "", "only this probe's hits, by name (e.g. lock)")
 	return cmd
+}
+
+func probeID(r *eventdb.Run, name string) (uint32, bool) {
+	for _, p := range r.Probes {
+		if p.Name == name {
+			return p.ID, true
+		}
+	}
+	return 0, false
+}
+
+// namedArgs prints arguments as name=value with the probe table's names.
+func namedArgs(names []string, v []uint64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		if i < len(names) {
+			s[i] = fmt.Sprintf("%s=%#x", names[i], x)
+		} else {
+			s[i] = fmt.Sprintf("%#x", x)
+		}
+	}
+	return strings.Join(s, " ")
 }
 
 func hexList(v []uint64) string {

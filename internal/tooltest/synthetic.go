@@ -32,8 +32,8 @@ func lockProbeTable() []eventdb.Probe {
 }
 
 // SyntheticLockRun fills db with a run of about n lock probe events: 16
-// threads taking 64 locks, one acquisition in ten with a second lock
-// nested (in a ring order, so the deadlock tool has cycles to find),
+// threads taking 64 locks, one acquisition in eight with a second lock
+// nested (so the deadlock tool has cycles to find),
 // threads interleaved every few operations as a scheduler would. The DB
 // is compacted, so a benchmark times the tool, not Pebble's compactions.
 func SyntheticLockRun(tb testing.TB, db *eventdb.DB, n int) *eventdb.Run {
@@ -70,12 +70,18 @@ func SyntheticLockRun(tb testing.TB, db *eventdb.DB, n int) *eventdb.Run {
 		for t := range threads {
 			for range 4 { // a time slice: a few acquisitions
 				s := &st[t]
-				a := lockAddr(t*4 + s.iter)
+				// One acquisition in eight nests a second lock, up the
+				// ring of locks or down it: threads whose rings cross
+				// take two locks in both orders.
+				x := t*4 + s.iter
+				a, b := lockAddr(x), lockAddr(x+1)
+				if s.iter%16 == 8 {
+					a, b = b, a
+				}
 				add(t, lock, 0x401000, a)
 				add(t, locked, 0x401050)
 				written += 3
-				if s.iter%10 == 0 {
-					b := lockAddr(t*4 + s.iter + 1)
+				if s.iter%8 == 0 {
 					add(t, lock, 0x401000, b)
 					add(t, locked, 0x401080)
 					add(t, unlock, 0x401100, b)
