@@ -117,6 +117,7 @@ type Machine struct {
 	sampleAt  uint64      // next branch count to sample at (0: not sampling)
 	sampleDue atomic.Bool // a timed sample was asked for
 	trace     traceRing
+	hook      [2]uint64 // [start, end) of the branch-counter hook, if any
 	console   *consoleTail
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
@@ -192,6 +193,9 @@ func (m *Machine) init() (err error) {
 		return err
 	}
 	m.findTraceRing()
+	if hook, ok := m.cfg.Image.Lookup(SWBCHookSymbol); ok {
+		m.hook = [2]uint64{hook.Addr, hook.Addr + max(hook.Size, 1)}
+	}
 	if m.cfg.SampleEvery != 0 {
 		if m.cfg.Mode != Replay {
 			return errors.New("vmm: sampling is for replays only")

@@ -68,15 +68,16 @@ func (m *Machine) sampleTimer() (stop func()) {
 const maxStackDepth = 64
 
 // takeSample records the state where the vCPU stopped. At a
-// branch-counter stop (inHook) the vCPU stands in the hook, which builds no
-// frame: the sampled code's address is the return address at [rsp], and
-// rbp is still the caller's frame. Elsewhere (a timed kick) it is RIP.
-func (m *Machine) takeSample(inHook bool) error {
+// branch-counter stop (atTarget), or a timed kick that lands in the hook,
+// the vCPU stands in the hook, which builds no frame: the sampled code's
+// address is the return address at [rsp], and rbp is still that code's
+// frame. Elsewhere it is RIP.
+func (m *Machine) takeSample(atTarget bool) error {
 	regs := *m.cpu.SyncedRegs()
 	pos := m.position()
 	s := &Sample{Pos: pos, Time: m.recordTime(pos.Branch), Regs: regs, RIP: regs.RIP}
 	var b [16]byte
-	if inHook {
+	if atTarget || regs.RIP >= m.hook[0] && regs.RIP < m.hook[1] {
 		s.RIP = 0
 		if m.ReadVirt(regs.RSP, b[:8]) == nil {
 			s.RIP = binary.LittleEndian.Uint64(b[:8])

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/tools/profile"
+)
+
+func newProfileCmd() *cobra.Command {
+	var (
+		run       uint32
+		thread    int64
+		callGraph bool
+		perThread bool
+		top       int
+		output    string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "profile DB",
+		Short: "Profile a run's samples by function: self and total time, threads, call graph",
+		Long: `Aggregate the samples of a run (taken by 'reprise replay --sample N' or
+--sample-period) into a function profile: each function's self samples (the
+sampled code was in it) and total samples (it was anywhere on the stack),
+with --per-thread also each thread's, and with --callgraph the caller →
+callee edges of the sampled stacks. Without --run, the latest run that has
+samples; --thread T keeps one guest thread's samples. --json always lists
+every thread.
+
+-o also writes the profile in pprof format, for 'go tool pprof -top FILE'
+or a flame graph ('go tool pprof -http=: FILE'); samples carry a "thread"
+label.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if top < 0 {
+				return &exitError{exitUsage, fmt.Errorf("--top %d: want 0 (all) or more", top)}
+			}
+			o := profile.Options{Run: run, CallGraph: callGraph}
+			if cmd.Flags().Changed("thread") {
+				if thread < 0 || thread > int64(^uint32(0)) {
+					return &exitError{exitUsage, fmt.Errorf("--thread %d: not a guest thread id", thread)}
+				}
+				t := uint32(thread)
+				o.Thread = &t
+			}
+			// eventdb.Open creates a missing DB: a mistyped path would
+			// leave an empty directory behind and report "no symbols".
+			if _, err := os.Stat(args[0]); err != nil {
+				return &exitError{exitUsage, fmt.Errorf("event DB: %w", err)}
+			}
+			db, err := eventdb.Open(args[0], nil)
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			defer db.Close()
+			p, err := profile.Build(db, o)
+			switch {
+			case errors.Is(err, eventdb.ErrNoRun):
+				return &exitError{exitUsage, err}
+			case err != nil:
+				return &exitError{exitFailure, err}
+			}
+			if output != "" {
+				if err := writePprof(p, output); err != nil {
+					return &exitError{exitFailure, err}
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (go tool pprof -http=: %s)\n", output, output)
+			}
+			if asJSON {
+				err = p.WriteJSON(cmd.OutOrStdout(), top)
+			} else {
+				err = p.WriteText(cmd.OutOrStdout(), top, perThread)
+			}
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Uint32Var(&run, "run", 0, "the run to profile (0: the latest run that has samples)")
+	cmd.Flags().Int64Var(&thread, "thread", -1, "only this guest thread (0: idle / kernel)")
+	cmd.Flags().BoolVar(&perThread, "per-thread", false, "also list each thread's functions")
+	cmd.Flags().BoolVar(&callGraph, "callgraph", false, "also list the caller → callee edges")
+	cmd.Flags().IntVar(&top, "top", 20, "rows per table (0: all)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "also write the profile in pprof format to this file (e.g. profile.pb.gz)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of tables")
+	return cmd
+}
+
+// writePprof writes p in pprof format to path.
+func writePprof(p *profile.Profile, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	if err := p.WritePprof(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("profile: %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	return nil
+}

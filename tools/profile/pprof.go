@@ -1,0 +1,122 @@
+package profile
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/google/pprof/profile"
+)
+
+// WritePprof writes the profile in pprof's format (gzipped protobuf) for
+// `go tool pprof` and flame graphs: one pprof sample per distinct stack
+// and thread, valued in samples, leaf first, labelled "thread" with the
+// guest thread id (pprof -tagfocus thread=3, -tagroot thread). Functions
+// carry their names, so pprof needs no binary to symbolize. The call
+// stacks are written whether or not the profile was built with
+// Options.CallGraph.
+func (p *Profile) WritePprof(w io.Writer) error {
+	pp, err := p.pprof()
+	if err != nil {
+		return err
+	}
+	if err := pp.Write(w); err != nil {
+		return fmt.Errorf("profile: write pprof: %w", err)
+	}
+	return nil
+}
+
+// pprofBuilder turns the attribution's stacks into pprof records, one
+// Location per frame address and one Function per name.
+type pprofBuilder struct {
+	a       *attribution
+	out     *profile.Profile
+	image   *profile.Mapping
+	locs    map[frameAddr]*profile.Location
+	funcs   map[funcID]*profile.Function
+	threads map[uint32]map[string][]string // label sets, shared by a thread's samples
+}
+
+func (p *Profile) pprof() (*profile.Profile, error) {
+	b := &pprofBuilder{
+		a: p.attr,
+		out: &profile.Profile{
+			SampleType: []*profile.ValueType{{Type: "samples", Unit: "count"}},
+			TimeNanos:  p.created.UnixNano(),
+			// Samples carry the recording's host time: the span is the
+			// recorded run's, not the replay's.
+			DurationNanos: p.span.Nanoseconds(),
+			Comments:      []string{"reprise " + p.Describe(), "tape " + p.Tape},
+		},
+		image:   &profile.Mapping{ID: 1, File: "guest-image", BuildID: p.attr.syms.Image, HasFunctions: true},
+		locs:    make(map[frameAddr]*profile.Location),
+		funcs:   make(map[funcID]*profile.Function),
+		threads: make(map[uint32]map[string][]string),
+	}
+	b.out.Mapping = []*profile.Mapping{b.image}
+	b.out.Sample = make([]*profile.Sample, 0, len(p.attr.stacks))
+	for i := range p.attr.stacks {
+		b.add(&p.attr.stacks[i])
+	}
+	b.spanImage()
+	if err := b.out.CheckValid(); err != nil {
+		return nil, fmt.Errorf("profile: build pprof: %w", err)
+	}
+	return b.out, nil
+}
+
+// add appends the pprof sample of one stack.
+func (b *pprofBuilder) add(s *sampledStack) {
+	locs := make([]*profile.Location, s.depth())
+	for i := range locs {
+		locs[i] = b.location(s.frame(i))
+	}
+	b.out.Sample = append(b.out.Sample, &profile.Sample{
+		Location: locs,
+		Value:    []int64{int64(s.count)},
+		Label:    b.threadLabel(s.thread()),
+	})
+}
+
+func (b *pprofBuilder) location(f frameAddr) *profile.Location {
+	if l, ok := b.locs[f]; ok {
+		return l
+	}
+	l := &profile.Location{
+		ID: uint64(len(b.out.Location) + 1), Mapping: b.image, Address: f.addr,
+		Line: []profile.Line{{Function: b.function(b.a.function(f))}},
+	}
+	b.out.Location = append(b.out.Location, l)
+	b.locs[f] = l
+	return l
+}
+
+// spanImage makes the image's mapping cover every address sampled.
+func (b *pprofBuilder) spanImage() {
+	for f := range b.locs {
+		if b.image.Limit == 0 || f.addr < b.image.Start {
+			b.image.Start = f.addr
+		}
+		b.image.Limit = max(b.image.Limit, f.addr+1)
+	}
+}
+
+func (b *pprofBuilder) function(id funcID) *profile.Function {
+	if f, ok := b.funcs[id]; ok {
+		return f
+	}
+	name := b.a.names[id]
+	f := &profile.Function{ID: uint64(len(b.out.Function) + 1), Name: name, SystemName: name}
+	b.out.Function = append(b.out.Function, f)
+	b.funcs[id] = f
+	return f
+}
+
+func (b *pprofBuilder) threadLabel(tid uint32) map[string][]string {
+	l, ok := b.threads[tid]
+	if !ok {
+		l = map[string][]string{"thread": {strconv.FormatUint(uint64(tid), 10)}}
+		b.threads[tid] = l
+	}
+	return l
+}

@@ -1,0 +1,129 @@
+package profile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/reprise-vm/reprise/eventdb"
+)
+
+// sampledStack is one distinct (thread, leaf, stack) and how many samples
+// had it. A run of millions of samples has far fewer distinct stacks, so
+// everything after the scan (symbol lookups, tallies, pprof) works per
+// stack, weighted by count.
+type sampledStack struct {
+	// key is the thread (4 bytes) then the leaf address and the return
+	// addresses, innermost first (8 bytes each), little-endian: the map key
+	// is also the only copy of the stack.
+	key   string
+	count uint64
+}
+
+const (
+	threadBytes = 4
+	addrBytes   = 8
+)
+
+func (s *sampledStack) thread() uint32 {
+	return binary.LittleEndian.Uint32([]byte(s.key[:threadBytes]))
+}
+
+// depth is the number of addresses: the leaf and the return addresses.
+func (s *sampledStack) depth() int { return (len(s.key) - threadBytes) / addrBytes }
+
+// addr returns address i: 0 is the leaf, i > 0 the return address i-1.
+func (s *sampledStack) addr(i int) uint64 {
+	off := threadBytes + i*addrBytes
+	return binary.LittleEndian.Uint64([]byte(s.key[off : off+addrBytes]))
+}
+
+// frame returns address i as a frame: the leaf, or a return address.
+func (s *sampledStack) frame(i int) frameAddr { return frameAddr{addr: s.addr(i), ret: i > 0} }
+
+// stackSet counts samples per distinct stack.
+type stackSet struct {
+	index   map[string]int // key → position in stacks
+	stacks  []sampledStack
+	samples uint64
+	span    time.Duration // the latest sample's record time
+	key     []byte        // scratch
+}
+
+func newStackSet() *stackSet { return &stackSet{index: make(map[string]int)} }
+
+func (s *stackSet) add(e *eventdb.Event) {
+	s.key = binary.LittleEndian.AppendUint32(s.key[:0], e.Thread)
+	s.key = binary.LittleEndian.AppendUint64(s.key, e.Addr)
+	for _, ret := range e.Stack {
+		s.key = binary.LittleEndian.AppendUint64(s.key, ret)
+	}
+	s.samples++
+	s.span = max(s.span, e.Time)
+	// The conversion in the index expression does not allocate; only a
+	// new stack's key is copied.
+	if i, ok := s.index[string(s.key)]; ok {
+		s.stacks[i].count++
+		return
+	}
+	k := string(s.key)
+	s.index[k] = len(s.stacks)
+	s.stacks = append(s.stacks, sampledStack{key: k, count: 1})
+}
+
+// scan reads the samples of run (of one thread if thread is set) into a
+// stackSet. Threads' samples lie in separate key ranges and their stacks
+// are distinct (the thread is part of the key), so the threads are read
+// in parallel into sets of their own, which are then concatenated in
+// thread order: reading and decoding the events is most of a profile's
+// cost.
+func scan(db *eventdb.DB, run uint32, thread *uint32) (*stackSet, error) {
+	var threads []uint32
+	if thread != nil {
+		threads = []uint32{*thread}
+	} else {
+		var err error
+		if threads, err = db.Threads(run, eventdb.KindSample); err != nil {
+			return nil, fmt.Errorf("profile: list the sampled threads of run %d: %w", run, err)
+		}
+	}
+	sets := make([]*stackSet, len(threads))
+	errs := make([]error, len(threads))
+	var next atomic.Int64 // the next thread to read
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(threads)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(threads); i = int(next.Add(1) - 1) {
+				sets[i], errs[i] = scanThread(db, run, threads[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	all := newStackSet()
+	for _, s := range sets {
+		all.stacks = append(all.stacks, s.stacks...)
+		all.samples += s.samples
+		all.span = max(all.span, s.span)
+	}
+	return all, nil
+}
+
+// scanThread reads the samples of one thread of run.
+func scanThread(db *eventdb.DB, run, thread uint32) (*stackSet, error) {
+	set := newStackSet()
+	it := db.Query(eventdb.Query{Run: run, Kinds: []eventdb.Kind{eventdb.KindSample}, Thread: &thread})
+	for it.Next() {
+		set.add(it.Event())
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("profile: read the samples of run %d thread %d: %w", run, thread, err)
+	}
+	return set, nil
+}
