@@ -2,7 +2,6 @@ package profile_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,17 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
-	"github.com/reprise-vm/reprise/internal/kvmtest"
-	"github.com/reprise-vm/reprise/recorder"
-	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/internal/tooltest"
 	reprof "github.com/reprise-vm/reprise/tools/profile"
 )
 
@@ -311,27 +306,9 @@ const (
 // The profile workload, recorded and replayed with deterministic sampling,
 // shows the shares its ground truth states.
 func TestProfileWorkload(t *testing.T) {
-	kvmtest.Require(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	k, err := guest.Build(ctx)
-	require.NoError(t, err)
-	img, err := elfimage.Open(k.Image())
-	require.NoError(t, err)
-	tapePath := filepath.Join(t.TempDir(), "profile.tape")
-	var recorded bytes.Buffer
-	_, err = recorder.Record(ctx, recorder.Options{Image: img, Cmdline: workload, Output: tapePath,
-		Console: &recorded, Places: recorder.Auto, TimerHz: 250})
-	require.NoError(t, err, recorded.String())
-	truths := guest.ParseTruth(recorded.String())
-	require.Equal(t, "ok", guest.Result(truths)["result"], recorded.String())
-
-	db, err := eventdb.Open(t.TempDir(), nil)
-	require.NoError(t, err)
-	defer db.Close()
-	var replayed bytes.Buffer
-	_, _, err = replayer.ToDB(ctx, replayer.Options{Tape: tapePath, Console: &replayed, SampleEvery: samplePeriod}, db)
-	require.NoError(t, err, replayed.String())
+	r := tooltest.Replay(t, workload, tooltest.Options{SampleEvery: samplePeriod})
+	truths, db := r.Truths, r.DB
+	require.Equal(t, "ok", guest.Result(truths)["result"])
 
 	p, err := reprof.Build(db, reprof.Options{CallGraph: true})
 	require.NoError(t, err)
