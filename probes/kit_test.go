@@ -59,18 +59,18 @@ func TestKitInsideInstruction(t *testing.T) {
 
 func TestKitCallAndReturnSite(t *testing.T) {
 	img := kitImage(t)
-	unlock := sym(t, img, "mutex_unlock")
+	fn := sym(t, img, "barrier_wait")
 	hook := sym(t, img, "__sanitizer_cov_trace_pc")
-	// The first call in mutex_unlock is the branch counter's hook.
+	// The first call in an instrumented function is the branch counter's hook.
 	var call *Site
-	for _, off := range boundaries(t, img, unlock) {
-		p := resolve1(t, img, DefaultName("mutex_unlock", off, false))
+	for _, off := range boundaries(t, img, fn) {
+		p := resolve1(t, img, DefaultName("barrier_wait", off, false))
 		if p.Sites[0].Branch == BranchCall {
 			call = &p.Sites[0]
 			break
 		}
 	}
-	require.NotNil(t, call, "no call in mutex_unlock")
+	require.NotNil(t, call, "no call in barrier_wait")
 	require.False(t, call.Indirect)
 	require.Equal(t, hook.Addr, call.Target)
 	require.Equal(t, -1, call.RIPRelDispOff)
