@@ -6,9 +6,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ioctl issues a raw ioctl and returns its result; errno is returned as a
-// bare unix.Errno so the hot KVM_RUN path does not allocate.
+// ioctl issues an ioctl and returns its result, retrying it when a signal
+// interrupted it (EINTR): the Go runtime's preemption signals and the vCPU
+// kicks would otherwise fail set-up ioctls such as KVM_CREATE_VM at random.
 func ioctl(fd int, req uintptr, arg uintptr) (uintptr, error) {
+	for {
+		r, err := ioctlOnce(fd, req, arg)
+		if err != unix.EINTR {
+			return r, err
+		}
+	}
+}
+
+// ioctlOnce issues a raw ioctl once; errno is returned as a bare
+// unix.Errno so the hot KVM_RUN path, which must see EINTR, does not
+// allocate.
+func ioctlOnce(fd int, req uintptr, arg uintptr) (uintptr, error) {
 	r, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), req, arg)
 	if errno != 0 {
 		return r, errno

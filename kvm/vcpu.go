@@ -29,7 +29,7 @@ func (c *VCPU) Close() error {
 // not wrapped) when a signal or ImmediateExit interrupted it; any other
 // error is fatal for the vCPU.
 func (c *VCPU) Run() error {
-	_, err := ioctl(c.fd, ioctlRun, 0)
+	_, err := ioctlOnce(c.fd, ioctlRun, 0)
 	if err == unix.EINTR {
 		return unix.EINTR
 	}
