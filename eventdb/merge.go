@@ -44,6 +44,10 @@ func (db *DB) Threads(run uint32, k Kind) ([]uint32, error) {
 // q.Thread, if set, limits the merge to that thread.
 func (db *DB) Merged(q Query) *MergedIter {
 	m := &MergedIter{}
+	if _, err := db.Run(q.Run); err != nil {
+		m.err = fmt.Errorf("eventdb: query: %w", err)
+		return m
+	}
 	kinds := q.Kinds
 	if len(kinds) == 0 {
 		kinds = Kinds()
@@ -71,11 +75,6 @@ func (db *DB) Merged(q Query) *MergedIter {
 				return m
 			}
 		}
-	}
-	if len(m.all) == 0 {
-		// Still report a missing run.
-		it := db.Query(Query{Run: q.Run, Kinds: []Kind{KindProbeEntry}})
-		m.err = it.Close()
 	}
 	heap.Init(&m.h)
 	return m
