@@ -8,25 +8,22 @@ import (
 
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/probes"
 )
 
 // lockProbeTable is the probe table of a replay with guest.LockProbes, as
-// far as the lock tools read it: names and argument counts.
-func lockProbeTable() []eventdb.Probe {
-	var table []eventdb.Probe
-	for i, spec := range guest.LockProbes {
-		var p eventdb.Probe
-		p.ID, p.Spec = uint32(i+1), spec
-		for j, c := range spec {
-			if c == '=' {
-				p.Name = spec[:j]
-				break
-			}
+// far as the lock tools read it: names, argument names, return or entry.
+func lockProbeTable(tb testing.TB) []eventdb.Probe {
+	specs, err := probes.ParseSpecs(guest.LockProbes)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	table := make([]eventdb.Probe, len(specs))
+	for i, sp := range specs {
+		table[i] = eventdb.Probe{ID: uint32(i + 1), Name: sp.Name, Spec: sp.Text, Symbol: sp.Symbol, Return: sp.Return}
+		for _, a := range sp.Args {
+			table[i].Args = append(table[i].Args, a.Name)
 		}
-		if p.Name != "locked" {
-			p.Args = []string{"arg"}
-		}
-		table = append(table, p)
 	}
 	return table
 }
@@ -44,7 +41,7 @@ func SyntheticLockRun(tb testing.TB, db *eventdb.DB, n int) *eventdb.Run {
 	if err := db.SetSymbols(eventdb.NewSymbols("synthetic", syms)); err != nil {
 		tb.Fatal(err)
 	}
-	run, in, err := db.NewRun("synthetic.tape", lockProbeTable(), "")
+	run, in, err := db.NewRun("synthetic.tape", lockProbeTable(tb), "")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -54,18 +51,18 @@ func SyntheticLockRun(tb testing.TB, db *eventdb.DB, n int) *eventdb.Run {
 	}
 	st := make([]state, threads)
 	var now time.Duration
+	const lock, locked, unlock = 1, 2, 3 // ids in lockProbeTable: guest.LockProbes' order
 	add := func(t int, probe uint32, addr uint64, args ...uint64) {
 		st[t].pos.Branch += 37
 		now += 700 * time.Nanosecond
 		ev := eventdb.Event{Kind: eventdb.KindProbeEntry, Thread: uint32(t + 2), Pos: st[t].pos, Time: now, Probe: probe, Addr: addr, Args: args}
-		if probe == 2 {
+		if probe == locked {
 			ev.Kind = eventdb.KindProbeReturn
 		}
 		if err := in.Add(&ev); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	const lock, locked, unlock = 1, 2, 3
 	for written := 0; written < n; {
 		for t := range threads {
 			for range 4 { // a time slice: a few acquisitions
@@ -134,4 +131,28 @@ func PeakHeap() (stop func() uint64) {
 		sample()
 		return peak
 	}
+}
+
+// BenchLockTool times tool over a compacted 10 M-event synthetic lock run
+// (SyntheticLockRun). tool returns a figure of its result, reported under
+// unit; peak-MiB is the Go heap's high-water mark while it ran.
+func BenchLockTool(b *testing.B, unit string, tool func(db *eventdb.DB, run uint32) (float64, error)) {
+	db, err := eventdb.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	run := SyntheticLockRun(b, db, 10_000_000)
+	b.ResetTimer()
+	for range b.N {
+		stop := PeakHeap()
+		figure, err := tool(db, run.ID)
+		peak := stop()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(figure, unit)
+		b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	}
+	b.ReportMetric(float64(run.Events), "events")
 }

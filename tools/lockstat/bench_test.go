@@ -9,24 +9,13 @@ import (
 )
 
 // BenchmarkLockstat10M runs lockstat over a real DB of 10 M lock probe
-// events; peak-MiB is the Go heap's high-water mark during the run.
+// events.
 func BenchmarkLockstat10M(b *testing.B) {
-	db, err := eventdb.Open(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	run := tooltest.SyntheticLockRun(b, db, 10_000_000)
-	b.ResetTimer()
-	for range b.N {
-		stop := tooltest.PeakHeap()
-		rep, err := lockstat.Build(db, lockstat.Options{Run: run.ID})
-		peak := stop()
+	tooltest.BenchLockTool(b, "acquisitions", func(db *eventdb.DB, run uint32) (float64, error) {
+		rep, err := lockstat.Build(db, lockstat.Options{Run: run})
 		if err != nil {
-			b.Fatal(err)
+			return 0, err
 		}
-		b.ReportMetric(float64(rep.Total.Acquired), "acquisitions")
-		b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
-	}
-	b.ReportMetric(float64(run.Events), "events")
+		return float64(rep.Total.Acquired), nil
+	})
 }
