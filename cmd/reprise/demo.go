@@ -90,11 +90,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string) error {
 	}
 	done(kit.Image())
 
-	run, err := demoRecordReplay(ctx, out, errOut, img, "syn_cont", files.tape, files.db, demoSampleEvery)
-	if err != nil {
-		return err
-	}
-	db, err := eventdb.Open(files.db, nil)
+	db, run, err := demoRecordReplay(ctx, out, errOut, img, "syn_cont", files.tape, files.db, demoSampleEvery)
 	if err != nil {
 		return err
 	}
@@ -109,12 +105,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string) error {
 		return err
 	}
 
-	fmt.Fprintf(out, "\n==> reprise deadlock %s\n", files.db)
-	dl, err := deadlock.Build(db, deadlock.Options{Run: run.ID})
-	if err != nil {
-		return err
-	}
-	if err := dl.Write(out); err != nil {
+	if err := demoDeadlock(out, db, files.db, run); err != nil {
 		return err
 	}
 
@@ -131,21 +122,12 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string) error {
 	}
 
 	fmt.Fprintln(out)
-	dlRun, err := demoRecordReplay(ctx, out, errOut, img, "deadlock_transitive", files.dlTape, files.dlDB, 0)
-	if err != nil {
-		return err
-	}
-	dldb, err := eventdb.Open(files.dlDB, nil)
+	dldb, dlRun, err := demoRecordReplay(ctx, out, errOut, img, "deadlock_transitive", files.dlTape, files.dlDB, 0)
 	if err != nil {
 		return err
 	}
 	defer dldb.Close()
-	fmt.Fprintf(out, "\n==> reprise deadlock %s\n", files.dlDB)
-	dl2, err := deadlock.Build(dldb, deadlock.Options{Run: dlRun.ID})
-	if err != nil {
-		return err
-	}
-	if err := dl2.Write(out); err != nil {
+	if err := demoDeadlock(out, dldb, files.dlDB, dlRun); err != nil {
 		return err
 	}
 
@@ -162,23 +144,33 @@ Replay again with other probes, into the same database:
 	return nil
 }
 
+// demoDeadlock prints the deadlock report of run, in db at dir.
+func demoDeadlock(out io.Writer, db *eventdb.DB, dir string, run *eventdb.Run) error {
+	fmt.Fprintf(out, "\n==> reprise deadlock %s\n", dir)
+	rep, err := deadlock.Build(db, deadlock.Options{Run: run.ID})
+	if err != nil {
+		return err
+	}
+	return rep.Write(out)
+}
+
 // demoRecordReplay records a workload, then replays it with the kit's lock
-// probes (and sampling) into a new DB.
-func demoRecordReplay(ctx context.Context, out, errOut io.Writer, img *elfimage.Image, workload, tapePath, dbDir string, sampleEvery uint64) (*eventdb.Run, error) {
+// probes (and sampling) into a new DB, which it returns open.
+func demoRecordReplay(ctx context.Context, out, errOut io.Writer, img *elfimage.Image, workload, tapePath, dbDir string, sampleEvery uint64) (*eventdb.DB, *eventdb.Run, error) {
 	done := demoStep(out, fmt.Sprintf("reprise record -o %s %s", tapePath, workload))
 	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: workload, Output: tapePath, Console: io.Discard, Places: recorder.Auto})
 	if err != nil {
-		return nil, fmt.Errorf("recording %s: %w", workload, err)
+		return nil, nil, fmt.Errorf("recording %s: %w", workload, err)
 	}
 	done(fmt.Sprintf("%d events, %s, %v of guest execution", res.Events, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond)))
 
 	specs, err := probes.ParseSpecs(guest.LockProbes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	plan, err := probes.Resolve(specs, img)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	what := fmt.Sprintf("reprise replay %s --locks --db %s", tapePath, dbDir)
 	if sampleEvery != 0 {
@@ -191,16 +183,16 @@ func demoRecordReplay(ctx context.Context, out, errOut io.Writer, img *elfimage.
 	}
 	db, err := eventdb.Open(dbDir, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer db.Close()
 	_, run, err := replayer.ToDB(ctx, opts, db)
-	if err != nil {
-		return nil, fmt.Errorf("replaying %s: %w", tapePath, err)
+	if err == nil && !run.Complete {
+		err = errors.New("the replay did not complete")
 	}
-	if !run.Complete {
-		return nil, errors.New("the replay did not complete")
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, fmt.Errorf("replaying %s: %w", tapePath, err)
 	}
 	done(fmt.Sprintf("replay matched the recording; run %d: %d events", run.ID, run.Events))
-	return run, nil
+	return db, run, nil
 }
