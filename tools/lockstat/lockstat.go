@@ -127,11 +127,9 @@ type Options struct {
 
 // lockState is a lock's state while the run is replayed in order.
 type lockState struct {
-	owner     uint32 // holding thread, 0 when free
-	held      bool
-	lastOwner uint32
-	acquired  time.Duration
-	everOwned bool
+	held     bool
+	owner    uint32        // the last thread to acquire it (holding it if held)
+	acquired time.Duration // when owner acquired it
 }
 
 // Build computes the report.
@@ -178,48 +176,46 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 	err = lockops.Scan(db, run, func(op *lockops.Op) error {
 		l, s := lockOf(op.Lock)
 		t := threadOf(op.Thread)
-		both := func(f func(c *Counts)) { f(&l.Counts); f(&t.Counts) }
+		var d Counts // what this operation adds to the lock's and the thread's
 		switch op.Kind {
 		case lockops.Request:
-			both(func(c *Counts) { c.Requests++ })
+			d.Requests = 1
 			requests[op.Thread] = req{at: op.Time, contended: s.held && s.owner != op.Thread}
 		case lockops.Failed:
 			r := requests[op.Thread]
 			delete(requests, op.Thread)
 			if op.Mode == lockops.Timed {
-				both(func(c *Counts) { c.TimedOut++; c.WaitTotal += op.Time - r.at })
+				d.TimedOut, d.WaitTotal = 1, op.Time-r.at
 			} else {
-				both(func(c *Counts) { c.TryFailed++ })
+				d.TryFailed = 1
 			}
 		case lockops.Acquired:
 			r := requests[op.Thread]
 			delete(requests, op.Thread)
-			wait := max(op.Time-r.at, 0)
-			changed := s.everOwned && s.lastOwner != op.Thread
-			both(func(c *Counts) {
-				c.Acquired++
-				if r.contended {
-					c.Contended++
-				}
-				if changed {
-					c.OwnerChanges++
-				}
-				c.WaitTotal += wait
-				c.WaitMax = max(c.WaitMax, wait)
-			})
-			if !s.everOwned {
-				l.FirstSite = syms.Describe(op.Site)
+			d.Acquired = 1
+			if r.contended {
+				d.Contended = 1
 			}
-			s.owner, s.held, s.lastOwner, s.everOwned, s.acquired = op.Thread, true, op.Thread, true, op.Time
+			if l.Acquired == 0 {
+				l.FirstSite = syms.Describe(op.Site)
+			} else if s.owner != op.Thread {
+				d.OwnerChanges = 1
+			}
+			d.WaitTotal = max(op.Time-r.at, 0)
+			d.WaitMax = d.WaitTotal
+			*s = lockState{held: true, owner: op.Thread, acquired: op.Time}
 			l.threads[op.Thread] = true
 			t.locks[op.Lock] = true
 		case lockops.Release:
 			if s.held && s.owner == op.Thread {
-				hold := max(op.Time-s.acquired, 0)
-				both(func(c *Counts) { c.Holds++; c.HoldTotal += hold; c.HoldMax = max(c.HoldMax, hold) })
+				d.Holds = 1
+				d.HoldTotal = max(op.Time-s.acquired, 0)
+				d.HoldMax = d.HoldTotal
 			}
-			s.held, s.owner = false, 0
+			s.held = false
 		}
+		l.add(&d)
+		t.add(&d)
 		return nil
 	})
 	if err != nil {
