@@ -141,17 +141,10 @@ func (d *decoder) u64(what string) uint64 {
 	return 0
 }
 
+// varint reads a zig-zag signed varint (encoding/binary's).
 func (d *decoder) varint(what string) int64 {
-	if d.bad != "" {
-		return 0
-	}
-	v, n := binary.Varint(d.b[d.i:])
-	if n <= 0 {
-		d.fail("bad varint in %s", what)
-		return 0
-	}
-	d.i += n
-	return v
+	u := d.uvarint(what)
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 func (d *decoder) uvarint(what string) uint64 {

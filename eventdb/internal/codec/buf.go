@@ -104,22 +104,10 @@ func (r *Reader) Uint32(field string) uint32 {
 	return uint32(v)
 }
 
-// Varint reads a zig-zag signed varint.
+// Varint reads a zig-zag signed varint (encoding/binary's).
 func (r *Reader) Varint(field string) int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b[r.off:])
-	if n <= 0 {
-		if n == 0 {
-			r.fail(field, "truncated varint")
-		} else {
-			r.fail(field, "varint overflows 64 bits")
-		}
-		return 0
-	}
-	r.off += n
-	return v
+	u := r.Uvarint(field)
+	return int64(u>>1) ^ -int64(u&1)
 }
 
 // Count reads a uvarint count of items each at least minSize bytes long,
