@@ -34,15 +34,24 @@ type node struct {
 	parent   *node
 	children map[uint64]*node
 	site     uint64 // return address of its first acquisition
-	waits    bool   // some acquisition could wait (not a trylock)
-	tryOnly  bool   // every acquisition was a trylock
+	waits    bool   // some acquisition could wait: not every one was a trylock
 	count    uint64
+}
+
+// ancestors are the lock nodes above n, nearest first: the locks its
+// thread held when it took n's (the tree's root is no lock).
+func (n *node) ancestors() []*node {
+	var out []*node
+	for a := n.parent; a != nil && a.parent != nil; a = a.parent {
+		out = append(out, a)
+	}
+	return out
 }
 
 func (n *node) child(lock uint64) *node {
 	c := n.children[lock]
 	if c == nil {
-		c = &node{lock: lock, thread: n.thread, parent: n, children: map[uint64]*node{}, tryOnly: true}
+		c = &node{lock: lock, thread: n.thread, parent: n, children: map[uint64]*node{}}
 		n.children[lock] = c
 	}
 	return c
@@ -140,7 +149,7 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 			}
 			n.count++
 			if op.Mode != lockops.Try {
-				n.waits, n.tryOnly = true, false
+				n.waits = true
 			}
 			t.held = append(t.held, n)
 			locks[op.Lock] = true
@@ -180,7 +189,7 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 		for _, s := range c {
 			st := Step{Thread: s.thread(), Holds: describe(s.hold.lock), HoldsAt: syms.Describe(s.hold.site), HoldsHow: how(s.hold),
 				WaitsFor: describe(s.wait.lock), WaitsAt: syms.Describe(s.wait.site), WaitsHow: how(s.wait)}
-			for a := s.hold.parent; a != nil && a.parent != nil; a = a.parent {
+			for _, a := range s.hold.ancestors() {
 				st.HeldAbove = append(st.HeldAbove, describe(a.lock))
 			}
 			trySafe = trySafe || !s.wait.waits
@@ -201,7 +210,7 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 }
 
 func how(n *node) string {
-	if n.tryOnly {
+	if !n.waits {
 		return "trylock"
 	}
 	return "lock"
@@ -224,7 +233,7 @@ func (s segment) thread() uint32 { return s.hold.thread }
 func segments(root *node) []segment {
 	var out []segment
 	walk(root, func(n *node) {
-		for a := n.parent; a != nil && a.parent != nil; a = a.parent {
+		for _, a := range n.ancestors() {
 			out = append(out, segment{hold: a, wait: n})
 		}
 	})
@@ -272,7 +281,7 @@ func gate(c []segment) (uint64, bool) {
 	above := make([]map[uint64]bool, len(c))
 	for i, s := range c {
 		above[i] = map[uint64]bool{}
-		for a := s.hold.parent; a != nil && a.parent != nil; a = a.parent {
+		for _, a := range s.hold.ancestors() {
 			above[i][a.lock] = true
 		}
 	}
