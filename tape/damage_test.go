@@ -252,3 +252,21 @@ func TestHugeLengths(t *testing.T) {
 		require.Contains(t, ce.Reason, "bytes", name)
 	}
 }
+
+// TestDamagedHostFrame: a host frame is checked like a chunk, and a damaged
+// one stops the reading with its offset, after the events before it.
+func TestDamagedHostFrame(t *testing.T) {
+	data, evs, _ := hostTape(t)
+	at := bytes.LastIndex(data, []byte("pending chunk")) // the host frame before the last chunk
+	require.Positive(t, at)
+	data[at] ^= 0x20
+	_, got, err := readFile(t, writeFile(t, t.TempDir(), data))
+	var ce *CorruptError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "host crc mismatch", ce.Reason)
+	require.Equal(t, int64(at-frameSize), ce.Offset)
+	require.Equal(t, evs[:9], got, "the events of the chunks before the damage")
+
+	var w Writer
+	require.ErrorContains(t, w.AppendHost(0, []byte("x")), "at least one record")
+}

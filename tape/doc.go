@@ -22,7 +22,7 @@
 // first bytes differ from the magic is a *CorruptError at offset 0 that
 // wraps ErrNotTape.
 //
-// # Format (version 2, stable; version 1 is still read)
+// # Format (version 3, stable; versions 1 and 2 are still read)
 //
 // All integers are little-endian; CRCs are CRC32C (Castagnoli).
 //
@@ -35,6 +35,7 @@
 //	| frame "IMAG", count 0: guest ELF image bytes  (≤ 256 MiB)        |
 //	+------------------------------------------------------------------+
 //	| frame "CHNK", count n0: chunk 0, n0 events    (≤ 16 MiB)         |
+//	| frame "HOST", count h0: h0 host records       (≤ 16 MiB)         |
 //	| frame "CHNK", count n1: chunk 1, n1 events                       |
 //	| ...                                                              |
 //	+------------------------------------------------------------------+
@@ -58,6 +59,12 @@
 // host, reprise, notes. The image frame's length must equal image.size,
 // and its bytes must hash to image.sha256. The format version lives only
 // in the prefix.
+//
+// Host frames (version 3) may appear anywhere after the image frame, the
+// end event included: they hold the recording host's own trace of the VM
+// (vCPU entries and exits, host scheduling), count records in package
+// hostview's encoding, which this package does not interpret. A reader
+// verifies them like chunks and hands them to Reader.OnHost.
 //
 // A chunk's body is count events back to back, with nothing after them.
 // Exit, Branch and HostTime are delta-coded against the previous event of

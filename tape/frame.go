@@ -24,6 +24,7 @@ var (
 	tagHeader = [4]byte{'H', 'E', 'A', 'D'}
 	tagImage  = [4]byte{'I', 'M', 'A', 'G'}
 	tagChunk  = [4]byte{'C', 'H', 'N', 'K'}
+	tagHost   = [4]byte{'H', 'O', 'S', 'T'} // since version 3
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -71,18 +72,20 @@ func appendFrame(b []byte, tag [4]byte, count uint32, body []byte) []byte {
 	return append(b, body...)
 }
 
-// parseFrame decodes a frame header, checking its own crc and its tag. It
-// returns a reason when the header is damaged.
-func parseFrame(hdr []byte, want [4]byte) (frame, string) {
+// parseFrame decodes a frame header, checking its own crc and that its
+// tag is want or, if set, also. It returns a reason when the header is
+// damaged.
+func parseFrame(hdr []byte, want, also [4]byte) (frame, string) {
 	var f frame
 	copy(f.tag[:], hdr)
+	ok := f.tag == want || (also != [4]byte{} && f.tag == also)
 	if binary.LittleEndian.Uint32(hdr[16:]) != crc(hdr[:16]) {
-		if f.tag != want {
+		if !ok {
 			return f, "bad " + tagName(want) + " magic " + quoteTag(f.tag)
 		}
-		return f, tagName(want) + " frame crc mismatch"
+		return f, tagName(f.tag) + " frame crc mismatch"
 	}
-	if f.tag != want {
+	if !ok {
 		return f, "found a " + quoteTag(f.tag) + " frame where a " + tagName(want) + " belongs"
 	}
 	f.length = binary.LittleEndian.Uint32(hdr[4:])
@@ -97,6 +100,8 @@ func tagName(t [4]byte) string {
 		return "header"
 	case tagImage:
 		return "image"
+	case tagHost:
+		return "host"
 	default:
 		return "chunk"
 	}

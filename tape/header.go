@@ -16,7 +16,8 @@ import (
 //	1  the first format
 //	2  adds the network frame kinds (KindNetRX, KindNetTX), whose Data
 //	   length is a uvarint
-const FormatVersion = 2
+//	3  adds host frames ("HOST"): the recording host's trace of the VM
+const FormatVersion = 3
 
 // PositionSource names how asynchronous events are positioned (DESIGN.md §4).
 type PositionSource string

@@ -3,6 +3,7 @@ package tape
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -139,6 +140,32 @@ func smallTape(t testing.TB, sizes ...int) (data []byte, evs []*Event, bounds []
 	}
 	require.NoError(t, w.Close())
 	return buf.Bytes(), evs, bounds
+}
+
+// hostTape is smallTape(t, 4, 5, 3) with host frames before, between
+// and after the chunks; hosts lists them as "count:body".
+func hostTape(t testing.TB) (data []byte, evs []*Event, hosts []string) {
+	evs = genEvents(1, 12, true)
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, smallHeader())
+	require.NoError(t, err)
+	host := func(count uint32, body string) {
+		require.NoError(t, w.AppendHost(count, []byte(body)))
+		hosts = append(hosts, fmt.Sprintf("%d:%s", count, body))
+	}
+	host(1, "first")
+	i := 0
+	for _, n := range []int{4, 5, 3} {
+		for _, e := range evs[i : i+n] {
+			require.NoError(t, w.Append(e))
+		}
+		i += n
+		host(uint32(n), "pending chunk not yet written")
+		require.NoError(t, w.Flush())
+	}
+	host(2, "after the end")
+	require.NoError(t, w.Close())
+	return buf.Bytes(), evs, hosts
 }
 
 // readAll reads every event of the tape in data, written to a real file.

@@ -39,6 +39,9 @@ type Reader struct {
 	events   uint64 // events returned
 	ended    bool   // the end event was returned
 
+	onHost     func(count uint32, body []byte) error
+	hostFrames int
+
 	frame [frameSize]byte
 }
 
@@ -110,7 +113,7 @@ func (r *Reader) readHeader() error {
 	}
 
 	hoff := r.off
-	_, body, err := r.readFrame(tagHeader, -1, nil, func(f frame) string {
+	_, body, err := r.readFrame(tagHeader, [4]byte{}, -1, nil, func(f frame) string {
 		return checkLength(f, maxHeaderBytes, "header")
 	})
 	if err != nil {
@@ -122,7 +125,7 @@ func (r *Reader) readHeader() error {
 	}
 
 	ioff := r.off
-	_, img, err := r.readFrame(tagImage, -1, nil, func(f frame) string {
+	_, img, err := r.readFrame(tagImage, [4]byte{}, -1, nil, func(f frame) string {
 		if why := checkLength(f, maxImageBytes, "image"); why != "" {
 			return why
 		}
@@ -188,49 +191,81 @@ func (r *Reader) Next() (*Event, error) {
 	return e, nil
 }
 
-// nextChunk reads and verifies the next chunk.
+// nextChunk reads and verifies the next chunk, handing the host frames
+// before it to the OnHost function.
 func (r *Reader) nextChunk() error {
-	start := r.off
-	f, payload, err := r.readFrame(tagChunk, r.chunk+1, r.buf, func(f frame) string {
-		switch {
-		case r.ended:
-			return "a chunk after the end event"
-		case f.length == 0 || f.length > maxPayloadBytes:
-			return fmt.Sprintf("chunk payload of %d bytes (want 1 to %d)", f.length, maxPayloadBytes)
-		case f.count == 0 || uint64(f.count)*minEventBytes > uint64(f.length):
-			return fmt.Sprintf("%d events cannot fit %d payload bytes", f.count, f.length)
-		}
-		return ""
-	})
-	if err != nil {
-		return err
+	var host [4]byte
+	if r.h.Version >= 3 {
+		host = tagHost
 	}
-	r.chunk++
-	r.chunks++
-	r.chunkOff = start + frameSize
-	r.buf = payload
-	r.dec = decoder{b: payload}
-	r.d = deltas{}
-	r.left = f.count
-	r.index = 0
-	return nil
+	for {
+		start := r.off
+		f, payload, err := r.readFrame(tagChunk, host, r.chunk+1, r.buf, func(f frame) string {
+			switch {
+			case f.tag == tagHost && (f.length == 0 || f.length > maxPayloadBytes || f.count == 0):
+				return fmt.Sprintf("host frame of %d records in %d bytes (want 1 to %d bytes, at least one record)", f.count, f.length, maxPayloadBytes)
+			case f.tag == tagHost:
+				return ""
+			case r.ended:
+				return "a chunk after the end event"
+			case f.length == 0 || f.length > maxPayloadBytes:
+				return fmt.Sprintf("chunk payload of %d bytes (want 1 to %d)", f.length, maxPayloadBytes)
+			case f.count == 0 || uint64(f.count)*minEventBytes > uint64(f.length):
+				return fmt.Sprintf("%d events cannot fit %d payload bytes", f.count, f.length)
+			}
+			return ""
+		})
+		if err != nil {
+			return err
+		}
+		r.buf = payload
+		if f.tag == tagHost {
+			r.hostFrames++
+			if r.onHost != nil {
+				if err := r.onHost(f.count, payload); err != nil {
+					return fmt.Errorf("tape: host frame at byte %d: %w", start, err)
+				}
+			}
+			continue
+		}
+		r.chunk++
+		r.chunks++
+		r.chunkOff = start + frameSize
+		r.dec = decoder{b: payload}
+		r.d = deltas{}
+		r.left = f.count
+		r.index = 0
+		return nil
+	}
 }
+
+// OnHost sets the function that receives each host frame (the recording
+// host's own trace: count records in body, opaque to this package) as the
+// reader passes it. The body is only valid during the call. Without one,
+// host frames are verified and skipped.
+func (r *Reader) OnHost(fn func(count uint32, body []byte) error) { r.onHost = fn }
+
+// HostFrames returns the number of host frames read so far.
+func (r *Reader) HostFrames() int { return r.hostFrames }
 
 // readFrame reads one frame: its header, checked by crc and then by check,
 // and its body, checked by crc. chunk is the chunk's index or -1 in the
 // file header. buf is reused for the body if large enough. At a clean end
 // of file before a chunk it returns io.EOF.
-func (r *Reader) readFrame(tag [4]byte, chunk int, buf []byte, check func(frame) string) (frame, []byte, error) {
+func (r *Reader) readFrame(tag, also [4]byte, chunk int, buf []byte, check func(frame) string) (frame, []byte, error) {
 	start := r.off
 	what := tagName(tag)
 	n, err := r.read(r.frame[:])
+	if t := [4]byte(r.frame[:4]); n >= 4 && t == also {
+		what = tagName(also)
+	}
 	if err != nil {
 		if n == 0 && chunk >= 0 && err == io.EOF {
 			return frame{}, nil, io.EOF
 		}
 		return frame{}, nil, r.cut(err, start, chunk, what+" block", fmt.Sprintf("%d of its %d frame-header bytes present", n, frameSize))
 	}
-	f, why := parseFrame(r.frame[:], tag)
+	f, why := parseFrame(r.frame[:], tag, also)
 	if why == "" {
 		why = check(f)
 	}

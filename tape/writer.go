@@ -20,11 +20,12 @@ const ChunkBytes = 64 << 10
 // A Writer is not safe for concurrent use. After a write error every call
 // returns that error: the tape ends at its last whole chunk.
 type Writer struct {
-	w   io.Writer
-	f   *os.File // closed by Close if Create opened it
-	buf []byte   // frameSize bytes of room for the frame header, then the pending payload
-	n   uint32   // events in buf
-	d   deltas
+	w    io.Writer
+	f    *os.File // closed by Close if Create opened it
+	buf  []byte   // frameSize bytes of room for the frame header, then the pending payload
+	n    uint32   // events in buf
+	host []byte   // a host frame being written, reused
+	d    deltas
 
 	events uint64
 	bytes  int64
@@ -108,6 +109,24 @@ func (w *Writer) Flush() error {
 	err := w.write(w.buf)
 	w.buf, w.n, w.d = w.buf[:frameSize], 0, deltas{}
 	return err
+}
+
+// AppendHost writes a host frame at once, with one Write call: count
+// records of the recording host's own trace, in an encoding this package
+// does not interpret (package hostview's). Host frames sit between chunks
+// and may follow the end event: the host is still being traced while the
+// guest's last events are written.
+func (w *Writer) AppendHost(count uint32, body []byte) error {
+	switch {
+	case w.closed:
+		return errClosed
+	case w.err != nil:
+		return w.err
+	case count == 0 || len(body) == 0 || len(body) > maxPayloadBytes:
+		return fmt.Errorf("tape: host frame of %d records in %d bytes (want 1 to %d bytes, at least one record)", count, len(body), maxPayloadBytes)
+	}
+	w.host = appendFrame(w.host[:0], tagHost, count, body)
+	return w.write(w.host)
 }
 
 func (w *Writer) write(b []byte) error {
