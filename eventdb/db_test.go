@@ -32,7 +32,7 @@ func TestRoundTrip(t *testing.T) {
 	})
 
 	t.Run("kind and thread", func(t *testing.T) {
-		for _, k := range Kinds() {
+		for _, k := range Kinds()[:KindUser] { // the kinds genEvents makes
 			requireEvents(t, filter(sorted1, func(e *Event) bool { return e.Kind == k }),
 				collect(t, db, Query{Run: 1, Kinds: []Kind{k}}), k.String())
 			for th := uint32(0); th < threads; th++ {
@@ -179,7 +179,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestKindNames(t *testing.T) {
-	for _, k := range append(Kinds(), 9, 255) {
+	for _, k := range append(Kinds(), 99, 255) {
 		got, err := ParseKind(k.String())
 		require.NoError(t, err)
 		require.Equal(t, k, got)
@@ -188,7 +188,7 @@ func TestKindNames(t *testing.T) {
 		_, err := ParseKind(s)
 		require.Error(t, err, s)
 	}
-	require.Equal(t, "kind(9)", Kind(9).String())
+	require.Equal(t, "kind(99)", Kind(99).String())
 }
 
 func TestEmptyRunAndTimeZero(t *testing.T) {

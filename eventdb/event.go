@@ -21,7 +21,26 @@ const (
 	KindThreadExit   Kind = 6 // guest thread exited
 	KindUser         Kind = 7 // explicit guest event: Addr its kind, Args its payload
 
-	kindLast = KindUser
+	// The recording host's view (package hostview), copied from the tape:
+	// Time is the record time, Pos is zero except where noted, and each
+	// thread's events arrive in time order, so Seq orders them.
+	KindVCPURun     Kind = 8  // one stay in the guest: Thread the vCPU, Pos.Exit the exits counted after it, Addr the exit reason (hostview.ExitInterrupted: a signal), Args [ns in the guest]
+	KindVCPUIdle    Kind = 9  // the vCPU waiting for an interrupt after HLT: Thread the vCPU, Pos.Exit, Args [ns]
+	KindHypervisor  Kind = 10 // a hypervisor event: Thread the vCPU, Addr a Hypervisor* code, Args [value]
+	KindHostSwitch  Kind = 11 // host sched_switch: Thread the host CPU, Addr the next host thread, Args [previous host thread, how it left (hostview.State)]
+	KindHostWakeup  Kind = 12 // a host thread made runnable: Thread the host thread, Args [host CPU]
+	KindHostMigrate Kind = 13 // a host thread moved: Thread the host thread, Args [from CPU, to CPU]
+
+	kindLast = KindHostMigrate
+)
+
+// KindHypervisor codes (Event.Addr) and what Args[0] holds.
+const (
+	HypervisorVCPU      = 1 // the vCPU thread started: host thread id
+	HypervisorIRQ       = 2 // an interrupt line asserted: the line
+	HypervisorInject    = 3 // an interrupt delivered, its line deasserted: the vector
+	HypervisorTimerSet  = 4 // the timer programmed: its period in ns (0: stopped)
+	HypervisorTimerFire = 5 // the timer expired
 )
 
 var kindNames = [...]string{
@@ -32,6 +51,12 @@ var kindNames = [...]string{
 	KindThreadCreate: "thread-create",
 	KindThreadExit:   "thread-exit",
 	KindUser:         "user",
+	KindVCPURun:      "vcpu-run",
+	KindVCPUIdle:     "vcpu-idle",
+	KindHypervisor:   "hypervisor",
+	KindHostSwitch:   "host-switch",
+	KindHostWakeup:   "host-wakeup",
+	KindHostMigrate:  "host-migrate",
 }
 
 // Kinds returns every kind this package knows, in key order.

@@ -25,6 +25,7 @@ const (
 	metaVersion = 'v'
 	metaRun     = 'r'
 	metaSymbols = 's'
+	metaHost    = 'h'
 )
 
 // EventKeyLen is the length of every event key.
@@ -100,6 +101,11 @@ func ThreadEvents(run uint32, kind uint8, thread uint32) []byte {
 // RunKey is the meta key of run's record.
 func RunKey(run uint32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{PrefixMeta, metaRun}, run)
+}
+
+// HostKey holds a run's host view.
+func HostKey(run uint32) []byte {
+	return binary.BigEndian.AppendUint32([]byte{PrefixMeta, metaHost}, run)
 }
 
 // RunKeyPrefix is the prefix of every run record key.
