@@ -46,6 +46,8 @@ type Options struct {
 	DiskOverlay string
 	// Net attaches the NIC to a network backend; its traffic is recorded.
 	Net *vmm.NetConfig
+	// Host says how much of the host to record ("": HostFull).
+	Host HostMode
 }
 
 // Result is a finished recording.
@@ -55,6 +57,10 @@ type Result struct {
 	Tape   string
 	Events uint64
 	Bytes  int64
+	// HostRecords is the size of the host view; HostMissing says what it
+	// lacks ("" if nothing).
+	HostRecords uint64
+	HostMissing string
 }
 
 // ChoosePlaces resolves the position source: swbc when the image counts
@@ -99,11 +105,24 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			disk.Overlay = o.Output + ".overlay"
 		}
 	}
+	mode, err := ParseHostMode(string(o.Host))
+	if err != nil {
+		return nil, err
+	}
 	log := &chunkedLog{}
+	var host *hostRecorder
+	var hostLog vmm.HostLog
+	if mode != HostOff {
+		if host, err = newHostRecorder(mode, log); err != nil {
+			return nil, err
+		}
+		defer host.close()
+		hostLog = host.vmm
+	}
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Record, Places: places, Log: log, Disk: disk, Net: o.Net,
+		Mode: vmm.Record, Places: places, Log: log, Disk: disk, Net: o.Net, Host: hostLog,
 	})
 	if err != nil {
 		return nil, err
@@ -124,11 +143,24 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	stopFlush := log.flushEvery(interval)
 	res, runErr := m.Run(ctx)
+	var hostErr error
+	if host != nil {
+		hostErr = host.close() // its last events go in the tape too
+	}
 	stopFlush()
 	if err := log.close(); err != nil {
 		return nil, fmt.Errorf("recorder: writing %s: %w", o.Output, err)
 	}
-	return &Result{Result: res, Places: places, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes()}, runErr
+	out := &Result{Result: res, Places: places, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes(), HostRecords: log.hl.records}
+	if host != nil {
+		out.HostMissing = host.Missing()
+	} else {
+		out.HostMissing = "no host view (--host off)"
+	}
+	if hostErr != nil {
+		return out, errors.Join(runErr, hostErr)
+	}
+	return out, runErr
 }
 
 func header(o Options, places tape.PositionSource) *tape.Header {
@@ -172,6 +204,7 @@ func hostDescription() string {
 type chunkedLog struct {
 	mu sync.Mutex
 	w  *tape.Writer // guarded by mu
+	hl hostLog      // guarded by mu
 }
 
 func (l *chunkedLog) Append(e *tape.Event) error {
@@ -197,6 +230,7 @@ func (l *chunkedLog) flushEvery(interval time.Duration) (stop func()) {
 			case <-t.C:
 				l.mu.Lock()
 				_ = l.w.Flush() // a failing disk shows again at close
+				l.flushHost()
 				l.mu.Unlock()
 			}
 		}
@@ -207,5 +241,9 @@ func (l *chunkedLog) flushEvery(interval time.Duration) (stop func()) {
 func (l *chunkedLog) close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.flushHost()
+	if l.hl.err != nil {
+		return errors.Join(fmt.Errorf("host view: %w", l.hl.err), l.w.Close())
+	}
 	return l.w.Close()
 }

@@ -81,6 +81,9 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	if err != nil && !errors.As(err, &cut) {
 		return res, run, err // the run stays incomplete
 	}
+	if herr := hostToDB(o.Tape, run.ID, in, db); herr != nil {
+		return res, run, herr // the run stays incomplete
+	}
 	if ferr := in.Finish(); ferr != nil {
 		return res, run, ferr
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/host/hostview"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm/devices"
@@ -75,6 +76,11 @@ type Config struct {
 	// run time, wherever a kick finds it (kernel included): cheaper and
 	// coarser than SampleEvery, and not the same in every replay.
 	SamplePeriod time.Duration
+	// Host, in Live and Record, receives the VMM's own view of the run
+	// (package hostview): every stay in the guest with its exit reason,
+	// idle waits and hypervisor events. Replays have none: their timing
+	// is not the recording's.
+	Host HostLog
 	// OnTrace, in Replay, receives the guest kernel's trace-ring records
 	// (context switches, thread create/exit, explicit events), drained
 	// after every tape event and at the end.
@@ -119,6 +125,7 @@ type Machine struct {
 	trace     traceRing
 	hook      [2]uint64 // [start, end) of the branch-counter hook, if any
 	console   *consoleTail
+	host      hostClock // zero without Config.Host
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
 	MSRFiltered bool
@@ -359,7 +366,10 @@ func DeviceConfig() map[string]string {
 
 func (m *Machine) attachDevices() error {
 	m.intc = devices.NewIntc(abi.IRQBase, m.kick)
-	raise := func() { m.intc.Raise(abi.IRQTimer) }
+	raise := func() {
+		m.hostEvent(hostview.KindTimerFire, 0, 0)
+		m.raise(abi.IRQTimer)
+	}
 	if m.cfg.Mode == Replay {
 		raise = nil // ticks come from the tape
 	}
@@ -372,7 +382,7 @@ func (m *Machine) attachDevices() error {
 	}
 	var raiseDisk func()
 	if m.cfg.Mode != Replay {
-		raiseDisk = func() { m.intc.Raise(abi.IRQDisk) } // replay: completions come from the tape
+		raiseDisk = func() { m.raise(abi.IRQDisk) } // replay: completions come from the tape
 	}
 	m.disk = devices.NewDisk(m.ram, m.store, raiseDisk)
 	if err := m.attachNet(); err != nil {
@@ -426,8 +436,15 @@ func (m *Machine) attachNet() error {
 	return nil
 }
 
+// raise asserts an interrupt line and kicks the vCPU to deliver it.
+func (m *Machine) raise(line int) {
+	m.hostEvent(hostview.KindIRQ, uint32(line), 0)
+	m.intc.Raise(line)
+}
+
 // raiseNIC posts the NIC interrupt and wakes an idle vCPU (see attachNet).
 func (m *Machine) raiseNIC() {
+	m.hostEvent(hostview.KindIRQ, abi.IRQNIC, 0)
 	m.intc.Post(abi.IRQNIC)
 	select {
 	case m.wake <- struct{}{}:

@@ -215,7 +215,7 @@ func (s *liveSource) halt() error {
 	if !m.canWake() {
 		return m.fault("the guest is idle (HLT) with its timer stopped or masked and nothing else that could wake it")
 	}
-	t0 := time.Now()
+	t0, idle := time.Now(), m.hostNow()
 	for !m.intc.Pending() {
 		<-m.wake
 		if m.stopping.Load() {
@@ -224,6 +224,7 @@ func (s *liveSource) halt() error {
 		}
 	}
 	m.stats.Halted += time.Since(t0)
+	m.hostIdle(idle)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/host/hostview"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm/devices"
@@ -78,13 +79,18 @@ const noTarget = ^uint64(0)
 // "interrupted"); a replay of it stops at the same point.
 func (m *Machine) Run(ctx context.Context) (*Result, error) {
 	m.start = time.Now()
+	m.startHostClock()
 	done := make(chan error, 1)
 	go func() {
 		// One OS thread for the vCPU's whole life: KVM wants a vCPU's
 		// ioctls from one thread, and kicks are aimed at that thread.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		m.tid.Store(int32(unix.Gettid()))
+		tid := unix.Gettid()
+		m.tid.Store(int32(tid))
+		if m.host.log != nil {
+			m.host.log(&hostview.Record{Kind: hostview.KindVCPU, Time: m.hostNow(), TID: uint32(tid)})
+		}
 		err := m.loop()
 		m.tid.Store(0)
 		done <- err
@@ -205,11 +211,13 @@ func (m *Machine) loop() error {
 		if err := m.src.beforeEntry(m.lastStop); err != nil {
 			return err
 		}
+		entry := m.hostNow()
 		err := c.Run()
 		if err == unix.EINTR {
 			// Clear before looking at pending state, so a kick that lands
 			// after this point is seen either here or by the next KVM_RUN.
 			c.SetImmediateExit(false)
+			m.hostRun(entry, 0, true)
 			m.stats.Interrupted++
 			m.lastStop = stopKick
 			continue
@@ -228,6 +236,7 @@ func (m *Machine) loop() error {
 			}
 			m.exits++
 		}
+		m.hostRun(entry, reason, false)
 		switch reason {
 		case kvm.ExitIO:
 			err = m.handleIO()
@@ -311,6 +320,7 @@ func (m *Machine) inject(vector uint8, clockNs uint64, rx [][]byte) (digest []by
 		return nil, err
 	}
 	m.intc.Ack(vector)
+	m.hostEvent(hostview.KindInject, uint32(vector), 0)
 	m.stats.Injected++
 	m.cpu.RequestInterruptWindow(false)
 	return digest, nil
@@ -341,6 +351,9 @@ func (m *Machine) handleIO() error {
 		}
 		if err := m.bus.Write(io.Port, elem); err != nil {
 			return err
+		}
+		if io.Port == abi.PortTimer {
+			m.hostEvent(hostview.KindTimerSet, 0, uint64(m.timer.Period()))
 		}
 	}
 	return nil

@@ -19,6 +19,7 @@ func newRecordCmd() *cobra.Command {
 		places  string
 		jitter  time.Duration
 		timeout time.Duration
+		host    string
 	)
 	cmd := &cobra.Command{
 		Use:   "record WORKLOAD|IMAGE [ARG...] -o TAPE",
@@ -35,6 +36,13 @@ exit-sync delivers them only at the guest's own exits (any image, but
 compute-bound code sees late interrupts); pmu needs a hardware PMU that
 counts guest branches; auto picks swbc when the image has the counter.
 
+The tape also keeps the host's view of the run for 'reprise preempt',
+'overhead' and 'timeline' (--host): full (the default) stores every vCPU
+entry and exit with its reason, hypervisor events, and the host scheduler's
+sched_switch on every CPU with the vCPU thread's wakeups and migrations
+(tracefs, needs root; without it the recording goes on and says what is
+missing); vmm stores the VMM's part only; off stores none.
+
 Exits with the guest's exit status, like 'reprise run'.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -47,14 +55,21 @@ Exits with the guest's exit status, like 'reprise run'.`,
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
+			mode, err := recorder.ParseHostMode(host)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
 			res, err := recorder.Record(ctx, recorder.Options{
 				Image: img, Cmdline: cmdline, MemBytes: uint64(mf.mem), TimerHz: timerHz(mf.timerHz),
 				TimerJitter: jitter, Places: tape.PositionSource(places), Console: cmd.OutOrStdout(),
-				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(),
+				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(), Host: mode,
 			})
 			if res != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: recorded %s: %d events, %s, %v of guest execution (%s positions)%s\n",
-					res.Tape, res.Events, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), res.Places, endNote(res.End))
+				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: recorded %s: %d events, %d host records, %s, %v of guest execution (%s positions)%s\n",
+					res.Tape, res.Events, res.HostRecords, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), res.Places, endNote(res.End))
+				if res.HostMissing != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %s\n", res.HostMissing)
+				}
 			}
 			var gf *vmm.GuestFault
 			switch {
@@ -73,6 +88,7 @@ Exits with the guest's exit status, like 'reprise run'.`,
 	cmd.Flags().StringVar(&places, "position", string(recorder.Auto), "position source: auto, swbc, exit-sync or pmu")
 	cmd.Flags().DurationVar(&jitter, "timer-jitter", 0, "move each timer tick randomly by up to this much (stress-tests determinism)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "end the recording cleanly after this long (0: no limit)")
+	cmd.Flags().StringVar(&host, "host", string(recorder.HostFull), "host view to keep: full, vmm or off")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

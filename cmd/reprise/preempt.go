@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/tools/preempt"
+	"github.com/reprise-vm/reprise/tools/report"
+	"github.com/reprise-vm/reprise/tools/states"
+)
+
+func newPreemptCmd() *cobra.Command {
+	var (
+		run     uint32
+		thread  int64
+		with    []string
+		top     int
+		entries int
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "preempt DB",
+		Short: "Who took the CPU: vCPU states, steal time, virtual preemption, a thread's execution flow",
+		Long: `From the host view a recording keeps (reprise record --host full, the
+default), show for each vCPU its time RUNNING in the guest, in the VMM, IDLE
+and PREEMPTED by the host (steal time), and who ran on the host CPU while it
+waited; then the guest threads that were virtually preempted (current in the
+guest while their vCPU waited on the host).
+
+--thread T adds the execution flow of guest thread T: the ordered stretches
+of whatever held the CPU while T wanted it (running or runnable in the
+guest) — T itself, another guest thread, the VMM and the exit it handled, a
+host thread — with totals per holder and per system.
+
+--with DB2 names the event DB of another VM recorded at the same time on the
+same host: its vCPU thread is then resolved to the guest thread it ran.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := loadStates(args[0], run)
+			if err != nil {
+				return err
+			}
+			var others []*states.Run
+			for _, dir := range with {
+				o, err := loadStates(dir, 0)
+				if err != nil {
+					return err
+				}
+				o.Align(r)
+				others = append(others, o)
+			}
+			var tp *uint32
+			if cmd.Flags().Changed("thread") {
+				if thread < 0 || thread > int64(^uint32(0)) {
+					return &exitError{exitUsage, fmt.Errorf("--thread %d: not a guest thread id", thread)}
+				}
+				t := uint32(thread)
+				tp = &t
+			}
+			rep, err := preempt.Analyze(r, others, tp)
+			if err != nil {
+				return &exitError{exitUsage, err}
+			}
+			if asJSON {
+				err = report.JSON(cmd.OutOrStdout(), rep)
+			} else {
+				err = rep.WriteText(cmd.OutOrStdout(), preempt.TextOptions{Top: top, Entries: entries})
+			}
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Uint32Var(&run, "run", 0, "the run to analyse (0: the latest)")
+	cmd.Flags().Int64Var(&thread, "thread", 0, "also show this guest thread's execution flow")
+	cmd.Flags().StringArrayVar(&with, "with", nil, "event DB of another VM recorded at the same time on this host (repeatable)")
+	cmd.Flags().IntVar(&top, "top", 10, "rows per ranking (0: all)")
+	cmd.Flags().IntVar(&entries, "entries", 40, "execution-flow entries to print (0: all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// loadStates opens an event DB and rebuilds a run's states (run 0: the
+// latest run).
+func loadStates(dir string, run uint32) (*states.Run, error) {
+	db, err := openDB(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	if run == 0 {
+		runs, err := db.Runs()
+		if err != nil {
+			return nil, &exitError{exitFailure, err}
+		}
+		if len(runs) == 0 {
+			return nil, &exitError{exitUsage, fmt.Errorf("%s has no runs (make one with reprise replay TAPE --db %s)", dir, dir)}
+		}
+		run = runs[len(runs)-1].ID
+	}
+	r, err := states.Load(db, run)
+	switch {
+	case errors.Is(err, eventdb.ErrNoRun), errors.Is(err, states.ErrNoHostView):
+		return nil, &exitError{exitUsage, fmt.Errorf("%s: %w", dir, err)}
+	case err != nil:
+		return nil, &exitError{exitFailure, fmt.Errorf("%s: %w", dir, err)}
+	}
+	return r, nil
+}

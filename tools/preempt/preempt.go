@@ -1,0 +1,322 @@
+// Package preempt answers the seed papers' question about a recorded VM:
+// why did a guest task take longer than its CPU time — who took the CPU,
+// the host or another VM? From a run's states (package states) it reports
+// each vCPU's time per state and steal time with who ran instead, the
+// guest threads virtually preempted (current in the guest while their
+// vCPU waited on the host), and the execution flow of one guest thread:
+// the ordered stretches of whatever held the CPU while that thread wanted
+// it, resolved to a guest thread, the VMM, a host thread, or — given the
+// run of another VM recorded at the same time on the same host — that
+// VM's guest thread.
+package preempt
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/reprise-vm/reprise/tools/states"
+)
+
+// System says which layer an entry of the execution flow belongs to.
+type System string
+
+// SystemHost is every host thread that is no recorded vCPU.
+const SystemHost System = "host"
+
+// Guest and VMM name a recorded VM's layers.
+func Guest(vm string) System { return System(vm + " guest") }
+func VMM(vm string) System   { return System(vm + " VMM") }
+
+// Holder is who held the CPU over a stretch of time.
+type Holder struct {
+	Who    string
+	System System
+}
+
+// Entry is one stretch of the execution flow.
+type Entry struct {
+	states.Span
+	Holder
+}
+
+// Total is the time a holder (or a system) held the CPU, in how many
+// stretches.
+type Total struct {
+	Holder
+	Time  time.Duration
+	Count int
+}
+
+// VCPU is one vCPU's time per state.
+type VCPU struct {
+	Index   uint32
+	TID     uint32
+	Total   time.Duration
+	ByState map[string]time.Duration // by states.VCPUState name
+	// Steal is its preempted time; Preemptions how many times it began.
+	Steal       time.Duration
+	Preemptions int
+	// By is who ran on the host CPUs it waited on, longest first.
+	By []Total
+}
+
+// Virtual is a guest thread's time current in the guest while its vCPU
+// was preempted.
+type Virtual struct {
+	TID   uint32
+	Time  time.Duration
+	Count int
+}
+
+// Flow is the execution flow of one guest thread.
+type Flow struct {
+	TID uint32
+	// Wanted is its time running or runnable in the guest; Ran the part
+	// it actually executed.
+	Wanted, Ran time.Duration
+	Entries     []Entry
+	PerHolder   []Total // longest first, the thread itself included
+	PerSystem   []Total
+}
+
+// Report is what preempt prints.
+type Report struct {
+	VM      string
+	Span    states.Span
+	Sched   bool
+	Missing string
+	Others  []string // the other VMs resolved
+	VCPUs   []VCPU
+	Virtual []Virtual
+	Flow    *Flow
+}
+
+// Analyze builds the report of run r; others are runs of VMs recorded at
+// the same time on the same host, already aligned onto r (states.Align).
+// thread, if set, asks for that guest thread's execution flow.
+func Analyze(r *states.Run, others []*states.Run, thread *uint32) (*Report, error) {
+	a := &analyzer{r: r, others: others}
+	rep := &Report{VM: r.Name, Span: r.Span, Sched: r.Sched, Missing: r.Missing}
+	for _, o := range others {
+		rep.Others = append(rep.Others, o.Name)
+	}
+	for _, v := range r.VCPUs {
+		rep.VCPUs = append(rep.VCPUs, a.vcpu(v))
+	}
+	rep.Virtual = a.virtual()
+	if thread != nil {
+		th := r.Threads[*thread]
+		if th == nil {
+			return nil, fmt.Errorf("preempt: %s has no guest thread %d (threads: %v)", r.Name, *thread, threadIDs(r))
+		}
+		rep.Flow = a.flow(th)
+	}
+	return rep, nil
+}
+
+func threadIDs(r *states.Run) []uint32 {
+	ids := make([]uint32, 0, len(r.Threads))
+	for id := range r.Threads {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+type analyzer struct {
+	r      *states.Run
+	others []*states.Run
+}
+
+func (a *analyzer) vcpu(v *states.VCPU) VCPU {
+	byState, _ := v.Totals()
+	out := VCPU{Index: v.Index, TID: v.TID, ByState: map[string]time.Duration{}}
+	var by []Entry
+	for _, s := range states.VCPUStates() {
+		out.ByState[s.String()] = byState[s]
+		out.Total += byState[s]
+	}
+	out.Steal = byState[states.Preempted]
+	for _, iv := range v.Intervals {
+		if iv.State != states.Preempted {
+			continue
+		}
+		out.Preemptions++
+		by = append(by, a.onHost(iv)...)
+	}
+	out.By = totals(by, func(e Entry) Holder { return e.Holder })
+	return out
+}
+
+// virtual sums, per guest thread, its time current while the vCPU was
+// preempted.
+func (a *analyzer) virtual() []Virtual {
+	per := map[uint32]*Virtual{}
+	for _, v := range a.r.VCPUs {
+		for _, iv := range v.Intervals {
+			if iv.State != states.Preempted {
+				continue
+			}
+			for _, c := range a.r.CurrentBetween(iv.Span) {
+				if c.TID == 0 {
+					continue
+				}
+				p := per[c.TID]
+				if p == nil {
+					p = &Virtual{TID: c.TID}
+					per[c.TID] = p
+				}
+				p.Time += c.Len()
+				p.Count++
+			}
+		}
+	}
+	out := make([]Virtual, 0, len(per))
+	for _, p := range per {
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(x, y Virtual) int { return cmp.Or(cmp.Compare(y.Time, x.Time), cmp.Compare(x.TID, y.TID)) })
+	return out
+}
+
+// flow walks the thread's wanting intervals and resolves who held the CPU.
+func (a *analyzer) flow(th *states.Thread) *Flow {
+	f := &Flow{TID: th.TID}
+	self := a.guestThread(a.r, th.TID)
+	for _, ti := range th.Intervals {
+		if ti.State == states.ThreadBlocked {
+			continue
+		}
+		f.Wanted += ti.Len()
+		if ti.State == states.ThreadRunning {
+			f.Entries = appendEntries(f.Entries, a.onVCPU(a.r, ti.Span, th.TID)...)
+			continue
+		}
+		for _, c := range a.r.CurrentBetween(ti.Span) {
+			f.Entries = appendEntries(f.Entries, a.onVCPU(a.r, c.Span, c.TID)...)
+		}
+	}
+	for _, e := range f.Entries {
+		if e.Holder == self {
+			f.Ran += e.Len()
+		}
+	}
+	f.PerHolder = totals(f.Entries, func(e Entry) Holder { return e.Holder })
+	f.PerSystem = totals(f.Entries, func(e Entry) Holder { return Holder{System: e.System} })
+	return f
+}
+
+// onVCPU resolves who held the CPU over span while guest thread tid was
+// current on r's vCPU: tid itself, the VMM, or whoever ran on the host.
+func (a *analyzer) onVCPU(r *states.Run, span states.Span, tid uint32) []Entry {
+	var out []Entry
+	for _, v := range r.VCPUs { // one vCPU per machine today
+		for _, iv := range v.Between(span) {
+			switch iv.State {
+			case states.Running:
+				out = append(out, Entry{iv.Span, a.guestThread(r, tid)})
+			case states.VMM:
+				out = append(out, Entry{iv.Span, Holder{"VMM: " + states.ExitName(iv.Exit), VMM(r.Name)}})
+			case states.Idle:
+				out = append(out, Entry{iv.Span, Holder{"idle", Guest(r.Name)}})
+			case states.Preempted:
+				out = append(out, a.onHost(iv)...)
+			}
+		}
+	}
+	return out
+}
+
+func (a *analyzer) guestThread(r *states.Run, tid uint32) Holder {
+	if tid == 0 {
+		return Holder{"idle", Guest(r.Name)}
+	}
+	return Holder{fmt.Sprintf("thread %d", tid), Guest(r.Name)}
+}
+
+// onHost resolves what ran on the host CPU a preempted vCPU waited on.
+func (a *analyzer) onHost(iv states.VCPUInterval) []Entry {
+	if iv.CPU < 0 {
+		return []Entry{{iv.Span, Holder{"unknown (no host CPU)", SystemHost}}}
+	}
+	var out []Entry
+	at := iv.Start
+	for _, s := range a.r.SlicesBetween(uint32(iv.CPU), iv.Span) {
+		if s.Start > at {
+			out = append(out, Entry{states.Span{Start: at, End: s.Start}, Holder{"unknown (not traced)", SystemHost}})
+		}
+		out = append(out, a.hostThread(s)...)
+		at = s.End
+	}
+	if at < iv.End {
+		out = append(out, Entry{states.Span{Start: at, End: iv.End}, Holder{"unknown (not traced)", SystemHost}})
+	}
+	return out
+}
+
+// hostThread names a host thread's slice: another recorded VM's vCPU is
+// resolved to what that VM did (its guest thread, its VMM).
+func (a *analyzer) hostThread(s states.HostSlice) []Entry {
+	for _, o := range a.others {
+		if v := o.VCPUByTID(s.TID); v != nil {
+			var out []Entry
+			for _, c := range o.CurrentBetween(s.Span) {
+				for _, e := range a.onVCPU(o, c.Span, c.TID) {
+					if e.System == SystemHost {
+						continue // o's vCPU was itself waiting: s says it ran
+					}
+					out = append(out, e)
+				}
+			}
+			if len(out) > 0 {
+				return out
+			}
+			return []Entry{{s.Span, Holder{"vCPU thread", VMM(o.Name)}}}
+		}
+	}
+	if v := a.r.VCPUByTID(s.TID); v != nil {
+		return []Entry{{s.Span, Holder{"own vCPU", VMM(a.r.Name)}}}
+	}
+	return []Entry{{s.Span, Holder{fmt.Sprintf("%s (tid %d)", a.r.Comm(s.TID), s.TID), SystemHost}}}
+}
+
+// appendEntries appends, merging an entry into the last when one holder
+// continues.
+func appendEntries(out []Entry, es ...Entry) []Entry {
+	for _, e := range es {
+		if e.Len() <= 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Holder == e.Holder && out[n-1].End == e.Start {
+			out[n-1].End = e.End
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// totals sums entries per key, longest first.
+func totals(es []Entry, key func(Entry) Holder) []Total {
+	per := map[Holder]*Total{}
+	for _, e := range appendEntries(nil, es...) {
+		k := key(e)
+		t := per[k]
+		if t == nil {
+			t = &Total{Holder: k}
+			per[k] = t
+		}
+		t.Time += e.Len()
+		t.Count++
+	}
+	out := make([]Total, 0, len(per))
+	for _, t := range per {
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(x, y Total) int {
+		return cmp.Or(cmp.Compare(y.Time, x.Time), cmp.Compare(x.System, y.System), cmp.Compare(x.Who, y.Who))
+	})
+	return out
+}
