@@ -43,7 +43,7 @@ tools answer questions about it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newLockstatCmd(), newDeadlockCmd(), newProfileCmd(), newPreemptCmd(), newDemoCmd(), newWorkloadsCmd())
+	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newLockstatCmd(), newDeadlockCmd(), newProfileCmd(), newPreemptCmd(), newOverheadCmd(), newTimelineCmd(), newDemoCmd(), newWorkloadsCmd())
 	return root
 }
 

@@ -109,20 +109,11 @@ func Analyze(r *states.Run, others []*states.Run, thread *uint32) (*Report, erro
 	if thread != nil {
 		th := r.Threads[*thread]
 		if th == nil {
-			return nil, fmt.Errorf("preempt: %s has no guest thread %d (threads: %v)", r.Name, *thread, threadIDs(r))
+			return nil, fmt.Errorf("preempt: %s has no guest thread %d (threads: %v)", r.Name, *thread, r.ThreadIDs())
 		}
 		rep.Flow = a.flow(th)
 	}
 	return rep, nil
-}
-
-func threadIDs(r *states.Run) []uint32 {
-	ids := make([]uint32, 0, len(r.Threads))
-	for id := range r.Threads {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 type analyzer struct {

@@ -87,6 +87,7 @@ func loadVCPU(db *eventdb.DB, run uint32, c eventdb.VCPU) (*VCPU, error) {
 		iv := VCPUInterval{Span: Span{e.Time, e.Time + time.Duration(e.Args[0])}, State: Idle, CPU: -1}
 		if e.Kind == eventdb.KindVCPURun {
 			iv.State, iv.Exit = Running, e.Addr
+			v.Entries++
 		}
 		ivs = append(ivs, iv)
 	}

@@ -2,6 +2,7 @@ package states
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -63,6 +64,7 @@ func ExitName(reason uint64) string {
 type VCPU struct {
 	Index     uint32
 	TID       uint32 // the host thread that ran it (0: unknown)
+	Entries   int    // stays in the guest (KVM_RUN calls)
 	Intervals []VCPUInterval
 }
 
@@ -211,4 +213,19 @@ func (r *Run) VCPUByTID(tid uint32) *VCPU {
 		}
 	}
 	return nil
+}
+
+// ThreadIDs lists the guest threads in id order.
+func (r *Run) ThreadIDs() []uint32 { return sortedKeys(r.Threads) }
+
+// HostCPUs lists the host CPUs seen, in order.
+func (r *Run) HostCPUs() []uint32 { return sortedKeys(r.CPUs) }
+
+func sortedKeys[V any](m map[uint32]V) []uint32 {
+	ids := make([]uint32, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
 }
