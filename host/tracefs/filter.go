@@ -9,14 +9,19 @@ import (
 // a session with an empty TID set records nothing instead of everything.
 const noTID = -1
 
+// noFilter, written to a filter file, removes the event's filter: the
+// event is recorded for every task (Options.AllSwitches).
+const noFilter = "0"
+
 // switchFilter selects sched_switch events where one of tids leaves or
 // enters a CPU.
 func switchFilter(tids []int) string {
 	return orFilter(tids, "prev_pid", "next_pid")
 }
 
-// wakeupFilter selects sched_wakeup/sched_waking events of one of tids.
-func wakeupFilter(tids []int) string {
+// pidFilter selects sched_wakeup/sched_waking/sched_migrate_task events
+// of one of tids.
+func pidFilter(tids []int) string {
 	return orFilter(tids, "pid")
 }
 

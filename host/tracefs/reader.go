@@ -1,26 +1,50 @@
 package tracefs
 
 import (
-	"bytes"
+	"bufio"
 	"errors"
 	"fmt"
-	"os"
+	"io"
+	"io/fs"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-var noDeadline time.Time
+// readInterval is how long the reader waits when trace_pipe is empty.
+// It does not wait in the kernel instead, neither in a blocking read nor
+// in the runtime's epoll: trace_pipe wakes its waiters at the first new
+// event, and with Options.AllSwitches the reader's own wakeup is a switch
+// event, so it would wake itself endlessly (an idle host then logged
+// ~190k switches/s instead of ~60). Polling breaks that loop for a few
+// wakeups per second; the buffer holds far more than an interval's worth
+// of events (see bufferKB).
+const readInterval = 50 * time.Millisecond
+
+// readBufSize is the reader's line buffer. trace_pipe lines are a few
+// hundred bytes; a longer one is counted as malformed.
+const readBufSize = 64 << 10
+
+// openPipe opens trace_pipe for a pipeReader. It is a raw non-blocking
+// descriptor, not an *os.File: that would register it with the runtime's
+// epoll, whose wakeups on new events are the loop readInterval avoids.
+func (s *Session) openPipe() (*pipeReader, error) {
+	path := filepath.Join(s.dir, "trace_pipe")
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, classify(path, &fs.PathError{Op: "open", Path: path, Err: err})
+	}
+	return &pipeReader{fd: fd, stop: s.stop}, nil
+}
 
 // stopReader makes the reader drain what is buffered and exit, waits for
 // it, and closes the pipe (the instance cannot be removed while open).
 func (s *Session) stopReader() error {
-	s.stopping.Store(true)
-	// Wake a blocked Read; the reader then drains without blocking.
-	_ = s.pipe.SetReadDeadline(time.Now())
+	close(s.stop)
 	<-s.done
 	err := s.readErr
-	if cerr := s.pipe.Close(); cerr != nil {
+	if cerr := unix.Close(s.pipe.fd); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("tracefs: close trace_pipe: %w", cerr))
 	}
 	s.pipe = nil
@@ -29,78 +53,97 @@ func (s *Session) stopReader() error {
 
 // read is the reader goroutine: it follows trace_pipe until stopReader,
 // then drains the rest.
-func (s *Session) read() {
+func (s *Session) read(pipe *pipeReader) {
 	defer close(s.done)
-	buf := make([]byte, 64<<10)
-	var partial []byte
+	defer pipe.stopTimer()
+	br := bufio.NewReaderSize(pipe, readBufSize)
+	var d dispatcher
+	d.h = s.handlers
+	tooLong := false
 	for {
-		n, err := s.pipe.Read(buf)
-		partial = s.consume(partial, buf[:n])
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, os.ErrDeadlineExceeded) || !s.stopping.Load() {
-			s.readErr = fmt.Errorf("tracefs: read trace_pipe: %w", err)
-		}
-		break
-	}
-	// Drain: a Read with an expired deadline fails without reading, so
-	// clear it and read the raw non-blocking fd until it reports EAGAIN.
-	// Tracing is already off, so this terminates.
-	if err := s.pipe.SetReadDeadline(noDeadline); err == nil {
-		if rc, err := s.pipe.SyscallConn(); err == nil {
-			for {
-				var n int
-				var rerr error
-				if err := rc.Read(func(fd uintptr) bool {
-					n, rerr = unix.Read(int(fd), buf)
-					return true // never wait for more
-				}); err != nil || rerr != nil || n <= 0 {
-					break
-				}
-				partial = s.consume(partial, buf[:n])
+		line, err := br.ReadSlice('\n')
+		switch {
+		case err == nil:
+			if tooLong {
+				tooLong = false
+				s.malformed.Add(1)
+				continue
 			}
+			s.handle(&d, line[:len(line)-1])
+		case errors.Is(err, bufio.ErrBufferFull):
+			tooLong = true // skip up to the next newline
+		default:
+			// An unterminated last line: tracing is off, so it is complete.
+			if len(line) > 0 && !tooLong {
+				s.handle(&d, line)
+			}
+			d.flush()
+			if !errors.Is(err, io.EOF) {
+				s.readErr = fmt.Errorf("tracefs: read trace_pipe: %w", err)
+			}
+			return
 		}
-	}
-	if len(bytes.TrimSpace(partial)) > 0 {
-		s.handle(string(partial))
 	}
 }
 
-// consume splits data into lines, handles the complete ones and returns
-// the incomplete tail (a read may end mid-line).
-func (s *Session) consume(partial, data []byte) []byte {
-	partial = append(partial, data...)
-	for {
-		i := bytes.IndexByte(partial, '\n')
-		if i < 0 {
-			break
-		}
-		s.handle(string(partial[:i]))
-		partial = partial[i+1:]
-	}
-	// Move the tail to the front so the buffer does not grow forever.
-	return append(partial[:0:0], partial...)
-}
-
-func (s *Session) handle(line string) {
-	ev, err := ParseLine(line)
-	switch {
+// handle parses a line and dispatches it, counting losses and lines that
+// do not parse.
+func (s *Session) handle(d *dispatcher, line []byte) {
+	// The one allocation per line: event strings share it, and handlers
+	// may keep them.
+	switch err := parse(string(line), &d.p); {
 	case errors.Is(err, ErrOtherEvent):
 	case err != nil:
 		s.malformed.Add(1)
 	default:
-		switch e := ev.(type) {
-		case Switch:
-			if s.onSwitch != nil {
-				s.onSwitch(e)
+		if d.p.kind == kindLost {
+			s.lost.Add(int64(d.p.lost.Count))
+			if d.p.lost.Count == 0 {
+				s.uncounted.Add(1)
 			}
-		case Wakeup:
-			if s.onWakeup != nil {
-				s.onWakeup(e)
-			}
-		case Lost:
-			s.lost.Add(int64(e.Count))
 		}
+		d.dispatch()
+	}
+}
+
+// pipeReader reads trace_pipe for a bufio.Reader without blocking in the
+// kernel (see readInterval). After stop is closed it returns io.EOF as
+// soon as the pipe is empty: tracing is off by then, so that is the end.
+type pipeReader struct {
+	fd      int
+	stop    <-chan struct{}
+	timer   *time.Timer // nil until the pipe is first found empty
+	stopped bool
+}
+
+func (r *pipeReader) Read(p []byte) (int, error) {
+	for {
+		n, err := unix.Read(r.fd, p)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil && !errors.Is(err, unix.EAGAIN):
+			return 0, err
+		case err == nil && n > 0:
+			return n, nil
+		case r.stopped:
+			return 0, io.EOF
+		}
+		if r.timer == nil {
+			r.timer = time.NewTimer(readInterval)
+		} else {
+			r.timer.Reset(readInterval)
+		}
+		select {
+		case <-r.stop:
+			r.stopped = true // read once more: the rest, then io.EOF
+		case <-r.timer.C:
+		}
+	}
+}
+
+func (r *pipeReader) stopTimer() {
+	if r.timer != nil {
+		r.timer.Stop()
 	}
 }

@@ -15,49 +15,91 @@ import (
 
 // bufferKB is the per-CPU ring buffer size of an instance. Filtered
 // scheduler events of a few vCPU threads are small; this leaves room for
-// the reader to fall behind for a while without losing events.
+// the reader to fall behind for a while without losing events. With
+// Options.AllSwitches it still holds ~25k switches per CPU, seconds of a
+// busy CPU, more than the reader's batching interval (see readInterval).
 const bufferKB = 2048
+
+// Tracepoints used. The optional ones are skipped on kernels without them;
+// Session.Events says which were enabled.
+var sessionEvents = []struct {
+	name     string
+	optional bool
+}{
+	{"sched_switch", false},
+	{"sched_wakeup", false},
+	{"sched_waking", true},       // added in Linux 4.3; wakeup suffices
+	{"sched_migrate_task", true}, // only explains why a thread changed CPU
+}
 
 // instanceSeq numbers the instances of this process so that several
 // sessions can coexist.
 var instanceSeq atomic.Int64
 
+// Options configure a Session.
+type Options struct {
+	// AllSwitches records sched_switch on every CPU for all threads, not
+	// only those where a traced thread leaves or enters a CPU, so that an
+	// analysis can tell which host threads ran on a CPU while a vCPU
+	// thread waited there. Wakeups and migrations stay filtered to the
+	// traced threads. It costs many more events: a busy host makes
+	// thousands of switches per second.
+	AllSwitches bool
+}
+
+// Handlers receive a Session's events. Any may be nil. They are called
+// from a single reader goroutine, in trace order (a Lost before the event
+// that follows the loss); they should be quick, or the kernel buffer
+// overflows and events are lost. They must not call SetTIDs or Close:
+// Close waits for them with the session locked.
+type Handlers struct {
+	Switch  func(Switch)
+	Wakeup  func(Wakeup)
+	Migrate func(Migrate)
+	Lost    func(Lost)
+}
+
 // Session is one trace instance recording scheduler events of a set of
 // threads. Methods are safe for concurrent use.
 type Session struct {
-	dir    string   // the instance directory
-	events []string // enabled event names (sched_waking is optional)
+	dir    string // the instance directory
+	opts   Options
+	events []string // enabled event names (see sessionEvents)
 
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	pipe    *os.File
+	pipe    *pipeReader   // trace_pipe while reading
+	stop    chan struct{} // closed by stopReader
 	done    chan struct{} // closed when the reader has drained and exited
 
-	onSwitch func(Switch)
-	onWakeup func(Wakeup)
-
-	stopping  atomic.Bool
+	handlers  Handlers
 	lost      atomic.Int64
+	uncounted atomic.Int64
 	malformed atomic.Int64
 	readErr   error // set by the reader before done is closed
 }
 
 // Stats counts what went wrong while reading.
 type Stats struct {
-	Lost      int64 // events dropped by the kernel (buffer overflow)
-	Malformed int64 // lines that could not be parsed
+	Lost          int64 // events dropped by the kernel (buffer overflow)
+	LostUncounted int64 // loss reports that did not say how many were lost
+	Malformed     int64 // lines that could not be parsed
 }
 
-// Open finds tracefs, creates a private trace instance and configures it
-// (mono clock, buffer size, sched events enabled with a filter that
-// matches nothing until SetTIDs). Tracing is off until Start.
+// Open is OpenWith(Options{}): only events of the traced threads.
+func Open() (*Session, error) { return OpenWith(Options{}) }
+
+// OpenWith finds tracefs, creates a private trace instance and configures
+// it (mono clock, buffer size, sched events enabled with a filter that
+// matches nothing until SetTIDs, or none on sched_switch with
+// AllSwitches). Tracing is off until Start.
 //
 // If tracefs cannot be used the error is an *UnavailableError saying what
 // is missing.
-func Open() (*Session, error) { return openIn(roots) }
+func OpenWith(opts Options) (*Session, error) { return openIn(roots, opts) }
 
-func openIn(candidates []string) (*Session, error) {
+func openIn(candidates []string, opts Options) (*Session, error) {
 	root, err := findRoot(candidates)
 	if err != nil {
 		return nil, err
@@ -76,7 +118,7 @@ func openIn(candidates []string) (*Session, error) {
 		}
 		return nil, fmt.Errorf("tracefs: create trace instance: %w", err)
 	}
-	s := &Session{dir: dir}
+	s := &Session{dir: dir, opts: opts}
 	if err := s.configure(); err != nil {
 		// Do not leak the instance: it would hold kernel memory until reboot.
 		if rerr := unix.Rmdir(dir); rerr != nil {
@@ -91,14 +133,14 @@ func (s *Session) configure() error {
 	if err := writeFile(filepath.Join(s.dir, "tracing_on"), "0"); err != nil {
 		return fmt.Errorf("tracefs: stop new instance: %w", err)
 	}
-	for _, ev := range []string{"sched_switch", "sched_wakeup", "sched_waking"} {
-		if _, err := os.Stat(eventDir(s.dir, ev)); err != nil {
-			if ev == "sched_waking" { // added in Linux 4.3; wakeup suffices
+	for _, ev := range sessionEvents {
+		if _, err := os.Stat(eventDir(s.dir, ev.name)); err != nil {
+			if ev.optional {
 				continue
 			}
-			return &UnavailableError{Reason: fmt.Sprintf("kernel has no sched/%s tracepoint", ev), Err: err}
+			return &UnavailableError{Reason: fmt.Sprintf("kernel has no sched/%s tracepoint", ev.name), Err: err}
 		}
-		s.events = append(s.events, ev)
+		s.events = append(s.events, ev.name)
 	}
 	if err := writeFile(filepath.Join(s.dir, "trace_clock"), "mono"); err != nil {
 		if errors.Is(err, unix.EINVAL) {
@@ -108,6 +150,13 @@ func (s *Session) configure() error {
 	}
 	if err := writeFile(filepath.Join(s.dir, "buffer_size_kb"), fmt.Sprint(bufferKB)); err != nil {
 		return fmt.Errorf("tracefs: set buffer size: %w", err)
+	}
+	if s.opts.AllSwitches {
+		// A new instance has no filter; clearing it anyway states the
+		// intent and does not depend on that.
+		if err := s.writeFilter("sched_switch", noFilter); err != nil {
+			return err
+		}
 	}
 	if err := s.writeFilters(nil); err != nil {
 		return err
@@ -124,6 +173,10 @@ func (s *Session) configure() error {
 // Dir returns the trace instance directory (for diagnostics).
 func (s *Session) Dir() string { return s.dir }
 
+// Events returns the names of the enabled tracepoints, so that a recorder
+// can tell "no migrations" from "migrations not recorded".
+func (s *Session) Events() []string { return slices.Clone(s.events) }
+
 // SetTIDs replaces the set of traced thread IDs. It may be called before
 // or during tracing: vCPU threads are created after recording starts.
 // An empty set traces nothing.
@@ -139,49 +192,52 @@ func (s *Session) SetTIDs(tids []int) error {
 	return s.writeFilters(tids)
 }
 
+// writeFilters sets the TID filters. With AllSwitches, sched_switch is
+// left alone: its filter was cleared by configure and must stay so.
 func (s *Session) writeFilters(tids []int) error {
 	for _, ev := range s.events {
-		f := wakeupFilter(tids)
+		f := pidFilter(tids)
 		if ev == "sched_switch" {
+			if s.opts.AllSwitches {
+				continue
+			}
 			f = switchFilter(tids)
 		}
-		path := filepath.Join(eventDir(s.dir, ev), "filter")
-		if err := writeFile(path, f); err != nil {
-			// The kernel explains a rejected filter in the file itself.
-			if msg, rerr := os.ReadFile(path); rerr == nil && len(msg) > 0 {
-				err = fmt.Errorf("%w (kernel says: %q)", err, msg)
-			}
-			return fmt.Errorf("tracefs: set %s filter: %w", ev, err)
+		if err := s.writeFilter(ev, f); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// Start begins tracing. onSwitch and onWakeup (either may be nil) are
-// called from a single reader goroutine, in trace order; they should be
-// quick, or the kernel buffer overflows and events are lost (see Stats).
-func (s *Session) Start(onSwitch func(Switch), onWakeup func(Wakeup)) error {
+func (s *Session) writeFilter(ev, filter string) error {
+	path := filepath.Join(eventDir(s.dir, ev), "filter")
+	if err := writeFile(path, filter); err != nil {
+		// The kernel explains a rejected filter in the file itself.
+		if msg, rerr := os.ReadFile(path); rerr == nil && len(msg) > 0 {
+			err = fmt.Errorf("%w (kernel says: %q)", err, msg)
+		}
+		return fmt.Errorf("tracefs: set %s filter: %w", ev, err)
+	}
+	return nil
+}
+
+// Start begins tracing, delivering events to h (see Handlers).
+func (s *Session) Start(h Handlers) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.started {
 		return errors.New("tracefs: Start on a started or closed session")
 	}
-	pipe, err := os.Open(filepath.Join(s.dir, "trace_pipe"))
+	s.done, s.stop = make(chan struct{}), make(chan struct{})
+	pipe, err := s.openPipe()
 	if err != nil {
-		return fmt.Errorf("tracefs: open trace_pipe: %w", classify(s.dir, err))
+		return fmt.Errorf("tracefs: open trace_pipe: %w", err)
 	}
-	// Stop relies on read deadlines to interrupt a blocked read; they only
-	// work if the runtime poller accepted the file.
-	if err := pipe.SetReadDeadline(noDeadline); err != nil {
-		pipe.Close()
-		return fmt.Errorf("tracefs: trace_pipe is not pollable: %w", err)
-	}
-	s.pipe, s.onSwitch, s.onWakeup = pipe, onSwitch, onWakeup
-	s.done = make(chan struct{})
-	go s.read()
+	s.pipe, s.handlers = pipe, h
+	go s.read(pipe)
 	if err := writeFile(filepath.Join(s.dir, "tracing_on"), "1"); err != nil {
-		s.stopReader()
-		return fmt.Errorf("tracefs: start tracing: %w", err)
+		return errors.Join(fmt.Errorf("tracefs: start tracing: %w", err), s.stopReader())
 	}
 	s.started = true
 	return nil
@@ -189,11 +245,11 @@ func (s *Session) Start(onSwitch func(Switch), onWakeup func(Wakeup)) error {
 
 // Stats returns the loss and parse-error counters so far.
 func (s *Session) Stats() Stats {
-	return Stats{Lost: s.lost.Load(), Malformed: s.malformed.Load()}
+	return Stats{Lost: s.lost.Load(), LostUncounted: s.uncounted.Load(), Malformed: s.malformed.Load()}
 }
 
 // Close stops tracing, delivers the events still buffered to the
-// callbacks, and removes the trace instance. It is idempotent.
+// handlers, and removes the trace instance. It is idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
