@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -138,7 +139,9 @@ func (r *Run) loadSched(db *eventdb.DB, run uint32) error {
 		switch e.Kind {
 		case eventdb.KindHostSwitch:
 			cpu, prev, next := e.Thread, uint32(e.Args[0]), uint32(e.Addr)
-			if t, ok := lastSwitch[cpu]; ok && e.Time > t {
+			// Tracing starts with the recording (time 0): the first
+			// thread switched out on a CPU had it since then at least.
+			if t := lastSwitch[cpu]; e.Time > t {
 				r.CPUs[cpu] = append(r.CPUs[cpu], HostSlice{Span{t, e.Time}, prev})
 			}
 			lastSwitch[cpu] = e.Time
@@ -166,7 +169,7 @@ func (r *Run) loadSched(db *eventdb.DB, run uint32) error {
 			if n := len(v.Intervals); n > 0 {
 				w.in(v.Intervals[n-1].End) // still waiting at the end
 			}
-			v.Intervals = overlay(v.Intervals, w.waits)
+			v.Intervals = overlay(v.Intervals, clipWaits(w.waits, v.Intervals))
 		}
 	}
 	return nil
@@ -214,6 +217,32 @@ func (w *waitTracker) close(t time.Duration) {
 		w.waits = append(w.waits, VCPUInterval{Span: Span{w.since, t}, State: Preempted, CPU: w.cpu})
 	}
 	w.waiting = false
+}
+
+// clipWaits ends each wait at the first VMM timestamp inside it: the
+// vCPU thread takes those on a CPU, so it was running again by then.
+// Some kernels miss sched_switch events (this host's misses switches out
+// of its idle task), and a missed switch in would otherwise stretch a
+// wait over the time the vCPU ran.
+func clipWaits(waits, base []VCPUInterval) []VCPUInterval {
+	out := waits[:0]
+	for _, w := range waits {
+		// The first base interval starting or ending inside w.
+		i := sort.Search(len(base), func(i int) bool { return base[i].End > w.Start })
+		for ; i < len(base) && base[i].Start < w.End; i++ {
+			if b := base[i]; b.Start > w.Start {
+				w.End = b.Start
+				break
+			} else if b.End < w.End {
+				w.End = b.End
+				break
+			}
+		}
+		if w.Len() > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // overlay replaces the parts of base covered by the (sorted, disjoint)
