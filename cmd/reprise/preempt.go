@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +21,8 @@ func newPreemptCmd() *cobra.Command {
 		top     int
 		entries int
 		asJSON  bool
+		from    time.Duration
+		to      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "preempt DB",
@@ -52,15 +55,24 @@ same host: its vCPU thread is then resolved to the guest thread it ran.`,
 				o.Align(r)
 				others = append(others, o)
 			}
-			var tp *uint32
+			var o preempt.Options
 			if cmd.Flags().Changed("thread") {
 				if thread < 0 || thread > int64(^uint32(0)) {
 					return &exitError{exitUsage, fmt.Errorf("--thread %d: not a guest thread id", thread)}
 				}
 				t := uint32(thread)
-				tp = &t
+				o.Thread = &t
 			}
-			rep, err := preempt.Analyze(r, others, tp)
+			if cmd.Flags().Changed("from") || cmd.Flags().Changed("to") {
+				if to == 0 {
+					to = r.Span.End
+				}
+				if to <= from {
+					return &exitError{exitUsage, fmt.Errorf("--from %v --to %v: an empty window", from, to)}
+				}
+				o.Windows = []states.Span{{Start: from, End: to}}
+			}
+			rep, err := preempt.Analyze(r, others, o)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
@@ -78,6 +90,8 @@ same host: its vCPU thread is then resolved to the guest thread it ran.`,
 	cmd.Flags().Uint32Var(&run, "run", 0, "the run to analyse (0: the latest)")
 	cmd.Flags().Int64Var(&thread, "thread", 0, "also show this guest thread's execution flow")
 	cmd.Flags().StringArrayVar(&with, "with", nil, "event DB of another VM recorded at the same time on this host (repeatable)")
+	cmd.Flags().DurationVar(&from, "from", 0, "execution flow from this record time (e.g. 1.25s)")
+	cmd.Flags().DurationVar(&to, "to", 0, "execution flow up to this record time (0: the end)")
 	cmd.Flags().IntVar(&top, "top", 10, "rows per ranking (0: all)")
 	cmd.Flags().IntVar(&entries, "entries", 40, "execution-flow entries to print (0: all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")

@@ -6,7 +6,9 @@
  *   latency       = work done - release time,
  * both from SYS_CLOCK_NS, beside N CPU-bound background threads that the
  * round-robin scheduler runs in between. A release that is already past
- * when the task finishes is skipped and counted as missed.
+ * when the task finishes is skipped and counted as missed. With iters=1
+ * each iteration's times are printed too (truth: iter=K woke_ns= done_ns=),
+ * on the recording's clock, for tools that explain one slow iteration.
  */
 #include <reprise/ulib.h>
 
@@ -59,6 +61,7 @@ int wl_periodic(const struct args *a)
 	uint64_t count = arg_u64(a, "count", 60);
 	uint64_t nbg = arg_u64(a, "bg", 2);
 	work_iters = arg_u64(a, "work", 200000);
+	int show_iters = arg_u64(a, "iters", 0) != 0;
 	if (nbg > MAXBG || count == 0 || period == 0) {
 		printf("periodic: need bg <= %d, count > 0, period_ms > 0\n", MAXBG);
 		return 2;
@@ -85,6 +88,9 @@ int wl_periodic(const struct args *a)
 		done = clock_ns();
 		stat_add(&wake, woke - next);
 		stat_add(&lat, done - next);
+		if (show_iters)
+			truth("iter=%lu release_ns=%lu woke_ns=%lu done_ns=%lu", (unsigned long)k,
+			      (unsigned long)next, (unsigned long)woke, (unsigned long)done);
 		next += period;
 		while (next <= done) {
 			next += period;

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,36 @@ type Options struct {
 // directory, closed when the test ends.
 func Replay(t testing.TB, cmdline string, o Options) *Replayed {
 	t.Helper()
+	rec := Record(t, t.TempDir(), "run", cmdline)
+	return rec.Replay(t, o)
+}
+
+// Recorded is a workload recorded on the guest kit.
+type Recorded struct {
+	Tape   string
+	Image  *elfimage.Image
+	Truths []guest.Truth
+	Result *recorder.Result
+}
+
+// Record records cmdline on the guest kit to dir/name.tape. It may run
+// in several goroutines at once (VMs recorded side by side).
+func Record(t testing.TB, dir, name, cmdline string) *Recorded {
+	t.Helper()
+	img := Kit(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	path := filepath.Join(dir, name+".tape")
+	var out bytes.Buffer
+	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: cmdline, Output: path, Console: &out, Places: recorder.Auto})
+	require.NoError(t, err, "recording %q: %s", cmdline, out.String())
+	require.NotNil(t, res)
+	return &Recorded{Tape: path, Image: img, Truths: guest.ParseTruth(out.String()), Result: res}
+}
+
+// Kit builds (or finds cached) the guest kit and opens its image.
+func Kit(t testing.TB) *elfimage.Image {
+	t.Helper()
 	kvmtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -47,26 +78,27 @@ func Replay(t testing.TB, cmdline string, o Options) *Replayed {
 	require.NoError(t, err)
 	img, err := elfimage.Open(k.Image())
 	require.NoError(t, err)
+	return img
+}
 
-	dir := t.TempDir()
-	path := filepath.Join(dir, "run.tape")
-	var out bytes.Buffer
-	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: cmdline, Output: path, Console: &out, Places: recorder.Auto})
-	require.NoError(t, err, "recording %q: %s", cmdline, out.String())
-	require.NotNil(t, res)
-
-	ro := replayer.Options{Tape: path, Console: &bytes.Buffer{}, SampleEvery: o.SampleEvery}
+// Replay replays the recording into a new DB beside its tape, closed when
+// the test ends.
+func (rec *Recorded) Replay(t testing.TB, o Options) *Replayed {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ro := replayer.Options{Tape: rec.Tape, Console: &bytes.Buffer{}, SampleEvery: o.SampleEvery}
 	if len(o.Probes) > 0 {
 		specs, err := probes.ParseSpecs(o.Probes)
 		require.NoError(t, err)
-		ro.Plan, err = probes.Resolve(specs, img)
+		ro.Plan, err = probes.Resolve(specs, rec.Image)
 		require.NoError(t, err)
 	}
-	db, err := eventdb.Open(filepath.Join(dir, "db"), nil)
+	db, err := eventdb.Open(strings.TrimSuffix(rec.Tape, ".tape")+".db", nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	_, run, err := replayer.ToDB(ctx, ro, db)
 	require.NoError(t, err)
 	require.True(t, run.Complete)
-	return &Replayed{DB: db, Run: run, Truths: guest.ParseTruth(out.String()), Tape: path}
+	return &Replayed{DB: db, Run: run, Truths: rec.Truths, Tape: rec.Tape}
 }

@@ -93,10 +93,18 @@ type Report struct {
 	Flow    *Flow
 }
 
+// Options choose the execution flow.
+type Options struct {
+	// Thread, if set, asks for that guest thread's execution flow.
+	Thread *uint32
+	// Windows, if set, limit the flow to these stretches of time (one
+	// slow iteration of a periodic task, say).
+	Windows []states.Span
+}
+
 // Analyze builds the report of run r; others are runs of VMs recorded at
 // the same time on the same host, already aligned onto r (states.Align).
-// thread, if set, asks for that guest thread's execution flow.
-func Analyze(r *states.Run, others []*states.Run, thread *uint32) (*Report, error) {
+func Analyze(r *states.Run, others []*states.Run, o Options) (*Report, error) {
 	a := &analyzer{r: r, others: others}
 	rep := &Report{VM: r.Name, Span: r.Span, Sched: r.Sched, Missing: r.Missing}
 	for _, o := range others {
@@ -106,12 +114,16 @@ func Analyze(r *states.Run, others []*states.Run, thread *uint32) (*Report, erro
 		rep.VCPUs = append(rep.VCPUs, a.vcpu(v))
 	}
 	rep.Virtual = a.virtual()
-	if thread != nil {
-		th := r.Threads[*thread]
+	if o.Thread != nil {
+		th := r.Threads[*o.Thread]
 		if th == nil {
-			return nil, fmt.Errorf("preempt: %s has no guest thread %d (threads: %v)", r.Name, *thread, r.ThreadIDs())
+			return nil, fmt.Errorf("preempt: %s has no guest thread %d (threads: %v)", r.Name, *o.Thread, r.ThreadIDs())
 		}
-		rep.Flow = a.flow(th)
+		windows := o.Windows
+		if len(windows) == 0 {
+			windows = []states.Span{r.Span}
+		}
+		rep.Flow = a.flow(th, windows)
 	}
 	return rep, nil
 }
@@ -172,21 +184,25 @@ func (a *analyzer) virtual() []Virtual {
 	return out
 }
 
-// flow walks the thread's wanting intervals and resolves who held the CPU.
-func (a *analyzer) flow(th *states.Thread) *Flow {
+// flow walks the thread's wanting intervals within windows and resolves
+// who held the CPU.
+func (a *analyzer) flow(th *states.Thread, windows []states.Span) *Flow {
 	f := &Flow{TID: th.TID}
 	self := a.guestThread(a.r, th.TID)
-	for _, ti := range th.Intervals {
-		if ti.State == states.ThreadBlocked {
-			continue
-		}
-		f.Wanted += ti.Len()
-		if ti.State == states.ThreadRunning {
-			f.Entries = appendEntries(f.Entries, a.onVCPU(a.r, ti.Span, th.TID)...)
-			continue
-		}
-		for _, c := range a.r.CurrentBetween(ti.Span) {
-			f.Entries = appendEntries(f.Entries, a.onVCPU(a.r, c.Span, c.TID)...)
+	for _, w := range windows {
+		for _, ti := range th.Intervals {
+			span, ok := ti.Clip(w)
+			if !ok || ti.State == states.ThreadBlocked {
+				continue
+			}
+			f.Wanted += span.Len()
+			if ti.State == states.ThreadRunning {
+				f.Entries = appendEntries(f.Entries, a.onVCPU(a.r, span, th.TID, a.onHost)...)
+				continue
+			}
+			for _, c := range a.r.CurrentBetween(span) {
+				f.Entries = appendEntries(f.Entries, a.onVCPU(a.r, c.Span, c.TID, a.onHost)...)
+			}
 		}
 	}
 	for _, e := range f.Entries {
@@ -200,8 +216,9 @@ func (a *analyzer) flow(th *states.Thread) *Flow {
 }
 
 // onVCPU resolves who held the CPU over span while guest thread tid was
-// current on r's vCPU: tid itself, the VMM, or whoever ran on the host.
-func (a *analyzer) onVCPU(r *states.Run, span states.Span, tid uint32) []Entry {
+// current on r's vCPU: tid itself, the VMM, or, while the vCPU was
+// preempted, what preempted resolves.
+func (a *analyzer) onVCPU(r *states.Run, span states.Span, tid uint32, preempted func(states.VCPUInterval) []Entry) []Entry {
 	var out []Entry
 	for _, v := range r.VCPUs { // one vCPU per machine today
 		for _, iv := range v.Between(span) {
@@ -213,7 +230,7 @@ func (a *analyzer) onVCPU(r *states.Run, span states.Span, tid uint32) []Entry {
 			case states.Idle:
 				out = append(out, Entry{iv.Span, Holder{"idle", Guest(r.Name)}})
 			case states.Preempted:
-				out = append(out, a.onHost(iv)...)
+				out = append(out, preempted(iv)...)
 			}
 		}
 	}
@@ -252,19 +269,19 @@ func (a *analyzer) onHost(iv states.VCPUInterval) []Entry {
 func (a *analyzer) hostThread(s states.HostSlice) []Entry {
 	for _, o := range a.others {
 		if v := o.VCPUByTID(s.TID); v != nil {
+			// The host says o's vCPU thread ran; where o's own view
+			// disagrees (it saw itself preempted), trust the host.
+			ran := func(iv states.VCPUInterval) []Entry {
+				return []Entry{{iv.Span, Holder{"vCPU thread", VMM(o.Name)}}}
+			}
 			var out []Entry
 			for _, c := range o.CurrentBetween(s.Span) {
-				for _, e := range a.onVCPU(o, c.Span, c.TID) {
-					if e.System == SystemHost {
-						continue // o's vCPU was itself waiting: s says it ran
-					}
-					out = append(out, e)
-				}
+				out = append(out, a.onVCPU(o, c.Span, c.TID, ran)...)
 			}
 			if len(out) > 0 {
 				return out
 			}
-			return []Entry{{s.Span, Holder{"vCPU thread", VMM(o.Name)}}}
+			return ran(states.VCPUInterval{Span: s.Span})
 		}
 	}
 	if v := a.r.VCPUByTID(s.TID); v != nil {
