@@ -15,13 +15,17 @@ import (
 )
 
 func recordTo(tb testing.TB, image, cmdline, path string) *recorder.Result {
+	return recordHost(tb, image, cmdline, path, recorder.HostFull)
+}
+
+func recordHost(tb testing.TB, image, cmdline, path string, host recorder.HostMode) *recorder.Result {
 	tb.Helper()
 	img, err := elfimage.Open(image)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	res, err := recorder.Record(context.Background(), recorder.Options{
-		Image: img, Cmdline: cmdline, Output: path, Console: io.Discard,
+		Image: img, Cmdline: cmdline, Output: path, Console: io.Discard, Host: host,
 	})
 	if err != nil || res.Status != 0 {
 		tb.Fatalf("recording %q: %v", cmdline, err)
@@ -62,6 +66,56 @@ func BenchmarkRecordOverhead(b *testing.B) {
 			b.ReportMetric(float64(rec)/float64(live), "x-recorded")
 			b.ReportMetric(float64(eventBytes)/rec.Seconds(), "tape-B/s")
 		})
+	}
+}
+
+// BenchmarkHostTracing: the cost of the host view (DESIGN.md §9) — the
+// same workload recorded with no host view, with the VMM's timestamps
+// only, and with host scheduling from tracefs too, side by side, timed
+// over the workload; plus the host view's bytes per second of guest
+// execution. Without tracefs the full mode equals vmm and says so.
+func BenchmarkHostTracing(b *testing.B) {
+	k := kit(b)
+	modes := []recorder.HostMode{recorder.HostOff, recorder.HostVMM, recorder.HostFull}
+	for _, cmd := range []string{"syn_cont iters=300 work=8000", "clock", "cpu digits=20000", "periodic bg=2 count=50"} {
+		b.Run(cmd, func(b *testing.B) {
+			took := map[recorder.HostMode]time.Duration{}
+			var hostBytes int64
+			var missing string
+			for i := 0; i < b.N; i++ {
+				for _, mode := range modes {
+					path := filepath.Join(b.TempDir(), "run.tape")
+					rr := recordHost(b, k.Image(), cmd, path, mode)
+					took[mode] += marked(rr.Result)
+					if mode == recorder.HostFull {
+						missing = rr.HostMissing
+						hostBytes += hostFrameBytes(b, path)
+					}
+				}
+			}
+			if missing != "" {
+				b.Logf("%s", missing)
+			}
+			b.ReportMetric(float64(took[recorder.HostVMM])/float64(took[recorder.HostOff]), "x-vmm")
+			b.ReportMetric(float64(took[recorder.HostFull])/float64(took[recorder.HostOff]), "x-full")
+			b.ReportMetric(float64(hostBytes)/took[recorder.HostFull].Seconds(), "host-B/s")
+		})
+	}
+}
+
+// hostFrameBytes is the size of a tape's host frames.
+func hostFrameBytes(tb testing.TB, path string) int64 {
+	r, err := tape.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer r.Close()
+	var n int64
+	r.OnHost(func(_ uint32, body []byte) error { n += int64(len(body)) + 20; return nil })
+	for {
+		if _, err := r.Next(); err != nil {
+			return n
+		}
 	}
 }
 

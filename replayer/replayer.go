@@ -101,6 +101,9 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	res, err := m.Run(ctx)
+	if err == nil {
+		err = sc.verifyRest()
+	}
 	return &Result{Result: res, Header: h}, err
 }
 
@@ -215,6 +218,27 @@ func (s *script) Next() (*tape.Event, error) {
 		s.events.Add(1)
 	}
 	return ev, err
+}
+
+// verifyRest reads what follows the end event (the host view's last
+// frames), so that damage there is reported too. A cut there is not
+// damage: the recorder was killed after the guest's end, and the replay
+// it reproduces is whole.
+func (s *script) verifyRest() error {
+	for {
+		err := s.err // a look-ahead may have read past the end already
+		if err == nil {
+			_, err = s.r.Next()
+		}
+		var cut *tape.TruncatedError
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF), errors.As(err, &cut):
+			return nil
+		default:
+			return fmt.Errorf("replayer: after the recording's end: %w", err)
+		}
+	}
 }
 
 func (s *script) progress() (off int64, events uint64) { return s.off.Load(), s.events.Load() }
