@@ -40,6 +40,16 @@
 //	+-----+-----+-----------+           +--------------------+
 //	| 'm' | 'r' | run u32   |       ──► | run record         |   one per run
 //	+-----+-----+-----------+           +--------------------+
+//	+-----+-----+                       +--------------------+
+//	| 'm' | 's' |                   ──► | symbol table       |   the guest image's (Symbols)
+//	+-----+-----+                       +--------------------+
+//	+-----+-----+-----------+           +--------------------+
+//	| 'm' | 'h' | run u32   |       ──► | host view          |   a run's Host, if its tape had one
+//	+-----+-----+-----------+           +--------------------+
+//
+//	host view: version u8 | start varint ns (CLOCK_MONOTONIC) | missing str |
+//	  sched u8 | lost uvarint | nvcpus uvarint, (index, tid uvarint) … |
+//	  nthreads uvarint, (tid uvarint, comm str) …
 //
 //	event keys (30 bytes):
 //	0     1           5      6            10           18             26         30
