@@ -287,7 +287,11 @@ func (a *analyzer) hostThread(s states.HostSlice) []Entry {
 	if v := a.r.VCPUByTID(s.TID); v != nil {
 		return []Entry{{s.Span, Holder{"own vCPU", VMM(a.r.Name)}}}
 	}
-	return []Entry{{s.Span, Holder{fmt.Sprintf("%s (tid %d)", a.r.Comm(s.TID), s.TID), SystemHost}}}
+	who := fmt.Sprintf("tid %d", s.TID)
+	if comm := a.r.Comm(s.TID); comm != who {
+		who = fmt.Sprintf("%s (tid %d)", comm, s.TID)
+	}
+	return []Entry{{s.Span, Holder{who, SystemHost}}}
 }
 
 // appendEntries appends, merging an entry into the last when one holder
