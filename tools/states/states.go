@@ -68,25 +68,9 @@ type VCPU struct {
 	Intervals []VCPUInterval
 }
 
-// At returns the interval holding t.
-func (v *VCPU) At(t time.Duration) (VCPUInterval, bool) {
-	i := sort.Search(len(v.Intervals), func(i int) bool { return v.Intervals[i].End > t })
-	if i == len(v.Intervals) || v.Intervals[i].Start > t {
-		return VCPUInterval{}, false
-	}
-	return v.Intervals[i], true
-}
-
 // Between returns the intervals overlapping w, clipped to it.
 func (v *VCPU) Between(w Span) []VCPUInterval {
-	i := sort.Search(len(v.Intervals), func(i int) bool { return v.Intervals[i].End > w.Start })
-	var out []VCPUInterval
-	for ; i < len(v.Intervals) && v.Intervals[i].Start < w.End; i++ {
-		iv := v.Intervals[i]
-		iv.Span, _ = iv.Clip(w)
-		out = append(out, iv)
-	}
-	return out
+	return between(v.Intervals, w, func(iv *VCPUInterval) *Span { return &iv.Span })
 }
 
 // Totals sums the time spent in each state, and in the VMM by exit reason.
@@ -170,37 +154,25 @@ func (r *Run) Comm(tid uint32) string {
 	return fmt.Sprintf("tid %d", tid)
 }
 
-// CurrentAt returns the guest thread current at t, and whether t is
-// within the run's known switches.
-func (r *Run) CurrentAt(t time.Duration) (uint32, bool) {
-	i := sort.Search(len(r.Current), func(i int) bool { return r.Current[i].End > t })
-	if i == len(r.Current) || r.Current[i].Start > t {
-		return 0, false
-	}
-	return r.Current[i].TID, true
-}
-
 // CurrentBetween returns the current threads over w, clipped to it.
 func (r *Run) CurrentBetween(w Span) []Current {
-	i := sort.Search(len(r.Current), func(i int) bool { return r.Current[i].End > w.Start })
-	var out []Current
-	for ; i < len(r.Current) && r.Current[i].Start < w.End; i++ {
-		c := r.Current[i]
-		c.Span, _ = c.Clip(w)
-		out = append(out, c)
-	}
-	return out
+	return between(r.Current, w, func(c *Current) *Span { return &c.Span })
 }
 
 // SlicesBetween returns what ran on host CPU cpu over w, clipped to it.
 func (r *Run) SlicesBetween(cpu uint32, w Span) []HostSlice {
-	ss := r.CPUs[cpu]
-	i := sort.Search(len(ss), func(i int) bool { return ss[i].End > w.Start })
-	var out []HostSlice
-	for ; i < len(ss) && ss[i].Start < w.End; i++ {
-		s := ss[i]
-		s.Span, _ = s.Clip(w)
-		out = append(out, s)
+	return between(r.CPUs[cpu], w, func(s *HostSlice) *Span { return &s.Span })
+}
+
+// between returns the items of xs (in time order, disjoint) that overlap
+// w, each clipped to it; span gives an item's interval.
+func between[T any](xs []T, w Span, span func(*T) *Span) []T {
+	i := sort.Search(len(xs), func(i int) bool { return span(&xs[i]).End > w.Start })
+	var out []T
+	for ; i < len(xs) && span(&xs[i]).Start < w.End; i++ {
+		x := xs[i]
+		*span(&x), _ = span(&x).Clip(w)
+		out = append(out, x)
 	}
 	return out
 }
