@@ -3,7 +3,6 @@ package lockstat
 import (
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/reprise-vm/reprise/tools/report"
 )
@@ -24,8 +23,8 @@ func (r *Report) Write(w io.Writer) error {
 			name += fmt.Sprintf(" (%d try failed, %d timed out)", l.TryFailed, l.TimedOut)
 		}
 		locks.Add(name, fmt.Sprintf("%#x", l.Addr), l.Acquired, l.Contended, fmt.Sprintf("%.2f%%", l.BlockedPct()),
-			fmt.Sprintf("%.2f%%", l.OwnerChangePct()), l.Threads, dur(l.WaitTotal), dur(l.WaitAvg()), dur(l.WaitMax),
-			dur(l.HoldTotal), dur(l.HoldAvg()), dur(l.HoldMax), l.FirstSite)
+			fmt.Sprintf("%.2f%%", l.OwnerChangePct()), l.Threads, report.Duration(l.WaitTotal), report.Duration(l.WaitAvg()), report.Duration(l.WaitMax),
+			report.Duration(l.HoldTotal), report.Duration(l.HoldAvg()), report.Duration(l.HoldMax), l.FirstSite)
 	}
 	if err := locks.Write(w); err != nil {
 		return err
@@ -38,7 +37,7 @@ func (r *Report) Write(w io.Writer) error {
 	}
 	for _, t := range r.Threads {
 		threads.Add(t.ID, t.Locks, t.Acquired, t.Contended, fmt.Sprintf("%.2f%%", t.BlockedPct()),
-			dur(t.WaitTotal), dur(t.WaitMax), dur(t.HoldTotal), dur(t.HoldMax))
+			report.Duration(t.WaitTotal), report.Duration(t.WaitMax), report.Duration(t.HoldTotal), report.Duration(t.HoldMax))
 	}
 	if err := threads.Write(w); err != nil {
 		return err
@@ -48,17 +47,4 @@ func (r *Report) Write(w io.Writer) error {
 		return err
 	}
 	return nil
-}
-
-// dur prints a duration rounded for a table cell.
-func dur(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0"
-	case d < time.Millisecond:
-		return d.Round(100 * time.Nanosecond).String()
-	case d < time.Second:
-		return d.Round(10 * time.Microsecond).String()
-	}
-	return d.Round(time.Millisecond).String()
 }

@@ -17,7 +17,7 @@ type TextOptions struct {
 
 // WriteText prints the report as aligned tables.
 func (rep *Report) WriteText(w io.Writer, o TextOptions) error {
-	fmt.Fprintf(w, "%s: %v of execution, from %v\n", rep.VM, dur(rep.Span.Len()), dur(rep.Span.Start))
+	fmt.Fprintf(w, "%s: %v of execution, from %v\n", rep.VM, report.Duration(rep.Span.Len()), report.Duration(rep.Span.Start))
 	if len(rep.Others) > 0 {
 		fmt.Fprintf(w, "other VMs recorded on this host at the same time: %v\n", rep.Others)
 	}
@@ -35,7 +35,7 @@ func (rep *Report) WriteText(w io.Writer, o TextOptions) error {
 		for _, s := range states.VCPUStates() {
 			row = append(row, report.Percent(float64(v.ByState[s.String()]), float64(v.Total)))
 		}
-		t.Add(append(row, dur(v.Steal), v.Preemptions)...)
+		t.Add(append(row, report.Duration(v.Steal), v.Preemptions)...)
 	}
 	if err := t.Write(w); err != nil {
 		return err
@@ -58,7 +58,7 @@ func (rep *Report) WriteText(w io.Writer, o TextOptions) error {
 			if o.Top > 0 && i == o.Top {
 				break
 			}
-			vt.Add(v.TID, dur(v.Time), v.Count)
+			vt.Add(v.TID, report.Duration(v.Time), v.Count)
 		}
 		if err := vt.Write(w); err != nil {
 			return err
@@ -72,7 +72,7 @@ func (rep *Report) WriteText(w io.Writer, o TextOptions) error {
 
 func (f *Flow) writeText(w io.Writer, o TextOptions) error {
 	fmt.Fprintf(w, "\nexecution flow of thread %d: it wanted the CPU for %v and ran %v (%s); the rest went to\n",
-		f.TID, dur(f.Wanted), dur(f.Ran), report.Percent(float64(f.Ran), float64(f.Wanted)))
+		f.TID, report.Duration(f.Wanted), report.Duration(f.Ran), report.Percent(float64(f.Ran), float64(f.Wanted)))
 	for _, tbl := range []*report.Table{
 		totalsTable("per system", f.PerSystem, f.Wanted, 0),
 		totalsTable("per holder", f.PerHolder, f.Wanted, o.Top),
@@ -90,7 +90,7 @@ func (f *Flow) writeText(w io.Writer, o TextOptions) error {
 	}
 	t := report.Table{Title: title, Columns: []report.Column{{Name: "START", Right: true}, {Name: "DURATION", Right: true}, {Name: "WHO"}, {Name: "SYSTEM"}}}
 	for _, e := range entries {
-		t.Add(dur(e.Start), dur(e.Len()), e.Who, e.System)
+		t.Add(report.Duration(e.Start), report.Duration(e.Len()), e.Who, e.System)
 	}
 	fmt.Fprintln(w)
 	return t.Write(w)
@@ -106,18 +106,7 @@ func totalsTable(title string, ts []Total, whole time.Duration, top int) *report
 		if who == "" {
 			who = "-"
 		}
-		t.Add(who, x.System, dur(x.Time), report.Percent(float64(x.Time), float64(whole)), x.Count)
+		t.Add(who, x.System, report.Duration(x.Time), report.Percent(float64(x.Time), float64(whole)), x.Count)
 	}
 	return t
-}
-
-// dur rounds a duration for display.
-func dur(d time.Duration) time.Duration {
-	switch {
-	case d >= time.Second || d <= -time.Second:
-		return d.Round(time.Millisecond)
-	case d >= time.Millisecond || d <= -time.Millisecond:
-		return d.Round(10 * time.Microsecond)
-	}
-	return d.Round(100 * time.Nanosecond)
 }

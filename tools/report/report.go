@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -92,4 +93,18 @@ func Percent(part, whole float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f%%", 100*part/whole)
+}
+
+// Duration formats a duration for a table cell, rounded to three or four
+// significant digits ("0" for zero).
+func Duration(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "0"
+	case d < time.Millisecond:
+		return d.Round(100 * time.Nanosecond).String()
+	case d < time.Second:
+		return d.Round(10 * time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
