@@ -100,16 +100,3 @@ func (db *DB) Host(run uint32) (*Host, error) {
 	}
 	return h, nil
 }
-
-// Comm returns the name of host thread tid, or "tid N".
-func (h *Host) Comm(tid uint32) string {
-	if tid == 0 {
-		return "idle" // the per-CPU swapper tasks share id 0
-	}
-	for _, t := range h.Threads {
-		if t.TID == tid {
-			return t.Comm
-		}
-	}
-	return fmt.Sprintf("tid %d", tid)
-}
