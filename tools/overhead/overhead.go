@@ -46,12 +46,9 @@ type Report struct {
 func Analyze(r *states.Run) *Report {
 	rep := &Report{VM: r.Name, Span: r.Span, Sched: r.Sched, Missing: r.Missing}
 	for _, v := range r.VCPUs {
-		byState, byExit := v.Totals()
-		out := VCPU{Index: v.Index, ByState: map[string]time.Duration{}, Entries: v.Entries}
-		for _, s := range states.VCPUStates() {
-			out.ByState[s.String()] = byState[s]
-			out.Total += byState[s]
-		}
+		_, byExit := v.Totals()
+		out := VCPU{Index: v.Index, Entries: v.Entries}
+		out.ByState, out.Total = v.StateTimes()
 		counts := map[uint64]int{}
 		for _, iv := range v.Intervals {
 			if iv.State == states.VMM {
@@ -78,13 +75,17 @@ func (rep *Report) WriteText(w io.Writer) error {
 		t := report.Table{Title: fmt.Sprintf("\nvCPU %d: %d stays in the guest", v.Index, v.Entries),
 			Columns: []report.Column{{Name: "WHERE"}, {Name: "TIME", Right: true}, {Name: "SHARE", Right: true}, {Name: "EXITS", Right: true}, {Name: "AVG", Right: true}}}
 		share := func(d time.Duration) string { return report.Percent(float64(d), float64(v.Total)) }
-		t.Add("guest", v.ByState[states.Running.String()].Round(time.Microsecond), share(v.ByState[states.Running.String()]), "", "")
-		t.Add("VMM", v.ByState[states.VMM.String()].Round(time.Microsecond), share(v.ByState[states.VMM.String()]), "", "")
+		state := func(where string, s states.VCPUState) {
+			d := v.ByState[s.String()]
+			t.Add(where, d.Round(time.Microsecond), share(d), "", "")
+		}
+		state("guest", states.Running)
+		state("VMM", states.VMM)
 		for _, e := range v.Exits {
 			t.Add("  "+e.Reason, e.Time.Round(time.Microsecond), share(e.Time), e.Count, e.Avg.Round(10*time.Nanosecond))
 		}
-		t.Add("preempted", v.ByState[states.Preempted.String()].Round(time.Microsecond), share(v.ByState[states.Preempted.String()]), "", "")
-		t.Add("idle", v.ByState[states.Idle.String()].Round(time.Microsecond), share(v.ByState[states.Idle.String()]), "", "")
+		state("preempted", states.Preempted)
+		state("idle", states.Idle)
 		if err := t.Write(w); err != nil {
 			return err
 		}

@@ -134,14 +134,10 @@ type analyzer struct {
 }
 
 func (a *analyzer) vcpu(v *states.VCPU) VCPU {
-	byState, _ := v.Totals()
-	out := VCPU{Index: v.Index, TID: v.TID, ByState: map[string]time.Duration{}}
+	out := VCPU{Index: v.Index, TID: v.TID}
+	out.ByState, out.Total = v.StateTimes()
+	out.Steal = out.ByState[states.Preempted.String()]
 	var by []Entry
-	for _, s := range states.VCPUStates() {
-		out.ByState[s.String()] = byState[s]
-		out.Total += byState[s]
-	}
-	out.Steal = byState[states.Preempted]
 	for _, iv := range v.Intervals {
 		if iv.State != states.Preempted {
 			continue

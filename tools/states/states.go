@@ -85,6 +85,18 @@ func (v *VCPU) Totals() (byState [numVCPUStates]time.Duration, byExit map[uint64
 	return byState, byExit
 }
 
+// StateTimes is the time spent in each state by state name, the form the
+// reports print and serialize, and their sum.
+func (v *VCPU) StateTimes() (byName map[string]time.Duration, total time.Duration) {
+	byState, _ := v.Totals()
+	byName = make(map[string]time.Duration, len(byState))
+	for s, d := range byState {
+		byName[VCPUState(s).String()] = d
+		total += d
+	}
+	return byName, total
+}
+
 // ThreadState is what a guest thread was doing.
 type ThreadState uint8
 
