@@ -19,7 +19,7 @@ import (
 // position, record time and arguments) and per sample (RIP and stack).
 // The run is marked complete only if the replay matched its recording; a
 // diverged or interrupted replay leaves an incomplete run with the events
-// it produced. o.OnHit and o.OnSample are replaced.
+// it produced. o.OnHit, o.OnSample, o.OnTrace and o.OnHost are replaced.
 func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run, error) {
 	var table []eventdb.Probe
 	if o.Plan != nil {
@@ -76,12 +76,14 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		}
 		return in.Add(e)
 	}
+	host := newHostCopier(in)
+	o.OnHost = host.frame
 	res, err := Replay(ctx, o)
 	var cut *vmm.TapeCutError
 	if err != nil && !errors.As(err, &cut) {
 		return res, run, err // the run stays incomplete
 	}
-	if herr := hostToDB(o.Tape, run.ID, in, db); herr != nil {
+	if herr := host.finish(db, run.ID, o.Tape); herr != nil {
 		return res, run, herr // the run stays incomplete
 	}
 	if ferr := in.Finish(); ferr != nil {

@@ -3,42 +3,36 @@ package replayer
 import (
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/host/hostview"
-	"github.com/reprise-vm/reprise/tape"
 )
 
 // noHostView is the Host.Missing of a tape without host frames.
 const noHostView = "the tape has no host view: it was recorded with --host off, or by a reprise older than tape format 3"
 
-// hostToDB copies the host view in the tape's host frames into the run:
-// its records become host events, and what describes them (the clock
-// origin, vCPU threads, thread names, what is missing) the run's Host.
-func hostToDB(path string, run uint32, in *eventdb.Ingest, db *eventdb.DB) error {
-	r, err := tape.Open(path)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	c := hostCopier{in: in, host: &eventdb.Host{}, names: map[uint32]int{}}
-	r.OnHost(c.frame)
-	for {
-		if _, err := r.Next(); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			var cut *tape.TruncatedError
-			if errors.As(err, &cut) {
-				break // the replay already said the tape was cut; keep what it held
-			}
-			return fmt.Errorf("replayer: host view of %s: %w", path, err)
-		}
-	}
+// hostCopier copies the host view in a tape's host frames into a run,
+// as the replay reads past them (Options.OnHost): its records become host
+// events, and what describes them (the clock origin, vCPU threads, thread
+// names, what is missing) the run's Host, stored by finish.
+type hostCopier struct {
+	in      *eventdb.Ingest
+	host    *eventdb.Host
+	frames  int
+	names   map[uint32]int // host thread → index in host.Threads
+	start   int64          // CLOCK_MONOTONIC at record time zero
+	started bool
+}
+
+func newHostCopier(in *eventdb.Ingest) *hostCopier {
+	return &hostCopier{in: in, host: &eventdb.Host{}, names: map[uint32]int{}}
+}
+
+// finish stores the run's Host once the replay has read the tape.
+func (c *hostCopier) finish(db *eventdb.DB, run uint32, path string) error {
 	switch {
-	case r.HostFrames() == 0:
+	case c.frames == 0:
 		c.host.Missing = noHostView
 	case !c.started:
 		return fmt.Errorf("replayer: host view of %s has no start record", path)
@@ -46,16 +40,8 @@ func hostToDB(path string, run uint32, in *eventdb.Ingest, db *eventdb.DB) error
 	return db.SetHost(run, c.host)
 }
 
-// hostCopier turns host records into events.
-type hostCopier struct {
-	in      *eventdb.Ingest
-	host    *eventdb.Host
-	names   map[uint32]int // host thread → index in host.Threads
-	start   int64          // CLOCK_MONOTONIC at record time zero
-	started bool
-}
-
 func (c *hostCopier) frame(count uint32, body []byte) error {
+	c.frames++
 	recs, err := hostview.Decode(body, count)
 	if err != nil {
 		return err

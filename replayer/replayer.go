@@ -50,6 +50,10 @@ type Options struct {
 	SamplePeriod time.Duration
 	// OnTrace receives the guest kernel's trace-ring records.
 	OnTrace vmm.TraceHandler
+	// OnHost receives the tape's host frames (package hostview's
+	// encoding) as the replay reads past them, the ones after the end
+	// event included when the replay matched.
+	OnHost func(count uint32, body []byte) error
 }
 
 // Result is a finished replay.
@@ -84,6 +88,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	r.OnHost(o.OnHost)
 	sc := &script{r: r}
 	m, err := vmm.New(vmm.Config{
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
