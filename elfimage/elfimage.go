@@ -9,8 +9,9 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
+
+	"github.com/reprise-vm/reprise/internal/regfile"
 )
 
 // Segment is one PT_LOAD segment.
@@ -52,9 +53,14 @@ type FormatError struct {
 
 func (e *FormatError) Error() string { return fmt.Sprintf("guest image %s: %s", e.Path, e.Msg) }
 
-// Open reads and validates the image at path.
+// MaxFileBytes is the largest image file Open reads: as much as a tape
+// embeds. A larger file is refused before it is read.
+const MaxFileBytes = 256 << 20
+
+// Open reads and validates the image at path, a regular file of at most
+// MaxFileBytes.
 func Open(path string) (*Image, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := regfile.ReadFile(path, MaxFileBytes, "guest image")
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}

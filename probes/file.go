@@ -5,18 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/reprise-vm/reprise/internal/regfile"
 )
+
+// maxFileBytes bounds a probe file: thousands of probes fit in far less.
+const maxFileBytes = 16 << 20
 
 // ParseFile reads a probe file: YAML (.yaml, .yml) or JSON (.json), by
 // extension, else by its content. See the package documentation for the
 // schema.
 func ParseFile(path string) ([]Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.ReadFile(path, maxFileBytes, "probe file")
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
 	}

@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
+
+	"github.com/reprise-vm/reprise/internal/regfile"
 )
 
 // DescribeDisk identifies a base image for a tape header: its absolute
@@ -15,7 +16,7 @@ func DescribeDisk(path string) (*Disk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tape: disk base image: %w", err)
 	}
-	f, err := os.Open(abs)
+	f, _, err := regfile.Open(abs)
 	if err != nil {
 		return nil, fmt.Errorf("tape: disk base image: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/reprise-vm/reprise/internal/regfile"
 )
 
 // SectorSize is the disk's sector size.
@@ -24,18 +26,9 @@ type DiskStore struct {
 // overlay file at overlayPath. A base whose size is not a multiple of the
 // sector size has its tail ignored.
 func OpenDiskStore(basePath, overlayPath string) (*DiskStore, error) {
-	base, err := os.Open(basePath)
+	base, st, err := regfile.Open(basePath)
 	if err != nil {
 		return nil, fmt.Errorf("disk: base image: %w", err)
-	}
-	st, err := base.Stat()
-	if err != nil {
-		base.Close()
-		return nil, fmt.Errorf("disk: base image: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		base.Close()
-		return nil, fmt.Errorf("disk: base image %s is not a regular file", basePath)
 	}
 	sectors := uint64(st.Size()) / SectorSize
 	if sectors == 0 {

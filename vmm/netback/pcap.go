@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/reprise-vm/reprise/internal/regfile"
 )
 
 // Pcap feeds the Ethernet frames of a capture file to the guest, at the
@@ -25,14 +26,21 @@ type Pcap struct {
 	Unsent uint64
 }
 
+// MaxCaptureBytes bounds a capture fed to the guest: it is read whole,
+// before the guest starts, so its errors come first.
+const MaxCaptureBytes = 256 << 20
+
 // OpenPcap reads the capture at path and starts feeding it.
 func OpenPcap(path string, raise func()) (*Pcap, error) {
-	f, err := os.Open(path)
+	f, st, err := regfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("netback: capture: %w", err)
 	}
 	defer f.Close()
-	r, err := pcapgo.NewReader(f)
+	if st.Size() > MaxCaptureBytes {
+		return nil, fmt.Errorf("netback: capture %s is %d bytes, more than the %d this reads", path, st.Size(), MaxCaptureBytes)
+	}
+	r, err := pcapgo.NewReader(io.LimitReader(f, MaxCaptureBytes))
 	if err != nil {
 		return nil, fmt.Errorf("netback: capture %s: %w", path, err)
 	}
