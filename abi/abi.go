@@ -26,7 +26,6 @@ const (
 	KernelBase    = 0x200000
 	UserBase      = 0x400000
 	TSSRSP0       = TSS + 4
-	MaxGuestBytes = 4 << 30 // what the four PD pages can map
 )
 
 // Segment selectors.
@@ -138,6 +137,7 @@ const (
 	DiskError      = 2
 	DiskReqSize    = 32
 	DiskReqStatus  = 24 // offset of status in the request
+	DiskMaxQueued  = 64 // requests in flight; one more is refused at once
 )
 
 // SysBench operations.
@@ -148,10 +148,12 @@ const (
 	BenchIRQ      = 3
 )
 
-// HC_MARK ids the kit's dispatcher uses around every workload.
+// HC_MARK ids the kit's dispatcher uses around every workload, and how
+// many distinct ids the VMM timestamps (the latest mark of each).
 const (
 	MarkWorkloadStart = 100
 	MarkWorkloadEnd   = 101
+	MarkMaxIDs        = 64
 )
 
 // Boot info (struct reprise_bootinfo).

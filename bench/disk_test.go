@@ -46,6 +46,7 @@ func BenchmarkDiskThroughput(b *testing.B) {
 		}
 		rr, err := recorder.Record(context.Background(), recorder.Options{
 			Image: img, Cmdline: cmd, Output: filepath.Join(dir, "disk.tape"), Console: io.Discard, DiskBase: base,
+			Overwrite: true, // each iteration records to the same path
 		})
 		if err != nil || rr.Status != 0 {
 			b.Fatalf("record: %v", err)

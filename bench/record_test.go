@@ -26,6 +26,7 @@ func recordHost(tb testing.TB, image, cmdline, path string, host recorder.HostMo
 	}
 	res, err := recorder.Record(context.Background(), recorder.Options{
 		Image: img, Cmdline: cmdline, Output: path, Console: io.Discard, Host: host,
+		Overwrite: true, // each iteration records to the same path
 	})
 	if err != nil || res.Status != 0 {
 		tb.Fatalf("recording %q: %v", cmdline, err)

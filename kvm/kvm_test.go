@@ -139,3 +139,24 @@ func TestVMLifecycle(t *testing.T) {
 	require.NoError(t, vcpu.SetGuestDebug(kvm.GuestDebug{Control: kvm.GuestDebugEnable}))
 	require.NoError(t, vcpu.SetGuestDebug(kvm.GuestDebug{}))
 }
+
+// A CPUID table of the wrong size is refused with an error, never a panic:
+// tables arrive from tapes.
+func TestSetCPUIDSizes(t *testing.T) {
+	kvmtest.Require(t)
+	sys, err := kvm.Open(kvm.DevicePath)
+	require.NoError(t, err)
+	defer sys.Close()
+	vm, err := sys.CreateVM()
+	require.NoError(t, err)
+	defer vm.Close()
+	cpu, err := vm.CreateVCPU(0)
+	require.NoError(t, err)
+	defer cpu.Close()
+	for _, n := range []int{0, kvm.MaxCPUIDEntries + 1} {
+		require.ErrorContains(t, cpu.SetCPUID(make([]kvm.CPUIDEntry, n)), "want 1 to 256", "%d entries", n)
+	}
+	host, err := sys.SupportedCPUID()
+	require.NoError(t, err)
+	require.NoError(t, cpu.SetCPUID(host))
+}

@@ -90,8 +90,17 @@ func (c *VCPU) Events() (e VCPUEvents, err error) {
 	return e, vcpuIoctl(c, ioctlGetVCPUEvents, "KVM_GET_VCPU_EVENTS", &e)
 }
 
-// SetCPUID installs the CPUID table the guest will see.
+// MaxCPUIDEntries is KVM_MAX_CPUID_ENTRIES: the largest table
+// KVM_SET_CPUID2 takes.
+const MaxCPUIDEntries = 256
+
+// SetCPUID installs the CPUID table the guest will see: 1 to
+// MaxCPUIDEntries entries (a table comes from a tape too, so its size is
+// checked here rather than trusted).
 func (c *VCPU) SetCPUID(entries []CPUIDEntry) error {
+	if len(entries) == 0 || len(entries) > MaxCPUIDEntries {
+		return fmt.Errorf("kvm: KVM_SET_CPUID2 vCPU %d: %d entries, want 1 to %d", c.id, len(entries), MaxCPUIDEntries)
+	}
 	b := newCPUID2Buffer(len(entries))
 	b.header().Nent = uint32(len(entries))
 	copy(b.entries(), entries)

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -48,6 +50,17 @@ type Options struct {
 	Net *vmm.NetConfig
 	// Host says how much of the host to record ("": HostFull).
 	Host HostMode
+	// Overwrite lets the recording replace an existing tape and overlay.
+	// Without it Record refuses them (an *ExistsError): a recording cannot
+	// be made again, so it is never lost to a reused name.
+	Overwrite bool
+}
+
+// ExistsError says a file a recording would write exists already.
+type ExistsError struct{ Path string }
+
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("recorder: %s exists; a recording never overwrites one", e.Path)
 }
 
 // Result is a finished recording.
@@ -97,12 +110,17 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	h := header(o, places)
 	var disk *vmm.DiskConfig
 	if o.DiskBase != "" {
-		if h.Disk, err = tape.DescribeDisk(o.DiskBase); err != nil {
-			return nil, err
-		}
 		disk = &vmm.DiskConfig{Base: o.DiskBase, Overlay: o.DiskOverlay}
 		if disk.Overlay == "" {
 			disk.Overlay = o.Output + ".overlay"
+		}
+	}
+	if err := claimOutputs(o, disk); err != nil {
+		return nil, err
+	}
+	if disk != nil {
+		if h.Disk, err = tape.DescribeDisk(o.DiskBase); err != nil {
+			return nil, err
 		}
 	}
 	mode, err := ParseHostMode(string(o.Host))
@@ -161,6 +179,31 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return out, errors.Join(runErr, hostErr)
 	}
 	return out, runErr
+}
+
+// claimOutputs refuses to replace an existing tape or overlay unless asked
+// to, and then removes them, before anything is started: the tape is
+// created exclusively, and the overlay is truncated when the disk opens.
+func claimOutputs(o Options, disk *vmm.DiskConfig) error {
+	paths := []string{o.Output}
+	if disk != nil {
+		paths = append(paths, disk.Overlay)
+	}
+	for _, p := range paths {
+		_, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return fmt.Errorf("recorder: %w", err)
+		case !o.Overwrite:
+			return &ExistsError{Path: p}
+		default:
+			if err := os.Remove(p); err != nil {
+				return fmt.Errorf("recorder: replacing %s: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 func header(o Options, places tape.PositionSource) *tape.Header {

@@ -202,7 +202,7 @@ func TestFlippedByteIsReported(t *testing.T) {
 		var out bytes.Buffer
 		_, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
 		require.Error(t, err, "flip at %d went unnoticed", off)
-		require.True(t, replayer.IsDamage(err), "flip at %d: want a corruption report, got %v", off, err)
+		require.True(t, tape.IsDamaged(err), "flip at %d: want a corruption report, got %v", off, err)
 	}
 }
 

@@ -13,7 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
@@ -53,10 +56,9 @@ func truthWith(t *testing.T, console, key, value string) guest.Truth {
 func TestDiskRecordReplay(t *testing.T) {
 	img := kitImage(t)
 	base, bytes, sum := diskImage(t, 4)
-	dir := t.TempDir()
 	for _, cmd := range []string{"disk mode=read", "disk mode=rw", "selftest"} {
 		t.Run(cmd, func(t *testing.T) {
-			path := filepath.Join(dir, "disk.tape")
+			path := filepath.Join(t.TempDir(), "disk.tape")
 			var rec *recorder.Result
 			var out consoleBuf
 			noisy(func() {
@@ -125,4 +127,37 @@ func TestDiskBaseMovedOrChanged(t *testing.T) {
 	require.NoError(t, os.WriteFile(changed, data, 0o444))
 	_, err = replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: new(consoleBuf), DiskBase: changed})
 	require.ErrorContains(t, err, "not the one recorded")
+}
+
+// Guests that drive the disk harder than the kit does record and replay
+// alike: eight requests in flight all complete, and a flood with
+// interrupts off is refused beyond the in-flight bound at the same
+// submissions in both.
+func TestDiskInFlightAndFloodReplay(t *testing.T) {
+	base, _, _ := diskImage(t, 1)
+	kvmtest.Require(t)
+	for _, tc := range []struct {
+		name, src string
+		status    uint32
+	}{
+		{"in flight", kvmtest.DiskInFlightAsm, 8},
+		{"flood", kvmtest.DiskFloodAsm, 1000 - abi.DiskMaxQueued},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img, err := elfimage.Open(kvmtest.AsmImage(t, tc.src))
+			require.NoError(t, err)
+			path := filepath.Join(t.TempDir(), "disk.tape")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			rec, err := recorder.Record(ctx, recorder.Options{
+				Image: img, Output: path, Console: new(consoleBuf), DiskBase: base, TimerHz: -1,
+			})
+			require.NoError(t, err)
+			require.Equal(t, tc.status, rec.Status)
+			rep, err := replayer.Replay(ctx, replayer.Options{Tape: path, Console: new(consoleBuf)})
+			require.NoError(t, err)
+			require.Equal(t, tc.status, rep.Status)
+			require.Equal(t, rec.Stats.DiskRefused, rep.Stats.DiskRefused)
+		})
+	}
 }

@@ -247,10 +247,3 @@ func (s *script) verifyRest() error {
 }
 
 func (s *script) progress() (off int64, events uint64) { return s.off.Load(), s.events.Load() }
-
-// IsDamage reports whether err means the tape itself is damaged (as
-// opposed to cut short by a killed recorder).
-func IsDamage(err error) bool {
-	var c *tape.CorruptError
-	return errors.As(err, &c)
-}

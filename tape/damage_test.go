@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime/metrics"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -111,6 +113,7 @@ func TestNotATape(t *testing.T) {
 		require.ErrorAs(t, err, &ce)
 		require.Equal(t, &CorruptError{Offset: 0, Chunk: -1, Event: -1, Reason: "not a reprise tape (bad magic)", cause: ErrNotTape}, ce)
 		require.Equal(t, "tape: corrupt at byte 0 (header): not a reprise tape (bad magic)", err.Error())
+		require.False(t, IsDamaged(err), "not a tape at all is not a damaged tape")
 	}
 }
 
@@ -216,7 +219,7 @@ func TestHugeLengths(t *testing.T) {
 		return append(append(b, hdr...), make([]byte, 100)...)
 	}
 	prefix := appendPrefix(nil, FormatVersion)
-	hj, err := json.Marshal(headerJSON{Source: "swbc", Image: imageJSON{SHA256: string(bytes.Repeat([]byte("ab"), 32)), Size: maxImageBytes}})
+	hj, err := json.Marshal(headerJSON{Source: "swbc", CPUID: []cpuidJSON{{}}, Image: imageJSON{SHA256: string(bytes.Repeat([]byte("ab"), 32)), Size: maxImageBytes}})
 	require.NoError(t, err)
 	withHeader := appendFrame(bytes.Clone(prefix), tagHeader, 0, hj)
 	data, _, bounds := smallTape(t, 1)
@@ -269,4 +272,69 @@ func TestDamagedHostFrame(t *testing.T) {
 
 	var w Writer
 	require.ErrorContains(t, w.AppendHost(0, []byte("x")), "at least one record")
+}
+
+// forgeHeader writes a tape whose header block is the given JSON, with
+// valid checksums and an empty image: what a hostile tape can say.
+func forgeHeader(t *testing.T, edit func(j *headerJSON)) []byte {
+	h := smallHeader()
+	j := headerJSON{
+		Source: string(h.Source), MemBytes: h.MemBytes, TimerHz: h.TimerHz, Cmdline: h.Cmdline,
+		Image: imageJSON{SHA256: strings.Repeat("00", 32)},
+	}
+	for _, c := range h.CPUID {
+		j.CPUID = append(j.CPUID, cpuidJSON(c))
+	}
+	edit(&j)
+	body, err := json.Marshal(&j)
+	require.NoError(t, err)
+	b := appendFrame(appendPrefix(nil, FormatVersion), tagHeader, 0, body)
+	return appendFrame(b, tagImage, 0, nil)
+}
+
+// TestForgedHeaderFields: a header that passes every checksum but holds a
+// field no machine can be built from is reported as damage at the header,
+// by the reader and before the writer writes anything. An empty CPUID
+// table once reached the replayer and panicked it.
+func TestForgedHeaderFields(t *testing.T) {
+	ok := forgeHeader(t, func(*headerJSON) {})
+	_, err := NewReader(bytes.NewReader(ok))
+	require.NoError(t, err, "the unforged header reads")
+
+	for name, tc := range map[string]struct {
+		edit func(j *headerJSON)
+		why  string
+	}{
+		"no cpuid":       {func(j *headerJSON) { j.CPUID = nil }, "empty CPUID table"},
+		"empty cpuid":    {func(j *headerJSON) { j.CPUID = []cpuidJSON{} }, "empty CPUID table"},
+		"too much cpuid": {func(j *headerJSON) { j.CPUID = make([]cpuidJSON, MaxCPUIDEntries+1) }, "257 CPUID entries"},
+		"2^42 bytes":     {func(j *headerJSON) { j.MemBytes = 1 << 42 }, "guest RAM of 4096 GiB is too large: the limit is 4 GiB"},
+		"odd ram":        {func(j *headerJSON) { j.MemBytes = 64<<20 + 1 }, "not a multiple of 2 MiB"},
+		"tiny ram":       {func(j *headerJSON) { j.MemBytes = 4096 }, "too small"},
+		"fast timer":     {func(j *headerJSON) { j.TimerHz = 1 << 30 }, "too fast"},
+		"long cmdline":   {func(j *headerJSON) { j.Cmdline = strings.Repeat("x", 256) }, "command line of 256 bytes"},
+		"unknown source": {func(j *headerJSON) { j.Source = "magic" }, `unknown position source "magic"`},
+		"relative disk":  {func(j *headerJSON) { j.Disk = &diskJSON{Path: "base.img", SHA256: strings.Repeat("00", 32)} }, `disk base image path "base.img" is not absolute`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewReader(bytes.NewReader(forgeHeader(t, tc.edit)))
+			var ce *CorruptError
+			require.ErrorAs(t, err, &ce)
+			require.Equal(t, -1, ce.Chunk)
+			require.Contains(t, ce.Reason, tc.why)
+			require.True(t, IsDamaged(err))
+		})
+	}
+
+	// The writer holds its own headers to the same rules.
+	for name, h := range map[string]*Header{
+		"no cpuid":   {Source: SourceSWBC},
+		"huge ram":   {Source: SourceSWBC, CPUID: []CPUIDEntry{{}}, MemBytes: 1 << 42},
+		"fast timer": {Source: SourceSWBC, CPUID: []CPUIDEntry{{}}, TimerHz: 100_000_000},
+	} {
+		path := filepath.Join(t.TempDir(), "t.tape")
+		_, err := Create(path, h)
+		require.Error(t, err, name)
+		require.NoFileExists(t, path, name)
+	}
 }

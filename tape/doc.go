@@ -1,7 +1,8 @@
 // Package tape is the on-disk recording of one guest run (DESIGN.md §5):
 // a header describing the machine, then append-only chunks of events. The
 // recorder writes it with a Writer; the replayer and `reprise info` read
-// it with a Reader or Summarize. The package imports nothing from reprise.
+// it with a Reader or Summarize. From reprise it imports only abi (the
+// limits a header is checked against) and internal/regfile.
 //
 // # Guarantees
 //
@@ -56,7 +57,12 @@
 // may be added within a version): created (RFC 3339, UTC), source,
 // mem_bytes, timer_hz, cmdline, cpuid (a list of {function, index, flags,
 // eax, ebx, ecx, edx}), image ({name, sha256 in hex, size}), devices,
-// host, reprise, notes. The image frame's length must equal image.size,
+// host, reprise, notes. A header is checked before it is used, by the
+// writer and the reader alike: a known source, 1 to 256 CPUID entries,
+// mem_bytes 0 (the VMM's default) or a size guest RAM can have (a
+// multiple of 2 MiB from 8 MiB to 4 GiB), timer_hz at most 10000, a
+// command line shorter than 256 bytes, an absolute disk path; anything
+// else is a *CorruptError at the header. The image frame's length must equal image.size,
 // and its bytes must hash to image.sha256. The format version lives only
 // in the prefix.
 //

@@ -62,3 +62,23 @@ func (e *TruncatedError) Error() string {
 	return fmt.Sprintf("tape: truncated at byte %d: the file ends inside chunk %d (%s); the %d events before it are intact",
 		e.Offset, e.Chunk, e.detail, e.Events)
 }
+
+// IsDamaged reports whether err means a tape is damaged: bytes present but
+// wrong anywhere (*CorruptError), or a file that ends inside its header
+// (*TruncatedError in the header), which leaves nothing to replay. A file
+// that is not a tape at all (ErrNotTape) is not a damaged tape, and a tape
+// cut inside a chunk is not damaged in this sense either: it is what a
+// killed recorder leaves, and everything before the cut is intact.
+func IsDamaged(err error) bool {
+	var (
+		c *CorruptError
+		t *TruncatedError
+	)
+	switch {
+	case errors.Is(err, ErrNotTape):
+		return false
+	case errors.As(err, &c):
+		return true
+	}
+	return errors.As(err, &t) && t.Chunk < 0
+}

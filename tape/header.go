@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
+
+	"github.com/reprise-vm/reprise/abi"
 )
 
 // FormatVersion is the tape format this package writes. The reader accepts
@@ -32,6 +35,10 @@ func (s PositionSource) known() bool {
 	return s == SourceSWBC || s == SourceExitSync || s == SourcePMU
 }
 
+// MaxCPUIDEntries is the most CPUID entries a tape holds: KVM's own limit
+// (KVM_MAX_CPUID_ENTRIES).
+const MaxCPUIDEntries = 256
+
 // CPUIDEntry is one entry of the fixed CPUID table the guest sees.
 type CPUIDEntry struct {
 	Function, Index, Flags, EAX, EBX, ECX, EDX uint32
@@ -46,9 +53,11 @@ type Image struct {
 
 // Header describes the recorded machine.
 //
+// A zero MemBytes or TimerHz means the VMM's default (recorders before
+// format 3 wrote the flags as given); a negative TimerHz means no timer.
 // Created is stored with nanosecond precision and read back in UTC,
-// without a monotonic clock reading. Nil and empty CPUID, Devices and
-// Notes are kept apart.
+// without a monotonic clock reading. Nil and empty Devices and Notes are
+// kept apart; CPUID is never empty.
 type Header struct {
 	Version  int // written by the writer (FormatVersion, whatever is here), checked by the reader
 	Created  time.Time
@@ -114,15 +123,41 @@ type imageJSON struct {
 	Size   uint64 `json:"size"`
 }
 
+// check says what makes h a header no machine can be built from, or "".
+// The writer refuses such a header and the reader reports it as damage, so
+// a replay never starts from one: a forged tape is as untrusted as a guest.
+func (h *Header) check() string {
+	switch {
+	case !h.Source.known():
+		return fmt.Sprintf("unknown position source %q (want %q, %q or %q)", h.Source, SourceSWBC, SourceExitSync, SourcePMU)
+	case len(h.CPUID) == 0:
+		return "empty CPUID table"
+	case len(h.CPUID) > MaxCPUIDEntries:
+		return fmt.Sprintf("%d CPUID entries, more than the %d KVM takes", len(h.CPUID), MaxCPUIDEntries)
+	case len(h.Cmdline) >= abi.CmdlineMax:
+		return fmt.Sprintf("command line of %d bytes, more than the %d the guest takes", len(h.Cmdline), abi.CmdlineMax-1)
+	case h.Disk != nil && (h.Disk.Path == "" || !filepath.IsAbs(h.Disk.Path)):
+		return fmt.Sprintf("disk base image path %q is not absolute", h.Disk.Path)
+	}
+	if h.MemBytes != 0 {
+		if err := abi.CheckRAMSize(h.MemBytes); err != nil {
+			return err.Error()
+		}
+	}
+	if err := abi.CheckTimerHz(h.TimerHz); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 // encodeHeader validates h and returns the file's first bytes: prefix,
 // header block and image block.
 func encodeHeader(h *Header) ([]byte, error) {
 	if h == nil {
 		return nil, errors.New("tape: nil header")
 	}
-	if !h.Source.known() {
-		return nil, fmt.Errorf("tape: header: unknown position source %q (want %q, %q or %q)",
-			h.Source, SourceSWBC, SourceExitSync, SourcePMU)
+	if why := h.check(); why != "" {
+		return nil, fmt.Errorf("tape: header: %s", why)
 	}
 	if len(h.Image.Bytes) > maxImageBytes {
 		return nil, fmt.Errorf("tape: header: image %q is %d bytes, more than the %d a tape holds",
@@ -219,6 +254,9 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 	}
 	if j.Image.Size > maxImageBytes {
 		return nil, 0, fmt.Sprintf("image size %d is more than the %d a tape holds", j.Image.Size, maxImageBytes)
+	}
+	if why := h.check(); why != "" {
+		return nil, 0, why
 	}
 	return h, j.Image.Size, ""
 }

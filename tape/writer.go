@@ -36,14 +36,16 @@ type Writer struct {
 
 var errClosed = errors.New("tape: writer closed")
 
-// Create creates (or truncates) the file at path and writes the header to
-// it at once. An invalid header is reported before the file is touched.
+// Create creates the file at path, which must not exist (a tape is never
+// overwritten by accident: it holds a run that cannot be made again), and
+// writes the header to it at once. An invalid header is reported before
+// the file is touched.
 func Create(path string, h *Header) (*Writer, error) {
 	head, err := encodeHeader(h)
 	if err != nil {
 		return nil, err
 	}
-	f, err := os.Create(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("tape: %w", err)
 	}

@@ -9,6 +9,11 @@ import (
 // hcError is what an unknown hypercall returns in rax.
 const hcError = ^uint64(0)
 
+// MaxMarkIDs bounds the HC_MARK ids a guest can have timestamped: the VMM
+// keeps the latest mark of each id, and a mark of one id more is dropped
+// and answered with hcError, so a guest cannot grow host memory with marks.
+const MaxMarkIDs = abi.MarkMaxIDs
+
 // hypercall serves an OUT to abi.PortHcall: the number is the value
 // written, arguments are in rdi, rsi and r8 (read from the registers KVM
 // synced into kvm_run at this exit), and the result goes back in rax.
@@ -28,7 +33,12 @@ func (m *Machine) hypercall() error {
 		}
 		regs.RAX = uint64(now)
 	case abi.HcMark:
-		m.marks = append(m.marks, Mark{ID: regs.RDI, At: m.now()})
+		if _, ok := m.marks[regs.RDI]; !ok && len(m.marks) >= MaxMarkIDs {
+			m.stats.MarksDropped++
+			regs.RAX = hcError
+			break
+		}
+		m.marks[regs.RDI] = m.now()
 		return nil
 	case abi.HcFault:
 		return m.guestReportedFault(regs.RDI, regs.RSI, regs.R8)

@@ -28,6 +28,11 @@ const (
 	DefaultTimerHz  = 100
 )
 
+// MinSamplePeriod is the shortest Config.SamplePeriod: each timed sample
+// costs a kick (tens of microseconds here), so shorter periods would do
+// little but sample.
+const MinSamplePeriod = 100 * time.Microsecond
+
 // Config describes a machine. Zero fields take the defaults above.
 type Config struct {
 	Image    *elfimage.Image
@@ -74,7 +79,8 @@ type Config struct {
 	OnSample    SampleHandler
 	// SamplePeriod, in Replay, also samples the guest every that long of
 	// run time, wherever a kick finds it (kernel included): cheaper and
-	// coarser than SampleEvery, and not the same in every replay.
+	// coarser than SampleEvery, and not the same in every replay. At least
+	// MinSamplePeriod.
 	SamplePeriod time.Duration
 	// Host, in Live and Record, receives the VMM's own view of the run
 	// (package hostview): every stay in the guest with its exit reason,
@@ -141,7 +147,7 @@ type Machine struct {
 	stopping  atomic.Bool
 	kicksSent atomic.Uint64
 	stats     Stats
-	marks     []Mark
+	marks     map[uint64]time.Duration // latest HC_MARK of each id (MaxMarkIDs)
 	ticks     uint64
 }
 
@@ -163,10 +169,22 @@ func New(cfg Config) (*Machine, error) {
 	if len(cfg.Cmdline) >= abi.CmdlineMax {
 		return nil, fmt.Errorf("vmm: command line is %d bytes, the limit is %d", len(cfg.Cmdline), abi.CmdlineMax-1)
 	}
+	if err := abi.CheckRAMSize(cfg.MemBytes); err != nil {
+		return nil, fmt.Errorf("vmm: %w", err)
+	}
+	if err := abi.CheckTimerHz(cfg.TimerHz); err != nil {
+		return nil, fmt.Errorf("vmm: %w", err)
+	}
+	if cfg.TimerJitter < 0 {
+		return nil, fmt.Errorf("vmm: negative timer jitter %v", cfg.TimerJitter)
+	}
+	if cfg.SamplePeriod != 0 && cfg.SamplePeriod < MinSamplePeriod {
+		return nil, fmt.Errorf("vmm: sample period %v is shorter than %v", cfg.SamplePeriod, MinSamplePeriod)
+	}
 	if err := checkMode(&cfg); err != nil {
 		return nil, err
 	}
-	m := &Machine{cfg: cfg, wake: make(chan struct{}, 1), console: newConsoleTail(cfg.Console)}
+	m := &Machine{cfg: cfg, wake: make(chan struct{}, 1), console: newConsoleTail(cfg.Console), marks: map[uint64]time.Duration{}}
 	switch cfg.Mode {
 	case Replay:
 		m.src = newTapeSource(m, cfg.Script)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
 )
 
@@ -22,6 +23,8 @@ type Stats struct {
 	SWBCStray      uint64        // writes to the swbc port with the count elsewhere
 	ProbeHits      uint64        // probe int3s hit (replays with probes)
 	Samples        uint64        // deterministic samples taken (replays)
+	MarksDropped   uint64        // HC_MARKs of ids beyond MaxMarkIDs
+	DiskRefused    uint64        // disk submissions beyond abi.DiskMaxQueued
 	Halted         time.Duration // time spent idle in HLT
 }
 
@@ -63,6 +66,10 @@ func (s *Stats) Print(w io.Writer) {
 		s.Injected, s.KicksSent, s.Interrupted, s.Hypercalls, s.Halted.Round(time.Millisecond))
 	if s.SWBCExits != 0 || s.SWBCStray != 0 {
 		fmt.Fprintf(w, "branch-counter exits: %d  stray: %d\n", s.SWBCExits, s.SWBCStray)
+	}
+	if s.MarksDropped != 0 || s.DiskRefused != 0 {
+		fmt.Fprintf(w, "refused: HC_MARK ids beyond %d: %d  disk requests beyond %d in flight: %d\n",
+			MaxMarkIDs, s.MarksDropped, abi.DiskMaxQueued, s.DiskRefused)
 	}
 	if s.MSRDenied != 0 || s.UnassignedMMIO != 0 {
 		fmt.Fprintf(w, "denied MSR accesses: %d  unassigned MMIO: %d\n", s.MSRDenied, s.UnassignedMMIO)

@@ -30,7 +30,9 @@ type Result struct {
 	Status  uint32 // the guest's exit status
 	Elapsed time.Duration
 	Stats   Stats
-	Marks   []Mark
+	// Marks is the host time (since boot) of the latest REPRISE_HC_MARK
+	// of each id.
+	Marks map[uint64]time.Duration
 	// End describes how the guest's execution ended, with the RAM and
 	// console hashes a recording keeps and a replay compares; nil if the
 	// run stopped without a defined end (a VMM error, a cancelled live run).
@@ -39,25 +41,11 @@ type Result struct {
 	Events uint64
 }
 
-// Mark is a host timestamp of a guest REPRISE_HC_MARK hypercall.
-type Mark struct {
-	ID uint64
-	At time.Duration // since boot
-}
-
 // Between returns the host time from the last mark start to the last mark
 // end, and whether both were made.
 func (r *Result) Between(start, end uint64) (time.Duration, bool) {
-	var s, e time.Duration
-	var hs, he bool
-	for _, m := range r.Marks {
-		switch m.ID {
-		case start:
-			s, hs = m.At, true
-		case end:
-			e, he = m.At, true
-		}
-	}
+	s, hs := r.Marks[start]
+	e, he := r.Marks[end]
 	return e - s, hs && he
 }
 
@@ -110,6 +98,7 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 		err = fmt.Errorf("vmm: run interrupted: %w", context.Cause(ctx))
 	}
 	m.stats.KicksSent = m.kicksSent.Load()
+	m.stats.DiskRefused = m.disk.Refused
 	res := &Result{Elapsed: time.Since(m.start), Stats: m.stats, Marks: m.marks, End: end}
 	if ts, ok := m.src.(*tapeSource); ok {
 		res.Events = ts.applied
@@ -300,6 +289,9 @@ func (m *Machine) atBranchTarget() bool {
 // the completion's digest, which a recording logs and a replay checks.
 // rx holds the frames a NIC interrupt delivers.
 func (m *Machine) inject(vector uint8, clockNs uint64, rx [][]byte) (digest []byte, err error) {
+	// Acknowledge first: applying a completion may raise the line again
+	// (a disk with more results ready), and that edge must stay pending.
+	m.intc.Ack(vector)
 	switch vector {
 	case abi.IRQBase + abi.IRQTimer:
 		m.ticks++
@@ -319,7 +311,6 @@ func (m *Machine) inject(vector uint8, clockNs uint64, rx [][]byte) (digest []by
 	if err := m.cpu.Interrupt(vector); err != nil {
 		return nil, err
 	}
-	m.intc.Ack(vector)
 	m.hostEvent(hostview.KindInject, uint32(vector), 0)
 	m.stats.Injected++
 	m.cpu.RequestInterruptWindow(false)

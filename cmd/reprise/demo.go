@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -39,11 +38,11 @@ database and a pprof profile stay in --dir for the other commands; the
 deadlock_transitive sample is recorded too, to show a potential deadlock.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			ctx, cancel := guestContext(cmd.Context(), 0)
 			defer cancel()
 			err := runDemo(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), dir)
-			if err != nil && ctx.Err() != nil {
-				return &exitError{exitInterrupted, err}
+			if stop := stoppedBy(ctx); err != nil && stop != nil {
+				return &exitError{stop.status(), err}
 			}
 			if err != nil {
 				return &exitError{exitFailure, err}

@@ -13,6 +13,8 @@ import (
 // through unchanged by `reprise run`; these are chosen above the range the
 // bundled workloads use.
 const (
+	exitDivergence  = 3 // a replay stopped matching its recording
+	exitDamaged     = 4 // a tape is damaged (tape.IsDamaged)
 	exitUsage       = 2
 	exitTimeout     = 124 // as timeout(1)
 	exitInterrupted = 130 // 128 + SIGINT, as a shell reports Ctrl-C

@@ -20,13 +20,14 @@ func newRecordCmd() *cobra.Command {
 		jitter  time.Duration
 		timeout time.Duration
 		host    string
+		force   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "record WORKLOAD|IMAGE [ARG...] -o TAPE",
 		Short: "Run a guest and record it to a tape",
 		Long: `Run a bundled workload or an ELF64 image like 'reprise run' and record every
 nondeterministic input it sees to a tape, which 'reprise replay' re-executes
-exactly. Ctrl-C (or --timeout) ends the recording cleanly at the next point a
+exactly. Ctrl-C, SIGTERM or --timeout end the recording cleanly at the next point a
 replay can find again; a recorder killed outright leaves a tape that replays
 up to its last flushed chunk (flushed every 250 ms).
 
@@ -43,26 +44,40 @@ sched_switch on every CPU with the vCPU thread's wakeups and migrations
 (tracefs, needs root; without it the recording goes on and says what is
 missing); vmm stores the VMM's part only; off stores none.
 
-Exits with the guest's exit status, like 'reprise run'.`,
+The tape (-o) is never an existing file: reprise refuses to overwrite a
+recording unless --force is given.
+
+Exits with the guest's exit status, like 'reprise run': 124 when --timeout
+ended the recording, 130 on Ctrl-C, 143 on SIGTERM (the tape is whole and
+replays in each case), 125 if reprise or the guest failed (a guest fault
+is recorded and replays).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			target, rest, err := guestArgs(cmd, args)
+			if err != nil {
+				return err
+			}
 			if out == "" {
 				return errors.New("record needs -o TAPE")
 			}
-			ctx, cancel, _ := guestContext(cmd.Context(), timeout)
+			if err := checkJitter(jitter, int(mf.timerHz)); err != nil {
+				return err
+			}
+			ctx, cancel := guestContext(cmd.Context(), timeout)
 			defer cancel()
-			img, cmdline, err := resolveGuest(ctx, &mf, args)
+			img, cmdline, err := resolveGuest(ctx, cmd, &mf, target, rest)
 			if err != nil {
-				return &exitError{exitFailure, err}
+				return err
 			}
 			mode, err := recorder.ParseHostMode(host)
 			if err != nil {
 				return &exitError{exitUsage, err}
 			}
 			res, err := recorder.Record(ctx, recorder.Options{
-				Image: img, Cmdline: cmdline, MemBytes: uint64(mf.mem), TimerHz: timerHz(mf.timerHz),
+				Image: img, Cmdline: cmdline, MemBytes: uint64(mf.mem.byteSize), TimerHz: mf.tickRate(),
 				TimerJitter: jitter, Places: tape.PositionSource(places), Console: cmd.OutOrStdout(),
 				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(), Host: mode,
+				Overwrite: force,
 			})
 			if res != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: recorded %s: %d events, %d host records, %s, %v of guest execution (%s positions)%s\n",
@@ -71,23 +86,34 @@ Exits with the guest's exit status, like 'reprise run'.`,
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %s\n", res.HostMissing)
 				}
 			}
-			var gf *vmm.GuestFault
+			var (
+				gf     *vmm.GuestFault
+				exists *recorder.ExistsError
+			)
+			stop := stoppedBy(ctx)
 			switch {
+			case errors.As(err, &exists):
+				return &exitError{exitFailure, fmt.Errorf("%w: choose another name, remove it, or add --force to overwrite it", err)}
 			case errors.As(err, &gf):
 				return &exitError{exitFailure, fmt.Errorf("%w\n(the fault is recorded: 'reprise replay %s' reproduces it)", err, out)}
-			case err != nil && ctx.Err() != nil && res != nil:
-				return &exitError{exitInterrupted, fmt.Errorf("%w: the guest reached no point a replay can stop at within the grace period; the tape replays up to its last event", err)}
+			case err != nil && stop != nil && res != nil:
+				return &exitError{stop.status(), fmt.Errorf("%w: the guest reached no point a replay can stop at within the grace period; the tape replays up to its last event", err)}
 			case err != nil:
 				return &exitError{exitFailure, err}
+			case stop != nil && res.End != nil && res.End.Reason == tape.EndInterrupted:
+				// Stopped cleanly where a replay stops too; the status
+				// still says why, as 'reprise run' does.
+				return &exitError{stop.status(), fmt.Errorf("recording stopped: %v (%s ends there, whole: a replay stops at the same point)", stop, out)}
 			}
 			return guestStatus(res.Status)
 		},
 	}
 	mf.register(cmd)
-	cmd.Flags().StringVarP(&out, "output", "o", "", "tape to write")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "tape to write (never an existing file, unless --force)")
+	cmd.Flags().BoolVar(&force, "force", false, "overwrite an existing tape (and its disk overlay)")
 	cmd.Flags().StringVar(&places, "position", string(recorder.Auto), "position source: auto, swbc, exit-sync or pmu")
-	cmd.Flags().DurationVar(&jitter, "timer-jitter", 0, "move each timer tick randomly by up to this much (stress-tests determinism)")
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "end the recording cleanly after this long (0: no limit)")
+	cmd.Flags().Var(newDurationFlag(&jitter, time.Nanosecond, time.Second, "none"), "timer-jitter", "move each timer tick randomly by up to this much, less than the tick period (stress-tests determinism)")
+	cmd.Flags().Var(newDurationFlag(&timeout, time.Nanosecond, maxDuration, "no limit"), "timeout", "end the recording cleanly after this long (0: no limit)")
 	cmd.Flags().StringVar(&host, "host", string(recorder.HostFull), "host view to keep: full, vmm or off")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
@@ -111,4 +137,18 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// checkJitter refuses a jitter that would reorder or merge ticks: it must be
+// less than the tick period, and there must be a timer to jitter.
+func checkJitter(jitter time.Duration, hz int) error {
+	switch {
+	case jitter == 0:
+		return nil
+	case hz == 0:
+		return errors.New("--timer-jitter needs a timer: --timer-hz is 0")
+	case jitter >= time.Second/time.Duration(hz):
+		return fmt.Errorf("--timer-jitter %v is not less than the tick period (%v at %d Hz)", jitter, time.Second/time.Duration(hz), hz)
+	}
+	return nil
 }

@@ -69,7 +69,9 @@ func TestInterruptedRecordingReplays(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	time.Sleep(800 * time.Millisecond)
 	require.NoError(t, cmd.Process.Signal(os.Interrupt))
-	require.NoError(t, cmd.Wait(), errb.String())
+	var ee *exec.ExitError
+	require.ErrorAs(t, cmd.Wait(), &ee, errb.String())
+	require.Equal(t, exitInterrupted, ee.ExitCode(), "Ctrl-C is reported as run reports it")
 	require.Contains(t, errb.String(), "stopped on request")
 
 	rep := runCLI(t, nil, "replay", tp)

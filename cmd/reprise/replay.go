@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,12 +16,6 @@ import (
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
-)
-
-// Exit statuses of replay beyond the common ones.
-const (
-	exitDivergence = 3 // the replay stopped matching the recording
-	exitDamaged    = 4 // the tape is corrupt
 )
 
 func newReplayCmd() *cobra.Command {
@@ -46,11 +39,13 @@ that its console output and RAM are identical. Idle time is skipped.
 
 Exits 0 when the replay matched (a recorded guest fault reproduced counts as
 a match), 3 on a divergence (with the event, position, expected and found
-state), 4 when the tape is corrupt. A tape cut short by a killed recorder
-replays up to its last whole chunk and exits 0 with a notice.`,
+state), 4 when the tape is damaged (corrupt bytes anywhere, or a file that
+ends inside its header), 130 or 143 when interrupted (Ctrl-C, SIGTERM). A
+tape cut short by a killed recorder replays up to its last whole chunk and
+exits 0 with a notice.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			ctx, cancel := guestContext(cmd.Context(), 0)
 			defer cancel()
 			console := cmd.OutOrStdout()
 			if quiet {
@@ -94,13 +89,13 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 			switch {
 			case errors.As(err, &div):
 				return &exitError{exitDivergence, err}
-			case replayer.IsDamage(err):
+			case tape.IsDamaged(err):
 				return &exitError{exitDamaged, err}
 			case errors.As(err, &cut):
 				fmt.Fprintf(stderr, "reprise: notice: %v\nreprise: replayed and checked everything up to there\n", err)
 				return nil
-			case err != nil && ctx.Err() != nil:
-				return &exitError{exitInterrupted, err}
+			case err != nil && stoppedBy(ctx) != nil:
+				return &exitError{stoppedBy(ctx).status(), err}
 			case err != nil:
 				return &exitError{exitFailure, err}
 			}
@@ -114,8 +109,8 @@ replays up to its last whole chunk and exits 0 with a notice.`,
 	cmd.Flags().StringArrayVar(&probeSpecs, "probe", nil, "a probe: [NAME=]SYMBOL[+OFF] [ARG=EXPR ...] [@tid=N] (repeatable; e.g. 'lock=mutex_lock m=arg0')")
 	cmd.Flags().StringVar(&probeFile, "probes", "", "probes from a YAML or JSON file")
 	cmd.Flags().BoolVar(&locks, "locks", false, "probe the guest kit's mutex functions for lockstat and deadlock")
-	cmd.Flags().Uint64Var(&sample, "sample", 0, "sample every N user-mode basic blocks (deterministic: identical in every replay)")
-	cmd.Flags().DurationVar(&period, "sample-period", 0, "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
+	cmd.Flags().Var(&countFlag{n: &sample, what: "user-mode basic blocks between samples"}, "sample", "sample every N user-mode basic blocks (deterministic: identical in every replay)")
+	cmd.Flags().Var(newDurationFlag(&period, vmm.MinSamplePeriod, time.Hour, ""), "sample-period", "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
 	return cmd
 }

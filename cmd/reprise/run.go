@@ -1,26 +1,21 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/reprise-vm/reprise/elfimage"
-	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
 type machineFlags struct {
-	mem     byteSize
-	timerHz int
+	mem     ramSize
+	timerHz timerHzFlag
 	plain   bool
 	kvmPath string
 	disk    string
@@ -38,9 +33,10 @@ func (f *machineFlags) net() *vmm.NetConfig {
 }
 
 func (f *machineFlags) register(cmd *cobra.Command) {
-	f.mem = vmm.DefaultMemBytes
-	cmd.Flags().Var(&f.mem, "mem", "guest RAM (e.g. 64M, 1G; a multiple of 2 MiB)")
-	cmd.Flags().IntVar(&f.timerHz, "timer-hz", vmm.DefaultTimerHz, "guest timer tick rate (0: no timer)")
+	f.mem.byteSize = vmm.DefaultMemBytes
+	f.timerHz = vmm.DefaultTimerHz
+	cmd.Flags().Var(&f.mem, "mem", fmt.Sprintf("guest RAM (e.g. 64M, 1G; a multiple of 2 MiB from %s to %s)", abi.FormatBytes(abi.MinGuestBytes), abi.FormatBytes(abi.MaxGuestBytes)))
+	cmd.Flags().Var(&f.timerHz, "timer-hz", fmt.Sprintf("guest timer tick rate (0: no timer; at most %d)", abi.MaxTimerHz))
 	cmd.Flags().BoolVar(&f.plain, "plain", false, "use the kit built without the software branch counter")
 	cmd.Flags().StringVar(&f.disk, "disk", "", "attach a disk: this base image, opened read-only (writes go to the overlay)")
 	cmd.Flags().StringVar(&f.overlay, "overlay", "", "copy-on-write overlay file for the disk's writes")
@@ -48,31 +44,6 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.pcap, "net-input", "", "feed this packet capture (pcap, Ethernet) to the NIC as the guest's network input")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
-}
-
-// resolveGuest maps the WORKLOAD|IMAGE argument and the rest of the command
-// line to an image and the guest command line. An argument naming an
-// existing file (or containing a slash) is an image; otherwise it is a
-// bundled workload.
-func resolveGuest(ctx context.Context, f *machineFlags, args []string) (*elfimage.Image, string, error) {
-	target, rest := args[0], args[1:]
-	if _, err := os.Stat(target); err == nil || strings.Contains(target, "/") {
-		img, err := elfimage.Open(target)
-		return img, strings.Join(rest, " "), err
-	}
-	if _, ok := guest.LookupWorkload(target); !ok {
-		return nil, "", fmt.Errorf("unknown workload %q and no such image file; `reprise workloads` lists the bundled workloads", target)
-	}
-	kit, err := guest.Build(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	path := kit.Image()
-	if f.plain {
-		path = kit.PlainImage()
-	}
-	img, err := elfimage.Open(path)
-	return img, strings.Join(args, " "), err
 }
 
 func newRunCmd() *cobra.Command {
@@ -86,18 +57,25 @@ func newRunCmd() *cobra.Command {
 		Short: "Boot a bundled workload or a guest image and stream its console",
 		Long: `Boot a bundled workload (see 'reprise workloads') or an ELF64 guest image and
 stream the guest console to stdout. reprise exits with the guest's own exit
-status; 124 if --timeout expired, 130 if interrupted (Ctrl-C), 125 if
-reprise or the guest failed (a guest fault is reported with its registers
-and last console lines).
+status; 124 if --timeout expired, 130 if interrupted (Ctrl-C), 143 on
+SIGTERM, 125 if reprise or the guest failed (a guest fault is reported with
+its registers and last console lines).
 
-Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000').`,
+Arguments after the workload are passed to it (e.g. 'reprise run cpu
+digits=2000'); reprise's own flags go before the workload. A bare name is a
+bundled workload if one has that name, else an image file; write ./NAME for
+a file that has a workload's name.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel, errTimeout := guestContext(cmd.Context(), timeout)
-			defer cancel()
-			img, cmdline, err := resolveGuest(ctx, &mf, args)
+			target, rest, err := guestArgs(cmd, args)
 			if err != nil {
-				return &exitError{exitFailure, err}
+				return err
+			}
+			ctx, cancel := guestContext(cmd.Context(), timeout)
+			defer cancel()
+			img, cmdline, err := resolveGuest(ctx, cmd, &mf, target, rest)
+			if err != nil {
+				return err
 			}
 			disk, cleanup, err := runDisk(mf)
 			if err != nil {
@@ -105,7 +83,7 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 			}
 			defer cleanup()
 			m, err := vmm.New(vmm.Config{
-				Image: img, MemBytes: uint64(mf.mem), TimerHz: timerHz(mf.timerHz),
+				Image: img, MemBytes: uint64(mf.mem.byteSize), TimerHz: mf.tickRate(),
 				Cmdline: cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath, Disk: disk, Net: mf.net(),
 			})
 			if err != nil {
@@ -117,19 +95,17 @@ Arguments after the workload are passed to it (e.g. 'reprise run cpu digits=2000
 				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %v elapsed\n", res.Elapsed.Round(time.Millisecond))
 				res.Stats.Print(cmd.ErrOrStderr())
 			}
-			switch {
-			case err != nil && errors.Is(context.Cause(ctx), errTimeout):
-				return &exitError{exitTimeout, err}
-			case err != nil && ctx.Err() != nil:
-				return &exitError{exitInterrupted, err}
-			case err != nil:
+			if stop := stoppedBy(ctx); err != nil && stop != nil {
+				return &exitError{stop.status(), err}
+			}
+			if err != nil {
 				return &exitError{exitFailure, err}
 			}
 			return guestStatus(res.Status)
 		},
 	}
 	mf.register(cmd)
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop the guest after this long (0: no limit)")
+	cmd.Flags().Var(newDurationFlag(&timeout, time.Nanosecond, maxDuration, "no limit"), "timeout", "stop the guest after this long (0: no limit)")
 	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts) to stderr")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
@@ -151,18 +127,6 @@ func runDisk(mf machineFlags) (*vmm.DiskConfig, func(), error) {
 	return &vmm.DiskConfig{Base: mf.disk, Overlay: filepath.Join(dir, "overlay")}, func() { os.RemoveAll(dir) }, nil
 }
 
-// guestContext is the context a guest runs under: cancelled by Ctrl-C, and
-// after timeout (if positive) with errTimeout as its cause.
-func guestContext(parent context.Context, timeout time.Duration) (ctx context.Context, cancel context.CancelFunc, errTimeout error) {
-	ctx, stopSignals := signal.NotifyContext(parent, os.Interrupt)
-	errTimeout = fmt.Errorf("--timeout %v expired", timeout)
-	if timeout <= 0 {
-		return ctx, stopSignals, errTimeout
-	}
-	ctx, stopTimer := context.WithTimeoutCause(ctx, timeout, errTimeout)
-	return ctx, func() { stopTimer(); stopSignals() }, errTimeout
-}
-
 // guestStatus passes the guest's exit status on as reprise's.
 func guestStatus(status uint32) error {
 	if status != 0 {
@@ -171,10 +135,10 @@ func guestStatus(status uint32) error {
 	return nil
 }
 
-// timerHz maps the CLI's 0 ("no timer") to the Config's negative value.
-func timerHz(hz int) int {
-	if hz == 0 {
+// tickRate maps the CLI's 0 ("no timer") to the Config's negative value.
+func (f *machineFlags) tickRate() int {
+	if f.timerHz == 0 {
 		return -1
 	}
-	return hz
+	return int(f.timerHz)
 }

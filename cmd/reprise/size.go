@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/reprise-vm/reprise/abi"
 )
 
 // byteSize is a pflag.Value for sizes like 64M, 1G, 512MiB or 67108864.
@@ -45,3 +47,19 @@ func (s *byteSize) String() string {
 }
 
 func (s *byteSize) Type() string { return "size" }
+
+// ramSize is --mem: a size guest RAM can have, checked as it is parsed so a
+// typo (32G for 32M) is refused before anything is allocated.
+type ramSize struct{ byteSize }
+
+func (s *ramSize) Set(v string) error {
+	var b byteSize
+	if err := b.Set(v); err != nil {
+		return err
+	}
+	if err := abi.CheckRAMSize(uint64(b)); err != nil {
+		return err
+	}
+	s.byteSize = b
+	return nil
+}

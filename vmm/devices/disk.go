@@ -35,6 +35,14 @@ const (
 // Every address in a descriptor is guest-controlled and checked: a bad
 // request completes with REPRISE_DISK_ERROR; a descriptor that is not in
 // RAM at all is dropped (there is nowhere to report to) and counted.
+//
+// The host keeps a request (up to 128 KiB of data) from its submission to
+// its completion, and a guest with interrupts off never lets requests
+// complete, so at most abi.DiskMaxQueued may be in flight: a submission
+// beyond is refused at once, its status REPRISE_DISK_ERROR written during
+// the submitting port write, with no interrupt. In-flight counts are the
+// same in record and replay (completions happen at the same positions), so
+// the same submissions are refused in both.
 type Disk struct {
 	ram   *memory.RAM
 	store *DiskStore // nil: no disk attached
@@ -46,6 +54,7 @@ type Disk struct {
 	work    *sync.Cond     // signalled when queue grows or on Close
 	closed  bool           // guarded by mu
 	Dropped uint64         // descriptors outside RAM (vCPU thread only)
+	Refused uint64         // submissions beyond abi.DiskMaxQueued (vCPU thread only)
 }
 
 type diskRequest struct {
@@ -110,10 +119,24 @@ func (d *Disk) PortWrite(port uint16, data []byte) error {
 		return nil
 	}
 	d.mu.Lock()
-	d.queue = append(d.queue, r)
+	full := len(d.queue)+len(d.done) >= abi.DiskMaxQueued
+	if !full {
+		d.queue = append(d.queue, r)
+	}
 	d.mu.Unlock()
+	if full {
+		d.Refused++
+		return d.putStatus(r.desc, abi.DiskError)
+	}
 	d.work.Signal()
 	return nil
+}
+
+// putStatus writes a request's status into its descriptor.
+func (d *Disk) putStatus(desc uint64, status uint32) error {
+	var st [4]byte
+	binary.LittleEndian.PutUint32(st[:], status)
+	return d.ram.Write(desc+abi.DiskReqStatus, st[:])
 }
 
 // parse reads and validates a descriptor; a valid write captures its data
@@ -207,7 +230,10 @@ func (d *Disk) Complete() ([]byte, error) {
 		more := len(d.done) > 0
 		d.mu.Unlock()
 		if more {
-			d.raise() // edges coalesce in the controller: ask again
+			// Edges coalesce in the controller: ask again for the next
+			// one. The machine acknowledges the line before it calls
+			// Complete, so this raise is not cleared with the current one.
+			d.raise()
 		}
 	default:
 		d.mu.Unlock()
@@ -218,9 +244,7 @@ func (d *Disk) Complete() ([]byte, error) {
 			r.status = abi.DiskError
 		}
 	}
-	var st [4]byte
-	binary.LittleEndian.PutUint32(st[:], r.status)
-	if err := d.ram.Write(r.desc+abi.DiskReqStatus, st[:]); err != nil {
+	if err := d.putStatus(r.desc, r.status); err != nil {
 		return nil, err
 	}
 	return r.digest(), nil

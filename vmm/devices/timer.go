@@ -4,11 +4,13 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/reprise-vm/reprise/abi"
 )
 
 // MinTimerPeriod bounds how fast a guest may program the timer, so a
 // hostile guest cannot turn the VMM into a busy host-timer loop.
-const MinTimerPeriod = 100 * time.Microsecond
+const MinTimerPeriod = time.Second / abi.MaxTimerHz
 
 // Timer is a periodic timer the guest programs with a period in
 // microseconds (0 stops it). Each expiry raises its interrupt line; expiries

@@ -5,10 +5,16 @@
 package memory
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/abi"
 )
 
 // hugePage is the THP size on x86-64; RAM is a multiple of it.
@@ -29,13 +35,33 @@ func (e *RangeError) Error() string {
 	return fmt.Sprintf("memory: guest range [%#x, %#x+%#x) outside RAM of %#x bytes", e.Addr, e.Addr, e.Len, e.Size)
 }
 
+// hostReserve is host memory New leaves to everything else: the VMM's own
+// heap, the page cache, the rest of the host.
+const hostReserve = 512 << 20
+
+// hostAvailable reports the host memory a new mapping can take without
+// pushing the host into reclaim (MemAvailable), or false if unknown. A
+// variable so a test can play a smaller host.
+var hostAvailable = memAvailable
+
 // New maps size bytes of RAM (a multiple of 2 MiB), asks for transparent
 // hugepages and touches every page now: a first touch of a 4 KiB page costs
 // ~35 µs on the test machines, which would otherwise land inside the guest's
 // run and add noise to every timing.
+//
+// Because every page is touched, a size the host cannot give would drive it
+// out of memory: New refuses, before mapping anything, a size above the
+// guest limit (abi.MaxGuestBytes) or above what the host has available.
 func New(size uint64) (*RAM, error) {
 	if size == 0 || size%hugePage != 0 {
 		return nil, fmt.Errorf("memory: size %#x is not a positive multiple of 2 MiB", size)
+	}
+	if size > abi.MaxGuestBytes {
+		return nil, fmt.Errorf("memory: %w", abi.CheckRAMSize(size))
+	}
+	if avail, ok := hostAvailable(); ok && size+hostReserve > avail {
+		return nil, fmt.Errorf("memory: guest RAM of %s is more than this host can give: %s available (MemAvailable), of which %s stays for the host; guest RAM is touched up front, so it would push the host out of memory",
+			abi.FormatBytes(size), abi.FormatBytes(avail&^(1<<20-1)), abi.FormatBytes(hostReserve))
 	}
 	b, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 	if err != nil {
@@ -47,6 +73,23 @@ func New(size uint64) (*RAM, error) {
 		b[off] = 0
 	}
 	return &RAM{b: b}, nil
+}
+
+// memAvailable reads MemAvailable from /proc/meminfo.
+func memAvailable() (uint64, bool) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	s := bufio.NewScanner(bytes.NewReader(b))
+	for s.Scan() {
+		f := bytes.Fields(s.Bytes())
+		if len(f) >= 2 && string(f[0]) == "MemAvailable:" {
+			kb, err := strconv.ParseUint(string(f[1]), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
 }
 
 // Close unmaps RAM.

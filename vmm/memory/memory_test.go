@@ -4,9 +4,12 @@ import (
 	"math"
 	"math/bits"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/vmm/memory"
 )
 
@@ -29,7 +32,7 @@ func TestNewSizes(t *testing.T) {
 	// negative as an int) fail cleanly instead of panicking.
 	for _, size := range []uint64{1 << 62, 1 << 63} {
 		_, err := memory.New(size)
-		require.ErrorContains(t, err, "mmap", "size %#x", size)
+		require.ErrorContains(t, err, "the limit is 4 GiB", "size %#x", size)
 	}
 	for _, size := range []uint64{2 * mib, 8 * mib} {
 		ram := newRAM(t, size)
@@ -37,6 +40,40 @@ func TestNewSizes(t *testing.T) {
 		require.Len(t, ram.Bytes(), int(size))
 		require.Zero(t, ram.Bytes()[size-1], "fresh RAM is zero")
 	}
+}
+
+// maxRSS is the process's peak resident set in bytes.
+func maxRSS(t *testing.T) uint64 {
+	var ru unix.Rusage
+	require.NoError(t, unix.Getrusage(unix.RUSAGE_SELF, &ru))
+	return uint64(ru.Maxrss) << 10
+}
+
+// A size above the guest limit is refused before anything is mapped: no
+// time spent and no host memory touched (4 GiB would otherwise take ~30 s
+// and 4 GiB of RSS).
+func TestNewRefusesAboveLimitWithoutMapping(t *testing.T) {
+	before := maxRSS(t)
+	start := time.Now()
+	_, err := memory.New(abi.MaxGuestBytes + 2*mib)
+	require.ErrorContains(t, err, "guest RAM of 4098 MiB is too large: the limit is 4 GiB")
+	require.Less(t, time.Since(start), time.Second)
+	require.Less(t, maxRSS(t)-before, uint64(64*mib), "nothing was touched")
+}
+
+// A size the host does not have is refused the same way: guest RAM is
+// touched up front, so it would push the host out of memory.
+func TestNewRefusesMoreThanTheHostHas(t *testing.T) {
+	avail, ok := memory.HostAvailable()
+	require.True(t, ok, "MemAvailable readable in /proc/meminfo")
+	require.Greater(t, avail, uint64(0))
+
+	defer memory.SetHostAvailable(1 << 30)()
+	before := maxRSS(t)
+	_, err := memory.New(1 << 30)
+	require.ErrorContains(t, err, "guest RAM of 1 GiB is more than this host can give: 1 GiB available")
+	require.Less(t, maxRSS(t)-before, uint64(64*mib), "nothing was touched")
+	newRAM(t, 256*mib) // what fits is still given
 }
 
 func TestBounds(t *testing.T) {

@@ -29,10 +29,6 @@ const (
 	page1G = 1 << 30
 )
 
-// MinGuestBytes is the smallest RAM the layout fits in: system area,
-// kernel window and at least 4 MiB for the user image and stacks.
-const MinGuestBytes = 8 << 20
-
 // systemPagePerms gives the few pages of the first 2 MiB that user code may
 // touch; every other system page is supervisor-only and page 0 is absent so
 // a null dereference faults.
@@ -46,8 +42,8 @@ var systemPagePerms = map[uint64]uint64{
 // [2 MiB, 4 MiB), and user 2 MiB pages from abi.UserBase to the end.
 func BuildPageTables(ram *memory.RAM) error {
 	size := ram.Size()
-	if size < MinGuestBytes || size > abi.MaxGuestBytes || size%page2M != 0 {
-		return fmt.Errorf("x86: guest RAM %#x: want a multiple of 2 MiB in [%d MiB, %d GiB]", size, MinGuestBytes>>20, abi.MaxGuestBytes>>30)
+	if err := abi.CheckRAMSize(size); err != nil {
+		return fmt.Errorf("x86: %w", err)
 	}
 	put := func(gpa, v uint64) error { return ram.PutUint64(gpa, v) }
 	const dir = PTEPresent | PTEWrite | PTEUser // permissions are decided at the leaves

@@ -75,7 +75,9 @@
 /* ---- hypercalls (CPL0 only): `out %eax, %dx` with dx = REPRISE_PORT_HCALL,
  * eax = number, arguments in rdi, rsi, r8; the VMM writes the result to rax. */
 #define REPRISE_HC_TIME       1      /* rax = guest monotonic ns (exact, logged) */
-#define REPRISE_HC_MARK       2      /* rdi = marker id: VMM timestamps it (benchmarks) */
+#define REPRISE_HC_MARK       2      /* rdi = marker id: VMM timestamps it (benchmarks); the
+                                        latest mark of each of at most REPRISE_MARK_MAX_IDS ids is
+                                        kept, a mark of one id more returns -1 in rax */
 #define REPRISE_HC_FAULT      3      /* rdi = vector, rsi = GPA of struct reprise_frame,
                                         r8 = cr2: unrecoverable guest fault, VM stops */
 #define REPRISE_HC_BREAKPOINT 4      /* reserved for int3 probes (issue 5) */
@@ -115,6 +117,10 @@
 #define REPRISE_DISK_PENDING     0    /* status until completion */
 #define REPRISE_DISK_OK          1
 #define REPRISE_DISK_ERROR       2    /* bad op, range, count or buffer */
+/* Requests submitted and not yet completed, at most: one more is refused at
+ * once, its status set to REPRISE_DISK_ERROR during the submitting write,
+ * with no interrupt (the host keeps a request's data until it completes). */
+#define REPRISE_DISK_MAX_QUEUED  64
 
 #define REPRISE_BENCH_MARK      0  /* kernel does REPRISE_HC_MARK with id n (guest kit addition) */
 #define REPRISE_BENCH_EXIT_CPL0 1  /* kernel does n `outb` to REPRISE_PORT_NULL */
@@ -125,6 +131,7 @@
  * kit's dispatcher brackets every workload with these. */
 #define REPRISE_MARK_WORKLOAD_START 100
 #define REPRISE_MARK_WORKLOAD_END   101
+#define REPRISE_MARK_MAX_IDS        64
 
 #define REPRISE_EAGAIN    11
 #define REPRISE_ETIMEDOUT 110
