@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 )
 
 // testAsm has a sized function at the entry point, a second sized function
@@ -95,9 +96,7 @@ func buildELF(t testing.TB, flags ...string) (path string, raw []byte) {
 // testLinkScript over the toolchain's default layout.
 func tryBuildELF(t testing.TB, script bool, flags ...string) (string, []byte, error) {
 	t.Helper()
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no cc to build test images")
-	}
+	kvmtest.RequireTools(t, "cc")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "img.S")
 	ld := filepath.Join(dir, "img.ld")

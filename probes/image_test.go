@@ -1,25 +1,27 @@
 package probes
 
 import (
-	"os"
+	"context"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 )
 
 // testImage builds testdata/{funcs.c,twin.c,insts.S} into a static image
 // with .text at 0x400000, as the guest kit links its user code: C compiled
 // -O2 for what a compiler emits, and one tiny asm function per instruction
-// class (i_*) for the site decoder. It skips without a C compiler.
+// class (i_*) for the site decoder. Without a C compiler it skips (in CI it
+// fails).
 func testImage(t *testing.T) *elfimage.Image {
 	t.Helper()
-	if _, err := exec.LookPath("cc"); err != nil {
-		t.Skip("no C compiler (cc) to build the test image")
-	}
+	kvmtest.RequireTools(t, "cc")
 	out := filepath.Join(t.TempDir(), "img.elf")
 	td, err := filepath.Abs("testdata")
 	require.NoError(t, err)
@@ -35,14 +37,14 @@ func testImage(t *testing.T) *elfimage.Image {
 	return img
 }
 
-// kitImage opens the guest kit if it is built, else skips.
+// kitImage builds (or finds cached) the guest kit and opens its image.
 func kitImage(t *testing.T) *elfimage.Image {
 	t.Helper()
-	path := filepath.Join("..", "guest", "build", "kit.elf")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("guest kit not built (%v): make -C guest", err)
-	}
-	img, err := elfimage.Open(path)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	kit, err := guest.Build(ctx)
+	require.NoError(t, err, "building the guest kit (it needs cc, make, ld, objcopy)")
+	img, err := elfimage.Open(kit.Image())
 	require.NoError(t, err)
 	return img
 }

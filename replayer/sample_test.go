@@ -67,5 +67,9 @@ func TestTimedSampling(t *testing.T) {
 	})
 	require.NoError(t, err, out.String())
 	require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
-	require.Greater(t, n, 20, "a ~300 ms replay sampled every 2 ms")
+	// Ticks that fall due while the vCPU thread waits for a host CPU
+	// coalesce, so a loaded host sees fewer samples than elapsed/period,
+	// never more.
+	require.GreaterOrEqual(t, n, 5, "a ~300 ms replay sampled every 2 ms")
+	require.LessOrEqual(t, n, int(res.Elapsed/(2*time.Millisecond))+1, "at most one sample per period")
 }

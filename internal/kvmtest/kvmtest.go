@@ -17,7 +17,7 @@ import (
 func Require(t testing.TB) {
 	t.Helper()
 	if err := kvm.Usable(kvm.DevicePath); err != nil {
-		if os.Getenv("CI") == "true" {
+		if inCI() {
 			t.Fatalf("CI requires a usable KVM: %v", err)
 		}
 		t.Skipf("KVM unusable: %v", err)
@@ -54,4 +54,36 @@ func AsmImage(t testing.TB, src string) string {
 		t.Fatalf("assembling test image: %v\n%s", err, b)
 	}
 	return out
+}
+
+// inCI reports whether the tests run under .ci/run, which installs and
+// sets up everything they need: there a missing tool or host facility is a
+// broken CI machine, not a reason to skip.
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+// RequireTools skips (or, in CI, fails) t unless every named program is on
+// PATH.
+func RequireTools(t testing.TB, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			if inCI() {
+				t.Fatalf("CI requires %s (.ci/run installs it): %v", n, err)
+			}
+			t.Skipf("%s not found: %v", n, err)
+		}
+	}
+}
+
+// RequireHost skips (or, in CI, fails) t when err says the host lacks a
+// facility the test needs (tracefs, say); what names it.
+func RequireHost(t testing.TB, what string, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if inCI() {
+		t.Fatalf("CI requires %s (.ci/run sets it up): %v", what, err)
+	}
+	t.Skipf("%s unavailable: %v", what, err)
 }

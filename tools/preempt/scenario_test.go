@@ -19,6 +19,7 @@ import (
 
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/host/tracefs"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/internal/tooltest"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/tools/preempt"
@@ -147,11 +148,13 @@ func TestScenarioHogAndOtherVM(t *testing.T) {
 	t.Logf("hog CPU time over A's recording: kernel %v, host trace %v", hogRan, traced)
 }
 
+// requireTracefs skips without tracefs, except in CI, where .ci/run
+// mounts it and its absence fails the test.
 func requireTracefs(t *testing.T) {
 	s, err := tracefs.Open()
 	var un *tracefs.UnavailableError
 	if errors.As(err, &un) {
-		t.Skipf("host scheduling cannot be recorded here: %v", err)
+		kvmtest.RequireHost(t, "tracefs (host scheduling)", err)
 	}
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
