@@ -176,6 +176,7 @@ func TestDeadlockSamplesNeverDeadlock(t *testing.T) {
 	k := kit(t)
 	for name, expect := range map[string]string{
 		"deadlock_trylock": "cycle", "deadlock_transitive": "cycle", "deadlock_gatelock": "protected",
+		"deadlock_goodlock": "cycle",
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := run(t, k.Image(), name)

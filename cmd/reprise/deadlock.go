@@ -18,9 +18,12 @@ func newDeadlockCmd() *cobra.Command {
 		Long: `Build each thread's lock tree from a run with lock probes (replay --locks),
 join the trees where threads take the same lock, and report every cycle of
 threads each holding a lock the next one takes: a potential deadlock even if
-the recorded run never deadlocked. A trylock never waits, so a cycle closed
-only through one is reported as safe; a cycle whose threads all held a common
-lock around it is reported as protected by that gate lock.
+the recorded run never deadlocked. Threads that would hold one lock at once
+cannot all be in a cycle: a chain that needs two of them to hold one of its
+own locks is not reported, and a cycle where two or more of them hold
+another lock when they ask for their next is reported as protected by that
+gate lock. A trylock never waits, so a cycle closed only through one is
+reported as safe.
 
 Exits 0 when no potential deadlock is found, 1 when one is.`,
 		Args: cobra.ExactArgs(1),

@@ -28,6 +28,9 @@ func lockProbeTable(tb testing.TB) []eventdb.Probe {
 	return table
 }
 
+// Probe ids of the lock roles in lockProbeTable: guest.LockProbes' order.
+const probeLock, probeLocked, probeUnlock = 1, 2, 3
+
 // SyntheticLockRun fills db with a run of about n lock probe events: 16
 // threads taking 64 locks, one acquisition in eight with a second lock
 // nested (so the deadlock tool has cycles to find),
@@ -51,12 +54,11 @@ func SyntheticLockRun(tb testing.TB, db *eventdb.DB, n int) *eventdb.Run {
 	}
 	st := make([]state, threads)
 	var now time.Duration
-	const lock, locked, unlock = 1, 2, 3 // ids in lockProbeTable: guest.LockProbes' order
 	add := func(t int, probe uint32, addr uint64, args ...uint64) {
 		st[t].pos.Branch += 37
 		now += 700 * time.Nanosecond
 		ev := eventdb.Event{Kind: eventdb.KindProbeEntry, Thread: uint32(t + 2), Pos: st[t].pos, Time: now, Probe: probe, Addr: addr, Args: args}
-		if probe == locked {
+		if probe == probeLocked {
 			ev.Kind = eventdb.KindProbeReturn
 		}
 		if err := in.Add(&ev); err != nil {
@@ -75,16 +77,16 @@ func SyntheticLockRun(tb testing.TB, db *eventdb.DB, n int) *eventdb.Run {
 				if s.iter%16 == 8 {
 					a, b = b, a
 				}
-				add(t, lock, 0x401000, a)
-				add(t, locked, 0x401050)
+				add(t, probeLock, 0x401000, a)
+				add(t, probeLocked, 0x401050)
 				written += 3
 				if s.iter%8 == 0 {
-					add(t, lock, 0x401000, b)
-					add(t, locked, 0x401080)
-					add(t, unlock, 0x401100, b)
+					add(t, probeLock, 0x401000, b)
+					add(t, probeLocked, 0x401080)
+					add(t, probeUnlock, 0x401100, b)
 					written += 3
 				}
-				add(t, unlock, 0x401100, a)
+				add(t, probeUnlock, 0x401100, a)
 				s.iter++
 			}
 		}
@@ -93,6 +95,57 @@ func SyntheticLockRun(tb testing.TB, db *eventdb.DB, n int) *eventdb.Run {
 		tb.Fatal(err)
 	}
 	if err := db.Compact(); err != nil {
+		tb.Fatal(err)
+	}
+	return run
+}
+
+// LockStep is one operation of a scripted lock run: Thread takes the
+// lock at Lock (a blocking lock that gets it at once), or releases it.
+type LockStep struct {
+	Thread  uint32
+	Lock    uint64
+	Release bool
+}
+
+// ScriptedLockRun fills db with a run of the lock operations steps, in
+// that order, for tests that need an exact lock pattern without a guest.
+// locks are the symbols that name the lock addresses; every acquisition
+// site is in a function "worker".
+func ScriptedLockRun(tb testing.TB, db *eventdb.DB, locks []eventdb.Symbol, steps []LockStep) *eventdb.Run {
+	tb.Helper()
+	syms := append([]eventdb.Symbol{{Name: "worker", Addr: 0x401000, Size: 0x400, Func: true}}, locks...)
+	if err := db.SetSymbols(eventdb.NewSymbols("scripted", syms)); err != nil {
+		tb.Fatal(err)
+	}
+	run, in, err := db.NewRun("scripted.tape", lockProbeTable(tb), "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pos := map[uint32]eventdb.Position{}
+	var now time.Duration
+	add := func(thread, probe uint32, addr uint64, args ...uint64) {
+		p := pos[thread]
+		p.Branch += 37
+		pos[thread] = p
+		now += 700 * time.Nanosecond
+		ev := eventdb.Event{Kind: eventdb.KindProbeEntry, Thread: thread, Pos: p, Time: now, Probe: probe, Addr: addr, Args: args}
+		if probe == probeLocked {
+			ev.Kind = eventdb.KindProbeReturn
+		}
+		if err := in.Add(&ev); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	for _, st := range steps {
+		if st.Release {
+			add(st.Thread, probeUnlock, 0x401100, st.Lock)
+			continue
+		}
+		add(st.Thread, probeLock, 0x401000, st.Lock)
+		add(st.Thread, probeLocked, 0x401050)
+	}
+	if err := in.Finish(); err != nil {
 		tb.Fatal(err)
 	}
 	return run

@@ -12,14 +12,22 @@
 //     then asking for a lock below it in its tree that the next thread
 //     holds, back to the first. A depth-first search finds every cycle
 //     through distinct threads and distinct locks.
-//   - A cycle whose threads held a common lock (a gate) above their part of
-//     the cycle cannot happen: it is reported as protected by that lock.
-//     A cycle that exists only through a trylock is reported as safe.
+//   - The locks held at a step are all the locks its thread holds when it
+//     asks for the next one: the path above the wanted lock's node. Two
+//     steps holding one lock cannot be in progress at once, so a cycle can
+//     happen only if the locks held at its steps are pairwise disjoint (the
+//     improved goodlock rule of Agarwal and Stoller, and of Bensalem and
+//     Havelund). A chain whose steps share one of the cycle's own locks is
+//     no cycle and is not reported; one whose steps share another lock (a
+//     gate) is reported as protected by that lock, with the threads that
+//     hold it. A cycle that exists only through a trylock is reported as
+//     safe.
 package deadlock
 
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -70,22 +78,30 @@ type Lock struct {
 }
 
 // Step is one thread's part of a cycle: holding one lock, it asks for the
-// next.
+// next. Holds, HeldAbove and HeldBetween are the locks held at the step.
 type Step struct {
-	Thread    uint32 `json:"thread"`
-	Holds     Lock   `json:"holds"`
-	HoldsAt   string `json:"holds_at"` // where it acquired the held lock
-	HoldsHow  string `json:"holds_how"`
-	WaitsFor  Lock   `json:"waits_for"`
-	WaitsAt   string `json:"waits_at"`
-	WaitsHow  string `json:"waits_how"`
-	HeldAbove []Lock `json:"held_above,omitempty"` // locks it held around the step
+	Thread      uint32 `json:"thread"`
+	Holds       Lock   `json:"holds"`
+	HoldsAt     string `json:"holds_at"` // where it acquired the held lock
+	HoldsHow    string `json:"holds_how"`
+	WaitsFor    Lock   `json:"waits_for"`
+	WaitsAt     string `json:"waits_at"`
+	WaitsHow    string `json:"waits_how"`
+	HeldAbove   []Lock `json:"held_above,omitempty"`   // taken before Holds and still held, nearest first
+	HeldBetween []Lock `json:"held_between,omitempty"` // taken after Holds and still held when it asks for WaitsFor, in order
+}
+
+// Gate is a lock held at two or more steps of a cycle, which keeps those
+// threads out of the cycle at the same time.
+type Gate struct {
+	Lock
+	Threads []uint32 `json:"threads"` // the threads holding it at their steps, in the cycle's order
 }
 
 // Cycle is a potential deadlock (or a protected or safe one).
 type Cycle struct {
 	Steps []Step `json:"steps"`
-	Gate  *Lock  `json:"gate,omitempty"` // Protected: the lock that keeps the threads apart
+	Gate  *Gate  `json:"gate,omitempty"` // Protected: the lock that keeps the threads apart
 }
 
 // Notation writes the cycle as InSight does: L1@T1>L2@T1>L2@T2>…>L1@T1,
@@ -183,6 +199,11 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 		return cmp.Or(cmp.Compare(a.thread(), b.thread()), cmp.Compare(a.hold.lock, b.hold.lock), cmp.Compare(a.wait.lock, b.wait.lock))
 	})
 	describe := func(addr uint64) Lock { return Lock{Addr: addr, Name: syms.Describe(addr)} }
+	// cycles has dropped every chain whose steps share one of its own
+	// locks, so a lock two steps share here lies outside the cycle: a
+	// gate. The order matters: checking disjointness on every held lock
+	// would drop the gated cycles, and looking for a gate first would call
+	// protected a chain that a gate has no part in stopping.
 	for _, c := range cycles(segs) {
 		cyc := Cycle{}
 		trySafe := false
@@ -192,15 +213,17 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 			for _, a := range s.hold.ancestors() {
 				st.HeldAbove = append(st.HeldAbove, describe(a.lock))
 			}
+			for _, b := range s.between() {
+				st.HeldBetween = append(st.HeldBetween, describe(b.lock))
+			}
 			trySafe = trySafe || !s.wait.waits
 			cyc.Steps = append(cyc.Steps, st)
 		}
-		switch g, ok := gate(c); {
+		switch g, threads := gate(c); {
 		case trySafe:
 			rep.TrySafe = append(rep.TrySafe, cyc)
-		case ok:
-			l := describe(g)
-			cyc.Gate = &l
+		case threads != nil:
+			cyc.Gate = &Gate{Lock: describe(g), Threads: threads}
 			rep.Protected = append(rep.Protected, cyc)
 		default:
 			rep.Deadlocks = append(rep.Deadlocks, cyc)
@@ -229,6 +252,43 @@ type segment struct{ hold, wait *node }
 
 func (s segment) thread() uint32 { return s.hold.thread }
 
+// held yields the locks held at the segment, nearest wait first: every
+// lock node above wait, which the thread holds when it asks for wait's
+// lock (hold among them).
+func (s segment) held() iter.Seq[*node] {
+	return func(yield func(*node) bool) {
+		for a := s.wait.parent; a != nil && a.parent != nil; a = a.parent {
+			if !yield(a) {
+				return
+			}
+		}
+	}
+}
+
+// holds reports whether lock is held at the segment.
+func (s segment) holds(lock uint64) bool {
+	for a := range s.held() {
+		if a.lock == lock {
+			return true
+		}
+	}
+	return false
+}
+
+// between are the lock nodes below hold and above wait, in the order the
+// thread took them: taken after hold and still held when it asks for wait.
+func (s segment) between() []*node {
+	var out []*node
+	for a := range s.held() {
+		if a == s.hold {
+			break
+		}
+		out = append(out, a)
+	}
+	slices.Reverse(out)
+	return out
+}
+
 // segments lists every (ancestor, descendant) pair of a tree.
 func segments(root *node) []segment {
 	var out []segment
@@ -242,7 +302,11 @@ func segments(root *node) []segment {
 
 // cycles finds the chains of segments through distinct threads and
 // distinct locks where each segment asks for the lock the next one holds,
-// back to the first. Each cycle is found once: from its smallest thread.
+// back to the first, and no segment holds at its step the lock another
+// segment of the chain holds as its part (the held sets may share only
+// locks outside the chain: gates). Checking each segment against those
+// before it as it joins the chain covers every pair. Each cycle is found
+// once: from its smallest thread.
 func cycles(segs []segment) [][]segment {
 	byHold := map[uint64][]segment{}
 	for _, s := range segs {
@@ -259,7 +323,8 @@ func cycles(segs []segment) [][]segment {
 		}
 		for _, next := range byHold[last.wait.lock] {
 			if next.thread() <= start.thread() || slices.ContainsFunc(path, func(s segment) bool {
-				return s.thread() == next.thread() || s.hold.lock == next.hold.lock || s.hold.lock == next.wait.lock && next.wait.lock != start.hold.lock
+				return s.thread() == next.thread() || s.hold.lock == next.hold.lock || s.hold.lock == next.wait.lock && next.wait.lock != start.hold.lock ||
+					s.holds(next.hold.lock) || next.holds(s.hold.lock)
 			}) {
 				continue
 			}
@@ -275,28 +340,23 @@ func cycles(segs []segment) [][]segment {
 	return out
 }
 
-// gate returns a lock two of the cycle's threads both held above their
-// segments: they cannot be in the cycle at the same time.
-func gate(c []segment) (uint64, bool) {
-	above := make([]map[uint64]bool, len(c))
-	for i, s := range c {
-		above[i] = map[uint64]bool{}
-		for _, a := range s.hold.ancestors() {
-			above[i][a.lock] = true
+// gate returns a lock held at two or more of the cycle's segments and the
+// threads holding it, in the cycle's order, or nil threads if there is
+// none. It prefers the lock held by the most threads, then the lowest
+// address, so a gate every thread holds is named when there is one.
+func gate(c []segment) (uint64, []uint32) {
+	holders := map[uint64][]uint32{}
+	for _, s := range c {
+		for a := range s.held() {
+			holders[a.lock] = append(holders[a.lock], s.thread())
 		}
 	}
-	var gates []uint64
-	for i := range c {
-		for j := i + 1; j < len(c); j++ {
-			for l := range above[i] {
-				if above[j][l] {
-					gates = append(gates, l)
-				}
-			}
+	var best uint64
+	var threads []uint32
+	for l, ts := range holders {
+		if len(ts) > 1 && (len(ts) > len(threads) || len(ts) == len(threads) && l < best) {
+			best, threads = l, ts
 		}
 	}
-	if len(gates) == 0 {
-		return 0, false
-	}
-	return slices.Min(gates), true
+	return best, threads
 }

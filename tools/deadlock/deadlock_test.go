@@ -2,6 +2,7 @@ package deadlock_test
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,16 +30,17 @@ func rotate(cycle string) string {
 }
 
 // The tool finds the cycles the deadlock samples hold, names the gate
-// lock of the gatelock sample, calls the trylock-only inversion safe, and
+// lock of the gatelock sample, calls the trylock-only inversion safe,
+// reports no chain whose steps would hold one lock at once (goodlock), and
 // finds nothing in syn_cont, whose locks never nest.
 func TestDeadlockSamples(t *testing.T) {
-	for _, name := range []string{"deadlock_trylock", "deadlock_transitive", "deadlock_gatelock"} {
+	for _, name := range []string{"deadlock_trylock", "deadlock_transitive", "deadlock_gatelock", "deadlock_goodlock"} {
 		t.Run(name, func(t *testing.T) {
 			r := tooltest.Replay(t, name, tooltest.Options{Probes: guest.LockProbes})
 			rep, err := deadlock.Build(r.DB, deadlock.Options{})
 			require.NoError(t, err)
 			threadName := map[uint32]string{}
-			var want struct{ cycles, protected []string }
+			var want struct{ cycles, protected, none []string }
 			var gate string
 			for _, tr := range r.Truths {
 				if id, ok := tr["tid"]; ok {
@@ -52,6 +54,10 @@ func TestDeadlockSamples(t *testing.T) {
 				case "protected":
 					want.protected = append(want.protected, rotate(tr["cycle"]))
 					gate = tr["gate"]
+				case "none":
+					if c := tr["cycle"]; c != "" {
+						want.none = append(want.none, rotate(c))
+					}
 				}
 			}
 			tname := func(t uint32) string { return threadName[t] }
@@ -65,6 +71,9 @@ func TestDeadlockSamples(t *testing.T) {
 			}
 			require.Equal(t, want.cycles, got.cycles)
 			require.Equal(t, want.protected, got.protected)
+			for _, c := range slices.Concat(rep.Deadlocks, rep.Protected, rep.TrySafe) {
+				require.NotContains(t, want.none, rotate(c.Notation(tname)), "a chain the sample says cannot happen is reported")
+			}
 			if name == "deadlock_trylock" {
 				require.Len(t, rep.TrySafe, 1, "T4 takes L3 by trylock: no deadlock")
 				require.Equal(t, "L3@T3>L4@T3>L4@T4>L3@T4>L3@T3", rotate(rep.TrySafe[0].Notation(tname)))
