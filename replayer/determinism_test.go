@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
@@ -224,7 +225,7 @@ func headerBytes(t *testing.T, path string) int {
 func TestForgedEventIsADivergence(t *testing.T) {
 	img := kitImage(t)
 	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
-	forge := func(t *testing.T, change func(i int, ev *tape.Event) bool) error {
+	forge := func(t *testing.T, change func(i int, ev *tape.Event) []*tape.Event) error {
 		r, err := tape.Open(rec.path)
 		require.NoError(t, err)
 		defer r.Close()
@@ -237,43 +238,69 @@ func TestForgedEventIsADivergence(t *testing.T) {
 			if err != nil {
 				break
 			}
-			if !changed && change(i, ev) {
-				changed = true
+			evs := []*tape.Event{ev}
+			if !changed {
+				if forged := change(i, ev); forged != nil {
+					evs, changed = forged, true
+				}
 			}
-			require.NoError(t, w.Append(ev))
+			for _, ev := range evs {
+				require.NoError(t, w.Append(ev))
+			}
 		}
 		require.NoError(t, w.Close())
 		require.True(t, changed, "nothing to forge")
 		_, err = replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &bytes.Buffer{}})
 		return err
 	}
-	for name, change := range map[string]func(int, *tape.Event) bool{
-		"interrupt moved one branch later": func(i int, ev *tape.Event) bool {
+	for name, change := range map[string]func(int, *tape.Event) []*tape.Event{
+		"interrupt moved one branch later": func(i int, ev *tape.Event) []*tape.Event {
 			if ev.Kind == tape.KindInterrupt && ev.Where == tape.AtBranch && i > 10 {
 				ev.Pos.Branch++
-				return true
+				return []*tape.Event{ev}
 			}
-			return false
+			return nil
 		},
-		"register digest": func(i int, ev *tape.Event) bool {
+		"register digest": func(i int, ev *tape.Event) []*tape.Event {
 			if ev.Kind == tape.KindInterrupt && i > 5 {
 				ev.Digest ^= 1
-				return true
+				return []*tape.Event{ev}
 			}
-			return false
+			return nil
 		},
-		"end state": func(i int, ev *tape.Event) bool {
+		"end state": func(i int, ev *tape.Event) []*tape.Event {
 			if ev.Kind == tape.KindEnd {
 				ev.End.RAMHash[0] ^= 1
-				return true
+				return []*tape.Event{ev}
 			}
-			return false
+			return nil
+		},
+		// Frames with an interrupt that is not the NIC's, or more with one
+		// NIC interrupt than an RX ring holds: refused before they are
+		// collected, however many the tape lists.
+		"frames with a timer tick": func(i int, ev *tape.Event) []*tape.Event {
+			if ev.Kind != tape.KindInterrupt || i <= 5 {
+				return nil
+			}
+			return []*tape.Event{ev, {Kind: tape.KindNetRX, Pos: ev.Pos, Where: ev.Where, HostTime: ev.HostTime, Data: []byte{1}}}
+		},
+		"frames beyond the ring": func(i int, ev *tape.Event) []*tape.Event {
+			if ev.Kind != tape.KindInterrupt || i <= 5 {
+				return nil
+			}
+			ev.Vector = abi.IRQBase + abi.IRQNIC
+			evs := []*tape.Event{ev}
+			for range abi.NICRing + 1 {
+				evs = append(evs, &tape.Event{Kind: tape.KindNetRX, Pos: ev.Pos, Where: ev.Where, HostTime: ev.HostTime, Data: []byte{1}})
+			}
+			return evs
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := forge(t, change)
 			var div *vmm.DivergenceError
 			require.ErrorAs(t, err, &div)
+			t.Log(div)
 		})
 	}
 }

@@ -138,13 +138,21 @@ func (s *tapeSource) arm(stop stopKind) error {
 }
 
 // frames consumes the received frames recorded with the interrupt ev: the
-// net-rx events right after it, at its position.
+// net-rx events right after it, at its position. A recording takes at
+// most a ring's worth per interrupt; a tape that lists more is not one
+// this guest's NIC can have produced, and is not collected without bound.
 func (s *tapeSource) frames(ev *tape.Event) ([][]byte, error) {
 	var rx [][]byte
 	for {
 		next, err := s.script.Peek()
 		if err != nil || next.Kind != tape.KindNetRX || next.Pos != ev.Pos {
 			return rx, nil
+		}
+		switch {
+		case ev.Vector != abi.IRQBase+abi.IRQNIC:
+			return nil, s.diverge(next, "received frame", "none with a non-NIC interrupt", fmt.Sprintf("one with vector %#x", ev.Vector))
+		case len(rx) == abi.NICRing:
+			return nil, s.diverge(next, "frames received with one NIC interrupt", fmt.Sprintf("at most %d (the RX ring)", abi.NICRing), "more")
 		}
 		s.consume()
 		rx = append(rx, next.Data)
