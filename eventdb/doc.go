@@ -13,6 +13,16 @@
 //	for it.Next() { use(it.Event()) }
 //	err = it.Close()                // the iteration's error, if any
 //
+// # Writers and readers
+//
+// Open creates a DB in a directory that has none; that is for the writer
+// (a replay). Tools open with Options.ReadOnly, which creates and writes
+// nothing and refuses, with ErrNotDB, anything that is not an event DB: a
+// missing directory, one without a Pebble DB, a Pebble DB without the
+// schema version. Pebble locks a DB's directory for one process at a
+// time, readers included: while a replay writes to a DB, Open fails with
+// ErrInUse, and while a tool reads it, so does the replay's.
+//
 // # Durability and killed ingests
 //
 // NewRun writes the run record (Complete=false) and syncs it. Every batch
