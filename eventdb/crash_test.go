@@ -15,7 +15,7 @@ import (
 // The killed-ingest test re-executes the test binary as a child that
 // ingests into a DB and SIGKILLs itself before Finish.
 const (
-	childEnv      = "EVENTDB_CHILD" // "sync" or "nosync": run as the child
+	childEnv      = "EVENTDB_CHILD" // "sync" or "nosync" (killed ingest), holdChild or holdChildRO: run as the child
 	childDirEnv   = "EVENTDB_CHILD_DIR"
 	childBatch    = 100  // events per committed batch
 	childAdded    = 1050 // events added before the kill: 10 batches + 50 buffered
@@ -24,11 +24,18 @@ const (
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
-		if err := child(mode, os.Getenv(childDirEnv)); err != nil {
+		var err error
+		switch dir := os.Getenv(childDirEnv); mode {
+		case holdChild, holdChildRO:
+			err = hold(dir, mode == holdChildRO)
+		default:
+			err = child(mode, dir)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
 			os.Exit(2)
 		}
-		os.Exit(3) // not reached: the child kills itself
+		os.Exit(0) // a killed ingest's child never gets here
 	}
 	os.Exit(m.Run())
 }
@@ -77,11 +84,24 @@ func TestKilledIngest(t *testing.T) {
 
 			runChild(t, mode, dir)
 
+			// A read-only open sees the killed run as it will be: Pebble
+			// replays the WAL into memory, and writes nothing.
+			before := snapshot(t, dir)
+			ro, err := Open(dir, &Options{ReadOnly: true})
+			require.NoError(t, err, "read-only open after a killed ingest")
+			runs, err := ro.Runs()
+			require.NoError(t, err)
+			require.Len(t, runs, 2)
+			require.False(t, runs[1].Complete)
+			require.Equal(t, runs[1].Events, uint64(len(collect(t, ro, Query{Run: 2}))))
+			require.NoError(t, ro.Close())
+			require.Equal(t, before, snapshot(t, dir), "a read-only open changed the DB")
+
 			db, err = Open(dir, nil)
 			require.NoError(t, err, "open after a killed ingest")
 			defer db.Close()
 
-			runs, err := db.Runs()
+			runs, err = db.Runs()
 			require.NoError(t, err)
 			require.Len(t, runs, 2)
 			require.True(t, runs[0].Complete)

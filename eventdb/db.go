@@ -5,10 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
 )
 
@@ -30,13 +33,26 @@ type DB struct {
 	}
 }
 
-// Open opens the event DB in dir, creating it if absent. It fails with a
-// *SchemaError if the DB was written with another schema version, and
-// with ErrNotDB if dir holds a Pebble DB that is not an event DB. A DB
-// whose last ingest was killed opens normally; that run stays incomplete.
+// Open opens the event DB in dir, creating it if absent (unless
+// Options.ReadOnly). It fails with a *SchemaError if the DB was written
+// with another schema version, with ErrNotDB if dir holds a Pebble DB
+// that is not an event DB, and with ErrInUse while another process has
+// the DB open. A DB whose last ingest was killed opens normally; that
+// run stays incomplete.
 func Open(dir string, o *Options) (*DB, error) {
+	if o.readOnly() {
+		if err := peek(dir); err != nil {
+			return nil, err
+		}
+	}
 	pdb, err := pebble.Open(dir, pebbleOptions(o))
 	if err != nil {
+		// Pebble locks the directory with fcntl(F_SETLK), which fails
+		// with EAGAIN (EWOULDBLOCK) while another process holds the
+		// lock; Pebble returns that errno as is.
+		if errors.Is(err, syscall.EAGAIN) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInUse, dir, err)
+		}
 		return nil, fmt.Errorf("eventdb: open %s: %w", dir, err)
 	}
 	var opts Options
@@ -57,8 +73,25 @@ func Open(dir string, o *Options) (*DB, error) {
 	return db, nil
 }
 
+// peek makes sure dir holds a Pebble DB before a read-only open: Pebble
+// would refuse anything else too, but only after leaving its LOCK file
+// in the directory.
+func peek(dir string) error {
+	desc, err := pebble.Peek(dir, vfs.Default)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%w: %w", ErrNotDB, err)
+	case err != nil:
+		return fmt.Errorf("eventdb: open %s: %w", dir, err)
+	case !desc.Exists:
+		return fmt.Errorf("%w: %s holds no Pebble DB", ErrNotDB, dir)
+	}
+	return nil
+}
+
 // checkSchema compares the stored schema version with ours, writing it
-// into a new, empty DB.
+// into a new, empty DB. Read-only, an empty DB is no event DB: Open
+// writes the version as it creates one.
 func (db *DB) checkSchema() error {
 	v, closer, err := db.pdb.Get(codec.MetaVersionKey)
 	switch {
@@ -80,8 +113,11 @@ func (db *DB) checkSchema() error {
 		if err := it.Close(); err != nil {
 			return fmt.Errorf("eventdb: open %s: %w", db.dir, err)
 		}
-		if !empty {
+		switch {
+		case !empty:
 			return fmt.Errorf("%w: %s holds a Pebble DB without an eventdb schema version", ErrNotDB, db.dir)
+		case db.opts.ReadOnly:
+			return fmt.Errorf("%w: %s holds an empty Pebble DB", ErrNotDB, db.dir)
 		}
 		ver := binary.BigEndian.AppendUint32(nil, SchemaVersion)
 		if err := db.pdb.Set(codec.MetaVersionKey, ver, pebble.Sync); err != nil {
@@ -114,6 +150,17 @@ func (db *DB) lastRun() (uint32, error) {
 	return last, nil
 }
 
+// writable returns why db cannot be written to, nil if it can.
+func (db *DB) writable() error {
+	switch {
+	case db.closed.Load():
+		return ErrClosed
+	case db.opts.ReadOnly:
+		return ErrReadOnly
+	}
+	return nil
+}
+
 // Dir returns the directory the DB lives in.
 func (db *DB) Dir() string { return db.dir }
 
@@ -133,8 +180,8 @@ func (db *DB) Close() error {
 // Reads are fastest on a compacted DB; after a large ingest Pebble would
 // otherwise compact in the background while tools read.
 func (db *DB) Compact() error {
-	if db.closed.Load() {
-		return ErrClosed
+	if err := db.writable(); err != nil {
+		return err
 	}
 	if err := db.pdb.Compact(context.Background(), []byte{0}, []byte{0xff}, true); err != nil {
 		return fmt.Errorf("eventdb: compact %s: %w", db.dir, err)

@@ -1,8 +1,9 @@
 // Package eventdb stores the events of replays (DESIGN.md §7–§9) in Pebble
 // and lets tools range-scan them. One DB holds one recording; each replay
 // of that recording with a probe set is a Run, numbered 1, 2, … and never
-// reused. The replayer feeds a run through an Ingest; tools read it with
-// Query, Runs and Export. The package imports nothing from reprise.
+// reused. The replayer feeds a run through an Ingest; tools pick a run
+// with ChooseRun (one rule for all of them) and read it with Query,
+// Merged and Export. The package imports nothing from reprise.
 //
 //	db, err := eventdb.Open(dir, nil)
 //	run, in, err := db.NewRun(tapePath, probes, "swbc every 100000")
@@ -12,6 +13,16 @@
 //	it := db.Query(eventdb.Query{Run: 1, Kinds: []eventdb.Kind{eventdb.KindSample}})
 //	for it.Next() { use(it.Event()) }
 //	err = it.Close()                // the iteration's error, if any
+//
+// # Writers and readers
+//
+// Open creates a DB in a directory that has none; that is for the writer
+// (a replay). Tools open with Options.ReadOnly, which creates and writes
+// nothing and refuses, with ErrNotDB, anything that is not an event DB: a
+// missing directory, one without a Pebble DB, a Pebble DB without the
+// schema version. Pebble locks a DB's directory for one process at a
+// time, readers included: while a replay writes to a DB, Open fails with
+// ErrInUse, and while a tool reads it, so does the replay's.
 //
 // # Durability and killed ingests
 //

@@ -13,6 +13,11 @@ var (
 	ErrClosed   = errors.New("eventdb: closed")
 	ErrFinished = errors.New("eventdb: ingest already finished")
 	ErrNotDB    = errors.New("eventdb: not an event DB")
+	ErrReadOnly = errors.New("eventdb: opened read-only")
+	// ErrInUse says another process has the DB open. Pebble locks a DB's
+	// directory for as long as one process has it open, reading or
+	// writing, so a tool cannot read a DB while a replay writes to it.
+	ErrInUse = errors.New("eventdb: in use by another process")
 )
 
 // SchemaError says a DB was written with another schema version than the

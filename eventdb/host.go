@@ -44,8 +44,8 @@ var ErrNoHost = errors.New("eventdb: the run has no host view")
 
 // SetHost stores run's host view.
 func (db *DB) SetHost(run uint32, h *Host) error {
-	if db.closed.Load() {
-		return ErrClosed
+	if err := db.writable(); err != nil {
+		return err
 	}
 	v := []byte{codec.SchemaVersion}
 	v = binary.AppendVarint(v, int64(h.Start))

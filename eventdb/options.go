@@ -27,6 +27,15 @@ type Options struct {
 	// CacheBytes is the size of Pebble's block cache, which keeps
 	// decompressed blocks for repeated scans. Default DefaultCacheBytes.
 	CacheBytes int64
+
+	// ReadOnly opens an existing event DB for reading, as the tools do:
+	// Open creates nothing and writes nothing (not even the schema
+	// version of a new DB), fails with ErrNotDB for a directory that is
+	// not an event DB, missing ones included, and the methods that write
+	// return ErrReadOnly. Pebble still locks the directory: a read-only
+	// DB keeps writers out while it is open, and cannot be opened while
+	// a writer has it (ErrInUse).
+	ReadOnly bool
 }
 
 // DefaultCacheBytes is the block cache size when Options.CacheBytes is zero.
@@ -45,6 +54,8 @@ func (o *Options) cacheBytes() int64 {
 	}
 	return o.CacheBytes
 }
+
+func (o *Options) readOnly() bool { return o != nil && o.ReadOnly }
 
 func (o *Options) writeOptions() *pebble.WriteOptions {
 	if o != nil && o.Sync {
@@ -73,6 +84,7 @@ func pebbleOptions(o *Options) *pebble.Options {
 		MemTableSize:                64 << 20,
 		MemTableStopWritesThreshold: 4,
 		Logger:                      quietLogger{},
+		ReadOnly:                    o.readOnly(),
 	}
 }
 

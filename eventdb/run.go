@@ -114,8 +114,8 @@ func decodeRun(id uint32, b []byte) (Run, error) {
 // syncs it before returning. The returned Ingest adds the run's events;
 // it updates *Run's Events and Complete as it commits.
 func (db *DB) NewRun(tape string, probes []Probe, sampling string) (*Run, *Ingest, error) {
-	if db.closed.Load() {
-		return nil, nil, ErrClosed
+	if err := db.writable(); err != nil {
+		return nil, nil, err
 	}
 	seen := make(map[uint32]bool, len(probes))
 	for _, p := range probes {

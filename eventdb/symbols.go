@@ -85,8 +85,8 @@ func (t *Symbols) Function(addr uint64) string {
 // SetSymbols stores the guest image's symbol table. A DB holds one
 // recording, so one image: storing a table for another image fails.
 func (db *DB) SetSymbols(t *Symbols) error {
-	if db.closed.Load() {
-		return ErrClosed
+	if err := db.writable(); err != nil {
+		return err
 	}
 	old, err := db.Symbols()
 	switch {

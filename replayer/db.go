@@ -52,6 +52,10 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	if err != nil {
 		return nil, nil, err
 	}
+	// A replay that stops early (interrupted, diverged) still commits the
+	// events it produced: the run stays incomplete, and holds them. After
+	// Finish, Close does nothing.
+	defer in.Close()
 	tidSym, haveTID := img.Lookup(currentTIDSymbol)
 	o.OnHit = func(h Hit) error {
 		args := make([]uint64, len(h.Args))

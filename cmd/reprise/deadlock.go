@@ -37,6 +37,7 @@ Exits 0 when no potential deadlock is found, 1 when one is.`,
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
+			warnRun(cmd.ErrOrStderr(), args[0], rep.Run, rep.RunNote)
 			if asJSON {
 				err = report.JSON(cmd.OutOrStdout(), rep)
 			} else {

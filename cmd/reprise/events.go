@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/tools/report"
 )
 
 func newEventsCmd() *cobra.Command {
@@ -29,9 +30,9 @@ probe-return, sample, switch, thread-create, thread-exit, user) or one
 thread, or one probe's hits (--probe lock).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := eventdb.Open(args[0], nil)
+			db, err := openDB(args[0])
 			if err != nil {
-				return &exitError{exitFailure, err}
+				return err
 			}
 			defer db.Close()
 			out := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -67,6 +68,7 @@ thread, or one probe's hits (--probe lock).`,
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
+			warnRun(cmd.ErrOrStderr(), args[0], run, report.RunNote{Incomplete: !r.Complete})
 			if probe != "" {
 				id, ok := probeID(&r, probe)
 				if !ok {

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/tools/lockstat"
 	"github.com/reprise-vm/reprise/tools/report"
 )
@@ -43,6 +40,7 @@ thread.`,
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
+			warnRun(cmd.ErrOrStderr(), args[0], rep.Run, rep.RunNote)
 			if asJSON {
 				return report.JSON(cmd.OutOrStdout(), rep)
 			}
@@ -54,16 +52,4 @@ thread.`,
 	cmd.Flags().IntVar(&o.Top, "top", 0, "print only the first N locks")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
-}
-
-// openDB opens an existing event DB for a tool (never creating one).
-func openDB(dir string) (*eventdb.DB, error) {
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, &exitError{exitUsage, fmt.Errorf("no event database at %s (make one with reprise replay TAPE --db %s)", dir, dir)}
-	}
-	db, err := eventdb.Open(dir, nil)
-	if err != nil {
-		return nil, &exitError{exitFailure, err}
-	}
-	return db, nil
 }

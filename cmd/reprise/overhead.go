@@ -22,7 +22,7 @@ stay), preempted on the host, and idle. Without host scheduling in the
 recording (no tracefs), preempted time cannot be told apart.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := loadStates(args[0], run)
+			r, err := loadStates(cmd.ErrOrStderr(), args[0], run)
 			if err != nil {
 				return err
 			}
@@ -38,7 +38,7 @@ recording (no tracefs), preempted time cannot be told apart.`,
 			return nil
 		},
 	}
-	cmd.Flags().Uint32Var(&run, "run", 0, "the run to analyse (0: the latest)")
+	cmd.Flags().Uint32Var(&run, "run", 0, "the run to analyse (0: the latest complete run with a host view)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

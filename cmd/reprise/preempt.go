@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,13 +43,13 @@ host thread — with totals per holder and per system.
 same host: its vCPU thread is then resolved to the guest thread it ran.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := loadStates(args[0], run)
+			r, err := loadStates(cmd.ErrOrStderr(), args[0], run)
 			if err != nil {
 				return err
 			}
 			var others []*states.Run
 			for _, dir := range with {
-				o, err := loadStates(dir, 0)
+				o, err := loadStates(cmd.ErrOrStderr(), dir, 0)
 				if err != nil {
 					return err
 				}
@@ -87,7 +88,7 @@ same host: its vCPU thread is then resolved to the guest thread it ran.`,
 			return nil
 		},
 	}
-	cmd.Flags().Uint32Var(&run, "run", 0, "the run to analyse (0: the latest)")
+	cmd.Flags().Uint32Var(&run, "run", 0, "the run to analyse (0: the latest complete run with a host view)")
 	cmd.Flags().Int64Var(&thread, "thread", 0, "also show this guest thread's execution flow")
 	cmd.Flags().StringArrayVar(&with, "with", nil, "event DB of another VM recorded at the same time on this host (repeatable)")
 	cmd.Flags().DurationVar(&from, "from", 0, "execution flow from this record time (e.g. 1.25s)")
@@ -99,29 +100,22 @@ same host: its vCPU thread is then resolved to the guest thread it ran.`,
 }
 
 // loadStates opens an event DB and rebuilds a run's states (run 0: the
-// latest run).
-func loadStates(dir string, run uint32) (*states.Run, error) {
+// latest complete run with a host view), telling w what the user must
+// know about the run.
+func loadStates(w io.Writer, dir string, run uint32) (*states.Run, error) {
 	db, err := openDB(dir)
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	if run == 0 {
-		runs, err := db.Runs()
-		if err != nil {
-			return nil, &exitError{exitFailure, err}
-		}
-		if len(runs) == 0 {
-			return nil, &exitError{exitUsage, fmt.Errorf("%s has no runs (make one with reprise replay TAPE --db %s)", dir, dir)}
-		}
-		run = runs[len(runs)-1].ID
-	}
 	r, err := states.Load(db, run)
 	switch {
-	case errors.Is(err, eventdb.ErrNoRun), errors.Is(err, states.ErrNoHostView):
+	case errors.Is(err, eventdb.ErrNoRun), errors.Is(err, eventdb.ErrNoSuitableRun),
+		errors.Is(err, states.ErrNoHostView), errors.Is(err, states.ErrIncomplete):
 		return nil, &exitError{exitUsage, fmt.Errorf("%s: %w", dir, err)}
 	case err != nil:
 		return nil, &exitError{exitFailure, fmt.Errorf("%s: %w", dir, err)}
 	}
+	warnRun(w, dir, r.ID, r.Note)
 	return r, nil
 }

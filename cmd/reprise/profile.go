@@ -28,8 +28,8 @@ func newProfileCmd() *cobra.Command {
 --sample-period) into a function profile: each function's self samples (the
 sampled code was in it) and total samples (it was anywhere on the stack),
 with --per-thread also each thread's, and with --callgraph the caller →
-callee edges of the sampled stacks. Without --run, the latest run that has
-samples; --thread T keeps one guest thread's samples. --json always lists
+callee edges of the sampled stacks. Without --run, the latest complete run
+that has samples; --thread T keeps one guest thread's samples. --json always lists
 every thread.
 
 -o also writes the profile in pprof format, for 'go tool pprof -top FILE'
@@ -48,23 +48,19 @@ label.`,
 				t := uint32(thread)
 				o.Thread = &t
 			}
-			// eventdb.Open creates a missing DB: a mistyped path would
-			// leave an empty directory behind and report "no symbols".
-			if _, err := os.Stat(args[0]); err != nil {
-				return &exitError{exitUsage, fmt.Errorf("event DB: %w", err)}
-			}
-			db, err := eventdb.Open(args[0], nil)
+			db, err := openDB(args[0])
 			if err != nil {
-				return &exitError{exitFailure, err}
+				return err
 			}
 			defer db.Close()
 			p, err := profile.Build(db, o)
 			switch {
-			case errors.Is(err, eventdb.ErrNoRun):
+			case errors.Is(err, eventdb.ErrNoRun), errors.Is(err, eventdb.ErrNoSuitableRun):
 				return &exitError{exitUsage, err}
 			case err != nil:
 				return &exitError{exitFailure, err}
 			}
+			warnRun(cmd.ErrOrStderr(), args[0], p.Run, p.RunNote)
 			if output != "" {
 				if err := writePprof(p, output); err != nil {
 					return &exitError{exitFailure, err}
@@ -82,7 +78,7 @@ label.`,
 			return nil
 		},
 	}
-	cmd.Flags().Uint32Var(&run, "run", 0, "the run to profile (0: the latest run that has samples)")
+	cmd.Flags().Uint32Var(&run, "run", 0, "the run to profile (0: the latest complete run that has samples)")
 	cmd.Flags().Int64Var(&thread, "thread", -1, "only this guest thread (0: idle / kernel)")
 	cmd.Flags().BoolVar(&perThread, "per-thread", false, "also list each thread's functions")
 	cmd.Flags().BoolVar(&callGraph, "callgraph", false, "also list the caller → callee edges")

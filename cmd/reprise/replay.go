@@ -153,7 +153,7 @@ func probePlan(tapePath string, specs []string, file string) (*probes.Plan, erro
 func replayToDB(ctx context.Context, opts replayer.Options, dir string) (*replayer.Result, *eventdb.Run, error) {
 	db, err := eventdb.Open(dir, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, dbError(dir, err)
 	}
 	defer db.Close()
 	return replayer.ToDB(ctx, opts, db)

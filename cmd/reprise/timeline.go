@@ -36,13 +36,13 @@ Above --max-events slices, stretches shorter than a quantum are merged into
 			if output == "" {
 				return &exitError{exitUsage, errors.New("timeline needs -o FILE")}
 			}
-			r, err := loadStates(args[0], run)
+			r, err := loadStates(cmd.ErrOrStderr(), args[0], run)
 			if err != nil {
 				return err
 			}
 			runs := []*states.Run{r}
 			for _, dir := range with {
-				o, err := loadStates(dir, 0)
+				o, err := loadStates(cmd.ErrOrStderr(), dir, 0)
 				if err != nil {
 					return err
 				}
@@ -68,7 +68,7 @@ Above --max-events slices, stretches shorter than a quantum are merged into
 			return nil
 		},
 	}
-	cmd.Flags().Uint32Var(&run, "run", 0, "the run to show (0: the latest)")
+	cmd.Flags().Uint32Var(&run, "run", 0, "the run to show (0: the latest complete run with a host view)")
 	cmd.Flags().StringArrayVar(&with, "with", nil, "event DB of another VM recorded at the same time on this host (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "trace file to write")
 	cmd.Flags().IntVar(&maxEvents, "max-events", timeline.DefaultMaxEvents, "merge short stretches above this many slices")

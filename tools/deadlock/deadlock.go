@@ -33,6 +33,7 @@ import (
 
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/tools/lockops"
+	"github.com/reprise-vm/reprise/tools/report"
 )
 
 // node is a lock-tree node: a lock acquired with its ancestors held.
@@ -125,6 +126,9 @@ type Report struct {
 	Deadlocks []Cycle `json:"deadlocks"`    // potential deadlocks
 	Protected []Cycle `json:"protected"`    // cycles a gate lock keeps from happening
 	TrySafe   []Cycle `json:"trylock_safe"` // cycles only a trylock would close
+
+	// Whether the run is incomplete, or newer incomplete runs were skipped.
+	report.RunNote
 }
 
 // Options pick the run.
@@ -134,10 +138,11 @@ type Options struct {
 
 // Build scans the run and searches its lock trees.
 func Build(db *eventdb.DB, o Options) (*Report, error) {
-	run, err := lockops.FindRun(db, o.Run)
+	choice, err := db.ChooseRun(o.Run, lockops.CheckRun)
 	if err != nil {
 		return nil, fmt.Errorf("deadlock: %w", err)
 	}
+	run := &choice.Run
 	syms, err := db.Symbols()
 	if err != nil {
 		return nil, fmt.Errorf("deadlock: %w", err)
@@ -182,7 +187,7 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("deadlock: %w", err)
 	}
-	rep := &Report{Run: run.ID, Locks: len(locks)}
+	rep := &Report{Run: run.ID, RunNote: report.NoteOf(&choice), Locks: len(locks)}
 	var segs []segment
 	for _, t := range trees {
 		if len(t.root.children) > 0 {

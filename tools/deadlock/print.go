@@ -14,7 +14,10 @@ func (r *Report) Write(w io.Writer) error {
 	var b strings.Builder
 	tid := func(t uint32) string { return strconv.FormatUint(uint64(t), 10) }
 	fmt.Fprintf(&b, "run %d: %d threads took %d locks, %d times with another lock held\n", r.Run, r.Threads, r.Locks, r.Nested)
-	if len(r.Deadlocks) == 0 {
+	switch {
+	case len(r.Deadlocks) == 0 && r.Incomplete:
+		b.WriteString("no potential deadlock before the cut: the run is incomplete, its replay stopped early, and later lock orders were not seen\n")
+	case len(r.Deadlocks) == 0:
 		b.WriteString("no potential deadlock\n")
 	}
 	for i, c := range r.Deadlocks {

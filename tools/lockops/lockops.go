@@ -124,43 +124,26 @@ func runRoles(run *eventdb.Run) (roles, error) {
 			continue
 		}
 		if ro.kind != Acquired && len(p.Args) == 0 {
-			return nil, fmt.Errorf("run %d: probe %s names no argument: its first argument must be the lock's address (e.g. %s=mutex_lock m=arg0)", run.ID, p.Name, p.Name)
+			return nil, fmt.Errorf("probe %s names no argument: its first argument must be the lock's address (e.g. %s=mutex_lock m=arg0)", p.Name, p.Name)
 		}
 		if ro.kind == Acquired && ro.mode != Blocking && len(p.Args) == 0 {
-			return nil, fmt.Errorf("run %d: probe %s names no argument: its first argument must be the return value (e.g. ret=rax)", run.ID, p.Name)
+			return nil, fmt.Errorf("probe %s names no argument: its first argument must be the return value (e.g. ret=rax)", p.Name)
 		}
 		r[p.ID] = ro
 		names[p.Name] = true
 	}
 	if !names[ProbeLock] || !names[ProbeLocked] || !names[ProbeUnlock] {
-		return nil, fmt.Errorf("run %d: %w", run.ID, ErrNoLockProbes)
+		return nil, ErrNoLockProbes
 	}
 	return r, nil
 }
 
-// FindRun returns run id, or with id 0 the latest complete run with lock
-// probes.
-func FindRun(db *eventdb.DB, id uint32) (*eventdb.Run, error) {
-	if id != 0 {
-		run, err := db.Run(id)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := runRoles(&run); err != nil {
-			return nil, err
-		}
-		return &run, nil
-	}
-	runs, err := db.Runs()
-	if err != nil {
-		return nil, err
-	}
-	for i := len(runs) - 1; i >= 0; i-- {
-		if _, err := runRoles(&runs[i]); err == nil && runs[i].Complete {
-			return &runs[i], nil
-		}
-	}
-	return nil, fmt.Errorf("no complete run with lock probes among the DB's %d runs (replay with --locks)", len(runs))
+// CheckRun says whether run has the lock probes Scan reads: nil if it
+// has, otherwise why not. The lock tools choose their run with it
+// (eventdb.DB.ChooseRun).
+func CheckRun(run *eventdb.Run) error {
+	_, err := runRoles(run)
+	return err
 }
 
 // Scan calls fn with run's lock operations in execution order. A return
@@ -169,7 +152,7 @@ func FindRun(db *eventdb.DB, id uint32) (*eventdb.Run, error) {
 func Scan(db *eventdb.DB, run *eventdb.Run, fn func(op *Op) error) error {
 	ro, err := runRoles(run)
 	if err != nil {
-		return err
+		return fmt.Errorf("run %d: %w", run.ID, err)
 	}
 	type pending struct {
 		lock uint64

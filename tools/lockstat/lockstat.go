@@ -19,6 +19,7 @@ import (
 
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/tools/lockops"
+	"github.com/reprise-vm/reprise/tools/report"
 )
 
 // Counts are the figures kept per lock and per thread.
@@ -87,6 +88,9 @@ type Report struct {
 	Threads    []*Thread `json:"threads"`
 	Total      Counts    `json:"total"`
 	Unreleased int       `json:"unreleased"` // locks still held when the run ended
+
+	// Whether the run is incomplete, or newer incomplete runs were skipped.
+	report.RunNote
 }
 
 // SortKey orders locks.
@@ -140,10 +144,11 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 	if !slices.Contains(SortKeys, o.Sort) {
 		return nil, fmt.Errorf("lockstat: unknown sort key %q (one of %v)", o.Sort, SortKeys)
 	}
-	run, err := lockops.FindRun(db, o.Run)
+	choice, err := db.ChooseRun(o.Run, lockops.CheckRun)
 	if err != nil {
 		return nil, fmt.Errorf("lockstat: %w", err)
 	}
+	run := &choice.Run
 	syms, err := db.Symbols()
 	if err != nil {
 		return nil, fmt.Errorf("lockstat: %w", err)
@@ -221,7 +226,7 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lockstat: %w", err)
 	}
-	rep := &Report{Run: run.ID}
+	rep := &Report{Run: run.ID, RunNote: report.NoteOf(&choice)}
 	for _, l := range locks {
 		if l.Acquired == 0 && l.Requests == 0 {
 			continue // an unlock of a lock never taken in this run

@@ -36,15 +36,19 @@ type VCPU struct {
 // Report is what overhead prints.
 type Report struct {
 	VM      string
+	Run     uint32 // the run's id in its event DB
 	Span    states.Span
 	Sched   bool
 	Missing string
 	VCPUs   []VCPU
+
+	// Whether the run is incomplete, or newer incomplete runs were skipped.
+	report.RunNote
 }
 
 // Analyze breaks down the time of each vCPU of r.
 func Analyze(r *states.Run) *Report {
-	rep := &Report{VM: r.Name, Span: r.Span, Sched: r.Sched, Missing: r.Missing}
+	rep := &Report{VM: r.Name, Run: r.ID, RunNote: r.Note, Span: r.Span, Sched: r.Sched, Missing: r.Missing}
 	for _, v := range r.VCPUs {
 		_, byExit := v.Totals()
 		out := VCPU{Index: v.Index, Entries: v.Entries}

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/reprise-vm/reprise/tools/report"
 	"github.com/reprise-vm/reprise/tools/states"
 )
 
@@ -84,6 +85,7 @@ type Flow struct {
 // Report is what preempt prints.
 type Report struct {
 	VM      string
+	Run     uint32 // the run's id in its event DB
 	Span    states.Span
 	Sched   bool
 	Missing string
@@ -91,6 +93,9 @@ type Report struct {
 	VCPUs   []VCPU
 	Virtual []Virtual
 	Flow    *Flow
+
+	// Whether the run is incomplete, or newer incomplete runs were skipped.
+	report.RunNote
 }
 
 // Options choose the execution flow.
@@ -106,7 +111,7 @@ type Options struct {
 // the same time on the same host, already aligned onto r (states.Align).
 func Analyze(r *states.Run, others []*states.Run, o Options) (*Report, error) {
 	a := &analyzer{r: r, others: others}
-	rep := &Report{VM: r.Name, Span: r.Span, Sched: r.Sched, Missing: r.Missing}
+	rep := &Report{VM: r.Name, Run: r.ID, RunNote: r.Note, Span: r.Span, Sched: r.Sched, Missing: r.Missing}
 	for _, o := range others {
 		rep.Others = append(rep.Others, o.Name)
 	}

@@ -15,17 +15,18 @@ package profile
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/tools/report"
 )
 
 // Options select the samples to profile. The zero value profiles every
-// thread of the latest run that has samples.
+// thread of the latest complete run that has samples.
 type Options struct {
-	// Run is the run to profile; 0 means the latest run that has samples.
+	// Run is the run to profile; 0 means the latest complete run that has
+	// samples (eventdb.DB.ChooseRun).
 	Run uint32
 	// Thread, if set, keeps the samples of that guest thread only. It is a
 	// pointer, as in eventdb.Query, because thread 0 (idle / kernel) is a
@@ -40,7 +41,9 @@ var ErrNoSamples = errors.New("profile: no samples")
 
 // Profile is a run's samples aggregated by function.
 type Profile struct {
-	Run      uint32  `json:"run"`
+	Run uint32 `json:"run"`
+	// Whether the run is incomplete, or newer incomplete runs were skipped.
+	report.RunNote
 	Tape     string  `json:"tape"`
 	Sampling string  `json:"sampling"`
 	Thread   *uint32 `json:"thread,omitempty"` // the thread selected; nil: all
@@ -89,59 +92,53 @@ type Edge struct {
 
 // Build profiles the samples o selects. It fails with an error wrapping
 // eventdb.ErrNoRun for a run that does not exist, eventdb.ErrNoSymbols
-// for a DB without a symbol table, and ErrNoSamples when there is
-// nothing to profile.
+// for a DB without a symbol table, ErrNoSamples when the run named (or
+// its thread) has no samples, and eventdb.ErrNoSuitableRun when no
+// complete run has any.
 func Build(db *eventdb.DB, o Options) (*Profile, error) {
 	syms, err := db.Symbols()
 	if err != nil {
 		return nil, fmt.Errorf("profile: cannot name functions: %w", err)
 	}
-	run, err := chooseRun(db, o.Run)
+	choice, err := db.ChooseRun(o.Run, sampled(db))
 	if err != nil {
 		return nil, err
 	}
+	run := &choice.Run
 	set, err := scan(db, run.ID, o.Thread)
 	if err != nil {
 		return nil, err
 	}
-	if set.samples == 0 {
-		if o.Thread != nil {
-			return nil, fmt.Errorf("%w: run %d has none of thread %d", ErrNoSamples, run.ID, *o.Thread)
-		}
-		return nil, fmt.Errorf("%w: run %d was replayed without sampling (replay with --sample N)", ErrNoSamples, run.ID)
+	if set.samples == 0 { // the run has samples, but not of this thread
+		return nil, fmt.Errorf("%w: run %d has none of thread %d", ErrNoSamples, run.ID, *o.Thread)
 	}
 	p := &Profile{
-		Run: run.ID, Tape: run.Tape, Sampling: run.Sampling, Thread: o.Thread, Samples: set.samples,
+		Run: run.ID, RunNote: report.NoteOf(&choice), Tape: run.Tape, Sampling: run.Sampling, Thread: o.Thread, Samples: set.samples,
 		created: run.Created, span: set.span, attr: newAttribution(syms, set.stacks),
 	}
 	p.attr.fill(p, o.CallGraph)
 	return p, nil
 }
 
-// chooseRun returns run id, or with id 0 the latest run that has samples.
-func chooseRun(db *eventdb.DB, id uint32) (eventdb.Run, error) {
-	if id != 0 {
-		run, err := db.Run(id)
-		if err != nil {
-			return eventdb.Run{}, fmt.Errorf("profile: %w", err)
-		}
-		return run, nil
-	}
-	runs, err := db.Runs()
-	if err != nil {
-		return eventdb.Run{}, fmt.Errorf("profile: list runs: %w", err)
-	}
-	for _, run := range slices.Backward(runs) {
+// sampled says whether a run has samples to profile (the suits of
+// eventdb.DB.ChooseRun).
+func sampled(db *eventdb.DB) func(*eventdb.Run) error {
+	return func(run *eventdb.Run) error {
 		it := db.Query(eventdb.Query{Run: run.ID, Kinds: []eventdb.Kind{eventdb.KindSample}})
 		found := it.Next()
 		if err := it.Close(); err != nil {
-			return eventdb.Run{}, fmt.Errorf("profile: look for samples in run %d: %w", run.ID, err)
+			return fmt.Errorf("look for samples: %w", err)
 		}
-		if found {
-			return run, nil
+		switch {
+		case found:
+			return nil
+		case run.Sampling == "":
+			return fmt.Errorf("%w: replayed without sampling (replay with --sample N)", ErrNoSamples)
+		case !run.Complete:
+			return fmt.Errorf("%w: the run is incomplete, its replay stopped before it stored one", ErrNoSamples)
 		}
+		return ErrNoSamples
 	}
-	return eventdb.Run{}, fmt.Errorf("%w: none of the DB's %d runs has samples (replay with --sample N)", ErrNoSamples, len(runs))
 }
 
 // Describe says what the profile covers, e.g. "run 2, all threads, 1234

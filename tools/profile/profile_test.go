@@ -152,7 +152,65 @@ func TestBuildErrors(t *testing.T) {
 	require.ErrorIs(t, err, eventdb.ErrNoSymbols)
 	require.NoError(t, bare.SetSymbols(eventdb.NewSymbols("test-image", testSymbols)))
 	_, err = reprof.Build(bare, reprof.Options{})
-	require.ErrorIs(t, err, reprof.ErrNoSamples, "a DB without runs")
+	require.ErrorIs(t, err, eventdb.ErrNoSuitableRun, "a DB without runs")
+}
+
+// addCut adds a run with samples whose replay stopped early: its ingest
+// was closed, never finished.
+func addCut(t *testing.T, db *eventdb.DB, samples int) uint32 {
+	t.Helper()
+	run, in, err := db.NewRun("test.tape", nil, "every 1000 user-mode basic blocks (deterministic)")
+	require.NoError(t, err)
+	for i := range samples {
+		require.NoError(t, in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: 1,
+			Pos: eventdb.Position{Exit: uint64(i + 1)}, Addr: 0x1210, Stack: []uint64{0x1120, 0x1030}}))
+	}
+	require.NoError(t, in.Close())
+	return run.ID
+}
+
+// An incomplete run holds only the events before its replay stopped: it
+// is profiled only when named, and the profile says so.
+func TestBuildSkipsIncompleteRuns(t *testing.T) {
+	db := newTestDB(t)
+	cut := addCut(t, db, 4)
+	p, err := reprof.Build(db, reprof.Options{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, p.Run, "the latest complete run with samples")
+	require.False(t, p.Incomplete)
+	require.Equal(t, []uint32{cut}, p.SkippedIncomplete)
+	var js bytes.Buffer
+	require.NoError(t, p.WriteJSON(&js, 0))
+	require.Contains(t, js.String(), `"skipped_incomplete": [`)
+
+	p, err = reprof.Build(db, reprof.Options{Run: cut})
+	require.NoError(t, err)
+	require.Equal(t, cut, p.Run)
+	require.True(t, p.Incomplete)
+	require.Nil(t, p.SkippedIncomplete)
+	require.EqualValues(t, 4, p.Samples)
+	js.Reset()
+	require.NoError(t, p.WriteJSON(&js, 0))
+	require.Contains(t, js.String(), `"incomplete": true`)
+
+	empty := addCut(t, db, 0)
+	_, err = reprof.Build(db, reprof.Options{Run: empty})
+	require.ErrorIs(t, err, reprof.ErrNoSamples)
+	require.ErrorContains(t, err, "incomplete")
+
+	// Without a complete run that has samples, the error says why of
+	// every run.
+	only, err := eventdb.Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer only.Close()
+	require.NoError(t, only.SetSymbols(eventdb.NewSymbols("test-image", testSymbols)))
+	_, in, err := only.NewRun("t.tape", nil, "")
+	require.NoError(t, err)
+	require.NoError(t, in.Finish())
+	addCut(t, only, 4)
+	_, err = reprof.Build(only, reprof.Options{})
+	require.ErrorIs(t, err, eventdb.ErrNoSuitableRun)
+	require.ErrorContains(t, err, "run 2 is incomplete; run 1: profile: no samples: replayed without sampling")
 }
 
 func TestWriteText(t *testing.T) {

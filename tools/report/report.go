@@ -9,7 +9,26 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reprise-vm/reprise/eventdb"
 )
+
+// RunNote is what a report must say about the run it covers besides its
+// id. Reports embed it, so in their JSON its fields sit beside the run's.
+type RunNote struct {
+	// Incomplete says the run's replay stopped early (it was killed or
+	// interrupted, or it diverged): the run's events stop there, and the
+	// report covers only what came before.
+	Incomplete bool `json:"incomplete"`
+	// SkippedIncomplete lists the incomplete runs, newer than this one,
+	// passed over when the run was chosen by default.
+	SkippedIncomplete []uint32 `json:"skipped_incomplete,omitempty"`
+}
+
+// NoteOf is the RunNote of a run eventdb.DB.ChooseRun picked.
+func NoteOf(c *eventdb.Choice) RunNote {
+	return RunNote{Incomplete: !c.Run.Complete, SkippedIncomplete: c.Skipped}
+}
 
 // Column is a table column; numbers align right.
 type Column struct {

@@ -11,29 +11,36 @@ import (
 
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/host/hostview"
+	"github.com/reprise-vm/reprise/tools/report"
 )
 
 // ErrNoHostView is returned by Load for a run whose recording kept no
 // host view.
 var ErrNoHostView = errors.New("the recording has no host view")
 
-// Load rebuilds a run's states from db.
+// ErrIncomplete is returned by Load for an incomplete run (its replay
+// stopped early) without a host view: the replay stores it at the end.
+var ErrIncomplete = errors.New("the run is incomplete: its replay stopped before it stored the host view")
+
+// Load rebuilds a run's states from db; run 0 means the latest complete
+// run with a host view (eventdb.DB.ChooseRun).
 func Load(db *eventdb.DB, run uint32) (*Run, error) {
-	rec, err := db.Run(run)
+	choice, err := db.ChooseRun(run, func(r *eventdb.Run) error {
+		_, err := hostView(db, r)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	host, err := db.Host(run)
-	if errors.Is(err, eventdb.ErrNoHost) {
-		return nil, fmt.Errorf("run %d: %w (it was replayed by a reprise without host views: replay the tape again)", run, ErrNoHostView)
-	}
+	rec := &choice.Run
+	run = rec.ID
+	host, err := hostView(db, rec)
 	if err != nil {
-		return nil, err
-	}
-	if len(host.VCPUs) == 0 {
-		return nil, fmt.Errorf("run %d: %w: %s", run, ErrNoHostView, host.Missing)
+		return nil, fmt.Errorf("run %d: %w", run, err)
 	}
 	r := &Run{
+		ID:      run,
+		Note:    report.NoteOf(&choice),
 		Name:    strings.TrimSuffix(filepath.Base(rec.Tape), filepath.Ext(rec.Tape)),
 		Sched:   host.Sched,
 		Missing: host.Missing,
@@ -69,6 +76,22 @@ func Load(db *eventdb.DB, run uint32) (*Run, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// hostView returns run's host view, or why it has none.
+func hostView(db *eventdb.DB, run *eventdb.Run) (*eventdb.Host, error) {
+	host, err := db.Host(run.ID)
+	switch {
+	case errors.Is(err, eventdb.ErrNoHost) && !run.Complete:
+		return nil, ErrIncomplete
+	case errors.Is(err, eventdb.ErrNoHost):
+		return nil, fmt.Errorf("%w (it was replayed by a reprise without host views: replay the tape again)", ErrNoHostView)
+	case err != nil:
+		return nil, err
+	case len(host.VCPUs) == 0:
+		return nil, fmt.Errorf("%w: %s", ErrNoHostView, host.Missing)
+	}
+	return host, nil
 }
 
 // loadVCPU builds a vCPU's states from the VMM's records: stays in the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/reprise-vm/reprise/host/hostview"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/tools/report"
 )
 
 // Span is a half-open time interval [Start, End) on a run's time line.
@@ -138,8 +139,10 @@ type HostSlice struct {
 
 // Run is a run's states.
 type Run struct {
-	Name  string // the recording's name (its tape's base name)
-	Span  Span   // from the first stay in the guest to the end of the last interval
+	ID    uint32         // the run's id in its event DB
+	Note  report.RunNote // whether it is incomplete, or newer incomplete runs were skipped
+	Name  string         // the recording's name (its tape's base name)
+	Span  Span           // from the first stay in the guest to the end of the last interval
 	VCPUs []*VCPU
 	// Sched says whether host scheduling was recorded: without it no
 	// interval is Preempted and CPUs is empty. Missing says why.

@@ -123,3 +123,32 @@ func TestLoadWithoutHostView(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoHostView)
 	require.ErrorContains(t, err, "replay the tape again")
 }
+
+// An incomplete run (its replay stopped early) is read only when named;
+// the default is the latest complete run, which says what it skipped.
+func TestLoadSkipsIncompleteRuns(t *testing.T) {
+	db, complete := synthetic(t, true)
+	cut, in, err := db.NewRun("/tapes/vm-a.tape", nil, "")
+	require.NoError(t, err)
+	require.NoError(t, in.Add(&eventdb.Event{Kind: eventdb.KindVCPURun, Pos: eventdb.Position{Exit: 1}, Time: 10 * us, Args: []uint64{uint64(30 * us)}}))
+	require.NoError(t, in.Close()) // never finished: no host view stored
+
+	r, err := Load(db, 0)
+	require.NoError(t, err)
+	require.Equal(t, complete, r.ID)
+	require.False(t, r.Note.Incomplete)
+	require.Equal(t, []uint32{cut.ID}, r.Note.SkippedIncomplete)
+
+	// Named, it is incomplete, not without a host view.
+	_, err = Load(db, cut.ID)
+	require.ErrorIs(t, err, ErrIncomplete)
+	require.NotErrorIs(t, err, ErrNoHostView)
+
+	// An incomplete run with a host view reads, marked incomplete.
+	require.NoError(t, db.SetHost(cut.ID, &eventdb.Host{Start: time.Hour, VCPUs: []eventdb.VCPU{{Index: 0, TID: 100}}}))
+	r, err = Load(db, cut.ID)
+	require.NoError(t, err)
+	require.Equal(t, cut.ID, r.ID)
+	require.True(t, r.Note.Incomplete)
+	require.Len(t, r.VCPUs, 1)
+}
