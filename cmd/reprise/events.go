@@ -16,8 +16,8 @@ func newEventsCmd() *cobra.Command {
 	var (
 		run    uint32
 		kinds  []string
-		thread int64
-		limit  int
+		thread threadFlag
+		limit  limitFlag
 		probe  string
 	)
 	cmd := &cobra.Command{
@@ -60,10 +60,7 @@ thread, or one probe's hits (--probe lock).`,
 				}
 				q.Kinds = append(q.Kinds, kind)
 			}
-			if thread >= 0 {
-				t := uint32(thread)
-				q.Thread = &t
-			}
+			q.Thread = thread.Selected()
 			r, err := db.Run(run)
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -84,7 +81,7 @@ thread, or one probe's hits (--probe lock).`,
 			defer it.Close()
 			fmt.Fprintln(out, "KIND\tTHREAD\tPOSITION\tTIME\tPROBE\tADDR\tARGS/STACK")
 			n := 0
-			for it.Next() && (limit <= 0 || n < limit) {
+			for it.Next() && (limit == 0 || n < int(limit)) {
 				e := it.Event()
 				name, extra := "", hexList(e.Args)
 				if p, ok := r.Probe(e.Probe); ok {
@@ -108,8 +105,8 @@ thread, or one probe's hits (--probe lock).`,
 	}
 	cmd.Flags().Uint32Var(&run, "run", 0, "the run to print (0: list the runs)")
 	cmd.Flags().StringSliceVar(&kinds, "kind", nil, "only these kinds")
-	cmd.Flags().Int64Var(&thread, "thread", -1, "only this guest thread")
-	cmd.Flags().IntVar(&limit, "limit", 0, "print at most this many events (0: all)")
+	cmd.Flags().Var(&thread, "thread", "only this guest thread")
+	cmd.Flags().Var(&limit, "limit", "print at most this many events (0: all)")
 	cmd.Flags().StringVar(&probe, "probe", "", "only this probe's hits, by name (e.g. lock)")
 	return cmd
 }

@@ -42,6 +42,8 @@ func (f *durationFlag) Set(v string) error {
 func (f *durationFlag) want() string {
 	var w string
 	switch {
+	case f.max == maxDuration && f.min == 0:
+		w = "a duration of 0 or more"
 	case f.max == maxDuration && f.min <= time.Nanosecond:
 		w = "a positive duration"
 	case f.max == maxDuration:
@@ -96,3 +98,44 @@ func (f *timerHzFlag) Set(v string) error {
 
 func (f *timerHzFlag) String() string { return strconv.Itoa(int(*f)) }
 func (f *timerHzFlag) Type() string   { return "int" }
+
+// limitFlag is a row or entry limit: 0 (all, or the default where said)
+// or more.
+type limitFlag int
+
+func (f *limitFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want 0 or a positive number")
+	}
+	*f = limitFlag(n)
+	return nil
+}
+
+func (f *limitFlag) String() string { return strconv.Itoa(int(*f)) }
+func (f *limitFlag) Type() string   { return "int" }
+
+// threadFlag is a guest thread id (0: the idle thread, kernel included);
+// Selected is nil when the flag was not given.
+type threadFlag struct{ id *uint32 }
+
+func (f *threadFlag) Set(v string) error {
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return fmt.Errorf("not a guest thread id (0 to %d)", uint32(1<<32-1))
+	}
+	t := uint32(n)
+	f.id = &t
+	return nil
+}
+
+// Selected is the thread given, or nil.
+func (f *threadFlag) Selected() *uint32 { return f.id }
+
+func (f *threadFlag) String() string {
+	if f.id == nil {
+		return "all"
+	}
+	return strconv.FormatUint(uint64(*f.id), 10)
+}
+func (f *threadFlag) Type() string { return "tid" }

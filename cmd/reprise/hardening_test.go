@@ -41,6 +41,14 @@ func TestFlagBounds(t *testing.T) {
 		{[]string{"replay", "--sample-period", "-1ms", "x.tape"}, `"--sample-period" flag: want a duration from 100µs to 1h0m0s`},
 		{[]string{"replay", "--sample-period", "10us", "x.tape"}, `"--sample-period" flag`},
 		{[]string{"replay", "--sample", "0", "x.tape"}, `"--sample" flag: want a positive number of user-mode basic blocks`},
+		{[]string{"lockstat", "--top", "-1", "x.db"}, `"--top" flag: want 0 or a positive number`},
+		{[]string{"profile", "--top", "-5", "x.db"}, `"--top" flag`},
+		{[]string{"preempt", "--entries", "-1", "x.db"}, `"--entries" flag`},
+		{[]string{"preempt", "--from", "-1s", "x.db"}, `"--from" flag: want a duration of 0 or more`},
+		{[]string{"events", "--limit", "-2", "--run", "1", "x.db"}, `"--limit" flag`},
+		{[]string{"events", "--thread", "-5", "--run", "1", "x.db"}, `"--thread" flag: not a guest thread id`},
+		{[]string{"profile", "--thread", "-7", "x.db"}, `"--thread" flag`},
+		{[]string{"timeline", "--max-events", "0", "-o", "x.json", "x.db"}, `"--max-events" flag: want a positive number of slices`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			dir := t.TempDir()

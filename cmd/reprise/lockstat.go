@@ -13,6 +13,7 @@ func newLockstatCmd() *cobra.Command {
 	var (
 		o      lockstat.Options
 		sort   string
+		top    limitFlag
 		asJSON bool
 	)
 	keys := make([]string, len(lockstat.SortKeys))
@@ -30,7 +31,7 @@ thread when asked for), the share blocked, owner changes, wait and hold times
 thread.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Sort = lockstat.SortKey(sort)
+			o.Sort, o.Top = lockstat.SortKey(sort), int(top)
 			db, err := openDB(args[0])
 			if err != nil {
 				return err
@@ -49,7 +50,7 @@ thread.`,
 	}
 	cmd.Flags().Uint32Var(&o.Run, "run", 0, "run to read (default: the latest complete run with lock probes)")
 	cmd.Flags().StringVar(&sort, "sort", string(lockstat.ByContended), "order locks by "+strings.Join(keys, "|"))
-	cmd.Flags().IntVar(&o.Top, "top", 0, "print only the first N locks")
+	cmd.Flags().Var(&top, "top", "print only the first N locks (0: all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

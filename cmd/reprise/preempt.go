@@ -17,10 +17,10 @@ import (
 func newPreemptCmd() *cobra.Command {
 	var (
 		run     uint32
-		thread  int64
+		thread  threadFlag
 		with    []string
-		top     int
-		entries int
+		top     limitFlag = 10
+		entries limitFlag = 40
 		asJSON  bool
 		from    time.Duration
 		to      time.Duration
@@ -56,14 +56,7 @@ same host: its vCPU thread is then resolved to the guest thread it ran.`,
 				o.Align(r)
 				others = append(others, o)
 			}
-			var o preempt.Options
-			if cmd.Flags().Changed("thread") {
-				if thread < 0 || thread > int64(^uint32(0)) {
-					return &exitError{exitUsage, fmt.Errorf("--thread %d: not a guest thread id", thread)}
-				}
-				t := uint32(thread)
-				o.Thread = &t
-			}
+			o := preempt.Options{Thread: thread.Selected()}
 			if cmd.Flags().Changed("from") || cmd.Flags().Changed("to") {
 				if to == 0 {
 					to = r.Span.End
@@ -80,7 +73,7 @@ same host: its vCPU thread is then resolved to the guest thread it ran.`,
 			if asJSON {
 				err = report.JSON(cmd.OutOrStdout(), rep)
 			} else {
-				err = rep.WriteText(cmd.OutOrStdout(), preempt.TextOptions{Top: top, Entries: entries})
+				err = rep.WriteText(cmd.OutOrStdout(), preempt.TextOptions{Top: int(top), Entries: int(entries)})
 			}
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -89,12 +82,12 @@ same host: its vCPU thread is then resolved to the guest thread it ran.`,
 		},
 	}
 	cmd.Flags().Uint32Var(&run, "run", 0, "the run to analyse (0: the latest complete run with a host view)")
-	cmd.Flags().Int64Var(&thread, "thread", 0, "also show this guest thread's execution flow")
+	cmd.Flags().Var(&thread, "thread", "also show this guest thread's execution flow")
 	cmd.Flags().StringArrayVar(&with, "with", nil, "event DB of another VM recorded at the same time on this host (repeatable)")
-	cmd.Flags().DurationVar(&from, "from", 0, "execution flow from this record time (e.g. 1.25s)")
-	cmd.Flags().DurationVar(&to, "to", 0, "execution flow up to this record time (0: the end)")
-	cmd.Flags().IntVar(&top, "top", 10, "rows per ranking (0: all)")
-	cmd.Flags().IntVar(&entries, "entries", 40, "execution-flow entries to print (0: all)")
+	cmd.Flags().Var(newDurationFlag(&from, 0, maxDuration, ""), "from", "execution flow from this record time (e.g. 1.25s)")
+	cmd.Flags().Var(newDurationFlag(&to, 0, maxDuration, ""), "to", "execution flow up to this record time (0: the end)")
+	cmd.Flags().Var(&top, "top", "rows per ranking (0: all)")
+	cmd.Flags().Var(&entries, "entries", "execution-flow entries to print (0: all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -14,10 +14,10 @@ import (
 func newProfileCmd() *cobra.Command {
 	var (
 		run       uint32
-		thread    int64
+		thread    threadFlag
 		callGraph bool
 		perThread bool
-		top       int
+		top       limitFlag = 20
 		output    string
 		asJSON    bool
 	)
@@ -37,17 +37,7 @@ or a flame graph ('go tool pprof -http=: FILE'); samples carry a "thread"
 label.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if top < 0 {
-				return &exitError{exitUsage, fmt.Errorf("--top %d: want 0 (all) or more", top)}
-			}
-			o := profile.Options{Run: run, CallGraph: callGraph}
-			if cmd.Flags().Changed("thread") {
-				if thread < 0 || thread > int64(^uint32(0)) {
-					return &exitError{exitUsage, fmt.Errorf("--thread %d: not a guest thread id", thread)}
-				}
-				t := uint32(thread)
-				o.Thread = &t
-			}
+			o := profile.Options{Run: run, CallGraph: callGraph, Thread: thread.Selected()}
 			db, err := openDB(args[0])
 			if err != nil {
 				return err
@@ -68,9 +58,9 @@ label.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (go tool pprof -http=: %s)\n", output, output)
 			}
 			if asJSON {
-				err = p.WriteJSON(cmd.OutOrStdout(), top)
+				err = p.WriteJSON(cmd.OutOrStdout(), int(top))
 			} else {
-				err = p.WriteText(cmd.OutOrStdout(), top, perThread)
+				err = p.WriteText(cmd.OutOrStdout(), int(top), perThread)
 			}
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -79,10 +69,10 @@ label.`,
 		},
 	}
 	cmd.Flags().Uint32Var(&run, "run", 0, "the run to profile (0: the latest complete run that has samples)")
-	cmd.Flags().Int64Var(&thread, "thread", -1, "only this guest thread (0: idle / kernel)")
+	cmd.Flags().Var(&thread, "thread", "only this guest thread (0: idle / kernel)")
 	cmd.Flags().BoolVar(&perThread, "per-thread", false, "also list each thread's functions")
 	cmd.Flags().BoolVar(&callGraph, "callgraph", false, "also list the caller → callee edges")
-	cmd.Flags().IntVar(&top, "top", 20, "rows per table (0: all)")
+	cmd.Flags().Var(&top, "top", "rows per table (0: all)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "also write the profile in pprof format to this file (e.g. profile.pb.gz)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of tables")
 	return cmd

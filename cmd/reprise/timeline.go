@@ -16,7 +16,7 @@ func newTimelineCmd() *cobra.Command {
 		run       uint32
 		with      []string
 		output    string
-		maxEvents int
+		maxEvents uint64 = timeline.DefaultMaxEvents
 	)
 	cmd := &cobra.Command{
 		Use:   "timeline DB -o trace.json",
@@ -53,7 +53,7 @@ Above --max-events slices, stretches shorter than a quantum are merged into
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
-			st, err := timeline.Write(f, runs, timeline.Options{MaxEvents: maxEvents})
+			st, err := timeline.Write(f, runs, timeline.Options{MaxEvents: int(maxEvents)})
 			if cerr := f.Close(); err == nil {
 				err = cerr
 			}
@@ -71,6 +71,6 @@ Above --max-events slices, stretches shorter than a quantum are merged into
 	cmd.Flags().Uint32Var(&run, "run", 0, "the run to show (0: the latest complete run with a host view)")
 	cmd.Flags().StringArrayVar(&with, "with", nil, "event DB of another VM recorded at the same time on this host (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "trace file to write")
-	cmd.Flags().IntVar(&maxEvents, "max-events", timeline.DefaultMaxEvents, "merge short stretches above this many slices")
+	cmd.Flags().Var(&countFlag{n: &maxEvents, what: "slices"}, "max-events", "merge short stretches above this many slices")
 	return cmd
 }
