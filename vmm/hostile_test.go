@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 )
 
@@ -33,12 +32,7 @@ func diskConfig(t *testing.T) (*DiskConfig, []byte) {
 // and the guest waited for ever.
 func TestDiskRequestsInFlightAllComplete(t *testing.T) {
 	disk, data := diskConfig(t)
-	kvmtest.Require(t)
-	img, err := elfimage.Open(kvmtest.AsmImage(t, kvmtest.DiskInFlightAsm))
-	require.NoError(t, err)
-	m, err := New(Config{Image: img, TimerHz: -1, Disk: disk})
-	require.NoError(t, err)
-	defer m.Close()
+	m := asmMachine(t, kvmtest.DiskInFlightAsm, Config{TimerHz: -1, Disk: disk})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := m.Run(ctx)
@@ -55,12 +49,7 @@ func TestDiskRequestsInFlightAllComplete(t *testing.T) {
 // 1000 requests of 128 KiB below kept 125 MiB on the host.
 func TestDiskFloodIsBounded(t *testing.T) {
 	disk, _ := diskConfig(t)
-	kvmtest.Require(t)
-	img, err := elfimage.Open(kvmtest.AsmImage(t, kvmtest.DiskFloodAsm))
-	require.NoError(t, err)
-	m, err := New(Config{Image: img, TimerHz: -1, Disk: disk})
-	require.NoError(t, err)
-	defer m.Close()
+	m := asmMachine(t, kvmtest.DiskFloodAsm, Config{TimerHz: -1, Disk: disk})
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -15,16 +15,27 @@ import (
 	"github.com/reprise-vm/reprise/kvm"
 )
 
-func bootAsm(t *testing.T, src string, cfg Config) (*Result, string, error) {
+// asmMachine builds a machine for the assembly image src, closed when
+// the test ends.
+func asmMachine(t *testing.T, src string, cfg Config) *Machine {
 	t.Helper()
 	kvmtest.Require(t)
 	img, err := elfimage.Open(kvmtest.AsmImage(t, src))
 	require.NoError(t, err)
-	var out bytes.Buffer
-	cfg.Image, cfg.Console = img, &out
+	cfg.Image = img
 	m, err := New(cfg)
 	require.NoError(t, err)
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// bootAsm runs the assembly image src to its end (20 s at most) and
+// returns the result and the console output.
+func bootAsm(t *testing.T, src string, cfg Config) (*Result, string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cfg.Console = &out
+	m := asmMachine(t, src, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	res, err := m.Run(ctx)
@@ -134,15 +145,10 @@ func TestTimerInterruptsWakeHalt(t *testing.T) {
 }
 
 func TestContextCancelStopsSpinningGuest(t *testing.T) {
-	kvmtest.Require(t)
-	img, err := elfimage.Open(kvmtest.AsmImage(t, ".globl _start\n_start: jmp _start\n"))
-	require.NoError(t, err)
-	m, err := New(Config{Image: img, TimerHz: -1})
-	require.NoError(t, err)
-	defer m.Close()
+	m := asmMachine(t, ".globl _start\n_start: jmp _start\n", Config{TimerHz: -1})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	_, err = m.Run(ctx)
+	_, err := m.Run(ctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -159,20 +165,15 @@ func TestImageMustNotOverlapSystemArea(t *testing.T) {
 // Dirty logging sees the page the guest wrote and not a page it never
 // touched.
 func TestDirtyPagesTrackGuestWrites(t *testing.T) {
-	kvmtest.Require(t)
-	img, err := elfimage.Open(kvmtest.AsmImage(t, `
+	m := asmMachine(t, `
 .globl _start
 _start:
 	movq $42, 0x500008
 	mov $0x501, %dx
 	xor %eax, %eax
 	out %eax, %dx
-`))
-	require.NoError(t, err)
-	m, err := New(Config{Image: img, TimerHz: -1, TrackDirty: true})
-	require.NoError(t, err)
-	defer m.Close()
-	_, err = m.DirtyPages() // clear what loading and table building dirtied
+`, Config{TimerHz: -1, TrackDirty: true})
+	_, err := m.DirtyPages() // clear what loading and table building dirtied
 	require.NoError(t, err)
 	res, err := m.Run(context.Background())
 	require.NoError(t, err)

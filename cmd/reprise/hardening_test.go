@@ -152,8 +152,7 @@ func TestRecordNeverOverwrites(t *testing.T) {
 	require.Equal(t, 0, runCLI(t, nil, "replay", "-q", tp).code)
 
 	// The disk overlay beside a new tape is the old recording's too.
-	base := filepath.Join(dir, "base.img")
-	require.NoError(t, os.WriteFile(base, bytes.Repeat([]byte("b"), 1<<16), 0o444))
+	base := baseImage(t, dir, 1<<16)
 	other := filepath.Join(dir, "other.tape")
 	require.NoError(t, os.WriteFile(other+".overlay", []byte("old overlay"), 0o644))
 	r = runCLI(t, nil, "record", "--disk", base, "-o", other, "disk", "mode=read")
@@ -291,8 +290,7 @@ func TestTapeDamageStatuses(t *testing.T) {
 func TestDiskBaseMustBeARegularFile(t *testing.T) {
 	kvmtest.Require(t)
 	dir := t.TempDir()
-	base := filepath.Join(dir, "base.img")
-	require.NoError(t, os.WriteFile(base, bytes.Repeat([]byte("d"), 1<<16), 0o444))
+	base := baseImage(t, dir, 1<<16)
 	tp := filepath.Join(dir, "disk.tape")
 	require.Equal(t, 0, runCLI(t, nil, "record", "--disk", base, "-o", tp, "disk", "mode=read").code)
 	fifo := filepath.Join(dir, "fifo")

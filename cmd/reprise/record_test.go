@@ -145,11 +145,17 @@ func TestRecordedFaultReplays(t *testing.T) {
 	require.Contains(t, rep.stderr, "recorded guest fault reproduced")
 }
 
+// baseImage writes a read-only disk base image of size bytes in dir.
+func baseImage(t *testing.T, dir string, size int) string {
+	base := filepath.Join(dir, "base.img")
+	require.NoError(t, os.WriteFile(base, bytes.Repeat([]byte("reprise!"), size/8), 0o444))
+	return base
+}
+
 func TestDiskFlags(t *testing.T) {
 	kvmtest.Require(t)
 	dir := t.TempDir()
-	base := filepath.Join(dir, "base.img")
-	require.NoError(t, os.WriteFile(base, bytes.Repeat([]byte("reprise!"), 1<<17), 0o444))
+	base := baseImage(t, dir, 1<<20)
 	r := runCLI(t, nil, "run", "--disk", base, "disk", "mode=rw")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "truth: capacity=2048")
