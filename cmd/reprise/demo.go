@@ -71,8 +71,9 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string) error {
 		filepath.Join(dir, "syn_cont.tape"), filepath.Join(dir, "syn_cont.db"), filepath.Join(dir, "syn_cont.pb.gz"),
 		filepath.Join(dir, "deadlock_transitive.tape"), filepath.Join(dir, "deadlock_transitive.db"),
 	}
-	// A demo DB holds the demo's recording only: start it afresh.
-	for _, p := range []string{files.db, files.dlDB, files.tape + ".overlay", files.dlTape + ".overlay"} {
+	// A demo DB holds the demo's recording only: start it afresh. The
+	// tapes are the demo's own too, recorded again each time (Overwrite).
+	for _, p := range []string{files.db, files.dlDB} {
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}
@@ -157,7 +158,7 @@ func demoDeadlock(out io.Writer, db *eventdb.DB, dir string, run *eventdb.Run) e
 // probes (and sampling) into a new DB, which it returns open.
 func demoRecordReplay(ctx context.Context, out, errOut io.Writer, img *elfimage.Image, workload, tapePath, dbDir string, sampleEvery uint64) (*eventdb.DB, *eventdb.Run, error) {
 	done := demoStep(out, fmt.Sprintf("reprise record -o %s %s", tapePath, workload))
-	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: workload, Output: tapePath, Console: io.Discard, Places: recorder.Auto})
+	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: workload, Output: tapePath, Console: io.Discard, Places: recorder.Auto, Overwrite: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("recording %s: %w", workload, err)
 	}

@@ -42,6 +42,9 @@ func TestDemo(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, p.Sample)
 
+	again := runCLI(t, nil, "demo", "--dir", dir)
+	require.Equal(t, 0, again.code, "the demo runs again over its own files: %s", again.stderr)
+
 	// The tools on the demo's databases: JSON, exit statuses, bad input.
 	db := filepath.Join(dir, "syn_cont.db")
 	r = runCLI(t, nil, "lockstat", "--json", "--sort", "locked", "--top", "2", db)
