@@ -112,16 +112,23 @@ func TestScenarioHogAndOtherVM(t *testing.T) {
 		byHolder[x.Holder] = x.Time
 	}
 	hogTime := byHolder[hogHolder]
-	var bTime time.Duration
+	var bTime, otherHost time.Duration
 	var bThread string
 	for h, d := range byHolder {
-		if h.System == preempt.Guest("b") && d > bTime {
+		switch {
+		case h.System == preempt.Guest("b") && d > bTime:
 			bThread, bTime = h.Who, d
+		case h.System == preempt.SystemHost && h != hogHolder:
+			otherHost += d
 		}
 	}
-	require.Greater(t, hogTime, extra/20, "the hog took part of the task's CPU")
-	require.Greater(t, bTime, extra/20, "VM B's thread took part of the task's CPU")
-	require.Greater(t, hogTime+bTime, extra/2, "the hog and VM B explain most of the extra latency")
+	// Whatever else the host ran on the shared core (other test packages
+	// run beside this one under go test) is named too, and is not the
+	// test's to explain: of the rest, the hog and VM B explain most.
+	ours := extra - otherHost
+	require.Greater(t, hogTime, ours/20, "the hog took part of the task's CPU")
+	require.Greater(t, bTime, ours/20, "VM B's thread took part of the task's CPU")
+	require.Greater(t, hogTime+bTime, ours/2, "the hog and VM B explain most of the extra latency not taken by other host threads (%v)", otherHost)
 
 	// VM B's share agrees with VM B's own record of running its guest.
 	var bRunning time.Duration
