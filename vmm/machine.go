@@ -269,9 +269,15 @@ func checkMode(cfg *Config) error {
 		}
 		switch cfg.Places {
 		case tape.SourceSWBC:
-			if _, ok := cfg.Image.Lookup(SWBCHookSymbol); !ok {
+			hook, ok := cfg.Image.Lookup(SWBCHookSymbol)
+			if !ok {
 				return fmt.Errorf("vmm: %s has no software branch counter (no %s symbol; build it with -fsanitize-coverage=trace-pc): use the exit-sync position source",
 					cfg.Image.Path, SWBCHookSymbol)
+			}
+			if hook.Size == 0 {
+				// classify tells the hook's exits from the guest's own
+				// writes to the port by where the hook ends.
+				return fmt.Errorf("vmm: %s: the %s symbol has no size (give it a .size directive)", cfg.Image.Path, SWBCHookSymbol)
 			}
 		case tape.SourceExitSync:
 		default:

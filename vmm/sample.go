@@ -77,7 +77,7 @@ func (m *Machine) takeSample(atTarget bool) error {
 	pos := m.position()
 	s := &Sample{Pos: pos, Time: m.recordTime(pos.Branch), Regs: regs, RIP: regs.RIP}
 	var b [16]byte
-	if atTarget || regs.RIP >= m.hook[0] && regs.RIP < m.hook[1] {
+	if atTarget || m.inHook(regs.RIP) {
 		s.RIP = 0
 		if m.ReadVirt(regs.RSP, b[:8]) == nil {
 			s.RIP = binary.LittleEndian.Uint64(b[:8])

@@ -18,6 +18,7 @@ type liveSource struct {
 	places tape.PositionSource
 	armed  bool   // a branch-counter target is set
 	target uint64 // ...at this count
+	met    bool   // ...and the guest has stopped at it
 	// stopAsked is when a stop request was first seen (recording).
 	stopAsked time.Time
 }
@@ -31,6 +32,9 @@ const stopGrace = 2 * time.Second
 
 func (s *liveSource) beforeEntry(stop stopKind) error {
 	m, c := s.m, s.m.cpu
+	if stop == stopBranch && s.armed {
+		s.met = true // classify saw the count at the target
+	}
 	if m.stopping.Load() {
 		if s.log == nil {
 			return errStopped
@@ -93,18 +97,32 @@ func (s *liveSource) stopAt(stop stopKind) error {
 }
 
 // arm sets the branch-counter target one basic block ahead: the guest
-// exits at the next CPL3 basic block it enters. A target the count has
-// already passed (which a guest hook racing the write could cause) is set
-// again rather than waited for forever.
+// exits at the next CPL3 basic block it enters.
+//
+// A target already set stays until the guest has stopped at it, even when
+// the count already equals it. The hook stores the count, compares it with
+// the target, and then exits without reading the target again, so a kick
+// can find the guest between that compare and its exit: a few instructions
+// wide, but it lasts as long as the host keeps the vCPU thread off its CPU
+// when it is preempted right there. Moving the target then turns the exit
+// that follows into one at a count the VMM no longer expects. (It used to:
+// the exit was counted as the guest's own and the pending interrupt was
+// logged at it, a point no replay reaches; the replay diverged at the
+// guest's next exit, same ordinal, a branch count far past the recorded
+// one.) A target the count has passed is set again rather than waited for
+// forever.
 func (s *liveSource) arm() error {
 	count, err := s.m.ram.Uint64(abi.SWBCCountOff)
 	if err != nil {
 		return err
 	}
-	if s.armed && count < s.target {
+	if s.armed && !s.met && count <= s.target {
+		if count == s.target {
+			s.m.stats.SWBCKickedAtTarget++
+		}
 		return nil
 	}
-	s.armed, s.target = true, count+1
+	s.armed, s.met, s.target = true, false, count+1
 	return s.m.SetBranchTarget(s.target)
 }
 

@@ -259,6 +259,13 @@ func (m *Machine) loop() error {
 // interrupt window it asked for, the branch-counter target it set) are not
 // the guest's own and do not count in Position.Exit: replay must see the
 // same ordinals whatever the VMM asked for.
+//
+// The hook's exit is always the VMM's: at the target it is the stop the
+// source asked for; anywhere else the target moved between the hook's
+// compare and its exit (liveSource.arm no longer does that), a point that
+// depends on when the VMM wrote the target, so no replay finds it again: it
+// is treated like a kick, an arbitrary point, and counted in SWBCStray.
+// Only the guest's own writes to the port, outside the hook, are its exits.
 func (m *Machine) classify(reason kvm.ExitReason) stopKind {
 	switch reason {
 	case kvm.ExitIRQWindowOpen:
@@ -266,14 +273,21 @@ func (m *Machine) classify(reason kvm.ExitReason) stopKind {
 	case kvm.ExitIO:
 		io := m.cpu.IOExit()
 		switch {
-		case io.Port == abi.PortSWBC && io.Out && m.atBranchTarget():
-			return stopBranch
+		case io.Port == abi.PortSWBC && io.Out && m.inHook(m.cpu.SyncedRegs().RIP):
+			if m.atBranchTarget() {
+				return stopBranch
+			}
+			return stopKick
 		case io.Port == abi.PortHcall && io.Out && len(io.Data) == 4 && binary.LittleEndian.Uint32(io.Data) == abi.HcBreakpoint:
 			return stopProbe // probes exist only in replays: never the guest's
 		}
 	}
 	return stopGuestExit
 }
+
+// inHook reports whether rip is in the branch-counter hook. At the hook's
+// exit RIP is its port write, or just after it when KVM emulated the write.
+func (m *Machine) inHook(rip uint64) bool { return rip >= m.hook[0] && rip < m.hook[1] }
 
 // atBranchTarget reports whether the branch counter equals its target.
 func (m *Machine) atBranchTarget() bool {
@@ -350,13 +364,15 @@ func (m *Machine) handleIO() error {
 	return nil
 }
 
-// countBranchExit counts an exit through the branch counter's port: at
-// the target it is the repeatable point the source asked for (DESIGN.md §4);
-// otherwise user code wrote the port itself, a stray but harmless exit.
+// countBranchExit counts an exit through the branch counter's port: the
+// hook's at the target, the repeatable point the source asked for
+// (DESIGN.md §4); the hook's elsewhere, a stray (see classify); or user
+// code's own write to the port, a harmless guest exit.
 func (m *Machine) countBranchExit() {
-	if m.lastStop == stopBranch {
+	switch {
+	case m.lastStop == stopBranch:
 		m.stats.SWBCExits++
-	} else {
+	case m.inHook(m.cpu.SyncedRegs().RIP):
 		m.stats.SWBCStray++
 	}
 }

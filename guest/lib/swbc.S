@@ -11,7 +11,12 @@
  * - The count is stored BEFORE it is compared with the target. The recorder
  *   sets target = count + 1 at an arbitrary instant; wherever that lands in
  *   this sequence, the next store-then-compare meets it. (Comparing first
- *   misses a target set between the compare and the store, forever.)
+ *   misses a target set between the compare and the store, forever.) Once
+ *   the compare has met the target, the exit follows without reading it
+ *   again: the VMM must not move a target the count has reached before the
+ *   guest has stopped there (liveSource.arm), or the exit comes at a count
+ *   it no longer expects — a kick can land between the compare and the
+ *   out, for as long as the host keeps the vCPU thread preempted there.
  * - The state left behind depends on the count alone, never on the target,
  *   which the VMM writes at different moments in record and replay: flags
  *   and registers survive the return and end up in trap frames in RAM.
