@@ -62,6 +62,9 @@ func (s *tapeSource) beforeEntry(stop stopKind) error {
 	if s.drainErr != nil {
 		return s.drainErr
 	}
+	if err := s.checkTarget(); err != nil {
+		return err
+	}
 	if stop == stopKick && m.sampleDue.CompareAndSwap(true, false) {
 		if err := m.takeSample(false); err != nil {
 			return err
@@ -173,6 +176,29 @@ func (s *tapeSource) netTX(frame []byte) error {
 }
 
 func prefix(b []byte) []byte { return b[:min(len(b), 16)] }
+
+// checkTarget stops a replay whose guest went past the branch-counter
+// target without its hook exiting there: the event or sample it was set for
+// is lost, and without this check the replay would only notice at the
+// guest's next exit, far past it. The count only grows and the hook meets
+// any target at or above the count it sees, so this means a target set
+// behind the count, or a guest that did not see the target the VMM wrote.
+func (s *tapeSource) checkTarget() error {
+	if s.target == noTarget {
+		return nil
+	}
+	count, err := s.m.ram.Uint64(abi.SWBCCountOff)
+	if err != nil || count <= s.target {
+		return err
+	}
+	s.m.stats.SWBCMissed++
+	ev, err := s.peek()
+	if err != nil {
+		return err
+	}
+	return s.diverge(ev, "branch-counter target", fmt.Sprintf("a stop at branch %d", s.target),
+		fmt.Sprintf("the guest at branch %d, past it without having stopped", count))
+}
 
 func (s *tapeSource) setTarget(t uint64) error {
 	if s.target == t {

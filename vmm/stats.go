@@ -24,11 +24,14 @@ type Stats struct {
 	// SWBCKickedAtTarget counts kicks (EINTR) that found the guest at its
 	// armed target, in the hook between the compare and the exit.
 	SWBCKickedAtTarget uint64
-	ProbeHits          uint64        // probe int3s hit (replays with probes)
-	Samples            uint64        // deterministic samples taken (replays)
-	MarksDropped       uint64        // HC_MARKs of ids beyond MaxMarkIDs
-	DiskRefused        uint64        // disk submissions beyond abi.DiskMaxQueued
-	Halted             time.Duration // time spent idle in HLT
+	// SWBCMissed counts targets the count went past without the hook
+	// exiting (a replay stops with a divergence at the first).
+	SWBCMissed   uint64
+	ProbeHits    uint64        // probe int3s hit (replays with probes)
+	Samples      uint64        // deterministic samples taken (replays)
+	MarksDropped uint64        // HC_MARKs of ids beyond MaxMarkIDs
+	DiskRefused  uint64        // disk submissions beyond abi.DiskMaxQueued
+	Halted       time.Duration // time spent idle in HLT
 }
 
 func (s *Stats) countExit(r kvm.ExitReason) {
@@ -67,9 +70,9 @@ func (s *Stats) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\ninterrupts injected: %d  kicks: %d  EINTR: %d  hypercalls: %d  idle: %v\n",
 		s.Injected, s.KicksSent, s.Interrupted, s.Hypercalls, s.Halted.Round(time.Millisecond))
-	if s.SWBCExits != 0 || s.SWBCStray != 0 {
-		fmt.Fprintf(w, "branch-counter exits: %d  stray: %d  kicked at the target: %d\n",
-			s.SWBCExits, s.SWBCStray, s.SWBCKickedAtTarget)
+	if s.SWBCExits != 0 || s.SWBCStray != 0 || s.SWBCMissed != 0 {
+		fmt.Fprintf(w, "branch-counter exits: %d  stray: %d  kicked at the target: %d  targets missed: %d\n",
+			s.SWBCExits, s.SWBCStray, s.SWBCKickedAtTarget, s.SWBCMissed)
 	}
 	if s.MarksDropped != 0 || s.DiskRefused != 0 {
 		fmt.Fprintf(w, "refused: HC_MARK ids beyond %d: %d  disk requests beyond %d in flight: %d\n",

@@ -147,6 +147,7 @@ func TestKickBetweenHookCompareAndExit(t *testing.T) {
 		rec.Stats.Injected, rec.Stats.KicksSent, rec.Stats.Interrupted, rec.Stats.SWBCExits, rec.Stats.SWBCKickedAtTarget, rec.Stats.SWBCStray)
 	require.Zero(t, rec.Stats.SWBCStray, "the hook exited at a target the VMM had moved")
 	require.NotZero(t, rec.Stats.SWBCKickedAtTarget, "no kick landed between the hook's compare and its exit: the test did not test anything")
+	require.Zero(t, rec.Stats.SWBCMissed)
 	for i, ev := range events {
 		if ev.Kind == tape.KindInterrupt && ev.Port == abi.PortSWBC {
 			require.Equal(t, tape.AtBranch, ev.Where, "event %d: an interrupt logged at a branch-counter exit that was not at the target: %+v", i, ev)
@@ -160,6 +161,32 @@ func TestKickBetweenHookCompareAndExit(t *testing.T) {
 	replayed, err := rm.BranchCount()
 	require.NoError(t, err)
 	require.Equal(t, count, replayed)
+}
+
+// A replay whose guest goes past its branch-counter target without
+// stopping says so at its next stop, rather than at whatever the guest
+// does next: here a forged event placed behind the one before it, whose
+// target the count has already passed when it is set.
+func TestReplayReportsAMissedTarget(t *testing.T) {
+	img, events, _, cpuid, _ := recordWideHook(t)
+	prev := -1
+	for i, ev := range events {
+		if ev.Kind != tape.KindInterrupt || ev.Where != tape.AtBranch {
+			continue
+		}
+		if prev >= 0 {
+			forged := *ev
+			forged.Pos.Branch = events[prev].Pos.Branch - 1
+			events[i] = &forged
+			break
+		}
+		prev = i
+	}
+	require.GreaterOrEqual(t, prev, 0, "no two interrupts at branch-counter targets")
+	_, _, err := replayEvents(t, img, events, cpuid)
+	var div *DivergenceError
+	require.ErrorAs(t, err, &div)
+	require.Equal(t, "branch-counter target", div.What, "%v", err)
 }
 
 // classify tells the hook's exits from user code's own writes to the port
