@@ -87,6 +87,10 @@ func recordWithDisk(t *testing.T, img *elfimage.Image, cmdline string, places ta
 		})
 	})
 	require.NotNil(t, res, "recording %q failed: %v", cmdline, err)
+	// Each interrupt must be logged where a replay stops again: the hook
+	// never exits away from its target, nor goes past one.
+	require.Zero(t, res.Stats.SWBCStray, "recording %q: branch-counter exits away from the target", cmdline)
+	require.Zero(t, res.Stats.SWBCMissed, "recording %q: branch-counter targets passed without an exit", cmdline)
 	return recording{path: path, console: out.String(), res: res, err: err}
 }
 
