@@ -106,21 +106,16 @@ ticks: .quad 0
 // recordWideHook records wideHookAsm with branch-counter positions.
 func recordWideHook(t *testing.T) (img *elfimage.Image, events []*tape.Event, rec *Result, cpuid []kvm.CPUIDEntry, count uint64) {
 	t.Helper()
-	kvmtest.Require(t)
-	img, err := elfimage.Open(kvmtest.AsmImage(t, wideHookAsm))
-	require.NoError(t, err)
 	var log eventSlice
-	m, err := New(Config{Image: img, TimerHz: -1, Console: &bytes.Buffer{}, Mode: Record, Places: tape.SourceSWBC, Log: &log})
-	require.NoError(t, err)
-	defer m.Close()
+	m := asmMachine(t, wideHookAsm, Config{TimerHz: -1, Console: &bytes.Buffer{}, Mode: Record, Places: tape.SourceSWBC, Log: &log})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec, err = m.Run(ctx)
+	rec, err := m.Run(ctx)
 	require.NoError(t, err)
 	require.NotNil(t, rec.End)
 	count, err = m.BranchCount()
 	require.NoError(t, err)
-	return img, log.evs, rec, m.CPUID(), count
+	return m.Image(), log.evs, rec, m.CPUID(), count
 }
 
 func replayEvents(t *testing.T, img *elfimage.Image, events []*tape.Event, cpuid []kvm.CPUIDEntry) (*Machine, *Result, error) {
