@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/pmu"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
@@ -259,26 +260,12 @@ func (l *chunkedLog) Append(e *tape.Event) error {
 // flushEvery flushes the pending chunk every interval until the returned
 // function is called.
 func (l *chunkedLog) flushEvery(interval time.Duration) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				l.mu.Lock()
-				_ = l.w.Flush() // a failing disk shows again at close
-				l.flushHost()
-				l.mu.Unlock()
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	return tick.Every(interval, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		_ = l.w.Flush() // a failing disk shows again at close
+		l.flushHost()
+	})
 }
 
 func (l *chunkedLog) close() error {

@@ -12,11 +12,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/tape"
@@ -116,26 +116,15 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 // [start, size), have been replayed, until the returned function is
 // called, which clears the line.
 func showProgress(w io.Writer, sc *script, start, size int64) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				fmt.Fprint(w, "\r\033[K")
-				return
-			case <-t.C:
-				off, events := sc.progress()
-				frac := float64(off-start) / float64(max(size-start, 1))
-				fmt.Fprintf(w, "\rreplaying: %3.0f%% of the tape, %d events", 100*frac, events)
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
+	stopTick := tick.Every(250*time.Millisecond, func() {
+		off, events := sc.progress()
+		frac := float64(off-start) / float64(max(size-start, 1))
+		fmt.Fprintf(w, "\rreplaying: %3.0f%% of the tape, %d events", 100*frac, events)
+	})
+	return func() {
+		stopTick()
+		fmt.Fprint(w, "\r\033[K")
+	}
 }
 
 // embeddedImage decodes the guest image a tape carries and checks it

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/kvm"
 )
 
@@ -48,20 +49,10 @@ func (m *Machine) sampleTimer() (stop func()) {
 	if m.cfg.SamplePeriod <= 0 {
 		return func() {}
 	}
-	t := time.NewTicker(m.cfg.SamplePeriod)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				m.sampleDue.Store(true)
-				m.kick()
-			}
-		}
-	}()
-	return func() { t.Stop(); close(done) }
+	return tick.Every(m.cfg.SamplePeriod, func() {
+		m.sampleDue.Store(true)
+		m.kick()
+	})
 }
 
 // maxStackDepth bounds a frame-pointer walk through guest-controlled data.

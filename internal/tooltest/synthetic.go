@@ -2,12 +2,12 @@ package tooltest
 
 import (
 	"runtime"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/probes"
 )
 
@@ -154,33 +154,15 @@ func ScriptedLockRun(tb testing.TB, db *eventdb.DB, locks []eventdb.Symbol, step
 // PeakHeap samples the Go heap in use every few milliseconds until the
 // returned function is called, which returns the highest value seen.
 func PeakHeap() (stop func() uint64) {
-	var (
-		peak uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
+	var peak uint64 // the ticker's until stopTick returns, then ours
 	sample := func() {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		peak = max(peak, ms.HeapInuse)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(5 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				sample()
-			}
-		}
-	}()
+	stopTick := tick.Every(5*time.Millisecond, sample)
 	return func() uint64 {
-		close(done)
-		wg.Wait()
+		stopTick()
 		sample()
 		return peak
 	}
