@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/symtab"
 )
 
 // Segment is one PT_LOAD segment.
@@ -27,12 +28,7 @@ type Segment struct {
 func (s Segment) End() uint64 { return s.Addr + s.MemSize }
 
 // Symbol is a function or object symbol of the image.
-type Symbol struct {
-	Name string
-	Addr uint64
-	Size uint64
-	Func bool
-}
+type Symbol = symtab.Symbol
 
 // Image is a loaded, validated guest image.
 type Image struct {
@@ -40,9 +36,8 @@ type Image struct {
 	Entry    uint64
 	Segments []Segment
 	SHA256   [32]byte
-	Raw      []byte   // the file's bytes (a recording embeds them)
-	symbols  []Symbol // sorted by Addr
-	byName   map[string]int
+	Raw      []byte // the file's bytes (a recording embeds them)
+	symbols  *symtab.Table
 }
 
 // FormatError explains why a file is not a usable guest image.
@@ -146,60 +141,33 @@ func (img *Image) readSymbols(f *elf.File) error {
 	} else if err != nil {
 		return fmt.Errorf("symbol table: %v", err)
 	}
+	var table []Symbol
 	for _, s := range syms {
 		t := elf.ST_TYPE(s.Info)
 		if (t != elf.STT_FUNC && t != elf.STT_OBJECT && t != elf.STT_NOTYPE) || s.Name == "" || s.Section == elf.SHN_UNDEF {
 			continue
 		}
-		img.symbols = append(img.symbols, Symbol{Name: s.Name, Addr: s.Value, Size: s.Size, Func: t == elf.STT_FUNC})
+		table = append(table, Symbol{Name: s.Name, Addr: s.Value, Size: s.Size, Func: t == elf.STT_FUNC})
 	}
-	sort.SliceStable(img.symbols, func(i, j int) bool { return img.symbols[i].Addr < img.symbols[j].Addr })
-	img.byName = make(map[string]int, len(img.symbols))
-	for i, s := range img.symbols {
-		if _, dup := img.byName[s.Name]; !dup {
-			img.byName[s.Name] = i
-		}
-	}
+	img.symbols = symtab.New(table)
 	return nil
 }
 
+// SymbolTable is the image's symbol table, which the event DB keeps too.
+func (img *Image) SymbolTable() *symtab.Table { return img.symbols }
+
 // Symbols returns the image's symbols sorted by address.
-func (img *Image) Symbols() []Symbol { return img.symbols }
+func (img *Image) Symbols() []Symbol { return img.symbols.All() }
 
 // Lookup finds a symbol by name.
-func (img *Image) Lookup(name string) (Symbol, bool) {
-	i, ok := img.byName[name]
-	if !ok {
-		return Symbol{}, false
-	}
-	return img.symbols[i], true
-}
+func (img *Image) Lookup(name string) (Symbol, bool) { return img.symbols.Lookup(name) }
 
 // Resolve maps addr to the nearest symbol at or below it and the offset
-// into it. A sized symbol covers [Addr, Addr+Size); an unsized one (an asm
-// label) covers everything up to the next symbol.
-func (img *Image) Resolve(addr uint64) (Symbol, uint64, bool) {
-	i := sort.Search(len(img.symbols), func(i int) bool { return img.symbols[i].Addr > addr }) - 1
-	if i < 0 {
-		return Symbol{}, 0, false
-	}
-	s := img.symbols[i]
-	if s.Size != 0 && addr >= s.Addr+s.Size {
-		return Symbol{}, 0, false
-	}
-	return s, addr - s.Addr, true
-}
+// into it (symtab.Table.Resolve).
+func (img *Image) Resolve(addr uint64) (Symbol, uint64, bool) { return img.symbols.Resolve(addr) }
 
 // Describe formats addr as "symbol+0xoff", or the bare address.
-func (img *Image) Describe(addr uint64) string {
-	if s, off, ok := img.Resolve(addr); ok {
-		if off == 0 {
-			return s.Name
-		}
-		return fmt.Sprintf("%s+%#x", s.Name, off)
-	}
-	return fmt.Sprintf("%#x", addr)
-}
+func (img *Image) Describe(addr uint64) string { return img.symbols.Describe(addr) }
 
 // Bounds returns the lowest and one-past-highest loaded address.
 func (img *Image) Bounds() (lo, hi uint64) {

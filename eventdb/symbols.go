@@ -4,82 +4,27 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
+	"github.com/reprise-vm/reprise/symtab"
 )
 
 // Symbol is a symbol of the recorded guest image. The DB keeps the image's
 // symbol table so that tools name addresses from the DB alone.
-type Symbol struct {
-	Name string
-	Addr uint64
-	Size uint64 // 0: unknown (the symbol extends to the next one)
-	Func bool
-}
+type Symbol = symtab.Symbol
 
-// Symbols is a guest image's symbol table, sorted by address.
+// Symbols is a guest image's symbol table (All, Resolve, Describe,
+// Function) and what identifies the image.
 type Symbols struct {
-	Image string // what identifies the image, e.g. its SHA-256
-	syms  []Symbol
+	Image string // e.g. the image's SHA-256
+	*symtab.Table
 }
 
 // NewSymbols builds a table; syms need not be sorted.
 func NewSymbols(image string, syms []Symbol) *Symbols {
-	s := slices.Clone(syms)
-	slices.SortStableFunc(s, func(a, b Symbol) int {
-		switch {
-		case a.Addr < b.Addr:
-			return -1
-		case a.Addr > b.Addr:
-			return 1
-		}
-		return 0
-	})
-	return &Symbols{Image: image, syms: s}
-}
-
-// All returns the symbols in address order; the caller must not change them.
-func (t *Symbols) All() []Symbol { return t.syms }
-
-// Resolve maps addr to the symbol containing it and the offset into it: the
-// nearest symbol at or below addr, unless addr is past its known size.
-func (t *Symbols) Resolve(addr uint64) (Symbol, uint64, bool) {
-	i, _ := slices.BinarySearchFunc(t.syms, addr+1, func(s Symbol, a uint64) int {
-		if s.Addr < a {
-			return -1
-		}
-		return 1
-	})
-	if i--; i < 0 {
-		return Symbol{}, 0, false
-	}
-	s := t.syms[i]
-	if s.Size != 0 && addr >= s.Addr+s.Size {
-		return Symbol{}, 0, false
-	}
-	return s, addr - s.Addr, true
-}
-
-// Describe names addr as "symbol", "symbol+0x12", or hex when no symbol
-// holds it.
-func (t *Symbols) Describe(addr uint64) string {
-	if s, off, ok := t.Resolve(addr); ok {
-		if off == 0 {
-			return s.Name
-		}
-		return fmt.Sprintf("%s+%#x", s.Name, off)
-	}
-	return fmt.Sprintf("%#x", addr)
-}
-
-// Function names the function holding addr, or hex when none does.
-func (t *Symbols) Function(addr uint64) string {
-	if s, _, ok := t.Resolve(addr); ok && s.Func {
-		return s.Name
-	}
-	return fmt.Sprintf("%#x", addr)
+	return &Symbols{Image: image, Table: symtab.New(syms)}
 }
 
 // SetSymbols stores the guest image's symbol table. A DB holds one
@@ -99,8 +44,8 @@ func (db *DB) SetSymbols(t *Symbols) error {
 	}
 	v := []byte{codec.SchemaVersion}
 	v = codec.AppendString(v, t.Image)
-	v = binary.AppendUvarint(v, uint64(len(t.syms)))
-	for _, s := range t.syms {
+	v = binary.AppendUvarint(v, uint64(len(t.All())))
+	for _, s := range t.All() {
 		v = codec.AppendString(v, s.Name)
 		v = binary.AppendUvarint(v, s.Addr)
 		v = binary.AppendUvarint(v, s.Size)

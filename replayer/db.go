@@ -2,7 +2,6 @@ package replayer
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -100,15 +99,10 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	return res, run, err
 }
 
-// Trace-ring record kinds (guest/include/reprise/trace.h).
 // imageSymbols is the table tools name addresses with, keyed by the
 // image's SHA-256 so that a DB never mixes recordings of two images.
 func imageSymbols(img *elfimage.Image) *eventdb.Symbols {
-	syms := make([]eventdb.Symbol, 0, len(img.Symbols()))
-	for _, s := range img.Symbols() {
-		syms = append(syms, eventdb.Symbol{Name: s.Name, Addr: s.Addr, Size: s.Size, Func: s.Func})
-	}
-	return eventdb.NewSymbols(fmt.Sprintf("%x", sha256.Sum256(img.Raw)), syms)
+	return &eventdb.Symbols{Image: fmt.Sprintf("%x", img.SHA256), Table: img.SymbolTable()}
 }
 
 // traceEvent turns a trace-ring record into an event (nil for kinds the
