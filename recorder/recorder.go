@@ -33,16 +33,16 @@ const DefaultFlushInterval = 250 * time.Millisecond
 
 // Options describe a recording. Zero values take the vmm defaults.
 type Options struct {
-	Image       *elfimage.Image
-	Cmdline     string
-	MemBytes    uint64
-	TimerHz     int
-	TimerJitter time.Duration
-	Places      tape.PositionSource // Auto, swbc, exit-sync or pmu
-	Console     io.Writer
-	Output      string        // tape path
-	FlushEvery  time.Duration // 0: DefaultFlushInterval
-	KVMPath     string
+	Image          *elfimage.Image
+	Cmdline        string
+	MemBytes       uint64
+	TimerHz        int
+	TimerJitter    time.Duration
+	PositionSource tape.PositionSource // Auto, swbc, exit-sync or pmu
+	Console        io.Writer
+	Output         string        // tape path
+	FlushEvery     time.Duration // 0: DefaultFlushInterval
+	KVMPath        string
 	// DiskBase attaches a disk with this base image (read-only); its
 	// writes go to DiskOverlay (default: the tape's path + ".overlay").
 	DiskBase    string
@@ -67,20 +67,20 @@ func (e *ExistsError) Error() string {
 // Result is a finished recording.
 type Result struct {
 	*vmm.Result
-	Places tape.PositionSource
-	Tape   string
-	Events uint64
-	Bytes  int64
+	PositionSource tape.PositionSource
+	Tape           string
+	Events         uint64
+	Bytes          int64
 	// HostRecords is the size of the host view; HostMissing says what it
 	// lacks ("" if nothing).
 	HostRecords uint64
 	HostMissing string
 }
 
-// ChoosePlaces resolves the position source: swbc when the image counts
+// ChoosePositionSource resolves the position source: swbc when the image counts
 // branches, else exit-sync; pmu only on request, and only where a PMU can
 // count guest branches.
-func ChoosePlaces(want tape.PositionSource, img *elfimage.Image) (tape.PositionSource, error) {
+func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.PositionSource, error) {
 	_, hasHook := img.Lookup(vmm.SWBCHookSymbol)
 	switch want {
 	case Auto, "":
@@ -104,11 +104,11 @@ func ChoosePlaces(want tape.PositionSource, img *elfimage.Image) (tape.PositionS
 // tape. A guest fault is recorded and returned as *vmm.GuestFault along with
 // the result.
 func Record(ctx context.Context, o Options) (*Result, error) {
-	places, err := ChoosePlaces(o.Places, o.Image)
+	source, err := ChoosePositionSource(o.PositionSource, o.Image)
 	if err != nil {
 		return nil, err
 	}
-	h := header(o, places)
+	h := header(o, source)
 	var disk *vmm.DiskConfig
 	if o.DiskBase != "" {
 		disk = &vmm.DiskConfig{Base: o.DiskBase, Overlay: o.DiskOverlay}
@@ -141,7 +141,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Record, Places: places, Log: log, Disk: disk, Net: o.Net, Host: hostLog,
+		Mode: vmm.Record, PositionSource: source, Log: log, Disk: disk, Net: o.Net, Host: hostLog,
 	})
 	if err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if err := log.close(); err != nil {
 		return nil, fmt.Errorf("recorder: writing %s: %w", o.Output, err)
 	}
-	out := &Result{Result: res, Places: places, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes(), HostRecords: log.hl.records}
+	out := &Result{Result: res, PositionSource: source, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes(), HostRecords: log.hl.records}
 	if host != nil {
 		out.HostMissing = host.Missing()
 	} else {
@@ -207,17 +207,17 @@ func claimOutputs(o Options, disk *vmm.DiskConfig) error {
 	return nil
 }
 
-func header(o Options, places tape.PositionSource) *tape.Header {
+func header(o Options, source tape.PositionSource) *tape.Header {
 	h := &tape.Header{
-		Created:  time.Now().UTC(),
-		Source:   places,
-		MemBytes: o.MemBytes,
-		TimerHz:  o.TimerHz,
-		Cmdline:  o.Cmdline,
-		Image:    tape.Image{Name: filepath.Base(o.Image.Path), SHA256: o.Image.SHA256, Bytes: o.Image.Raw},
-		Devices:  vmm.DeviceConfig(),
-		Host:     hostDescription(),
-		Reprise:  "dev",
+		Created:        time.Now().UTC(),
+		PositionSource: source,
+		MemBytes:       o.MemBytes,
+		TimerHz:        o.TimerHz,
+		Cmdline:        o.Cmdline,
+		Image:          tape.Image{Name: filepath.Base(o.Image.Path), SHA256: o.Image.SHA256, Bytes: o.Image.Raw},
+		Devices:        vmm.DeviceConfig(),
+		Host:           hostDescription(),
+		Reprise:        "dev",
 	}
 	if h.MemBytes == 0 {
 		h.MemBytes = vmm.DefaultMemBytes

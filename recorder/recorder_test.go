@@ -12,7 +12,7 @@ import (
 	"github.com/reprise-vm/reprise/tape"
 )
 
-func TestChoosePlaces(t *testing.T) {
+func TestChoosePositionSource(t *testing.T) {
 	k, err := guest.Build(context.Background())
 	require.NoError(t, err)
 	counted, err := elfimage.Open(k.Image())
@@ -33,7 +33,7 @@ func TestChoosePlaces(t *testing.T) {
 		{tape.SourceSWBC, counted, tape.SourceSWBC, ""},
 		{"bogus", counted, "", "unknown position source"},
 	} {
-		got, err := ChoosePlaces(tc.want, tc.img)
+		got, err := ChoosePositionSource(tc.want, tc.img)
 		if tc.err != "" {
 			require.ErrorContains(t, err, tc.err)
 			continue
@@ -44,7 +44,7 @@ func TestChoosePlaces(t *testing.T) {
 
 	// pmu: refused with the detector's reason where there is no PMU, and
 	// refused honestly where there is one (the machine cannot drive it yet).
-	_, err = ChoosePlaces(tape.SourcePMU, counted)
+	_, err = ChoosePositionSource(tape.SourcePMU, counted)
 	require.Error(t, err)
 	if pmu.Detect() != nil {
 		require.ErrorContains(t, err, "pmu:")

@@ -66,13 +66,13 @@ type recording struct {
 	err     error
 }
 
-func record(t *testing.T, img *elfimage.Image, cmdline string, places tape.PositionSource) recording {
+func record(t *testing.T, img *elfimage.Image, cmdline string, source tape.PositionSource) recording {
 	t.Helper()
-	return recordWithDisk(t, img, cmdline, places, "")
+	return recordWithDisk(t, img, cmdline, source, "")
 }
 
 // recordWithDisk records with a disk whose base image is diskBase ("": none).
-func recordWithDisk(t *testing.T, img *elfimage.Image, cmdline string, places tape.PositionSource, diskBase string) recording {
+func recordWithDisk(t *testing.T, img *elfimage.Image, cmdline string, source tape.PositionSource, diskBase string) recording {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "run.tape")
 	var out bytes.Buffer
@@ -82,7 +82,7 @@ func recordWithDisk(t *testing.T, img *elfimage.Image, cmdline string, places ta
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		res, err = recorder.Record(ctx, recorder.Options{
-			Image: img, Cmdline: cmdline, Output: path, Console: &out, Places: places,
+			Image: img, Cmdline: cmdline, Output: path, Console: &out, PositionSource: source,
 			TimerHz: 250, TimerJitter: 3 * time.Millisecond, DiskBase: diskBase,
 		})
 	})

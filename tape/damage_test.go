@@ -279,7 +279,7 @@ func TestDamagedHostFrame(t *testing.T) {
 func forgeHeader(t *testing.T, edit func(j *headerJSON)) []byte {
 	h := smallHeader()
 	j := headerJSON{
-		Source: string(h.Source), MemBytes: h.MemBytes, TimerHz: h.TimerHz, Cmdline: h.Cmdline,
+		Source: string(h.PositionSource), MemBytes: h.MemBytes, TimerHz: h.TimerHz, Cmdline: h.Cmdline,
 		Image: imageJSON{SHA256: strings.Repeat("00", 32)},
 	}
 	for _, c := range h.CPUID {
@@ -328,9 +328,9 @@ func TestForgedHeaderFields(t *testing.T) {
 
 	// The writer holds its own headers to the same rules.
 	for name, h := range map[string]*Header{
-		"no cpuid":   {Source: SourceSWBC},
-		"huge ram":   {Source: SourceSWBC, CPUID: []CPUIDEntry{{}}, MemBytes: 1 << 42},
-		"fast timer": {Source: SourceSWBC, CPUID: []CPUIDEntry{{}}, TimerHz: 100_000_000},
+		"no cpuid":   {PositionSource: SourceSWBC},
+		"huge ram":   {PositionSource: SourceSWBC, CPUID: []CPUIDEntry{{}}, MemBytes: 1 << 42},
+		"fast timer": {PositionSource: SourceSWBC, CPUID: []CPUIDEntry{{}}, TimerHz: 100_000_000},
 	} {
 		path := filepath.Join(t.TempDir(), "t.tape")
 		_, err := Create(path, h)

@@ -73,17 +73,20 @@
 // verifies them like chunks and hands them to Reader.OnHost.
 //
 // A chunk's body is count events back to back, with nothing after them.
-// Exit, Branch and HostTime are delta-coded against the previous event of
-// the same chunk, starting from zero in every chunk, so each chunk decodes
-// on its own. Value is coded against the event's own HostTime: it is a
-// clock reading taken with the event. svarint is a zig-zag varint
+// Pos.Exit (the exit ordinal: how many guest exits came before), Pos.Branch
+// and HostTime are delta-coded against the previous event of the same
+// chunk, starting from zero in every chunk, so each chunk decodes on its
+// own. ExitReason is the KVM exit reason at the event, a different thing.
+// Value is coded against the event's own HostTime: it is a clock reading
+// taken with the event. svarint is a zig-zag varint
 // (encoding/binary.AppendVarint) of the wrapping difference.
 //
 //	event:
-//	+------+-------+-----------+-------------+-----------+------+--------+
-//	| kind | flags | Δexit     | Δbranch     | Δhosttime | exit | digest |
-//	| u8   | u8    | svarint   | svarint     | svarint   | u8   | u64    |
-//	+------+-------+-----------+-------------+-----------+------+--------+
+//	+------+-------+-----------+-------------+-----------+--------+--------+
+//	| kind | flags | Δexit     | Δbranch     | Δhosttime | exit   | digest |
+//	|      |       | (ordinal) |             |           | reason |        |
+//	| u8   | u8    | svarint   | svarint     | svarint   | u8     | u64    |
+//	+------+-------+-----------+-------------+-----------+--------+--------+
 //	then, in this order, each only when present:
 //	  rip u64, rcx uvarint        flags bit 2 (RIP or RCX non-zero)
 //	  port u16                    flags bit 3 (Port non-zero)

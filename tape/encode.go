@@ -54,7 +54,7 @@ func appendEvent(b []byte, e *Event, d *deltas) []byte {
 	b = binary.AppendVarint(b, int64(e.Pos.Exit-d.exit))
 	b = binary.AppendVarint(b, int64(e.Pos.Branch-d.branch))
 	b = binary.AppendVarint(b, int64(e.HostTime-d.host))
-	b = append(b, e.Exit)
+	b = append(b, e.ExitReason)
 	b = binary.LittleEndian.AppendUint64(b, e.Digest)
 	d.exit, d.branch, d.host = e.Pos.Exit, e.Pos.Branch, e.HostTime
 	if flags&flagRIP != 0 {
@@ -184,7 +184,7 @@ func decodeEvent(d *decoder, s *deltas) (*Event, string) {
 	e.Pos.Exit = s.exit + uint64(d.varint("exit delta"))
 	e.Pos.Branch = s.branch + uint64(d.varint("branch delta"))
 	e.HostTime = s.host + time.Duration(d.varint("host time delta"))
-	e.Exit = d.u8("exit reason")
+	e.ExitReason = d.u8("exit reason")
 	e.Digest = d.u64("digest")
 	if flags&flagRIP != 0 {
 		e.Pos.RIP = d.u64("rip")

@@ -52,21 +52,21 @@ type Position struct{ Exit, Branch, RIP, RCX uint64 }
 
 // Event is one nondeterministic input, where it happened, and what the
 // guest looked like there (for divergence checks). Every kind carries the
-// common fields (Pos, Where, HostTime, Exit, Port, Digest); the others only
+// common fields (Pos, Where, HostTime, ExitReason, Port, Digest); the others only
 // where Kind says so, and Append rejects an event that sets a field its
 // kind does not carry, so what a reader returns is exactly what was appended.
 type Event struct {
-	Kind     Kind
-	Pos      Position
-	Where    Where
-	HostTime time.Duration // host monotonic time since the recording started
-	Exit     uint8         // KVM exit reason at this point (for divergence checks)
-	Port     uint16        // port of that exit (IO) or of KindPortIn
-	Digest   uint64        // digest of the guest registers at this point
-	Vector   uint8         // KindInterrupt only
-	Value    uint64        // KindInterrupt and KindTime only
-	Data     []byte        // KindPortIn (1, 2 or 4 bytes), KindEntropy (1 to 64), KindInterrupt (0 to 64), KindNetRX/TX (1 to MaxFrame) only
-	End      *End          // KindEnd only, and required there
+	Kind       Kind
+	Pos        Position
+	Where      Where
+	HostTime   time.Duration // host monotonic time since the recording started
+	ExitReason uint8         // KVM exit reason at this point (for divergence checks)
+	Port       uint16        // port of that exit (IO) or of KindPortIn
+	Digest     uint64        // digest of the guest registers at this point
+	Vector     uint8         // KindInterrupt only
+	Value      uint64        // KindInterrupt and KindTime only
+	Data       []byte        // KindPortIn (1, 2 or 4 bytes), KindEntropy (1 to 64), KindInterrupt (0 to 64), KindNetRX/TX (1 to MaxFrame) only
+	End        *End          // KindEnd only, and required there
 }
 
 // End says how a recording ended. It is the last event of a finished tape:

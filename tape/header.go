@@ -59,19 +59,19 @@ type Image struct {
 // without a monotonic clock reading. Nil and empty Devices and Notes are
 // kept apart; CPUID is never empty.
 type Header struct {
-	Version  int // written by the writer (FormatVersion, whatever is here), checked by the reader
-	Created  time.Time
-	Source   PositionSource
-	MemBytes uint64
-	TimerHz  int
-	Cmdline  string
-	CPUID    []CPUIDEntry
-	Image    Image             // SHA256 is computed by the writer if zero, and checked against Bytes
-	Devices  map[string]string // device config, e.g. "serial": "16550@0x3f8"
-	Host     string            // e.g. hostname and kernel release
-	Reprise  string            // recorder version
-	Notes    []string          // e.g. what the recorder could not capture
-	Disk     *Disk             // the disk's base image, nil without a disk
+	Version        int // written by the writer (FormatVersion, whatever is here), checked by the reader
+	Created        time.Time
+	PositionSource PositionSource
+	MemBytes       uint64
+	TimerHz        int
+	Cmdline        string
+	CPUID          []CPUIDEntry
+	Image          Image             // SHA256 is computed by the writer if zero, and checked against Bytes
+	Devices        map[string]string // device config, e.g. "serial": "16550@0x3f8"
+	Host           string            // e.g. hostname and kernel release
+	Reprise        string            // recorder version
+	Notes          []string          // e.g. what the recorder could not capture
+	Disk           *Disk             // the disk's base image, nil without a disk
 }
 
 // Disk identifies the read-only base image a recording's disk started from.
@@ -128,8 +128,8 @@ type imageJSON struct {
 // a replay never starts from one: a forged tape is as untrusted as a guest.
 func (h *Header) check() string {
 	switch {
-	case !h.Source.known():
-		return fmt.Sprintf("unknown position source %q (want %q, %q or %q)", h.Source, SourceSWBC, SourceExitSync, SourcePMU)
+	case !h.PositionSource.known():
+		return fmt.Sprintf("unknown position source %q (want %q, %q or %q)", h.PositionSource, SourceSWBC, SourceExitSync, SourcePMU)
 	case len(h.CPUID) == 0:
 		return "empty CPUID table"
 	case len(h.CPUID) > MaxCPUIDEntries:
@@ -175,7 +175,7 @@ func encodeHeader(h *Header) ([]byte, error) {
 	}
 	j := headerJSON{
 		Created:  h.Created.UTC(),
-		Source:   string(h.Source),
+		Source:   string(h.PositionSource),
 		MemBytes: h.MemBytes,
 		TimerHz:  h.TimerHz,
 		Cmdline:  h.Cmdline,
@@ -219,17 +219,17 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		return nil, 0, "trailing data after the header JSON"
 	}
 	h := &Header{
-		Version:  int(version),
-		Created:  j.Created.UTC(),
-		Source:   PositionSource(j.Source),
-		MemBytes: j.MemBytes,
-		TimerHz:  j.TimerHz,
-		Cmdline:  j.Cmdline,
-		Image:    Image{Name: j.Image.Name},
-		Devices:  j.Devices,
-		Host:     j.Host,
-		Reprise:  j.Reprise,
-		Notes:    j.Notes,
+		Version:        int(version),
+		Created:        j.Created.UTC(),
+		PositionSource: PositionSource(j.Source),
+		MemBytes:       j.MemBytes,
+		TimerHz:        j.TimerHz,
+		Cmdline:        j.Cmdline,
+		Image:          Image{Name: j.Image.Name},
+		Devices:        j.Devices,
+		Host:           j.Host,
+		Reprise:        j.Reprise,
+		Notes:          j.Notes,
 	}
 	if j.CPUID != nil {
 		h.CPUID = make([]CPUIDEntry, len(j.CPUID))

@@ -21,12 +21,12 @@ func fullHeader() *Header {
 	}
 	copy(img, "\x7fELF")
 	return &Header{
-		Version:  FormatVersion,
-		Created:  time.Date(2025, 11, 21, 23, 27, 5, 123456789, time.UTC),
-		Source:   SourceSWBC,
-		MemBytes: 64 << 20,
-		TimerHz:  250,
-		Cmdline:  "syn_cont threads=16 \"quoted\" ünïcode",
+		Version:        FormatVersion,
+		Created:        time.Date(2025, 11, 21, 23, 27, 5, 123456789, time.UTC),
+		PositionSource: SourceSWBC,
+		MemBytes:       64 << 20,
+		TimerHz:        250,
+		Cmdline:        "syn_cont threads=16 \"quoted\" ünïcode",
 		CPUID: []CPUIDEntry{
 			{Function: 0, EAX: 0xd, EBX: 0x756e6547, ECX: 0x6c65746e, EDX: 0x49656e69},
 			{Function: 1, EAX: 0x906ea, ECX: 0x80000000, EDX: 0x078bfbff},
@@ -63,11 +63,11 @@ func genEvents(seed uint64, n int, end bool) []*Event {
 		branch += uint64(rng.IntN(200000))
 		host += time.Duration(rng.IntN(4_000_000))
 		e := &Event{
-			Pos:      Position{Exit: exit, Branch: branch},
-			HostTime: host,
-			Exit:     2,
-			Port:     0x3f8 + uint16(rng.IntN(8)),
-			Digest:   rng.Uint64(),
+			Pos:        Position{Exit: exit, Branch: branch},
+			HostTime:   host,
+			ExitReason: 2,
+			Port:       0x3f8 + uint16(rng.IntN(8)),
+			Digest:     rng.Uint64(),
 		}
 		switch r := rng.IntN(100); {
 		case r < 70:
@@ -79,7 +79,7 @@ func genEvents(seed uint64, n int, end bool) []*Event {
 			}
 			if e.Where != AtExit {
 				e.Port = 0
-				e.Exit = 0
+				e.ExitReason = 0
 			}
 			if rng.IntN(10) == 0 {
 				e.Pos.RIP = 0x400000 + rng.Uint64N(1<<20)
@@ -107,7 +107,7 @@ func genEvents(seed uint64, n int, end bool) []*Event {
 	if end {
 		last := evs[len(evs)-1]
 		evs[len(evs)-1] = &Event{
-			Kind: KindEnd, Pos: last.Pos, HostTime: last.HostTime, Exit: 2, Port: 0x501, Digest: 7,
+			Kind: KindEnd, Pos: last.Pos, HostTime: last.HostTime, ExitReason: 2, Port: 0x501, Digest: 7,
 			End: &End{Reason: EndExited, Status: 3, RAMHash: sha256.Sum256([]byte("ram")),
 				ConsoleHash: sha256.Sum256([]byte("console")), ConsoleBytes: 1234},
 		}

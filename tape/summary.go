@@ -73,7 +73,7 @@ func (s *Summary) Print(w io.Writer) {
 		line("created", "%s", h.Created.Format("2006-01-02 15:04:05 MST"))
 		line("host", "%s", orNone(h.Host))
 		line("recorder", "%s", orNone(h.Reprise))
-		line("source", "%s", h.Source)
+		line("source", "%s", h.PositionSource)
 		line("memory", "%s", fmtBytes(int64(h.MemBytes)))
 		line("timer", "%d Hz", h.TimerHz)
 		line("cmdline", "%q", h.Cmdline)

@@ -41,8 +41,8 @@ func TestRoundTrip(t *testing.T) {
 func TestHeaderEdgeCases(t *testing.T) {
 	dir := t.TempDir()
 	for name, h := range map[string]*Header{
-		"minimal":     {Source: SourceExitSync, CPUID: []CPUIDEntry{{}}},
-		"empty-lists": {Source: SourcePMU, CPUID: []CPUIDEntry{{}}, Devices: map[string]string{}, Notes: []string{}},
+		"minimal":     {PositionSource: SourceExitSync, CPUID: []CPUIDEntry{{}}},
+		"empty-lists": {PositionSource: SourcePMU, CPUID: []CPUIDEntry{{}}, Devices: map[string]string{}, Notes: []string{}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(dir, name)
@@ -75,7 +75,7 @@ func TestHeaderEdgeCases(t *testing.T) {
 	require.ErrorContains(t, err, "does not match its bytes")
 
 	h = fullHeader()
-	h.Source = "magic"
+	h.PositionSource = "magic"
 	path := filepath.Join(dir, "keep")
 	require.NoError(t, os.WriteFile(path, []byte("precious"), 0o644))
 	_, err = Create(path, h)
@@ -230,7 +230,7 @@ func TestCreateThenKill(t *testing.T) {
 // A completion digest travels with its interrupt (the disk's).
 func TestInterruptDataRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, &Header{Source: SourceSWBC, CPUID: []CPUIDEntry{{}}})
+	w, err := NewWriter(&buf, &Header{PositionSource: SourceSWBC, CPUID: []CPUIDEntry{{}}})
 	require.NoError(t, err)
 	in := &Event{Kind: KindInterrupt, Vector: 0x22, Pos: Position{Exit: 7, Branch: 99}, Data: []byte{1, 2, 3, 4, 5, 6, 7, 8}}
 	require.NoError(t, w.Append(in))
@@ -245,7 +245,7 @@ func TestInterruptDataRoundTrip(t *testing.T) {
 // Frames travel whole, with their host timestamps.
 func TestFrameRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, &Header{Source: SourceSWBC, CPUID: []CPUIDEntry{{}}})
+	w, err := NewWriter(&buf, &Header{PositionSource: SourceSWBC, CPUID: []CPUIDEntry{{}}})
 	require.NoError(t, err)
 	frame := bytes.Repeat([]byte{0xee}, 1514)
 	in := []*Event{

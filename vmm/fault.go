@@ -11,20 +11,20 @@ import (
 // does not handle, or an exception the guest kernel reported. It carries
 // enough to start debugging without a rerun.
 type GuestFault struct {
-	Reason  string
-	Exit    kvm.ExitReason
-	Vector  int // exception vector the guest reported, or -1
-	Regs    kvm.Regs
-	Sregs   kvm.Sregs
-	Where   func(addr uint64) string // symbolizer
-	Console []string                 // the last console lines
+	Reason     string
+	ExitReason kvm.ExitReason
+	Vector     int // exception vector the guest reported, or -1
+	Regs       kvm.Regs
+	Sregs      kvm.Sregs
+	Where      func(addr uint64) string // symbolizer
+	Console    []string                 // the last console lines
 }
 
 // newFault captures the current vCPU state. Registers come from the copy
 // KVM synced into kvm_run at this exit; if that is unavailable they are
 // fetched with ioctls.
 func (m *Machine) newFault(reason string) *GuestFault {
-	f := &GuestFault{Reason: reason, Exit: m.cpu.ExitReason(), Vector: -1, Where: m.cfg.Image.Describe}
+	f := &GuestFault{Reason: reason, ExitReason: m.cpu.ExitReason(), Vector: -1, Where: m.cfg.Image.Describe}
 	f.Regs = *m.cpu.SyncedRegs()
 	f.Sregs = *m.cpu.SyncedSregs()
 	if f.Regs == (kvm.Regs{}) {
@@ -45,7 +45,7 @@ func (f *GuestFault) Error() string {
 	if f.Vector >= 0 {
 		fmt.Fprintf(&b, "  faulting context: rip %#x", r.RIP)
 	} else {
-		fmt.Fprintf(&b, "  exit %v, rip %#x", f.Exit, r.RIP)
+		fmt.Fprintf(&b, "  exit %v, rip %#x", f.ExitReason, r.RIP)
 	}
 	if f.Where != nil {
 		fmt.Fprintf(&b, " (%s)", f.Where(r.RIP))

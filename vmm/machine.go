@@ -50,9 +50,9 @@ type Config struct {
 
 	// Mode selects where inputs come from (Live by default).
 	Mode Mode
-	// Places says how Record positions asynchronous events: swbc (the
+	// PositionSource says how Record positions asynchronous events: swbc (the
 	// image must have the branch-counter hook) or exit-sync.
-	Places tape.PositionSource
+	PositionSource tape.PositionSource
 	// Log receives a recording's events (Record).
 	Log EventLog
 	// Script supplies a replay's events (Replay).
@@ -189,7 +189,7 @@ func New(cfg Config) (*Machine, error) {
 	case Replay:
 		m.src = newTapeSource(m, cfg.Script)
 	default:
-		m.src = &liveSource{m: m, log: cfg.Log, places: cfg.Places}
+		m.src = &liveSource{m: m, log: cfg.Log, positionSource: cfg.PositionSource}
 	}
 	if err := m.init(); err != nil {
 		m.Close()
@@ -267,7 +267,7 @@ func checkMode(cfg *Config) error {
 		if cfg.Log == nil {
 			return errors.New("vmm: recording needs an event log")
 		}
-		switch cfg.Places {
+		switch cfg.PositionSource {
 		case tape.SourceSWBC:
 			hook, ok := cfg.Image.Lookup(SWBCHookSymbol)
 			if !ok {
@@ -281,7 +281,7 @@ func checkMode(cfg *Config) error {
 			}
 		case tape.SourceExitSync:
 		default:
-			return fmt.Errorf("vmm: the %q position source is not available to the recorder", cfg.Places)
+			return fmt.Errorf("vmm: the %q position source is not available to the recorder", cfg.PositionSource)
 		}
 	case Replay:
 		if cfg.Script == nil || cfg.CPUID == nil {

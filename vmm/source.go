@@ -98,13 +98,13 @@ func regsDigest(r *kvm.Regs) uint64 {
 // and the exit the guest is stopped at.
 func (m *Machine) event(kind tape.Kind, where tape.Where) *tape.Event {
 	return &tape.Event{
-		Kind:     kind,
-		Pos:      m.tapePosition(),
-		Where:    where,
-		HostTime: m.now(),
-		Exit:     uint8(m.cpu.ExitReason()),
-		Port:     m.exitPort(),
-		Digest:   regsDigest(m.cpu.SyncedRegs()),
+		Kind:       kind,
+		Pos:        m.tapePosition(),
+		Where:      where,
+		HostTime:   m.now(),
+		ExitReason: uint8(m.cpu.ExitReason()),
+		Port:       m.exitPort(),
+		Digest:     regsDigest(m.cpu.SyncedRegs()),
 	}
 }
 

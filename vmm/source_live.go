@@ -13,12 +13,12 @@ import (
 // a guest-initiated exit, at a software-branch-counter target, or at the
 // first interrupt window after an exit — and logs every input there.
 type liveSource struct {
-	m      *Machine
-	log    EventLog // nil: Live mode
-	places tape.PositionSource
-	armed  bool   // a branch-counter target is set
-	target uint64 // ...at this count
-	met    bool   // ...and the guest has stopped at it
+	m              *Machine
+	log            EventLog // nil: Live mode
+	positionSource tape.PositionSource
+	armed          bool   // a branch-counter target is set
+	target         uint64 // ...at this count
+	met            bool   // ...and the guest has stopped at it
 	// stopAsked is when a stop request was first seen (recording).
 	stopAsked time.Time
 }
@@ -67,7 +67,7 @@ func (s *liveSource) beforeEntry(stop stopKind) error {
 	if vector == abi.IRQBase+abi.IRQNIC {
 		return nil
 	}
-	switch s.places {
+	switch s.positionSource {
 	case tape.SourceSWBC:
 		return s.arm()
 	case tape.SourceExitSync:
@@ -90,7 +90,7 @@ func (s *liveSource) stopAt(stop stopKind) error {
 	if time.Since(s.stopAsked) > stopGrace {
 		return errStopped
 	}
-	if s.places == tape.SourceSWBC {
+	if s.positionSource == tape.SourceSWBC {
 		return s.arm()
 	}
 	return nil
@@ -176,7 +176,7 @@ func (s *liveSource) inject(vector uint8, where tape.Where) error {
 	// One injection per entry: anything still pending (a moderated NIC
 	// interrupt behind a tick) gets the next basic block, or it could wait
 	// behind every later tick of a guest that makes no exits.
-	if s.places == tape.SourceSWBC && m.intc.Pending() {
+	if s.positionSource == tape.SourceSWBC && m.intc.Pending() {
 		if err := s.arm(); err != nil {
 			return err
 		}

@@ -215,8 +215,8 @@ func (s *tapeSource) check(ev *tape.Event) error {
 	switch {
 	case pos.Exit != ev.Pos.Exit || pos.Branch != ev.Pos.Branch:
 		return s.diverge(ev, "position", fmtPos(ev.Pos), fmtPos(pos))
-	case uint8(m.cpu.ExitReason()) != ev.Exit || m.exitPort() != ev.Port:
-		return s.diverge(ev, "exit", fmtExit(ev.Exit, ev.Port), fmtExit(uint8(m.cpu.ExitReason()), m.exitPort()))
+	case uint8(m.cpu.ExitReason()) != ev.ExitReason || m.exitPort() != ev.Port:
+		return s.diverge(ev, "exit", fmtExit(ev.ExitReason, ev.Port), fmtExit(uint8(m.cpu.ExitReason()), m.exitPort()))
 	}
 	if d := regsDigest(m.cpu.SyncedRegs()); d != ev.Digest {
 		return s.diverge(ev, "register digest", fmt.Sprintf("%016x", ev.Digest), fmt.Sprintf("%016x", d))

@@ -107,7 +107,7 @@ ticks: .quad 0
 func recordWideHook(t *testing.T) (img *elfimage.Image, events []*tape.Event, rec *Result, cpuid []kvm.CPUIDEntry, count uint64) {
 	t.Helper()
 	var log eventSlice
-	m := asmMachine(t, wideHookAsm, Config{TimerHz: -1, Console: &bytes.Buffer{}, Mode: Record, Places: tape.SourceSWBC, Log: &log})
+	m := asmMachine(t, wideHookAsm, Config{TimerHz: -1, Console: &bytes.Buffer{}, Mode: Record, PositionSource: tape.SourceSWBC, Log: &log})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rec, err := m.Run(ctx)
@@ -194,6 +194,6 @@ __sanitizer_cov_trace_pc:
 	ret
 `))
 	require.NoError(t, err)
-	_, err = New(Config{Image: img, Mode: Record, Places: tape.SourceSWBC, Log: &eventSlice{}})
+	_, err = New(Config{Image: img, Mode: Record, PositionSource: tape.SourceSWBC, Log: &eventSlice{}})
 	require.ErrorContains(t, err, "has no size")
 }

@@ -92,7 +92,7 @@ func TestTripleFaultReport(t *testing.T) {
 	_, _, err := bootAsm(t, tripleAsm, Config{TimerHz: -1})
 	var gf *GuestFault
 	require.True(t, errors.As(err, &gf), "want *GuestFault, got %v", err)
-	require.Equal(t, kvm.ExitShutdown, gf.Exit)
+	require.Equal(t, kvm.ExitShutdown, gf.ExitReason)
 	require.Contains(t, gf.Error(), "triple fault")
 	require.Contains(t, gf.Error(), "rip ")
 	require.Equal(t, []string{"x"}, gf.Console)

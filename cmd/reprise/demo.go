@@ -158,7 +158,7 @@ func demoDeadlock(out io.Writer, db *eventdb.DB, dir string, run *eventdb.Run) e
 // probes (and sampling) into a new DB, which it returns open.
 func demoRecordReplay(ctx context.Context, out, errOut io.Writer, img *elfimage.Image, workload, tapePath, dbDir string, sampleEvery uint64) (*eventdb.DB, *eventdb.Run, error) {
 	done := demoStep(out, fmt.Sprintf("reprise record -o %s %s", tapePath, workload))
-	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: workload, Output: tapePath, Console: io.Discard, Places: recorder.Auto, Overwrite: true})
+	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: workload, Output: tapePath, Console: io.Discard, PositionSource: recorder.Auto, Overwrite: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("recording %s: %w", workload, err)
 	}

@@ -14,13 +14,13 @@ import (
 
 func newRecordCmd() *cobra.Command {
 	var (
-		mf      machineFlags
-		out     string
-		places  string
-		jitter  time.Duration
-		timeout time.Duration
-		host    string
-		force   bool
+		mf             machineFlags
+		out            string
+		positionSource string
+		jitter         time.Duration
+		timeout        time.Duration
+		host           string
+		force          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "record WORKLOAD|IMAGE [ARG...] -o TAPE",
@@ -31,7 +31,7 @@ exactly. Ctrl-C, SIGTERM or --timeout end the recording cleanly at the next poin
 replay can find again; a recorder killed outright leaves a tape that replays
 up to its last flushed chunk (flushed every 250 ms).
 
-Position sources (--position): swbc counts the guest's user-mode basic blocks
+Position sources (--position-source): swbc counts the guest's user-mode basic blocks
 (the bundled kit has the counter built in) and places interrupts exactly;
 exit-sync delivers them only at the guest's own exits (any image, but
 compute-bound code sees late interrupts); pmu needs a hardware PMU that
@@ -75,13 +75,13 @@ is recorded and replays).`,
 			}
 			res, err := recorder.Record(ctx, recorder.Options{
 				Image: img, Cmdline: cmdline, MemBytes: uint64(mf.mem.byteSize), TimerHz: mf.tickRate(),
-				TimerJitter: jitter, Places: tape.PositionSource(places), Console: cmd.OutOrStdout(),
+				TimerJitter: jitter, PositionSource: tape.PositionSource(positionSource), Console: cmd.OutOrStdout(),
 				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(), Host: mode,
 				Overwrite: force,
 			})
 			if res != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: recorded %s: %d events, %d host records, %s, %v of guest execution (%s positions)%s\n",
-					res.Tape, res.Events, res.HostRecords, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), res.Places, endNote(res.End))
+					res.Tape, res.Events, res.HostRecords, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), res.PositionSource, endNote(res.End))
 				if res.HostMissing != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %s\n", res.HostMissing)
 				}
@@ -111,7 +111,9 @@ is recorded and replays).`,
 	mf.register(cmd)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "tape to write (never an existing file, unless --force)")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite an existing tape (and its disk overlay)")
-	cmd.Flags().StringVar(&places, "position", string(recorder.Auto), "position source: auto, swbc, exit-sync or pmu")
+	cmd.Flags().StringVar(&positionSource, "position-source", string(recorder.Auto), "position source: auto, swbc, exit-sync or pmu")
+	cmd.Flags().StringVar(&positionSource, "position", string(recorder.Auto), "")
+	_ = cmd.Flags().MarkDeprecated("position", "use --position-source")
 	cmd.Flags().Var(newDurationFlag(&jitter, time.Nanosecond, time.Second, "none"), "timer-jitter", "move each timer tick randomly by up to this much, less than the tick period (stress-tests determinism)")
 	cmd.Flags().Var(newDurationFlag(&timeout, time.Nanosecond, maxDuration, "no limit"), "timeout", "end the recording cleanly after this long (0: no limit)")
 	cmd.Flags().StringVar(&host, "host", string(recorder.HostFull), "host view to keep: full, vmm or off")

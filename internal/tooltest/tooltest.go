@@ -62,7 +62,7 @@ func Record(t testing.TB, dir, name, cmdline string) *Recorded {
 	defer cancel()
 	path := filepath.Join(dir, name+".tape")
 	var out bytes.Buffer
-	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: cmdline, Output: path, Console: &out, Places: recorder.Auto})
+	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: cmdline, Output: path, Console: &out, PositionSource: recorder.Auto})
 	require.NoError(t, err, "recording %q: %s", cmdline, out.String())
 	require.NotNil(t, res)
 	return &Recorded{Tape: path, Image: img, Truths: guest.ParseTruth(out.String()), Result: res}

@@ -56,7 +56,7 @@ func Analyze(r *states.Run) *Report {
 		counts := map[uint64]int{}
 		for _, iv := range v.Intervals {
 			if iv.State == states.VMM {
-				counts[iv.Exit]++
+				counts[iv.ExitReason]++
 			}
 		}
 		for reason, t := range byExit {

@@ -227,7 +227,7 @@ func (a *analyzer) onVCPU(r *states.Run, span states.Span, tid uint32, preempted
 			case states.Running:
 				out = append(out, Entry{iv.Span, a.guestThread(r, tid)})
 			case states.VMM:
-				out = append(out, Entry{iv.Span, Holder{"VMM: " + states.ExitName(iv.Exit), VMM(r.Name)}})
+				out = append(out, Entry{iv.Span, Holder{"VMM: " + states.ExitName(iv.ExitReason), VMM(r.Name)}})
 			case states.Idle:
 				out = append(out, Entry{iv.Span, Holder{"idle", Guest(r.Name)}})
 			case states.Preempted:

@@ -23,7 +23,7 @@ func TestFlowResolvesHolders(t *testing.T) {
 			{Span: span(0, 10), State: states.Running, CPU: -1},
 			{Span: span(10, 20), State: states.Preempted, CPU: 1},
 			{Span: span(20, 30), State: states.Running, CPU: -1},
-			{Span: span(30, 32), State: states.VMM, Exit: uint64(kvm.ExitIO), CPU: -1},
+			{Span: span(30, 32), State: states.VMM, ExitReason: uint64(kvm.ExitIO), CPU: -1},
 			{Span: span(32, 40), State: states.Running, CPU: -1},
 		}}},
 		Current: []states.Current{{Span: span(0, 40), TID: 1}},

@@ -110,7 +110,7 @@ func loadVCPU(db *eventdb.DB, run uint32, c eventdb.VCPU) (*VCPU, error) {
 		}
 		iv := VCPUInterval{Span: Span{e.Time, e.Time + time.Duration(e.Args[0])}, State: Idle, CPU: -1}
 		if e.Kind == eventdb.KindVCPURun {
-			iv.State, iv.Exit = Running, e.Addr
+			iv.State, iv.ExitReason = Running, e.Addr
 			v.Entries++
 		}
 		ivs = append(ivs, iv)
@@ -126,14 +126,14 @@ func loadVCPU(db *eventdb.DB, run uint32, c eventdb.VCPU) (*VCPU, error) {
 		if i > 0 {
 			prev := v.Intervals[len(v.Intervals)-1]
 			if gap := (Span{prev.End, iv.Start}); gap.Len() > 0 {
-				v.Intervals = append(v.Intervals, VCPUInterval{Span: gap, State: VMM, Exit: lastExit, CPU: -1})
+				v.Intervals = append(v.Intervals, VCPUInterval{Span: gap, State: VMM, ExitReason: lastExit, CPU: -1})
 			} else if gap.Len() < 0 {
 				iv.Start = prev.End // clock granularity: never overlap
 			}
 		}
 		if iv.State == Running {
-			lastExit = iv.Exit
-			iv.Exit = 0
+			lastExit = iv.ExitReason
+			iv.ExitReason = 0
 		}
 		if iv.Len() > 0 {
 			v.Intervals = append(v.Intervals, iv)

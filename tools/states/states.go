@@ -45,9 +45,9 @@ func VCPUStates() []VCPUState { return []VCPUState{Running, VMM, Idle, Preempted
 type VCPUInterval struct {
 	Span
 	State VCPUState
-	// Exit, for VMM, is the exit reason that brought the vCPU out of the
+	// ExitReason, for VMM, is the exit reason that brought the vCPU out of the
 	// guest (hostview.ExitInterrupted: a signal).
-	Exit uint64
+	ExitReason uint64
 	// CPU, for Preempted, is the host CPU whose run queue it waited in
 	// (-1 if unknown).
 	CPU int32
@@ -80,7 +80,7 @@ func (v *VCPU) Totals() (byState [numVCPUStates]time.Duration, byExit map[uint64
 	for _, iv := range v.Intervals {
 		byState[iv.State] += iv.Len()
 		if iv.State == VMM {
-			byExit[iv.Exit] += iv.Len()
+			byExit[iv.ExitReason] += iv.Len()
 		}
 	}
 	return byState, byExit

@@ -67,7 +67,7 @@ func TestLoadVMMOnly(t *testing.T) {
 	require.Equal(t, "vm-a", r.Name)
 	require.False(t, r.Sched)
 	iv := func(from, to time.Duration, s VCPUState, exit kvm.ExitReason) VCPUInterval {
-		return VCPUInterval{Span: Span{from * us, to * us}, State: s, Exit: uint64(exit), CPU: -1}
+		return VCPUInterval{Span: Span{from * us, to * us}, State: s, ExitReason: uint64(exit), CPU: -1}
 	}
 	require.Equal(t, []VCPUInterval{
 		iv(10, 40, Running, 0), iv(40, 45, VMM, kvm.ExitIO), iv(45, 100, Running, 0),
@@ -87,7 +87,7 @@ func TestLoadWithSched(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Sched)
 	iv := func(from, to time.Duration, s VCPUState, exit kvm.ExitReason, cpu int32) VCPUInterval {
-		return VCPUInterval{Span: Span{from * us, to * us}, State: s, Exit: uint64(exit), CPU: cpu}
+		return VCPUInterval{Span: Span{from * us, to * us}, State: s, ExitReason: uint64(exit), CPU: cpu}
 	}
 	require.Equal(t, []VCPUInterval{
 		iv(10, 20, Running, 0, -1), iv(20, 35, Preempted, 0, 1), iv(35, 40, Running, 0, -1),

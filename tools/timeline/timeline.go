@@ -114,7 +114,7 @@ func vmTracks(pid int, r *states.Run) []track {
 			name := iv.State.String()
 			switch iv.State {
 			case states.VMM:
-				name = "VMM " + states.ExitName(iv.Exit)
+				name = "VMM " + states.ExitName(iv.ExitReason)
 			case states.Preempted:
 				name = fmt.Sprintf("PREEMPTED (host CPU %d)", iv.CPU)
 			}
