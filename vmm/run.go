@@ -1,0 +1,163 @@
+package vmm
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/host/hostview"
+	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm/devices"
+)
+
+// Result is how a run ended.
+type Result struct {
+	Status  uint32 // the guest's exit status
+	Elapsed time.Duration
+	Stats   Stats
+	// Marks is the host time (since boot) of the latest REPRISE_HC_MARK
+	// of each id.
+	Marks map[uint64]time.Duration
+	// End describes how the guest's execution ended, with the RAM and
+	// console hashes a recording keeps and a replay compares; nil if the
+	// run stopped without a defined end (a VMM error, a cancelled live run).
+	End *tape.End
+	// Events is how many tape events a replay applied.
+	Events uint64
+}
+
+// Between returns the host time from the last mark start to the last mark
+// end, and whether both were made.
+func (r *Result) Between(start, end uint64) (time.Duration, bool) {
+	s, hs := r.Marks[start]
+	e, he := r.Marks[end]
+	return e - s, hs && he
+}
+
+var (
+	errStopped   = errors.New("vmm: stopped")
+	errReplayEnd = errors.New("vmm: replay reached the recording's end")
+	// errRecordStop ends a recording, on request, at a repeatable point.
+	errRecordStop = errors.New("vmm: recording stopped on request")
+)
+
+// Run boots the guest and runs it until it powers off, faults, or ctx is
+// done. A guest fault is returned as *GuestFault, a replay that stops
+// matching its tape as *DivergenceError, a tape that ends early as
+// *TapeCutError. A recording whose ctx is cancelled stops at the next point
+// a replay can find again and ends normally (Result.End.Reason
+// "interrupted"); a replay of it stops at the same point.
+func (m *Machine) Run(ctx context.Context) (*Result, error) {
+	m.start = time.Now()
+	m.startHostClock()
+	done := make(chan error, 1)
+	go func() {
+		// One OS thread for the vCPU's whole life: KVM wants a vCPU's
+		// ioctls from one thread, and kicks are aimed at that thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid := unix.Gettid()
+		m.tid.Store(int32(tid))
+		if m.host.log != nil {
+			m.host.log(&hostview.Record{Kind: hostview.KindVCPU, Time: m.hostNow(), TID: uint32(tid)})
+		}
+		err := m.loop()
+		m.tid.Store(0)
+		done <- err
+	}()
+	stopSampling := m.sampleTimer()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		err = m.stopAndWait(done)
+	}
+	stopSampling()
+	m.timer.Stop()
+	m.console.Flush()
+	end, err := m.endOf(err)
+	if err = m.src.finish(end, err); errors.Is(err, errStopped) {
+		err = fmt.Errorf("vmm: run interrupted: %w", context.Cause(ctx))
+	}
+	m.stats.KicksSent = m.kicksSent.Load()
+	m.stats.DiskRefused = m.disk.Refused
+	res := &Result{Elapsed: time.Since(m.start), Stats: m.stats, Marks: m.marks, End: end}
+	if ts, ok := m.src.(*tapeSource); ok {
+		res.Events = ts.applied
+	}
+	if end != nil && end.Reason == tape.EndExited {
+		res.Status = end.Status
+	}
+	return res, err
+}
+
+// endOf turns the loop's result into the end of the guest's execution, or
+// nil if it did not reach one; the error left is what Run should report.
+func (m *Machine) endOf(err error) (*tape.End, error) {
+	var (
+		end tape.End
+		off *devices.PowerOff
+		gf  *GuestFault
+	)
+	switch {
+	case errors.As(err, &off):
+		end.Reason, end.Status, err = tape.EndExited, off.Status, nil
+	case errors.As(err, &gf):
+		end.Reason, end.Fault = tape.EndFault, gf.Reason
+	case errors.Is(err, errRecordStop), errors.Is(err, errReplayEnd):
+		end.Reason, err = tape.EndInterrupted, nil
+	default:
+		return nil, err
+	}
+	if err := m.removeProbes(); err != nil {
+		return nil, err
+	}
+	var herr error
+	end.RAMHash, herr = m.ramHash()
+	if herr != nil {
+		return nil, herr
+	}
+	end.ConsoleHash, end.ConsoleBytes = m.console.Sum()
+	return &end, err
+}
+
+// ramHash hashes guest RAM with the branch-counter target cleared: it is
+// the one word the VMM writes at different times in record and replay.
+func (m *Machine) ramHash() ([32]byte, error) {
+	if err := m.SetBranchTarget(noTarget); err != nil {
+		return [32]byte{}, err
+	}
+	return sha256.Sum256(m.ram.Bytes()), nil
+}
+
+// endWhere is how the end's position relates to where the vCPU stopped.
+func (m *Machine) endWhere() tape.Where {
+	if m.lastStop == stopBranch {
+		return tape.AtBranch
+	}
+	return tape.AtExit
+}
+
+// stopAndWait asks the vCPU loop to stop and waits for it, kicking again
+// while it waits: a recording stops only at a repeatable point and looks
+// for one each time the vCPU stops.
+func (m *Machine) stopAndWait(done <-chan error) error {
+	m.stopping.Store(true)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		m.kick()
+		select {
+		case err := <-done:
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+func (m *Machine) now() time.Duration { return time.Since(m.start) }

@@ -1,0 +1,143 @@
+package vmm
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/host/hostview"
+	"github.com/reprise-vm/reprise/vmm/devices"
+	"github.com/reprise-vm/reprise/vmm/netback"
+)
+
+// device is one entry of the machine's port map.
+type device struct {
+	name       string
+	base, size uint16
+	dev        devices.PortDevice
+}
+
+// devices lists the machine's port devices; DeviceConfig describes the
+// same list for a tape header.
+func (m *Machine) devices() []device {
+	return []device{
+		{"serial", abi.PortSerial, devices.SerialPorts, &devices.Serial{Out: m.console}},
+		{"exit", abi.PortExit, 1, devices.ExitPort{}},
+		{"timer", abi.PortTimer, 1, m.timer},
+		{"intc", abi.PortIntcMask, devices.IntcPorts, m.intc},
+		{"null", abi.PortNull, 1, devices.Null{}},
+		{"entropy", abi.PortEntropy, 4, devices.Entropy{}},
+		{"disk", abi.PortDisk, devices.DiskPorts, m.disk},
+		{"nic", abi.PortNICRXRing, devices.NICPorts, m.nic},
+	}
+}
+
+// DeviceConfig describes the device model: name → "ports base+size".
+func DeviceConfig() map[string]string {
+	cfg := map[string]string{
+		"hypercall": fmt.Sprintf("port %#x", abi.PortHcall),
+		"swbc":      fmt.Sprintf("port %#x, page %#x", abi.PortSWBC, abi.SWBC),
+		"clock":     fmt.Sprintf("page %#x", abi.Clock),
+	}
+	for _, d := range (&Machine{}).devices() {
+		cfg[d.name] = fmt.Sprintf("ports %#x+%d", d.base, d.size)
+	}
+	return cfg
+}
+
+func (m *Machine) attachDevices() error {
+	m.intc = devices.NewIntc(abi.IRQBase, m.kick)
+	raise := func() {
+		m.hostEvent(hostview.KindTimerFire, 0, 0)
+		m.raise(abi.IRQTimer)
+	}
+	if m.cfg.Mode == Replay {
+		raise = nil // ticks come from the tape
+	}
+	m.timer = devices.NewTimer(raise, m.cfg.TimerJitter)
+	if c := m.cfg.Disk; c != nil {
+		var err error
+		if m.store, err = devices.OpenDiskStore(c.Base, c.Overlay); err != nil {
+			return err
+		}
+	}
+	var raiseDisk func()
+	if m.cfg.Mode != Replay {
+		raiseDisk = func() { m.raise(abi.IRQDisk) } // replay: completions come from the tape
+	}
+	m.disk = devices.NewDisk(m.ram, m.store, raiseDisk)
+	if err := m.attachNet(); err != nil {
+		return err
+	}
+	for _, d := range m.devices() {
+		if err := m.bus.Attach(d.name, d.base, d.size, d.dev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attachNet opens the network backend (live and record) and builds the NIC.
+//
+// NIC interrupts are moderated, as on real NICs: a frame wakes an idle
+// vCPU but does not kick a running one; it is delivered at the vCPU's next
+// stop (its next exit with interrupts on, its idle HLT, a timer tick). A
+// kick would cost a recording an extra exit per frame to reach a
+// repeatable point; moderation lets frames arrive in batches at points the
+// guest reaches anyway.
+func (m *Machine) attachNet() error {
+	raiseNIC := m.raiseNIC
+	if c := m.cfg.Net; c != nil && m.cfg.Mode != Replay {
+		// Assigned only on success: a nil *UDP in the interface would not
+		// be a nil Backend.
+		switch {
+		case c.UDP != "" && c.Pcap != "":
+			return errors.New("vmm: a NIC has one backend: a UDP address or a capture, not both")
+		case c.UDP != "":
+			u, err := netback.ListenUDP(c.UDP, raiseNIC)
+			if err != nil {
+				return err
+			}
+			m.net = u
+		case c.Pcap != "":
+			p, err := netback.OpenPcap(c.Pcap, raiseNIC)
+			if err != nil {
+				return err
+			}
+			m.net = p
+		}
+	}
+	m.nic = devices.NewNIC(m.ram, m.net != nil)
+	m.nic.Send = func(frame []byte) error { return m.src.netTX(frame) }
+	m.nic.RXPosted = func() {
+		if m.net != nil && m.net.Backlog() > 0 {
+			raiseNIC()
+		}
+	}
+	return nil
+}
+
+// raise asserts an interrupt line and kicks the vCPU to deliver it.
+func (m *Machine) raise(line int) {
+	m.hostEvent(hostview.KindIRQ, uint32(line), 0)
+	m.intc.Raise(line)
+}
+
+// raiseNIC posts the NIC interrupt and wakes an idle vCPU (see attachNet).
+func (m *Machine) raiseNIC() {
+	m.hostEvent(hostview.KindIRQ, abi.IRQNIC, 0)
+	m.intc.Post(abi.IRQNIC)
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// NetAddr is the host address of a UDP network backend, or nil.
+func (m *Machine) NetAddr() net.Addr {
+	if u, ok := m.net.(*netback.UDP); ok {
+		return u.Addr()
+	}
+	return nil
+}
