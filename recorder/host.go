@@ -6,6 +6,7 @@ import (
 
 	"github.com/reprise-vm/reprise/host/hostview"
 	"github.com/reprise-vm/reprise/host/tracefs"
+	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -69,24 +70,46 @@ func newHostRecorder(mode HostMode, log *chunkedLog) (*hostRecorder, error) {
 // Missing says what the host view lacks ("" if nothing).
 func (h *hostRecorder) Missing() string { return h.missing }
 
-// vmm is the machine's HostLog. Host scheduling starts with the
-// recording's start record, so that no record precedes it, and follows
-// the vCPU thread as soon as it exists.
-func (h *hostRecorder) vmm(r *hostview.Record) {
-	switch r.Kind {
-	case hostview.KindStart:
-		r.Text = h.missing
-		h.log.host(r)
-		if h.sess != nil {
-			h.startErr = h.sess.Start(tracefs.Handlers{Switch: h.onSwitch, Wakeup: h.onWakeup, Migrate: h.onMigrate, Lost: h.onLost})
-		}
-		return
-	case hostview.KindVCPU:
-		if h.sess != nil && h.startErr == nil {
-			h.startErr = h.sess.SetTIDs([]int{int(r.TID)})
-		}
+// hostRecorder is the machine's HostObserver: what the VMM sees becomes
+// the host view's records. Host scheduling starts with the recording's
+// start record, so that no record precedes it, and follows the vCPU thread
+// as soon as it exists.
+var _ vmm.HostObserver = (*hostRecorder)(nil)
+
+func (h *hostRecorder) Started(mono int64) {
+	h.log.host(&hostview.Record{Kind: hostview.KindStart, Time: mono, Text: h.missing})
+	if h.sess != nil {
+		h.startErr = h.sess.Start(tracefs.Handlers{Switch: h.onSwitch, Wakeup: h.onWakeup, Migrate: h.onMigrate, Lost: h.onLost})
 	}
-	h.log.host(r)
+}
+
+func (h *hostRecorder) VCPUThread(at int64, tid uint32) {
+	if h.sess != nil && h.startErr == nil {
+		h.startErr = h.sess.SetTIDs([]int{int(tid)})
+	}
+	h.log.host(&hostview.Record{Kind: hostview.KindVCPU, Time: at, TID: tid})
+}
+
+func (h *hostRecorder) Ran(entry, dur int64, reason kvm.ExitReason, interrupted bool, exits uint64) {
+	code := uint32(reason)
+	if interrupted {
+		code = hostview.ExitInterrupted
+	}
+	h.log.host(&hostview.Record{Kind: hostview.KindRun, Time: entry, Dur: dur, Exit: exits, Code: code})
+}
+
+func (h *hostRecorder) Idled(start, dur int64, exits uint64) {
+	h.log.host(&hostview.Record{Kind: hostview.KindIdle, Time: start, Dur: dur, Exit: exits})
+}
+
+// hypervisorKinds maps the machine's events to the host view's kinds.
+var hypervisorKinds = [...]hostview.Kind{
+	vmm.IRQRaised: hostview.KindIRQ, vmm.Injected: hostview.KindInject,
+	vmm.TimerSet: hostview.KindTimerSet, vmm.TimerFired: hostview.KindTimerFire,
+}
+
+func (h *hostRecorder) Hypervisor(at int64, ev vmm.HypervisorEvent, code uint32, arg uint64) {
+	h.log.host(&hostview.Record{Kind: hypervisorKinds[ev], Time: at, Code: code, Arg: arg})
 }
 
 // close stops host tracing, after it has delivered what it buffered.
@@ -151,8 +174,6 @@ func (h *hostRecorder) name(tid int, comm string) {
 	h.comms[tid] = comm
 	h.log.host(&hostview.Record{Kind: hostview.KindComm, Time: h.lastNs, TID: uint32(tid), Text: comm})
 }
-
-var _ vmm.HostLog = (*hostRecorder)(nil).vmm
 
 // hostFrameBytes is when the pending host frame is written.
 const hostFrameBytes = 64 << 10

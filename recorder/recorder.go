@@ -130,18 +130,18 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	log := &chunkedLog{}
 	var host *hostRecorder
-	var hostLog vmm.HostLog
+	var hostObs vmm.HostObserver
 	if mode != HostOff {
 		if host, err = newHostRecorder(mode, log); err != nil {
 			return nil, err
 		}
 		defer host.close()
-		hostLog = host.vmm
+		hostObs = host
 	}
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Record, PositionSource: source, Log: log, Disk: disk, Net: o.Net, Host: hostLog,
+		Mode: vmm.Record, PositionSource: source, Log: log, Disk: disk, Net: o.Net, Host: hostObs,
 	})
 	if err != nil {
 		return nil, err

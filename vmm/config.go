@@ -72,11 +72,11 @@ type Config struct {
 	// coarser than SampleEvery, and not the same in every replay. At least
 	// MinSamplePeriod.
 	SamplePeriod time.Duration
-	// Host, in Live and Record, receives the VMM's own view of the run
-	// (package hostview): every stay in the guest with its exit reason,
-	// idle waits and hypervisor events. Replays have none: their timing
-	// is not the recording's.
-	Host HostLog
+	// Host, in Live and Record, receives the VMM's own view of the run:
+	// every stay in the guest with its exit reason, idle waits and
+	// hypervisor events. Replays have none: their timing is not the
+	// recording's.
+	Host HostObserver
 	// OnTrace, in Replay, receives the guest kernel's trace-ring records
 	// (context switches, thread create/exit, explicit events), drained
 	// after every tape event and at the end.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/host/hostview"
 )
 
 func (m *Machine) handleIO() error {
@@ -32,7 +31,7 @@ func (m *Machine) handleIO() error {
 			return err
 		}
 		if io.Port == abi.PortTimer {
-			m.hostEvent(hostview.KindTimerSet, 0, uint64(m.timer.Period()))
+			m.hostEvent(TimerSet, 0, uint64(m.timer.Period()))
 		}
 	}
 	return nil

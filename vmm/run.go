@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reprise-vm/reprise/host/hostview"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm/devices"
 )
@@ -63,8 +62,8 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 		defer runtime.UnlockOSThread()
 		tid := unix.Gettid()
 		m.tid.Store(int32(tid))
-		if m.host.log != nil {
-			m.host.log(&hostview.Record{Kind: hostview.KindVCPU, Time: m.hostNow(), TID: uint32(tid)})
+		if m.host.obs != nil {
+			m.host.obs.VCPUThread(m.hostNow(), uint32(tid))
 		}
 		err := m.loop()
 		m.tid.Store(0)

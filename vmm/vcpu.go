@@ -7,7 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/host/hostview"
 	"github.com/reprise-vm/reprise/kvm"
 )
 
@@ -173,7 +172,7 @@ func (m *Machine) inject(vector uint8, clockNs uint64, rx [][]byte) (digest []by
 	if err := m.cpu.Interrupt(vector); err != nil {
 		return nil, err
 	}
-	m.hostEvent(hostview.KindInject, uint32(vector), 0)
+	m.hostEvent(Injected, uint32(vector), 0)
 	m.stats.Injected++
 	m.cpu.RequestInterruptWindow(false)
 	return digest, nil

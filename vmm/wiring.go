@@ -6,7 +6,6 @@ import (
 	"net"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/host/hostview"
 	"github.com/reprise-vm/reprise/vmm/devices"
 	"github.com/reprise-vm/reprise/vmm/netback"
 )
@@ -49,7 +48,7 @@ func DeviceConfig() map[string]string {
 func (m *Machine) attachDevices() error {
 	m.intc = devices.NewIntc(abi.IRQBase, m.kick)
 	raise := func() {
-		m.hostEvent(hostview.KindTimerFire, 0, 0)
+		m.hostEvent(TimerFired, 0, 0)
 		m.raise(abi.IRQTimer)
 	}
 	if m.cfg.Mode == Replay {
@@ -120,13 +119,13 @@ func (m *Machine) attachNet() error {
 
 // raise asserts an interrupt line and kicks the vCPU to deliver it.
 func (m *Machine) raise(line int) {
-	m.hostEvent(hostview.KindIRQ, uint32(line), 0)
+	m.hostEvent(IRQRaised, uint32(line), 0)
 	m.intc.Raise(line)
 }
 
 // raiseNIC posts the NIC interrupt and wakes an idle vCPU (see attachNet).
 func (m *Machine) raiseNIC() {
-	m.hostEvent(hostview.KindIRQ, abi.IRQNIC, 0)
+	m.hostEvent(IRQRaised, abi.IRQNIC, 0)
 	m.intc.Post(abi.IRQNIC)
 	select {
 	case m.wake <- struct{}{}:
