@@ -82,7 +82,7 @@ func BenchmarkSamplingReplay(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				rb := replayWith(b, path, replayer.Options{})
 				rs := replayWith(b, path, replayer.Options{SampleEvery: every,
-					OnSample: func(*vmm.Sample, vmm.GuestMemory) error { return nil }})
+					OnSample: func(*replayer.Sample, vmm.GuestMemory) error { return nil }})
 				bare += marked(rb.Result)
 				sampled += marked(rs.Result)
 				samples += rs.Stats.Samples

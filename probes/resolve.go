@@ -126,7 +126,7 @@ func resolveOne(s *Spec, img *elfimage.Image) (Site, error) {
 	if err := boundary(code, s.Symbol, sym.Addr, s.Off); err != nil {
 		return Site{}, err
 	}
-	site, err := decodeSite(addr, code[s.Off:])
+	site, err := DecodeBytes(addr, code[s.Off:])
 	if err != nil {
 		return Site{}, fmt.Errorf("%s: %w", at, err)
 	}

@@ -23,7 +23,7 @@ func DecodeSite(img *elfimage.Image, addr uint64) (Site, error) {
 	}
 	off := addr - seg.Addr
 	code := seg.Data[off:min(off+maxInstLen, uint64(len(seg.Data)))]
-	s, err := decodeSite(addr, code)
+	s, err := DecodeBytes(addr, code)
 	if err != nil {
 		return Site{}, fmt.Errorf("probes: %s: %w", img.Describe(addr), err)
 	}
@@ -40,8 +40,9 @@ func execSegment(img *elfimage.Image, addr uint64) (elfimage.Segment, bool) {
 	return elfimage.Segment{}, false
 }
 
-// decodeSite decodes the instruction at the start of code, found at addr.
-func decodeSite(addr uint64, code []byte) (Site, error) {
+// DecodeBytes decodes the instruction at the start of code, found at
+// addr, and checks it can be probed, as DecodeSite does.
+func DecodeBytes(addr uint64, code []byte) (Site, error) {
 	inst, err := decode(code)
 	if err != nil {
 		return Site{}, fmt.Errorf("cannot decode the instruction (bytes % x): %v", code[:min(len(code), 8)], err)

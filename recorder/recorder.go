@@ -85,10 +85,12 @@ func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.P
 	switch want {
 	case Auto, "":
 		if hasHook {
-			return tape.SourceSWBC, nil
+			return tape.SourceSWBC, checkHook(img)
 		}
 		return tape.SourceExitSync, nil
-	case tape.SourceSWBC, tape.SourceExitSync:
+	case tape.SourceSWBC:
+		return want, checkHook(img)
+	case tape.SourceExitSync:
 		return want, nil
 	case tape.SourcePMU:
 		if err := pmu.Detect(); err != nil {
@@ -97,6 +99,21 @@ func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.P
 		return "", errors.New("recorder: this host has a PMU, but reprise does not drive it yet (its stepping logic exists in package pmu, the KVM side does not): use --position swbc or exit-sync")
 	}
 	return "", fmt.Errorf("recorder: unknown position source %q (want auto, swbc, exit-sync or pmu)", want)
+}
+
+// checkHook checks that img keeps a software branch counter the machine
+// can use: the hook exists, and has a size, by which the machine tells the
+// hook's exits from the guest's own writes to the port.
+func checkHook(img *elfimage.Image) error {
+	hook, ok := img.Lookup(vmm.SWBCHookSymbol)
+	if !ok {
+		return fmt.Errorf("recorder: %s has no software branch counter (no %s symbol; build it with -fsanitize-coverage=trace-pc): use the exit-sync position source",
+			img.Path, vmm.SWBCHookSymbol)
+	}
+	if hook.Size == 0 {
+		return fmt.Errorf("recorder: %s: the %s symbol has no size (give it a .size directive)", img.Path, vmm.SWBCHookSymbol)
+	}
+	return nil
 }
 
 // Record runs the guest until it ends or ctx is cancelled (the recording
@@ -141,7 +158,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Record, PositionSource: source, Log: log, Disk: disk, Net: o.Net, Host: hostObs,
+		Engine: &engine{log: log, source: source}, Disk: disk, Net: o.Net, Host: hostObs,
 	})
 	if err != nil {
 		return nil, err

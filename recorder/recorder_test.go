@@ -2,12 +2,14 @@ package recorder
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/pmu"
 	"github.com/reprise-vm/reprise/tape"
 )
@@ -51,4 +53,18 @@ func TestChoosePositionSource(t *testing.T) {
 	} else {
 		require.ErrorContains(t, err, "does not drive it yet")
 	}
+}
+
+// The machine tells the hook's exits from user code's own writes to the
+// port by the hook's extent, so a recording needs the symbol's size.
+func TestUnsizedHookIsRefused(t *testing.T) {
+	img, err := elfimage.Open(kvmtest.AsmImage(t, `
+.globl _start, __sanitizer_cov_trace_pc
+_start:
+__sanitizer_cov_trace_pc:
+	ret
+`))
+	require.NoError(t, err)
+	_, err = Record(context.Background(), Options{Image: img, PositionSource: tape.SourceSWBC, Output: filepath.Join(t.TempDir(), "t.tape")})
+	require.ErrorContains(t, err, "has no size")
 }

@@ -68,11 +68,11 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		return in.Add(&eventdb.Event{Kind: kind, Thread: h.Thread, Pos: eventdb.Position(h.Pos),
 			Time: h.Time, Probe: h.Probe.ID + 1, Addr: h.Site, Args: args})
 	}
-	o.OnSample = func(s *vmm.Sample, mem vmm.GuestMemory) error {
+	o.OnSample = func(s *Sample, mem vmm.GuestMemory) error {
 		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: currentThread(mem, tidSym, haveTID),
 			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack})
 	}
-	o.OnTrace = func(r *vmm.TraceRecord) error {
+	o.OnTrace = func(r *TraceRecord) error {
 		e := traceEvent(r)
 		if e == nil {
 			return nil
@@ -82,7 +82,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	host := newHostCopier(in)
 	o.OnHost = host.frame
 	res, err := Replay(ctx, o)
-	var cut *vmm.TapeCutError
+	var cut *TapeCutError
 	if err != nil && !errors.As(err, &cut) {
 		return res, run, err // the run stays incomplete
 	}
@@ -107,7 +107,7 @@ func imageSymbols(img *elfimage.Image) *eventdb.Symbols {
 
 // traceEvent turns a trace-ring record into an event (nil for kinds the
 // DB does not know).
-func traceEvent(r *vmm.TraceRecord) *eventdb.Event {
+func traceEvent(r *TraceRecord) *eventdb.Event {
 	e := &eventdb.Event{Thread: r.TID, Pos: eventdb.Position(r.Pos), Time: r.Time}
 	switch {
 	case r.Kind == abi.TraceSwitch: // from TID to A, reason B

@@ -21,7 +21,6 @@ import (
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
-	"github.com/reprise-vm/reprise/vmm"
 )
 
 // replays is how many times each recording is replayed (DESIGN: 20).
@@ -302,7 +301,7 @@ func TestForgedEventIsADivergence(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := forge(t, change)
-			var div *vmm.DivergenceError
+			var div *replayer.DivergenceError
 			require.ErrorAs(t, err, &div)
 			t.Log(div)
 		})

@@ -24,7 +24,6 @@ import (
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
-	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
 func fnv64(b []byte) uint64 { h := fnv.New64a(); h.Write(b); return h.Sum64() }
@@ -148,7 +147,7 @@ func exportPcap(t *testing.T, tapePath, out string) {
 	f, err := os.Create(out)
 	require.NoError(t, err)
 	defer f.Close()
-	_, err = netback.WritePcap(r, f)
+	_, err = tape.WritePcap(r, f)
 	require.NoError(t, err)
 }
 

@@ -45,10 +45,13 @@ func TestProbesCountLockAcquisitions(t *testing.T) {
 
 	perLock := map[uint64]uint64{}
 	var unlocks uint64
-	res := replayProbed(t, rec.path, []vmm.ProbeSite{
-		{Addr: lock.Addr, Orig: code(lock.Addr, 1), RIPRel: -1},
-		{Addr: unlock.Addr, Orig: code(unlock.Addr, 5), RIPRel: -1},
-	}, func(h *vmm.ProbeHit, _ vmm.GuestMemory) error {
+	var sites []probes.Site
+	for _, addr := range []uint64{lock.Addr, unlock.Addr} {
+		s, err := probes.DecodeSite(img, addr)
+		require.NoError(t, err)
+		sites = append(sites, s)
+	}
+	res := replayProbed(t, rec.path, sites, func(h *replayer.ProbeHit, _ vmm.GuestMemory) error {
 		switch h.Addr {
 		case lock.Addr:
 			perLock[h.Regs.RDI]++
@@ -76,7 +79,7 @@ func TestProbesCountLockAcquisitions(t *testing.T) {
 	require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash, "probes left a trace in guest memory")
 }
 
-func replayProbed(t *testing.T, path string, sites []vmm.ProbeSite, on vmm.ProbeHandler) *replayer.Result {
+func replayProbed(t *testing.T, path string, sites []probes.Site, on replayer.ProbeHandler) *replayer.Result {
 	t.Helper()
 	var out bytes.Buffer
 	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Probes: sites, OnProbe: on})

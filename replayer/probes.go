@@ -28,42 +28,19 @@ type Hit struct {
 	Args   []probes.Value
 }
 
-// siteOf turns a decoded site into the machine's form.
-func siteOf(s probes.Site) vmm.ProbeSite {
-	vs := vmm.ProbeSite{Addr: s.Addr, Orig: s.Orig, RIPRel: s.RIPRelDispOff, Target: s.Target}
-	switch {
-	case s.Branch == probes.BranchCall && s.Indirect:
-		vs.Branch = vmm.BranchIndirectCall
-	case s.Branch == probes.BranchCall:
-		vs.Branch = vmm.BranchCall
-	case s.Branch == probes.BranchJmp && s.Indirect:
-		vs.Branch = vmm.BranchIndirectJmp
-	case s.Branch == probes.BranchJmp:
-		vs.Branch = vmm.BranchJmp
-	case s.Branch == probes.BranchJcc:
-		vs.Branch = vmm.BranchJcc
-		vs.Cond, _ = s.Cond()
-	case s.Branch == probes.BranchRet:
-		vs.Branch = vmm.BranchRet
-	case s.Branch == probes.BranchOther:
-		vs.Branch = vmm.BranchLoop
-	}
-	return vs
-}
-
-// planSites turns a plan into the machine's sites and the handler that
+// planSites turns a plan into its sites and the handler that
 // reports their hits. Entry probes are at their sites; a %return probe of
 // function F is at the return addresses of the direct calls to F
 // (returnSites), where retval (rax) is F's return value.
-func planSites(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) ([]vmm.ProbeSite, vmm.ProbeHandler, error) {
+func planSites(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) ([]probes.Site, ProbeHandler, error) {
 	entry := map[uint64][]*probes.Probe{}   // entry probes by site
 	returns := map[uint64][]*probes.Probe{} // return probes by return site
-	var sites []vmm.ProbeSite
+	var sites []probes.Site
 	seen := map[uint64]bool{}
 	add := func(s probes.Site) {
 		if !seen[s.Addr] {
 			seen[s.Addr] = true
-			sites = append(sites, siteOf(s))
+			sites = append(sites, s)
 		}
 	}
 	for _, s := range plan.Sites {
@@ -95,13 +72,13 @@ func planSites(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) ([
 		}
 	}
 	tidSym, haveTID := img.Lookup(currentTIDSymbol)
-	handler := func(ph *vmm.ProbeHit, mem vmm.GuestMemory) error {
+	handler := func(ph *ProbeHit, mem vmm.GuestMemory) error {
 		tid := currentThread(mem, tidSym, haveTID)
 		for _, p := range append(entry[ph.Addr], returns[ph.Addr]...) {
 			if !p.WantsThread(tid) {
 				continue
 			}
-			h := Hit{Probe: p, Site: ph.Addr, Thread: tid, Pos: ph.Pos, Time: ph.Time, Regs: ph.Regs, Args: p.EvalArgs(regView{&ph.Regs}, mem)}
+			h := Hit{Probe: p, Site: ph.Addr, Thread: tid, Pos: ph.Pos, Time: ph.Time, Regs: *ph.Regs, Args: p.EvalArgs(regView{ph.Regs}, mem)}
 			if err := onHit(h); err != nil {
 				return err
 			}

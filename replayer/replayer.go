@@ -38,18 +38,21 @@ type Options struct {
 	// hit with its thread and evaluated arguments.
 	Plan  *probes.Plan
 	OnHit func(Hit) error
-	// Probes and OnProbe patch raw sites instead (Plan takes precedence).
-	Probes  []vmm.ProbeSite
-	OnProbe vmm.ProbeHandler
+	// Probes and OnProbe patch decoded sites instead (Plan takes
+	// precedence).
+	Probes  []probes.Site
+	OnProbe ProbeHandler
 	// SampleEvery samples the guest every that many user-mode basic blocks
 	// (deterministic: identical in every replay); OnSample receives them.
 	SampleEvery uint64
-	OnSample    vmm.SampleHandler
+	OnSample    SampleHandler
 	// SamplePeriod also samples every that long of replay time, wherever
-	// the guest is (not the same in every replay).
+	// the guest is (not the same in every replay). At least
+	// MinSamplePeriod.
 	SamplePeriod time.Duration
-	// OnTrace receives the guest kernel's trace-ring records.
-	OnTrace vmm.TraceHandler
+	// OnTrace receives the guest kernel's trace-ring records, drained
+	// after every tape event and at the end.
+	OnTrace TraceHandler
 	// OnHost receives the tape's host frames (package hostview's
 	// encoding) as the replay reads past them, the ones after the end
 	// event included when the replay matched.
@@ -60,10 +63,15 @@ type Options struct {
 type Result struct {
 	*vmm.Result
 	Header *tape.Header
+	// Events is how many tape events the replay applied.
+	Events uint64
+	// TraceLost counts trace-ring records the guest overwrote before they
+	// were drained.
+	TraceLost uint64
 }
 
-// Replay replays the tape at o.Tape. It returns a *vmm.DivergenceError if
-// the guest stopped matching the recording, a *vmm.TapeCutError if the tape
+// Replay replays the tape at o.Tape. It returns a *DivergenceError if
+// the guest stopped matching the recording, a *TapeCutError if the tape
 // ended before the recording did (everything before was replayed and
 // checked), and the tape's own error if its header is damaged.
 func Replay(ctx context.Context, o Options) (*Result, error) {
@@ -82,19 +90,28 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
+	sc := &script{r: r}
+	eng := &engine{script: sc}
 	sites, onProbe := o.Probes, o.OnProbe
 	if o.Plan != nil {
 		if sites, onProbe, err = planSites(o.Plan, img, o.OnHit); err != nil {
 			return nil, err
 		}
 	}
+	if len(sites) > 0 {
+		eng.probes = &patches{sites: sites, onHit: onProbe}
+	}
+	if eng.sampler, err = newSampler(o.SampleEvery, o.SamplePeriod, o.OnSample); err != nil {
+		return nil, err
+	}
+	if o.OnTrace != nil {
+		eng.trace = &traceRing{on: o.OnTrace}
+	}
 	r.OnHost(o.OnHost)
-	sc := &script{r: r}
 	m, err := vmm.New(vmm.Config{
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
-		Mode: vmm.Replay, Script: sc, CPUID: cpuidOf(h), Disk: disk,
-		Probes: sites, OnProbe: onProbe, SampleEvery: o.SampleEvery, OnSample: o.OnSample, SamplePeriod: o.SamplePeriod, OnTrace: o.OnTrace,
+		Engine: eng, Scripted: true, CPUID: cpuidOf(h), Disk: disk,
 	})
 	if err != nil {
 		return nil, err
@@ -105,11 +122,20 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 			defer showProgress(o.Progress, sc, r.Offset(), st.Size())()
 		}
 	}
+	stopSampling := func() {}
+	if eng.sampler != nil {
+		stopSampling = eng.sampler.timer()
+	}
 	res, err := m.Run(ctx)
+	stopSampling()
 	if err == nil {
 		err = sc.verifyRest()
 	}
-	return &Result{Result: res, Header: h}, err
+	out := &Result{Result: res, Header: h, Events: eng.applied}
+	if eng.trace != nil {
+		out.TraceLost = eng.trace.lost
+	}
+	return out, err
 }
 
 // showProgress reports how much of the tape's events, which span

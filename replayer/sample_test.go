@@ -19,12 +19,12 @@ func TestDeterministicSamplingRepeats(t *testing.T) {
 	img := kitImage(t)
 	rec := record(t, img, "profile rounds=100", recorder.Auto)
 	require.NoError(t, rec.err)
-	run := func() []vmm.Sample {
-		var samples []vmm.Sample
+	run := func() []replayer.Sample {
+		var samples []replayer.Sample
 		var out bytes.Buffer
 		res, err := replayer.Replay(context.Background(), replayer.Options{
 			Tape: rec.path, Console: &out, SampleEvery: 50_000,
-			OnSample: func(s *vmm.Sample, _ vmm.GuestMemory) error {
+			OnSample: func(s *replayer.Sample, _ vmm.GuestMemory) error {
 				samples = append(samples, *s)
 				return nil
 			},
@@ -59,7 +59,7 @@ func TestTimedSampling(t *testing.T) {
 	var out bytes.Buffer
 	res, err := replayer.Replay(context.Background(), replayer.Options{
 		Tape: rec.path, Console: &out, SamplePeriod: 2 * time.Millisecond,
-		OnSample: func(s *vmm.Sample, _ vmm.GuestMemory) error {
+		OnSample: func(s *replayer.Sample, _ vmm.GuestMemory) error {
 			require.NotZero(t, s.RIP)
 			n++
 			return nil

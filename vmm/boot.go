@@ -18,12 +18,7 @@ func New(cfg Config) (*Machine, error) {
 		return nil, err
 	}
 	m := &Machine{cfg: cfg, wake: make(chan struct{}, 1), console: newConsoleTail(cfg.Console), marks: map[uint64]time.Duration{}}
-	switch cfg.Mode {
-	case Replay:
-		m.src = newTapeSource(m, cfg.Script)
-	default:
-		m.src = &liveSource{m: m, log: cfg.Log, positionSource: cfg.PositionSource}
-	}
+	m.eng = cfg.Engine
 	if err := m.init(); err != nil {
 		m.Close()
 		return nil, err
@@ -47,24 +42,8 @@ func (m *Machine) init() (err error) {
 	if err = writeBootInfo(m.ram, m.cfg); err != nil {
 		return err
 	}
-	if err = m.installProbes(); err != nil {
-		return err
-	}
-	m.findTraceRing()
 	if hook, ok := m.cfg.Image.Lookup(SWBCHookSymbol); ok {
 		m.hook = [2]uint64{hook.Addr, hook.Addr + max(hook.Size, 1)}
-	}
-	if m.cfg.SampleEvery != 0 {
-		if m.cfg.Mode != Replay {
-			return errors.New("vmm: sampling is for replays only")
-		}
-		if _, ok := m.cfg.Image.Lookup(SWBCHookSymbol); !ok {
-			return errors.New("vmm: deterministic sampling needs the software branch counter, which this image lacks")
-		}
-		m.sampleAt = m.cfg.SampleEvery
-	}
-	if m.cfg.SamplePeriod != 0 && m.cfg.Mode != Replay {
-		return errors.New("vmm: sampling is for replays only")
 	}
 	if m.vm, err = m.sys.CreateVM(); err != nil {
 		return err
@@ -89,7 +68,10 @@ func (m *Machine) init() (err error) {
 	if err = m.initVCPU(); err != nil {
 		return err
 	}
-	return m.attachDevices()
+	if err = m.attachDevices(); err != nil {
+		return err
+	}
+	return m.eng.Attach(m)
 }
 
 func (m *Machine) loadImage() error {

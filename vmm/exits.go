@@ -22,7 +22,7 @@ func (m *Machine) handleIO() error {
 		elem := io.Data[i*io.Size : (i+1)*io.Size]
 		if !io.Out {
 			m.bus.Read(io.Port, elem)
-			if err := m.src.portIn(io.Port, elem); err != nil {
+			if err := m.eng.PortIn(io.Port, elem); err != nil {
 				return err
 			}
 			continue
@@ -38,14 +38,14 @@ func (m *Machine) handleIO() error {
 }
 
 // countBranchExit counts an exit through the branch counter's port: the
-// hook's at the target, the repeatable point the source asked for
+// hook's at the target, the repeatable point the engine asked for
 // (DESIGN.md §4); the hook's elsewhere, a stray (see classify); or user
 // code's own write to the port, a harmless guest exit.
 func (m *Machine) countBranchExit() {
 	switch {
-	case m.lastStop == stopBranch:
+	case m.lastStop == StopBranch:
 		m.stats.SWBCExits++
-	case m.inHook(m.cpu.SyncedRegs().RIP):
+	case m.InBranchHook(m.cpu.SyncedRegs().RIP):
 		m.stats.SWBCStray++
 	}
 }
@@ -73,11 +73,11 @@ func (m *Machine) canWake() bool {
 	return m.intc.Pending() || ticking || diskBusy || network
 }
 
-// halt handles an idle guest: the source decides how long idle lasts (a
+// halt handles an idle guest: the engine decides how long idle lasts (a
 // live run waits for the next interrupt, a replay skips the wait).
 func (m *Machine) halt() error {
 	if !m.cpu.InterruptsEnabled() {
 		return m.fault("the guest halted with interrupts disabled: it can never wake up")
 	}
-	return m.src.halt()
+	return m.eng.Halt()
 }

@@ -1,9 +1,11 @@
 package vmm
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/kvm"
 )
 
 // hcError is what an unknown hypercall returns in rax.
@@ -27,7 +29,7 @@ func (m *Machine) hypercall() error {
 	regs := m.cpu.SyncedRegs()
 	switch nr {
 	case abi.HcTime:
-		now, err := m.src.clock()
+		now, err := m.eng.Clock()
 		if err != nil {
 			return err
 		}
@@ -38,12 +40,12 @@ func (m *Machine) hypercall() error {
 			regs.RAX = hcError
 			break
 		}
-		m.marks[regs.RDI] = m.now()
+		m.marks[regs.RDI] = m.Now()
 		return nil
 	case abi.HcFault:
 		return m.guestReportedFault(regs.RDI, regs.RSI, regs.R8)
 	case abi.HcBreakpoint:
-		handled, err := m.probeHit(regs.RSI)
+		handled, err := m.breakpoint(regs.RSI)
 		if err != nil {
 			return err
 		}
@@ -86,4 +88,37 @@ func (m *Machine) guestReportedFault(vector, frameGPA, cr2 uint64) error {
 	gf.Sregs.CS.Selector = uint16(f.CS)
 	gf.Vector = int(vector)
 	return gf
+}
+
+// breakpoint serves REPRISE_HC_BREAKPOINT for the trap frame at frameGPA:
+// the engine sees the trapped registers and says where they resume.
+func (m *Machine) breakpoint(frameGPA uint64) (bool, error) {
+	raw, err := m.ram.Slice(frameGPA, abi.FrameSize)
+	if err != nil {
+		return false, nil
+	}
+	regs := frameRegs(frameOf(raw))
+	resume, ok, err := m.eng.Breakpoint(&regs)
+	if !ok || err != nil {
+		return ok, err
+	}
+	binary.LittleEndian.PutUint64(raw[17*8:], resume) // frame.rip
+	return true, nil
+}
+
+func frameOf(raw []byte) abi.Frame {
+	w := func(i int) uint64 { return binary.LittleEndian.Uint64(raw[i*8:]) }
+	return abi.Frame{
+		R15: w(0), R14: w(1), R13: w(2), R12: w(3), R11: w(4), R10: w(5), R9: w(6), R8: w(7),
+		RBP: w(8), RDI: w(9), RSI: w(10), RDX: w(11), RCX: w(12), RBX: w(13), RAX: w(14),
+		Vector: w(15), Error: w(16), RIP: w(17), CS: w(18), RFLAGS: w(19), RSP: w(20), SS: w(21),
+	}
+}
+
+func frameRegs(f abi.Frame) kvm.Regs {
+	return kvm.Regs{
+		RAX: f.RAX, RBX: f.RBX, RCX: f.RCX, RDX: f.RDX, RSI: f.RSI, RDI: f.RDI, RSP: f.RSP, RBP: f.RBP,
+		R8: f.R8, R9: f.R9, R10: f.R10, R11: f.R11, R12: f.R12, R13: f.R13, R14: f.R14, R15: f.R15,
+		RIP: f.RIP, RFLAGS: f.RFLAGS,
+	}
 }

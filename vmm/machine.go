@@ -19,32 +19,28 @@ import (
 
 // Machine is one VM with a single vCPU, booted from a guest image.
 type Machine struct {
-	cfg       Config
-	sys       *kvm.System
-	vm        *kvm.VM
-	cpu       *kvm.VCPU
-	ram       *memory.RAM
-	bus       devices.Bus
-	intc      *devices.Intc
-	timer     *devices.Timer
-	disk      *devices.Disk
-	store     *devices.DiskStore // nil without a disk
-	nic       *devices.NIC
-	net       netback.Backend // nil without a network
-	probes    map[uint64]*installedProbe
-	sampleAt  uint64      // next branch count to sample at (0: not sampling)
-	sampleDue atomic.Bool // a timed sample was asked for
-	trace     traceRing
-	hook      [2]uint64 // [start, end) of the branch-counter hook, if any
-	console   *consoleTail
-	host      hostClock // zero without Config.Host
+	cfg     Config
+	sys     *kvm.System
+	vm      *kvm.VM
+	cpu     *kvm.VCPU
+	ram     *memory.RAM
+	bus     devices.Bus
+	intc    *devices.Intc
+	timer   *devices.Timer
+	disk    *devices.Disk
+	store   *devices.DiskStore // nil without a disk
+	nic     *devices.NIC
+	net     netback.Backend // nil without a network
+	hook    [2]uint64       // [start, end) of the branch-counter hook, if any
+	console *consoleTail
+	host    hostClock // zero without Config.Host
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
 	// routed to the VMM (they then go to KVM's own handling).
 	MSRFiltered bool
 
-	src      source
-	exits    uint64   // guest-initiated exits so far: Position.Exit
-	lastStop stopKind // where the vCPU loop last stopped
+	eng      Engine
+	exits    uint64 // guest-initiated exits so far: Position.Exit
+	lastStop Stop   // where the vCPU loop last stopped
 	cpuid    []kvm.CPUIDEntry
 
 	start     time.Time
@@ -113,6 +109,11 @@ func (m *Machine) Close() error {
 		errs = append(errs, m.sys.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// GuestMemory reads guest-virtual memory (through the guest's page tables).
+type GuestMemory interface {
+	ReadVirt(gva uint64, b []byte) error
 }
 
 // ReadVirt reads guest-virtual memory through the guest's page tables, with

@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm/devices"
 )
 
@@ -25,9 +24,7 @@ type Result struct {
 	// End describes how the guest's execution ended, with the RAM and
 	// console hashes a recording keeps and a replay compares; nil if the
 	// run stopped without a defined end (a VMM error, a cancelled live run).
-	End *tape.End
-	// Events is how many tape events a replay applied.
-	Events uint64
+	End *End
 }
 
 // Between returns the host time from the last mark start to the last mark
@@ -38,19 +35,10 @@ func (r *Result) Between(start, end uint64) (time.Duration, bool) {
 	return e - s, hs && he
 }
 
-var (
-	errStopped   = errors.New("vmm: stopped")
-	errReplayEnd = errors.New("vmm: replay reached the recording's end")
-	// errRecordStop ends a recording, on request, at a repeatable point.
-	errRecordStop = errors.New("vmm: recording stopped on request")
-)
-
-// Run boots the guest and runs it until it powers off, faults, or ctx is
-// done. A guest fault is returned as *GuestFault, a replay that stops
-// matching its tape as *DivergenceError, a tape that ends early as
-// *TapeCutError. A recording whose ctx is cancelled stops at the next point
-// a replay can find again and ends normally (Result.End.Reason
-// "interrupted"); a replay of it stops at the same point.
+// Run boots the guest and runs it until it powers off, faults, its engine
+// ends it, or ctx is done. A guest fault is returned as *GuestFault; the
+// engine's errors as they are. When ctx is done the engine decides where
+// the run stops (a recording looks for a point its replay can find again).
 func (m *Machine) Run(ctx context.Context) (*Result, error) {
 	m.start = time.Now()
 	m.startHostClock()
@@ -69,27 +57,22 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 		m.tid.Store(0)
 		done <- err
 	}()
-	stopSampling := m.sampleTimer()
 	var err error
 	select {
 	case err = <-done:
 	case <-ctx.Done():
 		err = m.stopAndWait(done)
 	}
-	stopSampling()
 	m.timer.Stop()
 	m.console.Flush()
 	end, err := m.endOf(err)
-	if err = m.src.finish(end, err); errors.Is(err, errStopped) {
+	if err = m.eng.Finish(end, err); errors.Is(err, ErrStopped) {
 		err = fmt.Errorf("vmm: run interrupted: %w", context.Cause(ctx))
 	}
 	m.stats.KicksSent = m.kicksSent.Load()
 	m.stats.DiskRefused = m.disk.Refused
 	res := &Result{Elapsed: time.Since(m.start), Stats: m.stats, Marks: m.marks, End: end}
-	if ts, ok := m.src.(*tapeSource); ok {
-		res.Events = ts.applied
-	}
-	if end != nil && end.Reason == tape.EndExited {
+	if end != nil && end.Reason == EndExited {
 		res.Status = end.Status
 	}
 	return res, err
@@ -97,23 +80,23 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 
 // endOf turns the loop's result into the end of the guest's execution, or
 // nil if it did not reach one; the error left is what Run should report.
-func (m *Machine) endOf(err error) (*tape.End, error) {
+func (m *Machine) endOf(err error) (*End, error) {
 	var (
-		end tape.End
+		end End
 		off *devices.PowerOff
 		gf  *GuestFault
 	)
 	switch {
 	case errors.As(err, &off):
-		end.Reason, end.Status, err = tape.EndExited, off.Status, nil
+		end.Reason, end.Status, err = EndExited, off.Status, nil
 	case errors.As(err, &gf):
-		end.Reason, end.Fault = tape.EndFault, gf.Reason
-	case errors.Is(err, errRecordStop), errors.Is(err, errReplayEnd):
-		end.Reason, err = tape.EndInterrupted, nil
+		end.Reason, end.Fault = EndFault, gf.Reason
+	case errors.Is(err, ErrEndHere):
+		end.Reason, err = EndInterrupted, nil
 	default:
 		return nil, err
 	}
-	if err := m.removeProbes(); err != nil {
+	if err := m.eng.BeforeEnd(); err != nil {
 		return nil, err
 	}
 	var herr error
@@ -128,23 +111,16 @@ func (m *Machine) endOf(err error) (*tape.End, error) {
 // ramHash hashes guest RAM with the branch-counter target cleared: it is
 // the one word the VMM writes at different times in record and replay.
 func (m *Machine) ramHash() ([32]byte, error) {
-	if err := m.SetBranchTarget(noTarget); err != nil {
+	if err := m.SetBranchTarget(NoBranchTarget); err != nil {
 		return [32]byte{}, err
 	}
 	return sha256.Sum256(m.ram.Bytes()), nil
 }
 
-// endWhere is how the end's position relates to where the vCPU stopped.
-func (m *Machine) endWhere() tape.Where {
-	if m.lastStop == stopBranch {
-		return tape.AtBranch
-	}
-	return tape.AtExit
-}
-
 // stopAndWait asks the vCPU loop to stop and waits for it, kicking again
-// while it waits: a recording stops only at a repeatable point and looks
-// for one each time the vCPU stops.
+// while it waits: an engine may stop only at a point of its choosing
+// (a recording: a repeatable one) and looks for one each time the vCPU
+// stops.
 func (m *Machine) stopAndWait(done <-chan error) error {
 	m.stopping.Store(true)
 	t := time.NewTicker(50 * time.Millisecond)
@@ -158,5 +134,3 @@ func (m *Machine) stopAndWait(done <-chan error) error {
 		}
 	}
 }
-
-func (m *Machine) now() time.Duration { return time.Since(m.start) }

@@ -17,8 +17,8 @@ import (
 // it too.
 const kickSignal = unix.SIGURG
 
-// noTarget disables the branch counter's exit.
-const noTarget = ^uint64(0)
+// NoBranchTarget, as the branch-counter target, disables its exit.
+const NoBranchTarget = ^uint64(0)
 
 // kick makes the vCPU loop look at the interrupt controller soon: it wakes
 // a halted vCPU, and forces one inside (or about to enter) KVM_RUN out.
@@ -38,13 +38,13 @@ func (m *Machine) kick() {
 	m.kicksSent.Add(1)
 }
 
-// loop is the vCPU state machine: let the input source act, run, classify
+// loop is the vCPU state machine: let the engine act, run, classify
 // where the vCPU stopped, dispatch the exit — on errno first, then on the
 // exit reason.
 func (m *Machine) loop() error {
 	c := m.cpu
 	for {
-		if err := m.src.beforeEntry(m.lastStop); err != nil {
+		if err := m.eng.BeforeEntry(m.lastStop); err != nil {
 			return err
 		}
 		entry := m.hostNow()
@@ -55,7 +55,7 @@ func (m *Machine) loop() error {
 			c.SetImmediateExit(false)
 			m.hostRun(entry, 0, true)
 			m.stats.Interrupted++
-			m.lastStop = stopKick
+			m.lastStop = StopKick
 			continue
 		}
 		if err != nil {
@@ -66,8 +66,8 @@ func (m *Machine) loop() error {
 		// Count before handling: inputs logged while handling this exit
 		// carry its ordinal. Trace records written since the last exit
 		// carry the ordinal before it.
-		if m.lastStop = m.classify(reason); m.lastStop == stopGuestExit {
-			if err := m.drainTrace(); err != nil {
+		if m.lastStop = m.classify(reason); m.lastStop == StopGuestExit {
+			if err := m.eng.GuestExit(); err != nil {
 				return err
 			}
 			m.exits++
@@ -81,7 +81,7 @@ func (m *Machine) loop() error {
 		case kvm.ExitHLT:
 			err = m.halt()
 		case kvm.ExitIRQWindowOpen:
-			// The source injects before the next entry.
+			// The engine injects before the next entry.
 		case kvm.ExitX86RDMSR, kvm.ExitX86WRMSR:
 			// Denied: the guest gets #GP, as for an MSR that does not exist.
 			m.stats.MSRDenied++
@@ -108,72 +108,33 @@ func (m *Machine) loop() error {
 // same ordinals whatever the VMM asked for.
 //
 // The hook's exit is always the VMM's: at the target it is the stop the
-// source asked for; anywhere else the target moved between the hook's
+// engine asked for; anywhere else the target moved between the hook's
 // compare and its exit (liveSource.arm no longer does that), a point that
 // depends on when the VMM wrote the target, so no replay finds it again: it
 // is treated like a kick, an arbitrary point, and counted in SWBCStray.
 // Only the guest's own writes to the port, outside the hook, are its exits.
-func (m *Machine) classify(reason kvm.ExitReason) stopKind {
+func (m *Machine) classify(reason kvm.ExitReason) Stop {
 	switch reason {
 	case kvm.ExitIRQWindowOpen:
-		return stopWindow
+		return StopWindow
 	case kvm.ExitIO:
 		io := m.cpu.IOExit()
 		switch {
-		case io.Port == abi.PortSWBC && io.Out && m.inHook(m.cpu.SyncedRegs().RIP):
+		case io.Port == abi.PortSWBC && io.Out && m.InBranchHook(m.cpu.SyncedRegs().RIP):
 			if m.atBranchTarget() {
-				return stopBranch
+				return StopBranch
 			}
-			return stopKick
+			return StopKick
 		case io.Port == abi.PortHcall && io.Out && len(io.Data) == 4 && binary.LittleEndian.Uint32(io.Data) == abi.HcBreakpoint:
-			return stopProbe // probes exist only in replays: never the guest's
+			return StopProbe // probes exist only in replays: never the guest's
 		}
 	}
-	return stopGuestExit
+	return StopGuestExit
 }
-
-// inHook reports whether rip is in the branch-counter hook. At the hook's
-// exit RIP is its port write, or just after it when KVM emulated the write.
-func (m *Machine) inHook(rip uint64) bool { return rip >= m.hook[0] && rip < m.hook[1] }
 
 // atBranchTarget reports whether the branch counter equals its target.
 func (m *Machine) atBranchTarget() bool {
 	count, err1 := m.ram.Uint64(abi.SWBCCountOff)
 	target, err2 := m.ram.Uint64(abi.SWBCTargetOff)
 	return err1 == nil && err2 == nil && count == target
-}
-
-// inject delivers vector now, together with what the interrupt reports,
-// applied at this same instant: for the timer the clock page (ns and tick
-// count), so guest reads of time change only at injections; for the disk
-// the completion (data and status written to guest memory). It returns
-// the completion's digest, which a recording logs and a replay checks.
-// rx holds the frames a NIC interrupt delivers.
-func (m *Machine) inject(vector uint8, clockNs uint64, rx [][]byte) (digest []byte, err error) {
-	// Acknowledge first: applying a completion may raise the line again
-	// (a disk with more results ready), and that edge must stay pending.
-	m.intc.Ack(vector)
-	switch vector {
-	case abi.IRQBase + abi.IRQTimer:
-		m.ticks++
-		if err := m.ram.PutUint64(abi.ClockNsOff, clockNs); err != nil {
-			return nil, err
-		}
-		if err := m.ram.PutUint64(abi.ClockTicksOff, m.ticks); err != nil {
-			return nil, err
-		}
-	case abi.IRQBase + abi.IRQDisk:
-		if digest, err = m.disk.Complete(); err != nil {
-			return nil, err
-		}
-	case abi.IRQBase + abi.IRQNIC:
-		digest = m.nic.Deliver(rx)
-	}
-	if err := m.cpu.Interrupt(vector); err != nil {
-		return nil, err
-	}
-	m.hostEvent(Injected, uint32(vector), 0)
-	m.stats.Injected++
-	m.cpu.RequestInterruptWindow(false)
-	return digest, nil
 }

@@ -51,7 +51,7 @@ func (m *Machine) attachDevices() error {
 		m.hostEvent(TimerFired, 0, 0)
 		m.raise(abi.IRQTimer)
 	}
-	if m.cfg.Mode == Replay {
+	if m.cfg.Scripted {
 		raise = nil // ticks come from the tape
 	}
 	m.timer = devices.NewTimer(raise, m.cfg.TimerJitter)
@@ -62,7 +62,7 @@ func (m *Machine) attachDevices() error {
 		}
 	}
 	var raiseDisk func()
-	if m.cfg.Mode != Replay {
+	if !m.cfg.Scripted {
 		raiseDisk = func() { m.raise(abi.IRQDisk) } // replay: completions come from the tape
 	}
 	m.disk = devices.NewDisk(m.ram, m.store, raiseDisk)
@@ -87,7 +87,7 @@ func (m *Machine) attachDevices() error {
 // guest reaches anyway.
 func (m *Machine) attachNet() error {
 	raiseNIC := m.raiseNIC
-	if c := m.cfg.Net; c != nil && m.cfg.Mode != Replay {
+	if c := m.cfg.Net; c != nil && !m.cfg.Scripted {
 		// Assigned only on success: a nil *UDP in the interface would not
 		// be a nil Backend.
 		switch {
@@ -108,7 +108,7 @@ func (m *Machine) attachNet() error {
 		}
 	}
 	m.nic = devices.NewNIC(m.ram, m.net != nil)
-	m.nic.Send = func(frame []byte) error { return m.src.netTX(frame) }
+	m.nic.Send = func(frame []byte) error { return m.eng.NetTX(frame) }
 	m.nic.RXPosted = func() {
 		if m.net != nil && m.net.Backlog() > 0 {
 			raiseNIC()

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-vm/reprise/tape"
-	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
 func newPcapCmd() *cobra.Command {
@@ -48,6 +47,6 @@ func exportPcap(tapePath, out string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := netback.WritePcap(r, f)
+	n, err := tape.WritePcap(r, f)
 	return n, errors.Join(err, f.Close())
 }

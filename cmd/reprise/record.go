@@ -100,7 +100,7 @@ is recorded and replays).`,
 				return &exitError{stop.status(), fmt.Errorf("%w: the guest reached no point a replay can stop at within the grace period; the tape replays up to its last event", err)}
 			case err != nil:
 				return &exitError{exitFailure, err}
-			case stop != nil && res.End != nil && res.End.Reason == tape.EndInterrupted:
+			case stop != nil && res.End != nil && res.End.Reason == vmm.EndInterrupted:
 				// Stopped cleanly where a replay stops too; the status
 				// still says why, as 'reprise run' does.
 				return &exitError{stop.status(), fmt.Errorf("recording stopped: %v (%s ends there, whole: a replay stops at the same point)", stop, out)}
@@ -121,11 +121,11 @@ is recorded and replays).`,
 	return cmd
 }
 
-func endNote(e *tape.End) string {
+func endNote(e *vmm.End) string {
 	if e == nil {
 		return ", no end recorded"
 	}
-	if e.Reason == tape.EndInterrupted {
+	if e.Reason == vmm.EndInterrupted {
 		return ", stopped on request"
 	}
 	return ""

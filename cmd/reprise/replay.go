@@ -82,8 +82,8 @@ exits 0 with a notice.`,
 				res, err = replayer.Replay(ctx, opts)
 			}
 			var (
-				div *vmm.DivergenceError
-				cut *vmm.TapeCutError
+				div *replayer.DivergenceError
+				cut *replayer.TapeCutError
 			)
 			stderr := cmd.ErrOrStderr()
 			switch {
@@ -110,16 +110,16 @@ exits 0 with a notice.`,
 	cmd.Flags().StringVar(&probeFile, "probes", "", "probes from a YAML or JSON file")
 	cmd.Flags().BoolVar(&locks, "locks", false, "probe the guest kit's mutex functions for lockstat and deadlock")
 	cmd.Flags().Var(&countFlag{n: &sample, what: "user-mode basic blocks between samples"}, "sample", "sample every N user-mode basic blocks (deterministic: identical in every replay)")
-	cmd.Flags().Var(newDurationFlag(&period, vmm.MinSamplePeriod, time.Hour, ""), "sample-period", "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
+	cmd.Flags().Var(newDurationFlag(&period, replayer.MinSamplePeriod, time.Hour, ""), "sample-period", "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
 	return cmd
 }
 
-func describeEnd(e *tape.End) string {
+func describeEnd(e *vmm.End) string {
 	switch e.Reason {
-	case tape.EndExited:
+	case vmm.EndExited:
 		return fmt.Sprintf("guest exited with status %d", e.Status)
-	case tape.EndFault:
+	case vmm.EndFault:
 		return "recorded guest fault reproduced: " + e.Fault
 	}
 	return "stopped where the recording was stopped"

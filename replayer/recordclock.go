@@ -1,4 +1,4 @@
-package vmm
+package replayer
 
 import (
 	"time"

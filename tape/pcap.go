@@ -1,4 +1,4 @@
-package netback
+package tape
 
 import (
 	"errors"
@@ -9,17 +9,15 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
-
-	"github.com/reprise-vm/reprise/tape"
 )
 
 // WritePcap copies a tape's frames — everything the guest received and
 // sent — into a pcap stream, each stamped with the host time it was
 // received or sent during the recording. A damaged tape is exported up to
 // the damage, which is then returned.
-func WritePcap(r *tape.Reader, out io.Writer) (frames int, err error) {
+func WritePcap(r *Reader, out io.Writer) (frames int, err error) {
 	w := pcapgo.NewWriter(out)
-	if err := w.WriteFileHeader(tape.MaxFrame, layers.LinkTypeEthernet); err != nil {
+	if err := w.WriteFileHeader(MaxFrame, layers.LinkTypeEthernet); err != nil {
 		return 0, err
 	}
 	start := r.Header().Created
@@ -31,7 +29,7 @@ func WritePcap(r *tape.Reader, out io.Writer) (frames int, err error) {
 		if err != nil {
 			return frames, fmt.Errorf("%w (the %d frames before it were written)", err, frames)
 		}
-		if ev.Kind != tape.KindNetRX && ev.Kind != tape.KindNetTX {
+		if ev.Kind != KindNetRX && ev.Kind != KindNetTX {
 			continue
 		}
 		ci := gopacket.CaptureInfo{Timestamp: start.Add(time.Duration(ev.Value)), CaptureLength: len(ev.Data), Length: len(ev.Data)}

@@ -1,9 +1,9 @@
-package vmm
+package replayer_test
 
 import (
 	"bytes"
 	"context"
-	"io"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,36 +12,10 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
-	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/recorder"
+	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
 )
-
-// eventSlice is an in-memory tape: an EventLog for a recording and, read
-// back with script, an EventScript for its replay.
-type eventSlice struct{ evs []*tape.Event }
-
-func (l *eventSlice) Append(e *tape.Event) error {
-	c := *e
-	l.evs = append(l.evs, &c)
-	return nil
-}
-
-type sliceScript struct{ evs []*tape.Event }
-
-func (s *sliceScript) Peek() (*tape.Event, error) {
-	if len(s.evs) == 0 {
-		return nil, io.EOF
-	}
-	return s.evs[0], nil
-}
-
-func (s *sliceScript) Next() (*tape.Event, error) {
-	ev, err := s.Peek()
-	if err == nil {
-		s.evs = s.evs[1:]
-	}
-	return ev, err
-}
 
 // wideHookAsm is a CPL0 image with its own branch-counter hook, the kit's
 // (guest/lib/swbc.S) with a spin between the compare and the exit: the
@@ -103,31 +77,59 @@ reprise_vectors:
 ticks: .quad 0
 `
 
-// recordWideHook records wideHookAsm with branch-counter positions.
-func recordWideHook(t *testing.T) (img *elfimage.Image, events []*tape.Event, rec *Result, cpuid []kvm.CPUIDEntry, count uint64) {
+// recordWideHook records wideHookAsm with branch-counter positions and
+// returns the tape and its events.
+func recordWideHook(t *testing.T) (path string, events []*tape.Event, rec *recorder.Result) {
 	t.Helper()
-	var log eventSlice
-	m := asmMachine(t, wideHookAsm, Config{TimerHz: -1, Console: &bytes.Buffer{}, Mode: Record, PositionSource: tape.SourceSWBC, Log: &log})
+	kvmtest.Require(t)
+	img, err := elfimage.Open(kvmtest.AsmImage(t, wideHookAsm))
+	require.NoError(t, err)
+	path = filepath.Join(t.TempDir(), "wide.tape")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rec, err := m.Run(ctx)
+	rec, err = recorder.Record(ctx, recorder.Options{Image: img, TimerHz: -1, Console: &bytes.Buffer{},
+		PositionSource: tape.SourceSWBC, Output: path, Host: recorder.HostOff})
 	require.NoError(t, err)
 	require.NotNil(t, rec.End)
-	count, err = m.BranchCount()
-	require.NoError(t, err)
-	return m.Image(), log.evs, rec, m.CPUID(), count
+	return path, readEvents(t, path), rec
 }
 
-func replayEvents(t *testing.T, img *elfimage.Image, events []*tape.Event, cpuid []kvm.CPUIDEntry) (*Machine, *Result, error) {
+// readEvents reads every event of the tape at path.
+func readEvents(t *testing.T, path string) []*tape.Event {
 	t.Helper()
-	m, err := New(Config{Image: img, TimerHz: -1, Console: &bytes.Buffer{}, Mode: Replay,
-		Script: &sliceScript{evs: events}, CPUID: cpuid})
+	r, err := tape.Open(path)
 	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
+	defer r.Close()
+	var evs []*tape.Event
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			return evs
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// writeEvents writes a tape with the header of the tape at from and evs.
+func writeEvents(t *testing.T, from string, evs []*tape.Event) string {
+	t.Helper()
+	r, err := tape.Open(from)
+	require.NoError(t, err)
+	defer r.Close()
+	path := filepath.Join(t.TempDir(), "forged.tape")
+	w, err := tape.Create(path, r.Header())
+	require.NoError(t, err)
+	for _, ev := range evs {
+		require.NoError(t, w.Append(ev))
+	}
+	require.NoError(t, w.Close())
+	return path
+}
+
+func replayWide(path string) (*replayer.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := m.Run(ctx)
-	return m, res, err
+	return replayer.Replay(ctx, replayer.Options{Tape: path, Console: &bytes.Buffer{}})
 }
 
 // A kick that lands after the hook has met its target but before its exit
@@ -137,7 +139,7 @@ func replayEvents(t *testing.T, img *elfimage.Image, events []*tape.Event, cpuid
 // there, where no replay ever stops, and the replay diverged at the guest's
 // next exit — same exit ordinal, a branch count far past the recorded one.
 func TestKickBetweenHookCompareAndExit(t *testing.T) {
-	img, events, rec, cpuid, count := recordWideHook(t)
+	path, events, rec := recordWideHook(t)
 	t.Logf("recorded: %d injections, %d kicks, %d EINTR, %d branch-counter exits, %d kicks at a met target, %d stray",
 		rec.Stats.Injected, rec.Stats.KicksSent, rec.Stats.Interrupted, rec.Stats.SWBCExits, rec.Stats.SWBCKickedAtTarget, rec.Stats.SWBCStray)
 	require.Zero(t, rec.Stats.SWBCStray, "the hook exited at a target the VMM had moved")
@@ -149,13 +151,11 @@ func TestKickBetweenHookCompareAndExit(t *testing.T) {
 		}
 	}
 
-	rm, rep, err := replayEvents(t, img, events, cpuid)
+	// The RAM hash covers the branch count, kept in guest RAM.
+	rep, err := replayWide(path)
 	require.NoError(t, err)
 	require.Equal(t, rec.End.RAMHash, rep.End.RAMHash)
 	require.Equal(t, rec.Stats.Injected, rep.Stats.Injected)
-	replayed, err := rm.BranchCount()
-	require.NoError(t, err)
-	require.Equal(t, count, replayed)
 }
 
 // A replay whose guest goes past its branch-counter target without
@@ -163,7 +163,7 @@ func TestKickBetweenHookCompareAndExit(t *testing.T) {
 // does next: here a forged event placed behind the one before it, whose
 // target the count has already passed when it is set.
 func TestReplayReportsAMissedTarget(t *testing.T) {
-	img, events, _, cpuid, _ := recordWideHook(t)
+	path, events, _ := recordWideHook(t)
 	prev := -1
 	for i, ev := range events {
 		if ev.Kind != tape.KindInterrupt || ev.Where != tape.AtBranch {
@@ -178,22 +178,8 @@ func TestReplayReportsAMissedTarget(t *testing.T) {
 		prev = i
 	}
 	require.GreaterOrEqual(t, prev, 0, "no two interrupts at branch-counter targets")
-	_, _, err := replayEvents(t, img, events, cpuid)
-	var div *DivergenceError
+	_, err := replayWide(writeEvents(t, path, events))
+	var div *replayer.DivergenceError
 	require.ErrorAs(t, err, &div)
 	require.Equal(t, "branch-counter target", div.What, "%v", err)
-}
-
-// classify tells the hook's exits from user code's own writes to the port
-// by the hook's extent, so a recording needs the symbol's size.
-func TestUnsizedHookIsRefused(t *testing.T) {
-	img, err := elfimage.Open(kvmtest.AsmImage(t, `
-.globl _start, __sanitizer_cov_trace_pc
-_start:
-__sanitizer_cov_trace_pc:
-	ret
-`))
-	require.NoError(t, err)
-	_, err = New(Config{Image: img, Mode: Record, PositionSource: tape.SourceSWBC, Log: &eventSlice{}})
-	require.ErrorContains(t, err, "has no size")
 }

@@ -1,10 +1,11 @@
-package vmm
+package replayer
 
 import (
 	"fmt"
 
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
 // DivergenceError is a replay that stopped matching its recording.
@@ -42,10 +43,23 @@ func fmtPos(p tape.Position) string {
 	return fmt.Sprintf("exit %d, branch %d", p.Exit, p.Branch)
 }
 
-func fmtExit(reason uint8, port uint16) string {
-	r := kvm.ExitReason(reason)
-	if r == kvm.ExitIO {
-		return fmt.Sprintf("%v port %#x", r, port)
+// check compares the guest's state with the recorded one at an event.
+func (e *engine) check(ev *tape.Event) error {
+	m := e.m
+	pos := m.Position()
+	reason, port := m.ExitReason(), m.ExitPort()
+	switch {
+	case pos.Exit != ev.Pos.Exit || pos.Branch != ev.Pos.Branch:
+		return e.diverge(ev, "position", fmtPos(ev.Pos), fmtPos(tape.Position{Exit: pos.Exit, Branch: pos.Branch}))
+	case uint8(reason) != ev.ExitReason || port != ev.Port:
+		return e.diverge(ev, "exit", vmm.DescribeExit(kvm.ExitReason(ev.ExitReason), ev.Port), vmm.DescribeExit(reason, port))
 	}
-	return r.String()
+	if d := m.RegsDigest(); d != ev.Digest {
+		return e.diverge(ev, "register digest", fmt.Sprintf("%016x", ev.Digest), fmt.Sprintf("%016x", d))
+	}
+	return nil
+}
+
+func (e *engine) diverge(ev *tape.Event, what, want, got string) error {
+	return &DivergenceError{Event: e.applied, Kind: ev.Kind, At: ev.Pos, What: what, Expected: want, Found: got, LastGood: e.last}
 }

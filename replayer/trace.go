@@ -1,10 +1,11 @@
-package vmm
+package replayer
 
 import (
 	"encoding/binary"
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
 // The guest kit kernel's trace ring (guest/include/reprise/trace.h): a
@@ -25,29 +26,39 @@ type TraceRecord struct {
 	// Pos is where the kernel wrote the record: its branch count, and the
 	// exits made before it (the ring is drained at every guest exit).
 	// Time is that position's record time (recordClock).
-	Pos  Position
+	Pos  vmm.Position
 	Time time.Duration
 }
 
 // TraceHandler receives drained trace records in write order.
 type TraceHandler func(r *TraceRecord) error
 
-// traceRing drains the ring into Config.OnTrace.
+// traceRing drains the ring into its handler.
 type traceRing struct {
+	m       *vmm.Machine
+	on      TraceHandler
 	addr    uint64 // of the ring header; 0: the image has none
 	drained uint64 // records read so far
-	Lost    uint64 // records overwritten before they were drained
+	lost    uint64 // records overwritten before they were drained
+}
+
+// attach locates the ring by its ELF symbol.
+func (t *traceRing) attach(m *vmm.Machine) {
+	t.m = m
+	if s, ok := m.Image().Lookup(abi.TraceRingSymbol); ok {
+		t.addr = s.Addr
+	}
 }
 
 // drainTrace reads the records written since the last drain, all of them
 // after the guest's last counted exit. Every field of the ring is guest
 // data and checked: a broken ring stops being read.
-func (m *Machine) drainTrace() error {
-	t := &m.trace
-	if t.addr == 0 || m.cfg.OnTrace == nil {
+func (t *traceRing) drain(recordTime func(uint64) time.Duration) error {
+	if t.addr == 0 {
 		return nil
 	}
-	hdr, err := m.ram.Slice(t.addr, traceHeader)
+	ram := t.m.RAM()
+	hdr, err := ram.Slice(t.addr, traceHeader)
 	if err != nil || binary.LittleEndian.Uint64(hdr) != abi.TraceMagic {
 		return nil // not booted yet, or not a ring
 	}
@@ -61,11 +72,11 @@ func (m *Machine) drainTrace() error {
 		return nil
 	}
 	if head-t.drained > capacity {
-		t.Lost += head - t.drained - capacity
+		t.lost += head - t.drained - capacity
 		t.drained = head - capacity
 	}
 	for ; t.drained < head; t.drained++ {
-		raw, err := m.ram.Slice(t.addr+traceHeader+(t.drained&(capacity-1))*abi.TraceRecSize, abi.TraceRecSize)
+		raw, err := ram.Slice(t.addr+traceHeader+(t.drained&(capacity-1))*abi.TraceRecSize, abi.TraceRecSize)
 		if err != nil {
 			return nil
 		}
@@ -74,18 +85,11 @@ func (m *Machine) drainTrace() error {
 			Kind: binary.LittleEndian.Uint32(raw), TID: binary.LittleEndian.Uint32(raw[4:]),
 			A: binary.LittleEndian.Uint64(raw[8:]), B: binary.LittleEndian.Uint64(raw[16:]),
 			Ticks: binary.LittleEndian.Uint64(raw[24:]),
-			Pos:   Position{Exit: m.exits, Branch: branch}, Time: m.recordTime(branch),
+			Pos:   vmm.Position{Exit: t.m.Position().Exit, Branch: branch}, Time: recordTime(branch),
 		}
-		if err := m.cfg.OnTrace(r); err != nil {
+		if err := t.on(r); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// findTraceRing locates the ring by its ELF symbol.
-func (m *Machine) findTraceRing() {
-	if s, ok := m.cfg.Image.Lookup(abi.TraceRingSymbol); ok {
-		m.trace.addr = s.Addr
-	}
 }

@@ -1,0 +1,345 @@
+package replayer
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// engine replays a recording: every input comes from the tape, every
+// interrupt is injected at its recorded position, idle time is skipped,
+// and each event is checked against the guest's state where it applies.
+// It also runs what a replay adds to the recorded run and the recording
+// never paid for: probes, samples and the guest's trace ring.
+type engine struct {
+	m        *vmm.Machine
+	script   *script
+	target   uint64 // branch-counter target currently set
+	applied  uint64 // events consumed
+	last     tape.Position
+	rtime    recordClock
+	drainErr error // from the trace-ring handler
+
+	probes  *patches   // nil: no probes
+	sampler *sampler   // nil: no sampling
+	trace   *traceRing // nil: nobody wants the trace ring
+}
+
+func (e *engine) Attach(m *vmm.Machine) error {
+	e.m, e.target = m, vmm.NoBranchTarget
+	if e.probes != nil {
+		if err := e.probes.install(m.RAM(), m.Image()); err != nil {
+			return err
+		}
+	}
+	if e.sampler != nil {
+		if err := e.sampler.attach(m); err != nil {
+			return err
+		}
+	}
+	if e.trace != nil {
+		e.trace.attach(m)
+	}
+	return nil
+}
+
+// peek returns the next event; the end of the events (without an end
+// event) or tape damage stops the replay there.
+func (e *engine) peek() (*tape.Event, error) {
+	ev, err := e.script.Peek()
+	if err == nil {
+		return ev, nil
+	}
+	if errors.Is(err, io.EOF) {
+		err = errors.New("the tape has no end event")
+	}
+	return nil, &TapeCutError{Events: e.applied, Last: e.last, Cause: err}
+}
+
+// consume moves past the next event, which applies now. Trace records
+// written before it are drained first, to be timed before it.
+func (e *engine) consume() {
+	e.drainErr = errors.Join(e.drainErr, e.drainTrace())
+	ev, _ := e.script.Next()
+	e.applied++
+	if ev != nil {
+		e.last = ev.Pos
+		e.rtime.advance(ev, e.halts())
+	}
+}
+
+// halts is how many HLT exits the guest made so far.
+func (e *engine) halts() uint64 { return e.m.Stats().Exits[kvm.ExitHLT] }
+
+// recordTime maps a point of the replay at branch count b to the recorded
+// run's host time.
+func (e *engine) recordTime(b uint64) time.Duration {
+	next, _ := e.script.Peek()
+	return e.rtime.at(b, next, e.halts())
+}
+
+func (e *engine) drainTrace() error {
+	if e.trace == nil {
+		return nil
+	}
+	return e.trace.drain(e.recordTime)
+}
+
+func (e *engine) BeforeEntry(stop vmm.Stop) error {
+	m := e.m
+	if m.Stopping() {
+		return vmm.ErrStopped
+	}
+	if e.drainErr != nil {
+		return e.drainErr
+	}
+	if err := e.checkTarget(); err != nil {
+		return err
+	}
+	if e.sampler != nil {
+		if err := e.sampler.at(stop, e.recordTime); err != nil {
+			return err
+		}
+	}
+	m.RequestInterruptWindow(false)
+	ev, err := e.peek()
+	if err != nil {
+		return err
+	}
+	pos := m.Position()
+	atExit := stop == vmm.StopGuestExit && pos.Exit == ev.Pos.Exit
+	// A branch stop may be a sample's rather than this event's.
+	atBranch := stop == vmm.StopBranch && pos.Branch == ev.Pos.Branch
+	switch {
+	case ev.Kind == tape.KindInterrupt && ev.Where == tape.AtExit && atExit,
+		ev.Kind == tape.KindInterrupt && ev.Where == tape.AtBranch && atBranch,
+		ev.Kind == tape.KindInterrupt && ev.Where == tape.AtWindow && stop == vmm.StopWindow:
+		if err := e.check(ev); err != nil {
+			return err
+		}
+		e.consume()
+		rx, err := e.frames(ev)
+		if err != nil {
+			return err
+		}
+		digest, err := m.Inject(ev.Vector, time.Duration(ev.Value), rx)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(digest, ev.Data) {
+			return e.diverge(ev, "completion delivered with the interrupt", fmt.Sprintf("%x", ev.Data), fmt.Sprintf("%x", digest))
+		}
+		// Arm the next event now: its position may come before the
+		// guest's next exit.
+		return e.arm(vmm.StopKick)
+	case ev.Kind == tape.KindEnd && ev.End.Reason == tape.EndInterrupted &&
+		(ev.Where == tape.AtExit && atExit || ev.Where == tape.AtBranch && atBranch):
+		return vmm.ErrEndHere
+	}
+	return e.arm(stop)
+}
+
+// arm prepares the guest to stop where the next event applies: the
+// branch-counter target, or an interrupt window after the right exit.
+func (e *engine) arm(stop vmm.Stop) error {
+	m := e.m
+	ev, err := e.peek()
+	if err != nil {
+		return err
+	}
+	exits := m.Position().Exit
+	if exits > ev.Pos.Exit {
+		return e.diverge(ev, "position", fmt.Sprintf("%v at exit %d", ev.Kind, ev.Pos.Exit),
+			fmt.Sprintf("the guest went on to exit %d without reaching it", exits))
+	}
+	target := vmm.NoBranchTarget
+	switch {
+	case ev.Where == tape.AtBranch && (ev.Kind == tape.KindInterrupt || ev.Kind == tape.KindEnd):
+		target = ev.Pos.Branch
+	case ev.Where == tape.AtWindow && stop == vmm.StopGuestExit && exits == ev.Pos.Exit:
+		m.RequestInterruptWindow(true)
+	}
+	if e.sampler != nil {
+		target = min(target, e.sampler.next) // the next sample may come first
+	}
+	return e.setTarget(target)
+}
+
+// frames consumes the received frames recorded with the interrupt ev: the
+// net-rx events right after it, at its position. A recording takes at
+// most a ring's worth per interrupt; a tape that lists more is not one
+// this guest's NIC can have produced, and is not collected without bound.
+func (e *engine) frames(ev *tape.Event) ([][]byte, error) {
+	var rx [][]byte
+	for {
+		next, err := e.script.Peek()
+		if err != nil || next.Kind != tape.KindNetRX || next.Pos != ev.Pos {
+			return rx, nil
+		}
+		switch {
+		case ev.Vector != abi.IRQBase+abi.IRQNIC:
+			return nil, e.diverge(next, "received frame", "none with a non-NIC interrupt", fmt.Sprintf("one with vector %#x", ev.Vector))
+		case len(rx) == abi.NICRing:
+			return nil, e.diverge(next, "frames received with one NIC interrupt", fmt.Sprintf("at most %d (the RX ring)", abi.NICRing), "more")
+		}
+		e.consume()
+		rx = append(rx, next.Data)
+	}
+}
+
+// checkTarget stops a replay whose guest went past the branch-counter
+// target without its hook exiting there: the event or sample it was set for
+// is lost, and without this check the replay would only notice at the
+// guest's next exit, far past it. The count only grows and the hook meets
+// any target at or above the count it sees, so this means a target set
+// behind the count, or a guest that did not see the target the VMM wrote.
+func (e *engine) checkTarget() error {
+	if e.target == vmm.NoBranchTarget {
+		return nil
+	}
+	count, err := e.m.BranchCount()
+	if err != nil || count <= e.target {
+		return err
+	}
+	e.m.Stats().SWBCMissed++
+	ev, err := e.peek()
+	if err != nil {
+		return err
+	}
+	return e.diverge(ev, "branch-counter target", fmt.Sprintf("a stop at branch %d", e.target),
+		fmt.Sprintf("the guest at branch %d, past it without having stopped", count))
+}
+
+func (e *engine) setTarget(t uint64) error {
+	if e.target == t {
+		return nil
+	}
+	e.target = t
+	return e.m.SetBranchTarget(t)
+}
+
+func (e *engine) GuestExit() error { return e.drainTrace() }
+
+// NetTX checks a frame the guest sent against the one it sent when
+// recorded; nothing is sent.
+func (e *engine) NetTX(frame []byte) error {
+	ev, err := e.input(tape.KindNetTX, e.m.ExitPort(), 0)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(ev.Data, frame) {
+		return e.diverge(ev, "sent frame", fmt.Sprintf("%d bytes, %x…", len(ev.Data), prefix(ev.Data)), fmt.Sprintf("%d bytes, %x…", len(frame), prefix(frame)))
+	}
+	return nil
+}
+
+func prefix(b []byte) []byte { return b[:min(len(b), 16)] }
+
+// input consumes the event that must answer the guest's input request at
+// the current exit.
+func (e *engine) input(kind tape.Kind, port uint16, size int) (*tape.Event, error) {
+	ev, err := e.peek()
+	if err != nil {
+		return nil, err
+	}
+	exits := e.m.Position().Exit
+	want := fmt.Sprintf("%v at exit %d", kind, exits)
+	if ev.Kind != kind || ev.Pos.Exit != exits || ev.Port != port || (kind == tape.KindPortIn && len(ev.Data) != size) {
+		return nil, e.diverge(ev, "input", fmt.Sprintf("%v at exit %d", ev.Kind, ev.Pos.Exit), "the guest asked for "+want)
+	}
+	if err := e.check(ev); err != nil {
+		return nil, err
+	}
+	e.consume()
+	return ev, nil
+}
+
+func (e *engine) PortIn(port uint16, data []byte) error {
+	ev, err := e.input(tape.KindPortIn, port, len(data))
+	if err != nil {
+		return err
+	}
+	copy(data, ev.Data)
+	return nil
+}
+
+func (e *engine) Clock() (time.Duration, error) {
+	ev, err := e.input(tape.KindTime, abi.PortHcall, 0)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(ev.Value), nil
+}
+
+// Halt does not wait: the interrupt that ended this idle period in the
+// recording is the next event, injected right away.
+func (e *engine) Halt() error {
+	ev, err := e.peek()
+	if err != nil {
+		return err
+	}
+	exits := e.m.Position().Exit
+	wakes := ev.Pos.Exit == exits && ev.Where == tape.AtExit &&
+		(ev.Kind == tape.KindInterrupt || ev.Kind == tape.KindEnd)
+	if !wakes {
+		return e.diverge(ev, "idle", fmt.Sprintf("%v at exit %d", ev.Kind, ev.Pos.Exit),
+			fmt.Sprintf("the guest went idle at exit %d with nothing on the tape to wake it", exits))
+	}
+	return nil
+}
+
+func (e *engine) Breakpoint(regs *kvm.Regs) (uint64, bool, error) {
+	if e.probes == nil {
+		return 0, false, nil
+	}
+	return e.probes.hit(e.m, regs, e.recordTime)
+}
+
+func (e *engine) BeforeEnd() error {
+	if e.probes == nil {
+		return nil
+	}
+	return e.probes.remove(e.m.RAM())
+}
+
+// Finish compares how the replay ended with how the recording did.
+func (e *engine) Finish(end *vmm.End, runErr error) error {
+	if err := e.drainTrace(); err != nil && runErr == nil {
+		runErr = err
+	}
+	var div *DivergenceError
+	var cut *TapeCutError
+	if errors.As(runErr, &div) || errors.As(runErr, &cut) || errors.Is(runErr, vmm.ErrStopped) || end == nil {
+		return runErr
+	}
+	ev, err := e.peek()
+	if err != nil {
+		return err
+	}
+	if ev.Kind != tape.KindEnd {
+		return e.diverge(ev, "end", fmt.Sprintf("%v at exit %d", ev.Kind, ev.Pos.Exit),
+			fmt.Sprintf("the guest ended (%s) at exit %d", end.Reason, e.m.Position().Exit))
+	}
+	if err := e.check(ev); err != nil {
+		return err
+	}
+	want, got := ev.End, (*tape.End)(end)
+	switch {
+	case want.Reason != got.Reason || want.Status != got.Status || want.Fault != got.Fault:
+		return e.diverge(ev, "end", want.Summary(), got.Summary())
+	case want.ConsoleBytes != got.ConsoleBytes || want.ConsoleHash != got.ConsoleHash:
+		return e.diverge(ev, "console output", fmt.Sprintf("%d bytes, sha256 %x", want.ConsoleBytes, want.ConsoleHash[:8]),
+			fmt.Sprintf("%d bytes, sha256 %x", got.ConsoleBytes, got.ConsoleHash[:8]))
+	case want.RAMHash != got.RAMHash:
+		return e.diverge(ev, "RAM hash", fmt.Sprintf("%x", want.RAMHash[:8]), fmt.Sprintf("%x", got.RAMHash[:8]))
+	}
+	e.consume()
+	return nil
+}

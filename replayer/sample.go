@@ -1,0 +1,139 @@
+package replayer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// MinSamplePeriod is the shortest Options.SamplePeriod: each timed sample
+// costs a kick (tens of microseconds here), so shorter periods would do
+// little but sample.
+const MinSamplePeriod = 100 * time.Microsecond
+
+// Sample is the guest's user-mode state at a sampling point: the
+// instrumented code's location and its frame-pointer call stack.
+type Sample struct {
+	Pos   vmm.Position
+	Time  time.Duration // record-time host time of the last event before it
+	RIP   uint64        // where the sampled code was (the branch counter's caller)
+	Stack []uint64      // return addresses, innermost first
+	Regs  kvm.Regs
+}
+
+// SampleHandler receives each sample with the guest's memory.
+type SampleHandler func(s *Sample, mem vmm.GuestMemory) error
+
+// sampler takes samples every `every` user-mode basic blocks (at
+// branch-counter stops: deterministic) and every `period` of replay time
+// (at kicks: wherever the guest is).
+type sampler struct {
+	m      *vmm.Machine
+	every  uint64
+	next   uint64 // branch count of the next deterministic sample (NoBranchTarget: none)
+	period time.Duration
+	due    atomic.Bool // a timed sample was asked for
+	on     SampleHandler
+}
+
+func newSampler(every uint64, period time.Duration, on SampleHandler) (*sampler, error) {
+	if every == 0 && period == 0 {
+		return nil, nil
+	}
+	if period != 0 && period < MinSamplePeriod {
+		return nil, fmt.Errorf("replayer: sample period %v is shorter than %v", period, MinSamplePeriod)
+	}
+	return &sampler{every: every, next: vmm.NoBranchTarget, period: period, on: on}, nil
+}
+
+func (s *sampler) attach(m *vmm.Machine) error {
+	s.m = m
+	if s.every == 0 {
+		return nil
+	}
+	if _, ok := m.Image().Lookup(vmm.SWBCHookSymbol); !ok {
+		return errors.New("replayer: deterministic sampling needs the software branch counter, which this image lacks")
+	}
+	s.next = s.every
+	return nil
+}
+
+// timer kicks the vCPU every period for a timed sample until the returned
+// function is called.
+func (s *sampler) timer() (stop func()) {
+	if s.period <= 0 {
+		return func() {}
+	}
+	return tick.Every(s.period, func() {
+		s.due.Store(true)
+		s.m.Kick()
+	})
+}
+
+// at takes the samples due where the vCPU stopped.
+func (s *sampler) at(stop vmm.Stop, recordTime func(uint64) time.Duration) error {
+	if stop == vmm.StopKick && s.due.CompareAndSwap(true, false) {
+		if err := s.take(false, recordTime); err != nil {
+			return err
+		}
+	}
+	if stop == vmm.StopBranch && s.next != vmm.NoBranchTarget {
+		if count, _ := s.m.BranchCount(); count == s.next {
+			if err := s.take(true, recordTime); err != nil {
+				return err
+			}
+			s.next += s.every
+		}
+	}
+	return nil
+}
+
+// maxStackDepth bounds a frame-pointer walk through guest-controlled data.
+const maxStackDepth = 64
+
+// take records the state where the vCPU stopped. At a branch-counter stop
+// (atTarget), or a timed kick that lands in the hook, the vCPU stands in
+// the hook, which builds no frame: the sampled code's address is the
+// return address at [rsp], and rbp is still that code's frame. Elsewhere
+// it is RIP.
+func (s *sampler) take(atTarget bool, recordTime func(uint64) time.Duration) error {
+	m := s.m
+	regs := *m.Regs()
+	pos := m.Position()
+	smp := &Sample{Pos: pos, Time: recordTime(pos.Branch), Regs: regs, RIP: regs.RIP}
+	var b [16]byte
+	if atTarget || m.InBranchHook(regs.RIP) {
+		smp.RIP = 0
+		if m.ReadVirt(regs.RSP, b[:8]) == nil {
+			smp.RIP = binary.LittleEndian.Uint64(b[:8])
+		}
+	}
+	// Walk the frame-pointer chain: [rbp] = the caller's rbp, [rbp+8] =
+	// the return address; stop at anything implausible.
+	for fp := regs.RBP; len(smp.Stack) < maxStackDepth && fp >= abi.KernelBase && fp%8 == 0; {
+		if m.ReadVirt(fp, b[:]) != nil {
+			break
+		}
+		next, ret := binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])
+		if ret == 0 {
+			break
+		}
+		smp.Stack = append(smp.Stack, ret)
+		if next <= fp {
+			break // frames grow towards higher addresses
+		}
+		fp = next
+	}
+	m.Stats().Samples++
+	if s.on == nil {
+		return nil
+	}
+	return s.on(smp, m)
+}

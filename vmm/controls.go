@@ -1,0 +1,179 @@
+package vmm
+
+import (
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+// What an engine sees of the machine and does to it, between KVM_RUNs on
+// the vCPU thread.
+
+// Position is where the guest is now.
+func (m *Machine) Position() Position {
+	count, _ := m.ram.Uint64(abi.SWBCCountOff)
+	return Position{Exit: m.exits, Branch: count}
+}
+
+// Regs are the guest's general registers at this stop (KVM syncs them
+// into kvm_run at every exit). A change to them must be followed by
+// MarkRegsDirty.
+func (m *Machine) Regs() *kvm.Regs { return m.cpu.SyncedRegs() }
+
+// RegsDigest summarises the guest's general registers, so a replay
+// notices a guest that reached a recorded position in another state.
+func (m *Machine) RegsDigest() uint64 {
+	r := m.cpu.SyncedRegs()
+	h := fnv.New64a()
+	var b [8]byte
+	for _, v := range [...]uint64{
+		r.RAX, r.RBX, r.RCX, r.RDX, r.RSI, r.RDI, r.RSP, r.RBP,
+		r.R8, r.R9, r.R10, r.R11, r.R12, r.R13, r.R14, r.R15, r.RIP, r.RFLAGS,
+	} {
+		for i := range b {
+			b[i] = byte(v >> (8 * i))
+		}
+		h.Write(b[:])
+	}
+	return h.Sum64()
+}
+
+// ExitReason is the reason of the exit the vCPU stopped at.
+func (m *Machine) ExitReason() kvm.ExitReason { return m.cpu.ExitReason() }
+
+// ExitPort is the port of the current exit if it is port I/O, else 0.
+func (m *Machine) ExitPort() uint16 {
+	if m.cpu.ExitReason() != kvm.ExitIO {
+		return 0
+	}
+	return m.cpu.IOExit().Port
+}
+
+// DescribeExit names an exit reason and, for port I/O, its port.
+func DescribeExit(reason kvm.ExitReason, port uint16) string {
+	if reason == kvm.ExitIO {
+		return fmt.Sprintf("%v port %#x", reason, port)
+	}
+	return reason.String()
+}
+
+// LastStop is where the vCPU loop stopped last.
+func (m *Machine) LastStop() Stop { return m.lastStop }
+
+// Now is the run's own clock: the time since Run started.
+func (m *Machine) Now() time.Duration { return time.Since(m.start) }
+
+// Stopping reports whether the run has been asked to stop.
+func (m *Machine) Stopping() bool { return m.stopping.Load() }
+
+// Stats are the run's counters so far; engines add theirs.
+func (m *Machine) Stats() *Stats { return &m.stats }
+
+// NextInterrupt is the highest-priority interrupt pending and unmasked.
+func (m *Machine) NextInterrupt() (vector uint8, ok bool) { return m.intc.Next() }
+
+// InterruptPending reports whether any unmasked interrupt is pending.
+func (m *Machine) InterruptPending() bool { return m.intc.Pending() }
+
+// ReadyForInterrupt reports whether the guest can take an interrupt now.
+func (m *Machine) ReadyForInterrupt() bool { return m.cpu.ReadyForInterrupt() }
+
+// RequestInterruptWindow asks KVM to exit as soon as the guest can take
+// an interrupt (or stops asking).
+func (m *Machine) RequestInterruptWindow(on bool) { m.cpu.RequestInterruptWindow(on) }
+
+// Kick makes the vCPU loop stop soon (StopKick) and wakes an idle guest.
+func (m *Machine) Kick() { m.kick() }
+
+// InBranchHook reports whether rip is in the branch-counter hook. At the
+// hook's exit RIP is its port write, or just after it when KVM emulated
+// the write.
+func (m *Machine) InBranchHook(rip uint64) bool { return rip >= m.hook[0] && rip < m.hook[1] }
+
+// Deliver injects vector now with what the host has for it: the time
+// for a tick, the waiting frames for the NIC.
+func (m *Machine) Deliver(vector uint8) (*Delivery, error) {
+	d := &Delivery{Vector: vector}
+	if vector == abi.IRQBase+abi.IRQTimer {
+		d.Clock = m.Now()
+	}
+	var data [][]byte
+	if vector == abi.IRQBase+abi.IRQNIC && m.net != nil {
+		for _, f := range m.net.Take(m.nic.RXFree()) {
+			d.Frames = append(d.Frames, Frame{Data: f.Data, At: f.At.Sub(m.start)})
+			data = append(data, f.Data)
+		}
+	}
+	var err error
+	if d.Digest, err = m.Inject(vector, d.Clock, data); err != nil {
+		return nil, err
+	}
+	if len(d.Frames) > 0 && m.net.Backlog() > 0 && m.nic.RXFree() > 0 {
+		m.raiseNIC() // more waiting than this delivery took
+	}
+	return d, nil
+}
+
+// Inject delivers vector now, together with what the interrupt reports,
+// applied at this same instant: for the timer the clock page (time and
+// tick count), so guest reads of time change only at injections; for the
+// disk the completion (data and status written to guest memory); for the
+// NIC the frames rx. It returns the completion's digest, which a
+// recording logs and a replay checks.
+func (m *Machine) Inject(vector uint8, clock time.Duration, rx [][]byte) (digest []byte, err error) {
+	// Acknowledge first: applying a completion may raise the line again
+	// (a disk with more results ready), and that edge must stay pending.
+	m.intc.Ack(vector)
+	switch vector {
+	case abi.IRQBase + abi.IRQTimer:
+		m.ticks++
+		if err := m.ram.PutUint64(abi.ClockNsOff, uint64(clock)); err != nil {
+			return nil, err
+		}
+		if err := m.ram.PutUint64(abi.ClockTicksOff, m.ticks); err != nil {
+			return nil, err
+		}
+	case abi.IRQBase + abi.IRQDisk:
+		if digest, err = m.disk.Complete(); err != nil {
+			return nil, err
+		}
+	case abi.IRQBase + abi.IRQNIC:
+		digest = m.nic.Deliver(rx)
+	}
+	if err := m.cpu.Interrupt(vector); err != nil {
+		return nil, err
+	}
+	m.hostEvent(Injected, uint32(vector), 0)
+	m.stats.Injected++
+	m.cpu.RequestInterruptWindow(false)
+	return digest, nil
+}
+
+// Idle waits, outside KVM_RUN, until an interrupt is pending or the run is
+// asked to stop: the idle time of a live run, which a replay skips.
+func (m *Machine) Idle() error {
+	if !m.canWake() {
+		return m.fault("the guest is idle (HLT) with its timer stopped or masked and nothing else that could wake it")
+	}
+	t0, idle := time.Now(), m.hostNow()
+	for !m.intc.Pending() {
+		<-m.wake
+		if m.stopping.Load() {
+			break // the HLT exit itself is a stop point
+		}
+	}
+	m.stats.Halted += time.Since(t0)
+	m.hostIdle(idle)
+	return nil
+}
+
+// Transmit sends a frame the guest sent to the network backend, if any.
+func (m *Machine) Transmit(frame []byte) error {
+	if m.net == nil {
+		return nil
+	}
+	return m.net.Send(frame)
+}
