@@ -39,10 +39,13 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		modes = append(modes, fmt.Sprintf("every %v of replay time", o.SamplePeriod))
 	}
 	sampling := strings.Join(modes, "; ")
-	img, err := TapeImage(o.Tape)
-	if err != nil {
-		return nil, nil, err
+	if o.Image == nil {
+		var err error
+		if o.Image, err = TapeImage(o.Tape); err != nil {
+			return nil, nil, err
+		}
 	}
+	img := o.Image
 	if err := db.SetSymbols(imageSymbols(img)); err != nil {
 		return nil, nil, err
 	}

@@ -190,6 +190,28 @@ func TestExitSyncPositionsReplay(t *testing.T) {
 	}
 }
 
+// A replay given the image it would decode from the tape uses it as is,
+// and refuses any other.
+func TestReplayImageFromTheCaller(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "hello", recorder.Auto)
+	require.NoError(t, rec.err)
+	tapeImg, err := replayer.TapeImage(rec.path)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Image: tapeImg, Console: &out})
+	require.NoError(t, err)
+	require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+	require.Equal(t, rec.console, out.String())
+
+	k, err := guest.Build(context.Background())
+	require.NoError(t, err)
+	plain, err := elfimage.Open(k.PlainImage())
+	require.NoError(t, err)
+	_, err = replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Image: plain, Console: &out})
+	require.ErrorContains(t, err, "is not the image recorded in")
+}
+
 // A flipped byte anywhere in the events is caught (the chunk's CRC) —
 // never a silently different replay.
 func TestFlippedByteIsReported(t *testing.T) {

@@ -25,7 +25,11 @@ import (
 
 // Options describe a replay.
 type Options struct {
-	Tape    string
+	Tape string
+	// Image is the tape's guest image, if the caller has it already (from
+	// TapeImage, to resolve probes against): it is not decoded and hashed
+	// again. Nil: the replay decodes the one the tape embeds.
+	Image   *elfimage.Image
 	Console io.Writer // the guest's console output, as it is replayed
 	KVMPath string
 	// Progress, if set, receives a one-line progress report a few times a
@@ -81,7 +85,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer r.Close()
 	h := r.Header()
-	img, err := embeddedImage(o.Tape, h)
+	img, err := o.image(h)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +168,18 @@ func embeddedImage(path string, h *tape.Header) (*elfimage.Image, error) {
 		return nil, fmt.Errorf("replayer: the image embedded in %s does not match its recorded SHA-256", path)
 	}
 	return img, nil
+}
+
+// image is the replay's guest image: o.Image if it is the tape's, else
+// the one the tape embeds.
+func (o *Options) image(h *tape.Header) (*elfimage.Image, error) {
+	if o.Image == nil {
+		return embeddedImage(o.Tape, h)
+	}
+	if o.Image.SHA256 != h.Image.SHA256 {
+		return nil, fmt.Errorf("replayer: %s is not the image recorded in %s", o.Image.Path, o.Tape)
+	}
+	return o.Image, nil
 }
 
 // TapeImage is the guest image recorded in the tape at path (probe specs

@@ -177,7 +177,7 @@ func demoRecordReplay(ctx context.Context, out, errOut io.Writer, img *elfimage.
 		what += fmt.Sprintf(" --sample %d", sampleEvery)
 	}
 	done = demoStep(out, what)
-	opts := replayer.Options{Tape: tapePath, Console: io.Discard, Plan: plan, SampleEvery: sampleEvery}
+	opts := replayer.Options{Tape: tapePath, Image: img, Console: io.Discard, Plan: plan, SampleEvery: sampleEvery}
 	if isTerminal(os.Stderr) {
 		opts.Progress = errOut
 	}

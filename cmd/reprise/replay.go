@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/probes"
@@ -61,11 +62,11 @@ exits 0 with a notice.`,
 				probeSpecs = append(probeSpecs, guest.LockProbes...)
 			}
 			if len(probeSpecs) > 0 || probeFile != "" {
-				plan, err := probePlan(args[0], probeSpecs, probeFile)
+				img, plan, err := probePlan(args[0], probeSpecs, probeFile)
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
-				opts.Plan = plan
+				opts.Image, opts.Plan = img, plan
 			}
 			if (opts.Plan != nil || sample != 0 || period != 0) && dbDir == "" {
 				return &exitError{exitUsage, errors.New("probes and sampling write to an event database: add --db DIR")}
@@ -126,28 +127,29 @@ func describeEnd(e *vmm.End) string {
 }
 
 // probePlan parses the probe specs and resolves them against the image the
-// tape embeds.
-func probePlan(tapePath string, specs []string, file string) (*probes.Plan, error) {
+// tape embeds, which it returns for the replay to use as is.
+func probePlan(tapePath string, specs []string, file string) (*elfimage.Image, *probes.Plan, error) {
 	var all []probes.Spec
 	if len(specs) > 0 {
 		s, err := probes.ParseSpecs(specs)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		all = append(all, s...)
 	}
 	if file != "" {
 		s, err := probes.ParseFile(file)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		all = append(all, s...)
 	}
 	img, err := replayer.TapeImage(tapePath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return probes.Resolve(all, img)
+	plan, err := probes.Resolve(all, img)
+	return img, plan, err
 }
 
 func replayToDB(ctx context.Context, opts replayer.Options, dir string) (*replayer.Result, *eventdb.Run, error) {
