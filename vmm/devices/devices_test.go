@@ -214,6 +214,8 @@ func TestTimerPeriodClampAndPorts(t *testing.T) {
 	require.Equal(t, devices.MinTimerPeriod, tm.Period(), "clamped up to MinTimerPeriod")
 	tm.SetPeriod(-time.Second)
 	require.Zero(t, tm.Period(), "negative stops")
+	tm.SetPeriod(devices.MaxTimerPeriod + time.Microsecond)
+	require.Equal(t, devices.MaxTimerPeriod, tm.Period(), "clamped down to what the port can read back")
 
 	for _, tc := range []struct {
 		write []byte
