@@ -31,7 +31,7 @@ func (c *Intc) Save() IntcState {
 // every entry into the guest.
 func (c *Intc) Restore(s IntcState) error {
 	if s.Base != c.base {
-		return &StateError{"intc", "Base", s.Base, fmt.Sprintf("this controller maps line 0 to vector %#x", c.base)}
+		return &StateError{"intc", "Base", s.Base, fmt.Sprintf("saved with line 0 at vector %#x; this controller has it at %#x", s.Base, c.base)}
 	}
 	c.mask.Store(s.Mask)
 	c.pending.Store(s.Pending)
