@@ -2,7 +2,6 @@ package devices_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -51,12 +50,6 @@ func diskDriven(t *testing.T, ram *memory.RAM, store *devices.DiskStore) *device
 	return d
 }
 
-func diskCapacity(d *devices.Disk) uint32 {
-	b := make([]byte, 4)
-	d.PortRead(4, b)
-	return binary.LittleEndian.Uint32(b)
-}
-
 func TestDiskSaveRestore(t *testing.T) {
 	ram := newRAM(t)
 	store, _, _ := openStore(t, 32)
@@ -72,8 +65,8 @@ func TestDiskSaveRestore(t *testing.T) {
 	rs, err := r.Save()
 	require.NoError(t, err)
 	require.Equal(t, s, rs)
-	require.Equal(t, uint32(32), diskCapacity(r))
-	require.Equal(t, diskCapacity(d), diskCapacity(r))
+	require.Equal(t, uint32(32), readPort(r, 4))
+	require.Equal(t, readPort(d, 4), readPort(r, 4))
 
 	// The same next requests give the same completions and the counters go
 	// on from where they were.

@@ -18,13 +18,7 @@ func intcWrite(t *testing.T, c *devices.Intc, port uint16, v uint32) {
 	require.NoError(t, c.PortWrite(port, b))
 }
 
-func intcRegs(c *devices.Intc) (mask, pending uint32) {
-	b := make([]byte, 4)
-	c.PortRead(0, b)
-	mask = binary.LittleEndian.Uint32(b)
-	c.PortRead(1, b)
-	return mask, binary.LittleEndian.Uint32(b)
-}
+func intcRegs(c *devices.Intc) (mask, pending uint32) { return readPort(c, 0), readPort(c, 1) }
 
 // intcDrain injects every deliverable vector, then unmasks all lines and
 // injects the rest: the order a guest would see them in.

@@ -2,6 +2,7 @@ package devices_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
 	"reflect"
@@ -43,4 +44,11 @@ func requireStateError(t *testing.T, err error, device, field string) {
 	require.Equal(t, device, se.Device)
 	require.Equal(t, field, se.Field)
 	require.Contains(t, err.Error(), field)
+}
+
+// readPort is a 4-byte IN from dev's port, as the guest does it.
+func readPort(dev devices.PortDevice, port uint16) uint32 {
+	b := make([]byte, 4)
+	dev.PortRead(port, b)
+	return binary.LittleEndian.Uint32(b)
 }
