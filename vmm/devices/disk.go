@@ -88,8 +88,11 @@ func NewDisk(ram *memory.RAM, store *DiskStore, raise func()) *Disk {
 func (d *Disk) Busy() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.queue)+len(d.done) > 0
+	return d.inFlightLocked() > 0
 }
+
+// inFlightLocked counts the requests submitted and not yet completed.
+func (d *Disk) inFlightLocked() int { return len(d.queue) + len(d.done) }
 
 // Close stops the worker. The store is the caller's.
 func (d *Disk) Close() {
@@ -119,7 +122,7 @@ func (d *Disk) PortWrite(port uint16, data []byte) error {
 		return nil
 	}
 	d.mu.Lock()
-	full := len(d.queue)+len(d.done) >= abi.DiskMaxQueued
+	full := d.inFlightLocked() >= abi.DiskMaxQueued
 	if !full {
 		d.queue = append(d.queue, r)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"os"
 
 	"github.com/reprise-vm/reprise/internal/regfile"
@@ -52,6 +53,15 @@ func (s *DiskStore) Close() error {
 }
 
 func (s *DiskStore) isWritten(sec uint64) bool { return s.written[sec/64]&(1<<(sec%64)) != 0 }
+
+// writtenSectors counts the sectors whose contents are in the overlay.
+func (s *DiskStore) writtenSectors() uint64 {
+	var n int
+	for _, w := range s.written {
+		n += bits.OnesCount64(w)
+	}
+	return uint64(n)
+}
 
 // checkRange rejects a request outside the disk.
 func (s *DiskStore) checkRange(sector uint64, n int) error {

@@ -4,7 +4,7 @@ import "crypto/rand"
 
 // Entropy gives the guest random bits from the host on every read. It is a
 // nondeterministic input like any device read: a recording logs each value
-// and a replay returns the logged one.
+// and a replay returns the logged one. Stateless: nothing to save.
 type Entropy struct{}
 
 // PortRead fills data with random bytes.

@@ -205,6 +205,13 @@ func FuzzBus(f *testing.F) {
 				t.Fatalf("op %d: Unassigned = %d, want %d", i, bus.Unassigned, unassigned)
 			}
 		}
+		// Whatever the guest left, a snapshot of it restores.
+		if err := devices.NewIntc(abi.IRQBase, nil).Restore(intc.Save()); err != nil {
+			t.Fatal(err)
+		}
+		if err := devices.NewTimer(nil, 0).Restore(timer.Save()); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
@@ -290,6 +297,14 @@ func FuzzSerial(f *testing.F) {
 		}
 		if !bytes.Equal(out.Bytes(), want.Bytes()) {
 			t.Fatalf("output %q, want %q", out.Bytes(), want.Bytes())
+		}
+		// Whatever the guest left, a snapshot of it restores.
+		r := &devices.Serial{}
+		if err := r.Restore(s.Save()); err != nil {
+			t.Fatal(err)
+		}
+		if r.Save() != s.Save() {
+			t.Fatalf("restored %+v, saved %+v", r.Save(), s.Save())
 		}
 	})
 }

@@ -11,7 +11,7 @@ type PowerOff struct {
 func (p *PowerOff) Error() string { return fmt.Sprintf("guest powered off with status %d", p.Status) }
 
 // ExitPort is the shutdown device: a write ends the run with the value as
-// the guest's exit status.
+// the guest's exit status. Stateless: nothing to save.
 type ExitPort struct{}
 
 // PortRead reads 0.
@@ -23,7 +23,7 @@ func (ExitPort) PortWrite(port uint16, data []byte) error {
 }
 
 // Null ignores writes and reads zero: a target for exit round-trip
-// benchmarks.
+// benchmarks. Stateless: nothing to save.
 type Null struct{}
 
 // PortRead reads 0.

@@ -14,6 +14,8 @@ const (
 	uartScratch = 7
 
 	lcrDLAB      = 0x80
+	ierBits      = 0x0f // the interrupt enable bits a 16550 has
+	mcrBits      = 0x1f // the modem control bits a 16550 has
 	lsrTHRE      = 0x20 // transmit holding register empty
 	lsrTEMT      = 0x40 // transmitter empty
 	iirNoIntr    = 0x01
@@ -77,12 +79,12 @@ func (s *Serial) PortWrite(port uint16, data []byte) error {
 		if s.lcr&lcrDLAB != 0 {
 			s.dlm = v
 		} else {
-			s.ier = v & 0x0f
+			s.ier = v & ierBits
 		}
 	case uartLCR:
 		s.lcr = v
 	case uartMCR:
-		s.mcr = v & 0x1f
+		s.mcr = v & mcrBits
 	case uartScratch:
 		s.scratch = v
 	}

@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -11,6 +12,10 @@ import (
 // MinTimerPeriod bounds how fast a guest may program the timer, so a
 // hostile guest cannot turn the VMM into a busy host-timer loop.
 const MinTimerPeriod = time.Second / abi.MaxTimerHz
+
+// MaxTimerPeriod is the longest period the guest's 32-bit microsecond
+// register can hold; a longer one would read back truncated.
+const MaxTimerPeriod = math.MaxUint32 * time.Microsecond
 
 // Timer is a periodic timer the guest programs with a period in
 // microseconds (0 stops it). Each expiry raises its interrupt line; expiries
@@ -45,7 +50,8 @@ func (t *Timer) Period() time.Duration {
 	return t.period
 }
 
-// SetPeriod (re)arms the timer; d <= 0 stops it.
+// SetPeriod (re)arms the timer; d <= 0 stops it. A period outside
+// [MinTimerPeriod, MaxTimerPeriod] is clamped to it.
 func (t *Timer) SetPeriod(d time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -60,7 +66,7 @@ func (t *Timer) SetPeriod(d time.Duration) {
 		t.period = 0
 		return
 	}
-	t.period = max(d, MinTimerPeriod)
+	t.period = min(max(d, MinTimerPeriod), MaxTimerPeriod)
 	if t.raise == nil {
 		return
 	}
