@@ -50,6 +50,10 @@ type Config struct {
 	// Net attaches a network backend to the NIC (live and record; a replay
 	// takes the frames from its tape).
 	Net *NetConfig
+	// Devices, if set, is a saved device state the machine's devices are
+	// restored to once built (SaveDevices). Until a checkpoint restores
+	// RAM and the vCPU too, it is for machines that have not run yet.
+	Devices *DeviceState
 	// Host receives the VMM's own view of the run:
 	// every stay in the guest with its exit reason, idle waits and
 	// hypervisor events. Replays have none: their timing is not the

@@ -11,9 +11,7 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/kvm"
-	"github.com/reprise-vm/reprise/vmm/devices"
 	"github.com/reprise-vm/reprise/vmm/memory"
-	"github.com/reprise-vm/reprise/vmm/netback"
 	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
@@ -24,14 +22,8 @@ type Machine struct {
 	vm      *kvm.VM
 	cpu     *kvm.VCPU
 	ram     *memory.RAM
-	bus     devices.Bus
-	intc    *devices.Intc
-	timer   *devices.Timer
-	disk    *devices.Disk
-	store   *devices.DiskStore // nil without a disk
-	nic     *devices.NIC
-	net     netback.Backend // nil without a network
-	hook    [2]uint64       // [start, end) of the branch-counter hook, if any
+	board             // the devices
+	hook    [2]uint64 // [start, end) of the branch-counter hook, if any
 	console *consoleTail
 	host    hostClock // zero without Config.Host
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be

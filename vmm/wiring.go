@@ -10,6 +10,20 @@ import (
 	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
+// board is the machine's devices and their host sides. Booting fresh and
+// restoring saved device state build it with the same code (attachDevices);
+// a restore then applies the state (DeviceState).
+type board struct {
+	bus    devices.Bus
+	serial *devices.Serial
+	intc   *devices.Intc
+	timer  *devices.Timer
+	disk   *devices.Disk
+	store  *devices.DiskStore // nil without a disk
+	nic    *devices.NIC
+	net    netback.Backend // nil without a network
+}
+
 // device is one entry of the machine's port map.
 type device struct {
 	name       string
@@ -21,7 +35,7 @@ type device struct {
 // same list for a tape header.
 func (m *Machine) devices() []device {
 	return []device{
-		{"serial", abi.PortSerial, devices.SerialPorts, &devices.Serial{Out: m.console}},
+		{"serial", abi.PortSerial, devices.SerialPorts, m.serial},
 		{"exit", abi.PortExit, 1, devices.ExitPort{}},
 		{"timer", abi.PortTimer, 1, m.timer},
 		{"intc", abi.PortIntcMask, devices.IntcPorts, m.intc},
@@ -46,6 +60,7 @@ func DeviceConfig() map[string]string {
 }
 
 func (m *Machine) attachDevices() error {
+	m.serial = &devices.Serial{Out: m.console}
 	m.intc = devices.NewIntc(abi.IRQBase, m.kick)
 	raise := func() {
 		m.hostEvent(TimerFired, 0, 0)
@@ -73,6 +88,9 @@ func (m *Machine) attachDevices() error {
 		if err := m.bus.Attach(d.name, d.base, d.size, d.dev); err != nil {
 			return err
 		}
+	}
+	if m.cfg.Devices != nil {
+		return m.restoreDevices(m.cfg.Devices)
 	}
 	return nil
 }
