@@ -113,7 +113,8 @@ func TestReplayDamagedTape(t *testing.T) {
 	kvmtest.Require(t)
 	dir := t.TempDir()
 	tp := filepath.Join(dir, "run.tape")
-	require.Equal(t, 0, runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=100", "work=8000").code)
+	rec := runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=100", "work=8000")
+	require.Equal(t, 0, rec.code, rec.stderr)
 	raw, err := os.ReadFile(tp)
 	require.NoError(t, err)
 	raw[len(raw)-10] ^= 0xff

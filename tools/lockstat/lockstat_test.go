@@ -49,7 +49,10 @@ func TestSynContMatchesGroundTruth(t *testing.T) {
 	blocked := func(l *level) float64 { return float64(l.contended) / float64(l.acquired) }
 	t.Logf("level 1: %.1f%% blocked, %.1f%% owner changes; level 2: %.1f%% blocked, %.1f%% owner changes",
 		100*blocked(l1), 100*float64(l1.owners)/float64(l1.acquired), 100*blocked(l2), 100*float64(l2.owners)/float64(l2.acquired))
-	require.Greater(t, blocked(l2), 2.5*blocked(l1), "level-2 locks block far more often")
+	// Eight threads share each level-2 lock, two each level-1 lock; with
+	// ten iterations a thread, how much more often is timing (measured
+	// 2.3–4.5× across loaded runs), that it is more often is not.
+	require.Greater(t, blocked(l2), blocked(l1), "level-2 locks block more often")
 	require.Greater(t, l2.owners*l1.acquired, l1.owners*l2.acquired, "level-2 locks change owner more often")
 	for _, l := range rep.Locks[:2] {
 		require.Equal(t, 8, l.Threads, "the two most contended locks are the level-2 ones")
