@@ -24,7 +24,7 @@ import (
 // emulated on the test machines, slower still), so the timer's next tick
 // kicks the vCPU inside it nearly every time. On a busy host the same
 // instant widens when the vCPU thread is preempted right there.
-const wideHookAsm = `
+var wideHookAsm = `
 .globl _start, reprise_vectors, __sanitizer_cov_trace_pc
 _start:
 	mov $0x520, %dx
@@ -64,15 +64,8 @@ __sanitizer_cov_trace_pc:
 	jmp 1b
 	.size __sanitizer_cov_trace_pc, . - __sanitizer_cov_trace_pc
 
-.balign 16
-reprise_vectors:
-	.rept 0x20
-	.balign 16
-	ud2
-	.endr
-	.balign 16
-	incq ticks(%rip)           /* vector 0x20: the timer */
-	iretq
+` + kvmtest.Vectors(0x20, `	incq ticks(%rip)           /* vector 0x20: the timer */
+	iretq`) + `
 .data
 ticks: .quad 0
 `

@@ -8,12 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/vmm/devices"
 )
 
 // devStateAsm leaves state in several devices, then idles until the timer
 // it programmed wakes it, and powers off.
-const devStateAsm = `
+var devStateAsm = `
 .globl _start, reprise_vectors
 _start:
 	mov $0x3ff, %dx
@@ -35,15 +36,7 @@ _start:
 	xor %eax, %eax
 	out %eax, %dx
 
-.balign 16
-reprise_vectors:
-	.rept 0x20
-	.balign 16
-	ud2
-	.endr
-	.balign 16
-	iretq                     /* vector 0x20: the timer */
-`
+` + kvmtest.Vectors(0x20, `	iretq                     /* vector 0x20: the timer */`)
 
 // savingEngine runs live and saves the devices when the guest first idles.
 type savingEngine struct {

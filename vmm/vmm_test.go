@@ -109,7 +109,7 @@ func TestHaltWithInterruptsOff(t *testing.T) {
 // The interrupt path without a kernel: a one-entry handler table at a
 // known symbol, the timer programmed at 1 kHz, and `sti; hlt` until ten
 // ticks have been counted by the handler.
-const tickAsm = `
+var tickAsm = `
 .globl _start, reprise_vectors
 _start:
 	mov $0x520, %dx
@@ -123,15 +123,8 @@ _start:
 	mov $0x501, %dx
 	mov $0, %eax
 	out %eax, %dx
-.balign 16
-reprise_vectors:
-	.rept 0x20
-	.balign 16
-	ud2
-	.endr
-	.balign 16
-	incq ticks(%rip)         /* vector 0x20 */
-	iretq
+` + kvmtest.Vectors(0x20, `	incq ticks(%rip)         /* vector 0x20 */
+	iretq`) + `
 .data
 ticks: .quad 0
 `
@@ -205,17 +198,9 @@ _start:
 	mov $0x501, %dx
 	mov $1, %eax             /* not reached */
 	out %eax, %dx
-.balign 16
-reprise_vectors:
-	.rept 13
-	.balign 16
-	ud2
-	.endr
-	.balign 16
-	mov $0x501, %dx          /* vector 13: #GP */
+`+kvmtest.Vectors(13, `	mov $0x501, %dx          /* vector 13: #GP */
 	mov $13, %eax
-	out %eax, %dx
-`, Config{TimerHz: -1})
+	out %eax, %dx`), Config{TimerHz: -1})
 	require.NoError(t, err)
 	require.Equal(t, uint32(13), res.Status)
 	require.Equal(t, uint64(1), res.Stats.MSRDenied)

@@ -8,7 +8,7 @@ package kvmtest
 // sector i to 0x800000 + 512 i), then takes disk interrupts until it has
 // seen eight, and exits with the number of requests whose status is OK.
 // A VMM that loses completions leaves it waiting for ever.
-const DiskInFlightAsm = `
+var DiskInFlightAsm = `
 .globl _start, reprise_vectors
 _start:
 	lea reqs(%rip), %rdi
@@ -45,15 +45,8 @@ _start:
 	jb 3b
 	mov $0x501, %dx
 	out %eax, %dx
-.balign 16
-reprise_vectors:
-	.rept 0x22
-	.balign 16
-	ud2
-	.endr
-	.balign 16
-	incq irqs(%rip)           /* vector 0x22: the disk */
-	iretq
+` + Vectors(0x22, `	incq irqs(%rip)           /* vector 0x22: the disk */
+	iretq`) + `
 .data
 .balign 32
 reqs: .fill 8*32, 1, 0

@@ -5,6 +5,7 @@
 package kvmtest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +34,22 @@ SECTIONS {
 	/DISCARD/ : { *(.note*) *(.comment) }
 }
 `
+
+// Vectors is the assembly of an image's interrupt vector table
+// (reprise_vectors: 16-byte slots, as x86.BuildIDT expects) whose first n
+// vectors trap with ud2 and whose vector n runs handler.
+func Vectors(n int, handler string) string {
+	return fmt.Sprintf(`
+.balign 16
+reprise_vectors:
+	.rept %d
+	.balign 16
+	ud2
+	.endr
+	.balign 16
+%s
+`, n, handler)
+}
 
 // AsmImage assembles and links a tiny guest image from GNU assembler
 // source, loaded at 0x200000 (the kernel window), and returns its path.
