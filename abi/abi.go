@@ -77,7 +77,12 @@ const (
 	PortNICTXTail = 0x56C
 	PortNICInfo   = 0x570
 	PortSWBC      = 0xE5
-	PortNull      = 0x5F0
+	// The Linux personality's stubs (package linux, not abi.h): a system
+	// call (out from the SYSCALL target, at CPL3 on PVM hosts) and a trap
+	// (out from an exception vector).
+	PortSyscall = 0xE6
+	PortTrap    = 0xE7
+	PortNull    = 0x5F0
 )
 
 // Hypercall numbers (value written to PortHcall; args in rdi, rsi, r8).

@@ -36,6 +36,13 @@ func ioctlPtr[T any](fd int, req uintptr, p *T) error {
 	return err
 }
 
+// ioctlMSRs issues KVM_GET_MSRS or KVM_SET_MSRS, which return how many
+// entries they processed.
+func ioctlMSRs(fd int, req uintptr, m *msrs) (int, error) {
+	n, err := ioctl(fd, req, uintptr(unsafe.Pointer(m)))
+	return int(n), err
+}
+
 // sliceAddr is the userspace address of a byte slice's backing array.
 func sliceAddr(b []byte) uint64 {
 	if len(b) == 0 {

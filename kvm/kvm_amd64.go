@@ -207,3 +207,37 @@ type InternalError struct {
 	NData    uint32
 	Data     [16]uint64
 }
+
+// MSREntry mirrors struct kvm_msr_entry, 16 bytes.
+type MSREntry struct {
+	Index uint32
+	_     uint32
+	Data  uint64
+}
+
+// maxMSRs bounds one KVM_GET_MSRS / KVM_SET_MSRS call.
+const maxMSRs = 8
+
+// msrs mirrors struct kvm_msrs (an 8-byte header) with room for maxMSRs
+// entries after it.
+type msrs struct {
+	N       uint32
+	_       uint32
+	Entries [maxMSRs]MSREntry
+}
+
+// FPU mirrors struct kvm_fpu, 416 bytes: the x87 and SSE state in FXSAVE
+// form.
+type FPU struct {
+	FPR        [8][16]uint8
+	FCW        uint16
+	FSW        uint16
+	FTWX       uint8
+	_          uint8
+	LastOpcode uint16
+	LastIP     uint64
+	LastDP     uint64
+	XMM        [16][16]uint8
+	MXCSR      uint32
+	_          uint32
+}

@@ -20,6 +20,10 @@ const (
 	ioctlGetSregs            = 0x8138ae83
 	ioctlSetSregs            = 0x4138ae84
 	ioctlInterrupt           = 0x4004ae86
+	ioctlGetMSRs             = 0xc008ae88
+	ioctlSetMSRs             = 0x4008ae89
+	ioctlGetFPU              = 0x81a0ae8c
+	ioctlSetFPU              = 0x41a0ae8d
 	ioctlSetCPUID2           = 0x4008ae90
 	ioctlGetVCPUEvents       = 0x8040ae9f
 	ioctlSetGuestDebug       = 0x4048ae9b
@@ -131,4 +135,15 @@ const (
 const (
 	MemLogDirtyPages = 1 << 0
 	MemReadonly      = 1 << 1
+)
+
+// Model-specific registers the VMM sets for a guest whose system calls it
+// serves (SYSCALL/SYSRET and the thread pointer).
+const (
+	MSREFER         = 0xc0000080
+	MSRSTAR         = 0xc0000081
+	MSRLSTAR        = 0xc0000082
+	MSRSFMASK       = 0xc0000084
+	MSRFSBase       = 0xc0000100
+	MSRKernelGSBase = 0xc0000102
 )

@@ -33,6 +33,9 @@ func TestRawStructSizes(t *testing.T) {
 		{"struct kvm_enable_cap", unsafe.Sizeof(enableCap{}), 104},
 		{"struct kvm_msr_filter", unsafe.Sizeof(msrFilter{}), 0x188},
 		{"struct kvm_msr_filter_range", unsafe.Sizeof(msrFilterRange{}), 24},
+		{"struct kvm_msr_entry", unsafe.Sizeof(MSREntry{}), 16},
+		{"struct kvm_msrs (header)", unsafe.Offsetof(msrs{}.Entries), 8},
+		{"struct kvm_fpu", unsafe.Sizeof(FPU{}), 416},
 		{"struct kvm_debug_exit_arch", unsafe.Sizeof(DebugExit{}), 32},
 		{"kvm_run header (before the exit union)", unsafe.Sizeof(runHeader{}), 32},
 	} {

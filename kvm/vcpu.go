@@ -110,6 +110,58 @@ func (c *VCPU) SetCPUID(entries []CPUIDEntry) error {
 	return nil
 }
 
+// SetMSRs writes model-specific registers with KVM_SET_MSRS.
+func (c *VCPU) SetMSRs(entries ...MSREntry) error {
+	if len(entries) == 0 || len(entries) > maxMSRs {
+		return fmt.Errorf("kvm: KVM_SET_MSRS vCPU %d: %d entries, want 1 to %d", c.id, len(entries), maxMSRs)
+	}
+	m := msrs{N: uint32(len(entries))}
+	copy(m.Entries[:], entries)
+	n, err := ioctlMSRs(c.fd, ioctlSetMSRs, &m)
+	if err != nil {
+		return fmt.Errorf("kvm: KVM_SET_MSRS vCPU %d: %w", c.id, err)
+	}
+	if n != len(entries) {
+		return fmt.Errorf("kvm: KVM_SET_MSRS vCPU %d: MSR %#x refused", c.id, entries[n].Index)
+	}
+	return nil
+}
+
+// MSRs reads the model-specific registers listed by index.
+func (c *VCPU) MSRs(index ...uint32) ([]uint64, error) {
+	if len(index) == 0 || len(index) > maxMSRs {
+		return nil, fmt.Errorf("kvm: KVM_GET_MSRS vCPU %d: %d entries, want 1 to %d", c.id, len(index), maxMSRs)
+	}
+	m := msrs{N: uint32(len(index))}
+	for i, x := range index {
+		m.Entries[i].Index = x
+	}
+	n, err := ioctlMSRs(c.fd, ioctlGetMSRs, &m)
+	if err != nil {
+		return nil, fmt.Errorf("kvm: KVM_GET_MSRS vCPU %d: %w", c.id, err)
+	}
+	if n != len(index) {
+		return nil, fmt.Errorf("kvm: KVM_GET_MSRS vCPU %d: MSR %#x unreadable", c.id, index[n])
+	}
+	out := make([]uint64, len(index))
+	for i := range out {
+		out[i] = m.Entries[i].Data
+	}
+	return out, nil
+}
+
+// FPU reads the x87 and SSE state with KVM_GET_FPU.
+func (c *VCPU) FPU() (f FPU, err error) {
+	return f, vcpuIoctl(c, ioctlGetFPU, "KVM_GET_FPU", &f)
+}
+
+// SetFPU writes the x87 and SSE state with KVM_SET_FPU.
+func (c *VCPU) SetFPU(f *FPU) error { return vcpuIoctl(c, ioctlSetFPU, "KVM_SET_FPU", f) }
+
+// MarkSregsDirty makes the next KVM_RUN load the special registers from
+// SyncedSregs, at no extra ioctl.
+func (c *VCPU) MarkSregsDirty() { c.run.KVMDirtyRegs |= SyncSpecial }
+
 // SetGuestDebug configures guest debugging (breakpoints, single-step).
 func (c *VCPU) SetGuestDebug(d GuestDebug) error {
 	return vcpuIoctl(c, ioctlSetGuestDebug, "KVM_SET_GUEST_DEBUG", &d)

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"crypto/rand"
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
@@ -215,6 +216,24 @@ func (e *engine) Clock() (time.Duration, error) {
 		return 0, err
 	}
 	return now, nil
+}
+
+// Entropy gives the guest host randomness and logs it, a tape.MaxEntropy
+// bytes an event.
+func (e *engine) Entropy(b []byte) error {
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	for rest := b; len(rest) > 0; {
+		n := min(len(rest), tape.MaxEntropy)
+		ev := e.event(tape.KindEntropy, tape.AtExit)
+		ev.Data = append([]byte(nil), rest[:n]...)
+		if err := e.log.Append(ev); err != nil {
+			return err
+		}
+		rest = rest[n:]
+	}
+	return nil
 }
 
 // Halt waits, outside KVM_RUN, until an interrupt is pending: the idle

@@ -251,7 +251,7 @@ func (e *engine) input(kind tape.Kind, port uint16, size int) (*tape.Event, erro
 	}
 	exits := e.m.Position().Exit
 	want := fmt.Sprintf("%v at exit %d", kind, exits)
-	if ev.Kind != kind || ev.Pos.Exit != exits || ev.Port != port || (kind == tape.KindPortIn && len(ev.Data) != size) {
+	if ev.Kind != kind || ev.Pos.Exit != exits || ev.Port != port || (kind == tape.KindPortIn || kind == tape.KindEntropy) && len(ev.Data) != size {
 		return nil, e.diverge(ev, "input", fmt.Sprintf("%v at exit %d", ev.Kind, ev.Pos.Exit), "the guest asked for "+want)
 	}
 	if err := e.check(ev); err != nil {
@@ -267,6 +267,20 @@ func (e *engine) PortIn(port uint16, data []byte) error {
 		return err
 	}
 	copy(data, ev.Data)
+	return nil
+}
+
+// Entropy gives the guest the random bytes it got when recorded, in the
+// events they were logged in.
+func (e *engine) Entropy(b []byte) error {
+	for rest := b; len(rest) > 0; {
+		n := min(len(rest), tape.MaxEntropy)
+		ev, err := e.input(tape.KindEntropy, e.m.ExitPort(), n)
+		if err != nil {
+			return err
+		}
+		rest = rest[copy(rest, ev.Data):]
+	}
 	return nil
 }
 

@@ -200,7 +200,7 @@ func decodeEvent(d *decoder, s *deltas) (*Event, string) {
 		e.Value = uint64(e.HostTime) + uint64(d.varint("value"))
 	}
 	if flags&flagData != 0 {
-		limit, n := maxEntropy, 0
+		limit, n := MaxEntropy, 0
 		if e.Kind.isFrame() {
 			limit, n = MaxFrame, int(min(d.uvarint("frame length"), MaxFrame+1))
 		} else {

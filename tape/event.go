@@ -99,9 +99,11 @@ const (
 	EndInterrupted = "interrupted" // the recording was stopped from outside
 )
 
+// MaxEntropy is the most random bytes one entropy event holds.
+const MaxEntropy = 64
+
 // Limits on what an event may hold.
 const (
-	maxEntropy     = 64
 	maxReasonBytes = 64
 	maxFaultBytes  = 64 << 10
 )
@@ -119,10 +121,10 @@ func (e *Event) check() string {
 	switch n := len(e.Data); {
 	case k == KindPortIn && n != 1 && n != 2 && n != 4:
 		return fmt.Sprintf("port-in event with %d data bytes (want 1, 2 or 4)", n)
-	case k == KindEntropy && (n < 1 || n > maxEntropy):
-		return fmt.Sprintf("entropy event with %d data bytes (want 1 to %d)", n, maxEntropy)
-	case k == KindInterrupt && n > maxEntropy:
-		return fmt.Sprintf("interrupt event with %d data bytes (want at most %d)", n, maxEntropy)
+	case k == KindEntropy && (n < 1 || n > MaxEntropy):
+		return fmt.Sprintf("entropy event with %d data bytes (want 1 to %d)", n, MaxEntropy)
+	case k == KindInterrupt && n > MaxEntropy:
+		return fmt.Sprintf("interrupt event with %d data bytes (want at most %d)", n, MaxEntropy)
 	case k.isFrame() && (n < 1 || n > MaxFrame):
 		return fmt.Sprintf("%v event with a %d-byte frame (want 1 to %d)", k, n, MaxFrame)
 	case k != KindPortIn && k != KindEntropy && k != KindInterrupt && !k.isFrame() && n != 0:

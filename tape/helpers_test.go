@@ -97,7 +97,7 @@ func genEvents(seed uint64, n int, end bool) []*Event {
 			e.Value = uint64(host) + uint64(rng.IntN(1000))
 		default:
 			e.Kind = KindEntropy
-			e.Data = make([]byte, 1+rng.IntN(maxEntropy))
+			e.Data = make([]byte, 1+rng.IntN(MaxEntropy))
 			for j := range e.Data {
 				e.Data[j] = byte(rng.Uint32())
 			}

@@ -18,7 +18,7 @@ func New(cfg Config) (*Machine, error) {
 		return nil, err
 	}
 	m := &Machine{cfg: cfg, wake: make(chan struct{}, 1), console: newConsoleTail(cfg.Console), marks: map[uint64]time.Duration{}}
-	m.eng = cfg.Engine
+	m.eng, m.kernel = cfg.Engine, cfg.Kernel
 	if err := m.init(); err != nil {
 		m.Close()
 		return nil, err
@@ -33,17 +33,10 @@ func (m *Machine) init() (err error) {
 	if m.ram, err = memory.New(m.cfg.MemBytes); err != nil {
 		return err
 	}
-	if err = m.loadImage(); err != nil {
-		return err
-	}
-	if err = m.buildTables(); err != nil {
-		return err
-	}
-	if err = writeBootInfo(m.ram, m.cfg); err != nil {
-		return err
-	}
-	if hook, ok := m.cfg.Image.Lookup(SWBCHookSymbol); ok {
-		m.hook = [2]uint64{hook.Addr, hook.Addr + max(hook.Size, 1)}
+	if m.kernel == nil {
+		if err = m.loadKit(); err != nil {
+			return err
+		}
 	}
 	if m.vm, err = m.sys.CreateVM(); err != nil {
 		return err
@@ -71,7 +64,30 @@ func (m *Machine) init() (err error) {
 	if err = m.attachDevices(); err != nil {
 		return err
 	}
+	if m.kernel != nil {
+		if err = m.kernel.Boot(m); err != nil {
+			return err
+		}
+	}
 	return m.eng.Attach(m)
+}
+
+// loadKit lays out a guest that brings its own kernel: its image, the
+// long-mode tables and the boot info.
+func (m *Machine) loadKit() error {
+	if err := m.loadImage(); err != nil {
+		return err
+	}
+	if err := m.buildTables(); err != nil {
+		return err
+	}
+	if err := writeBootInfo(m.ram, m.cfg); err != nil {
+		return err
+	}
+	if hook, ok := m.cfg.Image.Lookup(SWBCHookSymbol); ok {
+		m.hook = [2]uint64{hook.Addr, hook.Addr + max(hook.Size, 1)}
+	}
+	return nil
 }
 
 func (m *Machine) loadImage() error {
@@ -107,7 +123,8 @@ func (m *Machine) buildTables() error {
 }
 
 // initVCPU sets CPUID, then special registers, then general registers:
-// CPUID must come first because KVM validates CR4/EFER bits against it.
+// CPUID must come first because KVM validates CR4/EFER bits against it. A
+// Kernel sets the registers itself, in its Boot.
 func (m *Machine) initVCPU() error {
 	m.cpuid = m.cfg.CPUID
 	if m.cpuid == nil {
@@ -120,6 +137,10 @@ func (m *Machine) initVCPU() error {
 	if err := m.cpu.SetCPUID(m.cpuid); err != nil {
 		return err
 	}
+	m.cpu.EnableSyncRegs(kvm.SyncGeneral | kvm.SyncSpecial)
+	if m.kernel != nil {
+		return nil // its Boot sets the rest
+	}
 	s, err := m.cpu.Sregs()
 	if err != nil {
 		return err
@@ -127,9 +148,5 @@ func (m *Machine) initVCPU() error {
 	if err := m.cpu.SetSregs(x86.LongModeSregs(s)); err != nil {
 		return err
 	}
-	if err := m.cpu.SetRegs(x86.EntryRegs(m.cfg.Image.Entry)); err != nil {
-		return err
-	}
-	m.cpu.EnableSyncRegs(kvm.SyncGeneral | kvm.SyncSpecial)
-	return nil
+	return m.cpu.SetRegs(x86.EntryRegs(m.cfg.Image.Entry))
 }

@@ -32,6 +32,9 @@ type Config struct {
 	// TrackDirty turns on KVM dirty-page logging for guest RAM.
 	TrackDirty bool
 
+	// Kernel, if set, is the guest's operating system, played by the VMM
+	// (package linux); Image is then optional, for symbols only.
+	Kernel Kernel
 	// Engine decides where inputs come from and when they are delivered;
 	// nil runs the machine live.
 	Engine Engine
@@ -82,7 +85,7 @@ const SWBCHookSymbol = "__sanitizer_cov_trace_pc"
 // complete fills in the defaults and checks the config, before anything
 // is allocated.
 func (cfg *Config) complete() error {
-	if cfg.Image == nil {
+	if cfg.Image == nil && cfg.Kernel == nil {
 		return errors.New("vmm: no guest image")
 	}
 	if cfg.MemBytes == 0 {

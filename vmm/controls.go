@@ -78,8 +78,9 @@ func (m *Machine) NextInterrupt() (vector uint8, ok bool) { return m.intc.Next()
 // InterruptPending reports whether any unmasked interrupt is pending.
 func (m *Machine) InterruptPending() bool { return m.intc.Pending() }
 
-// ReadyForInterrupt reports whether the guest can take an interrupt now.
-func (m *Machine) ReadyForInterrupt() bool { return m.cpu.ReadyForInterrupt() }
+// ReadyForInterrupt reports whether the guest can take an interrupt now:
+// always, with a Kernel, which takes them itself.
+func (m *Machine) ReadyForInterrupt() bool { return m.kernel != nil || m.cpu.ReadyForInterrupt() }
 
 // RequestInterruptWindow asks KVM to exit as soon as the guest can take
 // an interrupt (or stops asking).
@@ -143,7 +144,12 @@ func (m *Machine) Inject(vector uint8, clock time.Duration, rx [][]byte) (digest
 	case abi.IRQBase + abi.IRQNIC:
 		digest = m.nic.Deliver(rx)
 	}
-	if err := m.cpu.Interrupt(vector); err != nil {
+	if m.kernel != nil {
+		err = m.kernel.Interrupt(vector, clock)
+	} else {
+		err = m.cpu.Interrupt(vector)
+	}
+	if err != nil {
 		return nil, err
 	}
 	m.hostEvent(Injected, uint32(vector), 0)

@@ -29,6 +29,9 @@ type Engine interface {
 	PortIn(port uint16, data []byte) error
 	// Clock returns the guest time for an exact time read.
 	Clock() (time.Duration, error)
+	// Entropy fills b with random bytes for the guest (a Kernel's
+	// getrandom).
+	Entropy(b []byte) error
 	// NetTX handles a frame the guest sent.
 	NetTX(frame []byte) error
 	// Halt returns once the guest, idle in HLT, has an interrupt to take.

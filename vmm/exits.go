@@ -12,6 +12,8 @@ func (m *Machine) handleIO() error {
 		return m.fault(fmt.Sprintf("malformed port I/O exit: port %#x size %d count %d", io.Port, io.Size, io.Count))
 	}
 	switch {
+	case m.kernel != nil && io.Out && (io.Port == abi.PortSyscall || io.Port == abi.PortTrap):
+		return m.kernel.Exit(io.Port)
 	case io.Port == abi.PortHcall && io.Out:
 		return m.hypercall()
 	case io.Port == abi.PortSWBC && io.Out:

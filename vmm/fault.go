@@ -24,7 +24,10 @@ type GuestFault struct {
 // KVM synced into kvm_run at this exit; if that is unavailable they are
 // fetched with ioctls.
 func (m *Machine) newFault(reason string) *GuestFault {
-	f := &GuestFault{Reason: reason, ExitReason: m.cpu.ExitReason(), Vector: -1, Where: m.cfg.Image.Describe}
+	f := &GuestFault{Reason: reason, ExitReason: m.cpu.ExitReason(), Vector: -1}
+	if m.cfg.Image != nil {
+		f.Where = m.cfg.Image.Describe
+	}
 	f.Regs = *m.cpu.SyncedRegs()
 	f.Sregs = *m.cpu.SyncedSregs()
 	if f.Regs == (kvm.Regs{}) {

@@ -31,6 +31,7 @@ type Machine struct {
 	MSRFiltered bool
 
 	eng      Engine
+	kernel   Kernel // nil: the image's own
 	exits    uint64 // guest-initiated exits so far: Position.Exit
 	lastStop Stop   // where the vCPU loop last stopped
 	cpuid    []kvm.CPUIDEntry

@@ -32,6 +32,7 @@ type Stats struct {
 	MarksDropped uint64        // HC_MARKs of ids beyond MaxMarkIDs
 	DiskRefused  uint64        // disk submissions beyond abi.DiskMaxQueued
 	Halted       time.Duration // time spent idle in HLT
+	KernelIdles  uint64        // waits of a Kernel with nothing to run
 }
 
 func (s *Stats) countExit(r kvm.ExitReason) {

@@ -47,6 +47,15 @@ func (m *Machine) loop() error {
 		if err := m.eng.BeforeEntry(m.lastStop); err != nil {
 			return err
 		}
+		if m.kernel != nil && !m.kernel.Runnable() {
+			// Nothing to run: idle at this stop, as at a HLT exit,
+			// until the engine has delivered an interrupt.
+			m.stats.KernelIdles++
+			if err := m.eng.Halt(); err != nil {
+				return err
+			}
+			continue
+		}
 		entry := m.hostNow()
 		err := c.Run()
 		if err == unix.EINTR {

@@ -217,8 +217,9 @@ func TestBuildTSS(t *testing.T) {
 	}{
 		{abi.PortSWBC, true},
 		{abi.PortNull, true},
+		{abi.PortSyscall, true},
 		{abi.PortSWBC - 1, false},
-		{abi.PortSWBC + 1, false},
+		{abi.PortTrap, false}, // from CPL0 exception stubs only
 		{abi.PortNull + 1, false},
 		{abi.PortSerial, false},
 		{abi.PortExit, false},
@@ -236,7 +237,7 @@ func TestBuildTSS(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 2, n, "exactly the two user ports are open")
+	require.Equal(t, 3, n, "exactly the three user ports are open")
 }
 
 func TestBuildIDTEmpty(t *testing.T) {

@@ -1,0 +1,52 @@
+package vmm
+
+import (
+	"io"
+	"time"
+
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+// Kernel is a guest operating system the VMM plays itself, at the edge of
+// the machine, the way gVisor's Sentry does: the guest runs only user
+// code, and its system calls and traps exit to the VMM through stubs the
+// kernel lays out (package linux: Linux programs). Without one
+// (Config.Kernel nil) the guest image brings its own kernel, as the kit's
+// does.
+//
+// A Kernel takes its nondeterministic inputs from the machine (Clock,
+// Entropy), which asks the engine: the same kernel records and replays.
+type Kernel interface {
+	// Boot lays the guest out — memory, page tables, descriptor tables,
+	// the vCPU's registers — once the machine has RAM, a vCPU and its
+	// devices, before the engine attaches.
+	Boot(m *Machine) error
+	// Exit serves an OUT the guest made to one of the kernel's ports
+	// (abi.PortSyscall, abi.PortTrap), with the registers at the exit
+	// (Regs, SyncedSregs). It may switch the vCPU to another thread.
+	Exit(port uint16) error
+	// Interrupt takes an interrupt the engine delivered: the guest CPU
+	// takes none itself. clock is the time a timer tick carries.
+	Interrupt(vector uint8, clock time.Duration) error
+	// Runnable reports whether the guest has something to run. If not,
+	// the machine idles at this exit until an interrupt changes that.
+	Runnable() bool
+}
+
+// VCPU is the machine's vCPU, for a Kernel: it sets up and switches the
+// vCPU's full state (special registers, MSRs, FPU).
+func (m *Machine) VCPU() *kvm.VCPU { return m.cpu }
+
+// Console is where the guest's console output goes (hashed for the end
+// state, forwarded to Config.Console line by line).
+func (m *Machine) Console() io.Writer { return m.console }
+
+// Clock is the guest time for an exact time read, from the engine.
+func (m *Machine) Clock() (time.Duration, error) { return m.eng.Clock() }
+
+// Entropy fills b with random bytes, from the engine.
+func (m *Machine) Entropy(b []byte) error { return m.eng.Entropy(b) }
+
+// StartTimer runs the timer device at period, as a guest write to its
+// port would: a Kernel keeps time for its guest.
+func (m *Machine) StartTimer(period time.Duration) { m.timer.SetPeriod(period) }
