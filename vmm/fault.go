@@ -41,6 +41,18 @@ func (m *Machine) newFault(reason string) *GuestFault {
 
 func (m *Machine) fault(reason string) error { return m.newFault(reason) }
 
+// Trap is the report of an exception the guest's kernel could not handle
+// — the kit kernel's, or a Kernel's: regs and cs are the faulting
+// context's, cr2 the faulting address of a page fault.
+func (m *Machine) Trap(reason string, vector int, regs kvm.Regs, cs uint16, cr2 uint64) *GuestFault {
+	gf := m.newFault(reason)
+	gf.Regs = regs
+	gf.Sregs.CR2 = cr2
+	gf.Sregs.CS.Selector = cs
+	gf.Vector = vector
+	return gf
+}
+
 func (f *GuestFault) Error() string {
 	var b strings.Builder
 	r := &f.Regs

@@ -66,7 +66,8 @@ var exceptionNames = [...]string{
 	"#GP", "#PF", "15", "#MF", "#AC", "#MC", "#XM", "#VE", "#CP",
 }
 
-func exceptionName(v uint64) string {
+// ExceptionName is the mnemonic of exception vector v ("#PF").
+func ExceptionName(v uint64) string {
 	if v < uint64(len(exceptionNames)) {
 		return exceptionNames[v]
 	}
@@ -79,15 +80,11 @@ func exceptionName(v uint64) string {
 func (m *Machine) guestReportedFault(vector, frameGPA, cr2 uint64) error {
 	raw, err := m.ram.Slice(frameGPA, abi.FrameSize)
 	if err != nil {
-		return m.fault(fmt.Sprintf("guest reported exception %s with an invalid frame address: %v", exceptionName(vector), err))
+		return m.fault(fmt.Sprintf("guest reported exception %s with an invalid frame address: %v", ExceptionName(vector), err))
 	}
 	f := frameOf(raw)
-	gf := m.newFault(fmt.Sprintf("the guest kernel reported an unhandled %s (error code %#x) at CPL%d", exceptionName(vector), f.Error, f.CS&3))
-	gf.Regs = frameRegs(f)
-	gf.Sregs.CR2 = cr2
-	gf.Sregs.CS.Selector = uint16(f.CS)
-	gf.Vector = int(vector)
-	return gf
+	return m.Trap(fmt.Sprintf("the guest kernel reported an unhandled %s (error code %#x) at CPL%d", ExceptionName(vector), f.Error, f.CS&3),
+		int(vector), frameRegs(f), uint16(f.CS), cr2)
 }
 
 // breakpoint serves REPRISE_HC_BREAKPOINT for the trap frame at frameGPA:

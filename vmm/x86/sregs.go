@@ -19,6 +19,7 @@ const (
 	CR4OSFXSR     = 1 << 9
 	CR4OSXMMEXCPT = 1 << 10
 
+	EFERSCE = 1 << 0
 	EFERLME = 1 << 8
 	EFERLMA = 1 << 10
 
@@ -58,4 +59,17 @@ func LongModeSregs(s kvm.Sregs) kvm.Sregs {
 // stack, boot-info pointer in rdi, interrupts off.
 func EntryRegs(entry uint64) kvm.Regs {
 	return kvm.Regs{RIP: entry, RSP: abi.BootStackTop, RDI: abi.BootInfo, RFLAGS: RFLAGSReserved}
+}
+
+// UserModeSregs returns s set for 64-bit CPL3 execution on the same
+// tables, with SYSCALL enabled: the entry state of a program whose kernel
+// the VMM plays (package linux). FS and GS are user data segments whose
+// bases the program sets (arch_prctl).
+func UserModeSregs(s kvm.Sregs) kvm.Sregs {
+	s = LongModeSregs(s)
+	s.CS = segment(abi.SelUserCode, true, 3)
+	data := segment(abi.SelUserData, false, 3)
+	s.DS, s.ES, s.FS, s.GS, s.SS = data, data, data, data, data
+	s.EFER |= EFERSCE
+	return s
 }

@@ -1,0 +1,350 @@
+package linux
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/reprise-vm/reprise/vmm/memory"
+	"github.com/reprise-vm/reprise/vmm/x86"
+)
+
+// prot is a mapping's protection (PROT_READ, PROT_WRITE, PROT_EXEC).
+type prot uint8
+
+const (
+	protRead  prot = 1
+	protWrite prot = 2
+	protExec  prot = 4
+)
+
+// vma is a range of a process's virtual memory with one protection.
+type vma struct {
+	start, end uint64
+	prot       prot
+}
+
+// addressSpace is a process's virtual memory: the page tables the guest
+// CPU walks, which the VMM alone writes, and the ranges mapped in them.
+// Every accessible page has a frame from the moment it is mapped.
+type addressSpace struct {
+	ram   *memory.RAM
+	fr    *frames
+	roots [2]uint64 // two PML4s with the same entries (see flush)
+	cur   int       // the one in CR3
+	pages map[uint64]uint64
+	vmas  []vma // sorted, disjoint
+	stale bool  // a translation was removed or narrowed since the last flush
+}
+
+// Directory entries grant everything; permissions are decided at the leaf.
+const dirFlags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser
+
+func newAddressSpace(ram *memory.RAM, fr *frames) (*addressSpace, error) {
+	as := &addressSpace{ram: ram, fr: fr, pages: map[uint64]uint64{}}
+	for i := range as.roots {
+		pa, err := fr.alloc()
+		if err != nil {
+			return nil, err
+		}
+		as.roots[i] = pa
+	}
+	// The system area, identity-mapped for the CPU's own accesses
+	// (descriptor tables, TSS, exception stacks), and the stub page,
+	// which CPL3 code executes.
+	for va := uint64(pageSize); va < systemTop; va += pageSize {
+		flags := uint64(x86.PTEPresent | x86.PTEWrite)
+		if va == stubPage {
+			flags = x86.PTEPresent | x86.PTEUser
+		}
+		if err := as.setPTE(va, va|flags); err != nil {
+			return nil, err
+		}
+	}
+	return as, nil
+}
+
+// cr3 is the page-table root the guest must run on.
+func (as *addressSpace) cr3() uint64 { return as.roots[as.cur] }
+
+// flush makes the guest forget translations that were removed or
+// narrowed, by moving CR3 to the other root: KVM drops its translations
+// (and shadow page tables) when CR3 changes under KVM_SET_SREGS, while a
+// write of the same CR3 could keep them. It reports whether CR3 moved.
+func (as *addressSpace) flush() bool {
+	if !as.stale {
+		return false
+	}
+	as.stale, as.cur = false, 1-as.cur
+	return true
+}
+
+// setPTE writes the leaf entry of va, building the tables down to it.
+func (as *addressSpace) setPTE(va, pte uint64) error {
+	table := as.roots[0]
+	for level := 3; level > 0; level-- {
+		idx := (va >> (12 + 9*uint(level))) & 0x1ff
+		e, err := as.ram.Uint64(table + idx*8)
+		if err != nil {
+			return err
+		}
+		if e&x86.PTEPresent == 0 {
+			pa, err := as.fr.alloc()
+			if err != nil {
+				return err
+			}
+			e = pa | dirFlags
+			if err := as.ram.PutUint64(table+idx*8, e); err != nil {
+				return err
+			}
+			if level == 3 { // both roots hold the same PML4 entries
+				if err := as.ram.PutUint64(as.roots[1]+idx*8, e); err != nil {
+					return err
+				}
+			}
+		}
+		table = e & 0x000f_ffff_ffff_f000
+	}
+	return as.ram.PutUint64(table+((va>>12)&0x1ff)*8, pte)
+}
+
+func leafFlags(p prot) uint64 {
+	switch {
+	case p == 0:
+		return 0
+	case p&protWrite != 0:
+		return x86.PTEPresent | x86.PTEUser | x86.PTEWrite
+	}
+	return x86.PTEPresent | x86.PTEUser
+}
+
+// checkRange checks [start, start+length) is page-aligned user memory.
+func checkRange(start, length uint64) (end uint64, ok bool) {
+	end = start + length
+	return end, start&pageMask == 0 && length > 0 && length&pageMask == 0 &&
+		start >= minUserAddr && end <= maxUserAddr && end > start
+}
+
+// mapRange maps [start, end) with p, giving every accessible page a frame
+// (a page that had one keeps its contents), and records the range.
+func (as *addressSpace) mapRange(start, end uint64, p prot) error {
+	as.carve(start, end)
+	as.vmas = append(as.vmas, vma{start, end, p})
+	sort.Slice(as.vmas, func(i, j int) bool { return as.vmas[i].start < as.vmas[j].start })
+	return as.protectPages(start, end, p)
+}
+
+// protectPages sets the leaf entries of [start, end) for p.
+func (as *addressSpace) protectPages(start, end uint64, p prot) error {
+	flags := leafFlags(p)
+	for va := start; va < end; va += pageSize {
+		pa, ok := as.pages[va]
+		if !ok && flags != 0 {
+			var err error
+			if pa, err = as.fr.alloc(); err != nil {
+				return err
+			}
+			as.pages[va] = pa
+		}
+		if !ok && flags == 0 {
+			continue
+		}
+		as.stale = true // conservative: narrowing needs it, widening is harmless
+		if err := as.setPTE(va, pa|flags); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// protect changes the protection of the mapped pages of [start, end);
+// it fails if part of the range is not mapped (ENOMEM in Linux).
+func (as *addressSpace) protect(start, end uint64, p prot) error {
+	if !as.covered(start, end) {
+		return errUnmapped
+	}
+	as.carve(start, end)
+	as.vmas = append(as.vmas, vma{start, end, p})
+	sort.Slice(as.vmas, func(i, j int) bool { return as.vmas[i].start < as.vmas[j].start })
+	return as.protectPages(start, end, p)
+}
+
+var errUnmapped = fmt.Errorf("range not mapped")
+
+// unmap removes [start, end) and frees its frames.
+func (as *addressSpace) unmap(start, end uint64) error {
+	as.carve(start, end)
+	for va := start; va < end; va += pageSize {
+		pa, ok := as.pages[va]
+		if !ok {
+			continue
+		}
+		delete(as.pages, va)
+		as.fr.release(pa)
+		as.stale = true
+		if err := as.setPTE(va, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// carve removes [start, end) from the recorded ranges, splitting those it
+// cuts.
+func (as *addressSpace) carve(start, end uint64) {
+	out := as.vmas[:0:0]
+	for _, v := range as.vmas {
+		if v.end <= start || v.start >= end {
+			out = append(out, v)
+			continue
+		}
+		if v.start < start {
+			out = append(out, vma{v.start, start, v.prot})
+		}
+		if v.end > end {
+			out = append(out, vma{end, v.end, v.prot})
+		}
+	}
+	as.vmas = out
+}
+
+// covered reports whether every page of [start, end) is in some range.
+func (as *addressSpace) covered(start, end uint64) bool {
+	at := start
+	for _, v := range as.vmas {
+		if v.end <= at {
+			continue
+		}
+		if v.start > at {
+			return false
+		}
+		at = v.end
+		if at >= end {
+			return true
+		}
+	}
+	return at >= end
+}
+
+// findFree returns the highest free range of length bytes below mmapTop.
+func (as *addressSpace) findFree(length uint64) (uint64, bool) {
+	top := uint64(mmapTop)
+	for i := len(as.vmas) - 1; i >= 0; i-- {
+		v := as.vmas[i]
+		if v.start >= top {
+			continue
+		}
+		if v.end <= top && top-v.end >= length {
+			return top - length, true
+		}
+		top = min(top, v.start)
+	}
+	if top-minUserAddr >= length {
+		return top - length, true
+	}
+	return 0, false
+}
+
+// free reports whether [start, end) overlaps no range.
+func (as *addressSpace) free(start, end uint64) bool {
+	for _, v := range as.vmas {
+		if v.start < end && v.end > start {
+			return false
+		}
+	}
+	return true
+}
+
+// access copies between guest virtual memory and b, page by page, through
+// the process's own mappings: a page that is not mapped, or not writable
+// for a write, is EFAULT. The guest's page tables are not read back.
+func (as *addressSpace) access(va uint64, b []byte, write bool) error {
+	for len(b) > 0 {
+		page := va &^ pageMask
+		pa, ok := as.pages[page]
+		if !ok || va < minUserAddr || !as.allows(page, write) {
+			return errFault
+		}
+		n := min(uint64(len(b)), pageSize-(va&pageMask))
+		mem, err := as.ram.Slice(pa+(va&pageMask), n)
+		if err != nil {
+			return err
+		}
+		if write {
+			copy(mem, b[:n])
+		} else {
+			copy(b[:n], mem)
+		}
+		b, va = b[n:], va+n
+	}
+	return nil
+}
+
+func (as *addressSpace) allows(page uint64, write bool) bool {
+	i := sort.Search(len(as.vmas), func(i int) bool { return as.vmas[i].end > page })
+	if i == len(as.vmas) || as.vmas[i].start > page {
+		return false
+	}
+	p := as.vmas[i].prot
+	return p&protRead != 0 && (!write || p&protWrite != 0)
+}
+
+var errFault = fmt.Errorf("bad address")
+
+// load writes b at va whatever the pages' protection: the kernel filling
+// a program's pages (its code, its initial stack).
+func (as *addressSpace) load(va uint64, b []byte) error {
+	for len(b) > 0 {
+		pa, ok := as.pages[va&^pageMask]
+		if !ok {
+			return errFault
+		}
+		n := min(uint64(len(b)), pageSize-(va&pageMask))
+		if err := as.ram.Write(pa+(va&pageMask), b[:n]); err != nil {
+			return err
+		}
+		b, va = b[n:], va+n
+	}
+	return nil
+}
+
+func (as *addressSpace) read(va uint64, b []byte) error  { return as.access(va, b, false) }
+func (as *addressSpace) write(va uint64, b []byte) error { return as.access(va, b, true) }
+
+func (as *addressSpace) putUint64(va, v uint64) error {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	return as.write(va, b[:])
+}
+
+// readString reads a NUL-terminated string of at most max bytes.
+func (as *addressSpace) readString(va uint64, max int) (string, error) {
+	var out []byte
+	var b [1]byte
+	for len(out) < max {
+		if err := as.read(va+uint64(len(out)), b[:]); err != nil {
+			return "", err
+		}
+		if b[0] == 0 {
+			return string(out), nil
+		}
+		out = append(out, b[0])
+	}
+	return "", errNameTooLong
+}
+
+var errNameTooLong = fmt.Errorf("string too long")
+
+// zero clears the frames of the mapped pages of [start, end).
+func (as *addressSpace) zero(start, end uint64) error {
+	for va := start; va < end; va += pageSize {
+		if pa, ok := as.pages[va]; ok {
+			b, err := as.ram.Slice(pa, pageSize)
+			if err != nil {
+				return err
+			}
+			clear(b)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,19 @@
+// Package linux is reprise's Linux personality: it runs unmodified x86-64
+// Linux executables in a reprise machine by playing their kernel at the
+// edge of the VMM, as gVisor's Sentry does (vmm.Kernel).
+//
+// The guest runs only the program's own code, at CPL3. Its SYSCALL lands
+// on a stub page (LSTAR) whose OUT to abi.PortSyscall exits to the VMM;
+// the system call is served here, in Go, from guest memory and the
+// engine's inputs (time, randomness), and the program resumes after its
+// SYSCALL. On the PVM hosts reprise is tested on, SYSCALL stays at CPL3
+// and the stub exits from there (one exit, ~25 µs, where a CPL0 kernel in
+// the guest is emulated instruction by instruction); on VMX hosts it runs
+// at CPL0 and returns with SYSRET. Exceptions go through an IDT whose
+// stubs exit to abi.PortTrap.
+//
+// The VMM builds and owns the page tables (address.go): every page a
+// program maps is backed when it is mapped, so a running program never
+// page-faults, and a fault is the program's bug, reported as a signal
+// would end it.
+package linux

@@ -1,0 +1,47 @@
+package linux
+
+import (
+	"fmt"
+
+	"github.com/reprise-vm/reprise/vmm/memory"
+)
+
+// frames hands out the 4 KiB frames of guest RAM above the system area,
+// zeroed; the last freed is reused first. Which frame backs which page is
+// decided by the program's system calls alone, so a replay gets the same
+// frames as its recording.
+type frames struct {
+	ram  *memory.RAM
+	next uint64   // frames from here up have never been used
+	free []uint64 // freed frames, a stack
+}
+
+func newFrames(ram *memory.RAM) *frames { return &frames{ram: ram, next: firstFree} }
+
+// errNoMemory is what a system call that needs frames returns when guest
+// RAM is exhausted: ENOMEM.
+var errNoMemory = fmt.Errorf("guest RAM exhausted")
+
+func (f *frames) alloc() (uint64, error) {
+	if n := len(f.free); n > 0 {
+		pa := f.free[n-1]
+		f.free = f.free[:n-1]
+		b, err := f.ram.Slice(pa, pageSize)
+		if err != nil {
+			return 0, err
+		}
+		clear(b)
+		return pa, nil
+	}
+	if f.next+pageSize > f.ram.Size() {
+		return 0, errNoMemory
+	}
+	pa := f.next
+	f.next += pageSize
+	return pa, nil
+}
+
+func (f *frames) release(pa uint64) { f.free = append(f.free, pa) }
+
+// inUse is how many bytes of frames are handed out.
+func (f *frames) inUse() uint64 { return f.next - firstFree - uint64(len(f.free))*pageSize }

@@ -1,0 +1,240 @@
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/devices"
+	"github.com/reprise-vm/reprise/vmm/x86"
+)
+
+// Program is what a Kernel runs: a Linux executable and how it starts.
+// Everything in it is part of a recording (the tape's header), so a replay
+// starts the same program the same way.
+type Program struct {
+	Path  string // the executable's path in the guest (AT_EXECFN, /proc/self/exe)
+	Image []byte // its ELF file
+	Argv  []string
+	Env   []string
+	// Random is AT_RANDOM, the bytes the C library seeds its stack
+	// protector and pointer guard from.
+	Random [randomBytes]byte
+	// Epoch is the wall-clock time the program's clock starts at
+	// (CLOCK_REALTIME = Epoch + the machine's clock).
+	Epoch time.Time
+}
+
+// The identity a program runs as: an ordinary user, not root, so programs
+// behave as they do for their users.
+const (
+	uid = 1000
+	gid = 1000
+	pid = 1
+)
+
+// Kernel is the Linux personality of one machine (vmm.Kernel).
+type Kernel struct {
+	prog   Program
+	m      *vmm.Machine
+	fr     *frames
+	as     *addressSpace
+	brk    [2]uint64 // the heap: [start, current end)
+	fsBase uint64
+	tidPtr uint64 // set_tid_address
+	// sleepUntil is the clock time a nanosleep waits for (0: not asleep).
+	sleepUntil time.Duration
+	stats      Stats
+}
+
+// Stats counts the system calls a run made.
+type Stats struct {
+	Calls       map[string]uint64 // by name
+	Unsupported map[string]uint64 // answered ENOSYS, by name
+}
+
+// New checks a program and returns a kernel that runs it.
+func New(p Program) (*Kernel, error) {
+	if len(p.Argv) == 0 {
+		return nil, errors.New("linux: no argv[0]")
+	}
+	n := 0
+	for _, list := range [][]string{p.Argv, p.Env} {
+		if len(list) > maxArgs {
+			return nil, fmt.Errorf("linux: %d arguments or variables (at most %d)", len(list), maxArgs)
+		}
+		for _, s := range list {
+			n += len(s) + 1
+		}
+	}
+	if n > maxArgBytes {
+		return nil, fmt.Errorf("linux: arguments and environment take %d bytes (at most %d)", n, maxArgBytes)
+	}
+	return &Kernel{prog: p, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
+}
+
+// Stats are the system calls made so far.
+func (k *Kernel) Stats() Stats { return k.stats }
+
+// Boot builds the descriptor tables and stubs, the process's address space
+// with the executable and its stack, and the vCPU's state at its entry.
+func (k *Kernel) Boot(m *vmm.Machine) error {
+	k.m = m
+	ram := m.RAM()
+	for _, build := range []func() error{
+		func() error { return x86.BuildGDT(ram) },
+		func() error { return x86.BuildTSS(ram) },
+		func() error { return x86.BuildIDT(ram, vectorsPage) },
+		func() error { return writeStubs(ram) },
+	} {
+		if err := build(); err != nil {
+			return fmt.Errorf("linux: %w", err)
+		}
+	}
+	k.fr = newFrames(ram)
+	as, err := newAddressSpace(ram, k.fr)
+	if err != nil {
+		return fmt.Errorf("linux: address space: %w", err)
+	}
+	k.as = as
+	x, err := load(as, k.prog.Image, pieBase)
+	if err != nil {
+		return fmt.Errorf("linux: %s: %w", k.prog.Path, err)
+	}
+	if x.interp != "" {
+		return fmt.Errorf("linux: %s is dynamically linked (interpreter %s): only static executables run yet", k.prog.Path, x.interp)
+	}
+	k.brk = [2]uint64{x.brk, x.brk}
+	if err := as.mapRange(userTop-stackSize, userTop, protRead|protWrite); err != nil {
+		return fmt.Errorf("linux: stack: %w", err)
+	}
+	sp, err := stackImage(as, userTop, x, k.prog.Path, k.prog.Argv, k.prog.Env, k.prog.Random, hwcap(m))
+	if err != nil {
+		return fmt.Errorf("linux: initial stack: %w", err)
+	}
+	return k.enter(x.entry, sp)
+}
+
+// hwcap is AT_HWCAP: CPUID leaf 1's EDX, as Linux gives it.
+func hwcap(m *vmm.Machine) uint64 {
+	for _, e := range m.CPUID() {
+		if e.Function == 1 {
+			return uint64(e.EDX)
+		}
+	}
+	return 0
+}
+
+// enter sets the vCPU at the program's entry point: CPL3 on the process's
+// page tables, SYSCALL aimed at the stub.
+func (k *Kernel) enter(entry, sp uint64) error {
+	c := k.m.VCPU()
+	s, err := c.Sregs()
+	if err != nil {
+		return err
+	}
+	s = x86.UserModeSregs(s)
+	k.as.flush() // nothing ran on the old tables
+	s.CR3 = k.as.cr3()
+	if err := c.SetSregs(s); err != nil {
+		return err
+	}
+	const (
+		starKernel = uint64(abi.SelKernelCode) << 32
+		starUser   = uint64(abi.SelKernelData) << 48 // SYSRET: CS = this+16, SS = this+8, RPL 3
+		// SFMASK: what SYSCALL clears in RFLAGS, as Linux: TF, IF, DF, IOPL, NT, AC.
+		sfmask = 1<<8 | 1<<9 | 1<<10 | 3<<12 | 1<<14 | 1<<18
+	)
+	if err := c.SetMSRs(
+		kvm.MSREntry{Index: kvm.MSRSTAR, Data: starKernel | starUser},
+		kvm.MSREntry{Index: kvm.MSRLSTAR, Data: stubPage},
+		kvm.MSREntry{Index: kvm.MSRSFMASK, Data: sfmask},
+	); err != nil {
+		return err
+	}
+	k.m.StartTimer(defaultTimer)
+	return c.SetRegs(kvm.Regs{RIP: entry, RSP: sp, RFLAGS: x86.RFLAGSReserved | x86.RFLAGSIF})
+}
+
+// Exit serves a system call or a trap.
+func (k *Kernel) Exit(port uint16) error {
+	if port == abi.PortTrap {
+		return k.trap()
+	}
+	c := k.m.VCPU()
+	regs := c.SyncedRegs()
+	ret, err := k.syscall(regs)
+	if err != nil {
+		return err
+	}
+	regs.RAX = ret
+	sregs := c.SyncedSregs()
+	if sregs.CS.Selector&3 == 3 {
+		// SYSCALL stayed at CPL3 (PVM): resume after it ourselves.
+		regs.RIP, regs.RFLAGS = regs.RCX, regs.R11
+	} else {
+		regs.RIP = stubPage + sysretOffset
+	}
+	c.MarkRegsDirty()
+	if k.as.flush() || sregs.FS.Base != k.fsBase {
+		sregs.CR3, sregs.FS.Base = k.as.cr3(), k.fsBase
+		c.MarkSregsDirty()
+	}
+	return nil
+}
+
+// trap ends the program on an exception, as the signal Linux would send
+// for it ends a program that does not handle it.
+func (k *Kernel) trap() error {
+	c := k.m.VCPU()
+	regs := c.SyncedRegs()
+	var frame [7]uint64 // vector, error code, RIP, CS, RFLAGS, RSP, SS
+	for i := range frame {
+		v, err := k.m.RAM().Uint64(regs.RSP + uint64(i)*8)
+		if err != nil {
+			return fmt.Errorf("linux: trap frame at %#x: %w", regs.RSP, err)
+		}
+		frame[i] = v
+	}
+	vector := frame[0]
+	faulting := *regs
+	faulting.RIP, faulting.RFLAGS, faulting.RSP = frame[2], frame[4], frame[5]
+	cr2 := c.SyncedSregs().CR2
+	what := fmt.Sprintf("%s (error code %#x)", vmm.ExceptionName(vector), frame[1])
+	if vector == 14 {
+		what += fmt.Sprintf(" at address %#x", cr2)
+	}
+	return k.m.Trap(fmt.Sprintf("the program got %s: %s", signalFor(vector), what), int(vector), faulting, uint16(frame[3]), cr2)
+}
+
+// signalFor is the signal Linux sends for an exception.
+func signalFor(vector uint64) string {
+	switch vector {
+	case 0, 16, 19:
+		return "SIGFPE"
+	case 3, 1:
+		return "SIGTRAP"
+	case 6:
+		return "SIGILL"
+	case 17:
+		return "SIGBUS"
+	}
+	return "SIGSEGV"
+}
+
+// Interrupt takes a tick: a sleeping program wakes when its time has come.
+func (k *Kernel) Interrupt(vector uint8, clock time.Duration) error {
+	if vector == abi.IRQBase+abi.IRQTimer && k.sleepUntil != 0 && clock >= k.sleepUntil {
+		k.sleepUntil = 0
+	}
+	return nil
+}
+
+// Runnable reports whether the program is not asleep.
+func (k *Kernel) Runnable() bool { return k.sleepUntil == 0 }
+
+// exitGroup ends the run with status, as the machine's exit port does.
+func exitGroup(status uint64) error { return &devices.PowerOff{Status: uint32(status & 0xff)} }

@@ -1,0 +1,68 @@
+package linux_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// build compiles testdata/src with cc and flags into a temporary
+// executable and returns its path.
+func build(t *testing.T, cc, src string, flags ...string) string {
+	t.Helper()
+	kvmtest.RequireTools(t, cc)
+	out := filepath.Join(t.TempDir(), filepath.Base(src)+".bin")
+	cmd := exec.Command(cc, append(flags, "-o", out, filepath.Join("testdata", src))...)
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s: %s", cc, b)
+	return out
+}
+
+// runLive runs the executable at path with argv under the Linux
+// personality, live, and returns the result and the console output.
+func runLive(t *testing.T, path string, argv, env []string) (*vmm.Result, string, error) {
+	t.Helper()
+	kvmtest.Require(t)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	k, err := linux.New(linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: env, Epoch: time.Unix(1700000000, 0)})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 256 << 20, Console: &out})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := m.Run(ctx)
+	t.Logf("system calls: %v; unsupported: %v", k.Stats().Calls, k.Stats().Unsupported)
+	return res, out.String(), err
+}
+
+func TestStaticHello(t *testing.T) {
+	for _, tc := range []struct {
+		name, cc string
+		flags    []string
+	}{
+		{"musl", "musl-gcc", []string{"-static", "-O2"}},
+		{"glibc", "gcc", []string{"-static", "-O2"}},
+		{"glibc-pie", "gcc", []string{"-static-pie", "-fPIE", "-O2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := build(t, tc.cc, "hello.c", tc.flags...)
+			res, out, err := runLive(t, bin, []string{"hello", "one", "two words"}, []string{"HOME=/", "LANG=C"})
+			require.NoError(t, err, out)
+			require.Equal(t, uint32(3), res.Status, out)
+			require.Equal(t, "hello from hello with 3 args\narg 1: one\narg 2: two words\nenv: HOME=/\nenv: LANG=C\nheap works\nclock ok: 1\n", out)
+		})
+	}
+}

@@ -1,0 +1,189 @@
+package linux
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+)
+
+// Auxiliary vector entry types (the ones a program is given).
+const (
+	atNull     = 0
+	atPHDR     = 3
+	atPHENT    = 4
+	atPHNUM    = 5
+	atPAGESZ   = 6
+	atBASE     = 7
+	atFLAGS    = 8
+	atENTRY    = 9
+	atUID      = 11
+	atEUID     = 12
+	atGID      = 13
+	atEGID     = 14
+	atPLATFORM = 15
+	atHWCAP    = 16
+	atCLKTCK   = 17
+	atSECURE   = 23
+	atRANDOM   = 25
+	atHWCAP2   = 26
+	atEXECFN   = 31
+)
+
+// executable is a Linux ELF executable as loaded: where its entry point
+// and program headers ended up, and where its heap starts.
+type executable struct {
+	entry   uint64
+	phdr    uint64 // address of the program headers in memory
+	phnum   int
+	brk     uint64 // the first page past the highest segment
+	interp  string // PT_INTERP: the dynamic loader it asks for ("": static)
+	dynamic bool   // ET_DYN
+}
+
+// maxSegments bounds the PT_LOAD segments of an executable (a file is as
+// untrusted as a tape).
+const maxSegments = 64
+
+// load maps the PT_LOAD segments of the ELF file raw into as: at their
+// addresses for ET_EXEC, at base plus them for ET_DYN.
+func load(as *addressSpace, raw []byte, base uint64) (*executable, error) {
+	f, err := elf.NewFile(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("not an ELF file: %w", err)
+	}
+	defer f.Close()
+	switch {
+	case f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64:
+		return nil, fmt.Errorf("%v %v: reprise runs x86-64 executables", f.Class, f.Machine)
+	case f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN:
+		return nil, fmt.Errorf("ELF type %v is not an executable", f.Type)
+	}
+	x := &executable{dynamic: f.Type == elf.ET_DYN}
+	if !x.dynamic {
+		base = 0
+	}
+	var loads []*elf.Prog
+	for _, p := range f.Progs {
+		switch p.Type {
+		case elf.PT_LOAD:
+			if p.Memsz > 0 {
+				loads = append(loads, p)
+			}
+		case elf.PT_INTERP:
+			b := make([]byte, min(p.Filesz, 4096))
+			if _, err := p.ReadAt(b, 0); err != nil {
+				return nil, fmt.Errorf("PT_INTERP: %w", err)
+			}
+			x.interp = string(bytes.TrimRight(b, "\x00"))
+		case elf.PT_PHDR:
+			x.phdr = base + p.Vaddr
+		}
+	}
+	if len(loads) == 0 || len(loads) > maxSegments {
+		return nil, fmt.Errorf("%d loadable segments (want 1 to %d)", len(loads), maxSegments)
+	}
+	for i, p := range loads {
+		start := base + p.Vaddr
+		end, ok := checkRange(start&^pageMask, pageUp(start+p.Memsz)-start&^pageMask)
+		if !ok || p.Filesz > p.Memsz || p.Vaddr+p.Memsz < p.Vaddr {
+			return nil, fmt.Errorf("segment %d at %#x+%#x is outside the program's address space [%#x, %#x)", i, start, p.Memsz, uint64(minUserAddr), uint64(maxUserAddr))
+		}
+		if p.Off > uint64(len(raw)) || p.Filesz > uint64(len(raw))-p.Off {
+			return nil, fmt.Errorf("segment %d: file range %#x+%#x is outside the %d-byte file", i, p.Off, p.Filesz, len(raw))
+		}
+		if err := as.mapRange(start&^pageMask, end, protOf(p.Flags)); err != nil {
+			return nil, err
+		}
+		if err := as.load(start, raw[p.Off:p.Off+p.Filesz]); err != nil {
+			return nil, err
+		}
+		x.brk = max(x.brk, end)
+		if off := phoff(raw); x.phdr == 0 && off >= p.Off && off < p.Off+p.Filesz {
+			x.phdr = start + off - p.Off // the headers are in this segment
+		}
+	}
+	x.entry = base + f.Entry
+	x.phnum = len(f.Progs)
+	return x, nil
+}
+
+// phoff is the file offset of the program headers (e_phoff; the file is a
+// valid ELF64 file, so its header is there).
+func phoff(raw []byte) uint64 { return binary.LittleEndian.Uint64(raw[0x20:]) }
+
+func protOf(f elf.ProgFlag) prot {
+	var p prot
+	if f&elf.PF_R != 0 {
+		p |= protRead
+	}
+	if f&elf.PF_W != 0 {
+		p |= protWrite
+	}
+	if f&elf.PF_X != 0 {
+		p |= protExec | protRead
+	}
+	return p
+}
+
+func pageUp(v uint64) uint64 { return (v + pageMask) &^ pageMask }
+
+// stackImage writes the initial stack below top — the strings, AT_RANDOM's
+// bytes, auxv, envp, argv, argc, as Linux lays them out — and returns the
+// stack pointer the program starts with (16-byte aligned, at argc).
+func stackImage(as *addressSpace, top uint64, x *executable, execfn string, argv, envp []string, random [randomBytes]byte, hwcap uint64) (uint64, error) {
+	sp := top
+	push := func(b []byte) (uint64, error) {
+		sp -= uint64(len(b))
+		return sp, as.write(sp, b)
+	}
+	pushString := func(s string) (uint64, error) { return push(append([]byte(s), 0)) }
+	rnd, err := push(random[:])
+	if err != nil {
+		return 0, err
+	}
+	platform, err := pushString("x86_64")
+	if err != nil {
+		return 0, err
+	}
+	fn, err := pushString(execfn)
+	if err != nil {
+		return 0, err
+	}
+	strs := func(list []string) ([]uint64, error) {
+		ptrs := make([]uint64, len(list))
+		for i := len(list) - 1; i >= 0; i-- {
+			if ptrs[i], err = pushString(list[i]); err != nil {
+				return nil, err
+			}
+		}
+		return ptrs, nil
+	}
+	envPtrs, err := strs(envp)
+	if err != nil {
+		return 0, err
+	}
+	argPtrs, err := strs(argv)
+	if err != nil {
+		return 0, err
+	}
+	auxv := []uint64{
+		atPHDR, x.phdr, atPHENT, 56, atPHNUM, uint64(x.phnum), atPAGESZ, pageSize,
+		atBASE, 0, atFLAGS, 0, atENTRY, x.entry,
+		atUID, uid, atEUID, uid, atGID, gid, atEGID, gid,
+		atPLATFORM, platform, atHWCAP, hwcap, atCLKTCK, 100, atSECURE, 0,
+		atRANDOM, rnd, atHWCAP2, 0, atEXECFN, fn, atNull, 0,
+	}
+	words := []uint64{uint64(len(argv))}
+	words = append(words, argPtrs...)
+	words = append(words, 0)
+	words = append(words, envPtrs...)
+	words = append(words, 0)
+	words = append(words, auxv...)
+	sp = (sp - uint64(len(words))*8) &^ 15
+	b := make([]byte, len(words)*8)
+	for i, w := range words {
+		binary.LittleEndian.PutUint64(b[i*8:], w)
+	}
+	return sp, as.write(sp, b)
+}

@@ -1,0 +1,133 @@
+package linux
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(unix.SYS_BRK, "brk", sysBrk)
+	register(unix.SYS_MMAP, "mmap", sysMmap)
+	register(unix.SYS_MUNMAP, "munmap", sysMunmap)
+	register(unix.SYS_MPROTECT, "mprotect", sysMprotect)
+	register(unix.SYS_MADVISE, "madvise", sysMadvise)
+}
+
+// maxHeap bounds how far brk moves the heap past the executable.
+const maxHeap = 1 << 40
+
+// sysBrk moves the end of the heap; it answers the current end when asked
+// for something it cannot do, as Linux does.
+func sysBrk(k *Kernel, a args) (uint64, error) {
+	start, cur := k.brk[0], k.brk[1]
+	want := a[0]
+	if want < start || want > start+maxHeap {
+		return cur, nil
+	}
+	oldTop, newTop := pageUp(cur), pageUp(want)
+	switch {
+	case newTop > oldTop:
+		if !k.as.free(oldTop, newTop) {
+			return cur, nil
+		}
+		if err := k.as.mapRange(oldTop, newTop, protRead|protWrite); err != nil {
+			_ = k.as.unmap(oldTop, newTop)
+			return cur, nil
+		}
+	case newTop < oldTop:
+		if err := k.as.unmap(newTop, oldTop); err != nil {
+			return 0, err
+		}
+	}
+	k.brk[1] = want
+	return want, nil
+}
+
+func protFromLinux(p uint64) (prot, bool) {
+	if p&^(unix.PROT_READ|unix.PROT_WRITE|unix.PROT_EXEC) != 0 {
+		return 0, false
+	}
+	out := prot(0)
+	if p&unix.PROT_READ != 0 {
+		out |= protRead
+	}
+	if p&unix.PROT_WRITE != 0 {
+		out |= protWrite | protRead // x86 pages cannot be write-only
+	}
+	if p&unix.PROT_EXEC != 0 {
+		out |= protExec | protRead
+	}
+	return out, true
+}
+
+func sysMmap(k *Kernel, a args) (uint64, error) {
+	addr, length, flags := a[0], pageUp(a[1]), a[3]
+	p, ok := protFromLinux(a[2])
+	switch {
+	case !ok || length == 0 || a[1] > maxUserAddr:
+		return 0, unix.EINVAL
+	case flags&unix.MAP_ANONYMOUS == 0:
+		return 0, unix.ENODEV // files are not mapped yet
+	case flags&(unix.MAP_SHARED|unix.MAP_PRIVATE) == 0:
+		return 0, unix.EINVAL
+	}
+	fixed := flags&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) != 0
+	switch {
+	case fixed:
+		if _, ok := checkRange(addr, length); !ok {
+			return 0, unix.EINVAL
+		}
+		if flags&unix.MAP_FIXED_NOREPLACE != 0 && !k.as.free(addr, addr+length) {
+			return 0, unix.EEXIST
+		}
+		if err := k.as.unmap(addr, addr+length); err != nil {
+			return 0, err
+		}
+	case addr != 0 && addr&pageMask == 0 && k.as.free(addr, addr+length):
+		if _, ok := checkRange(addr, length); !ok {
+			addr = 0
+		}
+	default:
+		addr = 0
+	}
+	if addr == 0 {
+		var ok bool
+		if addr, ok = k.as.findFree(length); !ok {
+			return 0, unix.ENOMEM
+		}
+	}
+	if err := k.as.mapRange(addr, addr+length, p); err != nil {
+		_ = k.as.unmap(addr, addr+length)
+		return 0, memErr(err)
+	}
+	return addr, nil
+}
+
+func sysMunmap(k *Kernel, a args) (uint64, error) {
+	end, ok := checkRange(a[0], pageUp(a[1]))
+	if !ok {
+		return 0, unix.EINVAL
+	}
+	return 0, k.as.unmap(a[0], end)
+}
+
+func sysMprotect(k *Kernel, a args) (uint64, error) {
+	p, ok := protFromLinux(a[2])
+	end, ok2 := checkRange(a[0], pageUp(a[1]))
+	if !ok || !ok2 {
+		return 0, unix.EINVAL
+	}
+	return 0, memErr(k.as.protect(a[0], end, p))
+}
+
+// sysMadvise: advice is taken as a hint and ignored, except that
+// MADV_DONTNEED empties private anonymous pages, which programs rely on.
+func sysMadvise(k *Kernel, a args) (uint64, error) {
+	end, ok := checkRange(a[0], pageUp(a[1]))
+	if !ok {
+		return 0, unix.EINVAL
+	}
+	if a[2] == unix.MADV_DONTNEED {
+		return 0, memErr(k.as.zero(a[0], end))
+	}
+	return 0, nil
+}

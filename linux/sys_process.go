@@ -1,0 +1,132 @@
+package linux
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(unix.SYS_EXIT, "exit", sysExit)
+	register(unix.SYS_EXIT_GROUP, "exit_group", sysExit)
+	register(unix.SYS_GETPID, "getpid", constant(pid))
+	register(unix.SYS_GETTID, "gettid", constant(pid))
+	register(unix.SYS_GETPPID, "getppid", constant(0))
+	register(unix.SYS_GETUID, "getuid", constant(uid))
+	register(unix.SYS_GETEUID, "geteuid", constant(uid))
+	register(unix.SYS_GETGID, "getgid", constant(gid))
+	register(unix.SYS_GETEGID, "getegid", constant(gid))
+	register(unix.SYS_SCHED_YIELD, "sched_yield", constant(0))
+	register(unix.SYS_SET_TID_ADDRESS, "set_tid_address", sysSetTIDAddress)
+	register(unix.SYS_SET_ROBUST_LIST, "set_robust_list", constant(0))
+	register(unix.SYS_RSEQ, "rseq", nil)
+	register(unix.SYS_ARCH_PRCTL, "arch_prctl", sysArchPrctl)
+	register(unix.SYS_UNAME, "uname", sysUname)
+	register(unix.SYS_PRLIMIT64, "prlimit64", sysPrlimit)
+	register(unix.SYS_GETRLIMIT, "getrlimit", func(k *Kernel, a args) (uint64, error) {
+		return sysPrlimit(k, args{0, a[0], 0, a[1]})
+	})
+	register(unix.SYS_SCHED_GETAFFINITY, "sched_getaffinity", sysSchedGetaffinity)
+	register(unix.SYS_RT_SIGACTION, "rt_sigaction", sysRtSigaction)
+	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", sysRtSigprocmask)
+	register(unix.SYS_SIGALTSTACK, "sigaltstack", constant(0))
+}
+
+// constant is a system call that always returns v.
+func constant(v uint64) handler { return func(*Kernel, args) (uint64, error) { return v, nil } }
+
+// sysExit ends the run: the program has one thread.
+func sysExit(k *Kernel, a args) (uint64, error) { return 0, exitGroup(a[0]) }
+
+func sysSetTIDAddress(k *Kernel, a args) (uint64, error) {
+	k.tidPtr = a[0]
+	return pid, nil
+}
+
+const (
+	archSetFS = 0x1002
+	archGetFS = 0x1003
+)
+
+func sysArchPrctl(k *Kernel, a args) (uint64, error) {
+	switch a[0] {
+	case archSetFS:
+		if a[1] >= maxUserAddr {
+			return 0, unix.EPERM
+		}
+		k.fsBase = a[1]
+		return 0, nil
+	case archGetFS:
+		return 0, memErr(k.as.putUint64(a[1], k.fsBase))
+	}
+	return 0, unix.EINVAL // CET and the rest: not supported, as on a CPU without them
+}
+
+// uname's fields, as a fixed, ordinary kernel: the program must see the
+// same in every replay, whatever the host runs.
+var utsname = [6]string{"Linux", "reprise", "6.1.0-reprise", "#1 SMP PREEMPT_DYNAMIC reprise", "x86_64", "(none)"}
+
+func sysUname(k *Kernel, a args) (uint64, error) {
+	var b [6 * 65]byte
+	for i, f := range utsname {
+		copy(b[i*65:], f)
+	}
+	return 0, memErr(k.as.write(a[0], b[:]))
+}
+
+// rlimits is RLIM_NLIMITS.
+const rlimits = 16
+
+// Resource limits: the stack is what the VMM maps; the rest unlimited.
+func sysPrlimit(k *Kernel, a args) (uint64, error) {
+	if a[0] != 0 && a[0] != pid {
+		return 0, unix.ESRCH
+	}
+	if a[1] >= rlimits {
+		return 0, unix.EINVAL
+	}
+	if a[3] != 0 {
+		cur, max := ^uint64(0), ^uint64(0)
+		switch a[1] {
+		case unix.RLIMIT_STACK:
+			cur = stackSize
+		case unix.RLIMIT_NOFILE:
+			cur, max = 1024, 4096
+		}
+		var b [16]byte
+		binary.LittleEndian.PutUint64(b[:], cur)
+		binary.LittleEndian.PutUint64(b[8:], max)
+		if err := k.as.write(a[3], b[:]); err != nil {
+			return 0, memErr(err)
+		}
+	}
+	return 0, nil // new limits are accepted and not enforced
+}
+
+// sysSchedGetaffinity: the guest has one CPU.
+func sysSchedGetaffinity(k *Kernel, a args) (uint64, error) {
+	if a[1] < 8 || a[1]%8 != 0 {
+		return 0, unix.EINVAL
+	}
+	return 8, memErr(k.as.putUint64(a[2], 1))
+}
+
+// Signals are accepted and never delivered: nothing sends any yet, and an
+// exception ends the program (trap).
+func sysRtSigaction(k *Kernel, a args) (uint64, error) {
+	if a[0] == 0 || a[0] > 64 || a[0] == uint64(unix.SIGKILL) || a[0] == uint64(unix.SIGSTOP) {
+		return 0, unix.EINVAL
+	}
+	if a[2] != 0 {
+		var old [32]byte // SIG_DFL, no flags, empty mask
+		return 0, memErr(k.as.write(a[2], old[:]))
+	}
+	return 0, nil
+}
+
+func sysRtSigprocmask(k *Kernel, a args) (uint64, error) {
+	if a[2] != 0 {
+		return 0, memErr(k.as.putUint64(a[2], 0))
+	}
+	return 0, nil
+}

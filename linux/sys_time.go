@@ -1,0 +1,148 @@
+package linux
+
+import (
+	"encoding/binary"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(unix.SYS_CLOCK_GETTIME, "clock_gettime", sysClockGettime)
+	register(unix.SYS_GETTIMEOFDAY, "gettimeofday", sysGettimeofday)
+	register(unix.SYS_TIME, "time", sysTime)
+	register(unix.SYS_NANOSLEEP, "nanosleep", sysNanosleep)
+	register(unix.SYS_CLOCK_NANOSLEEP, "clock_nanosleep", sysClockNanosleep)
+	register(unix.SYS_GETRANDOM, "getrandom", sysGetrandom)
+}
+
+// Every time a program reads is an input: there is no vDSO, so each read
+// is a system call, answered from the machine's exact clock (recorded,
+// replayed). CLOCK_REALTIME is the program's epoch plus that clock.
+
+// now is the clock clk reads now.
+func (k *Kernel) now(clk uint64) (time.Duration, error) {
+	t, err := k.m.Clock()
+	if err != nil {
+		return 0, err
+	}
+	if isRealtime(clk) {
+		t += time.Duration(k.prog.Epoch.UnixNano())
+	}
+	return t, nil
+}
+
+func isRealtime(clk uint64) bool {
+	return clk == unix.CLOCK_REALTIME || clk == unix.CLOCK_REALTIME_COARSE || clk == unix.CLOCK_TAI
+}
+
+func validClock(clk uint64) bool { return clk <= unix.CLOCK_TAI && clk != 10 }
+
+func timespec(d time.Duration) []byte {
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(d/time.Second))
+	binary.LittleEndian.PutUint64(b[8:], uint64(d%time.Second))
+	return b[:]
+}
+
+func (k *Kernel) readTimespec(va uint64) (time.Duration, error) {
+	var b [16]byte
+	if err := k.as.read(va, b[:]); err != nil {
+		return 0, memErr(err)
+	}
+	sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
+	if sec < 0 || nsec < 0 || nsec >= 1e9 || sec > 1<<33 {
+		return 0, unix.EINVAL
+	}
+	return time.Duration(sec)*time.Second + time.Duration(nsec), nil
+}
+
+func sysClockGettime(k *Kernel, a args) (uint64, error) {
+	if !validClock(a[0]) {
+		return 0, unix.EINVAL
+	}
+	t, err := k.now(a[0])
+	if err != nil {
+		return 0, err
+	}
+	return 0, memErr(k.as.write(a[1], timespec(t)))
+}
+
+func sysGettimeofday(k *Kernel, a args) (uint64, error) {
+	if a[0] == 0 {
+		return 0, nil
+	}
+	t, err := k.now(unix.CLOCK_REALTIME)
+	if err != nil {
+		return 0, err
+	}
+	var b [16]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(t/time.Second))
+	binary.LittleEndian.PutUint64(b[8:], uint64(t%time.Second/time.Microsecond))
+	return 0, memErr(k.as.write(a[0], b[:]))
+}
+
+func sysTime(k *Kernel, a args) (uint64, error) {
+	t, err := k.now(unix.CLOCK_REALTIME)
+	if err != nil {
+		return 0, err
+	}
+	s := uint64(t / time.Second)
+	if a[0] != 0 {
+		if err := k.as.putUint64(a[0], s); err != nil {
+			return 0, memErr(err)
+		}
+	}
+	return s, nil
+}
+
+func sysNanosleep(k *Kernel, a args) (uint64, error) {
+	return sysClockNanosleep(k, args{unix.CLOCK_MONOTONIC, 0, a[0], a[1]})
+}
+
+// sysClockNanosleep puts the program to sleep until the clock reaches the
+// deadline: it wakes at the first tick at or past it (Interrupt).
+func sysClockNanosleep(k *Kernel, a args) (uint64, error) {
+	if !validClock(a[0]) {
+		return 0, unix.EINVAL
+	}
+	d, err := k.readTimespec(a[2])
+	if err != nil {
+		return 0, err
+	}
+	now, err := k.now(a[0])
+	if err != nil {
+		return 0, err
+	}
+	deadline := now + d
+	if a[1]&unix.TIMER_ABSTIME != 0 {
+		deadline = d
+	}
+	if deadline <= now {
+		return 0, nil
+	}
+	if isRealtime(a[0]) {
+		deadline -= time.Duration(k.prog.Epoch.UnixNano())
+	}
+	k.sleepUntil = deadline
+	return 0, nil
+}
+
+// maxRandom bounds one getrandom: the program asks again for more, as it
+// must for a large request to Linux too.
+const maxRandom = 256
+
+func sysGetrandom(k *Kernel, a args) (uint64, error) {
+	if a[2]&^(unix.GRND_NONBLOCK|unix.GRND_RANDOM|unix.GRND_INSECURE) != 0 {
+		return 0, unix.EINVAL
+	}
+	n := min(a[1], maxRandom)
+	if n == 0 {
+		return 0, nil
+	}
+	b := make([]byte, n)
+	if err := k.m.Entropy(b); err != nil {
+		return 0, err
+	}
+	return n, memErr(k.as.write(a[0], b))
+}
