@@ -54,3 +54,31 @@ func FormatBytes(n uint64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// Bounds on how a Linux program is started (package linux), checked by it
+// and by the tape reader and writer.
+const (
+	LinuxMaxArgs     = 4096      // argv and envp entries, each
+	LinuxMaxArgBytes = 128 << 10 // argv and envp strings together, NULs included
+	LinuxMaxPath     = 4096      // PATH_MAX
+)
+
+// CheckLinuxArgs checks argv and envp against those bounds.
+func CheckLinuxArgs(argv, envp []string) error {
+	if len(argv) == 0 {
+		return fmt.Errorf("no argv[0]")
+	}
+	n := 0
+	for _, list := range [][]string{argv, envp} {
+		if len(list) > LinuxMaxArgs {
+			return fmt.Errorf("%d arguments or variables, more than %d", len(list), LinuxMaxArgs)
+		}
+		for _, s := range list {
+			n += len(s) + 1
+		}
+	}
+	if n > LinuxMaxArgBytes {
+		return fmt.Errorf("arguments and environment take %d bytes, more than %d", n, LinuxMaxArgBytes)
+	}
+	return nil
+}

@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -58,20 +57,11 @@ type Stats struct {
 
 // New checks a program and returns a kernel that runs it.
 func New(p Program) (*Kernel, error) {
-	if len(p.Argv) == 0 {
-		return nil, errors.New("linux: no argv[0]")
+	if err := abi.CheckLinuxArgs(p.Argv, p.Env); err != nil {
+		return nil, fmt.Errorf("linux: %w", err)
 	}
-	n := 0
-	for _, list := range [][]string{p.Argv, p.Env} {
-		if len(list) > maxArgs {
-			return nil, fmt.Errorf("linux: %d arguments or variables (at most %d)", len(list), maxArgs)
-		}
-		for _, s := range list {
-			n += len(s) + 1
-		}
-	}
-	if n > maxArgBytes {
-		return nil, fmt.Errorf("linux: arguments and environment take %d bytes (at most %d)", n, maxArgBytes)
+	if p.Path == "" || len(p.Path) > abi.LinuxMaxPath {
+		return nil, fmt.Errorf("linux: executable path of %d bytes (want 1 to %d)", len(p.Path), abi.LinuxMaxPath)
 	}
 	return &Kernel{prog: p, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
 }

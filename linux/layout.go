@@ -22,8 +22,6 @@ const (
 	pieBase      = 0x555555554000 // where a position-independent executable is loaded
 	maxUserAddr  = userTop
 	minUserAddr  = systemTop
-	maxArgBytes  = 128 << 10 // argv and envp strings together
-	maxArgs      = 4096      // argv and envp entries each
-	randomBytes  = 16        // AT_RANDOM
+	randomBytes  = 16 // AT_RANDOM
 	defaultTimer = 10_000_000
 )

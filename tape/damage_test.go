@@ -315,6 +315,21 @@ func TestForgedHeaderFields(t *testing.T) {
 		"long cmdline":   {func(j *headerJSON) { j.Cmdline = strings.Repeat("x", 256) }, "command line of 256 bytes"},
 		"unknown source": {func(j *headerJSON) { j.Source = "magic" }, `unknown position source "magic"`},
 		"relative disk":  {func(j *headerJSON) { j.Disk = &diskJSON{Path: "base.img", SHA256: strings.Repeat("00", 32)} }, `disk base image path "base.img" is not absolute`},
+		"linux no argv": {func(j *headerJSON) {
+			j.Linux = &linuxJSON{Path: "/bin/x", Random: strings.Repeat("00", 16)}
+		}, "Linux program: no argv[0]"},
+		"linux argv flood": {func(j *headerJSON) {
+			j.Linux = &linuxJSON{Path: "/bin/x", Argv: make([]string, 5000), Random: strings.Repeat("00", 16)}
+		}, "5000 arguments or variables"},
+		"linux huge env": {func(j *headerJSON) {
+			j.Linux = &linuxJSON{Path: "/bin/x", Argv: []string{"x"}, Env: []string{strings.Repeat("v", 200<<10)}, Random: strings.Repeat("00", 16)}
+		}, "more than 131072"},
+		"linux no path": {func(j *headerJSON) {
+			j.Linux = &linuxJSON{Argv: []string{"x"}, Random: strings.Repeat("00", 16)}
+		}, "Linux program path of 0 bytes"},
+		"linux random": {func(j *headerJSON) {
+			j.Linux = &linuxJSON{Path: "/bin/x", Argv: []string{"x"}, Random: "zz"}
+		}, "not 32 hex digits"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewReader(bytes.NewReader(forgeHeader(t, tc.edit)))

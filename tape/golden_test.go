@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/v3.tape")
+var update = flag.Bool("update", false, "rewrite testdata/v4.tape")
 
 // TestGoldenV1 keeps format version 1 readable: testdata/v1.tape was
 // written by the version 1 writer.
@@ -37,25 +37,44 @@ func TestGoldenV2(t *testing.T) {
 	require.Equal(t, evs, got)
 }
 
-// TestGoldenV3 pins format version 3: the writer must still produce the
-// bytes of testdata/v3.tape (chunks with host frames between and after
-// them), and the reader must still read them. A change here is a format
-// change: bump FormatVersion and keep reading version 3.
+// TestGoldenV3 keeps format version 3 readable: testdata/v3.tape was
+// written by the version 3 writer (chunks with host frames between and
+// after them).
 func TestGoldenV3(t *testing.T) {
-	data, evs, hosts := hostTape(t)
-	golden := filepath.Join("testdata", "v3.tape")
+	_, evs, hosts := hostTape(t)
+	want := smallHeader()
+	want.Version = 3
+	readGolden(t, filepath.Join("testdata", "v3.tape"), want, evs, hosts)
+}
+
+// TestGoldenV4 pins format version 4: the writer must still produce the
+// bytes of testdata/v4.tape (a Linux program's header; host frames), and
+// the reader must still read them. A change here is a format change: bump
+// FormatVersion and keep reading version 4.
+func TestGoldenV4(t *testing.T) {
+	h := smallHeader()
+	h.Linux = &Linux{Path: "/usr/bin/pigz", Argv: []string{"pigz", "-p", "4"}, Env: []string{"HOME=/", "LANG=C"},
+		Random: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Epoch: h.Created}
+	data, evs, hosts := hostTapeWith(t, h)
+	golden := filepath.Join("testdata", "v4.tape")
 	if *update {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
 		require.NoError(t, os.WriteFile(golden, data, 0o644))
 	}
 	want, err := os.ReadFile(golden)
 	require.NoError(t, err)
-	require.Equal(t, want, data, "the writer no longer produces format version 3; run with -update only if the format version changed too")
+	require.Equal(t, want, data, "the writer no longer produces format version 4; run with -update only if the format version changed too")
+	readGolden(t, golden, h, evs, hosts)
+}
 
-	r, err := Open(golden)
+// readGolden reads the tape at path and checks it holds h, evs and the
+// host frames hosts.
+func readGolden(t *testing.T, path string, h *Header, evs []*Event, hosts []string) {
+	t.Helper()
+	r, err := Open(path)
 	require.NoError(t, err)
 	defer r.Close()
-	require.Equal(t, smallHeader(), r.Header())
+	require.Equal(t, h, r.Header())
 	var got []*Event
 	var gotHosts []string
 	r.OnHost(func(count uint32, body []byte) error {

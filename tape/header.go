@@ -20,7 +20,9 @@ import (
 //	2  adds the network frame kinds (KindNetRX, KindNetTX), whose Data
 //	   length is a uvarint
 //	3  adds host frames ("HOST"): the recording host's trace of the VM
-const FormatVersion = 3
+//	4  adds Linux programs (header "linux"): the image is a Linux
+//	   executable run by the Linux personality
+const FormatVersion = 4
 
 // PositionSource names how asynchronous events are positioned (DESIGN.md §4).
 type PositionSource string
@@ -72,6 +74,17 @@ type Header struct {
 	Reprise        string            // recorder version
 	Notes          []string          // e.g. what the recorder could not capture
 	Disk           *Disk             // the disk's base image, nil without a disk
+	Linux          *Linux            // a Linux program (Image is its executable); nil for a kit image
+}
+
+// Linux says how a recorded Linux program was started (package linux);
+// its executable is the header's Image.
+type Linux struct {
+	Path   string   // the executable's path in the guest
+	Argv   []string // at most abi.LinuxMaxArgs, with Env at most abi.LinuxMaxArgBytes
+	Env    []string
+	Random [16]byte  // AT_RANDOM
+	Epoch  time.Time // the program's wall clock at its start
 }
 
 // Disk identifies the read-only base image a recording's disk started from.
@@ -98,6 +111,15 @@ type headerJSON struct {
 	Reprise  string            `json:"reprise"`
 	Notes    []string          `json:"notes"`
 	Disk     *diskJSON         `json:"disk,omitempty"`
+	Linux    *linuxJSON        `json:"linux,omitempty"`
+}
+
+type linuxJSON struct {
+	Path   string    `json:"path"`
+	Argv   []string  `json:"argv"`
+	Env    []string  `json:"env"`
+	Random string    `json:"random"` // hex
+	Epoch  time.Time `json:"epoch"`
 }
 
 type diskJSON struct {
@@ -138,6 +160,13 @@ func (h *Header) check() string {
 		return fmt.Sprintf("command line of %d bytes, more than the %d the guest takes", len(h.Cmdline), abi.CmdlineMax-1)
 	case h.Disk != nil && (h.Disk.Path == "" || !filepath.IsAbs(h.Disk.Path)):
 		return fmt.Sprintf("disk base image path %q is not absolute", h.Disk.Path)
+	case h.Linux != nil && (h.Linux.Path == "" || len(h.Linux.Path) > abi.LinuxMaxPath):
+		return fmt.Sprintf("Linux program path of %d bytes (want 1 to %d)", len(h.Linux.Path), abi.LinuxMaxPath)
+	}
+	if h.Linux != nil {
+		if err := abi.CheckLinuxArgs(h.Linux.Argv, h.Linux.Env); err != nil {
+			return "Linux program: " + err.Error()
+		}
 	}
 	if h.MemBytes != 0 {
 		if err := abi.CheckRAMSize(h.MemBytes); err != nil {
@@ -184,6 +213,9 @@ func encodeHeader(h *Header) ([]byte, error) {
 		Host:     h.Host,
 		Reprise:  h.Reprise,
 		Notes:    h.Notes,
+	}
+	if l := h.Linux; l != nil {
+		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC()}
 	}
 	if h.Disk != nil {
 		j.Disk = &diskJSON{Path: h.Disk.Path, Bytes: h.Disk.Bytes, SHA256: hex.EncodeToString(h.Disk.SHA256[:])}
@@ -244,6 +276,15 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		}
 		if _, err := hex.Decode(h.Disk.SHA256[:], []byte(j.Disk.SHA256)); err != nil {
 			return nil, 0, fmt.Sprintf("disk sha256 %q is not 64 hex digits", j.Disk.SHA256)
+		}
+	}
+	if l := j.Linux; l != nil {
+		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC()}
+		if len(l.Random) != 2*len(h.Linux.Random) {
+			return nil, 0, fmt.Sprintf("Linux program random %q is not 32 hex digits", l.Random)
+		}
+		if _, err := hex.Decode(h.Linux.Random[:], []byte(l.Random)); err != nil {
+			return nil, 0, fmt.Sprintf("Linux program random %q is not 32 hex digits", l.Random)
 		}
 	}
 	if len(j.Image.SHA256) != 2*len(h.Image.SHA256) {

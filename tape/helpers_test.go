@@ -145,9 +145,14 @@ func smallTape(t testing.TB, sizes ...int) (data []byte, evs []*Event, bounds []
 // hostTape is smallTape(t, 4, 5, 3) with host frames before, between
 // and after the chunks; hosts lists them as "count:body".
 func hostTape(t testing.TB) (data []byte, evs []*Event, hosts []string) {
+	return hostTapeWith(t, smallHeader())
+}
+
+// hostTapeWith is hostTape with the header h.
+func hostTapeWith(t testing.TB, h *Header) (data []byte, evs []*Event, hosts []string) {
 	evs = genEvents(1, 12, true)
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, smallHeader())
+	w, err := NewWriter(&buf, h)
 	require.NoError(t, err)
 	host := func(count uint32, body string) {
 		require.NoError(t, w.AppendHost(count, []byte(body)))
