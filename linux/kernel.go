@@ -145,7 +145,7 @@ func (k *Kernel) enter(entry, sp uint64) error {
 	); err != nil {
 		return err
 	}
-	k.m.StartTimer(defaultTimer)
+	k.m.StartTimer()
 	return c.SetRegs(kvm.Regs{RIP: entry, RSP: sp, RFLAGS: x86.RFLAGSReserved | x86.RFLAGSIF})
 }
 

@@ -13,6 +13,9 @@ import (
 
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/recorder"
+	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -63,6 +66,60 @@ func TestStaticHello(t *testing.T) {
 			require.NoError(t, err, out)
 			require.Equal(t, uint32(3), res.Status, out)
 			require.Equal(t, "hello from hello with 3 args\narg 1: one\narg 2: two words\nenv: HOME=/\nenv: LANG=C\nheap works\nclock ok: 1\n", out)
+		})
+	}
+}
+
+// program reads the executable at path into a Program run as argv.
+func program(t *testing.T, path string, argv ...string) *linux.Program {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"},
+		Random: [16]byte{7, 7, 7}, Epoch: time.Unix(1700000000, 0)}
+}
+
+// recordProgram records p and returns the tape's path, the result and the
+// console output.
+func recordProgram(t *testing.T, p *linux.Program, jitter time.Duration) (string, *recorder.Result, string) {
+	t.Helper()
+	kvmtest.Require(t)
+	path := filepath.Join(t.TempDir(), "prog.tape")
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := recorder.Record(ctx, recorder.Options{Linux: p, MemBytes: 256 << 20, TimerHz: 250, TimerJitter: jitter,
+		Output: path, Console: &out, Host: recorder.HostOff})
+	require.NoError(t, err, out.String())
+	return path, res, out.String()
+}
+
+// Every static kind records and replays to the same console, RAM and exit
+// status, three times, with the timer jittered too.
+func TestStaticRecordReplay(t *testing.T) {
+	for _, tc := range []struct {
+		name, cc string
+		flags    []string
+	}{
+		{"musl", "musl-gcc", []string{"-static", "-O2"}},
+		{"glibc-pie", "gcc", []string{"-static-pie", "-fPIE", "-O2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := build(t, tc.cc, "hello.c", tc.flags...)
+			for _, jitter := range []time.Duration{0, 2 * time.Millisecond} {
+				path, rec, console := recordProgram(t, program(t, bin, "hello", "x"), jitter)
+				require.Equal(t, uint32(3), rec.Status)
+				require.Contains(t, console, "heap works\n")
+				require.Equal(t, tape.SourceExitSync, rec.PositionSource)
+				for i := 0; i < 3; i++ {
+					var out bytes.Buffer
+					rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
+					require.NoError(t, err)
+					require.Equal(t, console, out.String(), "replay %d", i)
+					require.Equal(t, rec.End.RAMHash, rep.End.RAMHash, "replay %d", i)
+					require.Equal(t, uint32(3), rep.Status)
+				}
+			}
 		})
 	}
 }

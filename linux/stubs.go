@@ -23,8 +23,8 @@ var errorCodeVectors = map[int]bool{8: true, 10: true, 11: true, 12: true, 13: t
 // Exception stubs, one abi.VectorStubSize slot per vector: push a zero
 // error code where the CPU pushes none, push the vector, exit to the VMM.
 // The VMM reads the frame at RSP: vector, error code, then the CPU's
-// interrupt frame (RIP, CS, RFLAGS, RSP, SS). A trap is never resumed:
-// the program has no signal handlers yet, so every exception ends it.
+// interrupt frame (RIP, CS, RFLAGS, RSP, SS); a trap it handles (an
+// emulated instruction) resumes through the IRETQ, at the frame's RIP.
 func writeStubs(ram *memory.RAM) error {
 	if err := ram.Write(stubPage, syscallStub); err != nil {
 		return err
@@ -37,7 +37,8 @@ func writeStubs(ram *memory.RAM) error {
 		code = append(code, 0x68, byte(v), 0, 0, 0) // push $v
 		code = append(code,
 			0xE6, abi.PortTrap, // out %al, $PortTrap
-			0xEB, 0xFE) // jmp .
+			0x48, 0x83, 0xC4, 0x10, // add $16, %rsp: drop the vector and error code
+			0x48, 0xCF) // iretq: resume where the VMM left the frame
 		if err := ram.Write(vectorsPage+uint64(v)*abi.VectorStubSize, code); err != nil {
 			return err
 		}

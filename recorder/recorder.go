@@ -20,6 +20,7 @@ import (
 
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/pmu"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
@@ -33,7 +34,10 @@ const DefaultFlushInterval = 250 * time.Millisecond
 
 // Options describe a recording. Zero values take the vmm defaults.
 type Options struct {
+	// Image is a guest image that brings its own kernel (the kit's);
+	// Linux, a Linux program run by the Linux personality. One is set.
 	Image          *elfimage.Image
+	Linux          *linux.Program
 	Cmdline        string
 	MemBytes       uint64
 	TimerHz        int
@@ -81,7 +85,10 @@ type Result struct {
 // branches, else exit-sync; pmu only on request, and only where a PMU can
 // count guest branches.
 func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.PositionSource, error) {
-	_, hasHook := img.Lookup(vmm.SWBCHookSymbol)
+	hasHook := false
+	if img != nil {
+		_, hasHook = img.Lookup(vmm.SWBCHookSymbol)
+	}
 	switch want {
 	case Auto, "":
 		if hasHook {
@@ -105,6 +112,9 @@ func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.P
 // can use: the hook exists, and has a size, by which the machine tells the
 // hook's exits from the guest's own writes to the port.
 func checkHook(img *elfimage.Image) error {
+	if img == nil {
+		return errors.New("recorder: Linux programs have no software branch counter yet: use the exit-sync position source")
+	}
 	hook, ok := img.Lookup(vmm.SWBCHookSymbol)
 	if !ok {
 		return fmt.Errorf("recorder: %s has no software branch counter (no %s symbol; build it with -fsanitize-coverage=trace-pc): use the exit-sync position source",
@@ -121,11 +131,26 @@ func checkHook(img *elfimage.Image) error {
 // tape. A guest fault is recorded and returned as *vmm.GuestFault along with
 // the result.
 func Record(ctx context.Context, o Options) (*Result, error) {
+	if (o.Image == nil) == (o.Linux == nil) {
+		return nil, errors.New("recorder: give a guest image or a Linux program, not both or neither")
+	}
 	source, err := ChoosePositionSource(o.PositionSource, o.Image)
 	if err != nil {
 		return nil, err
 	}
-	h := header(o, source)
+	var kernel vmm.Kernel
+	var affinity []int
+	hostCPU := 0
+	if o.Linux != nil {
+		if kernel, err = linux.New(*o.Linux); err != nil {
+			return nil, err
+		}
+		if hostCPU, err = firstCPU(); err != nil {
+			return nil, err
+		}
+		affinity = []int{hostCPU}
+	}
+	h := header(o, source, hostCPU)
 	var disk *vmm.DiskConfig
 	if o.DiskBase != "" {
 		disk = &vmm.DiskConfig{Base: o.DiskBase, Overlay: o.DiskOverlay}
@@ -158,7 +183,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Engine: &engine{log: log, source: source}, Disk: disk, Net: o.Net, Host: hostObs,
+		Engine: &engine{log: log, source: source}, Kernel: kernel, VCPUAffinity: affinity, Disk: disk, Net: o.Net, Host: hostObs,
 	})
 	if err != nil {
 		return nil, err
@@ -224,17 +249,35 @@ func claimOutputs(o Options, disk *vmm.DiskConfig) error {
 	return nil
 }
 
-func header(o Options, source tape.PositionSource) *tape.Header {
+// firstCPU is the first host CPU this process may run on: a Linux
+// program's vCPU is pinned there (tape.Linux.HostCPU says why).
+func firstCPU() (int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return 0, fmt.Errorf("recorder: host CPUs: %w", err)
+	}
+	for cpu := 0; cpu < 1024; cpu++ {
+		if set.IsSet(cpu) {
+			return cpu, nil
+		}
+	}
+	return 0, errors.New("recorder: no host CPU in this process's affinity mask")
+}
+
+func header(o Options, source tape.PositionSource, hostCPU int) *tape.Header {
 	h := &tape.Header{
 		Created:        time.Now().UTC(),
 		PositionSource: source,
 		MemBytes:       o.MemBytes,
 		TimerHz:        o.TimerHz,
 		Cmdline:        o.Cmdline,
-		Image:          tape.Image{Name: filepath.Base(o.Image.Path), SHA256: o.Image.SHA256, Bytes: o.Image.Raw},
+		Image:          imageOf(o),
 		Devices:        vmm.DeviceConfig(),
 		Host:           hostDescription(),
 		Reprise:        "dev",
+	}
+	if p := o.Linux; p != nil {
+		h.Linux = &tape.Linux{Path: p.Path, Argv: p.Argv, Env: p.Env, Random: p.Random, Epoch: p.Epoch, HostCPU: hostCPU}
 	}
 	if h.MemBytes == 0 {
 		h.MemBytes = vmm.DefaultMemBytes
@@ -249,6 +292,15 @@ func header(o Options, source tape.PositionSource) *tape.Header {
 		h.Devices["net"] = "pcap " + o.Net.Pcap
 	}
 	return h
+}
+
+// imageOf is what the tape embeds: the guest image, or the Linux
+// program's executable.
+func imageOf(o Options) tape.Image {
+	if p := o.Linux; p != nil {
+		return tape.Image{Name: filepath.Base(p.Path), Bytes: p.Image}
+	}
+	return tape.Image{Name: filepath.Base(o.Image.Path), SHA256: o.Image.SHA256, Bytes: o.Image.Raw}
 }
 
 func hostDescription() string {

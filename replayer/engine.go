@@ -285,7 +285,7 @@ func (e *engine) Entropy(b []byte) error {
 }
 
 func (e *engine) Clock() (time.Duration, error) {
-	ev, err := e.input(tape.KindTime, abi.PortHcall, 0)
+	ev, err := e.input(tape.KindTime, e.m.ExitPort(), 0)
 	if err != nil {
 		return 0, err
 	}

@@ -7,6 +7,7 @@ package replayer
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
@@ -85,8 +87,18 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer r.Close()
 	h := r.Header()
-	img, err := o.image(h)
-	if err != nil {
+	var img *elfimage.Image
+	var kernel vmm.Kernel
+	var affinity []int
+	if h.Linux != nil {
+		affinity = []int{h.Linux.HostCPU}
+		if kernel, err = linuxKernel(o.Tape, h); err != nil {
+			return nil, err
+		}
+		if o.Plan != nil || len(o.Probes) > 0 || o.SampleEvery != 0 || o.SamplePeriod != 0 {
+			return nil, errors.New("replayer: probes and sampling do not reach Linux programs yet")
+		}
+	} else if img, err = o.image(h); err != nil {
 		return nil, err
 	}
 	disk, cleanup, err := replayDisk(h, o.DiskBase)
@@ -115,7 +127,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	m, err := vmm.New(vmm.Config{
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
-		Engine: eng, Scripted: true, CPUID: cpuidOf(h), Disk: disk,
+		Engine: eng, Scripted: true, Kernel: kernel, VCPUAffinity: affinity, CPUID: cpuidOf(h), Disk: disk,
 	})
 	if err != nil {
 		return nil, err
@@ -180,6 +192,20 @@ func (o *Options) image(h *tape.Header) (*elfimage.Image, error) {
 		return nil, fmt.Errorf("replayer: %s is not the image recorded in %s", o.Image.Path, o.Tape)
 	}
 	return o.Image, nil
+}
+
+// linuxKernel is the Linux personality for the program the tape at path
+// recorded, its executable checked against the recorded hash.
+func linuxKernel(path string, h *tape.Header) (vmm.Kernel, error) {
+	if sha256.Sum256(h.Image.Bytes) != h.Image.SHA256 {
+		return nil, fmt.Errorf("replayer: the executable embedded in %s does not match its recorded SHA-256", path)
+	}
+	l := h.Linux
+	k, err := linux.New(linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch})
+	if err != nil {
+		return nil, fmt.Errorf("replayer: %s: %w", path, err)
+	}
+	return k, nil
 }
 
 // TapeImage is the guest image recorded in the tape at path (probe specs

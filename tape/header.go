@@ -77,6 +77,9 @@ type Header struct {
 	Linux          *Linux            // a Linux program (Image is its executable); nil for a kit image
 }
 
+// maxHostCPUs is CPU_SETSIZE.
+const maxHostCPUs = 1024
+
 // Linux says how a recorded Linux program was started (package linux);
 // its executable is the header's Image.
 type Linux struct {
@@ -85,6 +88,9 @@ type Linux struct {
 	Env    []string
 	Random [16]byte  // AT_RANDOM
 	Epoch  time.Time // the program's wall clock at its start
+	// HostCPU is the host CPU the vCPU was pinned to: where CPUID runs
+	// natively in user mode (PVM), its answers name it.
+	HostCPU int
 }
 
 // Disk identifies the read-only base image a recording's disk started from.
@@ -115,11 +121,12 @@ type headerJSON struct {
 }
 
 type linuxJSON struct {
-	Path   string    `json:"path"`
-	Argv   []string  `json:"argv"`
-	Env    []string  `json:"env"`
-	Random string    `json:"random"` // hex
-	Epoch  time.Time `json:"epoch"`
+	Path    string    `json:"path"`
+	Argv    []string  `json:"argv"`
+	Env     []string  `json:"env"`
+	Random  string    `json:"random"` // hex
+	Epoch   time.Time `json:"epoch"`
+	HostCPU int       `json:"host_cpu"`
 }
 
 type diskJSON struct {
@@ -166,6 +173,9 @@ func (h *Header) check() string {
 	if h.Linux != nil {
 		if err := abi.CheckLinuxArgs(h.Linux.Argv, h.Linux.Env); err != nil {
 			return "Linux program: " + err.Error()
+		}
+		if h.Linux.HostCPU < 0 || h.Linux.HostCPU >= maxHostCPUs {
+			return fmt.Sprintf("Linux program: host CPU %d (want 0 to %d)", h.Linux.HostCPU, maxHostCPUs-1)
 		}
 	}
 	if h.MemBytes != 0 {
@@ -215,7 +225,7 @@ func encodeHeader(h *Header) ([]byte, error) {
 		Notes:    h.Notes,
 	}
 	if l := h.Linux; l != nil {
-		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC()}
+		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU}
 	}
 	if h.Disk != nil {
 		j.Disk = &diskJSON{Path: h.Disk.Path, Bytes: h.Disk.Bytes, SHA256: hex.EncodeToString(h.Disk.SHA256[:])}
@@ -279,7 +289,7 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		}
 	}
 	if l := j.Linux; l != nil {
-		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC()}
+		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU}
 		if len(l.Random) != 2*len(h.Linux.Random) {
 			return nil, 0, fmt.Sprintf("Linux program random %q is not 32 hex digits", l.Random)
 		}

@@ -53,6 +53,11 @@ type Config struct {
 	// Net attaches a network backend to the NIC (live and record; a replay
 	// takes the frames from its tape).
 	Net *NetConfig
+	// VCPUAffinity, if set, pins the vCPU thread to these host CPUs. On
+	// hosts where CPUID runs natively in user mode (PVM) its answers name
+	// the host CPU the vCPU is on, so a program that reads them is
+	// recorded and replayed on one CPU.
+	VCPUAffinity []int
 	// Devices, if set, is a saved device state the machine's devices are
 	// restored to once built (SaveDevices). Until a checkpoint restores
 	// RAM and the vCPU too, it is for machines that have not run yet.
@@ -77,6 +82,9 @@ type DiskConfig struct {
 	Base    string
 	Overlay string
 }
+
+// maxHostCPUs is CPU_SETSIZE, the CPUs an affinity mask names.
+const maxHostCPUs = 1024
 
 // SWBCHookSymbol is the function an image's instrumented code calls at
 // every basic block; its presence means the image keeps a branch counter.
@@ -108,6 +116,11 @@ func (cfg *Config) complete() error {
 	}
 	if cfg.TimerJitter < 0 {
 		return fmt.Errorf("vmm: negative timer jitter %v", cfg.TimerJitter)
+	}
+	for _, cpu := range cfg.VCPUAffinity {
+		if cpu < 0 || cpu >= maxHostCPUs {
+			return fmt.Errorf("vmm: host CPU %d does not exist (0 to %d)", cpu, maxHostCPUs-1)
+		}
 	}
 	if cfg.Engine == nil {
 		cfg.Engine = &live{}

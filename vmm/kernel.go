@@ -47,6 +47,11 @@ func (m *Machine) Clock() (time.Duration, error) { return m.eng.Clock() }
 // Entropy fills b with random bytes, from the engine.
 func (m *Machine) Entropy(b []byte) error { return m.eng.Entropy(b) }
 
-// StartTimer runs the timer device at period, as a guest write to its
-// port would: a Kernel keeps time for its guest.
-func (m *Machine) StartTimer(period time.Duration) { m.timer.SetPeriod(period) }
+// StartTimer runs the timer device at Config.TimerHz, as a guest write to
+// its port would: a Kernel keeps time for its guest. A negative TimerHz
+// leaves it stopped.
+func (m *Machine) StartTimer() {
+	if m.cfg.TimerHz > 0 {
+		m.timer.SetPeriod(time.Second / time.Duration(m.cfg.TimerHz))
+	}
+}

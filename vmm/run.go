@@ -45,9 +45,14 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 	done := make(chan error, 1)
 	go func() {
 		// One OS thread for the vCPU's whole life: KVM wants a vCPU's
-		// ioctls from one thread, and kicks are aimed at that thread.
+		// ioctls from one thread, and kicks are aimed at that thread. It
+		// is never unlocked, so it ends with the goroutine, its CPU
+		// affinity with it.
 		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		if err := m.pin(); err != nil {
+			done <- err
+			return
+		}
 		tid := unix.Gettid()
 		m.tid.Store(int32(tid))
 		if m.host.obs != nil {
@@ -76,6 +81,21 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 		res.Status = end.Status
 	}
 	return res, err
+}
+
+// pin confines the calling thread, the vCPU's, to Config.VCPUAffinity.
+func (m *Machine) pin() error {
+	if len(m.cfg.VCPUAffinity) == 0 {
+		return nil
+	}
+	var set unix.CPUSet
+	for _, cpu := range m.cfg.VCPUAffinity {
+		set.Set(cpu)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("vmm: pinning the vCPU to host CPUs %v: %w", m.cfg.VCPUAffinity, err)
+	}
+	return nil
 }
 
 // endOf turns the loop's result into the end of the guest's execution, or
