@@ -1,7 +1,12 @@
 package linux
 
 import (
+	"bytes"
+	"debug/elf"
 	"fmt"
+	"io"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
@@ -55,13 +60,61 @@ type Stats struct {
 	Unsupported map[string]uint64 // answered ENOSYS, by name
 }
 
-// New checks a program and returns a kernel that runs it.
-func New(p Program) (*Kernel, error) {
+// Check says whether p is a program the personality can start: an x86-64
+// Linux executable, arguments and environment within Linux's bounds.
+func Check(p *Program) error {
 	if err := abi.CheckLinuxArgs(p.Argv, p.Env); err != nil {
-		return nil, fmt.Errorf("linux: %w", err)
+		return fmt.Errorf("linux: %w", err)
 	}
 	if p.Path == "" || len(p.Path) > abi.LinuxMaxPath {
-		return nil, fmt.Errorf("linux: executable path of %d bytes (want 1 to %d)", len(p.Path), abi.LinuxMaxPath)
+		return fmt.Errorf("linux: executable path of %d bytes (want 1 to %d)", len(p.Path), abi.LinuxMaxPath)
+	}
+	f, err := elf.NewFile(bytes.NewReader(p.Image))
+	if err != nil {
+		return fmt.Errorf("linux: %s is not an ELF executable: %w", p.Path, err)
+	}
+	defer f.Close()
+	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 || (f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN) {
+		return fmt.Errorf("linux: %s is a %v %v %v file, not an x86-64 executable", p.Path, f.Class, f.Machine, f.Type)
+	}
+	return nil
+}
+
+// Print writes the counts, most frequent first, and the calls answered
+// ENOSYS.
+func (s Stats) Print(w io.Writer) {
+	type kv struct {
+		name string
+		n    uint64
+	}
+	var calls []kv
+	var total uint64
+	for name, n := range s.Calls {
+		calls = append(calls, kv{name, n})
+		total += n
+	}
+	sort.Slice(calls, func(i, j int) bool {
+		return calls[i].n > calls[j].n || calls[i].n == calls[j].n && calls[i].name < calls[j].name
+	})
+	fmt.Fprintf(w, "system calls: %d", total)
+	for _, c := range calls {
+		fmt.Fprintf(w, "  %s=%d", c.name, c.n)
+	}
+	fmt.Fprintln(w)
+	if len(s.Unsupported) > 0 {
+		names := make([]string, 0, len(s.Unsupported))
+		for name := range s.Unsupported {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(w, "answered ENOSYS (not implemented): %s\n", strings.Join(names, ", "))
+	}
+}
+
+// New checks a program and returns a kernel that runs it.
+func New(p Program) (*Kernel, error) {
+	if err := Check(&p); err != nil {
+		return nil, err
 	}
 	return &Kernel{prog: p, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
 }

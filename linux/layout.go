@@ -16,12 +16,16 @@ const (
 	firstFree   = systemTop
 
 	// Virtual addresses of a process (those of Linux without ASLR).
-	userTop      = 0x7ffffffff000 // the stack's top
-	stackSize    = 8 << 20        // mapped up front: there is no demand paging
-	mmapTop      = 0x7ffff7fff000 // mmap hands out addresses downwards from here
-	pieBase      = 0x555555554000 // where a position-independent executable is loaded
-	maxUserAddr  = userTop
-	minUserAddr  = systemTop
-	randomBytes  = 16 // AT_RANDOM
-	defaultTimer = 10_000_000
+	userTop     = 0x7ffffffff000 // the stack's top
+	stackSize   = 8 << 20        // mapped up front: there is no demand paging
+	mmapTop     = 0x7ffff7fff000 // mmap hands out addresses downwards from here
+	pieBase     = 0x555555554000 // where a position-independent executable is loaded
+	maxUserAddr = userTop
+	minUserAddr = systemTop
+	randomBytes = 16 // AT_RANDOM
 )
+
+// DefaultMemBytes is the guest RAM a Linux program gets unless asked: real
+// programs need more than a kit workload, and every page they map is
+// backed at once.
+const DefaultMemBytes = 512 << 20

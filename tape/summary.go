@@ -76,8 +76,18 @@ func (s *Summary) Print(w io.Writer) {
 		line("source", "%s", h.PositionSource)
 		line("memory", "%s", fmtBytes(int64(h.MemBytes)))
 		line("timer", "%d Hz", h.TimerHz)
-		line("cmdline", "%q", h.Cmdline)
-		line("image", "%s, %s, sha256 %x", orNone(h.Image.Name), fmtBytes(int64(len(h.Image.Bytes))), h.Image.SHA256[:6])
+		if l := h.Linux; l != nil {
+			line("program", "%s (Linux, %s, sha256 %x)", l.Path, fmtBytes(int64(len(h.Image.Bytes))), h.Image.SHA256[:6])
+			line("argv", "%q", l.Argv)
+			line("env", "%q", l.Env)
+			line("started", "%s, pinned to host CPU %d", l.Epoch.Format("2006-01-02 15:04:05 MST"), l.HostCPU)
+			if h.PositionSource == SourceExitSync {
+				line("positions", "at the program's own exits (system calls, faults): preemption between its threads is syscall-granular")
+			}
+		} else {
+			line("cmdline", "%q", h.Cmdline)
+			line("image", "%s, %s, sha256 %x", orNone(h.Image.Name), fmtBytes(int64(len(h.Image.Bytes))), h.Image.SHA256[:6])
+		}
 		line("cpuid", "%s", plural(len(h.CPUID), "entry", "entries"))
 		if h.Disk != nil {
 			line("disk", "%s, %s, sha256 %x (base image, read-only; not on the tape)", h.Disk.Path, fmtBytes(int64(h.Disk.Bytes)), h.Disk.SHA256[:6])

@@ -2,16 +2,24 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/linux"
 )
 
 // guestArgs splits WORKLOAD|IMAGE [ARG...] into the target and the guest's
@@ -22,6 +30,9 @@ import (
 // The error is a usage error (exit status 2).
 func guestArgs(cmd *cobra.Command, args []string) (target string, rest []string, err error) {
 	target, rest = args[0], args[1:]
+	if cmd.ArgsLenAtDash() == 0 {
+		return target, rest, nil // reprise ... -- PROGRAM ARG...: all the program's
+	}
 	if len(rest) > 0 && rest[0] == "--" {
 		return target, rest[1:], nil
 	}
@@ -70,33 +81,55 @@ func flagArgs(cmd *cobra.Command) []string {
 	return out
 }
 
-// resolveGuest maps the WORKLOAD|IMAGE argument (guestArgs split it from
-// the guest's arguments) to an image and the guest command line. A bare name is a bundled workload if there is one by that
-// name, else an image file; a name with a slash is always a file. A
-// directory is never an image. When a bare name is both a workload and a
-// file here, the workload runs and a notice says how to boot the file.
-func resolveGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, target string, rest []string) (*elfimage.Image, string, error) {
+// guestSpec is what a command runs: a guest image that brings its kernel
+// (a bundled workload, or an image built against abi.h) with its command
+// line, or a Linux program for the Linux personality.
+type guestSpec struct {
+	img     *elfimage.Image
+	cmdline string
+	linux   *linux.Program
+}
+
+// memBytes is the guest RAM for the spec: --mem if given, else the
+// default of its kind.
+func (g *guestSpec) memBytes(cmd *cobra.Command, f *machineFlags) uint64 {
+	if g.linux != nil && !cmd.Flags().Changed("mem") {
+		return linux.DefaultMemBytes
+	}
+	return uint64(f.mem.byteSize)
+}
+
+// resolveGuest maps the WORKLOAD|IMAGE|PROGRAM argument (guestArgs split
+// it from the guest's arguments). A bare name is a bundled workload if
+// there is one by that name, else a file here, else a program on $PATH; a
+// name with a slash is always a file. A directory is never an image. When
+// a bare name is both a workload and a file here, the workload runs and a
+// notice says how to boot the file. An ELF file with the kit's vector
+// table is a guest image; any other x86-64 ELF executable is a Linux
+// program.
+func resolveGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, target string, rest []string) (*guestSpec, error) {
 	_, isWorkload := guest.LookupWorkload(target)
 	st, statErr := os.Stat(target)
 	switch {
 	case !isWorkload || strings.Contains(target, "/"):
-		if statErr == nil && st.IsDir() {
-			return nil, "", &exitError{exitFailure, fmt.Errorf("%s is a directory, not a guest image or a bundled workload", target)}
-		}
+		path := target
 		if statErr != nil && !strings.Contains(target, "/") && errors.Is(statErr, os.ErrNotExist) {
-			return nil, "", &exitError{exitFailure, fmt.Errorf("unknown workload %q and no such image file; `reprise workloads` lists the bundled workloads", target)}
+			found, err := exec.LookPath(target)
+			if err != nil {
+				return nil, &exitError{exitFailure, fmt.Errorf("unknown workload %q, and no such image file or program on $PATH; `reprise workloads` lists the bundled workloads", target)}
+			}
+			path, st, statErr = found, nil, nil
 		}
-		img, err := elfimage.Open(target)
-		if err != nil {
-			return nil, "", &exitError{exitFailure, err}
+		if statErr == nil && st != nil && st.IsDir() {
+			return nil, &exitError{exitFailure, fmt.Errorf("%s is a directory, not a guest image, a program or a bundled workload", target)}
 		}
-		return img, strings.Join(rest, " "), nil
+		return openGuest(f, path, target, rest)
 	case statErr == nil && !st.IsDir():
 		fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %s is the bundled workload; to boot the file of that name, write ./%s\n", target, target)
 	}
 	kit, err := guest.Build(ctx)
 	if err != nil {
-		return nil, "", &exitError{exitFailure, err}
+		return nil, &exitError{exitFailure, err}
 	}
 	path := kit.Image()
 	if f.plain {
@@ -104,7 +137,56 @@ func resolveGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, targ
 	}
 	img, err := elfimage.Open(path)
 	if err != nil {
-		return nil, "", &exitError{exitFailure, err}
+		return nil, &exitError{exitFailure, err}
 	}
-	return img, strings.Join(append([]string{target}, rest...), " "), nil
+	return &guestSpec{img: img, cmdline: strings.Join(append([]string{target}, rest...), " ")}, nil
+}
+
+// openGuest reads the file at path: a kit image if it has the kit's
+// vector table, else a Linux program started as argv0 with rest.
+func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, error) {
+	raw, err := regfile.ReadFile(path, elfimage.MaxFileBytes, "guest image or program")
+	if err != nil {
+		return nil, &exitError{exitFailure, err}
+	}
+	if img, err := elfimage.Parse(path, raw); err == nil {
+		if _, kit := img.Lookup(abi.VectorsSymbol); kit {
+			return &guestSpec{img: img, cmdline: strings.Join(rest, " ")}, nil
+		}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &exitError{exitFailure, err}
+	}
+	env, err := programEnv(f.env)
+	if err != nil {
+		return nil, err
+	}
+	p := &linux.Program{Path: abs, Image: raw, Argv: append([]string{argv0}, rest...), Env: env, Epoch: time.Now()}
+	if _, err := rand.Read(p.Random[:]); err != nil {
+		return nil, &exitError{exitFailure, err}
+	}
+	if err := linux.Check(p); err != nil {
+		return nil, &exitError{exitFailure, err}
+	}
+	return &guestSpec{linux: p}, nil
+}
+
+// baseEnv is a Linux program's environment before --env: small and fixed,
+// so that a recording does not depend on the shell it was made from.
+var baseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "LANG=C", "TERM=dumb"}
+
+// programEnv is baseEnv with the --env flags applied (a later K=V replaces
+// an earlier K).
+func programEnv(extra []string) ([]string, error) {
+	env := append([]string(nil), baseEnv...)
+	for _, kv := range extra {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, &exitError{exitUsage, fmt.Errorf("--env %q: want NAME=VALUE", kv)}
+		}
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, k+"=") })
+		env = append(env, kv)
+	}
+	return env, nil
 }

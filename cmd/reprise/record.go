@@ -23,9 +23,10 @@ func newRecordCmd() *cobra.Command {
 		force          bool
 	)
 	cmd := &cobra.Command{
-		Use:   "record WORKLOAD|IMAGE [ARG...] -o TAPE",
+		Use:   "record -o TAPE WORKLOAD|IMAGE|PROGRAM [ARG...]",
 		Short: "Run a guest and record it to a tape",
-		Long: `Run a bundled workload or an ELF64 image like 'reprise run' and record every
+		Long: `Run a bundled workload, an ELF64 image or a Linux program like 'reprise run'
+and record every
 nondeterministic input it sees to a tape, which 'reprise replay' re-executes
 exactly. Ctrl-C, SIGTERM or --timeout end the recording cleanly at the next point a
 replay can find again; a recorder killed outright leaves a tape that replays
@@ -65,7 +66,7 @@ is recorded and replays).`,
 			}
 			ctx, cancel := guestContext(cmd.Context(), timeout)
 			defer cancel()
-			img, cmdline, err := resolveGuest(ctx, cmd, &mf, target, rest)
+			g, err := resolveGuest(ctx, cmd, &mf, target, rest)
 			if err != nil {
 				return err
 			}
@@ -74,7 +75,7 @@ is recorded and replays).`,
 				return &exitError{exitUsage, err}
 			}
 			res, err := recorder.Record(ctx, recorder.Options{
-				Image: img, Cmdline: cmdline, MemBytes: uint64(mf.mem.byteSize), TimerHz: mf.tickRate(),
+				Image: g.img, Linux: g.linux, Cmdline: g.cmdline, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
 				TimerJitter: jitter, PositionSource: tape.PositionSource(positionSource), Console: cmd.OutOrStdout(),
 				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(), Host: mode,
 				Overwrite: force,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -22,6 +23,7 @@ type machineFlags struct {
 	overlay string
 	udp     string
 	pcap    string
+	env     []string // a Linux program's --env
 }
 
 // net is the network backend the flags ask for, or nil.
@@ -42,6 +44,7 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.overlay, "overlay", "", "copy-on-write overlay file for the disk's writes")
 	cmd.Flags().StringVar(&f.udp, "udp", "", "attach the NIC to a user-mode UDP network: datagrams to this loopback address (e.g. 127.0.0.1:7777) reach the guest's port of the same number")
 	cmd.Flags().StringVar(&f.pcap, "net-input", "", "feed this packet capture (pcap, Ethernet) to the NIC as the guest's network input")
+	cmd.Flags().StringArrayVar(&f.env, "env", nil, "NAME=VALUE added to a Linux program's environment (repeatable)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
 }
@@ -53,10 +56,13 @@ func newRunCmd() *cobra.Command {
 		stats   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "run WORKLOAD|IMAGE [ARG...]",
-		Short: "Boot a bundled workload or a guest image and stream its console",
-		Long: `Boot a bundled workload (see 'reprise workloads') or an ELF64 guest image and
-stream the guest console to stdout. reprise exits with the guest's own exit
+		Use:   "run WORKLOAD|IMAGE|PROGRAM [ARG...]",
+		Short: "Boot a bundled workload, a guest image or a Linux program and stream its console",
+		Long: `Boot a bundled workload (see 'reprise workloads'), an ELF64 guest image or
+an x86-64 Linux executable (reprise plays its kernel) and stream the guest
+console to stdout. A Linux program runs with its arguments, a small fixed
+environment (PATH, HOME=/, LANG=C, TERM=dumb; --env adds), an empty stdin,
+and stdout and stderr on the console: 'reprise run -- /usr/bin/prog -x'. reprise exits with the guest's own exit
 status; 124 if --timeout expired, 130 if interrupted (Ctrl-C), 143 on
 SIGTERM, 125 if reprise or the guest failed (a guest fault is reported with
 its registers and last console lines).
@@ -73,9 +79,15 @@ a file that has a workload's name.`,
 			}
 			ctx, cancel := guestContext(cmd.Context(), timeout)
 			defer cancel()
-			img, cmdline, err := resolveGuest(ctx, cmd, &mf, target, rest)
+			g, err := resolveGuest(ctx, cmd, &mf, target, rest)
 			if err != nil {
 				return err
+			}
+			var kernel vmm.Kernel
+			if g.linux != nil {
+				if kernel, err = linux.New(*g.linux); err != nil {
+					return &exitError{exitFailure, err}
+				}
 			}
 			disk, cleanup, err := runDisk(mf)
 			if err != nil {
@@ -83,8 +95,8 @@ a file that has a workload's name.`,
 			}
 			defer cleanup()
 			m, err := vmm.New(vmm.Config{
-				Image: img, MemBytes: uint64(mf.mem.byteSize), TimerHz: mf.tickRate(),
-				Cmdline: cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath, Disk: disk, Net: mf.net(),
+				Image: g.img, Kernel: kernel, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
+				Cmdline: g.cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath, Disk: disk, Net: mf.net(),
 			})
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -94,6 +106,9 @@ a file that has a workload's name.`,
 			if stats && res != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %v elapsed\n", res.Elapsed.Round(time.Millisecond))
 				res.Stats.Print(cmd.ErrOrStderr())
+				if k, ok := kernel.(*linux.Kernel); ok {
+					k.Stats().Print(cmd.ErrOrStderr())
+				}
 			}
 			if stop := stoppedBy(ctx); err != nil && stop != nil {
 				return &exitError{stop.status(), err}
