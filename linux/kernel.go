@@ -42,16 +42,19 @@ const (
 
 // Kernel is the Linux personality of one machine (vmm.Kernel).
 type Kernel struct {
-	prog   Program
-	m      *vmm.Machine
-	fr     *frames
-	as     *addressSpace
-	brk    [2]uint64 // the heap: [start, current end)
-	fsBase uint64
-	tidPtr uint64 // set_tid_address
-	// sleepUntil is the clock time a nanosleep waits for (0: not asleep).
-	sleepUntil time.Duration
-	stats      Stats
+	prog  Program
+	m     *vmm.Machine
+	fr    *frames
+	as    *addressSpace
+	brk   [2]uint64 // the heap: [start, current end)
+	stats Stats
+
+	threads  []*thread // in creation order: tid order
+	cur      int       // index of the running thread
+	nextTID  int
+	resched  bool   // switch threads at the next chance
+	waitSeq  uint64 // counts blocking waits (thread.waitSeq)
+	switches uint64
 }
 
 // Stats counts the system calls a run made.
@@ -151,6 +154,10 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		return fmt.Errorf("linux: %s is dynamically linked (interpreter %s): only static executables run yet", k.prog.Path, x.interp)
 	}
 	k.brk = [2]uint64{x.brk, x.brk}
+	k.nextTID = pid - 1
+	if _, err := k.spawn(kvm.Regs{}, kvm.FPU{}, 0); err != nil { // the main thread: tid = pid
+		return err
+	}
 	if err := as.mapRange(userTop-stackSize, userTop, protRead|protWrite); err != nil {
 		return fmt.Errorf("linux: stack: %w", err)
 	}
@@ -213,17 +220,30 @@ func (k *Kernel) Exit(port uint16) error {
 	if err != nil {
 		return err
 	}
+	// Return to the program after its SYSCALL, as SYSRET would: on PVM
+	// hosts SYSCALL stayed at CPL3; on VMX it entered CPL0, which the
+	// segments undo.
 	regs.RAX = ret
-	sregs := c.SyncedSregs()
-	if sregs.CS.Selector&3 == 3 {
-		// SYSCALL stayed at CPL3 (PVM): resume after it ourselves.
-		regs.RIP, regs.RFLAGS = regs.RCX, regs.R11
-	} else {
-		regs.RIP = stubPage + sysretOffset
-	}
+	regs.RIP, regs.RFLAGS = regs.RCX, regs.R11
 	c.MarkRegsDirty()
-	if k.as.flush() || sregs.FS.Base != k.fsBase {
-		sregs.CR3, sregs.FS.Base = k.as.cr3(), k.fsBase
+	if sregs := c.SyncedSregs(); sregs.CS.Selector&3 != 3 {
+		user := x86.UserModeSregs(*sregs)
+		sregs.CS, sregs.SS = user.CS, user.SS
+		c.MarkSregsDirty()
+	}
+	return k.resume()
+}
+
+// resume switches threads if asked to and points the vCPU at the running
+// thread's page tables and thread pointer.
+func (k *Kernel) resume() error {
+	if err := k.reschedule(); err != nil {
+		return err
+	}
+	c := k.m.VCPU()
+	sregs := c.SyncedSregs()
+	if fs := k.current().fsBase; k.as.flush() || sregs.FS.Base != fs || sregs.CR3 != k.as.cr3() {
+		sregs.CR3, sregs.FS.Base = k.as.cr3(), fs
 		c.MarkSregsDirty()
 	}
 	return nil
@@ -268,16 +288,15 @@ func signalFor(vector uint64) string {
 	return "SIGSEGV"
 }
 
-// Interrupt takes a tick: a sleeping program wakes when its time has come.
+// Interrupt takes a tick: threads whose time has come wake, and the
+// running one yields to the next runnable one.
 func (k *Kernel) Interrupt(vector uint8, clock time.Duration) error {
-	if vector == abi.IRQBase+abi.IRQTimer && k.sleepUntil != 0 && clock >= k.sleepUntil {
-		k.sleepUntil = 0
+	if vector != abi.IRQBase+abi.IRQTimer {
+		return nil
 	}
-	return nil
+	k.tick(clock)
+	return k.resume()
 }
-
-// Runnable reports whether the program is not asleep.
-func (k *Kernel) Runnable() bool { return k.sleepUntil == 0 }
 
 // exitGroup ends the run with status, as the machine's exit port does.
 func exitGroup(status uint64) error { return &devices.PowerOff{Status: uint32(status & 0xff)} }

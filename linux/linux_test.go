@@ -123,3 +123,33 @@ func TestStaticRecordReplay(t *testing.T) {
 		})
 	}
 }
+
+// pthreads (mutex, condition variable, join) on musl and glibc, static:
+// threads share the vCPU and switch at their system calls.
+func TestThreads(t *testing.T) {
+	for _, tc := range []struct {
+		name, cc string
+		flags    []string
+	}{
+		{"musl", "musl-gcc", []string{"-static", "-O2", "-pthread"}},
+		{"glibc", "gcc", []string{"-static", "-O2", "-pthread"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := build(t, tc.cc, "threads.c", tc.flags...)
+			res, out, err := runLive(t, bin, []string{"threads"}, nil)
+			require.NoError(t, err, out)
+			require.Equal(t, uint32(0), res.Status, out)
+			require.Equal(t, "total=400000\n", out)
+
+			path, rec, console := recordProgram(t, program(t, bin, "threads"), time.Millisecond)
+			require.Equal(t, "total=400000\n", console)
+			for i := 0; i < 3; i++ {
+				var out bytes.Buffer
+				rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
+				require.NoError(t, err)
+				require.Equal(t, console, out.String())
+				require.Equal(t, rec.End.RAMHash, rep.End.RAMHash)
+			}
+		})
+	}
+}

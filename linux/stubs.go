@@ -6,15 +6,11 @@ import (
 )
 
 // The SYSCALL stub, at LSTAR: exit to the VMM, which serves the call and
-// resumes the program itself where SYSCALL left CPL3 alone (PVM hosts), or
-// resumes here for the SYSRETQ where SYSCALL entered CPL0 (VMX hosts).
+// resumes the program after its SYSCALL itself, at CPL3 whether SYSCALL
+// left it there (PVM hosts) or entered CPL0 (VMX hosts).
 var syscallStub = []byte{
 	0xE6, abi.PortSyscall, // out %al, $PortSyscall: one port, the one the I/O bitmap opens
-	0x48, 0x0F, 0x07, // sysretq
 }
-
-// sysretOffset is where the SYSRETQ of the stub is.
-const sysretOffset = 2
 
 // errorCodeVectors are the exceptions for which the CPU pushes an error
 // code.

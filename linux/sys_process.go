@@ -7,16 +7,16 @@ import (
 )
 
 func init() {
-	register(unix.SYS_EXIT, "exit", sysExit)
-	register(unix.SYS_EXIT_GROUP, "exit_group", sysExit)
+	register(unix.SYS_EXIT, "exit", func(k *Kernel, a args) (uint64, error) { return 0, k.exitThread(a[0]) })
+	register(unix.SYS_EXIT_GROUP, "exit_group", func(k *Kernel, a args) (uint64, error) { return 0, exitGroup(a[0]) })
 	register(unix.SYS_GETPID, "getpid", constant(pid))
-	register(unix.SYS_GETTID, "gettid", constant(pid))
+	register(unix.SYS_GETTID, "gettid", func(k *Kernel, a args) (uint64, error) { return uint64(k.current().tid), nil })
 	register(unix.SYS_GETPPID, "getppid", constant(0))
 	register(unix.SYS_GETUID, "getuid", constant(uid))
 	register(unix.SYS_GETEUID, "geteuid", constant(uid))
 	register(unix.SYS_GETGID, "getgid", constant(gid))
 	register(unix.SYS_GETEGID, "getegid", constant(gid))
-	register(unix.SYS_SCHED_YIELD, "sched_yield", constant(0))
+	register(unix.SYS_SCHED_YIELD, "sched_yield", func(k *Kernel, a args) (uint64, error) { k.resched = true; return 0, nil })
 	register(unix.SYS_SET_TID_ADDRESS, "set_tid_address", sysSetTIDAddress)
 	register(unix.SYS_SET_ROBUST_LIST, "set_robust_list", constant(0))
 	register(unix.SYS_RSEQ, "rseq", nil)
@@ -35,12 +35,10 @@ func init() {
 // constant is a system call that always returns v.
 func constant(v uint64) handler { return func(*Kernel, args) (uint64, error) { return v, nil } }
 
-// sysExit ends the run: the program has one thread.
-func sysExit(k *Kernel, a args) (uint64, error) { return 0, exitGroup(a[0]) }
-
 func sysSetTIDAddress(k *Kernel, a args) (uint64, error) {
-	k.tidPtr = a[0]
-	return pid, nil
+	t := k.current()
+	t.clearTID = a[0]
+	return uint64(t.tid), nil
 }
 
 const (
@@ -54,10 +52,10 @@ func sysArchPrctl(k *Kernel, a args) (uint64, error) {
 		if a[1] >= maxUserAddr {
 			return 0, unix.EPERM
 		}
-		k.fsBase = a[1]
+		k.current().fsBase = a[1]
 		return 0, nil
 	case archGetFS:
-		return 0, memErr(k.as.putUint64(a[1], k.fsBase))
+		return 0, memErr(k.as.putUint64(a[1], k.current().fsBase))
 	}
 	return 0, unix.EINVAL // CET and the rest: not supported, as on a CPU without them
 }

@@ -124,7 +124,7 @@ func sysClockNanosleep(k *Kernel, a args) (uint64, error) {
 	if isRealtime(a[0]) {
 		deadline -= time.Duration(k.prog.Epoch.UnixNano())
 	}
-	k.sleepUntil = deadline
+	k.block(deadline, 0)
 	return 0, nil
 }
 

@@ -1,0 +1,155 @@
+package linux
+
+import (
+	"encoding/binary"
+	"sort"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Futex operations (the low bits of the op; FUTEX_PRIVATE_FLAG and
+// FUTEX_CLOCK_REALTIME are above them). One process: a private and a
+// shared futex at the same address are the same futex.
+const (
+	futexWait          = 0
+	futexWake          = 1
+	futexRequeue       = 3
+	futexCmpRequeue    = 4
+	futexWaitBitset    = 9
+	futexWakeBitset    = 10
+	futexCmdMask       = 0x7f
+	futexClockRealtime = 256
+)
+
+func init() {
+	register(unix.SYS_FUTEX, "futex", sysFutex)
+}
+
+func sysFutex(k *Kernel, a args) (uint64, error) {
+	addr, op, val := a[0], a[1], uint32(a[2])
+	if addr%4 != 0 {
+		return 0, unix.EINVAL
+	}
+	switch op & futexCmdMask {
+	case futexWait:
+		return k.futexWaitOn(addr, val, ^uint32(0), a[3], false, op&futexClockRealtime != 0)
+	case futexWaitBitset:
+		if a[5] == 0 {
+			return 0, unix.EINVAL
+		}
+		return k.futexWaitOn(addr, val, uint32(a[5]), a[3], true, op&futexClockRealtime != 0)
+	case futexWake:
+		return k.futexWake(addr, int(val), ^uint32(0)), nil
+	case futexWakeBitset:
+		if a[5] == 0 {
+			return 0, unix.EINVAL
+		}
+		return k.futexWake(addr, int(val), uint32(a[5])), nil
+	case futexRequeue, futexCmpRequeue:
+		if op&futexCmdMask == futexCmpRequeue {
+			cur, err := k.loadUint32(addr)
+			if err != nil {
+				return 0, err
+			}
+			if cur != uint32(a[5]) {
+				return 0, unix.EAGAIN
+			}
+		}
+		woken := k.futexWake(addr, int(val), ^uint32(0))
+		moved := uint64(0)
+		for _, t := range k.threads {
+			if moved >= a[3] {
+				break
+			}
+			if t.state == blocked && t.futexAddr == addr {
+				t.futexAddr = a[4]
+				moved++
+			}
+		}
+		return woken + moved, nil
+	}
+	return 0, unix.ENOSYS
+}
+
+func (k *Kernel) loadUint32(addr uint64) (uint32, error) {
+	var b [4]byte
+	if err := k.as.read(addr, b[:]); err != nil {
+		return 0, memErr(err)
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+// futexWaitOn blocks the current thread on addr if it still holds val,
+// until a wake matching mask or the timeout at ts (relative, or absolute
+// on the chosen clock).
+func (k *Kernel) futexWaitOn(addr uint64, val, mask uint32, ts uint64, absolute, realtime bool) (uint64, error) {
+	cur, err := k.loadUint32(addr)
+	if err != nil {
+		return 0, err
+	}
+	if cur != val {
+		return 0, unix.EAGAIN
+	}
+	var deadline time.Duration
+	if ts != 0 {
+		d, err := k.readTimespec(ts)
+		if err != nil {
+			return 0, err
+		}
+		clk := uint64(unix.CLOCK_MONOTONIC)
+		if realtime {
+			clk = unix.CLOCK_REALTIME
+		}
+		now, err := k.now(clk)
+		if err != nil {
+			return 0, err
+		}
+		if absolute {
+			d -= now
+		}
+		if d <= 0 {
+			return 0, unix.ETIMEDOUT
+		}
+		mono, err := k.now(unix.CLOCK_MONOTONIC)
+		if err != nil {
+			return 0, err
+		}
+		deadline = mono + d
+	}
+	t := k.current()
+	t.futexAddr, t.futexMask = addr, mask
+	k.block(deadline, unix.ETIMEDOUT)
+	return 0, nil // what a wake returns; a timeout replaces it
+}
+
+// futexWake wakes up to n threads waiting on addr whose mask meets mask,
+// in the order they started waiting, and returns how many it woke.
+func (k *Kernel) futexWake(addr uint64, n int, mask uint32) uint64 {
+	woken := uint64(0)
+	for _, t := range k.waiters(addr) {
+		if int(woken) >= n {
+			break
+		}
+		if t.futexMask&mask != 0 {
+			k.wake(t, 0)
+			woken++
+		}
+	}
+	if woken > 0 {
+		k.resched = true
+	}
+	return woken
+}
+
+// waiters are the threads blocked on addr, oldest wait first.
+func (k *Kernel) waiters(addr uint64) []*thread {
+	var out []*thread
+	for _, t := range k.threads {
+		if t.state == blocked && t.futexAddr == addr {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].waitSeq < out[j].waitSeq })
+	return out
+}

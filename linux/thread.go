@@ -1,0 +1,180 @@
+package linux
+
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+// threadState is where a thread is in its life.
+type threadState int
+
+const (
+	runnable threadState = iota
+	blocked              // in futex wait or nanosleep
+	exited
+)
+
+// thread is one thread of the program. All threads share the one vCPU:
+// the running one's registers are the vCPU's, the others' are saved here.
+// Switches happen only at the program's own exits and at the interrupts
+// the engine delivers there, so a replay switches exactly where its
+// recording did.
+type thread struct {
+	tid      int
+	state    threadState
+	regs     kvm.Regs // saved while not running
+	fpu      kvm.FPU  // x87 and SSE state, saved while not running
+	fsBase   uint64   // the thread pointer (arch_prctl, CLONE_SETTLS)
+	clearTID uint64   // set_tid_address, CLONE_CHILD_CLEARTID: zeroed and woken at exit
+	// A blocked thread waits for a futex wake on futexAddr (matching
+	// futexMask), or for its deadline (0: none); wakeErr is what the
+	// wait returns if the deadline comes first (ETIMEDOUT), 0 for a
+	// sleep, which returns 0.
+	futexAddr uint64
+	futexMask uint32
+	deadline  time.Duration
+	wakeErr   errno
+	waitSeq   uint64 // when it blocked: futex waiters wake in this order
+}
+
+// maxThreads bounds the threads a program can create (RLIMIT_NPROC-like):
+// each costs host memory for its saved state.
+const maxThreads = 1024
+
+// current is the running thread.
+func (k *Kernel) current() *thread { return k.threads[k.cur] }
+
+// Runnable reports whether any thread can run.
+func (k *Kernel) Runnable() bool {
+	for _, t := range k.threads {
+		if t.state == runnable {
+			return true
+		}
+	}
+	return false
+}
+
+// block stops the current thread until a wake or its deadline (0: none).
+func (k *Kernel) block(deadline time.Duration, onDeadline errno) {
+	t := k.current()
+	k.waitSeq++
+	t.state, t.deadline, t.wakeErr, t.waitSeq = blocked, deadline, onDeadline, k.waitSeq
+	k.resched = true
+}
+
+// wake makes t runnable, its blocking call returning ret.
+func (k *Kernel) wake(t *thread, ret uint64) {
+	t.state, t.deadline, t.futexAddr = runnable, 0, 0
+	k.setReturn(t, ret)
+}
+
+// setReturn sets what t's system call returns: in the vCPU's registers for
+// the running thread, in its saved ones for another.
+func (k *Kernel) setReturn(t *thread, ret uint64) {
+	if t == k.current() {
+		k.m.VCPU().SyncedRegs().RAX = ret
+		k.m.VCPU().MarkRegsDirty()
+		return
+	}
+	t.regs.RAX = ret
+}
+
+// tick wakes the threads whose deadline has come and asks for a switch if
+// another thread can run.
+func (k *Kernel) tick(clock time.Duration) {
+	for _, t := range k.threads {
+		if t.state == blocked && t.deadline != 0 && clock >= t.deadline {
+			k.wake(t, negErrno(t.wakeErr))
+		}
+	}
+	k.resched = true
+}
+
+// reschedule switches to the next runnable thread after the current one,
+// in tid order, if a switch was asked for; with none runnable it leaves
+// the vCPU alone (the machine idles).
+func (k *Kernel) reschedule() error {
+	if !k.resched {
+		return nil
+	}
+	k.resched = false
+	n := len(k.threads)
+	for i := 1; i <= n; i++ {
+		next := (k.cur + i) % n
+		if k.threads[next].state != runnable {
+			continue
+		}
+		if next == k.cur {
+			return nil
+		}
+		return k.switchTo(next)
+	}
+	return nil
+}
+
+// switchTo saves the running thread's state and loads thread i's.
+func (k *Kernel) switchTo(i int) error {
+	c := k.m.VCPU()
+	old, next := k.current(), k.threads[i]
+	old.regs = *c.SyncedRegs()
+	fpu, err := c.FPU()
+	if err != nil {
+		return err
+	}
+	old.fpu = fpu
+	*c.SyncedRegs() = next.regs
+	c.MarkRegsDirty()
+	if err := c.SetFPU(&next.fpu); err != nil {
+		return err
+	}
+	k.cur = i
+	k.switches++
+	return nil
+}
+
+// spawn adds a thread that starts with regs, fpu and fsBase.
+func (k *Kernel) spawn(regs kvm.Regs, fpu kvm.FPU, fsBase uint64) (*thread, error) {
+	live := 0
+	for _, t := range k.threads {
+		if t.state != exited {
+			live++
+		}
+	}
+	if live >= maxThreads {
+		return nil, unix.EAGAIN
+	}
+	k.nextTID++
+	t := &thread{tid: k.nextTID, regs: regs, fpu: fpu, fsBase: fsBase}
+	k.threads = append(k.threads, t)
+	return t, nil
+}
+
+// exitThread ends the current thread: its clear-TID word is zeroed and one
+// waiter on it woken (how pthread_join and musl's thread list learn of
+// it). The last thread's exit ends the program with status.
+func (k *Kernel) exitThread(status uint64) error {
+	t := k.current()
+	if t.clearTID != 0 {
+		if err := k.as.write(t.clearTID, make([]byte, 4)); err == nil {
+			k.futexWake(t.clearTID, 1, ^uint32(0))
+		}
+	}
+	t.state = exited
+	if !k.anyLive() {
+		return exitGroup(status)
+	}
+	k.resched = true
+	return nil
+}
+
+func (k *Kernel) anyLive() bool {
+	for _, t := range k.threads {
+		if t.state != exited {
+			return true
+		}
+	}
+	return false
+}
