@@ -30,6 +30,10 @@ type Program struct {
 	// Epoch is the wall-clock time the program's clock starts at
 	// (CLOCK_REALTIME = Epoch + the machine's clock).
 	Epoch time.Time
+	// Files are the host files the program sees besides its executable;
+	// New reads them, fills in their sizes and hashes, or checks them
+	// against the ones given.
+	Files []File
 }
 
 // The identity a program runs as: an ordinary user, not root, so programs
@@ -47,6 +51,8 @@ type Kernel struct {
 	fr    *frames
 	as    *addressSpace
 	brk   [2]uint64 // the heap: [start, current end)
+	fs    *fileSystem
+	fds   fdTable
 	stats Stats
 
 	threads  []*thread // in creation order: tid order
@@ -114,13 +120,31 @@ func (s Stats) Print(w io.Writer) {
 	}
 }
 
-// New checks a program and returns a kernel that runs it.
+// New checks a program, reads its files, and returns a kernel that runs
+// it.
 func New(p Program) (*Kernel, error) {
 	if err := Check(&p); err != nil {
 		return nil, err
 	}
-	return &Kernel{prog: p, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
+	p.Files = append([]File(nil), p.Files...)
+	fs := newFileSystem()
+	if _, err := fs.add(p.Path, p.Image, 0o755); err != nil {
+		return nil, fmt.Errorf("linux: %w", err)
+	}
+	for i := range p.Files {
+		if err := fs.addHost(&p.Files[i]); err != nil {
+			return nil, fmt.Errorf("linux: %w", err)
+		}
+	}
+	if err := fs.addSystem(); err != nil {
+		return nil, fmt.Errorf("linux: %w", err)
+	}
+	return &Kernel{prog: p, fs: fs, fds: newFDTable(), stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
 }
+
+// Program is the program the kernel runs, its files' sizes and hashes
+// filled in: what a recording keeps.
+func (k *Kernel) Program() Program { return k.prog }
 
 // Stats are the system calls made so far.
 func (k *Kernel) Stats() Stats { return k.stats }

@@ -153,3 +153,42 @@ func TestThreads(t *testing.T) {
 		})
 	}
 }
+
+// Files the host gives the program: read, mapped, listed; files it writes
+// live in memory; /dev/urandom is recorded entropy. Replays match.
+func TestFiles(t *testing.T) {
+	input := filepath.Join(t.TempDir(), "input.txt")
+	require.NoError(t, os.WriteFile(input, []byte("hello, file\n"), 0o644))
+	want := "input: 12 bytes, says: hello, file\nmapped: hello\nread back: written 42\nentry: input.txt\nentry: other\n" +
+		"urandom: 16 bytes\nmissing: -1\nunlinked: -1\n"
+	for _, tc := range []struct {
+		name, cc string
+		flags    []string
+	}{
+		{"musl", "musl-gcc", []string{"-static", "-O2"}},
+		{"glibc", "gcc", []string{"-static", "-O2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := build(t, tc.cc, "files.c", tc.flags...)
+			p := program(t, bin, "files")
+			p.Files = []linux.File{{Guest: "/data/input.txt", Host: input}, {Guest: "/data/other", Host: input}}
+			path, rec, console := recordProgram(t, p, 0)
+			require.Equal(t, uint32(0), rec.Status, console)
+			require.Equal(t, want, console)
+			var out bytes.Buffer
+			rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
+			require.NoError(t, err)
+			require.Equal(t, console, out.String())
+			require.Equal(t, rec.End.RAMHash, rep.End.RAMHash)
+		})
+	}
+
+	// A file that changed since the recording is refused by name.
+	bin := build(t, "musl-gcc", "files.c", "-static", "-O2")
+	p := program(t, bin, "files")
+	p.Files = []linux.File{{Guest: "/data/input.txt", Host: input}, {Guest: "/data/other", Host: input}}
+	path, _, _ := recordProgram(t, p, 0)
+	require.NoError(t, os.WriteFile(input, []byte("hello, FILE\n"), 0o644))
+	_, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &bytes.Buffer{}})
+	require.ErrorContains(t, err, input+" is not the file recorded as /data/input.txt")
+}

@@ -8,169 +8,430 @@ import (
 
 func init() {
 	register(unix.SYS_READ, "read", sysRead)
+	register(unix.SYS_PREAD64, "pread64", sysPread)
+	register(unix.SYS_READV, "readv", sysReadv)
 	register(unix.SYS_WRITE, "write", sysWrite)
+	register(unix.SYS_PWRITE64, "pwrite64", sysPwrite)
 	register(unix.SYS_WRITEV, "writev", sysWritev)
-	register(unix.SYS_IOCTL, "ioctl", sysIoctl)
-	register(unix.SYS_FSTAT, "fstat", sysFstat)
-	register(unix.SYS_NEWFSTATAT, "newfstatat", sysNewfstatat)
-	register(unix.SYS_CLOSE, "close", sysClose)
 	register(unix.SYS_LSEEK, "lseek", sysLseek)
-	register(unix.SYS_FCNTL, "fcntl", sysFcntl)
+	register(unix.SYS_CLOSE, "close", sysClose)
 	register(unix.SYS_OPENAT, "openat", sysOpenat)
 	register(unix.SYS_OPEN, "open", func(k *Kernel, a args) (uint64, error) { return sysOpenat(k, args{atFDCWD, a[0], a[1], a[2]}) })
+	register(unix.SYS_CREAT, "creat", func(k *Kernel, a args) (uint64, error) {
+		return sysOpenat(k, args{atFDCWD, a[0], unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, a[1]})
+	})
+	register(unix.SYS_IOCTL, "ioctl", sysIoctl)
+	register(unix.SYS_FCNTL, "fcntl", sysFcntl)
+	register(unix.SYS_DUP, "dup", func(k *Kernel, a args) (uint64, error) { return sysFcntl(k, args{a[0], unix.F_DUPFD, 0}) })
+	register(unix.SYS_DUP2, "dup2", func(k *Kernel, a args) (uint64, error) { return k.dup3(a[0], a[1], 0, true) })
+	register(unix.SYS_DUP3, "dup3", func(k *Kernel, a args) (uint64, error) { return k.dup3(a[0], a[1], a[2], false) })
+	register(unix.SYS_GETDENTS64, "getdents64", sysGetdents64)
+	register(unix.SYS_UNLINK, "unlink", func(k *Kernel, a args) (uint64, error) { return sysUnlinkat(k, args{atFDCWD, a[0], 0}) })
+	register(unix.SYS_UNLINKAT, "unlinkat", sysUnlinkat)
+	register(unix.SYS_MKDIR, "mkdir", func(k *Kernel, a args) (uint64, error) { return sysMkdirat(k, args{atFDCWD, a[0], a[1]}) })
+	register(unix.SYS_MKDIRAT, "mkdirat", sysMkdirat)
 	register(unix.SYS_ACCESS, "access", func(k *Kernel, a args) (uint64, error) { return sysFaccessat(k, args{atFDCWD, a[0], a[1]}) })
 	register(unix.SYS_FACCESSAT, "faccessat", sysFaccessat)
+	register(unix.SYS_FACCESSAT2, "faccessat2", sysFaccessat)
 	register(unix.SYS_READLINK, "readlink", func(k *Kernel, a args) (uint64, error) { return sysReadlinkat(k, args{atFDCWD, a[0], a[1], a[2]}) })
 	register(unix.SYS_READLINKAT, "readlinkat", sysReadlinkat)
 	register(unix.SYS_GETCWD, "getcwd", sysGetcwd)
+	register(unix.SYS_CHDIR, "chdir", sysChdir)
 }
 
 const atFDCWD = ^uint64(99) // AT_FDCWD, -100
-
-// The program's files are its three standard streams for now: stdin is
-// empty, stdout and stderr go to the machine's console.
-func console(fd uint64) bool { return fd <= 2 }
 
 // maxIO bounds what one read or write moves; the program loops for more,
 // as it must for Linux too.
 const maxIO = 1 << 20
 
-func sysRead(k *Kernel, a args) (uint64, error) {
-	if !console(a[0]) {
-		return 0, unix.EBADF
+// path reads a path argument. Relative paths resolve from dirfd, which
+// must be AT_FDCWD (the working directory is /) or an open directory.
+func (k *Kernel) path(dirfd, va uint64) (string, error) {
+	p, err := k.as.readString(va, unix.PathMax)
+	if err != nil {
+		return "", memErr(err)
 	}
-	return 0, nil // stdin is empty; writing streams are read as end of file
+	if p == "" || p[0] == '/' || dirfd == atFDCWD {
+		return p, nil
+	}
+	d, err := k.fds.get(dirfd)
+	if err != nil {
+		return "", err
+	}
+	if d.node == nil || !d.node.dir {
+		return "", unix.ENOTDIR
+	}
+	dir, ok := k.dirPath(d.node)
+	if !ok {
+		return "", unix.ENOENT
+	}
+	return dir + "/" + p, nil
 }
 
-func sysWrite(k *Kernel, a args) (uint64, error) {
-	if !console(a[0]) {
+// dirPath finds the path of directory n (directories are few and shallow).
+func (k *Kernel) dirPath(n *node) (string, bool) {
+	var walk func(at *node, p string) (string, bool)
+	walk = func(at *node, p string) (string, bool) {
+		if at == n {
+			return p, true
+		}
+		for name, c := range at.children {
+			if c.dir {
+				if found, ok := walk(c, p+"/"+name); ok {
+					return found, true
+				}
+			}
+		}
+		return "", false
+	}
+	return walk(k.fs.root, "")
+}
+
+func (k *Kernel) readFile(f *openFile, b []byte, off int64) (int, error) {
+	switch {
+	case !f.readable():
 		return 0, unix.EBADF
+	case f.console:
+		return 0, nil // stdin is empty
+	case f.node.dir:
+		return 0, unix.EISDIR
+	case f.node.dev != nil:
+		return f.node.dev.read(k, b)
 	}
-	n := min(a[2], maxIO)
-	b := make([]byte, n)
-	if err := k.as.read(a[1], b); err != nil {
-		return 0, memErr(err)
+	if off >= int64(len(f.node.data)) {
+		return 0, nil
 	}
-	_, err := k.m.Console().Write(b)
-	return n, err
+	return copy(b, f.node.data[off:]), nil
+}
+
+func (k *Kernel) writeFile(f *openFile, b []byte, off int64) (int, error) {
+	switch {
+	case !f.writable():
+		return 0, unix.EBADF
+	case f.console:
+		return k.m.Console().Write(b)
+	case f.node.dev != nil:
+		return f.node.dev.write(b)
+	}
+	n := f.node
+	end := off + int64(len(b))
+	if end > int64(len(n.data)) {
+		if k.fs.held+end-int64(len(n.data)) > maxFileBytes {
+			return 0, unix.ENOSPC
+		}
+		k.fs.held += end - int64(len(n.data))
+		n.data = append(n.data, make([]byte, end-int64(len(n.data)))...)
+	}
+	return copy(n.data[off:], b), nil
+}
+
+// rw moves up to n bytes between the guest buffer at va and f at off
+// (-1: at and advancing f's offset).
+func (k *Kernel) rw(fd, va, n uint64, off int64, write bool) (uint64, error) {
+	f, err := k.fds.get(fd)
+	if err != nil {
+		return 0, err
+	}
+	if off < -1 {
+		return 0, unix.EINVAL
+	}
+	at := off
+	if off == -1 {
+		at = f.off
+		if write && f.flags&unix.O_APPEND != 0 && f.node != nil {
+			at = int64(len(f.node.data))
+		}
+	}
+	b := make([]byte, min(n, maxIO))
+	var done int
+	if write {
+		if err := k.as.read(va, b); err != nil {
+			return 0, memErr(err)
+		}
+		done, err = k.writeFile(f, b, at)
+	} else {
+		done, err = k.readFile(f, b, at)
+		if err == nil {
+			err = memErr(k.as.write(va, b[:done]))
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	if off == -1 && !f.console {
+		f.off = at + int64(done)
+	}
+	return uint64(done), nil
+}
+
+func sysRead(k *Kernel, a args) (uint64, error)  { return k.rw(a[0], a[1], a[2], -1, false) }
+func sysWrite(k *Kernel, a args) (uint64, error) { return k.rw(a[0], a[1], a[2], -1, true) }
+func sysPread(k *Kernel, a args) (uint64, error) { return k.rw(a[0], a[1], a[2], int64(a[3]), false) }
+func sysPwrite(k *Kernel, a args) (uint64, error) {
+	return k.rw(a[0], a[1], a[2], int64(a[3]), true)
 }
 
 // maxIOV is IOV_MAX.
 const maxIOV = 1024
 
-func sysWritev(k *Kernel, a args) (uint64, error) {
-	if !console(a[0]) {
-		return 0, unix.EBADF
-	}
-	if a[2] > maxIOV {
+// vectored reads or writes an iovec array, stopping at a short transfer.
+func (k *Kernel) vectored(fd, iov, count uint64, write bool) (uint64, error) {
+	if count > maxIOV {
 		return 0, unix.EINVAL
 	}
 	var total uint64
-	for i := uint64(0); i < a[2] && total < maxIO; i++ {
-		var iov [16]byte
-		if err := k.as.read(a[1]+i*16, iov[:]); err != nil {
+	for i := uint64(0); i < count && total < maxIO; i++ {
+		var v [16]byte
+		if err := k.as.read(iov+i*16, v[:]); err != nil {
 			return 0, memErr(err)
 		}
-		base, n := binary.LittleEndian.Uint64(iov[:]), binary.LittleEndian.Uint64(iov[8:])
+		base, n := binary.LittleEndian.Uint64(v[:]), binary.LittleEndian.Uint64(v[8:])
 		n = min(n, maxIO-total)
-		w, err := sysWrite(k, args{a[0], base, n})
+		done, err := k.rw(fd, base, n, -1, write)
 		if err != nil {
+			if total > 0 {
+				return total, nil
+			}
 			return 0, err
 		}
-		total += w
+		total += done
+		if done < n {
+			break
+		}
 	}
 	return total, nil
 }
 
-// sysIoctl: the standard streams are not terminals.
+func sysReadv(k *Kernel, a args) (uint64, error)  { return k.vectored(a[0], a[1], a[2], false) }
+func sysWritev(k *Kernel, a args) (uint64, error) { return k.vectored(a[0], a[1], a[2], true) }
+
+func sysLseek(k *Kernel, a args) (uint64, error) {
+	f, err := k.fds.get(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if f.console || f.node.dev != nil {
+		return 0, unix.ESPIPE
+	}
+	off := int64(a[1])
+	switch a[2] {
+	case unix.SEEK_SET:
+	case unix.SEEK_CUR:
+		off += f.off
+	case unix.SEEK_END:
+		off += int64(len(f.node.data))
+	default:
+		return 0, unix.EINVAL
+	}
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	f.off = off
+	if f.node.dir {
+		f.dirPos = int(min(off, 1<<30))
+	}
+	return uint64(off), nil
+}
+
+func sysClose(k *Kernel, a args) (uint64, error) {
+	if _, err := k.fds.get(a[0]); err != nil {
+		return 0, err
+	}
+	delete(k.fds, int(a[0]))
+	return 0, nil
+}
+
+func sysOpenat(k *Kernel, a args) (uint64, error) {
+	p, err := k.path(a[0], a[1])
+	if err != nil {
+		return 0, err
+	}
+	flags := a[2]
+	n, err := k.fs.lookup(p)
+	switch {
+	case err == unix.ENOENT && flags&unix.O_CREAT != 0:
+		if _, _, err := k.fs.parent(p); err != nil {
+			return 0, err
+		}
+		if n, err = k.fs.add(p, nil, uint32(a[3])&0o777); err != nil {
+			return 0, unix.ENOSPC
+		}
+	case err != nil:
+		return 0, err
+	case flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL:
+		return 0, unix.EEXIST
+	case flags&unix.O_DIRECTORY != 0 && !n.dir:
+		return 0, unix.ENOTDIR
+	case n.dir && flags&unix.O_ACCMODE != unix.O_RDONLY:
+		return 0, unix.EISDIR
+	}
+	if flags&unix.O_TRUNC != 0 && !n.dir && n.dev == nil && flags&unix.O_ACCMODE != unix.O_RDONLY {
+		k.fs.held -= int64(len(n.data))
+		n.data = nil
+	}
+	fd, err := k.fds.install(&openFile{node: n, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
+	return uint64(fd), err
+}
+
+// sysIoctl: no descriptor is a terminal.
 func sysIoctl(k *Kernel, a args) (uint64, error) {
-	if !console(a[0]) {
-		return 0, unix.EBADF
+	if _, err := k.fds.get(a[0]); err != nil {
+		return 0, err
 	}
 	return 0, unix.ENOTTY
 }
 
-// consoleStat is what fstat says of a standard stream: a character device
-// that is not a terminal, owned by the program's user.
-func consoleStat() []byte {
-	var b [144]byte
-	binary.LittleEndian.PutUint64(b[0:], 0x16)                // st_dev
-	binary.LittleEndian.PutUint64(b[16:], 1)                  // st_nlink
-	binary.LittleEndian.PutUint32(b[24:], unix.S_IFCHR|0o620) // st_mode
-	binary.LittleEndian.PutUint32(b[28:], uid)                // st_uid
-	binary.LittleEndian.PutUint32(b[32:], gid)                // st_gid
-	binary.LittleEndian.PutUint64(b[40:], unix.Mkdev(136, 0)) // st_rdev
-	binary.LittleEndian.PutUint64(b[56:], 1024)               // st_blksize
-	return b[:]
-}
-
-func sysFstat(k *Kernel, a args) (uint64, error) {
-	if !console(a[0]) {
-		return 0, unix.EBADF
-	}
-	return 0, memErr(k.as.write(a[1], consoleStat()))
-}
-
-func sysNewfstatat(k *Kernel, a args) (uint64, error) {
-	path, err := k.as.readString(a[1], unix.PathMax)
-	if err != nil {
-		return 0, memErr(err)
-	}
-	if path == "" && a[3]&unix.AT_EMPTY_PATH != 0 {
-		return sysFstat(k, args{a[0], a[2]})
-	}
-	return 0, unix.ENOENT
-}
-
-func sysClose(k *Kernel, a args) (uint64, error) {
-	if !console(a[0]) {
-		return 0, unix.EBADF
-	}
-	return 0, nil
-}
-
-func sysLseek(k *Kernel, a args) (uint64, error) {
-	if !console(a[0]) {
-		return 0, unix.EBADF
-	}
-	return 0, unix.ESPIPE
-}
-
 func sysFcntl(k *Kernel, a args) (uint64, error) {
-	if !console(a[0]) {
-		return 0, unix.EBADF
+	f, err := k.fds.get(a[0])
+	if err != nil {
+		return 0, err
 	}
+	e := k.fds[int(a[0])]
 	switch a[1] {
+	case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
+		if a[2] >= maxFDs {
+			return 0, unix.EINVAL
+		}
+		fd, err := k.fds.install(f, a[1] == unix.F_DUPFD_CLOEXEC, int(a[2]))
+		return uint64(fd), err
+	case unix.F_GETFD:
+		if e.cloexec {
+			return unix.FD_CLOEXEC, nil
+		}
+		return 0, nil
+	case unix.F_SETFD:
+		e.cloexec = a[2]&unix.FD_CLOEXEC != 0
+		return 0, nil
 	case unix.F_GETFL:
-		return unix.O_RDWR, nil
-	case unix.F_GETFD, unix.F_SETFD, unix.F_SETFL:
+		return f.flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_CLOEXEC), nil
+	case unix.F_SETFL:
+		const settable = unix.O_APPEND | unix.O_NONBLOCK
+		f.flags = f.flags&^settable | a[2]&settable
 		return 0, nil
 	}
 	return 0, unix.EINVAL
 }
 
-// sysOpenat: there are no files yet but the standard streams.
-func sysOpenat(k *Kernel, a args) (uint64, error) {
-	if _, err := k.as.readString(a[1], unix.PathMax); err != nil {
-		return 0, memErr(err)
+func (k *Kernel) dup3(oldfd, newfd, flags uint64, dup2 bool) (uint64, error) {
+	f, err := k.fds.get(oldfd)
+	if err != nil {
+		return 0, err
 	}
-	return 0, unix.ENOENT
+	switch {
+	case newfd >= maxFDs:
+		return 0, unix.EBADF
+	case oldfd == newfd && dup2:
+		return newfd, nil
+	case oldfd == newfd || flags&^unix.O_CLOEXEC != 0:
+		return 0, unix.EINVAL
+	}
+	k.fds[int(newfd)] = &fdEntry{file: f, cloexec: flags&unix.O_CLOEXEC != 0}
+	return newfd, nil
+}
+
+func sysGetdents64(k *Kernel, a args) (uint64, error) {
+	f, err := k.fds.get(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if f.node == nil || !f.node.dir {
+		return 0, unix.ENOTDIR
+	}
+	names := append([]string{".", ".."}, f.node.names()...)
+	var out []byte
+	for ; f.dirPos < len(names); f.dirPos++ {
+		name := names[f.dirPos]
+		ino, typ := f.node.ino, uint8(unix.DT_DIR)
+		if c, ok := f.node.children[name]; ok {
+			ino = c.ino
+			if !c.dir {
+				typ = unix.DT_REG
+			}
+		}
+		reclen := (19 + len(name) + 1 + 7) &^ 7
+		if uint64(len(out)+reclen) > min(a[2], maxIO) {
+			if len(out) == 0 {
+				return 0, unix.EINVAL
+			}
+			break
+		}
+		rec := make([]byte, reclen)
+		binary.LittleEndian.PutUint64(rec, ino)
+		binary.LittleEndian.PutUint64(rec[8:], uint64(f.dirPos+1)) // d_off: the next entry's position
+		binary.LittleEndian.PutUint16(rec[16:], uint16(reclen))
+		rec[18] = typ
+		copy(rec[19:], name)
+		out = append(out, rec...)
+	}
+	return uint64(len(out)), memErr(k.as.write(a[1], out))
+}
+
+func sysUnlinkat(k *Kernel, a args) (uint64, error) {
+	p, err := k.path(a[0], a[1])
+	if err != nil {
+		return 0, err
+	}
+	d, name, err := k.fs.parent(p)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := d.children[name]
+	switch {
+	case !ok:
+		return 0, unix.ENOENT
+	case n.dir && a[2]&unix.AT_REMOVEDIR == 0:
+		return 0, unix.EISDIR
+	case n.dir && len(n.children) > 0:
+		return 0, unix.ENOTEMPTY
+	case !n.dir && a[2]&unix.AT_REMOVEDIR != 0:
+		return 0, unix.ENOTDIR
+	}
+	delete(d.children, name)
+	return 0, nil
+}
+
+func sysMkdirat(k *Kernel, a args) (uint64, error) {
+	p, err := k.path(a[0], a[1])
+	if err != nil {
+		return 0, err
+	}
+	d, name, err := k.fs.parent(p)
+	if err != nil {
+		return 0, err
+	}
+	if _, ok := d.children[name]; ok {
+		return 0, unix.EEXIST
+	}
+	d.children[name] = k.fs.newNode(true, uint32(a[2])&0o777)
+	return 0, nil
 }
 
 func sysFaccessat(k *Kernel, a args) (uint64, error) {
-	if _, err := k.as.readString(a[1], unix.PathMax); err != nil {
-		return 0, memErr(err)
+	p, err := k.path(a[0], a[1])
+	if err != nil {
+		return 0, err
 	}
-	return 0, unix.ENOENT
+	n, err := k.fs.lookup(p)
+	if err != nil {
+		return 0, err
+	}
+	if a[2]&unix.X_OK != 0 && !n.dir && n.mode&0o111 == 0 {
+		return 0, unix.EACCES
+	}
+	return 0, nil
 }
 
 func sysReadlinkat(k *Kernel, a args) (uint64, error) {
-	path, err := k.as.readString(a[1], unix.PathMax)
+	p, err := k.path(a[0], a[1])
 	if err != nil {
-		return 0, memErr(err)
+		return 0, err
 	}
-	if path != "/proc/self/exe" {
-		return 0, unix.ENOENT
+	if p != "/proc/self/exe" {
+		if _, err := k.fs.lookup(p); err != nil {
+			return 0, err
+		}
+		return 0, unix.EINVAL // not a link: there are none
 	}
 	target := []byte(k.prog.Path)
 	n := min(uint64(len(target)), a[3])
@@ -182,4 +443,16 @@ func sysGetcwd(k *Kernel, a args) (uint64, error) {
 		return 0, unix.ERANGE
 	}
 	return 2, memErr(k.as.write(a[0], []byte("/\x00")))
+}
+
+// sysChdir: the working directory stays /; changing it is refused.
+func sysChdir(k *Kernel, a args) (uint64, error) {
+	p, err := k.as.readString(a[0], unix.PathMax)
+	if err != nil {
+		return 0, memErr(err)
+	}
+	if clean(p) == "/" {
+		return 0, nil
+	}
+	return 0, unix.EACCES
 }

@@ -65,10 +65,26 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 	switch {
 	case !ok || length == 0 || a[1] > maxUserAddr:
 		return 0, unix.EINVAL
-	case flags&unix.MAP_ANONYMOUS == 0:
-		return 0, unix.ENODEV // files are not mapped yet
 	case flags&(unix.MAP_SHARED|unix.MAP_PRIVATE) == 0:
 		return 0, unix.EINVAL
+	}
+	var file *node
+	if flags&unix.MAP_ANONYMOUS == 0 {
+		f, err := k.fds.get(a[4])
+		if err != nil {
+			return 0, err
+		}
+		switch {
+		case f.console || f.node.dir || f.node.dev != nil:
+			return 0, unix.ENODEV
+		case a[5]&pageMask != 0:
+			return 0, unix.EINVAL
+		case flags&unix.MAP_SHARED != 0 && a[2]&unix.PROT_WRITE != 0:
+			return 0, unix.ENODEV // writes through a shared mapping would not reach the file
+		case !f.readable():
+			return 0, unix.EACCES
+		}
+		file = f.node
 	}
 	fixed := flags&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) != 0
 	switch {
@@ -98,6 +114,16 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 	if err := k.as.mapRange(addr, addr+length, p); err != nil {
 		_ = k.as.unmap(addr, addr+length)
 		return 0, memErr(err)
+	}
+	if file != nil {
+		// A private copy of the file's pages; past the end of the file,
+		// zeros (Linux would raise SIGBUS there, past the last page).
+		if off := a[5]; off < uint64(len(file.data)) {
+			data := file.data[off:]
+			if err := k.as.load(addr, data[:min(uint64(len(data)), length)]); err != nil {
+				return 0, err
+			}
+		}
 	}
 	return addr, nil
 }

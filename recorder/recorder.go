@@ -142,9 +142,12 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	var affinity []int
 	hostCPU := 0
 	if o.Linux != nil {
-		if kernel, err = linux.New(*o.Linux); err != nil {
+		k, err := linux.New(*o.Linux)
+		if err != nil {
 			return nil, err
 		}
+		prog := k.Program() // its files' sizes and hashes filled in
+		o.Linux, kernel = &prog, k
 		if hostCPU, err = firstCPU(); err != nil {
 			return nil, err
 		}
@@ -278,6 +281,9 @@ func header(o Options, source tape.PositionSource, hostCPU int) *tape.Header {
 	}
 	if p := o.Linux; p != nil {
 		h.Linux = &tape.Linux{Path: p.Path, Argv: p.Argv, Env: p.Env, Random: p.Random, Epoch: p.Epoch, HostCPU: hostCPU}
+		for _, f := range p.Files {
+			h.Linux.Files = append(h.Linux.Files, tape.File(f))
+		}
 	}
 	if h.MemBytes == 0 {
 		h.MemBytes = vmm.DefaultMemBytes

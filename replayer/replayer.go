@@ -201,7 +201,11 @@ func linuxKernel(path string, h *tape.Header) (vmm.Kernel, error) {
 		return nil, fmt.Errorf("replayer: the executable embedded in %s does not match its recorded SHA-256", path)
 	}
 	l := h.Linux
-	k, err := linux.New(linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch})
+	p := linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch}
+	for _, f := range l.Files {
+		p.Files = append(p.Files, linux.File(f))
+	}
+	k, err := linux.New(p)
 	if err != nil {
 		return nil, fmt.Errorf("replayer: %s: %w", path, err)
 	}

@@ -327,6 +327,10 @@ func TestForgedHeaderFields(t *testing.T) {
 		"linux no path": {func(j *headerJSON) {
 			j.Linux = &linuxJSON{Argv: []string{"x"}, Random: strings.Repeat("00", 16)}
 		}, "Linux program path of 0 bytes"},
+		"linux relative file": {func(j *headerJSON) {
+			j.Linux = &linuxJSON{Path: "/bin/x", Argv: []string{"x"}, Random: strings.Repeat("00", 16),
+				Files: []fileJSON{{Guest: "data", Host: "/x", SHA256: strings.Repeat("00", 32)}}}
+		}, "paths must be absolute"},
 		"linux random": {func(j *headerJSON) {
 			j.Linux = &linuxJSON{Path: "/bin/x", Argv: []string{"x"}, Random: "zz"}
 		}, "not 32 hex digits"},

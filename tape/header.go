@@ -91,7 +91,21 @@ type Linux struct {
 	// HostCPU is the host CPU the vCPU was pinned to: where CPUID runs
 	// natively in user mode (PVM), its answers name it.
 	HostCPU int
+	// Files are the host files the program saw, named by content like
+	// Disk: a replay reads them again and refuses one that changed.
+	Files []File
 }
+
+// File is a host file a Linux program saw at a guest path.
+type File struct {
+	Guest  string
+	Host   string
+	Size   int64
+	SHA256 [32]byte
+}
+
+// MaxFiles bounds the files a Linux program's header lists.
+const MaxFiles = 4096
 
 // Disk identifies the read-only base image a recording's disk started from.
 // Its contents are not on the tape: a replay reads them from the same file
@@ -121,12 +135,20 @@ type headerJSON struct {
 }
 
 type linuxJSON struct {
-	Path    string    `json:"path"`
-	Argv    []string  `json:"argv"`
-	Env     []string  `json:"env"`
-	Random  string    `json:"random"` // hex
-	Epoch   time.Time `json:"epoch"`
-	HostCPU int       `json:"host_cpu"`
+	Path    string     `json:"path"`
+	Argv    []string   `json:"argv"`
+	Env     []string   `json:"env"`
+	Random  string     `json:"random"` // hex
+	Epoch   time.Time  `json:"epoch"`
+	HostCPU int        `json:"host_cpu"`
+	Files   []fileJSON `json:"files,omitempty"`
+}
+
+type fileJSON struct {
+	Guest  string `json:"guest"`
+	Host   string `json:"host"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"` // hex
 }
 
 type diskJSON struct {
@@ -177,6 +199,14 @@ func (h *Header) check() string {
 		if h.Linux.HostCPU < 0 || h.Linux.HostCPU >= maxHostCPUs {
 			return fmt.Sprintf("Linux program: host CPU %d (want 0 to %d)", h.Linux.HostCPU, maxHostCPUs-1)
 		}
+		if len(h.Linux.Files) > MaxFiles {
+			return fmt.Sprintf("Linux program lists %d files, more than %d", len(h.Linux.Files), MaxFiles)
+		}
+		for _, f := range h.Linux.Files {
+			if !filepath.IsAbs(f.Guest) || !filepath.IsAbs(f.Host) || f.Size < 0 || len(f.Guest) > abi.LinuxMaxPath || len(f.Host) > abi.LinuxMaxPath {
+				return fmt.Sprintf("Linux program file %q (host %q, %d bytes): paths must be absolute, the size not negative", f.Guest, f.Host, f.Size)
+			}
+		}
 	}
 	if h.MemBytes != 0 {
 		if err := abi.CheckRAMSize(h.MemBytes); err != nil {
@@ -226,6 +256,9 @@ func encodeHeader(h *Header) ([]byte, error) {
 	}
 	if l := h.Linux; l != nil {
 		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU}
+		for _, f := range l.Files {
+			j.Linux.Files = append(j.Linux.Files, fileJSON{Guest: f.Guest, Host: f.Host, Size: f.Size, SHA256: hex.EncodeToString(f.SHA256[:])})
+		}
 	}
 	if h.Disk != nil {
 		j.Disk = &diskJSON{Path: h.Disk.Path, Bytes: h.Disk.Bytes, SHA256: hex.EncodeToString(h.Disk.SHA256[:])}
@@ -295,6 +328,19 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		}
 		if _, err := hex.Decode(h.Linux.Random[:], []byte(l.Random)); err != nil {
 			return nil, 0, fmt.Sprintf("Linux program random %q is not 32 hex digits", l.Random)
+		}
+		if len(l.Files) > MaxFiles {
+			return nil, 0, fmt.Sprintf("Linux program lists %d files, more than %d", len(l.Files), MaxFiles)
+		}
+		for _, f := range l.Files {
+			file := File{Guest: f.Guest, Host: f.Host, Size: f.Size}
+			if len(f.SHA256) != 2*len(file.SHA256) {
+				return nil, 0, fmt.Sprintf("file %q: sha256 %q is not 64 hex digits", f.Guest, f.SHA256)
+			}
+			if _, err := hex.Decode(file.SHA256[:], []byte(f.SHA256)); err != nil {
+				return nil, 0, fmt.Sprintf("file %q: sha256 %q is not 64 hex digits", f.Guest, f.SHA256)
+			}
+			h.Linux.Files = append(h.Linux.Files, file)
 		}
 	}
 	if len(j.Image.SHA256) != 2*len(h.Image.SHA256) {

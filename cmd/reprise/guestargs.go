@@ -162,7 +162,11 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err != nil {
 		return nil, err
 	}
-	p := &linux.Program{Path: abs, Image: raw, Argv: append([]string{argv0}, rest...), Env: env, Epoch: time.Now()}
+	files, err := programFiles(f.files)
+	if err != nil {
+		return nil, err
+	}
+	p := &linux.Program{Path: abs, Image: raw, Argv: append([]string{argv0}, rest...), Env: env, Epoch: time.Now(), Files: files}
 	if _, err := rand.Read(p.Random[:]); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
@@ -170,6 +174,27 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 		return nil, &exitError{exitFailure, err}
 	}
 	return &guestSpec{linux: p}, nil
+}
+
+// programFiles resolves the --file flags.
+func programFiles(flags []string) ([]linux.File, error) {
+	var out []linux.File
+	for _, spec := range flags {
+		host, guest, ok := strings.Cut(spec, ":")
+		if !ok {
+			abs, err := filepath.Abs(host)
+			if err != nil {
+				return nil, &exitError{exitUsage, err}
+			}
+			guest = abs
+		}
+		files, err := linux.Mount(host, guest)
+		if err != nil {
+			return nil, &exitError{exitFailure, fmt.Errorf("--file %s: %w", spec, err)}
+		}
+		out = append(out, files...)
+	}
+	return out, nil
 }
 
 // baseEnv is a Linux program's environment before --env: small and fixed,

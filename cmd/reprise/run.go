@@ -24,6 +24,7 @@ type machineFlags struct {
 	udp     string
 	pcap    string
 	env     []string // a Linux program's --env
+	files   []string // a Linux program's --file HOST[:GUEST]
 }
 
 // net is the network backend the flags ask for, or nil.
@@ -45,6 +46,7 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.udp, "udp", "", "attach the NIC to a user-mode UDP network: datagrams to this loopback address (e.g. 127.0.0.1:7777) reach the guest's port of the same number")
 	cmd.Flags().StringVar(&f.pcap, "net-input", "", "feed this packet capture (pcap, Ethernet) to the NIC as the guest's network input")
 	cmd.Flags().StringArrayVar(&f.env, "env", nil, "NAME=VALUE added to a Linux program's environment (repeatable)")
+	cmd.Flags().StringArrayVar(&f.files, "file", nil, "HOST[:GUEST] a host file or directory a Linux program sees at GUEST (default: the same path); its contents are recorded by hash (repeatable)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
 }

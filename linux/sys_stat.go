@@ -1,0 +1,141 @@
+package linux
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(unix.SYS_FSTAT, "fstat", sysFstat)
+	register(unix.SYS_NEWFSTATAT, "newfstatat", sysNewfstatat)
+	register(unix.SYS_STAT, "stat", func(k *Kernel, a args) (uint64, error) { return sysNewfstatat(k, args{atFDCWD, a[0], a[1], 0}) })
+	register(unix.SYS_LSTAT, "lstat", func(k *Kernel, a args) (uint64, error) { return sysNewfstatat(k, args{atFDCWD, a[0], a[1], 0}) })
+	register(unix.SYS_STATX, "statx", sysStatx)
+}
+
+// Device numbers the stat calls report.
+const (
+	rootDev = 0x801 // the file system
+	pipeDev = 0xc   // pipefs: the standard streams
+)
+
+// attrs is what the stat calls say of a file.
+type attrs struct {
+	dev, ino, nlink, rdev uint64
+	mode                  uint32
+	size                  int64
+}
+
+// attrsOf describes an open file or a node (f nil).
+func attrsOf(f *openFile, n *node) attrs {
+	if f != nil && f.console {
+		// A pipe, as when a program's output is piped on the host: the C
+		// library buffers it the same way.
+		return attrs{dev: pipeDev, ino: 1, nlink: 1, mode: unix.S_IFIFO | 0o600}
+	}
+	if f != nil {
+		n = f.node
+	}
+	a := attrs{dev: rootDev, ino: n.ino, nlink: 1, mode: n.mode, size: int64(len(n.data))}
+	switch {
+	case n.dir:
+		a.mode |= unix.S_IFDIR
+		a.nlink, a.size = 2, pageSize
+	case n.dev != nil:
+		a.mode |= unix.S_IFCHR
+		a.rdev, a.size = unix.Mkdev(1, 3), 0
+	default:
+		a.mode |= unix.S_IFREG
+	}
+	return a
+}
+
+// stat is struct stat; times are the program's epoch.
+func (k *Kernel) stat(a attrs) []byte {
+	var b [144]byte
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], a.dev)
+	le.PutUint64(b[8:], a.ino)
+	le.PutUint64(b[16:], a.nlink)
+	le.PutUint32(b[24:], a.mode)
+	le.PutUint32(b[28:], uid)
+	le.PutUint32(b[32:], gid)
+	le.PutUint64(b[40:], a.rdev)
+	le.PutUint64(b[48:], uint64(a.size))
+	le.PutUint64(b[56:], pageSize)
+	le.PutUint64(b[64:], uint64((a.size+511)/512))
+	sec := uint64(k.prog.Epoch.Unix())
+	for _, off := range []int{72, 88, 104} { // atime, mtime, ctime
+		le.PutUint64(b[off:], sec)
+	}
+	return b[:]
+}
+
+func sysFstat(k *Kernel, a args) (uint64, error) {
+	f, err := k.fds.get(a[0])
+	if err != nil {
+		return 0, err
+	}
+	return 0, memErr(k.as.write(a[1], k.stat(attrsOf(f, nil))))
+}
+
+// statTarget resolves the stat calls' (dirfd, path, AT_EMPTY_PATH).
+func (k *Kernel) statTarget(dirfd, path, flags uint64) (attrs, error) {
+	p, err := k.as.readString(path, unix.PathMax)
+	if err != nil {
+		return attrs{}, memErr(err)
+	}
+	if p == "" && flags&unix.AT_EMPTY_PATH != 0 {
+		f, err := k.fds.get(dirfd)
+		if err != nil {
+			return attrs{}, err
+		}
+		return attrsOf(f, nil), nil
+	}
+	full, err := k.path(dirfd, path)
+	if err != nil {
+		return attrs{}, err
+	}
+	n, err := k.fs.lookup(full)
+	if err != nil {
+		return attrs{}, err
+	}
+	return attrsOf(nil, n), nil
+}
+
+func sysNewfstatat(k *Kernel, a args) (uint64, error) {
+	at, err := k.statTarget(a[0], a[1], a[3])
+	if err != nil {
+		return 0, err
+	}
+	return 0, memErr(k.as.write(a[2], k.stat(at)))
+}
+
+// sysStatx fills struct statx with what stat reports.
+func sysStatx(k *Kernel, a args) (uint64, error) {
+	at, err := k.statTarget(a[0], a[1], a[2])
+	if err != nil {
+		return 0, err
+	}
+	var b [256]byte
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], unix.STATX_BASIC_STATS)
+	le.PutUint32(b[4:], pageSize)
+	le.PutUint32(b[16:], uint32(at.nlink))
+	le.PutUint32(b[20:], uid)
+	le.PutUint32(b[24:], gid)
+	le.PutUint16(b[28:], uint16(at.mode))
+	le.PutUint64(b[32:], at.ino)
+	le.PutUint64(b[40:], uint64(at.size))
+	le.PutUint64(b[48:], uint64((at.size+511)/512))
+	sec := uint64(k.prog.Epoch.Unix())
+	for _, off := range []int{64, 80, 96, 112} { // atime, btime, ctime, mtime
+		le.PutUint64(b[off:], sec)
+	}
+	le.PutUint32(b[128:], uint32(at.rdev>>8))
+	le.PutUint32(b[132:], uint32(at.rdev&0xff))
+	le.PutUint32(b[136:], uint32(at.dev>>8))
+	le.PutUint32(b[140:], uint32(at.dev&0xff))
+	return 0, memErr(k.as.write(a[4], b[:]))
+}
