@@ -61,6 +61,7 @@ type Kernel struct {
 	resched  bool   // switch threads at the next chance
 	waitSeq  uint64 // counts blocking waits (thread.waitSeq)
 	switches uint64
+	tscSites map[uint64]bool // patched RDTSCs (tsc.go)
 }
 
 // Stats counts the system calls a run made.
@@ -139,7 +140,7 @@ func New(p Program) (*Kernel, error) {
 	if err := fs.addSystem(); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
-	return &Kernel{prog: p, fs: fs, fds: newFDTable(), stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
+	return &Kernel{prog: p, fs: fs, fds: newFDTable(), tscSites: map[uint64]bool{}, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
 }
 
 // Program is the program the kernel runs, its files' sizes and hashes
@@ -174,10 +175,13 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	if err != nil {
 		return fmt.Errorf("linux: %s: %w", k.prog.Path, err)
 	}
-	if x.interp != "" {
-		return fmt.Errorf("linux: %s is dynamically linked (interpreter %s): only static executables run yet", k.prog.Path, x.interp)
-	}
 	k.brk = [2]uint64{x.brk, x.brk}
+	entry := x.entry
+	if x.interp != "" {
+		if entry, err = k.loadInterp(x); err != nil {
+			return err
+		}
+	}
 	k.nextTID = pid - 1
 	if _, err := k.spawn(kvm.Regs{}, kvm.FPU{}, 0); err != nil { // the main thread: tid = pid
 		return err
@@ -189,7 +193,36 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	if err != nil {
 		return fmt.Errorf("linux: initial stack: %w", err)
 	}
-	return k.enter(x.entry, sp)
+	return k.enter(entry, sp)
+}
+
+// loadInterp loads the dynamic loader x asks for, below the mmap area's
+// top as Linux does, and returns its entry point.
+func (k *Kernel) loadInterp(x *executable) (uint64, error) {
+	n, err := k.fs.lookup(x.interp)
+	if err != nil || n.dir || n.dev != nil {
+		return 0, fmt.Errorf("linux: %s needs its loader %s, which the program's files do not hold (reprise adds the host's by default)", k.prog.Path, x.interp)
+	}
+	size, err := span(n.data)
+	if err != nil {
+		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
+	}
+	base, ok := k.as.findFree(size)
+	if !ok {
+		return 0, fmt.Errorf("linux: no room for the loader %s", x.interp)
+	}
+	ld, err := load(k.as, n.data, base)
+	if err != nil {
+		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
+	}
+	if !ld.dynamic {
+		return 0, fmt.Errorf("linux: loader %s is not position-independent", x.interp)
+	}
+	if err := k.patchTSC(ld); err != nil {
+		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
+	}
+	x.interpBase = base
+	return ld.entry, nil
 }
 
 // hwcap is AT_HWCAP: CPUID leaf 1's EDX, as Linux gives it.
@@ -287,6 +320,9 @@ func (k *Kernel) trap() error {
 		frame[i] = v
 	}
 	vector := frame[0]
+	if vector == 6 && k.tscSites[frame[2]] {
+		return k.emulateTSC(regs, frame[2])
+	}
 	faulting := *regs
 	faulting.RIP, faulting.RFLAGS, faulting.RSP = frame[2], frame[4], frame[5]
 	cr2 := c.SyncedSregs().CR2

@@ -192,3 +192,25 @@ func TestFiles(t *testing.T) {
 	_, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &bytes.Buffer{}})
 	require.ErrorContains(t, err, input+" is not the file recorded as /data/input.txt")
 }
+
+// A dynamically linked glibc program: the host's loader and libraries,
+// found as ldd finds them, recorded by hash; the loader's RDTSCs answered
+// from the recorded clock.
+func TestDynamic(t *testing.T) {
+	bin := build(t, "gcc", "hello.c", "-O2")
+	p := program(t, bin, "hello", "x")
+	deps, err := linux.Dependencies(p.Image)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(deps), 2, "the loader and libc")
+	p.Files = deps
+	path, rec, console := recordProgram(t, p, time.Millisecond)
+	require.Equal(t, uint32(3), rec.Status, console)
+	require.Contains(t, console, "hello from hello with 2 args\n")
+	for i := 0; i < 3; i++ {
+		var out bytes.Buffer
+		rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
+		require.NoError(t, err)
+		require.Equal(t, console, out.String())
+		require.Equal(t, rec.End.RAMHash, rep.End.RAMHash)
+	}
+}

@@ -36,9 +36,14 @@ type executable struct {
 	entry   uint64
 	phdr    uint64 // address of the program headers in memory
 	phnum   int
-	brk     uint64 // the first page past the highest segment
-	interp  string // PT_INTERP: the dynamic loader it asks for ("": static)
-	dynamic bool   // ET_DYN
+	brk     uint64    // the first page past the highest segment
+	interp  string    // PT_INTERP: the dynamic loader it asks for ("": static)
+	dynamic bool      // ET_DYN
+	base    uint64    // where an ET_DYN was loaded
+	span    uint64    // the bytes its segments cover from base
+	text    [2]uint64 // its .text section in memory, [start, end)
+	// interpBase is where the loader was put (AT_BASE; 0: static).
+	interpBase uint64
 }
 
 // maxSegments bounds the PT_LOAD segments of an executable (a file is as
@@ -62,6 +67,10 @@ func load(as *addressSpace, raw []byte, base uint64) (*executable, error) {
 	x := &executable{dynamic: f.Type == elf.ET_DYN}
 	if !x.dynamic {
 		base = 0
+	}
+	x.base = base
+	if t := f.Section(".text"); t != nil {
+		x.text = [2]uint64{base + t.Addr, base + t.Addr + t.Size}
 	}
 	var loads []*elf.Prog
 	for _, p := range f.Progs {
@@ -105,7 +114,28 @@ func load(as *addressSpace, raw []byte, base uint64) (*executable, error) {
 	}
 	x.entry = base + f.Entry
 	x.phnum = len(f.Progs)
+	x.span = x.brk - base
 	return x, nil
+}
+
+// span is the memory the PT_LOAD segments of the ELF file raw cover, from
+// address 0: what an ET_DYN needs free to be loaded.
+func span(raw []byte) (uint64, error) {
+	f, err := elf.NewFile(bytes.NewReader(raw))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var end uint64
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Vaddr+p.Memsz >= p.Vaddr {
+			end = max(end, pageUp(p.Vaddr+p.Memsz))
+		}
+	}
+	if end == 0 || end > maxUserAddr {
+		return 0, fmt.Errorf("segments spanning %#x bytes", end)
+	}
+	return end, nil
 }
 
 // phoff is the file offset of the program headers (e_phoff; the file is a
@@ -169,7 +199,7 @@ func stackImage(as *addressSpace, top uint64, x *executable, execfn string, argv
 	}
 	auxv := []uint64{
 		atPHDR, x.phdr, atPHENT, 56, atPHNUM, uint64(x.phnum), atPAGESZ, pageSize,
-		atBASE, 0, atFLAGS, 0, atENTRY, x.entry,
+		atBASE, x.interpBase, atFLAGS, 0, atENTRY, x.entry,
 		atUID, uid, atEUID, uid, atGID, gid, atEGID, gid,
 		atPLATFORM, platform, atHWCAP, hwcap, atCLKTCK, 100, atSECURE, 0,
 		atRANDOM, rnd, atHWCAP2, 0, atEXECFN, fn, atNull, 0,

@@ -162,7 +162,7 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := programFiles(f.files)
+	files, err := programFiles(raw, f.files)
 	if err != nil {
 		return nil, err
 	}
@@ -176,8 +176,14 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	return &guestSpec{linux: p}, nil
 }
 
-// programFiles resolves the --file flags.
-func programFiles(flags []string) ([]linux.File, error) {
+// programFiles is what a Linux program sees: the loader and libraries it
+// needs (found on the host as ldd finds them), then the --file flags,
+// which replace a library of the same guest path.
+func programFiles(image []byte, flags []string) ([]linux.File, error) {
+	deps, err := linux.Dependencies(image)
+	if err != nil {
+		return nil, &exitError{exitFailure, err}
+	}
 	var out []linux.File
 	for _, spec := range flags {
 		host, guest, ok := strings.Cut(spec, ":")
@@ -193,6 +199,15 @@ func programFiles(flags []string) ([]linux.File, error) {
 			return nil, &exitError{exitFailure, fmt.Errorf("--file %s: %w", spec, err)}
 		}
 		out = append(out, files...)
+	}
+	given := map[string]bool{}
+	for _, f := range out {
+		given[f.Guest] = true
+	}
+	for _, d := range deps {
+		if !given[d.Guest] {
+			out = append(out, d)
+		}
 	}
 	return out, nil
 }
