@@ -3,6 +3,7 @@ package linux
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/reprise-vm/reprise/vmm/memory"
@@ -27,28 +28,40 @@ type vma struct {
 // addressSpace is a process's virtual memory: the page tables the guest
 // CPU walks, which the VMM alone writes, and the ranges mapped in them.
 // Every accessible page has a frame from the moment it is mapped.
+//
+// The page tables are never changed in place once the guest may have
+// walked them: where KVM shadows guest page tables (PVM hosts: shadow
+// paging), it keeps a shadow per table frame and learns of changes only
+// from the guest's own writes, which it write-protects; the VMM's writes
+// from the host go unseen, and a reused or rewritten table would be
+// walked through a stale shadow. So a change copies the tables on its
+// path to fresh frames — never used before, by anything — up to a new
+// root (the new CR3), and the tables it replaced are never tables again.
+// Tables built since the last time the guest ran are fresh and change in
+// place. (With EPT the guest walks its tables itself, and the new CR3 is
+// the TLB flush.)
 type addressSpace struct {
-	ram   *memory.RAM
-	fr    *frames
-	roots [2]uint64 // two PML4s with the same entries (see flush)
-	cur   int       // the one in CR3
-	pages map[uint64]uint64
-	vmas  []vma // sorted, disjoint
-	stale bool  // a translation was removed or narrowed since the last flush
+	ram    *memory.RAM
+	fr     *frames
+	root   uint64          // the PML4 in (or bound for) CR3
+	fresh  map[uint64]bool // table frames the guest has not run on yet
+	pages  map[uint64]uint64
+	vmas   []vma    // sorted, disjoint
+	tables []uint64 // every table frame in use, the root included
+	// tscSites are the RDTSCs patched in this address space (tsc.go).
+	tscSites map[uint64]bool
 }
 
 // Directory entries grant everything; permissions are decided at the leaf.
 const dirFlags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser
 
 func newAddressSpace(ram *memory.RAM, fr *frames) (*addressSpace, error) {
-	as := &addressSpace{ram: ram, fr: fr, pages: map[uint64]uint64{}}
-	for i := range as.roots {
-		pa, err := fr.alloc()
-		if err != nil {
-			return nil, err
-		}
-		as.roots[i] = pa
+	as := &addressSpace{ram: ram, fr: fr, fresh: map[uint64]bool{}, pages: map[uint64]uint64{}, tscSites: map[uint64]bool{}}
+	root, err := as.newTable()
+	if err != nil {
+		return nil, err
 	}
+	as.root = root
 	// The system area, identity-mapped for the CPU's own accesses
 	// (descriptor tables, TSS, exception stacks), and the stub page,
 	// which CPL3 code executes.
@@ -65,45 +78,89 @@ func newAddressSpace(ram *memory.RAM, fr *frames) (*addressSpace, error) {
 }
 
 // cr3 is the page-table root the guest must run on.
-func (as *addressSpace) cr3() uint64 { return as.roots[as.cur] }
+func (as *addressSpace) cr3() uint64 { return as.root }
 
-// flush makes the guest forget translations that were removed or
-// narrowed, by moving CR3 to the other root: KVM drops its translations
-// (and shadow page tables) when CR3 changes under KVM_SET_SREGS, while a
-// write of the same CR3 could keep them. It reports whether CR3 moved.
-func (as *addressSpace) flush() bool {
-	if !as.stale {
-		return false
+// published marks every table as walked by the guest: the guest is about
+// to run on cr3. Later changes copy them.
+func (as *addressSpace) published() { clear(as.fresh) }
+
+// newTable is a page-table frame that has never been used.
+func (as *addressSpace) newTable() (uint64, error) {
+	pa, err := as.fr.allocTable()
+	if err != nil {
+		return 0, err
 	}
-	as.stale, as.cur = false, 1-as.cur
-	return true
+	as.fresh[pa] = true
+	as.tables = append(as.tables, pa)
+	return pa, nil
 }
 
-// setPTE writes the leaf entry of va, building the tables down to it.
+// own returns a fresh copy of the published table at pa (or pa itself if
+// it is fresh): the caller is about to change it.
+func (as *addressSpace) own(pa uint64) (uint64, error) {
+	if as.fresh[pa] {
+		return pa, nil
+	}
+	cp, err := as.newTable()
+	if err != nil {
+		return 0, err
+	}
+	from, err := as.ram.Slice(pa, pageSize)
+	if err != nil {
+		return 0, err
+	}
+	to, err := as.ram.Slice(cp, pageSize)
+	if err != nil {
+		return 0, err
+	}
+	copy(to, from)
+	as.retire(pa)
+	return cp, nil
+}
+
+// retire drops a replaced table: its frame holds data from now on, never
+// a table.
+func (as *addressSpace) retire(pa uint64) {
+	for i, t := range as.tables {
+		if t == pa {
+			as.tables = append(as.tables[:i], as.tables[i+1:]...)
+			break
+		}
+	}
+	as.fr.release(pa)
+}
+
+// setPTE writes the leaf entry of va, copying the tables on its path that
+// the guest has run on, and building missing ones.
 func (as *addressSpace) setPTE(va, pte uint64) error {
-	table := as.roots[0]
+	root, err := as.own(as.root)
+	if err != nil {
+		return err
+	}
+	as.root = root
+	table := root
 	for level := 3; level > 0; level-- {
-		idx := (va >> (12 + 9*uint(level))) & 0x1ff
-		e, err := as.ram.Uint64(table + idx*8)
+		slot := table + ((va>>(12+9*uint(level)))&0x1ff)*8
+		e, err := as.ram.Uint64(slot)
 		if err != nil {
 			return err
 		}
+		var child uint64
 		if e&x86.PTEPresent == 0 {
-			pa, err := as.fr.alloc()
-			if err != nil {
-				return err
+			if pte == 0 {
+				return nil // nothing mapped here to remove
 			}
-			e = pa | dirFlags
-			if err := as.ram.PutUint64(table+idx*8, e); err != nil {
-				return err
-			}
-			if level == 3 { // both roots hold the same PML4 entries
-				if err := as.ram.PutUint64(as.roots[1]+idx*8, e); err != nil {
-					return err
-				}
-			}
+			child, err = as.newTable()
+		} else {
+			child, err = as.own(e & 0x000f_ffff_ffff_f000)
 		}
-		table = e & 0x000f_ffff_ffff_f000
+		if err != nil {
+			return err
+		}
+		if err := as.ram.PutUint64(slot, child|dirFlags); err != nil {
+			return err
+		}
+		table = child
 	}
 	return as.ram.PutUint64(table+((va>>12)&0x1ff)*8, pte)
 }
@@ -149,7 +206,6 @@ func (as *addressSpace) protectPages(start, end uint64, p prot) error {
 		if !ok && flags == 0 {
 			continue
 		}
-		as.stale = true // conservative: narrowing needs it, widening is harmless
 		if err := as.setPTE(va, pa|flags); err != nil {
 			return err
 		}
@@ -181,7 +237,6 @@ func (as *addressSpace) unmap(start, end uint64) error {
 		}
 		delete(as.pages, va)
 		as.fr.release(pa)
-		as.stale = true
 		if err := as.setPTE(va, 0); err != nil {
 			return err
 		}
@@ -347,4 +402,68 @@ func (as *addressSpace) zero(start, end uint64) error {
 		}
 	}
 	return nil
+}
+
+// release frees every frame of the address space: its pages, and its
+// tables, which hold data from now on. It is not used afterwards.
+func (as *addressSpace) release() {
+	for _, va := range as.pageAddrs() {
+		as.fr.release(as.pages[va])
+	}
+	for _, pa := range as.tables {
+		as.fr.release(pa)
+	}
+	as.pages, as.vmas, as.tables = nil, nil, nil
+}
+
+// clone copies the address space: the same ranges, each page's contents
+// in a frame of its own (fork; there is no copy-on-write yet).
+func (as *addressSpace) clone() (*addressSpace, error) {
+	c, err := newAddressSpace(as.ram, as.fr)
+	if err != nil {
+		return nil, err
+	}
+	c.vmas = append([]vma(nil), as.vmas...)
+	for va, tsc := range as.tscSites {
+		c.tscSites[va] = tsc
+	}
+	for _, v := range as.vmas {
+		if err := c.protectPages(v.start, v.end, v.prot); err != nil {
+			c.release()
+			return nil, err
+		}
+	}
+	for _, va := range as.pageAddrs() {
+		pa := as.pages[va]
+		dst, ok := c.pages[va]
+		if !ok { // a page of a range that lost its access: give it a frame too
+			if dst, err = c.fr.alloc(); err != nil {
+				c.release()
+				return nil, err
+			}
+			c.pages[va] = dst
+		}
+		from, err := as.ram.Slice(pa, pageSize)
+		if err != nil {
+			return nil, err
+		}
+		to, err := as.ram.Slice(dst, pageSize)
+		if err != nil {
+			return nil, err
+		}
+		copy(to, from)
+	}
+	return c, nil
+}
+
+// pageAddrs are the mapped pages' addresses in order: frames are taken
+// and given back in this order, so where each page lands is the same in
+// every replay (a map's order is not).
+func (as *addressSpace) pageAddrs() []uint64 {
+	out := make([]uint64, 0, len(as.pages))
+	for va := range as.pages {
+		out = append(out, va)
+	}
+	slices.Sort(out)
+	return out
 }

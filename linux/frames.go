@@ -41,6 +41,17 @@ func (f *frames) alloc() (uint64, error) {
 	return pa, nil
 }
 
+// allocTable is a frame for a page table: one never used before, by
+// anything (addressSpace says why).
+func (f *frames) allocTable() (uint64, error) {
+	if f.next+pageSize > f.ram.Size() {
+		return 0, errNoMemory
+	}
+	pa := f.next
+	f.next += pageSize
+	return pa, nil
+}
+
 func (f *frames) release(pa uint64) { f.free = append(f.free, pa) }
 
 // inUse is how many bytes of frames are handed out.

@@ -74,7 +74,7 @@ func sysFutex(k *Kernel, a args) (uint64, error) {
 
 func (k *Kernel) loadUint32(addr uint64) (uint32, error) {
 	var b [4]byte
-	if err := k.as.read(addr, b[:]); err != nil {
+	if err := k.proc().as.read(addr, b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	return binary.LittleEndian.Uint32(b[:]), nil

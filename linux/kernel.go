@@ -61,8 +61,13 @@ type Kernel struct {
 	resched  bool   // switch threads at the next chance
 	waitSeq  uint64 // counts blocking waits (thread.waitSeq)
 	switches uint64
-	tscSites map[uint64]bool // patched RDTSCs (tsc.go)
+	restart  bool      // the call being served blocked and runs again when woken
+	trace    io.Writer // if set, every system call is written here
 }
+
+// Trace writes every system call, its arguments and its result to w, as
+// strace does (nil: none).
+func (k *Kernel) Trace(w io.Writer) { k.trace = w }
 
 // Stats counts the system calls a run made.
 type Stats struct {
@@ -140,7 +145,7 @@ func New(p Program) (*Kernel, error) {
 	if err := fs.addSystem(); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
-	return &Kernel{prog: p, fs: fs, fds: newFDTable(), tscSites: map[uint64]bool{}, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
+	return &Kernel{prog: p, fs: fs, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
 }
 
 // Program is the program the kernel runs, its files' sizes and hashes
@@ -166,63 +171,16 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		}
 	}
 	k.fr = newFrames(ram)
-	as, err := newAddressSpace(ram, k.fr)
-	if err != nil {
-		return fmt.Errorf("linux: address space: %w", err)
-	}
-	k.as = as
-	x, err := load(as, k.prog.Image, pieBase)
-	if err != nil {
-		return fmt.Errorf("linux: %s: %w", k.prog.Path, err)
-	}
-	k.brk = [2]uint64{x.brk, x.brk}
-	entry := x.entry
-	if x.interp != "" {
-		if entry, err = k.loadInterp(x); err != nil {
-			return err
-		}
-	}
+	init := &process{pid: pid, fds: newFDTable()}
 	k.nextTID = pid - 1
-	if _, err := k.spawn(kvm.Regs{}, kvm.FPU{}, 0); err != nil { // the main thread: tid = pid
+	if _, err := k.spawn(init, kvm.Regs{}, kvm.FPU{}, 0); err != nil { // the main thread: tid = pid
 		return err
 	}
-	if err := as.mapRange(userTop-stackSize, userTop, protRead|protWrite); err != nil {
-		return fmt.Errorf("linux: stack: %w", err)
-	}
-	sp, err := stackImage(as, userTop, x, k.prog.Path, k.prog.Argv, k.prog.Env, k.prog.Random, hwcap(m))
+	entry, sp, err := k.execImage(init, k.prog.Path, k.prog.Image, k.prog.Argv, k.prog.Env)
 	if err != nil {
-		return fmt.Errorf("linux: initial stack: %w", err)
+		return err
 	}
 	return k.enter(entry, sp)
-}
-
-// loadInterp loads the dynamic loader x asks for, below the mmap area's
-// top as Linux does, and returns its entry point.
-func (k *Kernel) loadInterp(x *executable) (uint64, error) {
-	n, err := k.fs.lookup(x.interp)
-	if err != nil || n.dir || n.dev != nil {
-		return 0, fmt.Errorf("linux: %s needs its loader %s, which the program's files do not hold (reprise adds the host's by default)", k.prog.Path, x.interp)
-	}
-	size, err := span(n.data)
-	if err != nil {
-		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
-	}
-	base, ok := k.as.findFree(size)
-	if !ok {
-		return 0, fmt.Errorf("linux: no room for the loader %s", x.interp)
-	}
-	ld, err := load(k.as, n.data, base)
-	if err != nil {
-		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
-	}
-	if !ld.dynamic {
-		return 0, fmt.Errorf("linux: loader %s is not position-independent", x.interp)
-	}
-	if err := k.patchTSC(ld); err != nil {
-		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
-	}
-	x.interpBase = base
-	return ld.entry, nil
 }
 
 // hwcap is AT_HWCAP: CPUID leaf 1's EDX, as Linux gives it.
@@ -244,8 +202,8 @@ func (k *Kernel) enter(entry, sp uint64) error {
 		return err
 	}
 	s = x86.UserModeSregs(s)
-	k.as.flush() // nothing ran on the old tables
-	s.CR3 = k.as.cr3()
+	s.CR3 = k.proc().as.cr3()
+	k.proc().as.published()
 	if err := c.SetSregs(s); err != nil {
 		return err
 	}
@@ -282,6 +240,11 @@ func (k *Kernel) Exit(port uint16) error {
 	// segments undo.
 	regs.RAX = ret
 	regs.RIP, regs.RFLAGS = regs.RCX, regs.R11
+	if k.restart {
+		// Back onto the SYSCALL (two bytes), rax the call's number again.
+		k.restart = false
+		regs.RIP -= 2
+	}
 	c.MarkRegsDirty()
 	if sregs := c.SyncedSregs(); sregs.CS.Selector&3 != 3 {
 		user := x86.UserModeSregs(*sregs)
@@ -299,10 +262,12 @@ func (k *Kernel) resume() error {
 	}
 	c := k.m.VCPU()
 	sregs := c.SyncedSregs()
-	if fs := k.current().fsBase; k.as.flush() || sregs.FS.Base != fs || sregs.CR3 != k.as.cr3() {
-		sregs.CR3, sregs.FS.Base = k.as.cr3(), fs
+	as := k.proc().as
+	if fs := k.current().fsBase; sregs.FS.Base != fs || sregs.CR3 != as.cr3() {
+		sregs.CR3, sregs.FS.Base = as.cr3(), fs
 		c.MarkSregsDirty()
 	}
+	as.published()
 	return nil
 }
 
@@ -320,7 +285,7 @@ func (k *Kernel) trap() error {
 		frame[i] = v
 	}
 	vector := frame[0]
-	if vector == 6 && k.tscSites[frame[2]] {
+	if vector == 6 && k.proc().as.tscSites[frame[2]] {
 		return k.emulateTSC(regs, frame[2])
 	}
 	faulting := *regs

@@ -48,14 +48,14 @@ const maxIO = 1 << 20
 // path reads a path argument. Relative paths resolve from dirfd, which
 // must be AT_FDCWD (the working directory is /) or an open directory.
 func (k *Kernel) path(dirfd, va uint64) (string, error) {
-	p, err := k.as.readString(va, unix.PathMax)
+	p, err := k.proc().as.readString(va, unix.PathMax)
 	if err != nil {
 		return "", memErr(err)
 	}
 	if p == "" || p[0] == '/' || dirfd == atFDCWD {
 		return p, nil
 	}
-	d, err := k.fds.get(dirfd)
+	d, err := k.proc().fds.get(dirfd)
 	if err != nil {
 		return "", err
 	}
@@ -92,6 +92,8 @@ func (k *Kernel) readFile(f *openFile, b []byte, off int64) (int, error) {
 	switch {
 	case !f.readable():
 		return 0, unix.EBADF
+	case f.pipe != nil:
+		return f.pipe.read(k, f, b)
 	case f.console:
 		return 0, nil // stdin is empty
 	case f.node.dir:
@@ -109,6 +111,8 @@ func (k *Kernel) writeFile(f *openFile, b []byte, off int64) (int, error) {
 	switch {
 	case !f.writable():
 		return 0, unix.EBADF
+	case f.pipe != nil:
+		return f.pipe.write(k, f, b)
 	case f.console:
 		return k.m.Console().Write(b)
 	case f.node.dev != nil:
@@ -129,7 +133,7 @@ func (k *Kernel) writeFile(f *openFile, b []byte, off int64) (int, error) {
 // rw moves up to n bytes between the guest buffer at va and f at off
 // (-1: at and advancing f's offset).
 func (k *Kernel) rw(fd, va, n uint64, off int64, write bool) (uint64, error) {
-	f, err := k.fds.get(fd)
+	f, err := k.proc().fds.get(fd)
 	if err != nil {
 		return 0, err
 	}
@@ -146,20 +150,20 @@ func (k *Kernel) rw(fd, va, n uint64, off int64, write bool) (uint64, error) {
 	b := make([]byte, min(n, maxIO))
 	var done int
 	if write {
-		if err := k.as.read(va, b); err != nil {
+		if err := k.proc().as.read(va, b); err != nil {
 			return 0, memErr(err)
 		}
 		done, err = k.writeFile(f, b, at)
 	} else {
 		done, err = k.readFile(f, b, at)
 		if err == nil {
-			err = memErr(k.as.write(va, b[:done]))
+			err = memErr(k.proc().as.write(va, b[:done]))
 		}
 	}
 	if err != nil {
 		return 0, err
 	}
-	if off == -1 && !f.console {
+	if off == -1 && f.node != nil {
 		f.off = at + int64(done)
 	}
 	return uint64(done), nil
@@ -183,7 +187,7 @@ func (k *Kernel) vectored(fd, iov, count uint64, write bool) (uint64, error) {
 	var total uint64
 	for i := uint64(0); i < count && total < maxIO; i++ {
 		var v [16]byte
-		if err := k.as.read(iov+i*16, v[:]); err != nil {
+		if err := k.proc().as.read(iov+i*16, v[:]); err != nil {
 			return 0, memErr(err)
 		}
 		base, n := binary.LittleEndian.Uint64(v[:]), binary.LittleEndian.Uint64(v[8:])
@@ -207,11 +211,11 @@ func sysReadv(k *Kernel, a args) (uint64, error)  { return k.vectored(a[0], a[1]
 func sysWritev(k *Kernel, a args) (uint64, error) { return k.vectored(a[0], a[1], a[2], true) }
 
 func sysLseek(k *Kernel, a args) (uint64, error) {
-	f, err := k.fds.get(a[0])
+	f, err := k.proc().fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	if f.console || f.node.dev != nil {
+	if f.node == nil || f.node.dev != nil {
 		return 0, unix.ESPIPE
 	}
 	off := int64(a[1])
@@ -235,10 +239,10 @@ func sysLseek(k *Kernel, a args) (uint64, error) {
 }
 
 func sysClose(k *Kernel, a args) (uint64, error) {
-	if _, err := k.fds.get(a[0]); err != nil {
+	if _, err := k.proc().fds.get(a[0]); err != nil {
 		return 0, err
 	}
-	delete(k.fds, int(a[0]))
+	k.proc().fds.close(k, int(a[0]))
 	return 0, nil
 }
 
@@ -270,30 +274,30 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 		k.fs.held -= int64(len(n.data))
 		n.data = nil
 	}
-	fd, err := k.fds.install(&openFile{node: n, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
+	fd, err := k.proc().fds.install(&openFile{node: n, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
 	return uint64(fd), err
 }
 
 // sysIoctl: no descriptor is a terminal.
 func sysIoctl(k *Kernel, a args) (uint64, error) {
-	if _, err := k.fds.get(a[0]); err != nil {
+	if _, err := k.proc().fds.get(a[0]); err != nil {
 		return 0, err
 	}
 	return 0, unix.ENOTTY
 }
 
 func sysFcntl(k *Kernel, a args) (uint64, error) {
-	f, err := k.fds.get(a[0])
+	f, err := k.proc().fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	e := k.fds[int(a[0])]
+	e := k.proc().fds[int(a[0])]
 	switch a[1] {
 	case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
 		if a[2] >= maxFDs {
 			return 0, unix.EINVAL
 		}
-		fd, err := k.fds.install(f, a[1] == unix.F_DUPFD_CLOEXEC, int(a[2]))
+		fd, err := k.proc().fds.install(f, a[1] == unix.F_DUPFD_CLOEXEC, int(a[2]))
 		return uint64(fd), err
 	case unix.F_GETFD:
 		if e.cloexec {
@@ -314,7 +318,7 @@ func sysFcntl(k *Kernel, a args) (uint64, error) {
 }
 
 func (k *Kernel) dup3(oldfd, newfd, flags uint64, dup2 bool) (uint64, error) {
-	f, err := k.fds.get(oldfd)
+	f, err := k.proc().fds.get(oldfd)
 	if err != nil {
 		return 0, err
 	}
@@ -326,12 +330,14 @@ func (k *Kernel) dup3(oldfd, newfd, flags uint64, dup2 bool) (uint64, error) {
 	case oldfd == newfd || flags&^unix.O_CLOEXEC != 0:
 		return 0, unix.EINVAL
 	}
-	k.fds[int(newfd)] = &fdEntry{file: f, cloexec: flags&unix.O_CLOEXEC != 0}
+	k.proc().fds.close(k, int(newfd))
+	f.refs++
+	k.proc().fds[int(newfd)] = &fdEntry{file: f, cloexec: flags&unix.O_CLOEXEC != 0}
 	return newfd, nil
 }
 
 func sysGetdents64(k *Kernel, a args) (uint64, error) {
-	f, err := k.fds.get(a[0])
+	f, err := k.proc().fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
@@ -364,7 +370,7 @@ func sysGetdents64(k *Kernel, a args) (uint64, error) {
 		copy(rec[19:], name)
 		out = append(out, rec...)
 	}
-	return uint64(len(out)), memErr(k.as.write(a[1], out))
+	return uint64(len(out)), memErr(k.proc().as.write(a[1], out))
 }
 
 func sysUnlinkat(k *Kernel, a args) (uint64, error) {
@@ -435,19 +441,19 @@ func sysReadlinkat(k *Kernel, a args) (uint64, error) {
 	}
 	target := []byte(k.prog.Path)
 	n := min(uint64(len(target)), a[3])
-	return n, memErr(k.as.write(a[2], target[:n]))
+	return n, memErr(k.proc().as.write(a[2], target[:n]))
 }
 
 func sysGetcwd(k *Kernel, a args) (uint64, error) {
 	if a[1] < 2 {
 		return 0, unix.ERANGE
 	}
-	return 2, memErr(k.as.write(a[0], []byte("/\x00")))
+	return 2, memErr(k.proc().as.write(a[0], []byte("/\x00")))
 }
 
 // sysChdir: the working directory stays /; changing it is refused.
 func sysChdir(k *Kernel, a args) (uint64, error) {
-	p, err := k.as.readString(a[0], unix.PathMax)
+	p, err := k.proc().as.readString(a[0], unix.PathMax)
 	if err != nil {
 		return 0, memErr(err)
 	}

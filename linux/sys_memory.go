@@ -18,7 +18,7 @@ const maxHeap = 1 << 40
 // sysBrk moves the end of the heap; it answers the current end when asked
 // for something it cannot do, as Linux does.
 func sysBrk(k *Kernel, a args) (uint64, error) {
-	start, cur := k.brk[0], k.brk[1]
+	start, cur := k.proc().brk[0], k.proc().brk[1]
 	want := a[0]
 	if want < start || want > start+maxHeap {
 		return cur, nil
@@ -26,19 +26,19 @@ func sysBrk(k *Kernel, a args) (uint64, error) {
 	oldTop, newTop := pageUp(cur), pageUp(want)
 	switch {
 	case newTop > oldTop:
-		if !k.as.free(oldTop, newTop) {
+		if !k.proc().as.free(oldTop, newTop) {
 			return cur, nil
 		}
-		if err := k.as.mapRange(oldTop, newTop, protRead|protWrite); err != nil {
-			_ = k.as.unmap(oldTop, newTop)
+		if err := k.proc().as.mapRange(oldTop, newTop, protRead|protWrite); err != nil {
+			_ = k.proc().as.unmap(oldTop, newTop)
 			return cur, nil
 		}
 	case newTop < oldTop:
-		if err := k.as.unmap(newTop, oldTop); err != nil {
+		if err := k.proc().as.unmap(newTop, oldTop); err != nil {
 			return 0, err
 		}
 	}
-	k.brk[1] = want
+	k.proc().brk[1] = want
 	return want, nil
 }
 
@@ -70,12 +70,12 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 	}
 	var file *node
 	if flags&unix.MAP_ANONYMOUS == 0 {
-		f, err := k.fds.get(a[4])
+		f, err := k.proc().fds.get(a[4])
 		if err != nil {
 			return 0, err
 		}
 		switch {
-		case f.console || f.node.dir || f.node.dev != nil:
+		case f.node == nil || f.node.dir || f.node.dev != nil:
 			return 0, unix.ENODEV
 		case a[5]&pageMask != 0:
 			return 0, unix.EINVAL
@@ -92,13 +92,13 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 		if _, ok := checkRange(addr, length); !ok {
 			return 0, unix.EINVAL
 		}
-		if flags&unix.MAP_FIXED_NOREPLACE != 0 && !k.as.free(addr, addr+length) {
+		if flags&unix.MAP_FIXED_NOREPLACE != 0 && !k.proc().as.free(addr, addr+length) {
 			return 0, unix.EEXIST
 		}
-		if err := k.as.unmap(addr, addr+length); err != nil {
+		if err := k.proc().as.unmap(addr, addr+length); err != nil {
 			return 0, err
 		}
-	case addr != 0 && addr&pageMask == 0 && k.as.free(addr, addr+length):
+	case addr != 0 && addr&pageMask == 0 && k.proc().as.free(addr, addr+length):
 		if _, ok := checkRange(addr, length); !ok {
 			addr = 0
 		}
@@ -107,12 +107,12 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 	}
 	if addr == 0 {
 		var ok bool
-		if addr, ok = k.as.findFree(length); !ok {
+		if addr, ok = k.proc().as.findFree(length); !ok {
 			return 0, unix.ENOMEM
 		}
 	}
-	if err := k.as.mapRange(addr, addr+length, p); err != nil {
-		_ = k.as.unmap(addr, addr+length)
+	if err := k.proc().as.mapRange(addr, addr+length, p); err != nil {
+		_ = k.proc().as.unmap(addr, addr+length)
 		return 0, memErr(err)
 	}
 	if file != nil {
@@ -120,7 +120,7 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 		// zeros (Linux would raise SIGBUS there, past the last page).
 		if off := a[5]; off < uint64(len(file.data)) {
 			data := file.data[off:]
-			if err := k.as.load(addr, data[:min(uint64(len(data)), length)]); err != nil {
+			if err := k.proc().as.load(addr, data[:min(uint64(len(data)), length)]); err != nil {
 				return 0, err
 			}
 		}
@@ -133,7 +133,7 @@ func sysMunmap(k *Kernel, a args) (uint64, error) {
 	if !ok {
 		return 0, unix.EINVAL
 	}
-	return 0, k.as.unmap(a[0], end)
+	return 0, k.proc().as.unmap(a[0], end)
 }
 
 func sysMprotect(k *Kernel, a args) (uint64, error) {
@@ -142,7 +142,7 @@ func sysMprotect(k *Kernel, a args) (uint64, error) {
 	if !ok || !ok2 {
 		return 0, unix.EINVAL
 	}
-	return 0, memErr(k.as.protect(a[0], end, p))
+	return 0, memErr(k.proc().as.protect(a[0], end, p))
 }
 
 // sysMadvise: advice is taken as a hint and ignored, except that
@@ -153,7 +153,7 @@ func sysMadvise(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	if a[2] == unix.MADV_DONTNEED {
-		return 0, memErr(k.as.zero(a[0], end))
+		return 0, memErr(k.proc().as.zero(a[0], end))
 	}
 	return 0, nil
 }

@@ -8,10 +8,17 @@ import (
 
 func init() {
 	register(unix.SYS_EXIT, "exit", func(k *Kernel, a args) (uint64, error) { return 0, k.exitThread(a[0]) })
-	register(unix.SYS_EXIT_GROUP, "exit_group", func(k *Kernel, a args) (uint64, error) { return 0, exitGroup(a[0]) })
-	register(unix.SYS_GETPID, "getpid", constant(pid))
+	register(unix.SYS_EXIT_GROUP, "exit_group", func(k *Kernel, a args) (uint64, error) {
+		return 0, k.exitProcess(k.proc(), (a[0]&0xff)<<8)
+	})
+	register(unix.SYS_GETPID, "getpid", func(k *Kernel, a args) (uint64, error) { return uint64(k.proc().pid), nil })
 	register(unix.SYS_GETTID, "gettid", func(k *Kernel, a args) (uint64, error) { return uint64(k.current().tid), nil })
-	register(unix.SYS_GETPPID, "getppid", constant(0))
+	register(unix.SYS_GETPPID, "getppid", func(k *Kernel, a args) (uint64, error) {
+		if p := k.proc().parent; p != nil {
+			return uint64(p.pid), nil
+		}
+		return 0, nil
+	})
 	register(unix.SYS_GETUID, "getuid", constant(uid))
 	register(unix.SYS_GETEUID, "geteuid", constant(uid))
 	register(unix.SYS_GETGID, "getgid", constant(gid))
@@ -55,7 +62,7 @@ func sysArchPrctl(k *Kernel, a args) (uint64, error) {
 		k.current().fsBase = a[1]
 		return 0, nil
 	case archGetFS:
-		return 0, memErr(k.as.putUint64(a[1], k.current().fsBase))
+		return 0, memErr(k.proc().as.putUint64(a[1], k.current().fsBase))
 	}
 	return 0, unix.EINVAL // CET and the rest: not supported, as on a CPU without them
 }
@@ -69,7 +76,7 @@ func sysUname(k *Kernel, a args) (uint64, error) {
 	for i, f := range utsname {
 		copy(b[i*65:], f)
 	}
-	return 0, memErr(k.as.write(a[0], b[:]))
+	return 0, memErr(k.proc().as.write(a[0], b[:]))
 }
 
 // rlimits is RLIM_NLIMITS.
@@ -94,7 +101,7 @@ func sysPrlimit(k *Kernel, a args) (uint64, error) {
 		var b [16]byte
 		binary.LittleEndian.PutUint64(b[:], cur)
 		binary.LittleEndian.PutUint64(b[8:], max)
-		if err := k.as.write(a[3], b[:]); err != nil {
+		if err := k.proc().as.write(a[3], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 	}
@@ -106,7 +113,7 @@ func sysSchedGetaffinity(k *Kernel, a args) (uint64, error) {
 	if a[1] < 8 || a[1]%8 != 0 {
 		return 0, unix.EINVAL
 	}
-	return 8, memErr(k.as.putUint64(a[2], 1))
+	return 8, memErr(k.proc().as.putUint64(a[2], 1))
 }
 
 // Signals are accepted and never delivered: nothing sends any yet, and an
@@ -117,14 +124,14 @@ func sysRtSigaction(k *Kernel, a args) (uint64, error) {
 	}
 	if a[2] != 0 {
 		var old [32]byte // SIG_DFL, no flags, empty mask
-		return 0, memErr(k.as.write(a[2], old[:]))
+		return 0, memErr(k.proc().as.write(a[2], old[:]))
 	}
 	return 0, nil
 }
 
 func sysRtSigprocmask(k *Kernel, a args) (uint64, error) {
 	if a[2] != 0 {
-		return 0, memErr(k.as.putUint64(a[2], 0))
+		return 0, memErr(k.proc().as.putUint64(a[2], 0))
 	}
 	return 0, nil
 }

@@ -29,7 +29,7 @@ type attrs struct {
 
 // attrsOf describes an open file or a node (f nil).
 func attrsOf(f *openFile, n *node) attrs {
-	if f != nil && f.console {
+	if f != nil && (f.console || f.pipe != nil) {
 		// A pipe, as when a program's output is piped on the host: the C
 		// library buffers it the same way.
 		return attrs{dev: pipeDev, ino: 1, nlink: 1, mode: unix.S_IFIFO | 0o600}
@@ -73,21 +73,21 @@ func (k *Kernel) stat(a attrs) []byte {
 }
 
 func sysFstat(k *Kernel, a args) (uint64, error) {
-	f, err := k.fds.get(a[0])
+	f, err := k.proc().fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(k.as.write(a[1], k.stat(attrsOf(f, nil))))
+	return 0, memErr(k.proc().as.write(a[1], k.stat(attrsOf(f, nil))))
 }
 
 // statTarget resolves the stat calls' (dirfd, path, AT_EMPTY_PATH).
 func (k *Kernel) statTarget(dirfd, path, flags uint64) (attrs, error) {
-	p, err := k.as.readString(path, unix.PathMax)
+	p, err := k.proc().as.readString(path, unix.PathMax)
 	if err != nil {
 		return attrs{}, memErr(err)
 	}
 	if p == "" && flags&unix.AT_EMPTY_PATH != 0 {
-		f, err := k.fds.get(dirfd)
+		f, err := k.proc().fds.get(dirfd)
 		if err != nil {
 			return attrs{}, err
 		}
@@ -109,7 +109,7 @@ func sysNewfstatat(k *Kernel, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(k.as.write(a[2], k.stat(at)))
+	return 0, memErr(k.proc().as.write(a[2], k.stat(at)))
 }
 
 // sysStatx fills struct statx with what stat reports.
@@ -137,5 +137,5 @@ func sysStatx(k *Kernel, a args) (uint64, error) {
 	le.PutUint32(b[132:], uint32(at.rdev&0xff))
 	le.PutUint32(b[136:], uint32(at.dev>>8))
 	le.PutUint32(b[140:], uint32(at.dev&0xff))
-	return 0, memErr(k.as.write(a[4], b[:]))
+	return 0, memErr(k.proc().as.write(a[4], b[:]))
 }

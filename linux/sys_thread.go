@@ -3,12 +3,19 @@ package linux
 import (
 	"encoding/binary"
 
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/kvm"
+
 	"golang.org/x/sys/unix"
 )
 
 func init() {
 	register(unix.SYS_CLONE, "clone", sysClone)
 	register(unix.SYS_CLONE3, "clone3", nil) // glibc falls back to clone
+	register(unix.SYS_FORK, "fork", func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
+	register(unix.SYS_VFORK, "vfork", func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
+	register(unix.SYS_EXECVE, "execve", sysExecve)
+	register(unix.SYS_WAIT4, "wait4", sysWait4)
 	register(unix.SYS_TGKILL, "tgkill", sysTgkill)
 	register(unix.SYS_TKILL, "tkill", func(k *Kernel, a args) (uint64, error) { return sysTgkill(k, args{pid, a[0], a[1]}) })
 	register(unix.SYS_KILL, "kill", func(k *Kernel, a args) (uint64, error) { return sysTgkill(k, args{a[0], a[0], a[1]}) })
@@ -23,13 +30,23 @@ const threadFlags = unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLON
 const cloneKnown = threadFlags | unix.CLONE_SYSVSEM | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID |
 	unix.CLONE_CHILD_CLEARTID | unix.CLONE_CHILD_SETTID | unix.CLONE_DETACHED | 0xff // the exit signal
 
+// forkFlags are the clone flags a fork may carry (glibc's fork: 0x01200011;
+// vfork, which is a fork here: the parent does not wait for the exec).
+const forkFlags = unix.CLONE_CHILD_SETTID | unix.CLONE_CHILD_CLEARTID | unix.CLONE_PARENT_SETTID |
+	unix.CLONE_VFORK | unix.CLONE_VM | 0xff
+
 // sysClone creates a thread: clone(flags, stack, parent_tid, child_tid,
 // tls). The child starts where the parent returns, with rax 0, on stack.
-// Processes (clone without CLONE_VM, fork) are not implemented yet.
+// Without CLONE_THREAD it makes a process (a fork; a vfork's shared memory
+// is a copy here, which a vfork child that only execs or exits cannot
+// tell).
 func sysClone(k *Kernel, a args) (uint64, error) {
 	flags, stack, parentTID, childTID, tls := a[0], a[1], a[2], a[3], a[4]
+	if flags&unix.CLONE_THREAD == 0 {
+		return k.forkClone(flags, stack, parentTID, childTID)
+	}
 	if flags&threadFlags != threadFlags {
-		return 0, unix.ENOSYS
+		return 0, unix.EINVAL
 	}
 	if flags&^cloneKnown != 0 {
 		return 0, unix.EINVAL
@@ -52,19 +69,19 @@ func sysClone(k *Kernel, a args) (uint64, error) {
 		}
 		fs = tls
 	}
-	t, err := k.spawn(regs, fpu, fs)
+	t, err := k.spawn(k.proc(), regs, fpu, fs)
 	if err != nil {
 		return 0, err
 	}
 	var tid [4]byte
 	binary.LittleEndian.PutUint32(tid[:], uint32(t.tid))
 	if flags&unix.CLONE_PARENT_SETTID != 0 {
-		if err := k.as.write(parentTID, tid[:]); err != nil {
+		if err := k.proc().as.write(parentTID, tid[:]); err != nil {
 			return 0, memErr(err)
 		}
 	}
 	if flags&unix.CLONE_CHILD_SETTID != 0 {
-		if err := k.as.write(childTID, tid[:]); err != nil {
+		if err := k.proc().as.write(childTID, tid[:]); err != nil {
 			return 0, memErr(err)
 		}
 	}
@@ -83,22 +100,169 @@ var fatalSignals = map[uint64]string{
 	uint64(unix.SIGPIPE): "SIGPIPE", uint64(unix.SIGALRM): "SIGALRM", uint64(unix.SIGTERM): "SIGTERM",
 }
 
-// sysTgkill: a signal a program sends itself (abort's SIGABRT). Signal 0
-// probes; a fatal one ends the run with a fault report; others are
-// dropped, as no handler runs yet.
+// sysTgkill sends a signal. Signal 0 probes; a fatal one (no handler
+// runs yet) ends its target — the run, when that is the first process,
+// with a fault report naming the signal; others are dropped.
 func sysTgkill(k *Kernel, a args) (uint64, error) {
-	if a[0] != pid {
-		return 0, unix.ESRCH
-	}
 	if a[2] > 64 {
 		return 0, unix.EINVAL
+	}
+	var target *process
+	for p := range k.processes() {
+		if uint64(p.pid) == a[0] {
+			target = p
+		}
+	}
+	if target == nil {
+		return 0, unix.ESRCH
 	}
 	name, fatal := fatalSignals[a[2]]
 	if !fatal {
 		return 0, nil
 	}
+	if target.pid != pid {
+		return 0, k.exitProcess(target, a[2])
+	}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RIP = regs.RCX
-	return 0, k.m.Trap("the program was killed by "+name+" (it sent it itself)", -1, regs, uint16(c.SyncedSregs().CS.Selector), 0)
+	return 0, k.m.Trap("the program was killed by "+name, -1, regs, uint16(c.SyncedSregs().CS.Selector), 0)
+}
+
+func (k *Kernel) forkClone(flags, stack, parentTID, childTID uint64) (uint64, error) {
+	if flags&^forkFlags != 0 {
+		return 0, unix.EINVAL
+	}
+	t, err := k.fork()
+	if err != nil {
+		return 0, err
+	}
+	if stack != 0 {
+		t.regs.RSP = stack
+	}
+	var tid [4]byte
+	binary.LittleEndian.PutUint32(tid[:], uint32(t.tid))
+	if flags&unix.CLONE_PARENT_SETTID != 0 {
+		if err := k.proc().as.write(parentTID, tid[:]); err != nil {
+			return 0, memErr(err)
+		}
+	}
+	if flags&unix.CLONE_CHILD_SETTID != 0 {
+		if err := t.proc.as.write(childTID, tid[:]); err != nil {
+			return 0, memErr(err)
+		}
+	}
+	if flags&unix.CLONE_CHILD_CLEARTID != 0 {
+		t.clearTID = childTID
+	}
+	return uint64(t.tid), nil
+}
+
+// maxExecArgs bounds the argv and envp an exec reads from the program.
+func (k *Kernel) readStrings(va uint64) ([]string, error) {
+	var out []string
+	total := 0
+	for i := 0; ; i++ {
+		if i >= abi.LinuxMaxArgs {
+			return nil, unix.E2BIG
+		}
+		var b [8]byte
+		if err := k.proc().as.read(va+uint64(i)*8, b[:]); err != nil {
+			return nil, memErr(err)
+		}
+		p := binary.LittleEndian.Uint64(b[:])
+		if p == 0 {
+			return out, nil
+		}
+		s, err := k.proc().as.readString(p, abi.LinuxMaxArgBytes-total)
+		if err != nil {
+			return nil, unix.E2BIG
+		}
+		total += len(s) + 1
+		out = append(out, s)
+	}
+}
+
+// sysExecve replaces the process's image with the executable at path,
+// from the program's file system; /proc/self/exe is its own executable.
+func sysExecve(k *Kernel, a args) (uint64, error) {
+	path, err := k.path(atFDCWD, a[0])
+	if err != nil {
+		return 0, err
+	}
+	if path == "/proc/self/exe" {
+		path = k.proc().exe
+	}
+	argv, err := k.readStrings(a[1])
+	if err != nil {
+		return 0, err
+	}
+	envp, err := k.readStrings(a[2])
+	if err != nil {
+		return 0, err
+	}
+	if len(argv) == 0 {
+		argv = []string{path}
+	}
+	n, err := k.fs.lookup(path)
+	switch {
+	case err != nil:
+		return 0, err
+	case n.dir:
+		return 0, unix.EACCES
+	case n.mode&0o111 == 0 || n.dev != nil || len(n.data) < 4 || string(n.data[:4]) != "\x7fELF":
+		return 0, unix.ENOEXEC
+	}
+	if err := abi.CheckLinuxArgs(argv, envp); err != nil {
+		return 0, unix.E2BIG
+	}
+	p, t := k.proc(), k.current()
+	for _, other := range k.threads {
+		if other.proc == p && other != t && other.state != exited {
+			other.state = exited
+			p.live--
+		}
+	}
+	entry, sp, err := k.execImage(p, clean(path), n.data, argv, envp)
+	if err != nil {
+		return 0, unix.ENOEXEC
+	}
+	p.fds.closeOnExec(k)
+	t.fsBase, t.clearTID = 0, 0
+	regs := k.m.VCPU().SyncedRegs()
+	*regs = kvm.Regs{RSP: sp, RFLAGS: regs.R11}
+	// Exit sets RIP from RCX, as after any system call.
+	regs.RCX, regs.R11 = entry, 0x202
+	return 0, nil
+}
+
+// wait4 status options.
+const wnohang = 1
+
+func sysWait4(k *Kernel, a args) (uint64, error) {
+	want := int64(int32(a[0])) // pid_t
+	switch {
+	case want == 0 || want < -1:
+		want = -1 // process groups: all children are in the program's one group
+	case a[2]&^(wnohang|unix.WUNTRACED|unix.WCONTINUED|unix.WALL|unix.WCLONE) != 0:
+		return 0, unix.EINVAL
+	}
+	p := k.proc()
+	if c, ok := p.reap(want); ok {
+		if a[1] != 0 {
+			var b [4]byte
+			binary.LittleEndian.PutUint32(b[:], uint32(c.status))
+			if err := p.as.write(a[1], b[:]); err != nil {
+				return 0, memErr(err)
+			}
+		}
+		return uint64(c.pid), nil
+	}
+	switch {
+	case !p.hasChild(want):
+		return 0, unix.ECHILD
+	case a[2]&wnohang != 0:
+		return 0, nil
+	}
+	return 0, k.blockOn(waitChild(p))
 }

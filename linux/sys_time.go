@@ -47,7 +47,7 @@ func timespec(d time.Duration) []byte {
 
 func (k *Kernel) readTimespec(va uint64) (time.Duration, error) {
 	var b [16]byte
-	if err := k.as.read(va, b[:]); err != nil {
+	if err := k.proc().as.read(va, b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
@@ -65,7 +65,7 @@ func sysClockGettime(k *Kernel, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(k.as.write(a[1], timespec(t)))
+	return 0, memErr(k.proc().as.write(a[1], timespec(t)))
 }
 
 func sysGettimeofday(k *Kernel, a args) (uint64, error) {
@@ -79,7 +79,7 @@ func sysGettimeofday(k *Kernel, a args) (uint64, error) {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(t/time.Second))
 	binary.LittleEndian.PutUint64(b[8:], uint64(t%time.Second/time.Microsecond))
-	return 0, memErr(k.as.write(a[0], b[:]))
+	return 0, memErr(k.proc().as.write(a[0], b[:]))
 }
 
 func sysTime(k *Kernel, a args) (uint64, error) {
@@ -89,7 +89,7 @@ func sysTime(k *Kernel, a args) (uint64, error) {
 	}
 	s := uint64(t / time.Second)
 	if a[0] != 0 {
-		if err := k.as.putUint64(a[0], s); err != nil {
+		if err := k.proc().as.putUint64(a[0], s); err != nil {
 			return 0, memErr(err)
 		}
 	}
@@ -144,5 +144,5 @@ func sysGetrandom(k *Kernel, a args) (uint64, error) {
 	if err := k.m.Entropy(b); err != nil {
 		return 0, err
 	}
-	return n, memErr(k.as.write(a[0], b))
+	return n, memErr(k.proc().as.write(a[0], b))
 }

@@ -2,6 +2,7 @@ package linux
 
 import (
 	"errors"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 
@@ -46,7 +47,16 @@ func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 		k.stats.Unsupported[name]++
 		return negErrno(unix.ENOSYS), nil
 	}
-	ret, err := sc.fn(k, args{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9})
+	a := args{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
+	tid := k.current().tid
+	ret, err := sc.fn(k, a)
+	if k.trace != nil {
+		fmt.Fprintf(k.trace, "[%d] %s(%#x, %#x, %#x, %#x) = %#x %v\n", tid, name, a[0], a[1], a[2], a[3], ret, err)
+	}
+	if errors.Is(err, errRestart) {
+		k.restart = true
+		return nr, nil
+	}
 	var e errno
 	if errors.As(err, &e) {
 		return negErrno(e), nil

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"errors"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +25,7 @@ const (
 // recording did.
 type thread struct {
 	tid      int
+	proc     *process
 	state    threadState
 	regs     kvm.Regs // saved while not running
 	fpu      kvm.FPU  // x87 and SSE state, saved while not running
@@ -38,6 +40,9 @@ type thread struct {
 	deadline  time.Duration
 	wakeErr   errno
 	waitSeq   uint64 // when it blocked: futex waiters wake in this order
+	// waitKey, for a thread blocked in a call that restarts when woken
+	// (a pipe read or write, a wait for a child), is what it waits on.
+	waitKey any
 }
 
 // maxThreads bounds the threads a program can create (RLIMIT_NPROC-like):
@@ -135,8 +140,8 @@ func (k *Kernel) switchTo(i int) error {
 	return nil
 }
 
-// spawn adds a thread that starts with regs, fpu and fsBase.
-func (k *Kernel) spawn(regs kvm.Regs, fpu kvm.FPU, fsBase uint64) (*thread, error) {
+// spawn adds a thread of p that starts with regs, fpu and fsBase.
+func (k *Kernel) spawn(p *process, regs kvm.Regs, fpu kvm.FPU, fsBase uint64) (*thread, error) {
 	live := 0
 	for _, t := range k.threads {
 		if t.state != exited {
@@ -147,8 +152,9 @@ func (k *Kernel) spawn(regs kvm.Regs, fpu kvm.FPU, fsBase uint64) (*thread, erro
 		return nil, unix.EAGAIN
 	}
 	k.nextTID++
-	t := &thread{tid: k.nextTID, regs: regs, fpu: fpu, fsBase: fsBase}
+	t := &thread{tid: k.nextTID, proc: p, regs: regs, fpu: fpu, fsBase: fsBase}
 	k.threads = append(k.threads, t)
+	p.live++
 	return t, nil
 }
 
@@ -158,23 +164,39 @@ func (k *Kernel) spawn(regs kvm.Regs, fpu kvm.FPU, fsBase uint64) (*thread, erro
 func (k *Kernel) exitThread(status uint64) error {
 	t := k.current()
 	if t.clearTID != 0 {
-		if err := k.as.write(t.clearTID, make([]byte, 4)); err == nil {
+		if err := k.proc().as.write(t.clearTID, make([]byte, 4)); err == nil {
 			k.futexWake(t.clearTID, 1, ^uint32(0))
 		}
 	}
 	t.state = exited
-	if !k.anyLive() {
-		return exitGroup(status)
+	t.proc.live--
+	if t.proc.live == 0 {
+		return k.exitProcess(t.proc, (status&0xff)<<8)
 	}
 	k.resched = true
 	return nil
 }
 
-func (k *Kernel) anyLive() bool {
+// errRestart, from a system call, blocks the calling thread on its waitKey
+// and makes it issue the same call again when woken.
+var errRestart = errors.New("restart when woken")
+
+// blockOn blocks the current thread until key is woken; its call then
+// runs again (errRestart).
+func (k *Kernel) blockOn(key any) error {
+	t := k.current()
+	k.waitSeq++
+	t.state, t.waitKey, t.waitSeq, t.deadline = blocked, key, k.waitSeq, 0
+	k.resched = true
+	return errRestart
+}
+
+// wakeAll makes every thread blocked on key runnable, to retry its call.
+func (k *Kernel) wakeAll(key any) {
 	for _, t := range k.threads {
-		if t.state != exited {
-			return true
+		if t.state == blocked && t.waitKey != nil && t.waitKey == key {
+			t.state, t.waitKey = runnable, nil
+			k.resched = true
 		}
 	}
-	return false
 }

@@ -20,14 +20,14 @@ import (
 // ud2 replaces an RDTSC (both are two bytes).
 var ud2 = [2]byte{0x0F, 0x0B}
 
-// patchTSC replaces the RDTSCs in x's .text.
-func (k *Kernel) patchTSC(x *executable) error {
+// patchTSC replaces the RDTSCs in x's .text, loaded in as.
+func patchTSC(as *addressSpace, x *executable) error {
 	start, end := x.text[0], x.text[1]
 	if start == 0 || end <= start || end-start > 64<<20 {
 		return fmt.Errorf("no .text section to patch")
 	}
 	code := make([]byte, end-start)
-	if err := k.as.read(start, code); err != nil {
+	if err := as.read(start, code); err != nil {
 		return err
 	}
 	for off := 0; off < len(code); {
@@ -38,10 +38,10 @@ func (k *Kernel) patchTSC(x *executable) error {
 		}
 		if inst.Op == x86asm.RDTSC {
 			addr := start + uint64(off)
-			if err := k.as.load(addr, ud2[:]); err != nil {
+			if err := as.load(addr, ud2[:]); err != nil {
 				return err
 			}
-			k.tscSites[addr] = true
+			as.tscSites[addr] = true
 		}
 		off += inst.Len
 	}

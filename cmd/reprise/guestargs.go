@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -116,7 +117,7 @@ func resolveGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, targ
 		if statErr != nil && !strings.Contains(target, "/") && errors.Is(statErr, os.ErrNotExist) {
 			found, err := exec.LookPath(target)
 			if err != nil {
-				return nil, &exitError{exitFailure, fmt.Errorf("unknown workload %q, and no such image file or program on $PATH; `reprise workloads` lists the bundled workloads", target)}
+				return nil, &exitError{exitFailure, fmt.Errorf("unknown workload %q and no such image file or program on $PATH; `reprise workloads` lists the bundled workloads", target)}
 			}
 			path, st, statErr = found, nil, nil
 		}
@@ -149,10 +150,12 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
-	if img, err := elfimage.Parse(path, raw); err == nil {
-		if _, kit := img.Lookup(abi.VectorsSymbol); kit {
-			return &guestSpec{img: img, cmdline: strings.Join(rest, " ")}, nil
-		}
+	img, err := elfimage.Parse(path, raw)
+	switch {
+	case err == nil && bringsKernel(img):
+		return &guestSpec{img: img, cmdline: strings.Join(rest, " ")}, nil
+	case !bytes.HasPrefix(raw, []byte("\x7fELF")):
+		return nil, &exitError{exitFailure, err} // neither: say why as an image
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -162,15 +165,14 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err != nil {
 		return nil, err
 	}
-	files, err := programFiles(raw, f.files)
-	if err != nil {
-		return nil, err
-	}
-	p := &linux.Program{Path: abs, Image: raw, Argv: append([]string{argv0}, rest...), Env: env, Epoch: time.Now(), Files: files}
-	if _, err := rand.Read(p.Random[:]); err != nil {
+	p := &linux.Program{Path: abs, Image: raw, Argv: append([]string{argv0}, rest...), Env: env, Epoch: time.Now()}
+	if err := linux.Check(p); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
-	if err := linux.Check(p); err != nil {
+	if p.Files, err = programFiles(raw, f.files); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(p.Random[:]); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
 	return &guestSpec{linux: p}, nil
@@ -210,6 +212,17 @@ func programFiles(image []byte, flags []string) ([]linux.File, error) {
 		}
 	}
 	return out, nil
+}
+
+// bringsKernel reports whether img is a guest image that brings its own
+// kernel (a kit image, or one built against abi.h): it has the kit's
+// vector table, or its code starts in the kernel window, where no Linux
+// executable is linked.
+func bringsKernel(img *elfimage.Image) bool {
+	if _, ok := img.Lookup(abi.VectorsSymbol); ok {
+		return true
+	}
+	return img.Segments[0].Addr >= abi.KernelBase && img.Segments[0].Addr < abi.UserBase
 }
 
 // baseEnv is a Linux program's environment before --env: small and fixed,

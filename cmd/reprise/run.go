@@ -53,9 +53,10 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 
 func newRunCmd() *cobra.Command {
 	var (
-		mf      machineFlags
-		timeout time.Duration
-		stats   bool
+		mf       machineFlags
+		timeout  time.Duration
+		stats    bool
+		syscalls bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run WORKLOAD|IMAGE|PROGRAM [ARG...]",
@@ -87,9 +88,14 @@ a file that has a workload's name.`,
 			}
 			var kernel vmm.Kernel
 			if g.linux != nil {
-				if kernel, err = linux.New(*g.linux); err != nil {
+				k, err := linux.New(*g.linux)
+				if err != nil {
 					return &exitError{exitFailure, err}
 				}
+				if syscalls {
+					k.Trace(cmd.ErrOrStderr())
+				}
+				kernel = k
 			}
 			disk, cleanup, err := runDisk(mf)
 			if err != nil {
@@ -123,7 +129,8 @@ a file that has a workload's name.`,
 	}
 	mf.register(cmd)
 	cmd.Flags().Var(newDurationFlag(&timeout, time.Nanosecond, maxDuration, "no limit"), "timeout", "stop the guest after this long (0: no limit)")
-	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts) to stderr")
+	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts; a Linux program's system calls) to stderr")
+	cmd.Flags().BoolVar(&syscalls, "syscalls", false, "trace a Linux program's system calls to stderr, as strace does")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

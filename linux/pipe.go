@@ -1,0 +1,92 @@
+package linux
+
+import "golang.org/x/sys/unix"
+
+func init() {
+	register(unix.SYS_PIPE, "pipe", func(k *Kernel, a args) (uint64, error) { return sysPipe2(k, args{a[0], 0}) })
+	register(unix.SYS_PIPE2, "pipe2", sysPipe2)
+}
+
+// pipeCapacity is a pipe's buffer, Linux's default.
+const pipeCapacity = 64 << 10
+
+// pipe is a pipe's buffer and how many open files hold each end. A
+// reader of an empty pipe and a writer of a full one block on the pipe
+// and retry when it changes.
+type pipe struct {
+	buf              []byte
+	readers, writers int
+}
+
+func sysPipe2(k *Kernel, a args) (uint64, error) {
+	if a[1]&^(unix.O_CLOEXEC|unix.O_NONBLOCK) != 0 {
+		return 0, unix.EINVAL
+	}
+	p := &pipe{readers: 1, writers: 1}
+	cloexec := a[1]&unix.O_CLOEXEC != 0
+	r := &openFile{pipe: p, flags: unix.O_RDONLY | a[1]&unix.O_NONBLOCK}
+	w := &openFile{pipe: p, flags: unix.O_WRONLY | a[1]&unix.O_NONBLOCK}
+	fds := k.proc().fds
+	rfd, err := fds.install(r, cloexec, 0)
+	if err != nil {
+		return 0, err
+	}
+	wfd, err := fds.install(w, cloexec, 0)
+	if err != nil {
+		fds.close(k, rfd)
+		return 0, err
+	}
+	var b [8]byte
+	b[0], b[1], b[2], b[3] = byte(rfd), byte(rfd>>8), byte(rfd>>16), byte(rfd>>24)
+	b[4], b[5], b[6], b[7] = byte(wfd), byte(wfd>>8), byte(wfd>>16), byte(wfd>>24)
+	if err := k.proc().as.write(a[0], b[:]); err != nil {
+		fds.close(k, rfd)
+		fds.close(k, wfd)
+		return 0, memErr(err)
+	}
+	return 0, nil
+}
+
+// read takes up to len(b) bytes; an empty pipe with writers blocks.
+func (p *pipe) read(k *Kernel, f *openFile, b []byte) (int, error) {
+	if len(p.buf) == 0 {
+		switch {
+		case p.writers == 0:
+			return 0, nil
+		case f.flags&unix.O_NONBLOCK != 0:
+			return 0, unix.EAGAIN
+		}
+		return 0, k.blockOn(p)
+	}
+	n := copy(b, p.buf)
+	p.buf = p.buf[n:]
+	k.wakeAll(p)
+	return n, nil
+}
+
+// write adds what fits; a full pipe with readers blocks, one without
+// readers is EPIPE.
+func (p *pipe) write(k *Kernel, f *openFile, b []byte) (int, error) {
+	switch {
+	case p.readers == 0:
+		return 0, unix.EPIPE
+	case len(p.buf) >= pipeCapacity && f.flags&unix.O_NONBLOCK != 0:
+		return 0, unix.EAGAIN
+	case len(p.buf) >= pipeCapacity:
+		return 0, k.blockOn(p)
+	}
+	n := min(len(b), pipeCapacity-len(p.buf))
+	p.buf = append(p.buf, b[:n]...)
+	k.wakeAll(p)
+	return n, nil
+}
+
+// closeEnd releases one end: readers see end of file, writers EPIPE.
+func (p *pipe) closeEnd(k *Kernel, writer bool) {
+	if writer {
+		p.writers--
+	} else {
+		p.readers--
+	}
+	k.wakeAll(p)
+}

@@ -1,0 +1,203 @@
+package linux
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// process is one program image running in its own address space, with its
+// descriptors; its threads are the kernel's threads whose proc it is.
+type process struct {
+	pid      int
+	parent   *process
+	as       *addressSpace
+	fds      fdTable
+	brk      [2]uint64 // the heap: [start, current end)
+	exe      string    // /proc/self/exe
+	children []*process
+	live     int    // threads not exited
+	zombie   bool   // exited, not yet waited for
+	status   uint64 // its wait status once a zombie
+	execs    uint64 // counts its execs (AT_RANDOM differs for each)
+}
+
+// proc is the running thread's process.
+func (k *Kernel) proc() *process { return k.current().proc }
+
+// maxProcesses bounds the processes a program can have at once.
+const maxProcesses = 256
+
+// execImage replaces p's address space with a new one running the ELF
+// file image (at path) with argv and envp: the executable, its loader if
+// it has one, its stack. It returns the entry point and stack pointer.
+func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []string) (entry, sp uint64, err error) {
+	as, err := newAddressSpace(k.m.RAM(), k.fr)
+	if err != nil {
+		return 0, 0, fmt.Errorf("linux: address space: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			as.release()
+		}
+	}()
+	x, err := load(as, image, pieBase)
+	if err != nil {
+		return 0, 0, fmt.Errorf("linux: %s: %w", path, err)
+	}
+	entry = x.entry
+	if x.interp != "" {
+		if entry, err = k.loadInterp(as, path, x); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := as.mapRange(userTop-stackSize, userTop, protRead|protWrite); err != nil {
+		return 0, 0, fmt.Errorf("linux: stack: %w", err)
+	}
+	sp, err = stackImage(as, userTop, x, path, argv, envp, k.random(p), hwcap(k.m))
+	if err != nil {
+		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
+	}
+	if p.as != nil {
+		p.as.release()
+	}
+	p.as, p.brk, p.exe = as, [2]uint64{x.brk, x.brk}, path
+	p.execs++
+	return entry, sp, nil
+}
+
+// random is AT_RANDOM for p's next image: the recorded bytes for the first
+// program, bytes derived from them for every later exec.
+func (k *Kernel) random(p *process) [randomBytes]byte {
+	if p.pid == pid && p.execs == 0 {
+		return k.prog.Random
+	}
+	var b [24]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(p.pid))
+	binary.LittleEndian.PutUint64(b[8:], p.execs)
+	sum := sha256.Sum256(append(k.prog.Random[:], b[:]...))
+	var out [randomBytes]byte
+	copy(out[:], sum[:])
+	return out
+}
+
+// loadInterp loads the dynamic loader x asks for into as, below the mmap
+// area's top as Linux does, and returns its entry point.
+func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint64, error) {
+	n, err := k.fs.lookup(x.interp)
+	if err != nil || n.dir || n.dev != nil {
+		return 0, fmt.Errorf("linux: %s needs its loader %s, which the program's files do not hold (reprise adds the host's by default)", path, x.interp)
+	}
+	size, err := span(n.data)
+	if err != nil {
+		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
+	}
+	base, ok := as.findFree(size)
+	if !ok {
+		return 0, fmt.Errorf("linux: no room for the loader %s", x.interp)
+	}
+	ld, err := load(as, n.data, base)
+	if err != nil {
+		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
+	}
+	if !ld.dynamic {
+		return 0, fmt.Errorf("linux: loader %s is not position-independent", x.interp)
+	}
+	if err := patchTSC(as, ld); err != nil {
+		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
+	}
+	x.interpBase = base
+	return ld.entry, nil
+}
+
+// fork makes a child of the running thread's process: a copy of its
+// address space and descriptors, one thread resuming where the parent
+// does, with rax 0.
+func (k *Kernel) fork() (*thread, error) {
+	parent := k.proc()
+	if len(k.processes()) >= maxProcesses {
+		return nil, unix.EAGAIN
+	}
+	as, err := parent.as.clone()
+	if err != nil {
+		return nil, memErr(err)
+	}
+	child := &process{parent: parent, as: as, fds: parent.fds.clone(), brk: parent.brk, exe: parent.exe}
+	c := k.m.VCPU()
+	regs := *c.SyncedRegs()
+	regs.RAX = 0
+	regs.RIP, regs.RFLAGS = regs.RCX, regs.R11
+	fpu, err := c.FPU()
+	if err != nil {
+		return nil, err
+	}
+	t, err := k.spawn(child, regs, fpu, k.current().fsBase)
+	if err != nil {
+		as.release()
+		return nil, err
+	}
+	child.pid = t.tid
+	parent.children = append(parent.children, child)
+	return t, nil
+}
+
+// processes are the processes with a live thread.
+func (k *Kernel) processes() map[*process]bool {
+	out := map[*process]bool{}
+	for _, t := range k.threads {
+		if t.state != exited {
+			out[t.proc] = true
+		}
+	}
+	return out
+}
+
+// exitProcess ends p with wait status: its threads stop, its descriptors
+// close, its memory is freed, and its parent can reap it. The first
+// process's end is the run's.
+func (k *Kernel) exitProcess(p *process, status uint64) error {
+	if p.pid == pid {
+		if status&0x7f != 0 {
+			return nil // signalled: reported by the caller
+		}
+		return exitGroup(status >> 8)
+	}
+	for _, t := range k.threads {
+		if t.proc == p && t.state != exited {
+			t.state = exited
+		}
+	}
+	p.live = 0
+	p.fds.closeAll(k)
+	p.as.release()
+	p.zombie, p.status = true, status
+	k.wakeAll(waitChild(p.parent))
+	k.resched = true
+	return nil
+}
+
+// reap finds a zombie child of p matching want (-1: any) and removes it.
+func (p *process) reap(want int64) (*process, bool) {
+	for i, c := range p.children {
+		if c.zombie && (want == -1 || int64(c.pid) == want) {
+			p.children = append(p.children[:i], p.children[i+1:]...)
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// hasChild reports whether p has a child matching want (-1: any).
+func (p *process) hasChild(want int64) bool {
+	for _, c := range p.children {
+		if want == -1 || int64(c.pid) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// waitChild is what a parent waiting for its children blocks on.
+type waitChild *process
