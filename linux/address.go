@@ -467,3 +467,13 @@ func (as *addressSpace) pageAddrs() []uint64 {
 	slices.Sort(out)
 	return out
 }
+
+// protAt is the protection of the range holding va (0 if none).
+func (as *addressSpace) protAt(va uint64) prot {
+	for _, v := range as.vmas {
+		if va >= v.start && va < v.end {
+			return v.prot
+		}
+	}
+	return 0
+}

@@ -214,3 +214,14 @@ func TestDynamic(t *testing.T) {
 		require.Equal(t, rec.End.RAMHash, rep.End.RAMHash)
 	}
 }
+
+// realloc of a large block grows it through mremap, its bytes kept.
+func TestRealloc(t *testing.T) {
+	for _, cc := range []string{"musl-gcc", "gcc"} {
+		bin := build(t, cc, "realloc.c", "-static", "-O2")
+		res, out, err := runLive(t, bin, []string{"realloc"}, nil)
+		require.NoError(t, err, out)
+		require.Equal(t, uint32(0), res.Status)
+		require.Equal(t, "size 67108864 sum 133693440\n", out, cc)
+	}
+}

@@ -1,0 +1,149 @@
+package linux
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	register(unix.SYS_UMASK, "umask", constant(0o022))
+	register(unix.SYS_SETPGID, "setpgid", constant(0))
+	register(unix.SYS_GETPGID, "getpgid", constant(pid))
+	register(unix.SYS_GETPGRP, "getpgrp", constant(pid))
+	register(unix.SYS_GETSID, "getsid", constant(pid))
+	register(unix.SYS_SETSID, "setsid", func(k *Kernel, a args) (uint64, error) { return 0, unix.EPERM })
+	register(unix.SYS_GETGROUPS, "getgroups", constant(0))
+	register(unix.SYS_SETUID, "setuid", setID(uid))
+	register(unix.SYS_SETGID, "setgid", setID(gid))
+	register(unix.SYS_PRCTL, "prctl", sysPrctl)
+	register(unix.SYS_SYSINFO, "sysinfo", sysSysinfo)
+	register(unix.SYS_GETRUSAGE, "getrusage", func(k *Kernel, a args) (uint64, error) {
+		return 0, memErr(k.proc().as.write(a[1], make([]byte, 144)))
+	})
+	register(unix.SYS_FSYNC, "fsync", fdOnly)
+	register(unix.SYS_FDATASYNC, "fdatasync", fdOnly)
+	register(unix.SYS_FTRUNCATE, "ftruncate", sysFtruncate)
+	register(unix.SYS_MREMAP, "mremap", sysMremap)
+	register(unix.SYS_SOCKET, "socket", func(*Kernel, args) (uint64, error) { return 0, unix.EAFNOSUPPORT })
+	register(unix.SYS_CONNECT, "connect", nil)
+	register(unix.SYS_RT_SIGRETURN, "rt_sigreturn", nil)
+	register(unix.SYS_POLL, "poll", nil)
+	register(unix.SYS_SELECT, "select", nil)
+	register(unix.SYS_EPOLL_CREATE1, "epoll_create1", nil)
+	register(unix.SYS_RENAME, "rename", nil)
+	register(unix.SYS_ALARM, "alarm", nil)
+	register(unix.SYS_WAITID, "waitid", nil)
+}
+
+// setID accepts changing to the identity the program already has.
+func setID(have uint64) handler {
+	return func(k *Kernel, a args) (uint64, error) {
+		if uint64(uint32(a[0])) != have {
+			return 0, unix.EPERM
+		}
+		return 0, nil
+	}
+}
+
+// fdOnly is a call that checks its descriptor and does nothing more (the
+// program's files are in memory: nothing to sync).
+func fdOnly(k *Kernel, a args) (uint64, error) {
+	_, err := k.proc().fds.get(a[0])
+	return 0, err
+}
+
+// sysPrctl: naming a thread, and asking about it, are accepted; the rest
+// is not supported.
+func sysPrctl(k *Kernel, a args) (uint64, error) {
+	switch a[0] {
+	case unix.PR_SET_NAME, unix.PR_SET_PDEATHSIG, unix.PR_SET_DUMPABLE:
+		return 0, nil
+	case unix.PR_GET_NAME:
+		return 0, memErr(k.proc().as.write(a[1], []byte("prog\x00")))
+	case unix.PR_GET_DUMPABLE:
+		return 1, nil
+	}
+	return 0, unix.EINVAL
+}
+
+// sysSysinfo describes the guest: its RAM, one CPU, its uptime.
+func sysSysinfo(k *Kernel, a args) (uint64, error) {
+	t, err := k.m.Clock()
+	if err != nil {
+		return 0, err
+	}
+	var b [112]byte
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], uint64(t.Seconds()))
+	ram := k.m.RAM().Size()
+	le.PutUint64(b[32:], ram)                    // totalram
+	le.PutUint64(b[40:], ram-k.fr.inUse())       // freeram
+	le.PutUint16(b[80:], uint16(len(k.threads))) // procs
+	le.PutUint32(b[104:], 1)                     // mem_unit
+	return 0, memErr(k.proc().as.write(a[0], b[:]))
+}
+
+func sysFtruncate(k *Kernel, a args) (uint64, error) {
+	f, err := k.proc().fds.get(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if f.node == nil || f.node.dir || f.node.dev != nil || !f.writable() {
+		return 0, unix.EINVAL
+	}
+	n := int64(a[1])
+	if n < 0 || n > maxFileBytes || k.fs.held+n-int64(len(f.node.data)) > maxFileBytes {
+		return 0, unix.EFBIG
+	}
+	k.fs.held += n - int64(len(f.node.data))
+	if n <= int64(len(f.node.data)) {
+		f.node.data = f.node.data[:n]
+	} else {
+		f.node.data = append(f.node.data, make([]byte, n-int64(len(f.node.data)))...)
+	}
+	return 0, nil
+}
+
+// sysMremap resizes a mapping: shrinking unmaps its tail, growing extends
+// it in place when the pages after it are free, else (MREMAP_MAYMOVE)
+// moves it, contents copied.
+func sysMremap(k *Kernel, a args) (uint64, error) {
+	old, oldLen, newLen, flags := a[0], pageUp(a[1]), pageUp(a[2]), a[3]
+	const mayMove = 1
+	as := k.proc().as
+	if _, ok := checkRange(old, oldLen); !ok || newLen == 0 || newLen > maxUserAddr || flags&^mayMove != 0 {
+		return 0, unix.EINVAL // MREMAP_FIXED and DONTUNMAP included
+	}
+	if !as.covered(old, old+oldLen) {
+		return 0, unix.EFAULT
+	}
+	p := as.protAt(old)
+	switch {
+	case newLen <= oldLen:
+		return old, memErr(as.unmap(old+newLen, old+oldLen))
+	case as.free(old+oldLen, old+newLen):
+		return old, memErr(as.mapRange(old+oldLen, old+newLen, p))
+	case flags&mayMove == 0:
+		return 0, unix.ENOMEM
+	}
+	to, ok := as.findFree(newLen)
+	if !ok {
+		return 0, unix.ENOMEM
+	}
+	if err := as.mapRange(to, to+newLen, p); err != nil {
+		return 0, memErr(err)
+	}
+	buf := make([]byte, pageSize)
+	for off := uint64(0); off < oldLen; off += pageSize {
+		if pa, ok := as.pages[old+off]; ok {
+			if err := as.ram.Read(pa, buf); err != nil {
+				return 0, err
+			}
+			if err := as.load(to+off, buf); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return to, memErr(as.unmap(old, old+oldLen))
+}
