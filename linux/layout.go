@@ -28,4 +28,4 @@ const (
 // DefaultMemBytes is the guest RAM a Linux program gets unless asked: real
 // programs need more than a kit workload, and every page they map is
 // backed at once.
-const DefaultMemBytes = 512 << 20
+const DefaultMemBytes = 256 << 20

@@ -1,0 +1,216 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/recorder"
+	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// linuxProgram is a program the Linux personality runs in the benchmark:
+// its command line and the host files it reads.
+type linuxProgram struct {
+	name  string
+	argv  []string // argv[0] is the host path of the executable
+	files []linux.File
+}
+
+func (p linuxProgram) program(tb testing.TB) linux.Program {
+	tb.Helper()
+	raw, err := os.ReadFile(p.argv[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	deps, err := linux.Dependencies(raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return linux.Program{Path: p.argv[0], Image: raw, Argv: p.argv, Env: []string{"PATH=/usr/bin:/bin", "HOME=/", "LANG=C"},
+		Epoch: time.Unix(1700000000, 0), Files: append(append([]linux.File(nil), p.files...), deps...)}
+}
+
+// native runs the program on the host with its files at their host
+// paths; pinned, on one host CPU, as the guest's threads share one vCPU.
+func (p linuxProgram) native(tb testing.TB, hostArgv []string, pinned bool) time.Duration {
+	tb.Helper()
+	if pinned {
+		hostArgv = append([]string{"taskset", "-c", "0"}, hostArgv...)
+	}
+	t0 := time.Now()
+	cmd := exec.Command(hostArgv[0], hostArgv[1:]...)
+	cmd.Stdout = io.Discard
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("%s on the host: %v", p.name, err)
+	}
+	return time.Since(t0)
+}
+
+// live runs the program under the personality without recording.
+func (p linuxProgram) live(tb testing.TB, console io.Writer) time.Duration {
+	tb.Helper()
+	t0 := time.Now()
+	k, err := linux.New(p.program(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: linux.DefaultMemBytes, Console: console})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer m.Close()
+	res, err := m.Run(context.Background())
+	if err != nil || res.Status != 0 {
+		tb.Fatalf("%s live: status %v, %v", p.name, res, err)
+	}
+	return time.Since(t0)
+}
+
+// record records the program to path and returns the time and tape size.
+func (p linuxProgram) record(tb testing.TB, path string) (time.Duration, int64) {
+	tb.Helper()
+	prog := p.program(tb)
+	t0 := time.Now()
+	res, err := recorder.Record(context.Background(), recorder.Options{Linux: &prog, MemBytes: linux.DefaultMemBytes,
+		Output: path, Console: io.Discard, Host: recorder.HostOff, Overwrite: true})
+	if err != nil || res.Status != 0 {
+		tb.Fatalf("%s recorded: %v", p.name, err)
+	}
+	return time.Since(t0), res.Bytes
+}
+
+// BenchmarkLinuxPrograms runs programs nobody here wrote natively (on all
+// host CPUs, and pinned to one), live under reprise, recorded and
+// replayed, side by side in each iteration, and reports the ratios and
+// the tape's bytes per second. Times are whole runs; setup-ms is what a
+// program that does nothing (busybox true) takes live — the VM's set-up,
+// 256 MiB of RAM prefaulted — and x-pinned-live-less-setup the ratio
+// without it.
+func BenchmarkLinuxPrograms(b *testing.B) {
+	kvmtest.Require(b)
+	kvmtest.RequireTools(b, "taskset", "busybox")
+	dir := b.TempDir()
+	input := filepath.Join(dir, "big.bin")
+	data := make([]byte, 64<<20)
+	for i := range data {
+		data[i] = byte(i * i >> 7)
+	}
+	if err := os.WriteFile(input, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	script := filepath.Join(dir, "s.sh")
+	if err := os.WriteFile(script, []byte("seq 1 20000 | sort -r | md5sum\nseq 1 20000 | awk '{s+=$1} END {print s}'\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	sql := filepath.Join(dir, "t.sql")
+	if err := os.WriteFile(sql, []byte("create table t(id integer primary key, v real);\n"+
+		"with recursive c(x) as (select 1 union all select x+1 from c where x < 200000) insert into t(v) select x*1.5 from c;\n"+
+		"create index iv on t(v);\nselect count(*), sum(v) from t;\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	lookPath := func(name string) string {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			b.Skipf("%s: %v", name, err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		prog linuxProgram
+		host []string
+	}{
+		{linuxProgram{"pigz", []string{lookPath("pigz"), "-n", "-p", "4", "-c", "/data/big.bin"}, []linux.File{{Guest: "/data/big.bin", Host: input}}},
+			[]string{lookPath("pigz"), "-n", "-p", "4", "-c", input}},
+		{linuxProgram{"sqlite3", []string{lookPath("sqlite3"), ":memory:", ".read /data/t.sql"}, []linux.File{{Guest: "/data/t.sql", Host: sql}}},
+			[]string{lookPath("sqlite3"), ":memory:", ".read " + sql}},
+		{linuxProgram{"busybox-sh", []string{lookPath("busybox"), "sh", "/data/s.sh"}, []linux.File{{Guest: "/data/s.sh", Host: script}}},
+			[]string{lookPath("busybox"), "sh", script}},
+	} {
+		b.Run(tc.prog.name, func(b *testing.B) {
+			var native, pinned, setup, live, rec, rep time.Duration
+			var tapeBytes int64
+			tp := filepath.Join(dir, tc.prog.name+".tape")
+			noop := linuxProgram{"true", []string{lookPath("busybox"), "true"}, nil}
+			for i := 0; i < b.N; i++ {
+				native += tc.prog.native(b, tc.host, false)
+				pinned += tc.prog.native(b, tc.host, true)
+				setup += noop.live(b, io.Discard)
+				live += tc.prog.live(b, io.Discard)
+				d, n := tc.prog.record(b, tp)
+				rec, tapeBytes = rec+d, n
+				t0 := time.Now()
+				if _, err := replayer.Replay(context.Background(), replayer.Options{Tape: tp, Console: io.Discard}); err != nil {
+					b.Fatal(err)
+				}
+				rep += time.Since(t0)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(native.Milliseconds())/n, "native-ms")
+			b.ReportMetric(float64(pinned.Milliseconds())/n, "pinned-ms")
+			b.ReportMetric(float64(setup.Milliseconds())/n, "setup-ms")
+			b.ReportMetric(float64(live.Milliseconds())/n, "live-ms")
+			b.ReportMetric(float64(live)/float64(pinned), "x-pinned-live")
+			b.ReportMetric(float64(live-setup)/float64(pinned), "x-pinned-live-less-setup")
+			b.ReportMetric(float64(rec)/float64(pinned), "x-pinned-recorded")
+			b.ReportMetric(float64(rec)/float64(live), "x-recorded-vs-live")
+			b.ReportMetric(float64(rep)/float64(rec), "x-replay-vs-record")
+			b.ReportMetric(float64(tapeBytes)/(float64(rec)/float64(b.N)/1e9), "tape-B/s")
+		})
+	}
+}
+
+// BenchmarkLinuxSyscall times system-call round trips inside a program —
+// getpid and a 4 KiB pread — natively and under reprise, with the
+// program's own clock.
+func BenchmarkLinuxSyscall(b *testing.B) {
+	kvmtest.Require(b)
+	kvmtest.RequireTools(b, "musl-gcc")
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "syscalls")
+	if out, err := exec.Command("musl-gcc", "-static", "-O2", "-o", bin, filepath.Join("..", "linux", "testdata", "syscalls.c")).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, make([]byte, 4096), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	parse := func(out string) (getpid, pread float64) {
+		m := regexp.MustCompile(`getpid (\d+) ns\npread4k (\d+) ns`).FindStringSubmatch(out)
+		if m == nil {
+			b.Fatalf("unexpected output %q", out)
+		}
+		g, _ := strconv.ParseFloat(m[1], 64)
+		p, _ := strconv.ParseFloat(m[2], 64)
+		return g, p
+	}
+	var ng, np, rg, rp float64
+	for i := 0; i < b.N; i++ {
+		out, err := exec.Command(bin, file).Output()
+		if err != nil {
+			b.Fatal(err)
+		}
+		g, p := parse(string(out))
+		ng, np = ng+g, np+p
+		var console bytes.Buffer
+		prog := linuxProgram{"syscalls", []string{bin, "/data/f"}, []linux.File{{Guest: "/data/f", Host: file}}}
+		prog.live(b, &console)
+		g, p = parse(console.String())
+		rg, rp = rg+g, rp+p
+	}
+	n := float64(b.N)
+	b.ReportMetric(ng/n, "native-getpid-ns")
+	b.ReportMetric(rg/n, "reprise-getpid-ns")
+	b.ReportMetric(np/n, "native-pread4k-ns")
+	b.ReportMetric(rp/n, "reprise-pread4k-ns")
+}
