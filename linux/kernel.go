@@ -63,6 +63,13 @@ type Kernel struct {
 	switches uint64
 	restart  bool      // the call being served blocked and runs again when woken
 	trace    io.Writer // if set, every system call is written here
+	// hog is the thread that ran up to the last exit, how many others
+	// could run then, and when the last tick was delivered (watchHog).
+	hog struct {
+		thread  *thread
+		waiting int
+		at      time.Duration
+	}
 }
 
 // Trace writes every system call, its arguments and its result to w, as
@@ -73,6 +80,9 @@ func (k *Kernel) Trace(w io.Writer) { k.trace = w }
 type Stats struct {
 	Calls       map[string]uint64 // by name
 	Unsupported map[string]uint64 // answered ENOSYS, by name
+	// Warnings say what the run could not do as the program expected,
+	// once each: a thread that kept the CPU from runnable ones.
+	Warnings []string
 }
 
 // Check says whether p is a program the personality can start: an x86-64
@@ -116,6 +126,9 @@ func (s Stats) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %s=%d", c.name, c.n)
 	}
 	fmt.Fprintln(w)
+	for _, warning := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
 	if len(s.Unsupported) > 0 {
 		names := make([]string, 0, len(s.Unsupported))
 		for name := range s.Unsupported {
@@ -226,6 +239,7 @@ func (k *Kernel) enter(entry, sp uint64) error {
 
 // Exit serves a system call or a trap.
 func (k *Kernel) Exit(port uint16) error {
+	k.noteRunning()
 	if port == abi.PortTrap {
 		return k.trap()
 	}

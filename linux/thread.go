@@ -2,6 +2,7 @@ package linux
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -43,6 +44,7 @@ type thread struct {
 	// waitKey, for a thread blocked in a call that restarts when woken
 	// (a pipe read or write, a wait for a child), is what it waits on.
 	waitKey any
+	warned  bool // watchHog has warned of it
 }
 
 // maxThreads bounds the threads a program can create (RLIMIT_NPROC-like):
@@ -90,12 +92,51 @@ func (k *Kernel) setReturn(t *thread, ret uint64) {
 // tick wakes the threads whose deadline has come and asks for a switch if
 // another thread can run.
 func (k *Kernel) tick(clock time.Duration) {
+	k.watchHog(clock)
 	for _, t := range k.threads {
 		if t.state == blocked && t.deadline != 0 && clock >= t.deadline {
 			k.wake(t, negErrno(t.wakeErr))
 		}
 	}
 	k.resched = true
+}
+
+// hogLimit is how long a thread may keep the CPU without a system call,
+// others waiting, before the run warns that it cannot be preempted.
+const hogLimit = time.Second
+
+// watchHog warns, once per thread, of a thread that kept the CPU for
+// hogLimit while others could run. Ticks reach an unmodified program only
+// at its exits, and one is pending within a tick period of the last, so a
+// gap of hogLimit between two delivered ticks means no exit at all in
+// between: the thread that ran up to the exit this tick is delivered at
+// made no system call all that time, and nothing could preempt it. (A
+// live run delivers ticks anywhere and never sees such a gap.) It runs at
+// each tick, before the tick's own wake-ups and switch.
+func (k *Kernel) watchHog(clock time.Duration) {
+	last := k.hog
+	k.hog.at = clock
+	if last.waiting == 0 || clock-last.at < hogLimit || last.thread.warned {
+		return
+	}
+	t := last.thread
+	t.warned = true
+	k.stats.Warnings = append(k.stats.Warnings, fmt.Sprintf(
+		"thread %d of %s ran %v without a system call while %d other threads waited to run: an unmodified program is preempted only at its system calls; rebuild it with reprise's instrumentation for exact positions",
+		t.tid, t.proc.exe, (clock-last.at).Round(time.Millisecond), last.waiting))
+}
+
+// noteRunning remembers, at each exit, which thread ran up to it and how
+// many others could have (watchHog).
+func (k *Kernel) noteRunning() {
+	t := k.current()
+	waiting := 0
+	for _, o := range k.threads {
+		if o != t && o.state == runnable {
+			waiting++
+		}
+	}
+	k.hog.thread, k.hog.waiting = t, waiting
 }
 
 // reschedule switches to the next runnable thread after the current one,

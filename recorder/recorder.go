@@ -79,6 +79,8 @@ type Result struct {
 	// lacks ("" if nothing).
 	HostRecords uint64
 	HostMissing string
+	// Warnings are a Linux program's (linux.Stats.Warnings).
+	Warnings []string
 }
 
 // ChoosePositionSource resolves the position source: swbc when the image counts
@@ -216,6 +218,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("recorder: writing %s: %w", o.Output, err)
 	}
 	out := &Result{Result: res, PositionSource: source, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes(), HostRecords: log.hl.records}
+	if k, ok := kernel.(*linux.Kernel); ok {
+		out.Warnings = k.Stats().Warnings
+	}
 	if host != nil {
 		out.HostMissing = host.Missing()
 	} else {

@@ -81,6 +81,11 @@ is recorded and replays).`,
 				Overwrite: force,
 			})
 			if res != nil {
+				for _, w := range res.Warnings {
+					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: warning: %s\n", w)
+				}
+			}
+			if res != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: recorded %s: %d events, %d host records, %s, %v of guest execution (%s positions)%s\n",
 					res.Tape, res.Events, res.HostRecords, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond), res.PositionSource, endNote(res.End))
 				if res.HostMissing != "" {
