@@ -3,6 +3,7 @@ package linux
 import (
 	"encoding/binary"
 	"fmt"
+	"github.com/reprise-vm/reprise/abi"
 	"slices"
 	"sort"
 
@@ -67,8 +68,11 @@ func newAddressSpace(ram *memory.RAM, fr *frames) (*addressSpace, error) {
 	// which CPL3 code executes.
 	for va := uint64(pageSize); va < systemTop; va += pageSize {
 		flags := uint64(x86.PTEPresent | x86.PTEWrite)
-		if va == stubPage {
+		switch va {
+		case stubPage:
 			flags = x86.PTEPresent | x86.PTEUser
+		case abi.SWBC: // an instrumented program's branch counter (swbc.go)
+			flags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser
 		}
 		if err := as.setPTE(va, va|flags); err != nil {
 			return nil, err

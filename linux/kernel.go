@@ -193,6 +193,9 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	if err != nil {
 		return err
 	}
+	if err := k.setBranchHook(); err != nil {
+		return err
+	}
 	return k.enter(entry, sp)
 }
 

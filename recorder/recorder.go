@@ -110,12 +110,34 @@ func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.P
 	return "", fmt.Errorf("recorder: unknown position source %q (want auto, swbc, exit-sync or pmu)", want)
 }
 
+// chooseLinuxSource is ChoosePositionSource for a Linux program: swbc
+// when it was built with reprise's instrumentation (reprise cc).
+func chooseLinuxSource(want tape.PositionSource, image []byte) (tape.PositionSource, error) {
+	_, size, hasHook, err := linux.BranchHook(image)
+	if err != nil {
+		return "", err
+	}
+	switch want {
+	case Auto, "":
+		if hasHook {
+			return tape.SourceSWBC, nil
+		}
+		return tape.SourceExitSync, nil
+	case tape.SourceSWBC:
+		if !hasHook || size == 0 {
+			return "", errors.New("recorder: the program has no software branch counter: build it with 'reprise cc' for swbc positions, or use exit-sync")
+		}
+		return want, nil
+	}
+	return ChoosePositionSource(want, nil)
+}
+
 // checkHook checks that img keeps a software branch counter the machine
 // can use: the hook exists, and has a size, by which the machine tells the
 // hook's exits from the guest's own writes to the port.
 func checkHook(img *elfimage.Image) error {
 	if img == nil {
-		return errors.New("recorder: Linux programs have no software branch counter yet: use the exit-sync position source")
+		return errors.New("recorder: no image to find a software branch counter in: use the exit-sync position source")
 	}
 	hook, ok := img.Lookup(vmm.SWBCHookSymbol)
 	if !ok {
@@ -137,6 +159,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil, errors.New("recorder: give a guest image or a Linux program, not both or neither")
 	}
 	source, err := ChoosePositionSource(o.PositionSource, o.Image)
+	if o.Linux != nil {
+		source, err = chooseLinuxSource(o.PositionSource, o.Linux.Image)
+	}
 	if err != nil {
 		return nil, err
 	}

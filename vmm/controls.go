@@ -89,6 +89,11 @@ func (m *Machine) RequestInterruptWindow(on bool) { m.cpu.RequestInterruptWindow
 // Kick makes the vCPU loop stop soon (StopKick) and wakes an idle guest.
 func (m *Machine) Kick() { m.kick() }
 
+// SetBranchHook tells the machine where a Kernel's program keeps its
+// branch-counter hook, [start, end): the machine tells the hook's exits
+// from the program's own by it (classify).
+func (m *Machine) SetBranchHook(start, end uint64) { m.hook = [2]uint64{start, end} }
+
 // InBranchHook reports whether rip is in the branch-counter hook. At the
 // hook's exit RIP is its port write, or just after it when KVM emulated
 // the write.

@@ -150,3 +150,39 @@ echo done: $(seq 1 10 | wc -l)
 	require.Equal(t, want, got)
 	require.Contains(t, got, "sum 5050\n")
 }
+
+// A program built with 'reprise cc' records with exact (swbc) positions,
+// and replays.
+func TestInstrumentedProgram(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "musl-gcc")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "threads")
+	r := runCLI(t, nil, "cc", "--compiler", "musl-gcc", "--", "-static", "-O2", "-pthread", "-o", bin, filepath.Join("..", "..", "linux", "testdata", "threads.c"))
+	require.Equal(t, 0, r.code, r.stderr)
+	nm, err := exec.Command("nm", bin).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(nm), "__sanitizer_cov_trace_pc")
+
+	tp := filepath.Join(dir, "threads.tape")
+	rec := runCLI(t, nil, "record", "-o", tp, "--timer-jitter", "1ms", "--", bin)
+	require.Equal(t, 0, rec.code, rec.stderr)
+	require.Equal(t, "total=400000\n", rec.stdout)
+	require.Contains(t, rec.stderr, "(swbc positions)")
+	for i := 0; i < 3; i++ {
+		rep := runCLI(t, nil, "replay", tp)
+		require.Equal(t, 0, rep.code, rep.stderr)
+		require.Equal(t, rec.stdout, rep.stdout)
+	}
+	info := runCLI(t, nil, "info", tp)
+	require.Contains(t, info.stdout, "source       swbc")
+	require.NotContains(t, info.stdout, "syscall-granular")
+
+	// Compiling without linking adds no hook object.
+	obj := filepath.Join(dir, "t.o")
+	r = runCLI(t, nil, "cc", "--compiler", "musl-gcc", "--", "-c", "-o", obj, filepath.Join("..", "..", "linux", "testdata", "threads.c"))
+	require.Equal(t, 0, r.code, r.stderr)
+	nm, err = exec.Command("nm", obj).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(nm), "U __sanitizer_cov_trace_pc", "instrumented, the hook left to the link")
+}
