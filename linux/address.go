@@ -198,23 +198,55 @@ func (as *addressSpace) mapRange(start, end uint64, p prot) error {
 // protectPages sets the leaf entries of [start, end) for p.
 func (as *addressSpace) protectPages(start, end uint64, p prot) error {
 	flags := leafFlags(p)
+	present := as.present(start, end)
+	if flags == 0 {
+		for _, va := range present {
+			if err := as.setPTE(va, as.pages[va]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// Every page needs a frame: refuse what RAM cannot hold before
+	// taking any (the range is the program's to choose).
+	if (end-start)/pageSize-uint64(len(present)) > as.fr.available() {
+		return errNoMemory
+	}
 	for va := start; va < end; va += pageSize {
 		pa, ok := as.pages[va]
-		if !ok && flags != 0 {
+		if !ok {
 			var err error
 			if pa, err = as.fr.alloc(); err != nil {
 				return err
 			}
 			as.pages[va] = pa
 		}
-		if !ok && flags == 0 {
-			continue
-		}
 		if err := as.setPTE(va, pa|flags); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// present are the mapped pages of [start, end), in order, found without
+// walking a range far larger than what is mapped.
+func (as *addressSpace) present(start, end uint64) []uint64 {
+	var out []uint64
+	if (end-start)/pageSize <= uint64(len(as.pages)) {
+		for va := start; va < end; va += pageSize {
+			if _, ok := as.pages[va]; ok {
+				out = append(out, va)
+			}
+		}
+		return out
+	}
+	for va := range as.pages {
+		if va >= start && va < end {
+			out = append(out, va)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // protect changes the protection of the mapped pages of [start, end);
@@ -234,11 +266,8 @@ var errUnmapped = fmt.Errorf("range not mapped")
 // unmap removes [start, end) and frees its frames.
 func (as *addressSpace) unmap(start, end uint64) error {
 	as.carve(start, end)
-	for va := start; va < end; va += pageSize {
-		pa, ok := as.pages[va]
-		if !ok {
-			continue
-		}
+	for _, va := range as.present(start, end) {
+		pa := as.pages[va]
 		delete(as.pages, va)
 		as.fr.release(pa)
 		if err := as.setPTE(va, 0); err != nil {
@@ -396,14 +425,12 @@ var errNameTooLong = fmt.Errorf("string too long")
 
 // zero clears the frames of the mapped pages of [start, end).
 func (as *addressSpace) zero(start, end uint64) error {
-	for va := start; va < end; va += pageSize {
-		if pa, ok := as.pages[va]; ok {
-			b, err := as.ram.Slice(pa, pageSize)
-			if err != nil {
-				return err
-			}
-			clear(b)
+	for _, va := range as.present(start, end) {
+		b, err := as.ram.Slice(as.pages[va], pageSize)
+		if err != nil {
+			return err
 		}
+		clear(b)
 	}
 	return nil
 }

@@ -54,5 +54,10 @@ func (f *frames) allocTable() (uint64, error) {
 
 func (f *frames) release(pa uint64) { f.free = append(f.free, pa) }
 
+// available is how many frames can still be handed out.
+func (f *frames) available() uint64 {
+	return (f.ram.Size()-f.next)/pageSize + uint64(len(f.free))
+}
+
 // inUse is how many bytes of frames are handed out.
 func (f *frames) inUse() uint64 { return f.next - firstFree - uint64(len(f.free))*pageSize }

@@ -237,3 +237,22 @@ func TestHogWarning(t *testing.T) {
 	require.Contains(t, rec.Warnings[0], "thread 1 of /bin/hog ran")
 	require.Contains(t, rec.Warnings[0], "without a system call while 1 other threads waited")
 }
+
+// A program that hands the kernel bad pointers, descriptors, sizes and
+// numbers gets the errno Linux gives, and a null dereference ends the run
+// with a fault report naming the signal and the address.
+func TestHostileProgram(t *testing.T) {
+	bin := build(t, "musl-gcc", "hostile.c", "-static", "-O1")
+	_, out, err := runLive(t, bin, []string{"hostile"}, nil)
+	var gf *vmm.GuestFault
+	require.ErrorAs(t, err, &gf, out)
+	require.Contains(t, gf.Error(), "the program got SIGSEGV: #PF")
+	require.Contains(t, gf.Error(), "at address 0x0")
+	for _, line := range []string{
+		"write bad pointer: -1 ok", "read bad fd: -1 ok", "mmap huge: -1 ok", "mmap below 2 MiB: -1 ok",
+		"open bad path: -1 ok", "open missing: -1 ok", "unknown call: -1 ok", "execve missing: -1 ok",
+		"execve bad envp: -1 ok", "futex unaligned: -1 ok",
+	} {
+		require.Contains(t, out, line+"\n")
+	}
+}

@@ -158,9 +158,13 @@ func (k *Kernel) forkClone(flags, stack, parentTID, childTID uint64) (uint64, er
 	return uint64(t.tid), nil
 }
 
-// maxExecArgs bounds the argv and envp an exec reads from the program.
+// readStrings reads a NULL-terminated array of strings (argv, envp),
+// within Linux's bounds; a NULL array is empty.
 func (k *Kernel) readStrings(va uint64) ([]string, error) {
 	var out []string
+	if va == 0 {
+		return nil, nil
+	}
 	total := 0
 	for i := 0; ; i++ {
 		if i >= abi.LinuxMaxArgs {
@@ -193,6 +197,16 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 	if path == "/proc/self/exe" {
 		path = k.proc().exe
 	}
+	// The file first, as Linux does, then the strings.
+	n, err := k.fs.lookup(path)
+	switch {
+	case err != nil:
+		return 0, err
+	case n.dir:
+		return 0, unix.EACCES
+	case n.mode&0o111 == 0 || n.dev != nil || len(n.data) < 4 || string(n.data[:4]) != "\x7fELF":
+		return 0, unix.ENOEXEC
+	}
 	argv, err := k.readStrings(a[1])
 	if err != nil {
 		return 0, err
@@ -203,15 +217,6 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 	}
 	if len(argv) == 0 {
 		argv = []string{path}
-	}
-	n, err := k.fs.lookup(path)
-	switch {
-	case err != nil:
-		return 0, err
-	case n.dir:
-		return 0, unix.EACCES
-	case n.mode&0o111 == 0 || n.dev != nil || len(n.data) < 4 || string(n.data[:4]) != "\x7fELF":
-		return 0, unix.ENOEXEC
 	}
 	if err := abi.CheckLinuxArgs(argv, envp); err != nil {
 		return 0, unix.E2BIG
