@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io"
 	"sort"
 	"strings"
@@ -34,6 +35,9 @@ type Program struct {
 	// New reads them, fills in their sizes and hashes, or checks them
 	// against the ones given.
 	Files []File
+	// Stdin is the guest path of the file (one of Files) the program reads
+	// as its standard input; "" leaves it empty.
+	Stdin string
 }
 
 // The identity a program runs as: an ordinary user, not root, so programs
@@ -185,6 +189,13 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	}
 	k.fr = newFrames(ram)
 	init := &process{pid: pid, fds: newFDTable()}
+	if k.prog.Stdin != "" {
+		n, err := k.fs.lookup(k.prog.Stdin)
+		if err != nil || n.dir || n.dev != nil {
+			return fmt.Errorf("linux: standard input %s is not one of the program's files", k.prog.Stdin)
+		}
+		init.fds[0].file = &openFile{node: n, flags: unix.O_RDONLY, refs: 1}
+	}
 	k.nextTID = pid - 1
 	if _, err := k.spawn(init, kvm.Regs{}, kvm.FPU{}, 0); err != nil { // the main thread: tid = pid
 		return err

@@ -201,7 +201,7 @@ func linuxKernel(path string, h *tape.Header) (vmm.Kernel, error) {
 		return nil, fmt.Errorf("replayer: the executable embedded in %s does not match its recorded SHA-256", path)
 	}
 	l := h.Linux
-	p := linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch}
+	p := linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch, Stdin: l.Stdin}
 	for _, f := range l.Files {
 		p.Files = append(p.Files, linux.File(f))
 	}

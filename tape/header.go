@@ -94,6 +94,9 @@ type Linux struct {
 	// Files are the host files the program saw, named by content like
 	// Disk: a replay reads them again and refuses one that changed.
 	Files []File
+	// Stdin is the guest path of the file (one of Files) that was its
+	// standard input, or "".
+	Stdin string
 }
 
 // File is a host file a Linux program saw at a guest path.
@@ -142,6 +145,7 @@ type linuxJSON struct {
 	Epoch   time.Time  `json:"epoch"`
 	HostCPU int        `json:"host_cpu"`
 	Files   []fileJSON `json:"files,omitempty"`
+	Stdin   string     `json:"stdin,omitempty"`
 }
 
 type fileJSON struct {
@@ -202,10 +206,15 @@ func (h *Header) check() string {
 		if len(h.Linux.Files) > MaxFiles {
 			return fmt.Sprintf("Linux program lists %d files, more than %d", len(h.Linux.Files), MaxFiles)
 		}
+		stdinListed := h.Linux.Stdin == ""
 		for _, f := range h.Linux.Files {
+			stdinListed = stdinListed || f.Guest == h.Linux.Stdin
 			if !filepath.IsAbs(f.Guest) || !filepath.IsAbs(f.Host) || f.Size < 0 || len(f.Guest) > abi.LinuxMaxPath || len(f.Host) > abi.LinuxMaxPath {
 				return fmt.Sprintf("Linux program file %q (host %q, %d bytes): paths must be absolute, the size not negative", f.Guest, f.Host, f.Size)
 			}
+		}
+		if !stdinListed {
+			return fmt.Sprintf("Linux program standard input %q is not one of its files", h.Linux.Stdin)
 		}
 	}
 	if h.MemBytes != 0 {
@@ -255,7 +264,7 @@ func encodeHeader(h *Header) ([]byte, error) {
 		Notes:    h.Notes,
 	}
 	if l := h.Linux; l != nil {
-		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU}
+		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin}
 		for _, f := range l.Files {
 			j.Linux.Files = append(j.Linux.Files, fileJSON{Guest: f.Guest, Host: f.Host, Size: f.Size, SHA256: hex.EncodeToString(f.SHA256[:])})
 		}
@@ -322,7 +331,7 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		}
 	}
 	if l := j.Linux; l != nil {
-		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU}
+		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin}
 		if len(l.Random) != 2*len(h.Linux.Random) {
 			return nil, 0, fmt.Sprintf("Linux program random %q is not 32 hex digits", l.Random)
 		}

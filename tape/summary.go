@@ -81,6 +81,14 @@ func (s *Summary) Print(w io.Writer) {
 			line("argv", "%q", l.Argv)
 			line("env", "%q", l.Env)
 			line("started", "%s, pinned to host CPU %d", l.Epoch.Format("2006-01-02 15:04:05 MST"), l.HostCPU)
+			var bytes int64
+			for _, f := range l.Files {
+				bytes += f.Size
+			}
+			line("files", "%s, %s (named by SHA-256: a replay reads them again and checks them)", plural(len(l.Files), "file", "files"), fmtBytes(bytes))
+			if l.Stdin != "" {
+				line("stdin", "%s", l.Stdin)
+			}
 			if h.PositionSource == SourceExitSync {
 				line("positions", "at the program's own exits (system calls, faults): preemption between its threads is syscall-granular")
 			}

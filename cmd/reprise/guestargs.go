@@ -172,6 +172,13 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if p.Files, err = programFiles(raw, f.files); err != nil {
 		return nil, err
 	}
+	if f.stdin != "" {
+		in, err := linux.Mount(f.stdin, stdinPath)
+		if err != nil || len(in) != 1 {
+			return nil, &exitError{exitFailure, fmt.Errorf("--stdin %s: a file, please: %v", f.stdin, err)}
+		}
+		p.Files, p.Stdin = append(p.Files, in[0]), stdinPath
+	}
 	if _, err := rand.Read(p.Random[:]); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
@@ -224,6 +231,9 @@ func bringsKernel(img *elfimage.Image) bool {
 	}
 	return img.Segments[0].Addr >= abi.KernelBase && img.Segments[0].Addr < abi.UserBase
 }
+
+// stdinPath is where --stdin's file appears in the guest.
+const stdinPath = "/dev/stdin"
 
 // baseEnv is a Linux program's environment before --env: small and fixed,
 // so that a recording does not depend on the shell it was made from.

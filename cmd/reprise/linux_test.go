@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,8 +40,8 @@ func TestLinuxProgramCLI(t *testing.T) {
 
 	info := runCLI(t, nil, "info", tp)
 	require.Equal(t, 0, info.code, info.stderr)
-	require.Contains(t, info.stdout, "program    "+bin+" (Linux")
-	require.Contains(t, info.stdout, `argv       ["`+bin+`" "-o" "x y"]`)
+	require.Regexp(t, `program\s+`+regexp.QuoteMeta(bin)+` \(Linux`, info.stdout)
+	require.Regexp(t, `argv\s+\["`+regexp.QuoteMeta(bin)+`" "-o" "x y"\]`, info.stdout)
 	require.Contains(t, info.stdout, "syscall-granular")
 
 	// Not an executable: a clear refusal naming the file.
@@ -73,6 +74,9 @@ func recordReplay(t *testing.T, files []string, args ...string) string {
 	}
 	rec := runCLI(t, nil, append(append(cmdline, "--"), args...)...)
 	require.Equal(t, 0, rec.code, rec.stderr)
+	info := runCLI(t, nil, "info", tp)
+	require.Equal(t, 0, info.code, info.stderr)
+	require.Regexp(t, `program\s+`+regexp.QuoteMeta(args[0])+` \(Linux`, info.stdout)
 	for i := 0; i < 3; i++ {
 		rep := runCLI(t, nil, "replay", tp)
 		require.Equal(t, 0, rep.code, rep.stderr)
@@ -175,7 +179,7 @@ func TestInstrumentedProgram(t *testing.T) {
 		require.Equal(t, rec.stdout, rep.stdout)
 	}
 	info := runCLI(t, nil, "info", tp)
-	require.Contains(t, info.stdout, "source       swbc")
+	require.Regexp(t, `source\s+swbc`, info.stdout)
 	require.NotContains(t, info.stdout, "syscall-granular")
 
 	// Compiling without linking adds no hook object.
@@ -185,4 +189,40 @@ func TestInstrumentedProgram(t *testing.T) {
 	nm, err = exec.Command("nm", obj).Output()
 	require.NoError(t, err)
 	require.Contains(t, string(nm), "U __sanitizer_cov_trace_pc", "instrumented, the hook left to the link")
+}
+
+// --stdin gives a program a host file as its standard input, recorded by
+// hash: busybox sort reads it and prints what the host's sort prints.
+func TestStdinFile(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "busybox")
+	bb, err := exec.LookPath("busybox")
+	require.NoError(t, err)
+	in := filepath.Join(t.TempDir(), "in.txt")
+	require.NoError(t, os.WriteFile(in, []byte("pear\napple\nfig\n"), 0o644))
+	tp := filepath.Join(t.TempDir(), "sort.tape")
+	r := runCLI(t, nil, "record", "-o", tp, "--stdin", in, "--", bb, "sort")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "apple\nfig\npear\n", r.stdout)
+	rep := runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Equal(t, r.stdout, rep.stdout)
+}
+
+// A recording of a Linux program stopped by --timeout ends cleanly at a
+// point its replay finds again (here, exact: an instrumented program).
+func TestLinuxRecordingTimeout(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "musl-gcc")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hog")
+	r := runCLI(t, nil, "cc", "--compiler", "musl-gcc", "--", "-static", "-O1", "-pthread", "-o", bin, filepath.Join("..", "..", "linux", "testdata", "hog.c"))
+	require.Equal(t, 0, r.code, r.stderr)
+	tp := filepath.Join(dir, "hog.tape")
+	rec := runCLI(t, nil, "record", "-o", tp, "--timeout", "500ms", "--", bin)
+	require.Equal(t, 124, rec.code, rec.stderr)
+	require.Contains(t, rec.stderr, "recording stopped")
+	rep := runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Contains(t, rep.stderr, "stopped where the recording was stopped")
 }
