@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"github.com/reprise-vm/reprise/abi"
+	"maps"
 	"slices"
 	"sort"
 
@@ -490,14 +491,7 @@ func (as *addressSpace) clone() (*addressSpace, error) {
 // pageAddrs are the mapped pages' addresses in order: frames are taken
 // and given back in this order, so where each page lands is the same in
 // every replay (a map's order is not).
-func (as *addressSpace) pageAddrs() []uint64 {
-	out := make([]uint64, 0, len(as.pages))
-	for va := range as.pages {
-		out = append(out, va)
-	}
-	slices.Sort(out)
-	return out
-}
+func (as *addressSpace) pageAddrs() []uint64 { return slices.Sorted(maps.Keys(as.pages)) }
 
 // protAt is the protection of the range holding va (0 if none).
 func (as *addressSpace) protAt(va uint64) prot {

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"maps"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -81,14 +82,7 @@ func (t fdTable) closeOnExec(k *Kernel) {
 	}
 }
 
-func (t fdTable) sorted() []int {
-	out := make([]int, 0, len(t))
-	for fd := range t {
-		out = append(out, fd)
-	}
-	slices.Sort(out)
-	return out
-}
+func (t fdTable) sorted() []int { return slices.Sorted(maps.Keys(t)) }
 
 func (t fdTable) get(fd uint64) (*openFile, error) {
 	e, ok := t[int(fd)]

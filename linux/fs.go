@@ -4,10 +4,11 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -190,14 +191,7 @@ func (fs *fileSystem) addHost(f *File) error {
 
 // names is a directory's entries, sorted: getdents returns them in this
 // order, the same in every replay.
-func (n *node) names() []string {
-	out := make([]string, 0, len(n.children))
-	for name := range n.children {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
+func (n *node) names() []string { return slices.Sorted(maps.Keys(n.children)) }
 
 // Mount lists the host files under host — a file, or a directory walked
 // recursively (regular files only; symbolic links followed to them) — at

@@ -94,6 +94,20 @@ func recordProgram(t *testing.T, p *linux.Program, jitter time.Duration) (string
 	return path, res, out.String()
 }
 
+// replaysMatch replays the tape at path n times, each to the recorded
+// console, RAM and exit status.
+func replaysMatch(t *testing.T, path string, rec *recorder.Result, console string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		var out bytes.Buffer
+		rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
+		require.NoError(t, err)
+		require.Equal(t, console, out.String(), "replay %d", i)
+		require.Equal(t, rec.End.RAMHash, rep.End.RAMHash, "replay %d", i)
+		require.Equal(t, rec.Status, rep.Status, "replay %d", i)
+	}
+}
+
 // Every static kind records and replays to the same console, RAM and exit
 // status, three times, with the timer jittered too.
 func TestStaticRecordReplay(t *testing.T) {
@@ -111,14 +125,7 @@ func TestStaticRecordReplay(t *testing.T) {
 				require.Equal(t, uint32(3), rec.Status)
 				require.Contains(t, console, "heap works\n")
 				require.Equal(t, tape.SourceExitSync, rec.PositionSource)
-				for i := 0; i < 3; i++ {
-					var out bytes.Buffer
-					rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
-					require.NoError(t, err)
-					require.Equal(t, console, out.String(), "replay %d", i)
-					require.Equal(t, rec.End.RAMHash, rep.End.RAMHash, "replay %d", i)
-					require.Equal(t, uint32(3), rep.Status)
-				}
+				replaysMatch(t, path, rec, console, 3)
 			}
 		})
 	}
@@ -143,13 +150,7 @@ func TestThreads(t *testing.T) {
 
 			path, rec, console := recordProgram(t, program(t, bin, "threads"), time.Millisecond)
 			require.Equal(t, "total=400000\n", console)
-			for i := 0; i < 3; i++ {
-				var out bytes.Buffer
-				rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
-				require.NoError(t, err)
-				require.Equal(t, console, out.String())
-				require.Equal(t, rec.End.RAMHash, rep.End.RAMHash)
-			}
+			replaysMatch(t, path, rec, console, 3)
 		})
 	}
 }
@@ -175,11 +176,7 @@ func TestFiles(t *testing.T) {
 			path, rec, console := recordProgram(t, p, 0)
 			require.Equal(t, uint32(0), rec.Status, console)
 			require.Equal(t, want, console)
-			var out bytes.Buffer
-			rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
-			require.NoError(t, err)
-			require.Equal(t, console, out.String())
-			require.Equal(t, rec.End.RAMHash, rep.End.RAMHash)
+			replaysMatch(t, path, rec, console, 1)
 		})
 	}
 
@@ -206,13 +203,7 @@ func TestDynamic(t *testing.T) {
 	path, rec, console := recordProgram(t, p, time.Millisecond)
 	require.Equal(t, uint32(3), rec.Status, console)
 	require.Contains(t, console, "hello from hello with 2 args\n")
-	for i := 0; i < 3; i++ {
-		var out bytes.Buffer
-		rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
-		require.NoError(t, err)
-		require.Equal(t, console, out.String())
-		require.Equal(t, rec.End.RAMHash, rep.End.RAMHash)
-	}
+	replaysMatch(t, path, rec, console, 3)
 }
 
 // realloc of a large block grows it through mremap, its bytes kept.

@@ -373,12 +373,18 @@ func sysGetdents64(k *Kernel, a args) (uint64, error) {
 	return uint64(len(out)), memErr(k.proc().as.write(a[1], out))
 }
 
-func sysUnlinkat(k *Kernel, a args) (uint64, error) {
-	p, err := k.path(a[0], a[1])
+// parentOf resolves a path argument to the directory it names an entry
+// of, and that entry's name.
+func (k *Kernel) parentOf(dirfd, va uint64) (*node, string, error) {
+	p, err := k.path(dirfd, va)
 	if err != nil {
-		return 0, err
+		return nil, "", err
 	}
-	d, name, err := k.fs.parent(p)
+	return k.fs.parent(p)
+}
+
+func sysUnlinkat(k *Kernel, a args) (uint64, error) {
+	d, name, err := k.parentOf(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
@@ -398,11 +404,7 @@ func sysUnlinkat(k *Kernel, a args) (uint64, error) {
 }
 
 func sysMkdirat(k *Kernel, a args) (uint64, error) {
-	p, err := k.path(a[0], a[1])
-	if err != nil {
-		return 0, err
-	}
-	d, name, err := k.fs.parent(p)
+	d, name, err := k.parentOf(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}

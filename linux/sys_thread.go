@@ -73,22 +73,7 @@ func sysClone(k *Kernel, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var tid [4]byte
-	binary.LittleEndian.PutUint32(tid[:], uint32(t.tid))
-	if flags&unix.CLONE_PARENT_SETTID != 0 {
-		if err := k.proc().as.write(parentTID, tid[:]); err != nil {
-			return 0, memErr(err)
-		}
-	}
-	if flags&unix.CLONE_CHILD_SETTID != 0 {
-		if err := k.proc().as.write(childTID, tid[:]); err != nil {
-			return 0, memErr(err)
-		}
-	}
-	if flags&unix.CLONE_CHILD_CLEARTID != 0 {
-		t.clearTID = childTID
-	}
-	return uint64(t.tid), nil
+	return uint64(t.tid), k.cloneTIDs(t, flags, parentTID, childTID)
 }
 
 // fatalSignals end the program when sent and not handled (no handler runs
@@ -140,22 +125,7 @@ func (k *Kernel) forkClone(flags, stack, parentTID, childTID uint64) (uint64, er
 	if stack != 0 {
 		t.regs.RSP = stack
 	}
-	var tid [4]byte
-	binary.LittleEndian.PutUint32(tid[:], uint32(t.tid))
-	if flags&unix.CLONE_PARENT_SETTID != 0 {
-		if err := k.proc().as.write(parentTID, tid[:]); err != nil {
-			return 0, memErr(err)
-		}
-	}
-	if flags&unix.CLONE_CHILD_SETTID != 0 {
-		if err := t.proc.as.write(childTID, tid[:]); err != nil {
-			return 0, memErr(err)
-		}
-	}
-	if flags&unix.CLONE_CHILD_CLEARTID != 0 {
-		t.clearTID = childTID
-	}
-	return uint64(t.tid), nil
+	return uint64(t.tid), k.cloneTIDs(t, flags, parentTID, childTID)
 }
 
 // readStrings reads a NULL-terminated array of strings (argv, envp),
@@ -270,4 +240,26 @@ func sysWait4(k *Kernel, a args) (uint64, error) {
 		return 0, nil
 	}
 	return 0, k.blockOn(waitChild(p))
+}
+
+// cloneTIDs does what clone's TID flags ask for the new thread t: its tid
+// stored in the parent's memory and in the child's, and the word its exit
+// clears.
+func (k *Kernel) cloneTIDs(t *thread, flags, parentTID, childTID uint64) error {
+	var tid [4]byte
+	binary.LittleEndian.PutUint32(tid[:], uint32(t.tid))
+	if flags&unix.CLONE_PARENT_SETTID != 0 {
+		if err := k.proc().as.write(parentTID, tid[:]); err != nil {
+			return memErr(err)
+		}
+	}
+	if flags&unix.CLONE_CHILD_SETTID != 0 {
+		if err := t.proc.as.write(childTID, tid[:]); err != nil {
+			return memErr(err)
+		}
+	}
+	if flags&unix.CLONE_CHILD_CLEARTID != 0 {
+		t.clearTID = childTID
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -155,15 +156,24 @@ echo done: $(seq 1 10 | wc -l)
 	require.Contains(t, got, "sum 5050\n")
 }
 
+// repriseCC builds linux/testdata/src with 'reprise cc --compiler
+// musl-gcc' and flags into dir and returns the output's path.
+func repriseCC(t *testing.T, dir, src string, flags ...string) string {
+	t.Helper()
+	out := filepath.Join(dir, strings.TrimSuffix(src, ".c")+".out")
+	args := append(append([]string{"cc", "--compiler", "musl-gcc", "--"}, flags...), "-o", out, filepath.Join("..", "..", "linux", "testdata", src))
+	r := runCLI(t, nil, args...)
+	require.Equal(t, 0, r.code, r.stderr)
+	return out
+}
+
 // A program built with 'reprise cc' records with exact (swbc) positions,
 // and replays.
 func TestInstrumentedProgram(t *testing.T) {
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "musl-gcc")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "threads")
-	r := runCLI(t, nil, "cc", "--compiler", "musl-gcc", "--", "-static", "-O2", "-pthread", "-o", bin, filepath.Join("..", "..", "linux", "testdata", "threads.c"))
-	require.Equal(t, 0, r.code, r.stderr)
+	bin := repriseCC(t, dir, "threads.c", "-static", "-O2", "-pthread")
 	nm, err := exec.Command("nm", bin).Output()
 	require.NoError(t, err)
 	require.Contains(t, string(nm), "__sanitizer_cov_trace_pc")
@@ -183,9 +193,7 @@ func TestInstrumentedProgram(t *testing.T) {
 	require.NotContains(t, info.stdout, "syscall-granular")
 
 	// Compiling without linking adds no hook object.
-	obj := filepath.Join(dir, "t.o")
-	r = runCLI(t, nil, "cc", "--compiler", "musl-gcc", "--", "-c", "-o", obj, filepath.Join("..", "..", "linux", "testdata", "threads.c"))
-	require.Equal(t, 0, r.code, r.stderr)
+	obj := repriseCC(t, dir, "threads.c", "-c")
 	nm, err = exec.Command("nm", obj).Output()
 	require.NoError(t, err)
 	require.Contains(t, string(nm), "U __sanitizer_cov_trace_pc", "instrumented, the hook left to the link")
@@ -215,9 +223,7 @@ func TestLinuxRecordingTimeout(t *testing.T) {
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "musl-gcc")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hog")
-	r := runCLI(t, nil, "cc", "--compiler", "musl-gcc", "--", "-static", "-O1", "-pthread", "-o", bin, filepath.Join("..", "..", "linux", "testdata", "hog.c"))
-	require.Equal(t, 0, r.code, r.stderr)
+	bin := repriseCC(t, dir, "hog.c", "-static", "-O1", "-pthread")
 	tp := filepath.Join(dir, "hog.tape")
 	rec := runCLI(t, nil, "record", "-o", tp, "--timeout", "500ms", "--", bin)
 	require.Equal(t, 124, rec.code, rec.stderr)
