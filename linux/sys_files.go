@@ -119,6 +119,7 @@ func (k *Kernel) writeFile(f *openFile, b []byte, off int64) (int, error) {
 		return f.node.dev.write(b)
 	}
 	n := f.node
+	n.written = true
 	end := off + int64(len(b))
 	if end > int64(len(n.data)) {
 		if k.fs.held+end-int64(len(n.data)) > maxFileBytes {
@@ -261,6 +262,7 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 		if n, err = k.fs.add(p, nil, uint32(a[3])&0o777); err != nil {
 			return 0, unix.ENOSPC
 		}
+		n.written = true
 	case err != nil:
 		return 0, err
 	case flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL:
@@ -272,7 +274,7 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 	}
 	if flags&unix.O_TRUNC != 0 && !n.dir && n.dev == nil && flags&unix.O_ACCMODE != unix.O_RDONLY {
 		k.fs.held -= int64(len(n.data))
-		n.data = nil
+		n.data, n.written = nil, true
 	}
 	fd, err := k.proc().fds.install(&openFile{node: n, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
 	return uint64(fd), err

@@ -97,6 +97,7 @@ func sysFtruncate(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EFBIG
 	}
 	k.fs.held += n - int64(len(f.node.data))
+	f.node.written = true
 	if n <= int64(len(f.node.data)) {
 		f.node.data = f.node.data[:n]
 	} else {

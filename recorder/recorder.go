@@ -55,6 +55,9 @@ type Options struct {
 	Net *vmm.NetConfig
 	// Host says how much of the host to record ("": HostFull).
 	Host HostMode
+	// KeepWrites, for a Linux program, is a directory the files it created
+	// or changed are copied into when it ends.
+	KeepWrites string
 	// Overwrite lets the recording replace an existing tape and overlay.
 	// Without it Record refuses them (an *ExistsError): a recording cannot
 	// be made again, so it is never lost to a reused name.
@@ -81,6 +84,8 @@ type Result struct {
 	HostMissing string
 	// Warnings are a Linux program's (linux.Stats.Warnings).
 	Warnings []string
+	// KeptWrites is how many files Options.KeepWrites received.
+	KeptWrites int
 }
 
 // ChoosePositionSource resolves the position source: swbc when the image counts
@@ -245,6 +250,11 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	out := &Result{Result: res, PositionSource: source, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes(), HostRecords: log.hl.records}
 	if k, ok := kernel.(*linux.Kernel); ok {
 		out.Warnings = k.Stats().Warnings
+		if o.KeepWrites != "" {
+			if out.KeptWrites, err = k.KeepWrites(o.KeepWrites); err != nil {
+				return out, errors.Join(runErr, fmt.Errorf("recorder: keeping writes in %s: %w", o.KeepWrites, err))
+			}
+		}
 	}
 	if host != nil {
 		out.HostMissing = host.Missing()

@@ -232,3 +232,28 @@ func TestLinuxRecordingTimeout(t *testing.T) {
 	require.Equal(t, 0, rep.code, rep.stderr)
 	require.Contains(t, rep.stderr, "stopped where the recording was stopped")
 }
+
+// --keep-writes copies what the program created or changed, and only that.
+func TestKeepWrites(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "busybox")
+	bb, err := exec.LookPath("busybox")
+	require.NoError(t, err)
+	for _, cmd := range []string{"run", "record"} {
+		keep := t.TempDir()
+		args := []string{cmd, "--keep-writes", keep}
+		if cmd == "record" {
+			args = append(args, "-o", filepath.Join(t.TempDir(), "k.tape"))
+		}
+		r := runCLI(t, nil, append(args, "--", bb, "sh", "-c", "echo hi > /tmp/out.txt; mkdir /tmp/d; seq 3 > /tmp/d/n; cat /etc/passwd > /dev/null")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stderr, "kept 2 written files in "+keep)
+		b, err := os.ReadFile(filepath.Join(keep, "tmp", "out.txt"))
+		require.NoError(t, err)
+		require.Equal(t, "hi\n", string(b))
+		b, err = os.ReadFile(filepath.Join(keep, "tmp", "d", "n"))
+		require.NoError(t, err)
+		require.Equal(t, "1\n2\n3\n", string(b))
+		require.NoFileExists(t, filepath.Join(keep, "etc", "passwd"))
+	}
+}

@@ -75,7 +75,7 @@ is recorded and replays).`,
 				return &exitError{exitUsage, err}
 			}
 			res, err := recorder.Record(ctx, recorder.Options{
-				Image: g.img, Linux: g.linux, Cmdline: g.cmdline, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
+				Image: g.img, Linux: g.linux, KeepWrites: mf.keep, Cmdline: g.cmdline, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
 				TimerJitter: jitter, PositionSource: tape.PositionSource(positionSource), Console: cmd.OutOrStdout(),
 				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(), Host: mode,
 				Overwrite: force,
@@ -83,6 +83,9 @@ is recorded and replays).`,
 			if res != nil {
 				for _, w := range res.Warnings {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: warning: %s\n", w)
+				}
+				if mf.keep != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: kept %d written files in %s\n", res.KeptWrites, mf.keep)
 				}
 			}
 			if res != nil {

@@ -26,6 +26,7 @@ type machineFlags struct {
 	env     []string // a Linux program's --env
 	files   []string // a Linux program's --file HOST[:GUEST]
 	stdin   string   // a Linux program's --stdin FILE
+	keep    string   // a Linux program's --keep-writes DIR
 }
 
 // net is the network backend the flags ask for, or nil.
@@ -48,6 +49,7 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.pcap, "net-input", "", "feed this packet capture (pcap, Ethernet) to the NIC as the guest's network input")
 	cmd.Flags().StringArrayVar(&f.env, "env", nil, "NAME=VALUE added to a Linux program's environment (repeatable)")
 	cmd.Flags().StringArrayVar(&f.files, "file", nil, "HOST[:GUEST] a host file or directory a Linux program sees at GUEST (default: the same path); its contents are recorded by hash (repeatable)")
+	cmd.Flags().StringVar(&f.keep, "keep-writes", "", "copy the files a Linux program created or changed into this directory when it ends")
 	cmd.Flags().StringVar(&f.stdin, "stdin", "", "a host file a Linux program reads as its standard input (recorded by hash; default: empty)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
@@ -113,6 +115,11 @@ a file that has a workload's name.`,
 			}
 			defer m.Close()
 			res, err := m.Run(ctx)
+			if k, ok := kernel.(*linux.Kernel); ok && mf.keep != "" {
+				if err := keepWrites(cmd, k, mf.keep); err != nil {
+					return err
+				}
+			}
 			if stats && res != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %v elapsed\n", res.Elapsed.Round(time.Millisecond))
 				res.Stats.Print(cmd.ErrOrStderr())
@@ -167,4 +174,14 @@ func (f *machineFlags) tickRate() int {
 		return -1
 	}
 	return int(f.timerHz)
+}
+
+// keepWrites copies what a Linux program wrote into dir (--keep-writes).
+func keepWrites(cmd *cobra.Command, k *linux.Kernel, dir string) error {
+	n, err := k.KeepWrites(dir)
+	if err != nil {
+		return &exitError{exitFailure, fmt.Errorf("--keep-writes %s: %w", dir, err)}
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "reprise: kept %d written files in %s\n", n, dir)
+	return nil
 }
