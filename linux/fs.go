@@ -25,6 +25,7 @@ type File struct {
 	Host   string // where it is on the host
 	Size   int64
 	SHA256 [32]byte
+	Data   []byte // its contents, when they come with it (a packed tape) rather than from Host
 }
 
 // node is a file or directory of the program's file system: the host files
@@ -172,22 +173,35 @@ func (fs *fileSystem) add(p string, data []byte, mode uint32) (*node, error) {
 // recorded size and hash when they are set (a replay), else filling them
 // in (a recording).
 func (fs *fileSystem) addHost(f *File) error {
-	data, err := regfile.ReadFile(f.Host, maxFileBytes, "file")
-	if err != nil {
-		return err
+	data := f.Data
+	if data == nil {
+		var err error
+		if data, err = regfile.ReadFile(f.Host, maxFileBytes, "file"); err != nil {
+			return err
+		}
 	}
 	sum := sha256.Sum256(data)
 	if f.SHA256 != ([32]byte{}) && (sum != f.SHA256 || int64(len(data)) != f.Size) {
 		return fmt.Errorf("%s is not the file recorded as %s (%d bytes, sha256 %x…; recorded %d bytes, sha256 %x…)",
 			f.Host, f.Guest, len(data), sum[:6], f.Size, f.SHA256[:6])
 	}
-	f.Size, f.SHA256 = int64(len(data)), sum
+	f.Size, f.SHA256, f.Data = int64(len(data)), sum, nil
 	mode := uint32(0o644)
 	if st, err := os.Stat(f.Host); err == nil && st.Mode()&0o111 != 0 {
 		mode = 0o755
 	}
-	_, err = fs.add(f.Guest, data, mode)
+	_, err := fs.add(f.Guest, data, mode)
 	return err
+}
+
+// Contents are the bytes of the file at the guest path p, as the program
+// started with them (before it runs): what packing a tape stores.
+func (k *Kernel) Contents(p string) ([]byte, bool) {
+	n, err := k.fs.lookup(p)
+	if err != nil || n.dir || n.dev != nil {
+		return nil, false
+	}
+	return n.data, true
 }
 
 // names is a directory's entries, sorted: getdents returns them in this

@@ -55,6 +55,9 @@ type Options struct {
 	Net *vmm.NetConfig
 	// Host says how much of the host to record ("": HostFull).
 	Host HostMode
+	// Pack, for a Linux program, copies its files into the tape, so that it
+	// replays where they are not (as rr pack does).
+	Pack bool
 	// KeepWrites, for a Linux program, is a directory the files it created
 	// or changed are copied into when it ends.
 	KeepWrites string
@@ -186,6 +189,11 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		affinity = []int{hostCPU}
 	}
 	h := header(o, source, hostCPU)
+	if k, ok := kernel.(*linux.Kernel); ok && o.Pack {
+		for i := range h.Linux.Files {
+			h.Linux.Files[i].Data, _ = k.Contents(h.Linux.Files[i].Guest)
+		}
+	}
 	var disk *vmm.DiskConfig
 	if o.DiskBase != "" {
 		disk = &vmm.DiskConfig{Base: o.DiskBase, Overlay: o.DiskOverlay}

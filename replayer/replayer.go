@@ -203,7 +203,7 @@ func linuxKernel(path string, h *tape.Header) (vmm.Kernel, error) {
 	l := h.Linux
 	p := linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch, Stdin: l.Stdin}
 	for _, f := range l.Files {
-		p.Files = append(p.Files, linux.File(f))
+		p.Files = append(p.Files, linux.File(f)) // packed ones with their contents
 	}
 	k, err := linux.New(p)
 	if err != nil {

@@ -14,6 +14,7 @@ const (
 	maxHeaderBytes  = 64 << 20  // header JSON
 	maxImageBytes   = 256 << 20 // embedded guest image
 	maxPayloadBytes = 16 << 20  // one chunk's events
+	MaxPackedBytes  = 1 << 30   // a Linux program's packed files, together (exported: what pack reads)
 )
 
 // magic opens every tape; the NUL keeps it from reading as text.
@@ -25,6 +26,7 @@ var (
 	tagImage  = [4]byte{'I', 'M', 'A', 'G'}
 	tagChunk  = [4]byte{'C', 'H', 'N', 'K'}
 	tagHost   = [4]byte{'H', 'O', 'S', 'T'} // since version 3
+	tagFile   = [4]byte{'F', 'I', 'L', 'E'} // since version 4: a packed file of a Linux program
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -102,6 +104,8 @@ func tagName(t [4]byte) string {
 		return "image"
 	case tagHost:
 		return "host"
+	case tagFile:
+		return "packed file"
 	default:
 		return "chunk"
 	}

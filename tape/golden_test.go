@@ -1,6 +1,8 @@
 package tape
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"flag"
 	"fmt"
 	"io"
@@ -92,4 +94,32 @@ func readGolden(t *testing.T, path string, h *Header, evs []*Event, hosts []stri
 	require.Equal(t, evs, got)
 	require.Equal(t, hosts, gotHosts, "every host frame, in file order, the one after the end included")
 	require.Equal(t, len(hosts), r.HostFrames())
+}
+
+// A Linux program's packed files travel in FILE frames after the image and
+// come back whole; a frame whose bytes differ from the recorded hash is
+// damage, named.
+func TestPackedFiles(t *testing.T) {
+	h := smallHeader()
+	one, two := []byte("first file\n"), []byte("second, packed\n")
+	h.Linux = &Linux{Path: "/bin/x", Argv: []string{"x"}, Epoch: h.Created, Files: []File{
+		{Guest: "/a", Host: "/host/a", Size: int64(len(one)), SHA256: sha256.Sum256(one), Data: one},
+		{Guest: "/b", Host: "/host/b", Size: 3, SHA256: sha256.Sum256([]byte("abc"))}, // not packed
+		{Guest: "/c", Host: "/host/c", Size: int64(len(two)), SHA256: sha256.Sum256(two), Data: two},
+	}}
+	data, evs, hosts := hostTapeWith(t, h)
+	path := filepath.Join(t.TempDir(), "p.tape")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	readGolden(t, path, h, evs, hosts)
+
+	i := bytes.Index(data, two)
+	require.Positive(t, i)
+	data[i] ^= 1
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	_, err := Open(path)
+	require.True(t, IsDamaged(err), "%v", err)
+
+	h.Linux.Files[0].Data = []byte("not the bytes")
+	_, err = NewWriter(&bytes.Buffer{}, h)
+	require.ErrorContains(t, err, `packed file "/a"`)
 }

@@ -99,12 +99,15 @@ type Linux struct {
 	Stdin string
 }
 
-// File is a host file a Linux program saw at a guest path.
+// File is a host file a Linux program saw at a guest path. A packed
+// file's contents are in the tape (Data; FILE frames after the image), so
+// the tape replays where the host file is not.
 type File struct {
 	Guest  string
 	Host   string
 	Size   int64
 	SHA256 [32]byte
+	Data   []byte // the contents, if packed
 }
 
 // MaxFiles bounds the files a Linux program's header lists.
@@ -152,7 +155,8 @@ type fileJSON struct {
 	Guest  string `json:"guest"`
 	Host   string `json:"host"`
 	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"` // hex
+	SHA256 string `json:"sha256"`           // hex
+	Packed bool   `json:"packed,omitempty"` // its contents follow the image, in a FILE frame
 }
 
 type diskJSON struct {
@@ -266,7 +270,8 @@ func encodeHeader(h *Header) ([]byte, error) {
 	if l := h.Linux; l != nil {
 		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin}
 		for _, f := range l.Files {
-			j.Linux.Files = append(j.Linux.Files, fileJSON{Guest: f.Guest, Host: f.Host, Size: f.Size, SHA256: hex.EncodeToString(f.SHA256[:])})
+			j.Linux.Files = append(j.Linux.Files, fileJSON{Guest: f.Guest, Host: f.Host, Size: f.Size,
+				SHA256: hex.EncodeToString(f.SHA256[:]), Packed: f.Data != nil})
 		}
 	}
 	if h.Disk != nil {
@@ -288,7 +293,25 @@ func encodeHeader(h *Header) ([]byte, error) {
 	b := make([]byte, 0, prefixSize+2*frameSize+len(body)+len(h.Image.Bytes))
 	b = appendPrefix(b, FormatVersion)
 	b = appendFrame(b, tagHeader, 0, body)
-	return appendFrame(b, tagImage, 0, h.Image.Bytes), nil
+	b = appendFrame(b, tagImage, 0, h.Image.Bytes)
+	if h.Linux == nil {
+		return b, nil
+	}
+	var packed int64
+	for i, f := range h.Linux.Files {
+		if f.Data == nil {
+			continue
+		}
+		packed += int64(len(f.Data))
+		switch {
+		case int64(len(f.Data)) != f.Size || sha256.Sum256(f.Data) != f.SHA256:
+			return nil, fmt.Errorf("tape: header: packed file %q: its %d bytes are not the %d bytes its size and hash name", f.Guest, len(f.Data), f.Size)
+		case packed > MaxPackedBytes:
+			return nil, fmt.Errorf("tape: header: packed files take more than the %d bytes a tape holds", MaxPackedBytes)
+		}
+		b = appendFrame(b, tagFile, uint32(i), f.Data)
+	}
+	return b, nil
 }
 
 // decodeHeader parses a header block's body. It returns the header, the
@@ -343,6 +366,9 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		}
 		for _, f := range l.Files {
 			file := File{Guest: f.Guest, Host: f.Host, Size: f.Size}
+			if f.Packed {
+				file.Data = []byte{} // its frame fills it in
+			}
 			if len(f.SHA256) != 2*len(file.SHA256) {
 				return nil, 0, fmt.Sprintf("file %q: sha256 %q is not 64 hex digits", f.Guest, f.SHA256)
 			}

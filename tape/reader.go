@@ -145,7 +145,46 @@ func (r *Reader) readHeader() error {
 			return r.corrupt(ioff, -1, -1, fmt.Sprintf("image sha256 %x does not match the header's %x", got[:6], h.Image.SHA256[:6]))
 		}
 	}
+	if err := r.readPacked(h); err != nil {
+		return err
+	}
 	r.h, r.start = h, r.off
+	return nil
+}
+
+// readPacked reads the FILE frames of a Linux program's packed files, in
+// the header's order, each checked against its recorded size and hash.
+func (r *Reader) readPacked(h *Header) error {
+	if h.Linux == nil {
+		return nil
+	}
+	var total int64
+	for i := range h.Linux.Files {
+		f := &h.Linux.Files[i]
+		if f.Data == nil {
+			continue
+		}
+		off := r.off
+		_, body, err := r.readFrame(tagFile, [4]byte{}, -1, nil, func(fr frame) string {
+			switch {
+			case fr.count != uint32(i):
+				return fmt.Sprintf("packed file frame for file %d where file %d's was due", fr.count, i)
+			case int64(fr.length) != f.Size:
+				return fmt.Sprintf("packed file %q of %d bytes, the header says %d", f.Guest, fr.length, f.Size)
+			case total+int64(fr.length) > MaxPackedBytes:
+				return fmt.Sprintf("packed files of more than the %d bytes a tape holds", MaxPackedBytes)
+			}
+			return ""
+		})
+		if err != nil {
+			return err
+		}
+		if sha256.Sum256(body) != f.SHA256 {
+			return r.corrupt(off, -1, -1, fmt.Sprintf("packed file %q does not match its recorded SHA-256", f.Guest))
+		}
+		total += int64(len(body))
+		f.Data = body
+	}
 	return nil
 }
 

@@ -82,10 +82,20 @@ func (s *Summary) Print(w io.Writer) {
 			line("env", "%q", l.Env)
 			line("started", "%s, pinned to host CPU %d", l.Epoch.Format("2006-01-02 15:04:05 MST"), l.HostCPU)
 			var bytes int64
+			packed := 0
 			for _, f := range l.Files {
 				bytes += f.Size
+				if f.Data != nil {
+					packed++
+				}
 			}
-			line("files", "%s, %s (named by SHA-256: a replay reads them again and checks them)", plural(len(l.Files), "file", "files"), fmtBytes(bytes))
+			switch {
+			case packed == len(l.Files) && packed > 0:
+				line("files", "%s, %s, packed in the tape", plural(len(l.Files), "file", "files"), fmtBytes(bytes))
+			default:
+				line("files", "%s, %s (%d packed; the others named by SHA-256: a replay reads them again and checks them)",
+					plural(len(l.Files), "file", "files"), fmtBytes(bytes), packed)
+			}
 			if l.Stdin != "" {
 				line("stdin", "%s", l.Stdin)
 			}

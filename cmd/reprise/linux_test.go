@@ -257,3 +257,41 @@ func TestKeepWrites(t *testing.T) {
 		require.NoFileExists(t, filepath.Join(keep, "etc", "passwd"))
 	}
 }
+
+// A packed tape — 'record --pack', or 'reprise pack' afterwards — replays
+// after the program's files are gone; an unpacked one says which is
+// missing.
+func TestPackedTapeReplaysWithoutTheFiles(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "busybox")
+	bb, err := exec.LookPath("busybox")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	input := filepath.Join(dir, "in.txt")
+	require.NoError(t, os.WriteFile(input, []byte("b\na\nc\n"), 0o644))
+	packedAtRecord, plain, packedAfter := filepath.Join(dir, "p1.tape"), filepath.Join(dir, "plain.tape"), filepath.Join(dir, "p2.tape")
+	for _, tp := range []string{packedAtRecord, plain} {
+		args := []string{"record", "-o", tp, "--file", input + ":/data/in.txt"}
+		if tp == packedAtRecord {
+			args = append(args, "--pack")
+		}
+		r := runCLI(t, nil, append(args, "--", bb, "sort", "/data/in.txt")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, "a\nb\nc\n", r.stdout)
+	}
+	r := runCLI(t, nil, "pack", plain, "-o", packedAfter)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "packed 1 files into "+packedAfter)
+	info := runCLI(t, nil, "info", packedAfter)
+	require.Equal(t, 0, info.code, info.stderr)
+
+	require.NoError(t, os.Remove(input))
+	for _, tp := range []string{packedAtRecord, packedAfter} {
+		rep := runCLI(t, nil, "replay", tp)
+		require.Equal(t, 0, rep.code, rep.stderr)
+		require.Equal(t, "a\nb\nc\n", rep.stdout)
+	}
+	rep := runCLI(t, nil, "replay", plain)
+	require.Equal(t, exitFailure, rep.code)
+	require.Contains(t, rep.stderr, input)
+}

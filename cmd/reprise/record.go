@@ -21,6 +21,7 @@ func newRecordCmd() *cobra.Command {
 		timeout        time.Duration
 		host           string
 		force          bool
+		pack           bool
 	)
 	cmd := &cobra.Command{
 		Use:   "record -o TAPE WORKLOAD|IMAGE|PROGRAM [ARG...]",
@@ -75,7 +76,7 @@ is recorded and replays).`,
 				return &exitError{exitUsage, err}
 			}
 			res, err := recorder.Record(ctx, recorder.Options{
-				Image: g.img, Linux: g.linux, KeepWrites: mf.keep, Cmdline: g.cmdline, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
+				Image: g.img, Linux: g.linux, KeepWrites: mf.keep, Pack: pack, Cmdline: g.cmdline, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
 				TimerJitter: jitter, PositionSource: tape.PositionSource(positionSource), Console: cmd.OutOrStdout(),
 				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(), Host: mode,
 				Overwrite: force,
@@ -120,6 +121,7 @@ is recorded and replays).`,
 	mf.register(cmd)
 	cmd.Flags().StringVarP(&out, "output", "o", "", "tape to write (never an existing file, unless --force)")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite an existing tape (and its disk overlay)")
+	cmd.Flags().BoolVar(&pack, "pack", false, "copy a Linux program's files (libraries, --file, --stdin) into the tape, so it replays on another machine")
 	cmd.Flags().StringVar(&positionSource, "position-source", string(recorder.Auto), "position source: auto, swbc, exit-sync or pmu")
 	cmd.Flags().StringVar(&positionSource, "position", string(recorder.Auto), "")
 	_ = cmd.Flags().MarkDeprecated("position", "use --position-source")
