@@ -23,7 +23,7 @@
 // first bytes differ from the magic is a *CorruptError at offset 0 that
 // wraps ErrNotTape.
 //
-// # Format (version 3, stable; versions 1 and 2 are still read)
+// # Format (version 4, stable; versions 1 to 3 are still read)
 //
 // All integers are little-endian; CRCs are CRC32C (Castagnoli).
 //
@@ -34,6 +34,8 @@
 //	| frame "HEAD", count 0: header, JSON           (≤ 64 MiB)         |
 //	+------------------------------------------------------------------+
 //	| frame "IMAG", count 0: guest ELF image bytes  (≤ 256 MiB)        |
+//	| frame "FILE", count i: file i's bytes, for each packed file of a  |
+//	|   Linux program, in header order (all ≤ 1 GiB; since version 4)  |
 //	+------------------------------------------------------------------+
 //	| frame "CHNK", count n0: chunk 0, n0 events    (≤ 16 MiB)         |
 //	| frame "HOST", count h0: h0 host records       (≤ 16 MiB)         |
@@ -57,11 +59,15 @@
 // may be added within a version): created (RFC 3339, UTC), source,
 // mem_bytes, timer_hz, cmdline, cpuid (a list of {function, index, flags,
 // eax, ebx, ecx, edx}), image ({name, sha256 in hex, size}), devices,
-// host, reprise, notes. A header is checked before it is used, by the
+// host, reprise, notes, and for a Linux program (version 4) linux: {path,
+// argv, env, random (hex), epoch, host_cpu, files (a list of {guest, host,
+// size, sha256, packed}), stdin}. A header is checked before it is used, by the
 // writer and the reader alike: a known source, 1 to 256 CPUID entries,
 // mem_bytes 0 (the VMM's default) or a size guest RAM can have (a
 // multiple of 2 MiB from 8 MiB to 4 GiB), timer_hz at most 10000, a
-// command line shorter than 256 bytes, an absolute disk path; anything
+// command line shorter than 256 bytes, an absolute disk path, a Linux
+// program's argv and env within Linux's bounds, at most 4096 files with
+// absolute paths, stdin one of them; anything
 // else is a *CorruptError at the header. The image frame's length must equal image.size,
 // and its bytes must hash to image.sha256. The format version lives only
 // in the prefix.
