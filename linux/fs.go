@@ -229,7 +229,10 @@ func Mount(host, guest string) ([]File, error) {
 	var out []File
 	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return err
+			if p == abs {
+				return err
+			}
+			return nil // an unreadable entry below: not the program's to see
 		}
 		if d.IsDir() {
 			return nil

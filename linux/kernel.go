@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"golang.org/x/sys/unix"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -109,6 +111,15 @@ func Check(p *Program) error {
 	return nil
 }
 
+// Unimplemented lists the calls answered ENOSYS with their counts, or "".
+func (s Stats) Unimplemented() string {
+	names := slices.Sorted(maps.Keys(s.Unsupported))
+	for i, n := range names {
+		names[i] = fmt.Sprintf("%s ×%d", n, s.Unsupported[n])
+	}
+	return strings.Join(names, ", ")
+}
+
 // Print writes the counts, most frequent first, and the calls answered
 // ENOSYS.
 func (s Stats) Print(w io.Writer) {
@@ -133,13 +144,8 @@ func (s Stats) Print(w io.Writer) {
 	for _, warning := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
-	if len(s.Unsupported) > 0 {
-		names := make([]string, 0, len(s.Unsupported))
-		for name := range s.Unsupported {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		fmt.Fprintf(w, "answered ENOSYS (not implemented): %s\n", strings.Join(names, ", "))
+	if u := s.Unimplemented(); u != "" {
+		fmt.Fprintf(w, "answered ENOSYS (not implemented): %s\n", u)
 	}
 }
 
@@ -154,6 +160,7 @@ func New(p Program) (*Kernel, error) {
 	if _, err := fs.add(p.Path, p.Image, 0o755); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
+	p.Files = slices.DeleteFunc(p.Files, func(f File) bool { return clean(f.Guest) == clean(p.Path) }) // its own image wins
 	for i := range p.Files {
 		if err := fs.addHost(&p.Files[i]); err != nil {
 			return nil, fmt.Errorf("linux: %w", err)

@@ -247,3 +247,23 @@ func TestHostileProgram(t *testing.T) {
 		require.Contains(t, out, line+"\n")
 	}
 }
+
+// abort() (SIGABRT sent to itself) ends the run with a fault report
+// naming the signal, on musl and glibc alike; recorded, it replays.
+func TestAbort(t *testing.T) {
+	for _, cc := range []string{"musl-gcc", "gcc"} {
+		bin := build(t, cc, "abort.c", "-static", "-O2")
+		_, out, err := runLive(t, bin, []string{"abort"}, nil)
+		var gf *vmm.GuestFault
+		require.ErrorAs(t, err, &gf, cc)
+		require.Contains(t, gf.Error(), "killed by SIGABRT", cc)
+		require.Equal(t, "about to abort\n", out)
+		path := filepath.Join(t.TempDir(), "abort.tape")
+		var console bytes.Buffer
+		rec, err := recorder.Record(context.Background(), recorder.Options{Linux: program(t, bin, "abort"), Output: path,
+			Console: &console, Host: recorder.HostOff})
+		require.ErrorAs(t, err, &gf, "a recorded fault is returned with the recording")
+		require.Equal(t, "fault", rec.End.Reason)
+		replaysMatch(t, path, rec, console.String(), 1)
+	}
+}

@@ -37,6 +37,52 @@ func init() {
 	register(unix.SYS_READLINKAT, "readlinkat", sysReadlinkat)
 	register(unix.SYS_GETCWD, "getcwd", sysGetcwd)
 	register(unix.SYS_CHDIR, "chdir", sysChdir)
+	register(unix.SYS_SENDFILE, "sendfile", sysSendfile)
+}
+
+// sysSendfile copies up to count bytes from in_fd (at *offset if given,
+// which then advances, else at and advancing its own offset) to out_fd.
+func sysSendfile(k *Kernel, a args) (uint64, error) {
+	fds := k.proc().fds
+	out, err := fds.get(a[0])
+	if err != nil {
+		return 0, err
+	}
+	in, err := fds.get(a[1])
+	if err != nil {
+		return 0, err
+	}
+	if in.node == nil || in.node.dir {
+		return 0, unix.EINVAL
+	}
+	at := in.off
+	if a[2] != 0 {
+		var b [8]byte
+		if err := k.proc().as.read(a[2], b[:]); err != nil {
+			return 0, memErr(err)
+		}
+		at = int64(binary.LittleEndian.Uint64(b[:]))
+		if at < 0 {
+			return 0, unix.EINVAL
+		}
+	}
+	buf := make([]byte, min(a[3], maxIO))
+	n, err := k.readFile(in, buf, at)
+	if err != nil {
+		return 0, err
+	}
+	w, err := k.writeFile(out, buf[:n], out.off)
+	if err != nil {
+		return 0, err
+	}
+	if out.node != nil {
+		out.off += int64(w)
+	}
+	if a[2] != 0 {
+		return uint64(w), memErr(k.proc().as.putUint64(a[2], uint64(at+int64(w))))
+	}
+	in.off = at + int64(w)
+	return uint64(w), nil
 }
 
 const atFDCWD = ^uint64(99) // AT_FDCWD, -100

@@ -87,6 +87,9 @@ type Result struct {
 	HostMissing string
 	// Warnings are a Linux program's (linux.Stats.Warnings).
 	Warnings []string
+	// Unimplemented lists the system calls a Linux program made that were
+	// answered ENOSYS (linux.Stats.Unimplemented).
+	Unimplemented string
 	// KeptWrites is how many files Options.KeepWrites received.
 	KeptWrites int
 }
@@ -257,7 +260,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	out := &Result{Result: res, PositionSource: source, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes(), HostRecords: log.hl.records}
 	if k, ok := kernel.(*linux.Kernel); ok {
-		out.Warnings = k.Stats().Warnings
+		out.Warnings, out.Unimplemented = k.Stats().Warnings, k.Stats().Unimplemented()
 		if o.KeepWrites != "" {
 			if out.KeptWrites, err = k.KeepWrites(o.KeepWrites); err != nil {
 				return out, errors.Join(runErr, fmt.Errorf("recorder: keeping writes in %s: %w", o.KeepWrites, err))

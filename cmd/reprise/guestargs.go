@@ -169,7 +169,7 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err := linux.Check(p); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
-	if p.Files, err = programFiles(raw, f.files); err != nil {
+	if p.Files, err = programFiles(raw, f.files, f.root); err != nil {
 		return nil, err
 	}
 	if f.stdin != "" {
@@ -185,10 +185,11 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	return &guestSpec{linux: p}, nil
 }
 
-// programFiles is what a Linux program sees: the loader and libraries it
-// needs (found on the host as ldd finds them), then the --file flags,
-// which replace a library of the same guest path.
-func programFiles(image []byte, flags []string) ([]linux.File, error) {
+// programFiles is what a Linux program sees: the --file flags, then the
+// --root directory's files, then the loader and libraries it needs (found
+// on the host as ldd finds them); an earlier file replaces a later one of
+// the same guest path.
+func programFiles(image []byte, flags []string, root string) ([]linux.File, error) {
 	deps, err := linux.Dependencies(image)
 	if err != nil {
 		return nil, &exitError{exitFailure, err}
@@ -209,16 +210,19 @@ func programFiles(image []byte, flags []string) ([]linux.File, error) {
 		}
 		out = append(out, files...)
 	}
-	given := map[string]bool{}
-	for _, f := range out {
-		given[f.Guest] = true
-	}
-	for _, d := range deps {
-		if !given[d.Guest] {
-			out = append(out, d)
+	if root != "" {
+		files, err := linux.Mount(root, "/")
+		if err != nil {
+			return nil, &exitError{exitFailure, fmt.Errorf("--root %s: %w", root, err)}
 		}
+		out = append(out, files...)
 	}
-	return out, nil
+	given := map[string]bool{}
+	return slices.DeleteFunc(append(out, deps...), func(f linux.File) bool {
+		seen := given[f.Guest]
+		given[f.Guest] = true
+		return seen
+	}), nil
 }
 
 // bringsKernel reports whether img is a guest image that brings its own

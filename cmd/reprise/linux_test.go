@@ -295,3 +295,24 @@ func TestPackedTapeReplaysWithoutTheFiles(t *testing.T) {
 	require.Equal(t, exitFailure, rep.code)
 	require.Contains(t, rep.stderr, input)
 }
+
+// --root shows a host directory as the program's root; --file replaces a
+// file of it; a root too large to read is refused by name.
+func TestRootDir(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "busybox")
+	bb, err := exec.LookPath("busybox")
+	require.NoError(t, err)
+	root := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "etc", "motd"), []byte("from the root\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "etc", "issue"), []byte("root issue\n"), 0o644))
+	other := filepath.Join(t.TempDir(), "issue")
+	require.NoError(t, os.WriteFile(other, []byte("given with --file\n"), 0o644))
+	r := runCLI(t, nil, "run", "--root", root, "--file", other+":/etc/issue", "--", bb, "cat", "/etc/motd", "/etc/issue")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "from the root\ngiven with --file\n", r.stdout)
+	r = runCLI(t, nil, "run", "--root", "/usr", "--", bb, "true")
+	require.Equal(t, exitFailure, r.code)
+	require.Contains(t, r.stderr, "--root /usr: /usr holds more than 4096 files")
+}

@@ -85,6 +85,9 @@ is recorded and replays).`,
 				for _, w := range res.Warnings {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: warning: %s\n", w)
 				}
+				if res.Unimplemented != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: system calls answered ENOSYS: %s\n", res.Unimplemented)
+				}
 				if mf.keep != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: kept %d written files in %s\n", res.KeptWrites, mf.keep)
 				}

@@ -26,6 +26,7 @@ type machineFlags struct {
 	env     []string // a Linux program's --env
 	files   []string // a Linux program's --file HOST[:GUEST]
 	stdin   string   // a Linux program's --stdin FILE
+	root    string   // a Linux program's --root DIR
 	keep    string   // a Linux program's --keep-writes DIR
 }
 
@@ -49,6 +50,7 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.pcap, "net-input", "", "feed this packet capture (pcap, Ethernet) to the NIC as the guest's network input")
 	cmd.Flags().StringArrayVar(&f.env, "env", nil, "NAME=VALUE added to a Linux program's environment (repeatable)")
 	cmd.Flags().StringArrayVar(&f.files, "file", nil, "HOST[:GUEST] a host file or directory a Linux program sees at GUEST (default: the same path); its contents are recorded by hash (repeatable)")
+	cmd.Flags().StringVar(&f.root, "root", "", "a host directory a Linux program sees as its root, read-only (at most 4096 files and 1 GiB, read when it starts)")
 	cmd.Flags().StringVar(&f.keep, "keep-writes", "", "copy the files a Linux program created or changed into this directory when it ends")
 	cmd.Flags().StringVar(&f.stdin, "stdin", "", "a host file a Linux program reads as its standard input (recorded by hash; default: empty)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
@@ -115,9 +117,14 @@ a file that has a workload's name.`,
 			}
 			defer m.Close()
 			res, err := m.Run(ctx)
-			if k, ok := kernel.(*linux.Kernel); ok && mf.keep != "" {
-				if err := keepWrites(cmd, k, mf.keep); err != nil {
-					return err
+			if k, ok := kernel.(*linux.Kernel); ok {
+				if u := k.Stats().Unimplemented(); u != "" && !stats {
+					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: system calls answered ENOSYS: %s\n", u)
+				}
+				if mf.keep != "" {
+					if err := keepWrites(cmd, k, mf.keep); err != nil {
+						return err
+					}
 				}
 			}
 			if stats && res != nil {
