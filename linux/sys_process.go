@@ -26,7 +26,7 @@ func init() {
 	register(unix.SYS_SCHED_YIELD, "sched_yield", func(k *Kernel, a args) (uint64, error) { k.resched = true; return 0, nil })
 	register(unix.SYS_SET_TID_ADDRESS, "set_tid_address", sysSetTIDAddress)
 	register(unix.SYS_SET_ROBUST_LIST, "set_robust_list", constant(0))
-	register(unix.SYS_RSEQ, "rseq", nil)
+	register(unix.SYS_RSEQ, "rseq", fallback) // or the kernel would write the CPU number into the program
 	register(unix.SYS_ARCH_PRCTL, "arch_prctl", sysArchPrctl)
 	register(unix.SYS_UNAME, "uname", sysUname)
 	register(unix.SYS_PRLIMIT64, "prlimit64", sysPrlimit)
@@ -38,6 +38,10 @@ func init() {
 	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", sysRtSigprocmask)
 	register(unix.SYS_SIGALTSTACK, "sigaltstack", constant(0))
 }
+
+// fallback answers ENOSYS by design, to a call the C library tries first
+// and does without (rseq, clone3): it is not reported as unimplemented.
+func fallback(*Kernel, args) (uint64, error) { return 0, unix.ENOSYS }
 
 // constant is a system call that always returns v.
 func constant(v uint64) handler { return func(*Kernel, args) (uint64, error) { return v, nil } }

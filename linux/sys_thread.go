@@ -11,7 +11,7 @@ import (
 
 func init() {
 	register(unix.SYS_CLONE, "clone", sysClone)
-	register(unix.SYS_CLONE3, "clone3", nil) // glibc falls back to clone
+	register(unix.SYS_CLONE3, "clone3", fallback) // glibc falls back to clone
 	register(unix.SYS_FORK, "fork", func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
 	register(unix.SYS_VFORK, "vfork", func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
 	register(unix.SYS_EXECVE, "execve", sysExecve)
