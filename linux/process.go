@@ -117,7 +117,8 @@ func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint6
 // does, with rax 0.
 func (k *Kernel) fork() (*thread, error) {
 	parent := k.proc()
-	if len(k.processes()) >= maxProcesses {
+	// Zombies count too: a parent that never waits cannot pile them up.
+	if len(k.processes()) >= maxProcesses || len(parent.children) >= maxProcesses {
 		return nil, unix.EAGAIN
 	}
 	as, err := parent.as.clone()

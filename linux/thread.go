@@ -3,6 +3,7 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -147,6 +148,7 @@ func (k *Kernel) reschedule() error {
 		return nil
 	}
 	k.resched = false
+	defer k.prune()
 	n := len(k.threads)
 	for i := 1; i <= n; i++ {
 		next := (k.cur + i) % n
@@ -159,6 +161,14 @@ func (k *Kernel) reschedule() error {
 		return k.switchTo(next)
 	}
 	return nil
+}
+
+// prune forgets the exited threads but the running one, so a program that
+// makes and ends threads forever does not grow the VMM's memory.
+func (k *Kernel) prune() {
+	cur := k.current()
+	k.threads = slices.DeleteFunc(k.threads, func(t *thread) bool { return t.state == exited && t != cur })
+	k.cur = slices.Index(k.threads, cur)
 }
 
 // switchTo saves the running thread's state and loads thread i's.
