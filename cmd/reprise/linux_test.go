@@ -51,13 +51,21 @@ func TestLinuxProgramCLI(t *testing.T) {
 	require.Contains(t, r.stderr, "hello.c: not an ELF file")
 }
 
-// busybox-static is a static glibc program nobody here wrote; its echo
-// and its own arithmetic print what the host's do.
-func TestBusyboxEcho(t *testing.T) {
+// busybox is the host's busybox (busybox-static: a static glibc program
+// nobody here wrote), for a test that runs it under reprise.
+func busybox(t *testing.T) string {
+	t.Helper()
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "busybox")
 	bb, err := exec.LookPath("busybox")
 	require.NoError(t, err)
+	return bb
+}
+
+// busybox-static is a static glibc program nobody here wrote; its echo
+// and its own arithmetic print what the host's do.
+func TestBusyboxEcho(t *testing.T) {
+	bb := busybox(t)
 	r := runCLI(t, nil, "run", "--", bb, "echo", "hello", "from", "busybox")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "hello from busybox\n", r.stdout)
@@ -139,10 +147,7 @@ select name from t where v between 100 and 110 order by v;
 // A busybox shell script with pipes (fork, exec of /proc/self/exe, pipes,
 // wait) prints what the same script prints under the host's busybox.
 func TestBusyboxScriptMatchesHost(t *testing.T) {
-	kvmtest.Require(t)
-	kvmtest.RequireTools(t, "busybox")
-	bb, err := exec.LookPath("busybox")
-	require.NoError(t, err)
+	bb := busybox(t)
 	script := filepath.Join(t.TempDir(), "s.sh")
 	require.NoError(t, os.WriteFile(script, []byte(`seq 1 200 | sort -r | head -3
 echo "zebra apple mango" | tr ' ' '\n' | sort | md5sum
@@ -202,10 +207,7 @@ func TestInstrumentedProgram(t *testing.T) {
 // --stdin gives a program a host file as its standard input, recorded by
 // hash: busybox sort reads it and prints what the host's sort prints.
 func TestStdinFile(t *testing.T) {
-	kvmtest.Require(t)
-	kvmtest.RequireTools(t, "busybox")
-	bb, err := exec.LookPath("busybox")
-	require.NoError(t, err)
+	bb := busybox(t)
 	in := filepath.Join(t.TempDir(), "in.txt")
 	require.NoError(t, os.WriteFile(in, []byte("pear\napple\nfig\n"), 0o644))
 	tp := filepath.Join(t.TempDir(), "sort.tape")
@@ -235,10 +237,7 @@ func TestLinuxRecordingTimeout(t *testing.T) {
 
 // --keep-writes copies what the program created or changed, and only that.
 func TestKeepWrites(t *testing.T) {
-	kvmtest.Require(t)
-	kvmtest.RequireTools(t, "busybox")
-	bb, err := exec.LookPath("busybox")
-	require.NoError(t, err)
+	bb := busybox(t)
 	for _, cmd := range []string{"run", "record"} {
 		keep := t.TempDir()
 		args := []string{cmd, "--keep-writes", keep}
@@ -262,10 +261,7 @@ func TestKeepWrites(t *testing.T) {
 // after the program's files are gone; an unpacked one says which is
 // missing.
 func TestPackedTapeReplaysWithoutTheFiles(t *testing.T) {
-	kvmtest.Require(t)
-	kvmtest.RequireTools(t, "busybox")
-	bb, err := exec.LookPath("busybox")
-	require.NoError(t, err)
+	bb := busybox(t)
 	dir := t.TempDir()
 	input := filepath.Join(dir, "in.txt")
 	require.NoError(t, os.WriteFile(input, []byte("b\na\nc\n"), 0o644))
@@ -299,10 +295,7 @@ func TestPackedTapeReplaysWithoutTheFiles(t *testing.T) {
 // --root shows a host directory as the program's root; --file replaces a
 // file of it; a root too large to read is refused by name.
 func TestRootDir(t *testing.T) {
-	kvmtest.Require(t)
-	kvmtest.RequireTools(t, "busybox")
-	bb, err := exec.LookPath("busybox")
-	require.NoError(t, err)
+	bb := busybox(t)
 	root := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "etc", "motd"), []byte("from the root\n"), 0o644))
