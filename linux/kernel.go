@@ -68,6 +68,7 @@ type Kernel struct {
 	waitSeq  uint64 // counts blocking waits (thread.waitSeq)
 	switches uint64
 	restart  bool      // the call being served blocked and runs again when woken
+	returned bool      // rt_sigreturn restored the registers: the call sets none
 	trace    io.Writer // if set, every system call is written here
 	// hog is the thread that ran up to the last exit, how many others
 	// could run then, and when the last tick was delivered (watchHog).
@@ -273,12 +274,16 @@ func (k *Kernel) Exit(port uint16) error {
 	// Return to the program after its SYSCALL, as SYSRET would: on PVM
 	// hosts SYSCALL stayed at CPL3; on VMX it entered CPL0, which the
 	// segments undo.
-	regs.RAX = ret
-	regs.RIP, regs.RFLAGS = regs.RCX, regs.R11
-	if k.restart {
-		// Back onto the SYSCALL (two bytes), rax the call's number again.
-		k.restart = false
-		regs.RIP -= 2
+	if k.returned {
+		k.returned = false
+	} else {
+		regs.RAX = ret
+		regs.RIP, regs.RFLAGS = regs.RCX, regs.R11
+		if k.restart {
+			// Back onto the SYSCALL (two bytes), rax the call's number again.
+			k.restart = false
+			regs.RIP -= 2
+		}
 	}
 	c.MarkRegsDirty()
 	if sregs := c.SyncedSregs(); sregs.CS.Selector&3 != 3 {
@@ -293,6 +298,9 @@ func (k *Kernel) Exit(port uint16) error {
 // thread's page tables and thread pointer.
 func (k *Kernel) resume() error {
 	if err := k.reschedule(); err != nil {
+		return err
+	}
+	if _, err := k.deliver(k.m.VCPU().SyncedRegs()); err != nil {
 		return err
 	}
 	c := k.m.VCPU()
@@ -326,6 +334,9 @@ func (k *Kernel) trap() error {
 	faulting := *regs
 	faulting.RIP, faulting.RFLAGS, faulting.RSP = frame[2], frame[4], frame[5]
 	cr2 := c.SyncedSregs().CR2
+	if handled, err := k.fault(&faulting, vector, cr2); handled || err != nil {
+		return err
+	}
 	what := fmt.Sprintf("%s (error code %#x)", vmm.ExceptionName(vector), frame[1])
 	if vector == 14 {
 		what += fmt.Sprintf(" at address %#x", cr2)
@@ -333,20 +344,23 @@ func (k *Kernel) trap() error {
 	return k.m.Trap(fmt.Sprintf("the program got %s: %s", signalFor(vector), what), int(vector), faulting, uint16(frame[3]), cr2)
 }
 
-// signalFor is the signal Linux sends for an exception.
-func signalFor(vector uint64) string {
+// signalNumber is the signal Linux sends for an exception.
+func signalNumber(vector uint64) uint64 {
 	switch vector {
 	case 0, 16, 19:
-		return "SIGFPE"
+		return uint64(unix.SIGFPE)
 	case 3, 1:
-		return "SIGTRAP"
+		return uint64(unix.SIGTRAP)
 	case 6:
-		return "SIGILL"
+		return uint64(unix.SIGILL)
 	case 17:
-		return "SIGBUS"
+		return uint64(unix.SIGBUS)
 	}
-	return "SIGSEGV"
+	return uint64(unix.SIGSEGV)
 }
+
+// signalFor names the signal Linux sends for an exception.
+func signalFor(vector uint64) string { return unix.SignalName(unix.Signal(signalNumber(vector))) }
 
 // Interrupt takes a tick: threads whose time has come wake, and the
 // running one yields to the next runnable one.
@@ -360,3 +374,44 @@ func (k *Kernel) Interrupt(vector uint8, clock time.Duration) error {
 
 // exitGroup ends the run with status, as the machine's exit port does.
 func exitGroup(status uint64) error { return &devices.PowerOff{Status: uint32(status & 0xff)} }
+
+// fault hands an exception of the program to its handler for the signal
+// Linux sends for it, if it has one: the handler is entered through the
+// trap stub's IRETQ, its frame built from the faulting context.
+func (k *Kernel) fault(faulting *kvm.Regs, vector, cr2 uint64) (bool, error) {
+	sig := signalNumber(vector)
+	t := k.current()
+	act := t.proc.sigactions[sig]
+	if act.handler <= sigIGN || t.sigmask&sigbit(sig) != 0 {
+		return false, nil
+	}
+	code, word := int32(1), faulting.RIP // SEGV_MAPERR, ILL_ILLOPC, FPE_INTDIV, ...: the faulting address
+	if vector == 14 {
+		word = cr2
+	}
+	t.pending |= sigbit(sig)
+	if t.infos == nil {
+		t.infos = map[uint64][128]byte{}
+	}
+	t.infos[sig] = siginfo(sig, code, word)
+	handled, err := k.deliver(faulting)
+	if !handled || err != nil {
+		return handled, err
+	}
+	// The handler's registers, but the stub's own RIP, RSP and flags: it
+	// goes on to its IRETQ, which takes RIP, RFLAGS and RSP from the
+	// frame, rewritten to enter the handler.
+	c := k.m.VCPU()
+	regs := c.SyncedRegs()
+	stub := *regs
+	*regs = *faulting
+	regs.RIP, regs.RSP, regs.RFLAGS = stub.RIP, stub.RSP, stub.RFLAGS
+	c.MarkRegsDirty()
+	ram := k.m.RAM()
+	for _, w := range [][2]uint64{{16, faulting.RIP}, {32, faulting.RFLAGS}, {40, faulting.RSP}} {
+		if err := ram.PutUint64(stub.RSP+w[0], w[1]); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}

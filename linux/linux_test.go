@@ -267,3 +267,20 @@ func TestAbort(t *testing.T) {
 		replaysMatch(t, path, rec, console.String(), 1)
 	}
 }
+
+// Signal handlers: one that returns (rt_sigreturn restores registers and
+// FPU state), SIGCHLD, a SIGSEGV handler that escapes with siglongjmp, a
+// blocked signal delivered when unblocked. The output is the host's.
+func TestSignals(t *testing.T) {
+	for _, cc := range []string{"musl-gcc", "gcc"} {
+		bin := build(t, cc, "signals.c", "-static", "-O1")
+		want, err := exec.Command(bin).Output()
+		require.NoError(t, err)
+		_, out, err := runLive(t, bin, []string{"signals"}, nil)
+		require.NoError(t, err, out)
+		require.Equal(t, string(want), out, cc)
+		path, rec, console := recordProgram(t, program(t, bin, "signals"), time.Millisecond)
+		require.Equal(t, string(want), console)
+		replaysMatch(t, path, rec, console, 2)
+	}
+}

@@ -69,6 +69,10 @@ func (p *pipe) read(k *Kernel, f *openFile, b []byte) (int, error) {
 func (p *pipe) write(k *Kernel, f *openFile, b []byte) (int, error) {
 	switch {
 	case p.readers == 0:
+		sig := uint64(unix.SIGPIPE)
+		if err := k.signal(k.current(), sig, siginfo(sig, siUser, uint64(k.proc().pid))); err != nil {
+			return 0, err
+		}
 		return 0, unix.EPIPE
 	case len(p.buf) >= pipeCapacity && f.flags&unix.O_NONBLOCK != 0:
 		return 0, unix.EAGAIN

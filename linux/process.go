@@ -22,6 +22,8 @@ type process struct {
 	zombie   bool   // exited, not yet waited for
 	status   uint64 // its wait status once a zombie
 	execs    uint64 // counts its execs (AT_RANDOM differs for each)
+	// sigactions are its signals' dispositions (index: the signal).
+	sigactions [maxSignal + 1]sigaction
 }
 
 // proc is the running thread's process.
@@ -65,6 +67,11 @@ func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []s
 	}
 	p.as, p.brk, p.exe = as, [2]uint64{x.brk, x.brk}, path
 	p.execs++
+	for i, act := range p.sigactions { // handlers are gone with the image; ignored stays ignored
+		if act.handler != sigIGN {
+			p.sigactions[i] = sigaction{}
+		}
+	}
 	return entry, sp, nil
 }
 
@@ -125,7 +132,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err != nil {
 		return nil, memErr(err)
 	}
-	child := &process{parent: parent, as: as, fds: parent.fds.clone(), brk: parent.brk, exe: parent.exe}
+	child := &process{parent: parent, as: as, fds: parent.fds.clone(), brk: parent.brk, exe: parent.exe, sigactions: parent.sigactions}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0
@@ -139,6 +146,7 @@ func (k *Kernel) fork() (*thread, error) {
 		as.release()
 		return nil, err
 	}
+	t.sigmask = k.current().sigmask
 	child.pid = t.tid
 	parent.children = append(parent.children, child)
 	return t, nil
@@ -175,6 +183,14 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 	p.as.release()
 	p.zombie, p.status = true, status
 	k.wakeAll(waitChild(p.parent))
+	for _, t := range k.threads {
+		if t.proc == p.parent && t.state != exited {
+			if err := k.signal(t, uint64(unix.SIGCHLD), siginfo(uint64(unix.SIGCHLD), 1, uint64(p.pid))); err != nil {
+				return err
+			}
+			break
+		}
+	}
 	k.resched = true
 	return nil
 }

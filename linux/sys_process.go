@@ -34,9 +34,6 @@ func init() {
 		return sysPrlimit(k, args{0, a[0], 0, a[1]})
 	})
 	register(unix.SYS_SCHED_GETAFFINITY, "sched_getaffinity", sysSchedGetaffinity)
-	register(unix.SYS_RT_SIGACTION, "rt_sigaction", sysRtSigaction)
-	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", sysRtSigprocmask)
-	register(unix.SYS_SIGALTSTACK, "sigaltstack", constant(0))
 }
 
 // fallback answers ENOSYS by design, to a call the C library tries first
@@ -118,24 +115,4 @@ func sysSchedGetaffinity(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	return 8, memErr(k.proc().as.putUint64(a[2], 1))
-}
-
-// Signals are accepted and never delivered: nothing sends any yet, and an
-// exception ends the program (trap).
-func sysRtSigaction(k *Kernel, a args) (uint64, error) {
-	if a[0] == 0 || a[0] > 64 || a[0] == uint64(unix.SIGKILL) || a[0] == uint64(unix.SIGSTOP) {
-		return 0, unix.EINVAL
-	}
-	if a[2] != 0 {
-		var old [32]byte // SIG_DFL, no flags, empty mask
-		return 0, memErr(k.proc().as.write(a[2], old[:]))
-	}
-	return 0, nil
-}
-
-func sysRtSigprocmask(k *Kernel, a args) (uint64, error) {
-	if a[2] != 0 {
-		return 0, memErr(k.proc().as.putUint64(a[2], 0))
-	}
-	return 0, nil
 }

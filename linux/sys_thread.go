@@ -16,9 +16,6 @@ func init() {
 	register(unix.SYS_VFORK, "vfork", func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
 	register(unix.SYS_EXECVE, "execve", sysExecve)
 	register(unix.SYS_WAIT4, "wait4", sysWait4)
-	register(unix.SYS_TGKILL, "tgkill", sysTgkill)
-	register(unix.SYS_TKILL, "tkill", func(k *Kernel, a args) (uint64, error) { return sysTgkill(k, args{pid, a[0], a[1]}) })
-	register(unix.SYS_KILL, "kill", func(k *Kernel, a args) (uint64, error) { return sysTgkill(k, args{a[0], a[0], a[1]}) })
 }
 
 // threadFlags are the clone flags of a thread as pthread_create makes it
@@ -73,45 +70,8 @@ func sysClone(k *Kernel, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	t.sigmask = k.current().sigmask
 	return uint64(t.tid), k.cloneTIDs(t, flags, parentTID, childTID)
-}
-
-// fatalSignals end the program when sent and not handled (no handler runs
-// yet): it ends as a fault naming the signal.
-var fatalSignals = map[uint64]string{
-	uint64(unix.SIGHUP): "SIGHUP", uint64(unix.SIGINT): "SIGINT", uint64(unix.SIGQUIT): "SIGQUIT",
-	uint64(unix.SIGILL): "SIGILL", uint64(unix.SIGABRT): "SIGABRT", uint64(unix.SIGBUS): "SIGBUS",
-	uint64(unix.SIGFPE): "SIGFPE", uint64(unix.SIGKILL): "SIGKILL", uint64(unix.SIGSEGV): "SIGSEGV",
-	uint64(unix.SIGPIPE): "SIGPIPE", uint64(unix.SIGALRM): "SIGALRM", uint64(unix.SIGTERM): "SIGTERM",
-}
-
-// sysTgkill sends a signal. Signal 0 probes; a fatal one (no handler
-// runs yet) ends its target — the run, when that is the first process,
-// with a fault report naming the signal; others are dropped.
-func sysTgkill(k *Kernel, a args) (uint64, error) {
-	if a[2] > 64 {
-		return 0, unix.EINVAL
-	}
-	var target *process
-	for p := range k.processes() {
-		if uint64(p.pid) == a[0] {
-			target = p
-		}
-	}
-	if target == nil {
-		return 0, unix.ESRCH
-	}
-	name, fatal := fatalSignals[a[2]]
-	if !fatal {
-		return 0, nil
-	}
-	if target.pid != pid {
-		return 0, k.exitProcess(target, a[2])
-	}
-	c := k.m.VCPU()
-	regs := *c.SyncedRegs()
-	regs.RIP = regs.RCX
-	return 0, k.m.Trap("the program was killed by "+name, -1, regs, uint16(c.SyncedSregs().CS.Selector), 0)
 }
 
 func (k *Kernel) forkClone(flags, stack, parentTID, childTID uint64) (uint64, error) {

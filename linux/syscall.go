@@ -29,6 +29,9 @@ var syscalls = map[uint64]struct {
 
 // register adds a system call; the tables live beside the calls (sys_*.go).
 func register(nr uintptr, name string, fn handler) {
+	if _, dup := syscalls[uint64(nr)]; dup {
+		panic("linux: system call " + name + " registered twice")
+	}
 	syscalls[uint64(nr)] = struct {
 		name string
 		fn   handler

@@ -46,6 +46,9 @@ type thread struct {
 	// (a pipe read or write, a wait for a child), is what it waits on.
 	waitKey any
 	warned  bool // watchHog has warned of it
+	// Signals: the blocked mask, those pending, and their siginfo.
+	sigmask, pending uint64
+	infos            map[uint64][128]byte
 }
 
 // maxThreads bounds the threads a program can create (RLIMIT_NPROC-like):

@@ -1,0 +1,359 @@
+package linux
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+func init() {
+	register(unix.SYS_RT_SIGACTION, "rt_sigaction", sysRtSigaction)
+	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", sysRtSigprocmask)
+	register(unix.SYS_RT_SIGRETURN, "rt_sigreturn", sysRtSigreturn)
+	register(unix.SYS_SIGALTSTACK, "sigaltstack", constant(0))
+	register(unix.SYS_TGKILL, "tgkill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[1])), a[2], true) })
+	register(unix.SYS_TKILL, "tkill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], true) })
+	register(unix.SYS_KILL, "kill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], false) })
+}
+
+// Signals are delivered to handlers as Linux delivers them: a frame on the
+// thread's stack (struct rt_sigframe: the return address of the handler's
+// SA_RESTORER, a ucontext with the interrupted registers, mask and FPU
+// state, a siginfo), the handler entered with (signal, &info, &uc), and
+// rt_sigreturn restoring it all. They are delivered when a thread goes
+// back to its program — after a system call, at a switch, after a trap —
+// so a replay delivers them where the recording did.
+
+const (
+	maxSignal   = 64
+	saRestorer  = 0x04000000
+	saRestart   = 0x10000000
+	saNodefer   = 0x40000000
+	saResethand = 0x80000000
+	sigDFL      = 0
+	sigIGN      = 1
+	siUser      = 0 // SI_USER: sent by kill
+	siTkill     = -6
+	frameBytes  = 440 // pretcode, ucontext (304), siginfo (128)
+	fpBytes     = 512 // FXSAVE
+	redZone     = 128
+)
+
+// sigaction is a signal's disposition (struct kernel_sigaction).
+type sigaction struct {
+	handler, flags, restorer, mask uint64
+}
+
+// sigbit is a signal's bit in a mask.
+func sigbit(sig uint64) uint64 { return 1 << (sig - 1) }
+
+// unblockable signals cannot be masked or caught.
+var unblockable = sigbit(uint64(unix.SIGKILL)) | sigbit(uint64(unix.SIGSTOP))
+
+// ignoredByDefault are the signals whose default action is to do nothing.
+var ignoredByDefault = sigbit(uint64(unix.SIGCHLD)) | sigbit(uint64(unix.SIGURG)) | sigbit(uint64(unix.SIGWINCH)) | sigbit(uint64(unix.SIGCONT))
+
+func sysRtSigaction(k *Kernel, a args) (uint64, error) {
+	sig := a[0]
+	if sig == 0 || sig > maxSignal || a[3] != 8 {
+		return 0, unix.EINVAL
+	}
+	p := k.proc()
+	if a[2] != 0 {
+		old := p.sigactions[sig]
+		var b [32]byte
+		for i, v := range []uint64{old.handler, old.flags, old.restorer, old.mask} {
+			binary.LittleEndian.PutUint64(b[i*8:], v)
+		}
+		if err := p.as.write(a[2], b[:]); err != nil {
+			return 0, memErr(err)
+		}
+	}
+	if a[1] != 0 {
+		if sigbit(sig)&unblockable != 0 {
+			return 0, unix.EINVAL
+		}
+		var b [32]byte
+		if err := p.as.read(a[1], b[:]); err != nil {
+			return 0, memErr(err)
+		}
+		le := binary.LittleEndian
+		act := sigaction{handler: le.Uint64(b[:]), flags: le.Uint64(b[8:]), restorer: le.Uint64(b[16:]), mask: le.Uint64(b[24:])}
+		if act.handler > sigIGN && act.flags&saRestorer == 0 {
+			return 0, unix.EINVAL // x86-64 handlers return through their restorer
+		}
+		p.sigactions[sig] = act
+	}
+	return 0, nil
+}
+
+func sysRtSigprocmask(k *Kernel, a args) (uint64, error) {
+	t := k.current()
+	if a[3] != 8 {
+		return 0, unix.EINVAL
+	}
+	if a[2] != 0 {
+		if err := k.proc().as.putUint64(a[2], t.sigmask); err != nil {
+			return 0, memErr(err)
+		}
+	}
+	if a[1] == 0 {
+		return 0, nil
+	}
+	var b [8]byte
+	if err := k.proc().as.read(a[1], b[:]); err != nil {
+		return 0, memErr(err)
+	}
+	set := binary.LittleEndian.Uint64(b[:]) &^ unblockable
+	switch a[0] {
+	case unix.SIG_BLOCK:
+		t.sigmask |= set
+	case unix.SIG_UNBLOCK:
+		t.sigmask &^= set
+	case unix.SIG_SETMASK:
+		t.sigmask = set
+	default:
+		return 0, unix.EINVAL
+	}
+	return 0, nil
+}
+
+// kill sends sig to the thread tid (thread), or to the process whose pid
+// it is, where its first thread not blocking it takes it.
+func (k *Kernel) kill(id int64, sig uint64, toThread bool) (uint64, error) {
+	if sig > maxSignal {
+		return 0, unix.EINVAL
+	}
+	var target *thread
+	for _, t := range k.threads {
+		if t.state == exited {
+			continue
+		}
+		switch {
+		case toThread && int64(t.tid) == id:
+			target = t
+		case !toThread && (id == -1 || id == 0 || int64(t.proc.pid) == id) && target == nil:
+			target = t
+		}
+	}
+	if target == nil {
+		return 0, unix.ESRCH
+	}
+	if sig == 0 {
+		return 0, nil
+	}
+	return 0, k.signal(target, sig, siginfo(sig, siTkill, uint64(k.proc().pid)))
+}
+
+// siginfo is a struct siginfo for a signal sent by pid (si_pid, si_uid),
+// or for a fault at an address (code: the fault's).
+func siginfo(sig uint64, code int32, word uint64) [128]byte {
+	var b [128]byte
+	binary.LittleEndian.PutUint32(b[0:], uint32(sig))
+	binary.LittleEndian.PutUint32(b[8:], uint32(code))
+	binary.LittleEndian.PutUint64(b[16:], word)
+	if code == siTkill || code == siUser {
+		binary.LittleEndian.PutUint32(b[20:], uid)
+	}
+	return b
+}
+
+// signal makes sig pending for t, or acts on it now when its disposition
+// needs no handler: ignored, or ending t's process. A thread blocked in a
+// call is woken to take it (the call fails with EINTR, or restarts under
+// SA_RESTART).
+func (k *Kernel) signal(t *thread, sig uint64, info [128]byte) error {
+	act := t.proc.sigactions[sig]
+	switch {
+	case act.handler == sigIGN || act.handler == sigDFL && sigbit(sig)&ignoredByDefault != 0:
+		return nil
+	case act.handler == sigDFL:
+		return k.killProcess(t.proc, sig)
+	}
+	t.pending |= sigbit(sig)
+	if t.infos == nil {
+		t.infos = map[uint64][128]byte{}
+	}
+	t.infos[sig] = info
+	if t.state == blocked && t.sigmask&sigbit(sig) == 0 {
+		k.interrupt(t, act.flags&saRestart != 0)
+	}
+	k.resched = true
+	return nil
+}
+
+// interrupt wakes a thread blocked in a call for a signal: a call that
+// restarts when woken runs again if restart says so; otherwise, and for
+// waits that return their result (futex, sleeps), it fails with EINTR.
+func (k *Kernel) interrupt(t *thread, restart bool) {
+	restarting := t.waitKey != nil
+	t.state, t.waitKey, t.deadline, t.futexAddr = runnable, nil, 0, 0
+	if restarting && restart {
+		return // its RIP is on the SYSCALL: it runs again after the handler
+	}
+	regs := &t.regs
+	if t == k.current() {
+		regs = k.m.VCPU().SyncedRegs()
+		k.m.VCPU().MarkRegsDirty()
+	}
+	if restarting {
+		regs.RIP += 2 // past the SYSCALL it was to reissue
+	}
+	regs.RAX = negErrno(unix.EINTR)
+}
+
+// killProcess ends p by signal sig: the run itself, with a fault report
+// naming it, when p is the first process.
+func (k *Kernel) killProcess(p *process, sig uint64) error {
+	if p.pid != pid {
+		return k.exitProcess(p, sig)
+	}
+	c := k.m.VCPU()
+	regs := *c.SyncedRegs()
+	return k.m.Trap("the program was killed by "+unix.SignalName(unix.Signal(sig)), -1, regs, uint16(c.SyncedSregs().CS.Selector), 0)
+}
+
+// deliver enters the handler of the running thread's lowest pending,
+// unblocked signal, with regs (the vCPU's) as the context it interrupts.
+// It returns whether it did.
+func (k *Kernel) deliver(regs *kvm.Regs) (bool, error) {
+	t := k.current()
+	ready := t.pending &^ t.sigmask
+	if ready == 0 {
+		return false, nil
+	}
+	sig := uint64(0)
+	for ready&sigbit(sig+1) == 0 {
+		sig++
+	}
+	sig++
+	t.pending &^= sigbit(sig)
+	act := t.proc.sigactions[sig]
+	if act.handler <= sigIGN { // the disposition changed while it was pending
+		if act.handler == sigDFL && sigbit(sig)&ignoredByDefault == 0 {
+			return true, k.killProcess(t.proc, sig)
+		}
+		return false, nil
+	}
+	if err := k.pushFrame(t, regs, sig, act); err != nil {
+		return true, err
+	}
+	if act.flags&saResethand != 0 {
+		t.proc.sigactions[sig] = sigaction{}
+	}
+	return true, nil
+}
+
+// pushFrame builds the signal frame below regs.RSP and points regs at the
+// handler.
+func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction) error {
+	as := t.proc.as
+	fpu, err := k.m.VCPU().FPU()
+	if err != nil {
+		return err
+	}
+	fp := (regs.RSP - redZone - fpBytes) &^ 63
+	sp := ((fp - frameBytes) &^ 15) - 8 // the handler starts as if called: rsp+8 aligned
+	if err := as.write(fp, fxsave(&fpu)); err != nil {
+		return k.killProcess(t.proc, uint64(unix.SIGSEGV)) // no stack to take the frame
+	}
+	f := make([]byte, frameBytes)
+	le := binary.LittleEndian
+	le.PutUint64(f[0:], act.restorer) // pretcode
+	uc := f[8:]
+	mc := uc[40:] // after uc_flags, uc_link, uc_stack
+	for i, v := range []uint64{regs.R8, regs.R9, regs.R10, regs.R11, regs.R12, regs.R13, regs.R14, regs.R15,
+		regs.RDI, regs.RSI, regs.RBP, regs.RBX, regs.RDX, regs.RAX, regs.RCX, regs.RSP, regs.RIP, regs.RFLAGS} {
+		le.PutUint64(mc[i*8:], v)
+	}
+	le.PutUint16(mc[144:], 0x33) // cs: a 64-bit user code segment
+	le.PutUint16(mc[150:], 0x2b) // ss
+	le.PutUint64(mc[184:], fp)   // fpstate
+	le.PutUint64(uc[296:], t.sigmask)
+	info := t.infos[sig]
+	copy(f[312:], info[:])
+	if err := as.write(sp, f); err != nil {
+		return k.killProcess(t.proc, uint64(unix.SIGSEGV))
+	}
+	if act.flags&saNodefer == 0 {
+		t.sigmask |= sigbit(sig)
+	}
+	t.sigmask |= act.mask &^ unblockable
+	regs.RSP, regs.RIP = sp, act.handler
+	regs.RDI, regs.RSI, regs.RDX, regs.RAX = sig, sp+312, sp+8, 0
+	regs.RFLAGS &^= 1 << 10 // DF clear, as the ABI wants on entry
+	k.m.VCPU().MarkRegsDirty()
+	return nil
+}
+
+// sysRtSigreturn restores the context the handler's frame saved (the
+// handler returned through its restorer: the frame's ucontext is at rsp).
+func sysRtSigreturn(k *Kernel, a args) (uint64, error) {
+	c := k.m.VCPU()
+	regs := c.SyncedRegs()
+	t := k.current()
+	uc := make([]byte, 304)
+	if err := t.proc.as.read(regs.RSP, uc); err != nil {
+		return 0, k.killProcess(t.proc, uint64(unix.SIGSEGV))
+	}
+	le := binary.LittleEndian
+	mc := uc[40:]
+	get := func(i int) uint64 { return le.Uint64(mc[i*8:]) }
+	saved := kvm.Regs{R8: get(0), R9: get(1), R10: get(2), R11: get(3), R12: get(4), R13: get(5), R14: get(6), R15: get(7),
+		RDI: get(8), RSI: get(9), RBP: get(10), RBX: get(11), RDX: get(12), RAX: get(13), RCX: get(14), RSP: get(15), RIP: get(16)}
+	// The program's own flags only: no IOPL, no VM, interrupts on.
+	const userFlags = 0xcd5 | 1<<10 | 1<<18 | 1<<21 // CF PF AF ZF SF TF DF OF, AC, ID
+	saved.RFLAGS = get(17)&userFlags | 1<<9 | 1<<1
+	if fp := le.Uint64(mc[184:]); fp != 0 {
+		b := make([]byte, fpBytes)
+		if err := t.proc.as.read(fp, b); err != nil {
+			return 0, k.killProcess(t.proc, uint64(unix.SIGSEGV))
+		}
+		fpu := fpuOf(b)
+		if err := c.SetFPU(&fpu); err != nil {
+			return 0, err
+		}
+	}
+	t.sigmask = le.Uint64(uc[296:]) &^ unblockable
+	*regs = saved
+	c.MarkRegsDirty()
+	k.returned = true // the registers are the restored context's: Exit leaves them
+	return 0, nil
+}
+
+// fxsave lays the FPU state out as FXSAVE does (the frame's fpstate).
+func fxsave(f *kvm.FPU) []byte {
+	b := make([]byte, fpBytes)
+	le := binary.LittleEndian
+	le.PutUint16(b[0:], f.FCW)
+	le.PutUint16(b[2:], f.FSW)
+	b[4] = f.FTWX
+	le.PutUint16(b[6:], f.LastOpcode)
+	le.PutUint64(b[8:], f.LastIP)
+	le.PutUint64(b[16:], f.LastDP)
+	le.PutUint32(b[24:], f.MXCSR)
+	le.PutUint32(b[28:], 0xffff) // MXCSR_MASK
+	for i := range f.FPR {
+		copy(b[32+16*i:], f.FPR[i][:])
+	}
+	for i := range f.XMM {
+		copy(b[160+16*i:], f.XMM[i][:])
+	}
+	return b
+}
+
+// fpuOf reads an FXSAVE image back; MXCSR's reserved bits are dropped.
+func fpuOf(b []byte) kvm.FPU {
+	le := binary.LittleEndian
+	f := kvm.FPU{FCW: le.Uint16(b[0:]), FSW: le.Uint16(b[2:]), FTWX: b[4], LastOpcode: le.Uint16(b[6:]),
+		LastIP: le.Uint64(b[8:]), LastDP: le.Uint64(b[16:]), MXCSR: le.Uint32(b[24:]) & 0xffff}
+	for i := range f.FPR {
+		copy(f.FPR[i][:], b[32+16*i:])
+	}
+	for i := range f.XMM {
+		copy(f.XMM[i][:], b[160+16*i:])
+	}
+	return f
+}
