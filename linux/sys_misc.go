@@ -30,7 +30,20 @@ func init() {
 	register(unix.SYS_POLL, "poll", nil)
 	register(unix.SYS_SELECT, "select", nil)
 	register(unix.SYS_EPOLL_CREATE1, "epoll_create1", nil)
-	register(unix.SYS_RENAME, "rename", nil)
+	register(unix.SYS_RENAME, "rename", func(k *Kernel, a args) (uint64, error) { return sysRenameat(k, args{atFDCWD, a[0], atFDCWD, a[1]}) })
+	register(unix.SYS_RENAMEAT, "renameat", sysRenameat)
+	register(unix.SYS_RENAMEAT2, "renameat2", sysRenameat)
+	register(unix.SYS_FADVISE64, "fadvise64", fdOnly)
+	// No file has extended attributes: getting one finds none, listing
+	// them lists none.
+	register(unix.SYS_GETXATTR, "getxattr", func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
+	register(unix.SYS_LGETXATTR, "lgetxattr", func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
+	register(unix.SYS_FGETXATTR, "fgetxattr", func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
+	register(unix.SYS_LISTXATTR, "listxattr", constant(0))
+	register(unix.SYS_LLISTXATTR, "llistxattr", constant(0))
+	register(unix.SYS_FLISTXATTR, "flistxattr", constant(0))
+	register(unix.SYS_UTIMENSAT, "utimensat", constant(0)) // times are the program's epoch, always
+	register(unix.SYS_FCHMOD, "fchmod", fdOnly)
 	register(unix.SYS_ALARM, "alarm", nil)
 	register(unix.SYS_WAITID, "waitid", nil)
 }
@@ -146,4 +159,48 @@ func sysMremap(k *Kernel, a args) (uint64, error) {
 		}
 	}
 	return to, memErr(as.unmap(old, old+oldLen))
+}
+
+// sysRenameat moves an entry (renameat2's flags other than none are not
+// supported); an existing file at the new name is replaced.
+func sysRenameat(k *Kernel, a args) (uint64, error) {
+	if a[4] != 0 {
+		return 0, unix.EINVAL
+	}
+	from, oldName, err := k.parentOf(a[0], a[1])
+	if err != nil {
+		return 0, err
+	}
+	to, newName, err := k.parentOf(a[2], a[3])
+	if err != nil {
+		return 0, err
+	}
+	n, ok := from.children[oldName]
+	switch {
+	case !ok:
+		return 0, unix.ENOENT
+	case to.children[newName] != nil && to.children[newName].dir != n.dir:
+		return 0, unix.EISDIR
+	case n.dir && to.children[newName] != nil && len(to.children[newName].children) > 0:
+		return 0, unix.ENOTEMPTY
+	case n.dir && holds(n, to):
+		return 0, unix.EINVAL // a directory moved into itself would be a cycle
+	}
+	delete(from.children, oldName)
+	to.children[newName] = n
+	n.written = true
+	return 0, nil
+}
+
+// holds reports whether directory d is dir or lies below it.
+func holds(dir, d *node) bool {
+	if dir == d {
+		return true
+	}
+	for _, c := range dir.children {
+		if c.dir && holds(c, d) {
+			return true
+		}
+	}
+	return false
 }
