@@ -309,3 +309,12 @@ func TestRootDir(t *testing.T) {
 	require.Equal(t, exitFailure, r.code)
 	require.Contains(t, r.stderr, "--root /usr: /usr holds more than 4096 files")
 }
+
+// mv renames within the program's files, and refuses to move a directory
+// into itself, as Linux does.
+func TestRename(t *testing.T) {
+	bb := busybox(t)
+	r := runCLI(t, nil, "run", "--", bb, "sh", "-c", "echo x > /tmp/f; mv /tmp/f /tmp/g; cat /tmp/g; ls /tmp; mkdir -p /tmp/a/b; mv /tmp/a /tmp/a/b/c 2>/dev/null || echo refused")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "x\ng\nrefused\n", r.stdout)
+}
