@@ -284,3 +284,17 @@ func TestSignals(t *testing.T) {
 		replaysMatch(t, path, rec, console, 2)
 	}
 }
+
+// poll: a timeout on an empty pipe, data a child writes later, the hang-up
+// when it is gone; the host prints the same. Recorded, it replays.
+func TestPoll(t *testing.T) {
+	bin := build(t, "musl-gcc", "poll.c", "-static", "-O1")
+	want, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	_, out, err := runLive(t, bin, []string{"poll"}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, string(want), out)
+	path, rec, console := recordProgram(t, program(t, bin, "poll"), 0)
+	require.Equal(t, string(want), console)
+	replaysMatch(t, path, rec, console, 2)
+}

@@ -60,7 +60,7 @@ func (p *pipe) read(k *Kernel, f *openFile, b []byte) (int, error) {
 	}
 	n := copy(b, p.buf)
 	p.buf = p.buf[n:]
-	k.wakeAll(p)
+	k.pipeChanged(p)
 	return n, nil
 }
 
@@ -81,7 +81,7 @@ func (p *pipe) write(k *Kernel, f *openFile, b []byte) (int, error) {
 	}
 	n := min(len(b), pipeCapacity-len(p.buf))
 	p.buf = append(p.buf, b[:n]...)
-	k.wakeAll(p)
+	k.pipeChanged(p)
 	return n, nil
 }
 
@@ -92,5 +92,11 @@ func (p *pipe) closeEnd(k *Kernel, writer bool) {
 	} else {
 		p.readers--
 	}
+	k.pipeChanged(p)
+}
+
+// pipeChanged wakes the threads waiting on p, and those in poll.
+func (k *Kernel) pipeChanged(p *pipe) {
 	k.wakeAll(p)
+	k.wakeAll(pollEvent{})
 }

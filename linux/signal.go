@@ -193,11 +193,7 @@ func (k *Kernel) interrupt(t *thread, restart bool) {
 	if restarting && restart {
 		return // its RIP is on the SYSCALL: it runs again after the handler
 	}
-	regs := &t.regs
-	if t == k.current() {
-		regs = k.m.VCPU().SyncedRegs()
-		k.m.VCPU().MarkRegsDirty()
-	}
+	regs := k.regsOf(t)
 	if restarting {
 		regs.RIP += 2 // past the SYSCALL it was to reissue
 	}

@@ -82,16 +82,19 @@ func (k *Kernel) wake(t *thread, ret uint64) {
 	k.setReturn(t, ret)
 }
 
+// regsOf is where t's registers are: the vCPU's for the running thread
+// (marked to be loaded), its saved ones for another.
+func (k *Kernel) regsOf(t *thread) *kvm.Regs {
+	if t == k.current() {
+		k.m.VCPU().MarkRegsDirty()
+		return k.m.VCPU().SyncedRegs()
+	}
+	return &t.regs
+}
+
 // setReturn sets what t's system call returns: in the vCPU's registers for
 // the running thread, in its saved ones for another.
-func (k *Kernel) setReturn(t *thread, ret uint64) {
-	if t == k.current() {
-		k.m.VCPU().SyncedRegs().RAX = ret
-		k.m.VCPU().MarkRegsDirty()
-		return
-	}
-	t.regs.RAX = ret
-}
+func (k *Kernel) setReturn(t *thread, ret uint64) { k.regsOf(t).RAX = ret }
 
 // tick wakes the threads whose deadline has come and asks for a switch if
 // another thread can run.
@@ -99,6 +102,12 @@ func (k *Kernel) tick(clock time.Duration) {
 	k.watchHog(clock)
 	for _, t := range k.threads {
 		if t.state == blocked && t.deadline != 0 && clock >= t.deadline {
+			if t.waitKey != nil {
+				// A call that would have been reissued (poll) ends
+				// instead: past its SYSCALL, returning nothing ready.
+				k.regsOf(t).RIP += 2
+				t.waitKey = nil
+			}
 			k.wake(t, negErrno(t.wakeErr))
 		}
 	}
