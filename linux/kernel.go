@@ -369,6 +369,9 @@ func (k *Kernel) Interrupt(vector uint8, clock time.Duration) error {
 		return nil
 	}
 	k.tick(clock)
+	if err := k.fireTimers(clock); err != nil {
+		return err
+	}
 	return k.resume()
 }
 

@@ -298,3 +298,16 @@ func TestPoll(t *testing.T) {
 	require.Equal(t, string(want), console)
 	replaysMatch(t, path, rec, console, 2)
 }
+
+// setitimer's interval SIGALRMs reach a handler; alarm reports what is
+// left. Recorded, the alarms land at the same places in every replay.
+func TestAlarm(t *testing.T) {
+	bin := build(t, "musl-gcc", "alarm.c", "-static", "-O1")
+	want := "alarms 1\nalarm first 0\nalarm left 5\n"
+	_, out, err := runLive(t, bin, []string{"alarm"}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, want, out)
+	path, rec, console := recordProgram(t, program(t, bin, "alarm"), time.Millisecond)
+	require.Equal(t, want, console)
+	replaysMatch(t, path, rec, console, 2)
+}

@@ -24,6 +24,7 @@ type process struct {
 	execs    uint64 // counts its execs (AT_RANDOM differs for each)
 	// sigactions are its signals' dispositions (index: the signal).
 	sigactions [maxSignal + 1]sigaction
+	timer      realTimer // alarm, setitimer (alarm.go)
 }
 
 // proc is the running thread's process.

@@ -43,7 +43,6 @@ func init() {
 	register(unix.SYS_FLISTXATTR, "flistxattr", constant(0))
 	register(unix.SYS_UTIMENSAT, "utimensat", constant(0)) // times are the program's epoch, always
 	register(unix.SYS_FCHMOD, "fchmod", fdOnly)
-	register(unix.SYS_ALARM, "alarm", nil)
 	register(unix.SYS_WAITID, "waitid", nil)
 }
 
