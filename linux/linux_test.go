@@ -285,7 +285,7 @@ func TestSignals(t *testing.T) {
 	}
 }
 
-// poll: a timeout on an empty pipe, data a child writes later, the hang-up
+// poll and select: a timeout on an empty pipe, data a child writes later, the hang-up
 // when it is gone; the host prints the same. Recorded, it replays.
 func TestPoll(t *testing.T) {
 	bin := build(t, "musl-gcc", "poll.c", "-static", "-O1")
@@ -309,5 +309,19 @@ func TestAlarm(t *testing.T) {
 	require.Equal(t, want, out)
 	path, rec, console := recordProgram(t, program(t, bin, "alarm"), time.Millisecond)
 	require.Equal(t, want, console)
+	replaysMatch(t, path, rec, console, 2)
+}
+
+// waitid for a child that exits and one killed by a signal; sigsuspend
+// waiting with its own mask. The host prints the same.
+func TestWaitAndSuspend(t *testing.T) {
+	bin := build(t, "musl-gcc", "wait.c", "-static", "-O1")
+	want, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	_, out, err := runLive(t, bin, []string{"wait"}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, string(want), out)
+	path, rec, console := recordProgram(t, program(t, bin, "wait"), 0)
+	require.Equal(t, string(want), console)
 	replaysMatch(t, path, rec, console, 2)
 }

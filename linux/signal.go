@@ -13,6 +13,8 @@ func init() {
 	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", sysRtSigprocmask)
 	register(unix.SYS_RT_SIGRETURN, "rt_sigreturn", sysRtSigreturn)
 	register(unix.SYS_SIGALTSTACK, "sigaltstack", constant(0))
+	register(unix.SYS_PAUSE, "pause", func(k *Kernel, a args) (uint64, error) { return 0, k.blockOn(sigWait{}) })
+	register(unix.SYS_RT_SIGSUSPEND, "rt_sigsuspend", sysRtSigsuspend)
 	register(unix.SYS_TGKILL, "tgkill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[1])), a[2], true) })
 	register(unix.SYS_TKILL, "tkill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], true) })
 	register(unix.SYS_KILL, "kill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], false) })
@@ -184,10 +186,35 @@ func (k *Kernel) signal(t *thread, sig uint64, info [128]byte) error {
 	return nil
 }
 
+// sigWait is what pause and rt_sigsuspend wait on: only a signal wakes
+// them, and they always return EINTR.
+type sigWait struct{}
+
+// sysRtSigsuspend waits for a signal with the mask set given, the
+// thread's own mask coming back when the handler returns.
+func sysRtSigsuspend(k *Kernel, a args) (uint64, error) {
+	if a[1] != 8 {
+		return 0, unix.EINVAL
+	}
+	var b [8]byte
+	if err := k.proc().as.read(a[0], b[:]); err != nil {
+		return 0, memErr(err)
+	}
+	t := k.current()
+	if t.waitKey == nil { // not reissued after a wake that was no signal
+		t.savedMask, t.suspended = t.sigmask, true
+		t.sigmask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
+	}
+	return 0, k.blockOn(sigWait{})
+}
+
 // interrupt wakes a thread blocked in a call for a signal: a call that
 // restarts when woken runs again if restart says so; otherwise, and for
 // waits that return their result (futex, sleeps), it fails with EINTR.
 func (k *Kernel) interrupt(t *thread, restart bool) {
+	if t.waitKey == (sigWait{}) {
+		restart = false // pause and sigsuspend always return EINTR
+	}
 	restarting := t.waitKey != nil
 	t.state, t.waitKey, t.deadline, t.futexAddr = runnable, nil, 0, 0
 	if restarting && restart {
@@ -267,7 +294,11 @@ func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction)
 	le.PutUint16(mc[144:], 0x33) // cs: a 64-bit user code segment
 	le.PutUint16(mc[150:], 0x2b) // ss
 	le.PutUint64(mc[184:], fp)   // fpstate
-	le.PutUint64(uc[296:], t.sigmask)
+	mask := t.sigmask
+	if t.suspended { // the handler returns to the mask sigsuspend replaced
+		mask, t.suspended = t.savedMask, false
+	}
+	le.PutUint64(uc[296:], mask)
 	info := t.infos[sig]
 	copy(f[312:], info[:])
 	if err := as.write(sp, f); err != nil {

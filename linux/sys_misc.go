@@ -27,7 +27,6 @@ func init() {
 	register(unix.SYS_MREMAP, "mremap", sysMremap)
 	register(unix.SYS_SOCKET, "socket", func(*Kernel, args) (uint64, error) { return 0, unix.EAFNOSUPPORT })
 	register(unix.SYS_CONNECT, "connect", nil)
-	register(unix.SYS_SELECT, "select", nil)
 	register(unix.SYS_EPOLL_CREATE1, "epoll_create1", nil)
 	register(unix.SYS_RENAME, "rename", func(k *Kernel, a args) (uint64, error) { return sysRenameat(k, args{atFDCWD, a[0], atFDCWD, a[1]}) })
 	register(unix.SYS_RENAMEAT, "renameat", sysRenameat)
@@ -43,7 +42,6 @@ func init() {
 	register(unix.SYS_FLISTXATTR, "flistxattr", constant(0))
 	register(unix.SYS_UTIMENSAT, "utimensat", constant(0)) // times are the program's epoch, always
 	register(unix.SYS_FCHMOD, "fchmod", fdOnly)
-	register(unix.SYS_WAITID, "waitid", nil)
 }
 
 // setID accepts changing to the identity the program already has.

@@ -16,6 +16,7 @@ func init() {
 	register(unix.SYS_VFORK, "vfork", func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
 	register(unix.SYS_EXECVE, "execve", sysExecve)
 	register(unix.SYS_WAIT4, "wait4", sysWait4)
+	register(unix.SYS_WAITID, "waitid", sysWaitid)
 }
 
 // threadFlags are the clone flags of a thread as pthread_create makes it
@@ -222,4 +223,53 @@ func (k *Kernel) cloneTIDs(t *thread, flags, parentTID, childTID uint64) error {
 		t.clearTID = childTID
 	}
 	return nil
+}
+
+// waitid's id types and its options.
+const (
+	pAll    = 0
+	pPID    = 1
+	wExited = 4
+	wNowait = 0x01000000
+	cldExit = 1
+	cldKill = 2
+)
+
+// sysWaitid waits for a child to exit, as wait4 does, and describes it in
+// a siginfo (SIGCHLD, CLD_EXITED or CLD_KILLED, pid, status).
+func sysWaitid(k *Kernel, a args) (uint64, error) {
+	want := int64(-1)
+	switch a[0] {
+	case pAll:
+	case pPID:
+		want = int64(int32(a[1]))
+	default:
+		return 0, unix.EINVAL
+	}
+	if a[3]&wExited == 0 || a[3]&wNowait != 0 {
+		return 0, unix.EINVAL // only exits are waited for, and always reaped
+	}
+	p := k.proc()
+	if c, ok := p.reap(want); ok {
+		if a[2] == 0 {
+			return 0, nil
+		}
+		code, status := int32(cldExit), c.status>>8&0xff
+		if c.status&0x7f != 0 {
+			code, status = cldKill, c.status&0x7f
+		}
+		info := siginfo(uint64(unix.SIGCHLD), code, uint64(c.pid))
+		binary.LittleEndian.PutUint32(info[24:], uint32(status))
+		return 0, memErr(p.as.write(a[2], info[:]))
+	}
+	switch {
+	case !p.hasChild(want):
+		return 0, unix.ECHILD
+	case a[3]&wnohang != 0:
+		if a[2] != 0 {
+			return 0, memErr(p.as.write(a[2], make([]byte, 128)))
+		}
+		return 0, nil
+	}
+	return 0, k.blockOn(waitChild(p))
 }

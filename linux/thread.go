@@ -46,9 +46,14 @@ type thread struct {
 	// (a pipe read or write, a wait for a child), is what it waits on.
 	waitKey any
 	warned  bool // watchHog has warned of it
-	// Signals: the blocked mask, those pending, and their siginfo.
+	// timedOut tells a reissued call that its wait's time is up (poll).
+	timedOut bool
+	// Signals: the blocked mask, those pending, and their siginfo;
+	// sigsuspend's caller's own mask while it waits.
 	sigmask, pending uint64
 	infos            map[uint64][128]byte
+	savedMask        uint64
+	suspended        bool
 }
 
 // maxThreads bounds the threads a program can create (RLIMIT_NPROC-like):
@@ -103,10 +108,11 @@ func (k *Kernel) tick(clock time.Duration) {
 	for _, t := range k.threads {
 		if t.state == blocked && t.deadline != 0 && clock >= t.deadline {
 			if t.waitKey != nil {
-				// A call that would have been reissued (poll) ends
-				// instead: past its SYSCALL, returning nothing ready.
-				k.regsOf(t).RIP += 2
-				t.waitKey = nil
+				// A call reissued when woken (poll, select) runs once more,
+				// told its time is up: it reports what is ready, likely
+				// nothing.
+				t.state, t.waitKey, t.deadline, t.timedOut = runnable, nil, 0, true
+				continue
 			}
 			k.wake(t, negErrno(t.wakeErr))
 		}

@@ -1,11 +1,12 @@
 #include <poll.h>
 #include <stdio.h>
+#include <sys/select.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 /* poll on a pipe: a timeout with nothing written, data a child writes
-   later, and the hang-up when it is gone. */
+   later, and the hang-up when it is gone; select's timeout and ready set. */
 int main(void) {
 	int p[2];
 	pipe(p);
@@ -25,5 +26,18 @@ int main(void) {
 	waitpid(c, NULL, 0);
 	n = poll(&fd, 1, 5000);
 	printf("gone: %d hup %d\n", n, (fd.revents & POLLHUP) != 0);
+
+	int q[2];
+	pipe(q);
+	fd_set rd;
+	FD_ZERO(&rd);
+	FD_SET(q[0], &rd);
+	struct timeval tv = {0, 30000};
+	n = select(q[0] + 1, &rd, NULL, NULL, &tv);
+	printf("select empty: %d set %d\n", n, FD_ISSET(q[0], &rd));
+	write(q[1], "x", 1);
+	FD_SET(q[0], &rd);
+	n = select(q[0] + 1, &rd, NULL, NULL, NULL);
+	printf("select ready: %d set %d\n", n, FD_ISSET(q[0], &rd));
 	return 0;
 }
