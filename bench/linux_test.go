@@ -132,6 +132,8 @@ func BenchmarkLinuxPrograms(b *testing.B) {
 	}{
 		{linuxProgram{"pigz", []string{lookPath("pigz"), "-n", "-p", "4", "-c", "/data/big.bin"}, []linux.File{{Guest: "/data/big.bin", Host: input}}},
 			[]string{lookPath("pigz"), "-n", "-p", "4", "-c", input}},
+		{linuxProgram{"sha256sum", []string{lookPath("sha256sum"), "/data/big.bin"}, []linux.File{{Guest: "/data/big.bin", Host: input}}},
+			[]string{lookPath("sha256sum"), input}},
 		{linuxProgram{"sqlite3", []string{lookPath("sqlite3"), ":memory:", ".read /data/t.sql"}, []linux.File{{Guest: "/data/t.sql", Host: sql}}},
 			[]string{lookPath("sqlite3"), ":memory:", ".read " + sql}},
 		{linuxProgram{"busybox-sh", []string{lookPath("busybox"), "sh", "/data/s.sh"}, []linux.File{{Guest: "/data/s.sh", Host: script}}},

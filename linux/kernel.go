@@ -2,6 +2,7 @@ package linux
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"debug/elf"
 	"fmt"
 	"golang.org/x/sys/unix"
@@ -174,8 +175,20 @@ func New(p Program) (*Kernel, error) {
 }
 
 // Program is the program the kernel runs, its files' sizes and hashes
-// filled in: what a recording keeps.
-func (k *Kernel) Program() Program { return k.prog }
+// filled in: what a recording keeps. Call it before the program runs (it
+// hashes the files as they are then).
+func (k *Kernel) Program() Program {
+	p := k.prog
+	p.Files = append([]File(nil), p.Files...)
+	for i := range p.Files {
+		f := &p.Files[i]
+		if f.SHA256 == ([32]byte{}) {
+			data, _ := k.Contents(f.Guest)
+			f.SHA256 = sha256.Sum256(data)
+		}
+	}
+	return p
+}
 
 // Stats are the system calls made so far.
 func (k *Kernel) Stats() Stats { return k.stats }

@@ -7,6 +7,7 @@
 package regfile
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"io/fs"
@@ -54,11 +55,13 @@ func ReadFile(path string, limit int64, what string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is %d bytes, more than the %d bytes a %s may have", path, st.Size(), limit, what)
 	}
 	// The file may grow after the Stat: read at most one byte more than
-	// the limit to notice.
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
+	// the limit to notice. The buffer starts at the size the Stat gave,
+	// so a large file is read in one pass, not grown into.
+	buf := bytes.NewBuffer(make([]byte, 0, st.Size()+1))
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
 		return nil, err
 	}
+	b := buf.Bytes()
 	if int64(len(b)) > limit {
 		return nil, fmt.Errorf("%s grew past the %d bytes a %s may have while it was read", path, limit, what)
 	}
