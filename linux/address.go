@@ -52,13 +52,16 @@ type addressSpace struct {
 	tables []uint64 // every table frame in use, the root included
 	// tscSites are the RDTSCs patched in this address space (tsc.go).
 	tscSites map[uint64]bool
+	// cow are the writable pages whose frame a fork shares: mapped
+	// read-only until a write copies the frame (breakCOW).
+	cow map[uint64]bool
 }
 
 // Directory entries grant everything; permissions are decided at the leaf.
 const dirFlags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser
 
 func newAddressSpace(ram *memory.RAM, fr *frames) (*addressSpace, error) {
-	as := &addressSpace{ram: ram, fr: fr, fresh: map[uint64]bool{}, pages: map[uint64]uint64{}, tscSites: map[uint64]bool{}}
+	as := &addressSpace{ram: ram, fr: fr, fresh: map[uint64]bool{}, pages: map[uint64]uint64{}, tscSites: map[uint64]bool{}, cow: map[uint64]bool{}}
 	root, err := as.newTable()
 	if err != nil {
 		return nil, err
@@ -208,6 +211,14 @@ func (as *addressSpace) protectPages(start, end uint64, p prot) error {
 		}
 		return nil
 	}
+	if p&protWrite != 0 {
+		// A shared frame stays read-only until written (copy-on-write).
+		for _, va := range present {
+			if as.fr.holders(as.pages[va]) > 1 {
+				as.cow[va] = true
+			}
+		}
+	}
 	// Every page needs a frame: refuse what RAM cannot hold before
 	// taking any (the range is the program's to choose).
 	if (end-start)/pageSize-uint64(len(present)) > as.fr.available() {
@@ -222,7 +233,11 @@ func (as *addressSpace) protectPages(start, end uint64, p prot) error {
 			}
 			as.pages[va] = pa
 		}
-		if err := as.setPTE(va, pa|flags); err != nil {
+		f := flags
+		if as.cow[va] {
+			f &^= x86.PTEWrite
+		}
+		if err := as.setPTE(va, pa|f); err != nil {
 			return err
 		}
 	}
@@ -270,7 +285,8 @@ func (as *addressSpace) unmap(start, end uint64) error {
 	for _, va := range as.present(start, end) {
 		pa := as.pages[va]
 		delete(as.pages, va)
-		as.fr.release(pa)
+		delete(as.cow, va)
+		as.fr.drop(pa)
 		if err := as.setPTE(va, 0); err != nil {
 			return err
 		}
@@ -355,6 +371,12 @@ func (as *addressSpace) access(va uint64, b []byte, write bool) error {
 			return errFault
 		}
 		n := min(uint64(len(b)), pageSize-(va&pageMask))
+		if write && as.cow[page] {
+			if err := as.breakCOW(page); err != nil {
+				return err
+			}
+			pa = as.pages[page]
+		}
 		mem, err := as.ram.Slice(pa+(va&pageMask), n)
 		if err != nil {
 			return err
@@ -427,6 +449,9 @@ var errNameTooLong = fmt.Errorf("string too long")
 // zero clears the frames of the mapped pages of [start, end).
 func (as *addressSpace) zero(start, end uint64) error {
 	for _, va := range as.present(start, end) {
+		if err := as.breakCOW(va); err != nil {
+			return err
+		}
 		b, err := as.ram.Slice(as.pages[va], pageSize)
 		if err != nil {
 			return err
@@ -440,7 +465,7 @@ func (as *addressSpace) zero(start, end uint64) error {
 // tables, which hold data from now on. It is not used afterwards.
 func (as *addressSpace) release() {
 	for _, va := range as.pageAddrs() {
-		as.fr.release(as.pages[va])
+		as.fr.drop(as.pages[va])
 	}
 	for _, pa := range as.tables {
 		as.fr.release(pa)
@@ -448,8 +473,9 @@ func (as *addressSpace) release() {
 	as.pages, as.vmas, as.tables = nil, nil, nil
 }
 
-// clone copies the address space: the same ranges, each page's contents
-// in a frame of its own (fork; there is no copy-on-write yet).
+// clone is a fork's copy of the address space: the same ranges over the
+// same frames, a writable page of either mapped read-only until one of
+// them writes it (copy-on-write; breakCOW).
 func (as *addressSpace) clone() (*addressSpace, error) {
 	c, err := newAddressSpace(as.ram, as.fr)
 	if err != nil {
@@ -459,33 +485,76 @@ func (as *addressSpace) clone() (*addressSpace, error) {
 	for va, tsc := range as.tscSites {
 		c.tscSites[va] = tsc
 	}
+	for _, va := range as.pageAddrs() {
+		pa := as.pages[va]
+		as.fr.share(pa)
+		c.pages[va] = pa
+	}
 	for _, v := range as.vmas {
 		if err := c.protectPages(v.start, v.end, v.prot); err != nil {
 			c.release()
 			return nil, err
 		}
+		if v.prot&protWrite == 0 {
+			continue // the parent's read-only pages stay as they are
+		}
+		if err := as.protectPages(v.start, v.end, v.prot); err != nil {
+			c.release()
+			return nil, err
+		}
 	}
-	for _, va := range as.pageAddrs() {
-		pa := as.pages[va]
-		dst, ok := c.pages[va]
-		if !ok { // a page of a range that lost its access: give it a frame too
-			if dst, err = c.fr.alloc(); err != nil {
-				c.release()
-				return nil, err
-			}
-			c.pages[va] = dst
+	return c, nil
+}
+
+// breakCOW gives a copy-on-write page a frame of its own — the shared
+// one's copy, or the frame itself once no one else holds it — and maps it
+// writable.
+func (as *addressSpace) breakCOW(va uint64) error {
+	if !as.cow[va] {
+		return nil
+	}
+	pa := as.pages[va]
+	if as.fr.holders(pa) > 1 {
+		cp, err := as.fr.alloc()
+		if err != nil {
+			return err
 		}
 		from, err := as.ram.Slice(pa, pageSize)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		to, err := as.ram.Slice(dst, pageSize)
+		to, err := as.ram.Slice(cp, pageSize)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		copy(to, from)
+		as.fr.drop(pa)
+		as.pages[va], pa = cp, cp
 	}
-	return c, nil
+	delete(as.cow, va)
+	return as.upgradePTE(va, pa|leafFlags(as.protAt(va)))
+}
+
+// upgradePTE rewrites the leaf entry of a mapped va in place with one that
+// grants more (writable, maybe another frame of the same contents). A
+// translation the guest kept from before still reads the same bytes, and
+// a write through it faults into KVM, which walks the tables again and
+// finds this entry: an upgrade needs no new root, and none is wanted here
+// — a copy-on-write fault is served inside the trap stub, at CPL0, where
+// the VMM leaves the special registers alone.
+func (as *addressSpace) upgradePTE(va, pte uint64) error {
+	table := as.root
+	for level := 3; level > 0; level-- {
+		e, err := as.ram.Uint64(table + ((va>>(12+9*uint(level)))&0x1ff)*8)
+		if err != nil {
+			return err
+		}
+		if e&x86.PTEPresent == 0 {
+			return errFault
+		}
+		table = e & 0x000f_ffff_ffff_f000
+	}
+	return as.ram.PutUint64(table+((va>>12)&0x1ff)*8, pte)
 }
 
 // pageAddrs are the mapped pages' addresses in order: frames are taken

@@ -14,9 +14,43 @@ type frames struct {
 	ram  *memory.RAM
 	next uint64   // frames from here up have never been used
 	free []uint64 // freed frames, a stack
+	// shared counts the holders of frames that more than one address
+	// space maps (copy-on-write after a fork); a frame absent has one.
+	shared map[uint64]int
 }
 
-func newFrames(ram *memory.RAM) *frames { return &frames{ram: ram, next: firstFree} }
+func newFrames(ram *memory.RAM) *frames {
+	return &frames{ram: ram, next: firstFree, shared: map[uint64]int{}}
+}
+
+// share adds a holder to frame pa.
+func (f *frames) share(pa uint64) {
+	if n, ok := f.shared[pa]; ok {
+		f.shared[pa] = n + 1
+		return
+	}
+	f.shared[pa] = 2
+}
+
+// holders is how many address spaces map frame pa.
+func (f *frames) holders(pa uint64) int {
+	if n, ok := f.shared[pa]; ok {
+		return n
+	}
+	return 1
+}
+
+// drop takes a holder from frame pa, freeing it with the last.
+func (f *frames) drop(pa uint64) {
+	switch n := f.holders(pa); {
+	case n > 2:
+		f.shared[pa] = n - 1
+	case n == 2:
+		delete(f.shared, pa)
+	default:
+		f.release(pa)
+	}
+}
 
 // errNoMemory is what a system call that needs frames returns when guest
 // RAM is exhausted: ENOMEM.

@@ -316,6 +316,13 @@ func (k *Kernel) resume() error {
 	if _, err := k.deliver(k.m.VCPU().SyncedRegs()); err != nil {
 		return err
 	}
+	k.loadAddressSpace()
+	return nil
+}
+
+// loadAddressSpace points the vCPU at the running thread's page tables and
+// thread pointer, for its next entry.
+func (k *Kernel) loadAddressSpace() {
 	c := k.m.VCPU()
 	sregs := c.SyncedSregs()
 	as := k.proc().as
@@ -324,7 +331,6 @@ func (k *Kernel) resume() error {
 		c.MarkSregsDirty()
 	}
 	as.published()
-	return nil
 }
 
 // trap ends the program on an exception, as the signal Linux would send
@@ -343,6 +349,16 @@ func (k *Kernel) trap() error {
 	vector := frame[0]
 	if vector == 6 && k.proc().as.tscSites[frame[2]] {
 		return k.emulateTSC(regs, frame[2])
+	}
+	// A user write to a present copy-on-write page: copy it, retry.
+	const pfPresent, pfWrite, pfUser = 1, 2, 4
+	if cr2 := c.SyncedSregs().CR2; vector == 14 && frame[1]&(pfPresent|pfWrite|pfUser) == pfPresent|pfWrite|pfUser {
+		if as := k.proc().as; as.cow[cr2&^pageMask] {
+			if err := as.breakCOW(cr2 &^ pageMask); err != nil {
+				return k.killProcess(k.proc(), uint64(unix.SIGSEGV)) // no frame to copy into
+			}
+			return nil // the stub's IRETQ retries the write
+		}
 	}
 	faulting := *regs
 	faulting.RIP, faulting.RFLAGS, faulting.RSP = frame[2], frame[4], frame[5]
@@ -384,6 +400,12 @@ func (k *Kernel) Interrupt(vector uint8, clock time.Duration) error {
 	k.tick(clock)
 	if err := k.fireTimers(clock); err != nil {
 		return err
+	}
+	if k.m.VCPU().SyncedSregs().CS.Selector&3 == 0 {
+		// Inside a trap stub (a tick delivered at its exit): its IRETQ
+		// must run on this thread's stack, so a switch or a signal
+		// waits for the program's next exit.
+		return nil
 	}
 	return k.resume()
 }

@@ -325,3 +325,15 @@ func TestWaitAndSuspend(t *testing.T) {
 	require.Equal(t, string(want), console)
 	replaysMatch(t, path, rec, console, 2)
 }
+
+// fork shares a process's frames copy-on-write: a process with 150 MiB of
+// heap forks in a 256 MiB guest, and each side writes its own page.
+func TestCopyOnWriteFork(t *testing.T) {
+	bin := build(t, "musl-gcc", "cow.c", "-static", "-O1")
+	_, out, err := runLive(t, bin, []string{"cow"}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, "child 7 parent sees p p q\n", out)
+	path, rec, console := recordProgram(t, program(t, bin, "cow"), 0)
+	require.Equal(t, out, console)
+	replaysMatch(t, path, rec, console, 2)
+}
