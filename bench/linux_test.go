@@ -126,6 +126,10 @@ func BenchmarkLinuxPrograms(b *testing.B) {
 		}
 		return p
 	}
+	threads := filepath.Join(dir, "threads")
+	if out, err := exec.Command(lookPath("musl-gcc"), "-static", "-O2", "-pthread", "-o", threads, filepath.Join("..", "linux", "testdata", "threads.c")).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
 	for _, tc := range []struct {
 		prog linuxProgram
 		host []string
@@ -136,6 +140,7 @@ func BenchmarkLinuxPrograms(b *testing.B) {
 			[]string{lookPath("sha256sum"), input}},
 		{linuxProgram{"sqlite3", []string{lookPath("sqlite3"), ":memory:", ".read /data/t.sql"}, []linux.File{{Guest: "/data/t.sql", Host: sql}}},
 			[]string{lookPath("sqlite3"), ":memory:", ".read " + sql}},
+		{linuxProgram{"threads-musl", []string{threads}, nil}, []string{threads}},
 		{linuxProgram{"busybox-sh", []string{lookPath("busybox"), "sh", "/data/s.sh"}, []linux.File{{Guest: "/data/s.sh", Host: script}}},
 			[]string{lookPath("busybox"), "sh", script}},
 	} {

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -122,6 +124,11 @@ func TestPigzMatchesHost(t *testing.T) {
 	require.NoError(t, err)
 	got := recordReplay(t, []string{input + ":/data/big.bin"}, pigz, "-n", "-p", "4", "-c", "/data/big.bin")
 	require.Equal(t, hostOutput(t, pigz, "-n", "-p", "4", "-c", input), got)
+	// And it decompresses back to the input.
+	gz := filepath.Join(t.TempDir(), "big.gz")
+	require.NoError(t, os.WriteFile(gz, []byte(got), 0o644))
+	back := hostOutput(t, pigz, "-d", "-c", gz)
+	require.Equal(t, string(data), back)
 }
 
 // sqlite3 (dynamic glibc, several libraries) runs a SQL script to the
@@ -317,4 +324,25 @@ func TestRename(t *testing.T) {
 	r := runCLI(t, nil, "run", "--", bb, "sh", "-c", "echo x > /tmp/f; mv /tmp/f /tmp/g; cat /tmp/g; ls /tmp; mkdir -p /tmp/a/b; mv /tmp/a /tmp/a/b/c 2>/dev/null || echo refused")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "x\ng\nrefused\n", r.stdout)
+}
+
+// A recorder of a Linux program killed outright leaves a tape that
+// replays up to its last whole chunk, as a kit recording does.
+func TestKilledLinuxRecorderLeavesReplayableTape(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "musl-gcc")
+	dir := t.TempDir()
+	bin := repriseCC(t, dir, "hog.c", "-static", "-O1", "-pthread") // counted: ticks land all along
+	tp := filepath.Join(dir, "killed.tape")
+	cmd := exec.Command(reprise, "record", "-o", tp, "--", bin)
+	require.NoError(t, cmd.Start())
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	info := runCLI(t, nil, "info", tp)
+	require.Equal(t, 0, info.code, info.stderr)
+	require.Regexp(t, `cut short|truncated`, info.stdout)
+	rep := runCLI(t, nil, "replay", "-q", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Contains(t, rep.stderr, "notice: tape ends after")
 }
