@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,17 +52,48 @@ func runLive(t *testing.T, path string, argv, env []string) (*vmm.Result, string
 	return res, out.String(), err
 }
 
+// buildMuslStaticPIE builds testdata/src as a musl static-PIE. Debian's
+// musl-gcc ignores -static-pie, so it is linked by hand around musl's
+// self-relocating rcrt1.o.
+func buildMuslStaticPIE(t *testing.T, src string) string {
+	t.Helper()
+	kvmtest.RequireTools(t, "musl-gcc", "gcc")
+	const musl = "/usr/lib/x86_64-linux-musl"
+	dir := t.TempDir()
+	obj, out := filepath.Join(dir, "prog.o"), filepath.Join(dir, "prog")
+	b, err := exec.Command("musl-gcc", "-fPIE", "-O2", "-c", "-o", obj, filepath.Join("testdata", src)).CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	gccFile := func(name string) string {
+		p, err := exec.Command("gcc", "-print-file-name="+name).Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(p))
+	}
+	libgcc, err := exec.Command("gcc", "-print-libgcc-file-name").Output()
+	require.NoError(t, err)
+	b, err = exec.Command("gcc", "-static-pie", "-nostdlib", "-nostartfiles", "-o", out,
+		musl+"/rcrt1.o", musl+"/crti.o", gccFile("crtbeginS.o"), obj, musl+"/libc.a",
+		strings.TrimSpace(string(libgcc)), gccFile("crtendS.o"), musl+"/crtn.o").CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	return out
+}
+
 func TestStaticHello(t *testing.T) {
 	for _, tc := range []struct {
 		name, cc string
 		flags    []string
 	}{
 		{"musl", "musl-gcc", []string{"-static", "-O2"}},
+		{"musl-pie", "", nil}, // buildMuslStaticPIE
 		{"glibc", "gcc", []string{"-static", "-O2"}},
 		{"glibc-pie", "gcc", []string{"-static-pie", "-fPIE", "-O2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := build(t, tc.cc, "hello.c", tc.flags...)
+			bin := ""
+			if tc.cc == "" {
+				bin = buildMuslStaticPIE(t, "hello.c")
+			} else {
+				bin = build(t, tc.cc, "hello.c", tc.flags...)
+			}
 			res, out, err := runLive(t, bin, []string{"hello", "one", "two words"}, []string{"HOME=/", "LANG=C"})
 			require.NoError(t, err, out)
 			require.Equal(t, uint32(3), res.Status, out)
