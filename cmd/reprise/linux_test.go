@@ -172,15 +172,22 @@ echo done: $(seq 1 10 | wc -l)
 // musl-gcc' and flags into dir and returns the output's path.
 func repriseCC(t *testing.T, dir, src string, flags ...string) string {
 	t.Helper()
-	out := filepath.Join(dir, strings.TrimSuffix(src, ".c")+".out")
-	args := append(append([]string{"cc", "--compiler", "musl-gcc", "--"}, flags...), "-o", out, filepath.Join("..", "..", "linux", "testdata", src))
+	return repriseCCWith(t, "musl-gcc", dir, src, flags...)
+}
+
+// repriseCCWith is repriseCC with another compiler.
+func repriseCCWith(t *testing.T, compiler, dir, src string, flags ...string) string {
+	t.Helper()
+	out := filepath.Join(dir, compiler+"-"+strings.TrimSuffix(src, ".c")+".out")
+	args := append(append([]string{"cc", "--compiler", compiler, "--"}, flags...), "-o", out, filepath.Join("..", "..", "linux", "testdata", src))
 	r := runCLI(t, nil, args...)
 	require.Equal(t, 0, r.code, r.stderr)
 	return out
 }
 
 // A program built with 'reprise cc' records with exact (swbc) positions,
-// and replays.
+// and replays: musl static here, and with gcc a dynamic PIE (its hook
+// moved by the PIE base) below.
 func TestInstrumentedProgram(t *testing.T) {
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "musl-gcc")
@@ -203,6 +210,15 @@ func TestInstrumentedProgram(t *testing.T) {
 	info := runCLI(t, nil, "info", tp)
 	require.Regexp(t, `source\s+swbc`, info.stdout)
 	require.NotContains(t, info.stdout, "syscall-granular")
+
+	dyn := repriseCCWith(t, "gcc", dir, "threads.c", "-O2", "-pthread")
+	rec = runCLI(t, nil, "record", "-o", filepath.Join(dir, "dyn.tape"), "--", dyn)
+	require.Equal(t, 0, rec.code, rec.stderr)
+	require.Equal(t, "total=400000\n", rec.stdout)
+	require.Contains(t, rec.stderr, "(swbc positions)")
+	rep := runCLI(t, nil, "replay", filepath.Join(dir, "dyn.tape"))
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Equal(t, rec.stdout, rep.stdout)
 
 	// Compiling without linking adds no hook object.
 	obj := repriseCC(t, dir, "threads.c", "-c")
