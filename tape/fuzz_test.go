@@ -2,6 +2,7 @@ package tape
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"io"
 	"testing"
@@ -24,6 +25,7 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte("REPRISE\x00"))
+	f.Add(packedTape(f)) // a Linux program's header and FILE frames
 
 	f.Fuzz(func(t *testing.T, b []byte) {
 		before := heapAllocs()
@@ -73,4 +75,14 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// packedTape is a small tape of a Linux program with one packed file.
+func packedTape(tb testing.TB) []byte {
+	h := smallHeader()
+	data := []byte("packed bytes\n")
+	h.Linux = &Linux{Path: "/bin/x", Argv: []string{"x", "y"}, Env: []string{"A=b"}, Epoch: h.Created, Stdin: "/in",
+		Files: []File{{Guest: "/in", Host: "/host/in", Size: int64(len(data)), SHA256: sha256.Sum256(data), Data: data}}}
+	b, _, _ := hostTapeWith(tb, h)
+	return b
 }
