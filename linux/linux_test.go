@@ -369,3 +369,22 @@ func TestCopyOnWriteFork(t *testing.T) {
 	require.Equal(t, out, console)
 	replaysMatch(t, path, rec, console, 2)
 }
+
+// Random system calls with random arguments, from several seeds: the
+// program gets errors, the VMM neither fails nor panics, and a recording
+// of it replays.
+func TestRandomSystemCalls(t *testing.T) {
+	bin := build(t, "musl-gcc", "chaos.c", "-static", "-O1")
+	for _, seed := range []string{"1", "2", "3", "4"} {
+		res, out, err := runLive(t, bin, []string{"chaos", seed}, nil)
+		var gf *vmm.GuestFault
+		if err != nil {
+			require.ErrorAs(t, err, &gf, "seed %s: only the program may fail, by a signal: %v", seed, err)
+			continue
+		}
+		require.Equal(t, uint32(0), res.Status, "seed %s: %s", seed, out)
+		require.Contains(t, out, "made ")
+	}
+	path, rec, console := recordProgram(t, program(t, bin, "chaos", "5"), 0)
+	replaysMatch(t, path, rec, console, 1)
+}
