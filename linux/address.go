@@ -55,10 +55,18 @@ type addressSpace struct {
 	// cow are the writable pages whose frame a fork shares: mapped
 	// read-only until a write copies the frame (breakCOW).
 	cow map[uint64]bool
+	// files are the file mappings, sorted, disjoint (breakpoints.go).
+	files []Mapping
 }
 
 // Directory entries grant everything; permissions are decided at the leaf.
-const dirFlags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser
+//
+// Directory entries and the system area's pages are marked accessed (and
+// the latter dirty) from the start: the CPU sets those bits when it first
+// walks or writes through an entry, and a replay's breakpoints make it
+// walk and write where its recording did not (the trap stubs, the
+// descriptor tables, the debug stack). Set beforehand, they never change.
+const dirFlags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser | x86.PTEAccessed
 
 func newAddressSpace(ram *memory.RAM, fr *frames) (*addressSpace, error) {
 	as := &addressSpace{ram: ram, fr: fr, fresh: map[uint64]bool{}, pages: map[uint64]uint64{}, tscSites: map[uint64]bool{}, cow: map[uint64]bool{}}
@@ -71,12 +79,12 @@ func newAddressSpace(ram *memory.RAM, fr *frames) (*addressSpace, error) {
 	// (descriptor tables, TSS, exception stacks), and the stub page,
 	// which CPL3 code executes.
 	for va := uint64(pageSize); va < systemTop; va += pageSize {
-		flags := uint64(x86.PTEPresent | x86.PTEWrite)
+		flags := uint64(x86.PTEPresent | x86.PTEWrite | x86.PTEAccessed | x86.PTEDirty)
 		switch va {
 		case stubPage:
-			flags = x86.PTEPresent | x86.PTEUser
+			flags = x86.PTEPresent | x86.PTEUser | x86.PTEAccessed
 		case abi.SWBC: // an instrumented program's branch counter (swbc.go)
-			flags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser
+			flags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser | x86.PTEAccessed | x86.PTEDirty
 		}
 		if err := as.setPTE(va, va|flags); err != nil {
 			return nil, err
@@ -282,6 +290,7 @@ var errUnmapped = fmt.Errorf("range not mapped")
 // unmap removes [start, end) and frees its frames.
 func (as *addressSpace) unmap(start, end uint64) error {
 	as.carve(start, end)
+	as.carveFiles(start, end)
 	for _, va := range as.present(start, end) {
 		pa := as.pages[va]
 		delete(as.pages, va)
@@ -457,6 +466,7 @@ func (as *addressSpace) zero(start, end uint64) error {
 			return err
 		}
 		clear(b)
+		as.fr.cleared(as.pages[va])
 	}
 	return nil
 }
@@ -482,6 +492,7 @@ func (as *addressSpace) clone() (*addressSpace, error) {
 		return nil, err
 	}
 	c.vmas = append([]vma(nil), as.vmas...)
+	c.files = append([]Mapping(nil), as.files...)
 	for va, tsc := range as.tscSites {
 		c.tscSites[va] = tsc
 	}
@@ -528,6 +539,7 @@ func (as *addressSpace) breakCOW(va uint64) error {
 			return err
 		}
 		copy(to, from)
+		as.fr.copied(pa, cp)
 		as.fr.drop(pa)
 		as.pages[va], pa = cp, cp
 	}

@@ -11,6 +11,7 @@ import (
 // the console, with its offset and flags.
 type openFile struct {
 	node    *node  // nil for the console and pipes
+	path    string // where node was opened
 	console bool   // stdin reads empty; stdout and stderr write to the console
 	pipe    *pipe  // one end of a pipe, or nil
 	refs    int    // descriptors that refer to it, in every process

@@ -2,6 +2,7 @@ package linux
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/reprise-vm/reprise/vmm/memory"
 )
@@ -17,10 +18,12 @@ type frames struct {
 	// shared counts the holders of frames that more than one address
 	// space maps (copy-on-write after a fork); a frame absent has one.
 	shared map[uint64]int
+	// patched holds, by frame, the bytes int3s replaced, by offset.
+	patched map[uint64]map[uint16]patchedByte
 }
 
 func newFrames(ram *memory.RAM) *frames {
-	return &frames{ram: ram, next: firstFree, shared: map[uint64]int{}}
+	return &frames{ram: ram, next: firstFree, shared: map[uint64]int{}, patched: map[uint64]map[uint16]patchedByte{}}
 }
 
 // share adds a holder to frame pa.
@@ -86,7 +89,10 @@ func (f *frames) allocTable() (uint64, error) {
 	return pa, nil
 }
 
-func (f *frames) release(pa uint64) { f.free = append(f.free, pa) }
+func (f *frames) release(pa uint64) {
+	_ = f.unpatchFrame(pa) // a freed frame is RAM the end hashes
+	f.free = append(f.free, pa)
+}
 
 // available is how many frames can still be handed out.
 func (f *frames) available() uint64 {
@@ -95,3 +101,90 @@ func (f *frames) available() uint64 {
 
 // inUse is how many bytes of frames are handed out.
 func (f *frames) inUse() uint64 { return f.next - firstFree - uint64(len(f.free))*pageSize }
+
+// Breakpoints (breakpoints.go) replace a byte of code with int3 in the
+// frame that holds it, wherever that frame is mapped. The frames keep the
+// bytes they replaced: a frame freed, copied or cleared keeps its
+// breakpoints' bookkeeping right, and the end puts every byte back, so
+// RAM ends as the recording left it.
+
+const int3 = 0xCC
+
+// patchedByte is the byte an int3 replaced, and whether the int3 is a
+// breakpoint site (else it is there for returns watched).
+type patchedByte struct {
+	orig byte
+	site bool
+}
+
+// patch puts an int3 at pa, keeping the byte it replaces; site marks it
+// a site. An int3 already there stays (and becomes a site if site).
+func (f *frames) patch(pa uint64, site bool) error {
+	frame, off := pa&^pageMask, uint16(pa&pageMask)
+	if p, ok := f.patched[frame][off]; ok {
+		p.site = p.site || site
+		f.patched[frame][off] = p
+		return nil
+	}
+	b, err := f.ram.Slice(pa, 1)
+	if err != nil {
+		return err
+	}
+	if f.patched[frame] == nil {
+		f.patched[frame] = map[uint16]patchedByte{}
+	}
+	f.patched[frame][off] = patchedByte{orig: b[0], site: site}
+	b[0] = int3
+	return nil
+}
+
+// at says whether pa holds one of the int3s, and whether it is a site.
+func (f *frames) at(pa uint64) (patched, site bool) {
+	p, ok := f.patched[pa&^pageMask][uint16(pa&pageMask)]
+	return ok, p.site
+}
+
+// unpatch puts back the byte the int3 at pa replaced.
+func (f *frames) unpatch(pa uint64) error {
+	frame, off := pa&^pageMask, uint16(pa&pageMask)
+	p, ok := f.patched[frame][off]
+	if !ok {
+		return nil
+	}
+	delete(f.patched[frame], off)
+	if len(f.patched[frame]) == 0 {
+		delete(f.patched, frame)
+	}
+	return f.ram.Write(pa, []byte{p.orig})
+}
+
+// unpatchFrame puts back every byte replaced in frame.
+func (f *frames) unpatchFrame(frame uint64) error {
+	for off := range f.patched[frame] {
+		if err := f.unpatch(frame + uint64(off)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unpatchAll puts back every byte an int3 replaced.
+func (f *frames) unpatchAll() error {
+	for frame := range f.patched {
+		if err := f.unpatchFrame(frame); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copied records that frame to holds a copy of frame from, int3s
+// included.
+func (f *frames) copied(from, to uint64) {
+	if p := f.patched[from]; p != nil {
+		f.patched[to] = maps.Clone(p)
+	}
+}
+
+// cleared forgets the int3s of a frame whose contents are gone.
+func (f *frames) cleared(frame uint64) { delete(f.patched, frame) }

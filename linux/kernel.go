@@ -71,6 +71,7 @@ type Kernel struct {
 	restart  bool      // the call being served blocked and runs again when woken
 	returned bool      // rt_sigreturn restored the registers: the call sets none
 	trace    io.Writer // if set, every system call is written here
+	bp       *breakpoints
 	// hog is the thread that ran up to the last exit, how many others
 	// could run then, and when the last tick was delivered (watchHog).
 	hog struct {
@@ -202,6 +203,9 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		func() error { return x86.BuildGDT(ram) },
 		func() error { return x86.BuildTSS(ram) },
 		func() error { return x86.BuildIDT(ram, vectorsPage) },
+		// #DB shares #BP's stack, which only debug traps use: the stack a
+		// replay's breakpoints write and the end puts back (breakpoints.go).
+		func() error { return x86.SetGateIST(ram, 1, debugIST) },
 		func() error { return writeStubs(ram) },
 	} {
 		if err := build(); err != nil {
@@ -215,7 +219,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		if err != nil || n.dir || n.dev != nil {
 			return fmt.Errorf("linux: standard input %s is not one of the program's files", k.prog.Stdin)
 		}
-		init.fds[0].file = &openFile{node: n, flags: unix.O_RDONLY, refs: 1}
+		init.fds[0].file = &openFile{node: n, path: k.prog.Stdin, flags: unix.O_RDONLY, refs: 1}
 	}
 	k.nextTID = pid - 1
 	if _, err := k.spawn(init, kvm.Regs{}, kvm.FPU{}, 0); err != nil { // the main thread: tid = pid
@@ -347,6 +351,12 @@ func (k *Kernel) trap() error {
 		frame[i] = v
 	}
 	vector := frame[0]
+	if vector == 1 || vector == 3 {
+		if handled, err := k.debugTrap(regs, vector, frame[2]); handled || err != nil {
+			return err
+		}
+		defer k.bp.keepDebugStack(k.m.RAM()) // the program's own trap: its frame is the recording's too
+	}
 	if vector == 6 && k.proc().as.tscSites[frame[2]] {
 		return k.emulateTSC(regs, frame[2])
 	}

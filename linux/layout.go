@@ -10,7 +10,10 @@ const (
 	pageSize = 4096
 	pageMask = pageSize - 1
 
-	systemTop   = 0x200000 // [pageSize, systemTop): the system area
+	systemTop = 0x200000 // [pageSize, systemTop): the system area
+	// debugIST is the IST slot of the stack #BP and #DB use, which no
+	// other exception uses: [abi.IST1Top, abi.IST2Top).
+	debugIST    = 2
 	vectorsPage = 0x1E0000 // physical = virtual: the exception stubs (supervisor)
 	stubPage    = 0x1E1000 // physical = virtual: the SYSCALL stub (user)
 	firstFree   = systemTop

@@ -50,9 +50,9 @@ type executable struct {
 // untrusted as a tape).
 const maxSegments = 64
 
-// load maps the PT_LOAD segments of the ELF file raw into as: at their
-// addresses for ET_EXEC, at base plus them for ET_DYN.
-func load(as *addressSpace, raw []byte, base uint64) (*executable, error) {
+// load maps the PT_LOAD segments of the ELF file raw (at path) into as:
+// at their addresses for ET_EXEC, at base plus them for ET_DYN.
+func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, error) {
 	f, err := elf.NewFile(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("not an ELF file: %w", err)
@@ -107,6 +107,7 @@ func load(as *addressSpace, raw []byte, base uint64) (*executable, error) {
 		if err := as.load(start, raw[p.Off:p.Off+p.Filesz]); err != nil {
 			return nil, err
 		}
+		as.addFile(Mapping{Path: path, Start: start &^ pageMask, End: end, Offset: p.Off - start&pageMask, Exec: p.Flags&elf.PF_X != 0, data: raw})
 		x.brk = max(x.brk, end)
 		if off := phoff(raw); x.phdr == 0 && off >= p.Off && off < p.Off+p.Filesz {
 			x.phdr = start + off - p.Off // the headers are in this segment

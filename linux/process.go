@@ -46,7 +46,7 @@ func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []s
 			as.release()
 		}
 	}()
-	x, err := load(as, image, pieBase)
+	x, err := load(as, path, image, pieBase)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: %s: %w", path, err)
 	}
@@ -62,6 +62,9 @@ func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []s
 	sp, err = stackImage(as, userTop, x, path, argv, envp, k.random(p), hwcap(k.m))
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
+	}
+	if err := k.placeAll(p.pid, as); err != nil {
+		return 0, 0, err
 	}
 	if p.as != nil {
 		p.as.release()
@@ -106,7 +109,7 @@ func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint6
 	if !ok {
 		return 0, fmt.Errorf("linux: no room for the loader %s", x.interp)
 	}
-	ld, err := load(as, n.data, base)
+	ld, err := load(as, x.interp, n.data, base)
 	if err != nil {
 		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
 	}
@@ -150,6 +153,9 @@ func (k *Kernel) fork() (*thread, error) {
 	t.sigmask = k.current().sigmask
 	child.pid = t.tid
 	parent.children = append(parent.children, child)
+	if err := k.placeAll(child.pid, as); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -177,6 +183,7 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 	for _, t := range k.threads {
 		if t.proc == p && t.state != exited {
 			t.state = exited
+			k.forgetReturns(t.tid)
 		}
 	}
 	p.live = 0

@@ -322,7 +322,7 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 		k.fs.held -= int64(len(n.data))
 		n.data, n.written = nil, true
 	}
-	fd, err := k.proc().fds.install(&openFile{node: n, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
+	fd, err := k.proc().fds.install(&openFile{node: n, path: p, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
 	return uint64(fd), err
 }
 

@@ -68,7 +68,7 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 	case flags&(unix.MAP_SHARED|unix.MAP_PRIVATE) == 0:
 		return 0, unix.EINVAL
 	}
-	var file *node
+	var file *openFile
 	if flags&unix.MAP_ANONYMOUS == 0 {
 		f, err := k.proc().fds.get(a[4])
 		if err != nil {
@@ -84,7 +84,7 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 		case !f.readable():
 			return 0, unix.EACCES
 		}
-		file = f.node
+		file = f
 	}
 	fixed := flags&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) != 0
 	switch {
@@ -118,11 +118,15 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 	if file != nil {
 		// A private copy of the file's pages; past the end of the file,
 		// zeros (Linux would raise SIGBUS there, past the last page).
-		if off := a[5]; off < uint64(len(file.data)) {
-			data := file.data[off:]
+		if off := a[5]; off < uint64(len(file.node.data)) {
+			data := file.node.data[off:]
 			if err := k.proc().as.load(addr, data[:min(uint64(len(data)), length)]); err != nil {
 				return 0, err
 			}
+		}
+		m := Mapping{Path: file.path, Start: addr, End: addr + length, Offset: a[5], Exec: p&protExec != 0, data: file.node.data}
+		if err := k.mapped(k.proc(), m); err != nil {
+			return 0, err
 		}
 	}
 	return addr, nil

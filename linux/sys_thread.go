@@ -156,9 +156,11 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 	for _, other := range k.threads {
 		if other.proc == p && other != t && other.state != exited {
 			other.state = exited
+			k.forgetReturns(other.tid)
 			p.live--
 		}
 	}
+	k.forgetReturns(t.tid) // they were in the image exec replaces
 	entry, sp, err := k.execImage(p, clean(path), n.data, argv, envp)
 	if err != nil {
 		return 0, unix.ENOEXEC

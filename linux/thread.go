@@ -238,6 +238,7 @@ func (k *Kernel) exitThread(status uint64) error {
 		}
 	}
 	t.state = exited
+	k.forgetReturns(t.tid)
 	t.proc.live--
 	if t.proc.live == 0 {
 		return k.exitProcess(t.proc, (status&0xff)<<8)

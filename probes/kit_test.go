@@ -110,7 +110,7 @@ func TestKitEveryInstruction(t *testing.T) {
 		}
 		for _, off := range boundaries(t, img, f) {
 			s := Spec{Name: "p", Symbol: f.Name, Off: off}
-			site, err := resolveOne(&s, img)
+			site, err := resolveOne(&s, guestImage{img})
 			if err != nil {
 				msg := err.Error()
 				if strings.Contains(msg, "functions are named") {

@@ -110,6 +110,7 @@ func isAlnum(c byte) bool {
 func isSymbolChar(c byte) bool  { return isAlnum(c) || c == '_' || c == '.' || c == '$' }
 func isArgNameChar(c byte) bool { return isAlnum(c) || c == '_' || c == '.' }
 func isNameChar(c byte) bool    { return isSymbolChar(c) || c == '+' || c == '-' }
+func isObjectChar(c byte) bool  { return isSymbolChar(c) || c == '+' || c == '-' || c == '/' }
 
 // token is text[start:end] of a spec line.
 type token struct{ start, end int }
@@ -190,7 +191,7 @@ func addThreads(have, add []uint32) []uint32 {
 	return have
 }
 
-// target parses [NAME=]SYMBOL[+OFF][%return] into s; NAME= only if
+// target parses [NAME=]SYMBOL[+OFF][@OBJECT][%return] into s; NAME= only if
 // allowName.
 func (sc *scanner) target(s *Spec, allowName bool) error {
 	start := sc.pos
@@ -225,6 +226,13 @@ func (sc *scanner) target(s *Spec, allowName bool) error {
 			return err
 		}
 		s.Off = off
+	}
+	if sc.peek() == '@' {
+		at := sc.pos
+		sc.pos++
+		if s.Object = sc.run(isObjectChar); s.Object == "" {
+			return sc.errAt(at, "missing file name after '@' (want SYMBOL@LIBRARY, e.g. pthread_mutex_lock@libc.so.6)")
+		}
 	}
 	if sc.peek() == '%' {
 		pct := sc.pos

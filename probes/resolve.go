@@ -9,6 +9,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/symtab"
 )
 
 // ResolveError is a well-formed spec the image cannot satisfy.
@@ -53,7 +54,7 @@ func Resolve(specs []Spec, img *elfimage.Image) (*Plan, error) {
 			errs = append(errs, err)
 			continue
 		}
-		site, err := resolveOne(s, img)
+		site, err := resolveOne(s, guestImage{img})
 		if err != nil {
 			errs = append(errs, &ResolveError{Probe: s.Name, Text: s.Text, Source: s.Source, Msg: err.Error()})
 			continue
@@ -94,7 +95,7 @@ func Resolve(specs []Spec, img *elfimage.Image) (*Plan, error) {
 
 // resolveOne finds s's site: its function, its address, and the check
 // that the address starts an instruction the VMM can handle.
-func resolveOne(s *Spec, img *elfimage.Image) (Site, error) {
+func resolveOne(s *Spec, img code) (Site, error) {
 	sym, err := function(img, s.Symbol)
 	if err != nil {
 		return Site{}, err
@@ -107,13 +108,13 @@ func resolveOne(s *Spec, img *elfimage.Image) (Site, error) {
 	if addr < sym.Addr {
 		return Site{}, fmt.Errorf("offset overflow: %s+%#x wraps around the address space", s.Symbol, s.Off)
 	}
-	seg, ok := execSegment(img, sym.Addr)
+	segAddr, segData, ok := img.execBytes(sym.Addr)
 	if !ok {
 		return Site{}, fmt.Errorf("%s at %#x is not in the code of an executable segment", s.Symbol, sym.Addr)
 	}
 	// The function's bytes: to its size, or for an unsized symbol to the
 	// next symbol, never past the segment's file bytes.
-	end := seg.Addr + uint64(len(seg.Data))
+	end := segAddr + uint64(len(segData))
 	if sym.Size != 0 {
 		end = min(end, sym.Addr+sym.Size)
 	} else if next, ok := nextSymbol(img, sym.Addr); ok {
@@ -122,11 +123,11 @@ func resolveOne(s *Spec, img *elfimage.Image) (Site, error) {
 	if addr >= end {
 		return Site{}, fmt.Errorf("%s (%#x) is past the code of %s, which ends at %#x", at, addr, s.Symbol, end)
 	}
-	code := seg.Data[sym.Addr-seg.Addr : end-seg.Addr]
-	if err := boundary(code, s.Symbol, sym.Addr, s.Off); err != nil {
+	fn := segData[sym.Addr-segAddr : end-segAddr]
+	if err := boundary(fn, s.Symbol, sym.Addr, s.Off); err != nil {
 		return Site{}, err
 	}
-	site, err := DecodeBytes(addr, code[s.Off:])
+	site, err := DecodeBytes(addr, fn[s.Off:])
 	if err != nil {
 		return Site{}, fmt.Errorf("%s: %w", at, err)
 	}
@@ -134,10 +135,10 @@ func resolveOne(s *Spec, img *elfimage.Image) (Site, error) {
 }
 
 // function finds the one function symbol called name.
-func function(img *elfimage.Image, name string) (elfimage.Symbol, error) {
+func function(img code, name string) (elfimage.Symbol, error) {
 	var funcs []elfimage.Symbol
 	other := false
-	for _, s := range img.Symbols() {
+	for _, s := range img.SymbolTable().All() {
 		if s.Name != name {
 			continue
 		}
@@ -171,8 +172,8 @@ func function(img *elfimage.Image, name string) (elfimage.Symbol, error) {
 }
 
 // nextSymbol is the address of the first symbol above addr.
-func nextSymbol(img *elfimage.Image, addr uint64) (uint64, bool) {
-	syms := img.Symbols()
+func nextSymbol(img code, addr uint64) (uint64, bool) {
+	syms := img.SymbolTable().All()
 	i := sort.Search(len(syms), func(i int) bool { return syms[i].Addr > addr })
 	if i < len(syms) {
 		return syms[i].Addr, true
@@ -202,7 +203,7 @@ func boundary(code []byte, sym string, base, off uint64) error {
 
 // nearest lists up to n function names close to name: those it is a
 // prefix of, then those containing it, then by edit distance.
-func nearest(img *elfimage.Image, name string, n int) []string {
+func nearest(img code, name string, n int) []string {
 	type cand struct {
 		name        string
 		class, dist int
@@ -213,7 +214,7 @@ func nearest(img *elfimage.Image, name string, n int) []string {
 	}
 	seen := map[string]bool{}
 	var cs []cand
-	for _, s := range img.Symbols() {
+	for _, s := range img.SymbolTable().All() {
 		if !s.Func || seen[s.Name] {
 			continue
 		}
@@ -269,4 +270,19 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// code is what a probe resolves against: symbols, and the file bytes of
+// the executable segment that holds an address.
+type code interface {
+	SymbolTable() *symtab.Table
+	execBytes(addr uint64) (segAddr uint64, data []byte, ok bool)
+}
+
+// guestImage is a guest kit image as code.
+type guestImage struct{ *elfimage.Image }
+
+func (k guestImage) execBytes(addr uint64) (uint64, []byte, bool) {
+	seg, ok := execSegment(k.Image, addr)
+	return seg.Addr, seg.Data, ok
 }

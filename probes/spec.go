@@ -10,9 +10,13 @@ import (
 // Spec is one probe as the user wrote it, parsed but not yet resolved
 // against an image.
 type Spec struct {
-	Name    string   // never empty after parsing: defaults to DefaultName
-	Symbol  string   // the function probed
-	Off     uint64   // byte offset into Symbol (0 for Return)
+	Name   string // never empty after parsing: defaults to DefaultName
+	Symbol string // the function probed
+	Off    uint64 // byte offset into Symbol (0 for Return)
+	// Object names the file that defines Symbol, for a Linux program: a
+	// shared library's base name (libc.so.6) or a path. "": every file
+	// the program maps that defines it.
+	Object  string
 	Return  bool     // probe the function's return (%return)
 	Args    []Arg    // in the order written
 	Threads []uint32 // report only hits by these thread ids; empty = all
@@ -43,11 +47,14 @@ func DefaultName(symbol string, off uint64, ret bool) string {
 	return n
 }
 
-// At formats the probed location: SYMBOL[+0xOFF][%return].
+// At formats the probed location: SYMBOL[+0xOFF][@OBJECT][%return].
 func (s *Spec) At() string {
 	a := s.Symbol
 	if s.Off != 0 {
 		a += "+" + hex(s.Off)
+	}
+	if s.Object != "" {
+		a += "@" + s.Object
 	}
 	if s.Return {
 		a += "%return"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
@@ -27,13 +28,18 @@ type engine struct {
 	rtime    recordClock
 	drainErr error // from the trace-ring handler
 
-	probes  *patches   // nil: no probes
-	sampler *sampler   // nil: no sampling
-	trace   *traceRing // nil: nobody wants the trace ring
+	probes  *patches      // nil: no probes
+	linux   *linuxProbes  // a Linux program's probes and mappings, or nil
+	kernel  *linux.Kernel // the Linux personality linux is placed in
+	sampler *sampler      // nil: no sampling
+	trace   *traceRing    // nil: nobody wants the trace ring
 }
 
 func (e *engine) Attach(m *vmm.Machine) error {
 	e.m, e.target = m, vmm.NoBranchTarget
+	if e.linux != nil {
+		e.linux.m, e.linux.recordTime = m, e.recordTime
+	}
 	if e.probes != nil {
 		if err := e.probes.install(m.RAM(), m.Image()); err != nil {
 			return err
@@ -317,10 +323,13 @@ func (e *engine) Breakpoint(regs *kvm.Regs) (uint64, bool, error) {
 }
 
 func (e *engine) BeforeEnd() error {
-	if e.probes == nil {
-		return nil
+	switch {
+	case e.kernel != nil:
+		return e.kernel.RemoveBreakpoints()
+	case e.probes != nil:
+		return e.probes.remove(e.m.RAM())
 	}
-	return e.probes.remove(e.m.RAM())
+	return nil
 }
 
 // Finish compares how the replay ended with how the recording did.

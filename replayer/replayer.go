@@ -44,6 +44,11 @@ type Options struct {
 	// hit with its thread and evaluated arguments.
 	Plan  *probes.Plan
 	OnHit func(Hit) error
+	// Set is the probes of a Linux program's replay, placed in each file
+	// the program maps that defines their symbols; OnHit receives their
+	// hits too. OnMapping is told of every file the program maps.
+	Set       *probes.Set
+	OnMapping MappingHandler
 	// Probes and OnProbe patch decoded sites instead (Plan takes
 	// precedence).
 	Probes  []probes.Site
@@ -90,14 +95,28 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	var img *elfimage.Image
 	var kernel vmm.Kernel
 	var affinity []int
+	sc := &script{r: r}
+	eng := &engine{script: sc}
 	if h.Linux != nil {
 		affinity = []int{h.Linux.HostCPU}
-		if kernel, err = linuxKernel(o.Tape, h); err != nil {
+		k, err := linuxKernel(o.Tape, h)
+		if err != nil {
 			return nil, err
 		}
-		if o.Plan != nil || len(o.Probes) > 0 || o.SampleEvery != 0 || o.SamplePeriod != 0 {
-			return nil, errors.New("replayer: probes and sampling do not reach Linux programs yet")
+		switch {
+		case o.Plan != nil || len(o.Probes) > 0:
+			return nil, errors.New("replayer: a Linux program's probes are a probes.Set (Options.Set), resolved in the files it maps")
+		case o.SampleEvery != 0 || o.SamplePeriod != 0:
+			return nil, errors.New("replayer: sampling does not reach Linux programs yet")
 		}
+		if o.Set != nil || o.OnMapping != nil {
+			eng.linux = newLinuxProbes(o.Set, o.OnHit, o.OnMapping)
+			k.SetBreakpoints(eng.linux)
+			eng.kernel = k
+		}
+		kernel = k
+	} else if o.Set != nil {
+		return nil, errors.New("replayer: a probes.Set is for Linux programs; the kit's probes are a probes.Plan (Options.Plan)")
 	} else if img, err = o.image(h); err != nil {
 		return nil, err
 	}
@@ -106,8 +125,6 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
-	sc := &script{r: r}
-	eng := &engine{script: sc}
 	sites, onProbe := o.Probes, o.OnProbe
 	if o.Plan != nil {
 		if sites, onProbe, err = planSites(o.Plan, img, o.OnHit); err != nil {
@@ -196,7 +213,7 @@ func (o *Options) image(h *tape.Header) (*elfimage.Image, error) {
 
 // linuxKernel is the Linux personality for the program the tape at path
 // recorded, its executable checked against the recorded hash.
-func linuxKernel(path string, h *tape.Header) (vmm.Kernel, error) {
+func linuxKernel(path string, h *tape.Header) (*linux.Kernel, error) {
 	if sha256.Sum256(h.Image.Bytes) != h.Image.SHA256 {
 		return nil, fmt.Errorf("replayer: the executable embedded in %s does not match its recorded SHA-256", path)
 	}

@@ -88,6 +88,17 @@ func BuildTSS(ram *memory.RAM) error {
 	return nil
 }
 
+// SetGateIST makes the gate of vector take its stack from IST slot ist
+// (0: the current stack or RSP0).
+func SetGateIST(ram *memory.RAM, vector int, ist uint64) error {
+	gate, err := ram.Slice(abi.IDT+uint64(vector)*16, 16)
+	if err != nil {
+		return err
+	}
+	gate[4] = gate[4]&^7 | byte(ist&7)
+	return nil
+}
+
 // BuildIDT points vector v at vectors + v*abi.VectorStubSize. With
 // vectors == 0 every gate is absent, so any exception triple-faults: the
 // right behaviour for a bare image that brings no handlers.

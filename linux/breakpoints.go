@@ -1,0 +1,386 @@
+package linux
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm/memory"
+)
+
+// Mapping is a file mapped into a process: what names the addresses in
+// it.
+type Mapping struct {
+	PID        int
+	Path       string
+	Start, End uint64 // [Start, End), page-aligned
+	Offset     uint64 // the file offset mapped at Start
+	Exec       bool   // mapped executable
+	data       []byte // the file's contents when it was mapped
+}
+
+// FileOffset is the file offset of va in m.
+func (m *Mapping) FileOffset(va uint64) uint64 { return va - m.Start + m.Offset }
+
+// Breakpoints is told of a program's file mappings and stops the program
+// where it asks: a replay's probes. Nothing it does changes what the
+// program computes, so a recording replays with or without it.
+type Breakpoints interface {
+	// Mapped is told of every file mapping as it is made (a fork's copies
+	// included), with the file's contents; it returns the addresses in
+	// [m.Start, m.End) to break at.
+	Mapped(m Mapping, file []byte) ([]uint64, error)
+	// Break is called when a thread reaches one of them, or returns from
+	// a call it asked to see return (Break.WatchReturn).
+	Break(b *Break) error
+}
+
+// Break is a thread stopped at a breakpoint.
+type Break struct {
+	TID, PID int
+	// Regs are the thread's registers, RIP at the breakpoint. The callee
+	// must not change them.
+	Regs *kvm.Regs
+	// Mapping is the file mapping holding RIP (nil if none does).
+	Mapping *Mapping
+	// Return is set for a return asked for by WatchReturn: Cookie is the
+	// cookie it gave.
+	Return bool
+	Cookie uint64
+	k      *Kernel
+}
+
+// maxReturnWatches bounds the returns one thread can be watched for at
+// once: a recursion deeper than this loses its outermost returns.
+const maxReturnWatches = 4096
+
+// WatchReturn asks for a Break when the function the thread has just
+// entered returns: at the return address on top of its stack, with the
+// stack pointer above it. Call it at the function's entry only.
+func (b *Break) WatchReturn(cookie uint64) error {
+	k := b.k
+	ret, err := k.readUint64(b.Regs.RSP)
+	if err != nil {
+		return nil // no return address to watch: the call never returns here
+	}
+	w := returnWatch{tid: b.TID, addr: ret, rsp: b.Regs.RSP + 8, cookie: cookie}
+	ws := k.bp.returns[b.TID]
+	if len(ws) >= maxReturnWatches {
+		k.bp.unwatch(k, ws[0])
+		ws = ws[1:]
+	}
+	pa, ok := k.proc().as.pages[ret&^pageMask]
+	if !ok {
+		return nil
+	}
+	w.pa = pa + ret&pageMask
+	k.bp.returns[b.TID] = append(ws, w)
+	k.bp.temp[w.pa]++
+	return k.fr.patch(w.pa, false)
+}
+
+// returnWatch is a return a thread is watched for.
+type returnWatch struct {
+	tid    int
+	addr   uint64 // the return address
+	pa     uint64 // where its int3 is
+	rsp    uint64 // the stack pointer after the return
+	cookie uint64
+}
+
+// breakpoints are the kernel's side of a Breakpoints: which thread is
+// being stepped over an int3, which returns are watched. The int3s
+// themselves are the frames' (frames.patch).
+type breakpoints struct {
+	on      Breakpoints
+	temp    map[uint64]int // the int3s returns are watched at, with their holds
+	returns map[int][]returnWatch
+	// step is the int3 the running thread is being single-stepped over:
+	// put back when the step traps (#DB).
+	step *stepOver
+	// debugStack is what the debug traps' stack held before the
+	// breakpoints' traps wrote it: zeros, or the frame of the program's
+	// own last debug trap.
+	debugStack []byte
+}
+
+// keepDebugStack notes what the debug stack holds after a trap of the
+// program's own.
+func (bp *breakpoints) keepDebugStack(ram *memory.RAM) {
+	if bp == nil {
+		return
+	}
+	if b, err := ram.Slice(abi.IST1Top, abi.IST2Top-abi.IST1Top); err == nil {
+		bp.debugStack = bytes.Clone(b)
+	}
+}
+
+type stepOver struct {
+	tid  int
+	pa   uint64
+	site bool
+	tf   bool // the trap flag the thread had itself
+}
+
+// SetBreakpoints lets b place breakpoints in the program from now on;
+// call it before the machine runs.
+func (k *Kernel) SetBreakpoints(b Breakpoints) {
+	k.bp = &breakpoints{on: b, temp: map[uint64]int{}, returns: map[int][]returnWatch{}}
+}
+
+// mapped records a new file mapping of p, tells the breakpoints and
+// places the ones they ask for.
+func (k *Kernel) mapped(p *process, m Mapping) error {
+	m.PID = p.pid
+	p.as.addFile(m)
+	if k.bp == nil {
+		return nil
+	}
+	return k.placeIn(p.as, m)
+}
+
+// placeIn tells the breakpoints of mapping m in as and places the ones
+// they ask for.
+func (k *Kernel) placeIn(as *addressSpace, m Mapping) error {
+	addrs, err := k.bp.on.Mapped(m, m.data)
+	if err != nil {
+		return err
+	}
+	for _, va := range addrs {
+		pa, ok := as.pages[va&^pageMask]
+		if va < m.Start || va >= m.End || !ok {
+			return fmt.Errorf("linux: breakpoint %#x is outside the mapping of %s at [%#x, %#x)", va, m.Path, m.Start, m.End)
+		}
+		if err := k.fr.patch(pa+va&pageMask, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// placeAll tells the breakpoints of every file mapping of p's address
+// space — a new image's, or the ones a fork's child inherits — and
+// places the ones they ask for.
+func (k *Kernel) placeAll(pid int, as *addressSpace) error {
+	for i := range as.files {
+		as.files[i].PID = pid
+	}
+	if k.bp == nil {
+		return nil
+	}
+	for _, m := range as.files {
+		if err := k.placeIn(as, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DebugTrap reports whether the exit at port is a debug trap — a
+// breakpoint (#BP) or a single step (#DB) — which, like the kit's probe
+// hits, are never the guest's own exits: they do not count in positions,
+// so a replay with probes sees the recording's.
+func (k *Kernel) DebugTrap(port uint16) bool {
+	if port != abi.PortTrap {
+		return false
+	}
+	v, err := k.m.RAM().Uint64(k.m.VCPU().SyncedRegs().RSP)
+	return err == nil && (v == 1 || v == 3)
+}
+
+// The trap frame's slots the stub leaves at RSP.
+const (
+	frameRIP    = 2 * 8
+	frameRFLAGS = 4 * 8
+	frameRSP    = 5 * 8
+)
+
+const rflagsTF = 1 << 8
+
+// debugTrap handles #BP and #DB: a breakpoint of k.bp is reported and
+// stepped over; anything else is the program's own (handled reports
+// false).
+func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, err error) {
+	bp := k.bp
+	if bp == nil {
+		return false, nil
+	}
+	ram := k.m.RAM()
+	if vector == 1 {
+		s := bp.step
+		if s == nil || s.tid != k.current().tid {
+			return false, nil
+		}
+		bp.step = nil
+		if s.site || bp.temp[s.pa] > 0 {
+			if err := k.fr.patch(s.pa, s.site); err != nil {
+				return true, err
+			}
+		}
+		flags, err := ram.Uint64(regs.RSP + frameRFLAGS)
+		if err != nil {
+			return true, err
+		}
+		if !s.tf {
+			flags &^= rflagsTF
+		}
+		return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
+	}
+	at := rip - 1 // past the int3
+	pa, ok := k.proc().as.pages[at&^pageMask]
+	if !ok {
+		return false, nil
+	}
+	pa += at & pageMask
+	ours, site := k.fr.at(pa)
+	if !ours {
+		return false, nil // the program's own int3
+	}
+	hit := *regs
+	hit.RIP = at
+	if hit.RSP, err = ram.Uint64(regs.RSP + frameRSP); err != nil {
+		return true, err
+	}
+	if hit.RFLAGS, err = ram.Uint64(regs.RSP + frameRFLAGS); err != nil {
+		return true, err
+	}
+	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: &hit, Mapping: k.proc().as.fileAt(at), k: k}
+	if bp.temp[pa] > 0 {
+		if err := bp.returned(k, b, pa); err != nil {
+			return true, err
+		}
+	}
+	if site {
+		b.Return, b.Cookie = false, 0
+		if err := bp.on.Break(b); err != nil {
+			return true, err
+		}
+	}
+	// Step over: the original instruction in place, one instruction
+	// with the trap flag, then the int3 back (the #DB above).
+	if err := k.fr.unpatch(pa); err != nil {
+		return true, err
+	}
+	bp.step = &stepOver{tid: b.TID, pa: pa, site: site, tf: hit.RFLAGS&rflagsTF != 0}
+	if err := ram.PutUint64(regs.RSP+frameRIP, at); err != nil {
+		return true, err
+	}
+	return true, ram.PutUint64(regs.RSP+frameRFLAGS, hit.RFLAGS|rflagsTF)
+}
+
+// returned reports the watched returns that thread b.TID has reached at
+// pa: those whose stack pointer it is back at. Watches deeper than that
+// (a longjmp or an exception unwound past them) are dropped.
+func (bp *breakpoints) returned(k *Kernel, b *Break, pa uint64) error {
+	ws := bp.returns[b.TID]
+	for i := len(ws) - 1; i >= 0; i-- {
+		w := ws[i]
+		if w.rsp > b.Regs.RSP {
+			break // an outer call's
+		}
+		bp.returns[b.TID] = ws[:i]
+		bp.unwatch(k, w)
+		if w.pa == pa && w.rsp == b.Regs.RSP && w.addr == b.Regs.RIP {
+			b.Return, b.Cookie = true, w.cookie
+			if err := bp.on.Break(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// unwatch drops a return watch's hold on its int3, removing the int3
+// with the last hold unless it is also a site (or being stepped over:
+// the step puts back what is still wanted).
+func (bp *breakpoints) unwatch(k *Kernel, w returnWatch) {
+	if bp.temp[w.pa]--; bp.temp[w.pa] > 0 {
+		return
+	}
+	delete(bp.temp, w.pa)
+	if _, site := k.fr.at(w.pa); !site {
+		_ = k.fr.unpatch(w.pa)
+	}
+}
+
+// forgetReturns forgets the returns an exited thread was watched for.
+func (k *Kernel) forgetReturns(tid int) {
+	if k.bp == nil {
+		return
+	}
+	for _, w := range k.bp.returns[tid] {
+		k.bp.unwatch(k, w)
+	}
+	delete(k.bp.returns, tid)
+}
+
+// RemoveBreakpoints puts back every instruction a breakpoint replaced and
+// the debug traps' stack: RAM as the recording left it, for the end's
+// hash.
+func (k *Kernel) RemoveBreakpoints() error {
+	if k.bp == nil {
+		return nil
+	}
+	stack, err := k.m.RAM().Slice(abi.IST1Top, abi.IST2Top-abi.IST1Top)
+	if err != nil {
+		return err
+	}
+	if k.bp.debugStack != nil {
+		copy(stack, k.bp.debugStack)
+	} else {
+		clear(stack)
+	}
+	return k.fr.unpatchAll()
+}
+
+// fileAt is the file mapping holding va, nil if none.
+func (as *addressSpace) fileAt(va uint64) *Mapping {
+	i := sort.Search(len(as.files), func(i int) bool { return as.files[i].End > va })
+	if i == len(as.files) || as.files[i].Start > va {
+		return nil
+	}
+	m := as.files[i]
+	return &m
+}
+
+// addFile records a file mapping, replacing what it covers.
+func (as *addressSpace) addFile(m Mapping) {
+	as.carveFiles(m.Start, m.End)
+	as.files = append(as.files, m)
+	sort.Slice(as.files, func(i, j int) bool { return as.files[i].Start < as.files[j].Start })
+}
+
+// carveFiles removes [start, end) from the file mappings.
+func (as *addressSpace) carveFiles(start, end uint64) {
+	out := as.files[:0:0]
+	for _, m := range as.files {
+		if m.End <= start || m.Start >= end {
+			out = append(out, m)
+			continue
+		}
+		if m.Start < start {
+			lo := m
+			lo.End = start
+			out = append(out, lo)
+		}
+		if m.End > end {
+			hi := m
+			hi.Offset += end - m.Start
+			hi.Start = end
+			out = append(out, hi)
+		}
+	}
+	as.files = out
+}
+
+// readUint64 reads the running process's memory.
+func (k *Kernel) readUint64(va uint64) (uint64, error) {
+	var b [8]byte
+	if err := k.proc().as.read(va, b[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}

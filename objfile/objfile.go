@@ -1,0 +1,206 @@
+// Package objfile reads the ELF files a Linux program maps — its
+// executable and shared libraries — for what naming addresses in them
+// needs: symbols (.symtab when present, else .dynsym, or a separate debug
+// file found by build-id), the loadable segments that relate file
+// offsets to the file's virtual addresses, and the build-id.
+package objfile
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/symtab"
+)
+
+// File is an ELF file a program maps.
+type File struct {
+	Path    string
+	BuildID string // hex, "" if the file has none
+	// Symbols are at the file's virtual addresses (st_value).
+	Symbols *symtab.Table
+	// DebugFile is the separate debug file the symbols came from, "" if
+	// they are the file's own.
+	DebugFile string
+	loads     []segment
+	data      []byte
+}
+
+// segment is a PT_LOAD: file bytes [Off, Off+FileSz) at [Vaddr, Vaddr+FileSz).
+type segment struct {
+	vaddr, off, filesz uint64
+	exec               bool
+}
+
+// maxSymbols bounds the symbols read from one file (libc has about
+// 3,000 dynamic and 10,000 debug symbols).
+const maxSymbols = 1 << 20
+
+// DebugRoot is where separate debug files are looked for, by build-id
+// (.build-id/xx/yyyy.debug), as gdb and perf do.
+var DebugRoot = "/usr/lib/debug"
+
+// maxDebugFile bounds the separate debug file read for one object.
+const maxDebugFile = 1 << 30
+
+// Parse reads the ELF file data, mapped from path.
+func Parse(path string, data []byte) (*File, error) {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not an ELF file: %w", path, err)
+	}
+	defer f.Close()
+	o := &File{Path: path, data: data, BuildID: buildID(f)}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Filesz > 0 {
+			if p.Off > uint64(len(data)) || p.Filesz > uint64(len(data))-p.Off {
+				return nil, fmt.Errorf("%s: segment at %#x+%#x is outside the %d-byte file", path, p.Off, p.Filesz, len(data))
+			}
+			o.loads = append(o.loads, segment{vaddr: p.Vaddr, off: p.Off, filesz: p.Filesz, exec: p.Flags&elf.PF_X != 0})
+		}
+	}
+	syms, err := symbols(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !hasSymtab(f) && o.BuildID != "" {
+		if dbg, dsyms, ok := debugSymbols(o.BuildID); ok {
+			o.DebugFile, syms = dbg, append(syms, dsyms...)
+		}
+	}
+	o.Symbols = symtab.New(syms)
+	return o, nil
+}
+
+// Name is the file's base name: how a probe names a library
+// (pthread_mutex_lock@libc.so.6).
+func (o *File) Name() string { return filepath.Base(o.Path) }
+
+// Matches says whether name designates the file: its base name, or its
+// path when name has a slash.
+func (o *File) Matches(name string) bool {
+	if filepath.Base(name) != name {
+		return filepath.Clean(name) == filepath.Clean(o.Path)
+	}
+	return name == o.Name()
+}
+
+// Offset is the file offset of the file's virtual address vaddr, if a
+// loadable segment holds it.
+func (o *File) Offset(vaddr uint64) (uint64, bool) {
+	for _, s := range o.loads {
+		if vaddr >= s.vaddr && vaddr-s.vaddr < s.filesz {
+			return vaddr - s.vaddr + s.off, true
+		}
+	}
+	return 0, false
+}
+
+// Vaddr is the file's virtual address of file offset off, if a loadable
+// segment holds it.
+func (o *File) Vaddr(off uint64) (uint64, bool) {
+	for _, s := range o.loads {
+		if off >= s.off && off-s.off < s.filesz {
+			return off - s.off + s.vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// ExecSegment is the file bytes of the executable segment holding
+// vaddr, and the virtual address they start at.
+func (o *File) ExecSegment(vaddr uint64) (uint64, []byte, bool) {
+	for _, s := range o.loads {
+		if s.exec && vaddr >= s.vaddr && vaddr-s.vaddr < s.filesz {
+			return s.vaddr, o.data[s.off : s.off+s.filesz], true
+		}
+	}
+	return 0, nil, false
+}
+
+func buildID(f *elf.File) string {
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE {
+			continue
+		}
+		note := make([]byte, min(p.Filesz, 1<<16))
+		if _, err := p.ReadAt(note, 0); err != nil {
+			continue
+		}
+		for len(note) >= 12 {
+			namesz := uint64(f.ByteOrder.Uint32(note))
+			descsz := uint64(f.ByteOrder.Uint32(note[4:]))
+			typ := f.ByteOrder.Uint32(note[8:])
+			name := (namesz + 3) &^ 3
+			desc := (descsz + 3) &^ 3
+			if 12+name+desc > uint64(len(note)) {
+				break
+			}
+			if typ == 3 && namesz == 4 && string(note[12:15]) == "GNU" { // NT_GNU_BUILD_ID
+				return hex.EncodeToString(note[12+name : 12+name+descsz])
+			}
+			note = note[12+name+desc:]
+		}
+	}
+	return ""
+}
+
+func hasSymtab(f *elf.File) bool { return f.Section(".symtab") != nil }
+
+// symbols are f's function and object symbols: .symtab's, else .dynsym's.
+func symbols(f *elf.File) ([]symtab.Symbol, error) {
+	syms, err := f.Symbols()
+	if errors.Is(err, elf.ErrNoSymbols) {
+		syms, err = f.DynamicSymbols()
+	}
+	if errors.Is(err, elf.ErrNoSymbols) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("symbol table: %w", err)
+	}
+	if len(syms) > maxSymbols {
+		return nil, fmt.Errorf("%d symbols (at most %d)", len(syms), maxSymbols)
+	}
+	var out []symtab.Symbol
+	for _, s := range syms {
+		t := elf.ST_TYPE(s.Info)
+		if (t != elf.STT_FUNC && t != elf.STT_OBJECT && t != elf.STT_NOTYPE && t != elf.STT_GNU_IFUNC) ||
+			s.Name == "" || s.Section == elf.SHN_UNDEF || s.Section == elf.SHN_ABS {
+			continue
+		}
+		out = append(out, symtab.Symbol{Name: s.Name, Addr: s.Value, Size: s.Size, Func: t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC})
+	}
+	return out, nil
+}
+
+// debugSymbols reads the symbols of the separate debug file of build-id
+// id, if there is one.
+func debugSymbols(id string) (string, []symtab.Symbol, bool) {
+	if len(id) < 3 {
+		return "", nil, false
+	}
+	path := filepath.Join(DebugRoot, ".build-id", id[:2], id[2:]+".debug")
+	if _, err := os.Stat(path); err != nil {
+		return "", nil, false
+	}
+	data, err := regfile.ReadFile(path, maxDebugFile, "debug file")
+	if err != nil {
+		return "", nil, false
+	}
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return "", nil, false
+	}
+	defer f.Close()
+	syms, err := symbols(f)
+	if err != nil {
+		return "", nil, false
+	}
+	return path, syms, true
+}

@@ -1,0 +1,127 @@
+package replayer_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/recorder"
+	"github.com/reprise-vm/reprise/replayer"
+)
+
+// buildC compiles testdata/src with cc and flags.
+func buildC(t *testing.T, cc, src string, flags ...string) string {
+	t.Helper()
+	kvmtest.RequireTools(t, cc)
+	out := filepath.Join(t.TempDir(), filepath.Base(src)+".bin")
+	b, err := exec.Command(cc, append(flags, "-o", out, filepath.Join("testdata", src))...).CombinedOutput()
+	require.NoError(t, err, "%s: %s", cc, b)
+	return out
+}
+
+// recordLinux records the executable at bin with argv (and, for a
+// dynamic one, its loader and libraries) and returns the tape and the
+// console output.
+func recordLinux(t *testing.T, bin string, argv ...string) (string, *recorder.Result, string) {
+	t.Helper()
+	kvmtest.Require(t)
+	raw, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	deps, err := linux.Dependencies(raw)
+	require.NoError(t, err)
+	p := &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"}, Files: deps,
+		Random: [16]byte{1, 2, 3}, Epoch: time.Unix(1700000000, 0)}
+	path := filepath.Join(t.TempDir(), "prog.tape")
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := recorder.Record(ctx, recorder.Options{Linux: p, MemBytes: 256 << 20, TimerHz: 250,
+		Output: path, Console: &out, Host: recorder.HostOff})
+	require.NoError(t, err, out.String())
+	require.Equal(t, uint32(0), res.Status, out.String())
+	return path, res, out.String()
+}
+
+// truth parses the program's "truth NAME N" lines.
+func truth(console string) map[string]int {
+	out := map[string]int{}
+	for _, m := range regexp.MustCompile(`(?m)^truth (\S+) (\d+)`).FindAllStringSubmatch(console, -1) {
+		n, _ := strconv.Atoi(m[2])
+		out[m[1]] = n
+	}
+	return out
+}
+
+// Probes on the C library's mutex functions, in a static musl program and
+// in a dynamic glibc one (libc.so.6, mapped by the loader): the entries
+// and returns they see are the acquisitions the program counted, lock by
+// lock, and the probed replay matches its recording byte for byte, RAM
+// included.
+func TestLinuxProbesCountMutexAcquisitions(t *testing.T) {
+	for _, tc := range []struct {
+		name, cc string
+		flags    []string
+		object   string
+	}{
+		{"musl-static", "musl-gcc", []string{"-static", "-O1", "-g"}, ""},
+		{"glibc-dynamic", "gcc", []string{"-O1", "-g", "-pthread"}, "@libc.so.6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := buildC(t, tc.cc, "locks.c", tc.flags...)
+			path, rec, console := recordLinux(t, bin, "locks", "4", "60")
+			want := truth(console)
+			require.NotZero(t, want["counter_lock"], console)
+
+			specs, err := probes.ParseSpecs([]string{
+				"lock=pthread_mutex_lock" + tc.object + " m=arg0",
+				"locked=pthread_mutex_lock" + tc.object + "%return ret=rax",
+				"unlock=pthread_mutex_unlock" + tc.object + " m=arg0",
+			})
+			require.NoError(t, err)
+			set, err := probes.NewSet(specs)
+			require.NoError(t, err)
+			entries, returns := map[uint64]int{}, 0
+			threads := map[uint32]bool{}
+			var out bytes.Buffer
+			res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Set: set,
+				OnHit: func(h replayer.Hit) error {
+					threads[h.Thread] = true
+					switch h.Probe.Name {
+					case "lock":
+						entries[h.Args[0].Value]++
+					case "locked":
+						returns++
+						require.Zero(t, h.Args[0].Value, "pthread_mutex_lock returned an error")
+					}
+					return nil
+				}})
+			require.NoError(t, err)
+			require.Equal(t, console, out.String())
+			require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "the probed replay's RAM differs")
+
+			// counter_lock is the most taken lock: its count is the truth's.
+			most := 0
+			for _, n := range entries {
+				most = max(most, n)
+			}
+			require.Equal(t, want["counter_lock"], most)
+			total := 0
+			for _, n := range entries {
+				total += n
+			}
+			require.Equal(t, total, returns, "every pthread_mutex_lock entry has its return")
+			require.GreaterOrEqual(t, len(threads), 4, "hits come from the program's threads")
+		})
+	}
+}

@@ -1,0 +1,172 @@
+package replayer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/objfile"
+	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// MappingHandler is told of every file a Linux program maps, in order,
+// with the file's symbols (nil when the file is no ELF file).
+type MappingHandler func(m linux.Mapping, f *objfile.File, pos vmm.Position) error
+
+// linuxProbes places a probe set in a Linux program (linux.Breakpoints):
+// in every file the program maps that defines a probe's symbol, when it
+// is mapped — the executable and loader at the start, a library when the
+// loader maps it, in a replay exactly where the recording mapped it.
+type linuxProbes struct {
+	set   *probes.Set // nil: no probes, only mappings are reported
+	onHit func(Hit) error
+	onMap MappingHandler
+	m     *vmm.Machine
+	// recordTime maps a branch count to the recorded run's host time.
+	recordTime func(uint64) time.Duration
+
+	files map[string]*objectProbes // by path
+	// returns are the probe lists a return watch stands for (the
+	// cookie of linux.Break.WatchReturn indexes it).
+	returns [][]*probes.Probe
+}
+
+// objectProbes is one file and where the set's probes are in it.
+type objectProbes struct {
+	file  *objfile.File
+	size  int
+	sites map[uint64]*objectSite // by the file's virtual address
+}
+
+type objectSite struct {
+	entry  []*probes.Probe
+	cookie uint64 // into linuxProbes.returns; valid if the site has return probes
+	ret    bool
+}
+
+func newLinuxProbes(set *probes.Set, onHit func(Hit) error, onMap MappingHandler) *linuxProbes {
+	return &linuxProbes{set: set, onHit: onHit, onMap: onMap, files: map[string]*objectProbes{}}
+}
+
+// object parses the file at path (once per path and contents) and
+// resolves the probes in it.
+func (lp *linuxProbes) object(path string, data []byte) (*objectProbes, error) {
+	if o, ok := lp.files[path]; ok && o.size == len(data) {
+		return o, nil
+	}
+	f, err := objfile.Parse(path, data)
+	if err != nil {
+		lp.files[path] = &objectProbes{size: len(data)}
+		return lp.files[path], nil // not ELF: nothing to probe or name
+	}
+	o := &objectProbes{file: f, size: len(data), sites: map[uint64]*objectSite{}}
+	if lp.set != nil {
+		sites, err := lp.set.In(f)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range sites {
+			os := &objectSite{}
+			var rets []*probes.Probe
+			for _, id := range s.Probes {
+				p, _ := lp.set.Probe(id)
+				if p.Return {
+					rets = append(rets, p)
+				} else {
+					os.entry = append(os.entry, p)
+				}
+			}
+			if len(rets) > 0 {
+				os.ret, os.cookie = true, uint64(len(lp.returns))
+				lp.returns = append(lp.returns, rets)
+			}
+			o.sites[s.Addr] = os
+		}
+	}
+	lp.files[path] = o
+	return o, nil
+}
+
+// Mapped reports the mapping and places the probes that fall in it.
+func (lp *linuxProbes) Mapped(m linux.Mapping, data []byte) ([]uint64, error) {
+	o, err := lp.object(m.Path, data)
+	if err != nil {
+		return nil, err
+	}
+	if lp.onMap != nil {
+		var pos vmm.Position
+		if lp.m != nil {
+			pos = lp.m.Position()
+		}
+		if err := lp.onMap(m, o.file, pos); err != nil {
+			return nil, err
+		}
+	}
+	if !m.Exec || o.file == nil {
+		return nil, nil
+	}
+	var addrs []uint64
+	for vaddr := range o.sites {
+		off, ok := o.file.Offset(vaddr)
+		if ok && off >= m.Offset && off-m.Offset < m.End-m.Start {
+			addrs = append(addrs, m.Start+off-m.Offset)
+		}
+	}
+	return addrs, nil
+}
+
+// Break reports the probes of a site the program reached, and asks to
+// see the function return if it has return probes.
+func (lp *linuxProbes) Break(b *linux.Break) error {
+	var list []*probes.Probe
+	if b.Return {
+		if b.Cookie >= uint64(len(lp.returns)) {
+			return fmt.Errorf("replayer: return watch %d unknown", b.Cookie)
+		}
+		list = lp.returns[b.Cookie]
+	} else {
+		s := lp.siteOf(b)
+		if s == nil {
+			return nil
+		}
+		list = s.entry
+		if s.ret {
+			if err := b.WatchReturn(s.cookie); err != nil {
+				return err
+			}
+		}
+	}
+	if lp.onHit == nil || len(list) == 0 {
+		return nil
+	}
+	pos := lp.m.Position()
+	tid := uint32(b.TID)
+	for _, p := range list {
+		if !p.WantsThread(tid) {
+			continue
+		}
+		h := Hit{Probe: p, Site: b.Regs.RIP, Thread: tid, Pos: pos, Time: lp.recordTime(pos.Branch), Regs: *b.Regs,
+			Args: p.EvalArgs(regView{b.Regs}, lp.m)}
+		if err := lp.onHit(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// siteOf finds the site a break is at, through the file mapped there.
+func (lp *linuxProbes) siteOf(b *linux.Break) *objectSite {
+	if b.Mapping == nil {
+		return nil
+	}
+	o := lp.files[b.Mapping.Path]
+	if o == nil || o.file == nil {
+		return nil
+	}
+	vaddr, ok := o.file.Vaddr(b.Mapping.FileOffset(b.Regs.RIP))
+	if !ok {
+		return nil
+	}
+	return o.sites[vaddr]
+}
