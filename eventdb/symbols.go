@@ -16,11 +16,28 @@ import (
 type Symbol = symtab.Symbol
 
 // Symbols is a guest image's symbol table (All, Resolve, Describe,
-// Function) and what identifies the image.
+// Function) and what identifies the image. For a Linux program the table
+// holds the symbols of every file it mapped, at the addresses they were
+// mapped at (a shared library's named SYMBOL@LIBRARY), and Mappings says
+// where each file was.
 type Symbols struct {
 	Image string // e.g. the image's SHA-256
 	*symtab.Table
+	Mappings []Mapping
 }
+
+// Mapping is a file a Linux program mapped.
+type Mapping struct {
+	PID        uint32
+	Start, End uint64 // [Start, End)
+	Offset     uint64 // the file offset at Start
+	Path       string
+	BuildID    string // hex, "" if the file has none
+	Exec       bool
+}
+
+// maxMappings bounds the mappings a symbol table keeps.
+const maxMappings = 1 << 16
 
 // NewSymbols builds a table; syms need not be sorted.
 func NewSymbols(image string, syms []Symbol) *Symbols {
@@ -50,6 +67,21 @@ func (db *DB) SetSymbols(t *Symbols) error {
 		v = binary.AppendUvarint(v, s.Addr)
 		v = binary.AppendUvarint(v, s.Size)
 		v = codec.AppendBool(v, s.Func)
+	}
+	if len(t.Mappings) > maxMappings {
+		return fmt.Errorf("eventdb: %d mappings (at most %d)", len(t.Mappings), maxMappings)
+	}
+	if len(t.Mappings) > 0 { // an optional section: a kit image has none
+		v = binary.AppendUvarint(v, uint64(len(t.Mappings)))
+		for _, m := range t.Mappings {
+			v = binary.AppendUvarint(v, uint64(m.PID))
+			v = binary.AppendUvarint(v, m.Start)
+			v = binary.AppendUvarint(v, m.End)
+			v = binary.AppendUvarint(v, m.Offset)
+			v = codec.AppendString(v, m.Path)
+			v = codec.AppendString(v, m.BuildID)
+			v = codec.AppendBool(v, m.Exec)
+		}
 	}
 	if err := db.pdb.Set(codec.MetaSymbolsKey, v, pebble.Sync); err != nil {
 		return fmt.Errorf("eventdb: store symbols: %w", err)
@@ -83,8 +115,19 @@ func (db *DB) Symbols() (*Symbols, error) {
 	for i := 0; i < n && r.Err() == nil; i++ {
 		syms = append(syms, Symbol{Name: r.String("name"), Addr: r.Uvarint("addr"), Size: r.Uvarint("size"), Func: r.Bool("func")})
 	}
+	var maps []Mapping
+	if r.More() {
+		n := r.Count("mappings", 8)
+		maps = make([]Mapping, 0, min(n, maxMappings))
+		for i := 0; i < n && r.Err() == nil; i++ {
+			maps = append(maps, Mapping{PID: uint32(r.Uvarint("pid")), Start: r.Uvarint("start"), End: r.Uvarint("end"),
+				Offset: r.Uvarint("offset"), Path: r.String("path"), BuildID: r.String("build-id"), Exec: r.Bool("exec")})
+		}
+	}
 	if err := r.Done(); err != nil {
 		return nil, corrupt(codec.MetaSymbolsKey, err)
 	}
-	return NewSymbols(image, syms), nil
+	s := NewSymbols(image, syms)
+	s.Mappings = maps
+	return s, nil
 }

@@ -27,8 +27,11 @@ type File struct {
 	// DebugFile is the separate debug file the symbols came from, "" if
 	// they are the file's own.
 	DebugFile string
-	loads     []segment
-	data      []byte
+	// Shared says the file is a shared library (it has a DT_SONAME): its
+	// symbols are named SYMBOL@LIBRARY.
+	Shared bool
+	loads  []segment
+	data   []byte
 }
 
 // segment is a PT_LOAD: file bytes [Off, Off+FileSz) at [Vaddr, Vaddr+FileSz).
@@ -56,6 +59,9 @@ func Parse(path string, data []byte) (*File, error) {
 	}
 	defer f.Close()
 	o := &File{Path: path, data: data, BuildID: buildID(f)}
+	if sonames, err := f.DynString(elf.DT_SONAME); err == nil && len(sonames) > 0 {
+		o.Shared = true
+	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Filesz > 0 {
 			if p.Off > uint64(len(data)) || p.Filesz > uint64(len(data))-p.Off {
@@ -107,6 +113,22 @@ func (o *File) Vaddr(off uint64) (uint64, bool) {
 	for _, s := range o.loads {
 		if off >= s.off && off-s.off < s.filesz {
 			return off - s.off + s.vaddr, true
+		}
+	}
+	return 0, false
+}
+
+// Base is where the file was loaded (the address of its virtual address
+// 0) if an executable mapping maps file offset off at start: every
+// segment of a loaded ELF file lies at base + its p_vaddr. Only an
+// executable mapping tells: the file page where one segment ends and the
+// next begins is mapped twice, at two addresses, and the executable
+// segment is the one segment an executable mapping can mean.
+func (o *File) Base(start, off uint64) (uint64, bool) {
+	const page = 4096
+	for _, s := range o.loads {
+		if s.exec && off >= s.off&^(page-1) && off < s.off+s.filesz {
+			return start - (s.vaddr - s.off + off), true
 		}
 	}
 	return 0, false
@@ -173,6 +195,9 @@ func symbols(f *elf.File) ([]symtab.Symbol, error) {
 		if (t != elf.STT_FUNC && t != elf.STT_OBJECT && t != elf.STT_NOTYPE && t != elf.STT_GNU_IFUNC) ||
 			s.Name == "" || s.Section == elf.SHN_UNDEF || s.Section == elf.SHN_ABS {
 			continue
+		}
+		if s.HasVersion && s.VersionIndex.IsHidden() {
+			continue // a compatibility version (name@VER): the default one (name@@VER) is the name's
 		}
 		out = append(out, symtab.Symbol{Name: s.Name, Addr: s.Value, Size: s.Size, Func: t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC})
 	}

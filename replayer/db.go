@@ -10,6 +10,11 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/objfile"
+	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/symtab"
+	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -20,16 +25,16 @@ import (
 // diverged or interrupted replay leaves an incomplete run with the events
 // it produced. o.OnHit, o.OnSample, o.OnTrace and o.OnHost are replaced.
 func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run, error) {
+	h, err := tapeHeader(o.Tape)
+	if err != nil {
+		return nil, nil, err
+	}
 	var table []eventdb.Probe
-	if o.Plan != nil {
-		for _, p := range o.Plan.Probes {
-			names := make([]string, len(p.Args))
-			for i, a := range p.Args {
-				names[i] = a.Name
-			}
-			table = append(table, eventdb.Probe{ID: p.ID + 1, Name: p.Name, Spec: p.Spec, Symbol: p.Symbol,
-				Addr: p.Addr, Return: p.Return, Args: names})
-		}
+	switch {
+	case o.Plan != nil:
+		table = probeTable(o.Plan.Probes)
+	case o.Set != nil:
+		table = probeTable(o.Set.Probes)
 	}
 	var modes []string
 	if o.SampleEvery != 0 {
@@ -39,15 +44,23 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		modes = append(modes, fmt.Sprintf("every %v of replay time", o.SamplePeriod))
 	}
 	sampling := strings.Join(modes, "; ")
-	if o.Image == nil {
-		var err error
-		if o.Image, err = TapeImage(o.Tape); err != nil {
+	var mapped *mappedSymbols
+	tidSym, haveTID := elfimage.Symbol{}, false
+	if h.Linux != nil {
+		// The symbols are those of the files the program maps: stored
+		// when the replay has seen them all.
+		mapped = &mappedSymbols{image: fmt.Sprintf("%x", h.Image.SHA256), seen: map[string]bool{}}
+		o.OnMapping = mapped.add
+	} else {
+		if o.Image == nil {
+			if o.Image, err = TapeImage(o.Tape); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := db.SetSymbols(imageSymbols(o.Image)); err != nil {
 			return nil, nil, err
 		}
-	}
-	img := o.Image
-	if err := db.SetSymbols(imageSymbols(img)); err != nil {
-		return nil, nil, err
+		tidSym, haveTID = o.Image.Lookup(currentTIDSymbol)
 	}
 	abs, _ := filepath.Abs(o.Tape)
 	run, in, err := db.NewRun(abs, table, sampling)
@@ -58,7 +71,6 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	// events it produced: the run stays incomplete, and holds them. After
 	// Finish, Close does nothing.
 	defer in.Close()
-	tidSym, haveTID := img.Lookup(currentTIDSymbol)
 	o.OnHit = func(h Hit) error {
 		args := make([]uint64, len(h.Args))
 		for i, v := range h.Args {
@@ -82,6 +94,9 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		}
 		return in.Add(e)
 	}
+	if h.Linux != nil {
+		o.OnTrace = nil // no guest kernel, no trace ring
+	}
 	host := newHostCopier(in)
 	o.OnHost = host.frame
 	res, err := Replay(ctx, o)
@@ -92,6 +107,11 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	if herr := host.finish(db, run.ID, o.Tape); herr != nil {
 		return res, run, herr // the run stays incomplete
 	}
+	if mapped != nil {
+		if serr := db.SetSymbols(mapped.symbols()); serr != nil {
+			return res, run, serr
+		}
+	}
 	if ferr := in.Finish(); ferr != nil {
 		return res, run, ferr
 	}
@@ -100,6 +120,84 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		run = &final
 	}
 	return res, run, err
+}
+
+// probeTable is the run's probe table: ids from 1, 0 meaning none.
+func probeTable(ps []probes.Probe) []eventdb.Probe {
+	var table []eventdb.Probe
+	for _, p := range ps {
+		names := make([]string, len(p.Args))
+		for i, a := range p.Args {
+			names[i] = a.Name
+		}
+		table = append(table, eventdb.Probe{ID: p.ID + 1, Name: p.Name, Spec: p.Spec, Symbol: p.Symbol,
+			Addr: p.Addr, Return: p.Return, Args: names})
+	}
+	return table
+}
+
+// Bounds on what a Linux program's replay stores to name its addresses.
+const (
+	maxMappings = 1 << 16
+	maxSymbols  = 1 << 22
+)
+
+// mappedSymbols collects the symbols of the files a Linux program maps,
+// at the addresses it maps them at: each file's symbols once per load
+// address, a shared library's named SYMBOL@LIBRARY. Processes that map
+// different files at one address (after an exec) share one table, so
+// such addresses may be named after either.
+type mappedSymbols struct {
+	image string
+	seen  map[string]bool // "path@base"
+	syms  []symtab.Symbol
+	maps  []eventdb.Mapping
+}
+
+func (c *mappedSymbols) add(m linux.Mapping, f *objfile.File, _ vmm.Position) error {
+	if len(c.maps) < maxMappings {
+		em := eventdb.Mapping{PID: uint32(m.PID), Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Exec: m.Exec}
+		if f != nil {
+			em.BuildID = f.BuildID
+		}
+		c.maps = append(c.maps, em)
+	}
+	if f == nil || !m.Exec {
+		return nil
+	}
+	base, ok := f.Base(m.Start, m.Offset)
+	key := fmt.Sprintf("%s@%#x", m.Path, base)
+	if !ok || c.seen[key] {
+		return nil
+	}
+	c.seen[key] = true
+	for _, s := range f.Symbols.All() {
+		if len(c.syms) >= maxSymbols {
+			break
+		}
+		if f.Shared {
+			s.Name += "@" + f.Name()
+		}
+		s.Addr += base
+		c.syms = append(c.syms, s)
+	}
+	return nil
+}
+
+func (c *mappedSymbols) symbols() *eventdb.Symbols {
+	s := eventdb.NewSymbols(c.image, c.syms)
+	s.Mappings = c.maps
+	return s
+}
+
+// tapeHeader reads the header of the tape at path.
+func tapeHeader(path string) (*tape.Header, error) {
+	r, err := tape.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Header(), nil
 }
 
 // imageSymbols is the table tools name addresses with, keyed by the

@@ -170,3 +170,33 @@ func (lp *linuxProbes) siteOf(b *linux.Break) *objectSite {
 	}
 	return o.sites[vaddr]
 }
+
+// TapeObjects are the ELF files of the Linux program the tape at path
+// recorded: its executable and the files it was given that are ELF files
+// (its loader and libraries), what probes are checked against before a
+// replay. A kit tape has none.
+func TapeObjects(path string) ([]*objfile.File, error) {
+	h, err := tapeHeader(path)
+	if err != nil || h.Linux == nil {
+		return nil, err
+	}
+	k, err := linuxKernel(path, h)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := objfile.Parse(h.Linux.Path, h.Image.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("replayer: %w", err)
+	}
+	objs := []*objfile.File{exe}
+	for _, f := range h.Linux.Files {
+		data, ok := k.Contents(f.Guest)
+		if !ok || len(data) < 4 || string(data[:4]) != "\x7fELF" {
+			continue
+		}
+		if o, err := objfile.Parse(f.Guest, data); err == nil {
+			objs = append(objs, o)
+		}
+	}
+	return objs, nil
+}

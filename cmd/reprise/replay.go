@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,9 +14,11 @@ import (
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/objfile"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/tools/lockops"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -58,21 +61,37 @@ exits 0 with a notice.`,
 			if isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout)) {
 				opts.Progress = os.Stderr
 			}
-			if locks {
-				probeSpecs = append(probeSpecs, guest.LockProbes...)
+			probing := locks || len(probeSpecs) > 0 || probeFile != ""
+			var objs []*objfile.File // a Linux program's files: where its probes are
+			var err error
+			if probing {
+				objs, err = replayer.TapeObjects(args[0])
 			}
-			if len(probeSpecs) > 0 || probeFile != "" {
+			switch {
+			case tape.IsDamaged(err):
+				return &exitError{exitDamaged, err}
+			case err != nil:
+				return &exitError{exitFailure, err}
+			}
+			switch {
+			case objs != nil:
+				if opts.Set, err = linuxProbeSet(objs, probeSpecs, probeFile, locks); err != nil {
+					return &exitError{exitUsage, err}
+				}
+			case probing:
+				if locks {
+					probeSpecs = append(probeSpecs, guest.LockProbes...)
+				}
 				img, plan, err := probePlan(args[0], probeSpecs, probeFile)
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
 				opts.Image, opts.Plan = img, plan
 			}
-			if (opts.Plan != nil || sample != 0 || period != 0) && dbDir == "" {
+			if (opts.Plan != nil || opts.Set != nil || sample != 0 || period != 0) && dbDir == "" {
 				return &exitError{exitUsage, errors.New("probes and sampling write to an event database: add --db DIR")}
 			}
 			var res *replayer.Result
-			var err error
 			if dbDir != "" {
 				var run *eventdb.Run
 				res, run, err = replayToDB(ctx, opts, dbDir)
@@ -107,9 +126,9 @@ exits 0 with a notice.`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "do not print the guest console")
 	cmd.Flags().StringVar(&disk, "disk", "", "where the recording's disk base image is now, if it moved (checked against the recorded hash)")
-	cmd.Flags().StringArrayVar(&probeSpecs, "probe", nil, "a probe: [NAME=]SYMBOL[+OFF] [ARG=EXPR ...] [@tid=N] (repeatable; e.g. 'lock=mutex_lock m=arg0')")
+	cmd.Flags().StringArrayVar(&probeSpecs, "probe", nil, "a probe: [NAME=]SYMBOL[+OFF][@LIBRARY][%return] [ARG=EXPR ...] [@tid=N] (repeatable; e.g. 'lock=mutex_lock m=arg0', 'pthread_mutex_lock@libc.so.6 m=arg0')")
 	cmd.Flags().StringVar(&probeFile, "probes", "", "probes from a YAML or JSON file")
-	cmd.Flags().BoolVar(&locks, "locks", false, "probe the guest kit's mutex functions for lockstat and deadlock")
+	cmd.Flags().BoolVar(&locks, "locks", false, "probe the lock functions for lockstat and deadlock: the guest kit's, or a Linux program's pthread mutexes, reader-writer locks and condition waits")
 	cmd.Flags().Var(&countFlag{n: &sample, what: "user-mode basic blocks between samples"}, "sample", "sample every N user-mode basic blocks (deterministic: identical in every replay)")
 	cmd.Flags().Var(newDurationFlag(&period, replayer.MinSamplePeriod, time.Hour, ""), "sample-period", "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
@@ -150,6 +169,61 @@ func probePlan(tapePath string, specs []string, file string) (*elfimage.Image, *
 	}
 	plan, err := probes.Resolve(all, img)
 	return img, plan, err
+}
+
+// linuxProbeSet parses the probe specs for a Linux program's replay (with
+// the C library's lock probes if locks) and checks them against the
+// program's executable and libraries, objs.
+func linuxProbeSet(objs []*objfile.File, specs []string, file string, locks bool) (*probes.Set, error) {
+	var all []probes.Spec
+	if len(specs) > 0 {
+		s, err := probes.ParseSpecs(specs)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, s...)
+	}
+	if file != "" {
+		s, err := probes.ParseFile(file)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, s...)
+	}
+	if locks {
+		s, err := pthreadProbes(objs)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, s...)
+	}
+	set, err := probes.NewSet(all)
+	if err != nil {
+		return nil, err
+	}
+	return set, set.Check(objs)
+}
+
+// pthreadProbes are the C library's lock probes for a program made of
+// objs: musl's or glibc's set, without the functions its C library lacks.
+func pthreadProbes(objs []*objfile.File) ([]probes.Spec, error) {
+	defines := func(sym string) bool {
+		return slices.ContainsFunc(objs, func(o *objfile.File) bool { _, ok := o.Symbols.Lookup(sym); return ok })
+	}
+	if !defines("pthread_mutex_lock") {
+		return nil, errors.New("--locks: the program's files define no pthread_mutex_lock (a static program without threads, or a C library reprise does not know)")
+	}
+	var keep []string
+	for _, text := range lockops.PthreadProbes(defines("gnu_get_libc_version")) {
+		s, err := probes.ParseSpec(text)
+		if err != nil {
+			return nil, err
+		}
+		if defines(s.Symbol) {
+			keep = append(keep, text)
+		}
+	}
+	return probes.ParseSpecs(keep)
 }
 
 func replayToDB(ctx context.Context, opts replayer.Options, dir string) (*replayer.Result, *eventdb.Run, error) {

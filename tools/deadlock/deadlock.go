@@ -148,7 +148,7 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 		return nil, fmt.Errorf("deadlock: %w", err)
 	}
 	trees := map[uint32]*tree{}
-	locks := map[uint64]bool{}
+	locks := map[uint64]uint64{} // lock → the site of its first acquisition
 	err = lockops.Scan(db, run, func(op *lockops.Op) error {
 		t := trees[op.Thread]
 		if t == nil {
@@ -173,7 +173,9 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 				n.waits = true
 			}
 			t.held = append(t.held, n)
-			locks[op.Lock] = true
+			if _, ok := locks[op.Lock]; !ok {
+				locks[op.Lock] = op.Site
+			}
 		case lockops.Release:
 			for i := len(t.held) - 1; i >= 0; i-- {
 				if t.held[i].lock == op.Lock {
@@ -203,7 +205,7 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 	slices.SortFunc(segs, func(a, b segment) int {
 		return cmp.Or(cmp.Compare(a.thread(), b.thread()), cmp.Compare(a.hold.lock, b.hold.lock), cmp.Compare(a.wait.lock, b.wait.lock))
 	})
-	describe := func(addr uint64) Lock { return Lock{Addr: addr, Name: syms.Describe(addr)} }
+	describe := func(addr uint64) Lock { return Lock{Addr: addr, Name: lockops.Name(syms, addr, locks[addr])} }
 	// cycles has dropped every chain whose steps share one of its own
 	// locks, so a lock two steps share here lies outside the cycle: a
 	// gate. The order matters: checking disjointness on every held lock

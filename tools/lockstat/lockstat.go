@@ -8,7 +8,10 @@
 // finds the lock held fails and is counted apart. An owner change is an
 // acquisition by another thread than the previous one. Wait time runs from
 // the request to the acquisition, hold time from the acquisition to the
-// release, both in record time.
+// release, both in record time. A reader-writer lock is a lock of its own
+// kind: a read acquisition is contended only when a writer holds the
+// lock, a write acquisition when anyone else does; owner changes count
+// write acquisitions only.
 package lockstat
 
 import (
@@ -67,10 +70,14 @@ func avg(d time.Duration, n uint64) time.Duration {
 type Lock struct {
 	Addr      uint64 `json:"addr"`
 	Name      string `json:"name"`       // its symbol, e.g. "level2+0x20"
+	Kind      string `json:"kind"`       // "mutex" or "rwlock"
+	Reads     uint64 `json:"reads"`      // an rwlock's read acquisitions
+	Writes    uint64 `json:"writes"`     // an rwlock's write acquisitions
 	FirstSite string `json:"first_site"` // where it was first acquired, e.g. "worker+0x5c"
 	Threads   int    `json:"threads"`    // distinct threads that acquired it
 	Counts
-	threads map[uint32]bool
+	threads   map[uint32]bool
+	firstSite uint64
 }
 
 // Thread is one thread's figures over every lock.
@@ -134,6 +141,35 @@ type lockState struct {
 	held     bool
 	owner    uint32        // the last thread to acquire it (holding it if held)
 	acquired time.Duration // when owner acquired it
+	// readers are an rwlock's read holds: when each thread took them.
+	readers map[uint32][]time.Duration
+}
+
+// heldByAnyone reports whether any thread holds the lock.
+func (s *lockState) heldByAnyone() bool {
+	for _, holds := range s.readers {
+		if len(holds) > 0 {
+			return true
+		}
+	}
+	return s.held
+}
+
+// heldAgainst reports whether another thread than tid holds the lock in
+// a way a request (shared: for reading) must wait for.
+func (s *lockState) heldAgainst(tid uint32, shared bool) bool {
+	if s.held && s.owner != tid {
+		return true
+	}
+	if shared {
+		return false
+	}
+	for r, holds := range s.readers {
+		if r != tid && len(holds) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Build computes the report.
@@ -164,9 +200,9 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 	lockOf := func(addr uint64) (*Lock, *lockState) {
 		l := locks[addr]
 		if l == nil {
-			l = &Lock{Addr: addr, Name: syms.Describe(addr), threads: map[uint32]bool{}}
+			l = &Lock{Addr: addr, Kind: "mutex", threads: map[uint32]bool{}}
 			locks[addr] = l
-			states[addr] = &lockState{}
+			states[addr] = &lockState{readers: map[uint32][]time.Duration{}}
 		}
 		return l, states[addr]
 	}
@@ -180,12 +216,15 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 	}
 	err = lockops.Scan(db, run, func(op *lockops.Op) error {
 		l, s := lockOf(op.Lock)
+		if op.RW {
+			l.Kind = "rwlock"
+		}
 		t := threadOf(op.Thread)
 		var d Counts // what this operation adds to the lock's and the thread's
 		switch op.Kind {
 		case lockops.Request:
 			d.Requests = 1
-			requests[op.Thread] = req{at: op.Time, contended: s.held && s.owner != op.Thread}
+			requests[op.Thread] = req{at: op.Time, contended: s.heldAgainst(op.Thread, op.Shared)}
 		case lockops.Failed:
 			r := requests[op.Thread]
 			delete(requests, op.Thread)
@@ -202,22 +241,40 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 				d.Contended = 1
 			}
 			if l.Acquired == 0 {
-				l.FirstSite = syms.Describe(op.Site)
-			} else if s.owner != op.Thread {
+				l.FirstSite, l.firstSite = syms.Describe(op.Site), op.Site
+			} else if s.owner != op.Thread && !op.Shared {
 				d.OwnerChanges = 1
 			}
 			d.WaitTotal = max(op.Time-r.at, 0)
 			d.WaitMax = d.WaitTotal
-			*s = lockState{held: true, owner: op.Thread, acquired: op.Time}
+			switch {
+			case op.Shared:
+				l.Reads++
+				s.readers[op.Thread] = append(s.readers[op.Thread], op.Time)
+			default:
+				if op.RW {
+					l.Writes++
+				}
+				s.held, s.owner, s.acquired = true, op.Thread, op.Time
+			}
 			l.threads[op.Thread] = true
 			t.locks[op.Lock] = true
 		case lockops.Release:
-			if s.held && s.owner == op.Thread {
+			// An rwlock's unlock releases the thread's write hold, else
+			// one of its read holds.
+			switch reads := s.readers[op.Thread]; {
+			case s.held && s.owner == op.Thread:
 				d.Holds = 1
 				d.HoldTotal = max(op.Time-s.acquired, 0)
-				d.HoldMax = d.HoldTotal
+				s.held = false
+			case op.RW && len(reads) > 0:
+				d.Holds = 1
+				d.HoldTotal = max(op.Time-reads[len(reads)-1], 0)
+				s.readers[op.Thread] = reads[:len(reads)-1]
+			default:
+				s.held = false
 			}
-			s.held = false
+			d.HoldMax = d.HoldTotal
 		}
 		l.add(&d)
 		t.add(&d)
@@ -232,7 +289,8 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 			continue // an unlock of a lock never taken in this run
 		}
 		l.Threads = len(l.threads)
-		if states[l.Addr].held {
+		l.Name = lockops.Name(syms, l.Addr, l.firstSite)
+		if states[l.Addr].heldByAnyone() {
 			rep.Unreleased++
 		}
 		rep.Locks = append(rep.Locks, l)

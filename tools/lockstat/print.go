@@ -19,6 +19,9 @@ func (r *Report) Write(w io.Writer) error {
 	}
 	for _, l := range r.Locks {
 		name := l.Name
+		if l.Kind == "rwlock" {
+			name += fmt.Sprintf(" (rwlock: %d reads, %d writes)", l.Reads, l.Writes)
+		}
 		if l.TryFailed+l.TimedOut > 0 {
 			name += fmt.Sprintf(" (%d try failed, %d timed out)", l.TryFailed, l.TimedOut)
 		}

@@ -41,6 +41,10 @@ func (r *Reader) fail(field, format string, args ...any) {
 // Err returns the first failure.
 func (r *Reader) Err() error { return r.err }
 
+// More reports whether bytes are left to read (an optional trailing
+// section follows).
+func (r *Reader) More() bool { return r.err == nil && r.off < len(r.b) }
+
 // Done returns the first failure, or an error if bytes are left over.
 func (r *Reader) Done() error {
 	if r.err == nil && r.off != len(r.b) {
