@@ -7,12 +7,15 @@ package objfile
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/reprise-vm/reprise/internal/regfile"
 	"github.com/reprise-vm/reprise/symtab"
@@ -79,7 +82,7 @@ func Parse(path string, data []byte) (*File, error) {
 			o.DebugFile, syms = dbg, append(syms, dsyms...)
 		}
 	}
-	o.Symbols = symtab.New(syms)
+	o.Symbols = table(syms)
 	return o, nil
 }
 
@@ -174,8 +177,26 @@ func buildID(f *elf.File) string {
 
 func hasSymtab(f *elf.File) bool { return f.Section(".symtab") != nil }
 
+// ranked is a symbol and how readable its name is among those at its
+// address (lower is better).
+type ranked struct {
+	symtab.Symbol
+	rank int
+}
+
+// table orders syms so that of the names at one address the most
+// readable comes last, the one symtab.Table resolves the address to.
+func table(syms []ranked) *symtab.Table {
+	slices.SortStableFunc(syms, func(a, b ranked) int { return cmp.Or(cmp.Compare(a.Addr, b.Addr), cmp.Compare(b.rank, a.rank)) })
+	out := make([]symtab.Symbol, len(syms))
+	for i, r := range syms {
+		out[i] = r.Symbol
+	}
+	return symtab.New(out)
+}
+
 // symbols are f's function and object symbols: .symtab's, else .dynsym's.
-func symbols(f *elf.File) ([]symtab.Symbol, error) {
+func symbols(f *elf.File) ([]ranked, error) {
 	syms, err := f.Symbols()
 	if errors.Is(err, elf.ErrNoSymbols) {
 		syms, err = f.DynamicSymbols()
@@ -189,24 +210,39 @@ func symbols(f *elf.File) ([]symtab.Symbol, error) {
 	if len(syms) > maxSymbols {
 		return nil, fmt.Errorf("%d symbols (at most %d)", len(syms), maxSymbols)
 	}
-	var out []symtab.Symbol
+	var out []ranked
 	for _, s := range syms {
 		t := elf.ST_TYPE(s.Info)
 		if (t != elf.STT_FUNC && t != elf.STT_OBJECT && t != elf.STT_NOTYPE && t != elf.STT_GNU_IFUNC) ||
 			s.Name == "" || s.Section == elf.SHN_UNDEF || s.Section == elf.SHN_ABS {
 			continue
 		}
-		if s.HasVersion && s.VersionIndex.IsHidden() {
-			continue // a compatibility version (name@VER): the default one (name@@VER) is the name's
+		// A compatibility version (name@VER) is not the name's; the
+		// default one (name@@VER) is. Debug files spell versions in the
+		// name.
+		name, version, versioned := strings.Cut(s.Name, "@")
+		if s.HasVersion && s.VersionIndex.IsHidden() || versioned && !strings.HasPrefix(version, "@") {
+			continue
 		}
-		out = append(out, symtab.Symbol{Name: s.Name, Addr: s.Value, Size: s.Size, Func: t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC})
+		// Of the names at one address, the one a reader knows comes
+		// first: the fewest leading underscores (pthread_mutex_unlock,
+		// not __pthread_mutex_unlock), then global before weak before
+		// local.
+		rank := 1000 * (len(name) - len(strings.TrimLeft(name, "_")))
+		switch elf.ST_BIND(s.Info) {
+		case elf.STB_WEAK:
+			rank += 100
+		case elf.STB_LOCAL:
+			rank += 200
+		}
+		out = append(out, ranked{symtab.Symbol{Name: name, Addr: s.Value, Size: s.Size, Func: t == elf.STT_FUNC || t == elf.STT_GNU_IFUNC}, rank})
 	}
 	return out, nil
 }
 
 // debugSymbols reads the symbols of the separate debug file of build-id
 // id, if there is one.
-func debugSymbols(id string) (string, []symtab.Symbol, bool) {
+func debugSymbols(id string) (string, []ranked, bool) {
 	if len(id) < 3 {
 		return "", nil, false
 	}

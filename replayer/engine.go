@@ -84,11 +84,10 @@ func (e *engine) consume() {
 // halts is how many HLT exits the guest made so far.
 func (e *engine) halts() uint64 { return e.m.Stats().Exits[kvm.ExitHLT] }
 
-// recordTime maps a point of the replay at branch count b to the recorded
-// run's host time.
-func (e *engine) recordTime(b uint64) time.Duration {
+// recordTime maps a point of the replay to the recorded run's host time.
+func (e *engine) recordTime(p vmm.Position) time.Duration {
 	next, _ := e.script.Peek()
-	return e.rtime.at(b, next, e.halts())
+	return e.rtime.at(tape.Position{Exit: p.Exit, Branch: p.Branch}, next, e.halts())
 }
 
 func (e *engine) drainTrace() error {

@@ -4,31 +4,19 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/internal/cprog"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 )
-
-// buildC compiles testdata/src with cc and flags.
-func buildC(t *testing.T, cc, src string, flags ...string) string {
-	t.Helper()
-	kvmtest.RequireTools(t, cc)
-	out := filepath.Join(t.TempDir(), filepath.Base(src)+".bin")
-	b, err := exec.Command(cc, append(flags, "-o", out, filepath.Join("testdata", src))...).CombinedOutput()
-	require.NoError(t, err, "%s: %s", cc, b)
-	return out
-}
 
 // recordLinux records the executable at bin with argv (and, for a
 // dynamic one, its loader and libraries) and returns the tape and the
@@ -53,16 +41,6 @@ func recordLinux(t *testing.T, bin string, argv ...string) (string, *recorder.Re
 	return path, res, out.String()
 }
 
-// truth parses the program's "truth NAME N" lines.
-func truth(console string) map[string]int {
-	out := map[string]int{}
-	for _, m := range regexp.MustCompile(`(?m)^truth (\S+) (\d+)`).FindAllStringSubmatch(console, -1) {
-		n, _ := strconv.Atoi(m[2])
-		out[m[1]] = n
-	}
-	return out
-}
-
 // Probes on the C library's mutex functions, in a static musl program and
 // in a dynamic glibc one (libc.so.6, mapped by the loader): the entries
 // and returns they see are the acquisitions the program counted, lock by
@@ -78,9 +56,9 @@ func TestLinuxProbesCountMutexAcquisitions(t *testing.T) {
 		{"glibc-dynamic", "gcc", []string{"-O1", "-g", "-pthread"}, "@libc.so.6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := buildC(t, tc.cc, "locks.c", tc.flags...)
+			bin := cprog.Build(t, tc.cc, "locks", tc.flags...)
 			path, rec, console := recordLinux(t, bin, "locks", "4", "60")
-			want := truth(console)
+			want := cprog.Truth(console)
 			require.NotZero(t, want["counter_lock"], console)
 
 			specs, err := probes.ParseSpecs([]string{

@@ -24,7 +24,7 @@ type linuxProbes struct {
 	onMap MappingHandler
 	m     *vmm.Machine
 	// recordTime maps a branch count to the recorded run's host time.
-	recordTime func(uint64) time.Duration
+	recordTime func(vmm.Position) time.Duration
 
 	files map[string]*objectProbes // by path
 	// returns are the probe lists a return watch stands for (the
@@ -146,7 +146,7 @@ func (lp *linuxProbes) Break(b *linux.Break) error {
 		if !p.WantsThread(tid) {
 			continue
 		}
-		h := Hit{Probe: p, Site: b.Regs.RIP, Thread: tid, Pos: pos, Time: lp.recordTime(pos.Branch), Regs: *b.Regs,
+		h := Hit{Probe: p, Site: b.Regs.RIP, Thread: tid, Pos: pos, Time: lp.recordTime(pos), Regs: *b.Regs,
 			Args: p.EvalArgs(regView{b.Regs}, lp.m)}
 		if err := lp.onHit(h); err != nil {
 			return err

@@ -177,7 +177,7 @@ func (p *patch) outOfLine() ([]byte, error) {
 // hit reports a probe hit at the trapped registers regs (RIP past the
 // int3) and returns where the trapped code resumes: the out-of-line copy.
 // An int3 at no site is the guest's own.
-func (ps *patches) hit(m *vmm.Machine, regs *kvm.Regs, recordTime func(uint64) time.Duration) (uint64, bool, error) {
+func (ps *patches) hit(m *vmm.Machine, regs *kvm.Regs, recordTime func(vmm.Position) time.Duration) (uint64, bool, error) {
 	p, ok := ps.placed[regs.RIP-1]
 	if !ok {
 		return 0, false, nil
@@ -186,7 +186,7 @@ func (ps *patches) hit(m *vmm.Machine, regs *kvm.Regs, recordTime func(uint64) t
 	if ps.onHit != nil {
 		regs.RIP = p.site.Addr
 		pos := m.Position()
-		h := &ProbeHit{Addr: p.site.Addr, Regs: regs, Pos: pos, Time: recordTime(pos.Branch)}
+		h := &ProbeHit{Addr: p.site.Addr, Regs: regs, Pos: pos, Time: recordTime(pos)}
 		if err := ps.onHit(h, m); err != nil {
 			return 0, true, err
 		}

@@ -78,7 +78,7 @@ func (s *sampler) timer() (stop func()) {
 }
 
 // at takes the samples due where the vCPU stopped.
-func (s *sampler) at(stop vmm.Stop, recordTime func(uint64) time.Duration) error {
+func (s *sampler) at(stop vmm.Stop, recordTime func(vmm.Position) time.Duration) error {
 	if stop == vmm.StopKick && s.due.CompareAndSwap(true, false) {
 		if err := s.take(false, recordTime); err != nil {
 			return err
@@ -103,11 +103,11 @@ const maxStackDepth = 64
 // the hook, which builds no frame: the sampled code's address is the
 // return address at [rsp], and rbp is still that code's frame. Elsewhere
 // it is RIP.
-func (s *sampler) take(atTarget bool, recordTime func(uint64) time.Duration) error {
+func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duration) error {
 	m := s.m
 	regs := *m.Regs()
 	pos := m.Position()
-	smp := &Sample{Pos: pos, Time: recordTime(pos.Branch), Regs: regs, RIP: regs.RIP}
+	smp := &Sample{Pos: pos, Time: recordTime(pos), Regs: regs, RIP: regs.RIP}
 	var b [16]byte
 	if atTarget || m.InBranchHook(regs.RIP) {
 		smp.RIP = 0

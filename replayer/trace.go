@@ -53,7 +53,7 @@ func (t *traceRing) attach(m *vmm.Machine) {
 // drainTrace reads the records written since the last drain, all of them
 // after the guest's last counted exit. Every field of the ring is guest
 // data and checked: a broken ring stops being read.
-func (t *traceRing) drain(recordTime func(uint64) time.Duration) error {
+func (t *traceRing) drain(recordTime func(vmm.Position) time.Duration) error {
 	if t.addr == 0 {
 		return nil
 	}
@@ -85,7 +85,7 @@ func (t *traceRing) drain(recordTime func(uint64) time.Duration) error {
 			Kind: binary.LittleEndian.Uint32(raw), TID: binary.LittleEndian.Uint32(raw[4:]),
 			A: binary.LittleEndian.Uint64(raw[8:]), B: binary.LittleEndian.Uint64(raw[16:]),
 			Ticks: binary.LittleEndian.Uint64(raw[24:]),
-			Pos:   vmm.Position{Exit: t.m.Position().Exit, Branch: branch}, Time: recordTime(branch),
+			Pos:   vmm.Position{Exit: t.m.Position().Exit, Branch: branch}, Time: recordTime(vmm.Position{Exit: t.m.Position().Exit, Branch: branch}),
 		}
 		if err := t.on(r); err != nil {
 			return err

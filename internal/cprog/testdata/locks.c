@@ -108,9 +108,11 @@ int main(int argc, char **argv) {
 	printf("truth counter_lock %ld\n", n_counter);
 	printf("truth stats[1] %ld\n", n_stats);
 	printf("truth heap %ld\n", n_heap);
-	printf("truth try_lock %ld failed %ld\n", n_try, n_try_failed);
+	printf("truth try_lock %ld\n", n_try);
+	printf("truth try_lock.failed %ld\n", n_try_failed);
 	printf("truth queue_lock %ld\n", n_queue);
-	printf("truth table_lock read %ld write %ld\n", n_rd, n_wr);
+	printf("truth table_lock.read %ld\n", n_rd);
+	printf("truth table_lock.write %ld\n", n_wr);
 	printf("counter %ld\n", counter);
 	return 0;
 }
