@@ -61,11 +61,11 @@ func TestLockstatMatchesProgramCounts(t *testing.T) {
 				byName[name] = l
 			}
 			for name, key := range map[string]string{
-				"counter_lock":     "counter_lock",
-				"stats+0x28":       "stats[1]", // the second 40-byte pthread_mutex_t
-				"heap@worker":      "heap",
-				"try_lock":         "try_lock",
-				"queue_lock":       "queue_lock",
+				"counter_lock": "counter_lock",
+				"stats+0x28":   "stats[1]", // the second 40-byte pthread_mutex_t
+				"heap@worker":  "heap",
+				"try_lock":     "try_lock",
+				"queue_lock":   "queue_lock",
 			} {
 				l := byName[name]
 				require.NotNil(t, l, "no lock named %s in %v", name, names(rep))
