@@ -22,6 +22,9 @@
 //     gate) is reported as protected by that lock, with the threads that
 //     hold it. A cycle that exists only through a trylock is reported as
 //     safe.
+//   - A reader-writer lock taken for reading does not keep another reader
+//     out: an edge between two nodes of one rwlock that were only ever
+//     read-locked is no edge.
 package deadlock
 
 import (
@@ -45,7 +48,14 @@ type node struct {
 	site     uint64 // return address of its first acquisition
 	waits    bool   // some acquisition could wait: not every one was a trylock
 	count    uint64
+	// exclusive says some acquisition excluded every other thread (a
+	// mutex's, an rwlock's for writing); only read locks leave it false.
+	exclusive bool
 }
+
+// conflicts reports whether a thread asking for wait's lock may wait for
+// a thread holding hold's: unless both only ever read-locked it.
+func conflicts(wait, hold *node) bool { return wait.exclusive || hold.exclusive }
 
 // ancestors are the lock nodes above n, nearest first: the locks its
 // thread held when it took n's (the tree's root is no lock).
@@ -172,6 +182,9 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 			if op.Mode != lockops.Try {
 				n.waits = true
 			}
+			if !op.Shared {
+				n.exclusive = true
+			}
 			t.held = append(t.held, n)
 			if _, ok := locks[op.Lock]; !ok {
 				locks[op.Lock] = op.Site
@@ -240,8 +253,11 @@ func Build(db *eventdb.DB, o Options) (*Report, error) {
 }
 
 func how(n *node) string {
-	if !n.waits {
+	switch {
+	case !n.waits:
 		return "trylock"
+	case !n.exclusive:
+		return "read lock"
 	}
 	return "lock"
 }
@@ -325,11 +341,13 @@ func cycles(segs []segment) [][]segment {
 	dfs = func(start segment) {
 		last := path[len(path)-1]
 		if len(path) > 1 && last.wait.lock == start.hold.lock {
-			out = append(out, slices.Clone(path))
+			if conflicts(last.wait, start.hold) {
+				out = append(out, slices.Clone(path))
+			}
 			return
 		}
 		for _, next := range byHold[last.wait.lock] {
-			if next.thread() <= start.thread() || slices.ContainsFunc(path, func(s segment) bool {
+			if next.thread() <= start.thread() || !conflicts(last.wait, next.hold) || slices.ContainsFunc(path, func(s segment) bool {
 				return s.thread() == next.thread() || s.hold.lock == next.hold.lock || s.hold.lock == next.wait.lock && next.wait.lock != start.hold.lock ||
 					s.holds(next.hold.lock) || next.holds(s.hold.lock)
 			}) {
