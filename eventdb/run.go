@@ -14,25 +14,25 @@ import (
 // Probe is one entry of a run's probe table: what a probe event's Probe id
 // stands for.
 type Probe struct {
-	ID     uint32   // non-zero, unique within the run
-	Name   string   // e.g. "mutex_lock"
-	Spec   string   // as the user wrote it, e.g. "mutex_lock+0 args=rdi"
-	Symbol string   // the ELF symbol it resolved to
-	Addr   uint64   // the probed guest address
-	Return bool     // a return probe
-	Args   []string // names of the event's Args, in order
+	ID     uint32   `json:"id"`     // non-zero, unique within the run
+	Name   string   `json:"name"`   // e.g. "mutex_lock"
+	Spec   string   `json:"spec"`   // as the user wrote it, e.g. "mutex_lock+0 args=rdi"
+	Symbol string   `json:"symbol"` // the ELF symbol it resolved to
+	Addr   uint64   `json:"addr"`   // the probed guest address (0: one per mapping, a Linux program's)
+	Return bool     `json:"return"` // a return probe
+	Args   []string `json:"args"`   // names of the event's Args, in order
 }
 
 // Run is one replay of the recording with a probe set.
 type Run struct {
-	ID       uint32
-	Created  time.Time // when NewRun was called (host clock, nanoseconds)
-	Tape     string    // the tape replayed
-	Probes   []Probe
-	Sampling string // the sampling configuration, free text ("" = none)
-	Note     string // free text, set with Ingest.SetNote
-	Events   uint64 // events committed so far
-	Complete bool   // Ingest.Finish ran
+	ID       uint32    `json:"run"`
+	Created  time.Time `json:"created"` // when NewRun was called (host clock, nanoseconds)
+	Tape     string    `json:"tape"`    // the tape replayed
+	Probes   []Probe   `json:"probes"`
+	Sampling string    `json:"sampling"` // the sampling configuration, free text ("" = none)
+	Note     string    `json:"note"`     // free text, set with Ingest.SetNote
+	Events   uint64    `json:"events"`   // events committed so far
+	Complete bool      `json:"complete"` // Ingest.Finish ran
 }
 
 // Probe returns the probe with the given id.

@@ -18,8 +18,8 @@ import (
 )
 
 // lockstatOf records bin with args, replays it with --locks into a DB and
-// returns the program's output and lockstat's report.
-func lockstatOf(t *testing.T, bin string, args ...string) (string, *lockstat.Report) {
+// returns the program's output, lockstat's report and the DB.
+func lockstatOf(t *testing.T, bin string, args ...string) (string, *lockstat.Report, string) {
 	t.Helper()
 	kvmtest.Require(t)
 	dir := t.TempDir()
@@ -33,7 +33,7 @@ func lockstatOf(t *testing.T, bin string, args ...string) (string, *lockstat.Rep
 	require.Equal(t, 0, ls.code, ls.stderr)
 	var report lockstat.Report
 	require.NoError(t, json.Unmarshal([]byte(ls.stdout), &report), ls.stdout)
-	return r.stdout, &report
+	return r.stdout, &report, db
 }
 
 // lockstat on unmodified C programs — a static musl build and a dynamic
@@ -53,7 +53,7 @@ func TestLockstatMatchesProgramCounts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin := cprog.Build(t, tc.cc, "locks", tc.flags...)
-			out, rep := lockstatOf(t, bin, "4", "120")
+			out, rep, db := lockstatOf(t, bin, "4", "120")
 			want := cprog.Truth(out)
 			require.NotZero(t, want["counter_lock"], out)
 			byName := map[string]*lockstat.Lock{}
@@ -83,6 +83,28 @@ func TestLockstatMatchesProgramCounts(t *testing.T) {
 			require.Equal(t, uint64(want["table_lock.read"]), table.Reads)
 			require.Equal(t, uint64(want["table_lock.write"]), table.Writes)
 			require.Equal(t, 4, table.Threads)
+
+			// The same hits through reprise events --json: one object a
+			// line, the probe, its symbol and arguments by name.
+			ev := runCLI(t, nil, "events", "--json", "--run", "1", "--probe", "lock", db)
+			require.Equal(t, 0, ev.code, ev.stderr)
+			counter := 0
+			for _, line := range strings.Split(strings.TrimSpace(ev.stdout), "\n") {
+				var e struct {
+					Kind, Probe, Symbol string
+					Thread              uint32
+					Args                map[string]uint64
+				}
+				require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+				require.Equal(t, "probe-entry", e.Kind)
+				require.Equal(t, "lock", e.Probe)
+				require.Regexp(t, `^pthread_mutex_lock(@libc\.so\.6)?$`, e.Symbol)
+				require.NotZero(t, e.Thread)
+				if e.Args["m"] == byName["counter_lock"].Addr {
+					counter++
+				}
+			}
+			require.Equal(t, want["counter_lock"], counter)
 		})
 	}
 }

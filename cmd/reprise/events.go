@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -19,6 +20,7 @@ func newEventsCmd() *cobra.Command {
 		thread threadFlag
 		limit  limitFlag
 		probe  string
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "events DB",
@@ -27,7 +29,12 @@ func newEventsCmd() *cobra.Command {
 probe set). With --run N, print that run's events in key order (kind, then
 thread, then execution position), optionally only some kinds (probe-entry,
 probe-return, sample, switch, thread-create, thread-exit, user) or one
-thread, or one probe's hits (--probe lock).`,
+thread, or one probe's hits (--probe lock).
+
+--json prints JSON Lines instead, one object a line: a run's fields, or an
+event's (run, seq, kind, thread, exit, branch, time_ns, probe, addr,
+symbol, args by name, stack and its symbols), so scripts need not parse
+the table. Addresses are exact decimal integers.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			db, err := openDB(args[0])
@@ -37,10 +44,19 @@ thread, or one probe's hits (--probe lock).`,
 			defer db.Close()
 			out := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			defer out.Flush()
+			lines := json.NewEncoder(cmd.OutOrStdout())
 			if run == 0 {
 				runs, err := db.Runs()
 				if err != nil {
 					return &exitError{exitFailure, err}
+				}
+				if asJSON {
+					for _, r := range runs {
+						if err := lines.Encode(r); err != nil {
+							return &exitError{exitFailure, err}
+						}
+					}
+					return nil
 				}
 				fmt.Fprintln(out, "RUN\tEVENTS\tCOMPLETE\tPROBES\tSAMPLING\tTAPE")
 				for _, r := range runs {
@@ -79,10 +95,19 @@ thread, or one probe's hits (--probe lock).`,
 			}
 			it := db.Query(q)
 			defer it.Close()
-			fmt.Fprintln(out, "KIND\tTHREAD\tPOSITION\tTIME\tPROBE\tADDR\tARGS/STACK")
+			if !asJSON {
+				fmt.Fprintln(out, "KIND\tTHREAD\tPOSITION\tTIME\tPROBE\tADDR\tARGS/STACK")
+			}
 			n := 0
 			for it.Next() && (limit == 0 || n < int(limit)) {
 				e := it.Event()
+				if asJSON {
+					if err := lines.Encode(eventLine(run, e, &r, syms)); err != nil {
+						return &exitError{exitFailure, err}
+					}
+					n++
+					continue
+				}
 				name, extra := "", hexList(e.Args)
 				if p, ok := r.Probe(e.Probe); ok {
 					name, extra = p.Name, namedArgs(p.Args, e.Args)
@@ -108,7 +133,54 @@ thread, or one probe's hits (--probe lock).`,
 	cmd.Flags().Var(&thread, "thread", "only this guest thread")
 	cmd.Flags().Var(&limit, "limit", "print at most this many events (0: all)")
 	cmd.Flags().StringVar(&probe, "probe", "", "only this probe's hits, by name (e.g. lock)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: one run or event a line")
 	return cmd
+}
+
+// eventJSON is an event as reprise events --json prints it.
+type eventJSON struct {
+	Run     uint32            `json:"run"`
+	Seq     uint64            `json:"seq"`
+	Kind    string            `json:"kind"`
+	Thread  uint32            `json:"thread"`
+	Exit    uint64            `json:"exit"`
+	Branch  uint64            `json:"branch"`
+	TimeNs  int64             `json:"time_ns"`
+	Probe   string            `json:"probe,omitempty"`
+	Addr    uint64            `json:"addr"`
+	Symbol  string            `json:"symbol,omitempty"`
+	Args    map[string]uint64 `json:"args,omitempty"`
+	Stack   []uint64          `json:"stack,omitempty"`
+	Symbols []string          `json:"stack_symbols,omitempty"`
+}
+
+// eventLine is e of run r as a JSON line: its probe and arguments by the
+// probe table's names (an argument without one is argN), its addresses
+// named by the DB's symbols.
+func eventLine(run uint32, e *eventdb.Event, r *eventdb.Run, syms *eventdb.Symbols) eventJSON {
+	out := eventJSON{Run: run, Seq: uint64(e.Seq), Kind: e.Kind.String(), Thread: e.Thread, Exit: e.Pos.Exit, Branch: e.Pos.Branch,
+		TimeNs: int64(e.Time), Addr: e.Addr, Stack: e.Stack}
+	p, isProbe := r.Probe(e.Probe)
+	if isProbe {
+		out.Probe = p.Name
+	}
+	if len(e.Args) > 0 {
+		out.Args = map[string]uint64{}
+		for i, v := range e.Args {
+			name := fmt.Sprintf("arg%d", i)
+			if isProbe && i < len(p.Args) {
+				name = p.Args[i]
+			}
+			out.Args[name] = v
+		}
+	}
+	if e.Kind == eventdb.KindProbeEntry || e.Kind == eventdb.KindProbeReturn || e.Kind == eventdb.KindSample {
+		out.Symbol = syms.Describe(e.Addr)
+	}
+	for _, a := range e.Stack {
+		out.Symbols = append(out.Symbols, syms.Describe(a))
+	}
+	return out
 }
 
 func probeID(r *eventdb.Run, name string) (uint32, bool) {
