@@ -24,6 +24,25 @@ type Symbols struct {
 	Image string // e.g. the image's SHA-256
 	*symtab.Table
 	Mappings []Mapping
+	Objects  []Object
+}
+
+// Object is an ELF file a Linux program loaded: where its image lies,
+// zero-filled data included.
+type Object struct {
+	Path       string
+	BuildID    string
+	Start, End uint64 // [Start, End): its base and the end of its image
+}
+
+// ObjectAt finds the loaded file whose image holds addr.
+func (s *Symbols) ObjectAt(addr uint64) (Object, bool) {
+	for _, o := range s.Objects {
+		if addr >= o.Start && addr < o.End {
+			return o, true
+		}
+	}
+	return Object{}, false
 }
 
 // Mapping is a file a Linux program mapped.
@@ -82,6 +101,16 @@ func (db *DB) SetSymbols(t *Symbols) error {
 			v = codec.AppendString(v, m.BuildID)
 			v = codec.AppendBool(v, m.Exec)
 		}
+		if len(t.Objects) > maxMappings {
+			return fmt.Errorf("eventdb: %d objects (at most %d)", len(t.Objects), maxMappings)
+		}
+		v = binary.AppendUvarint(v, uint64(len(t.Objects)))
+		for _, o := range t.Objects {
+			v = codec.AppendString(v, o.Path)
+			v = codec.AppendString(v, o.BuildID)
+			v = binary.AppendUvarint(v, o.Start)
+			v = binary.AppendUvarint(v, o.End)
+		}
 	}
 	if err := db.pdb.Set(codec.MetaSymbolsKey, v, pebble.Sync); err != nil {
 		return fmt.Errorf("eventdb: store symbols: %w", err)
@@ -116,6 +145,7 @@ func (db *DB) Symbols() (*Symbols, error) {
 		syms = append(syms, Symbol{Name: r.String("name"), Addr: r.Uvarint("addr"), Size: r.Uvarint("size"), Func: r.Bool("func")})
 	}
 	var maps []Mapping
+	var objs []Object
 	if r.More() {
 		n := r.Count("mappings", 8)
 		maps = make([]Mapping, 0, min(n, maxMappings))
@@ -123,11 +153,16 @@ func (db *DB) Symbols() (*Symbols, error) {
 			maps = append(maps, Mapping{PID: uint32(r.Uvarint("pid")), Start: r.Uvarint("start"), End: r.Uvarint("end"),
 				Offset: r.Uvarint("offset"), Path: r.String("path"), BuildID: r.String("build-id"), Exec: r.Bool("exec")})
 		}
+		n = r.Count("objects", 4)
+		objs = make([]Object, 0, min(n, maxMappings))
+		for i := 0; i < n && r.Err() == nil; i++ {
+			objs = append(objs, Object{Path: r.String("path"), BuildID: r.String("build-id"), Start: r.Uvarint("start"), End: r.Uvarint("end")})
+		}
 	}
 	if err := r.Done(); err != nil {
 		return nil, corrupt(codec.MetaSymbolsKey, err)
 	}
 	s := NewSymbols(image, syms)
-	s.Mappings = maps
+	s.Mappings, s.Objects = maps, objs
 	return s, nil
 }

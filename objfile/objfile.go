@@ -37,10 +37,11 @@ type File struct {
 	data   []byte
 }
 
-// segment is a PT_LOAD: file bytes [Off, Off+FileSz) at [Vaddr, Vaddr+FileSz).
+// segment is a PT_LOAD: file bytes [off, off+filesz) at [vaddr,
+// vaddr+filesz), zeros up to vaddr+memsz.
 type segment struct {
-	vaddr, off, filesz uint64
-	exec               bool
+	vaddr, off, filesz, memsz uint64
+	exec                      bool
 }
 
 // maxSymbols bounds the symbols read from one file (libc has about
@@ -70,7 +71,7 @@ func Parse(path string, data []byte) (*File, error) {
 			if p.Off > uint64(len(data)) || p.Filesz > uint64(len(data))-p.Off {
 				return nil, fmt.Errorf("%s: segment at %#x+%#x is outside the %d-byte file", path, p.Off, p.Filesz, len(data))
 			}
-			o.loads = append(o.loads, segment{vaddr: p.Vaddr, off: p.Off, filesz: p.Filesz, exec: p.Flags&elf.PF_X != 0})
+			o.loads = append(o.loads, segment{vaddr: p.Vaddr, off: p.Off, filesz: p.Filesz, memsz: max(p.Memsz, p.Filesz), exec: p.Flags&elf.PF_X != 0})
 		}
 	}
 	syms, err := symbols(f)
@@ -135,6 +136,16 @@ func (o *File) Base(start, off uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// Span is the end of the file's loaded image, relative to its base: its
+// zero-filled data (.bss) included.
+func (o *File) Span() uint64 {
+	var end uint64
+	for _, s := range o.loads {
+		end = max(end, s.vaddr+s.memsz)
+	}
+	return end
 }
 
 // ExecSegment is the file bytes of the executable segment holding

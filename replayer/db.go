@@ -152,6 +152,7 @@ type mappedSymbols struct {
 	seen  map[string]bool // "path@base"
 	syms  []symtab.Symbol
 	maps  []eventdb.Mapping
+	objs  []eventdb.Object
 }
 
 func (c *mappedSymbols) add(m linux.Mapping, f *objfile.File, _ vmm.Position) error {
@@ -171,6 +172,9 @@ func (c *mappedSymbols) add(m linux.Mapping, f *objfile.File, _ vmm.Position) er
 		return nil
 	}
 	c.seen[key] = true
+	if len(c.objs) < maxMappings {
+		c.objs = append(c.objs, eventdb.Object{Path: m.Path, BuildID: f.BuildID, Start: base, End: base + f.Span()})
+	}
 	for _, s := range f.Symbols.All() {
 		if len(c.syms) >= maxSymbols {
 			break
@@ -186,7 +190,7 @@ func (c *mappedSymbols) add(m linux.Mapping, f *objfile.File, _ vmm.Position) er
 
 func (c *mappedSymbols) symbols() *eventdb.Symbols {
 	s := eventdb.NewSymbols(c.image, c.syms)
-	s.Mappings = c.maps
+	s.Mappings, s.Objects = c.maps, c.objs
 	return s
 }
 

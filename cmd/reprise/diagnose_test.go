@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -17,14 +18,19 @@ import (
 	"github.com/reprise-vm/reprise/tools/lockstat"
 )
 
-// lockstatOf records bin with args, replays it with --locks into a DB and
-// returns the program's output, lockstat's report and the DB.
+// lockstatOf records bin with args (and the record flags before "--" in
+// them, if any), replays it with --locks into a DB and returns the
+// program's output, lockstat's report and the DB.
 func lockstatOf(t *testing.T, bin string, args ...string) (string, *lockstat.Report, string) {
 	t.Helper()
 	kvmtest.Require(t)
 	dir := t.TempDir()
 	tp, db := filepath.Join(dir, "prog.tape"), filepath.Join(dir, "db")
-	r := runCLI(t, nil, append([]string{"record", "-o", tp, "--", bin}, args...)...)
+	flags, rest := []string(nil), args
+	if i := slices.Index(args, "--"); i >= 0 {
+		flags, rest = args[:i], args[i+1:]
+	}
+	r := runCLI(t, nil, append(append(append([]string{"record", "-o", tp}, flags...), "--", bin), rest...)...)
 	require.Equal(t, 0, r.code, r.stderr)
 	rep := runCLI(t, nil, "replay", "-q", "--locks", "--db", db, tp)
 	require.Equal(t, 0, rep.code, rep.stderr)
@@ -237,4 +243,51 @@ func TestDeadlockAgainstHelgrind(t *testing.T) {
 	require.Equal(t, "i,j trylock-safe", verdict("i,j"))
 	require.Equal(t, "none", verdict("m,r"))
 	require.Len(t, sets, 4, "every reprise cycle is one of helgrind's pairs: %v", sets)
+}
+
+// lockstat on programs nobody here wrote. pigz -p 4 compresses with four
+// compress threads and a write thread; every lock it takes is listed, by
+// the file whose image holds it or by the call site that first took it
+// (Debian strips pigz's symbols), and one count follows from its
+// structure exactly: glibc takes its TLS lock (_rtld_global's
+// dl_load_tls_lock) once in _dl_allocate_tls_init for every thread
+// pthread_create starts, so five, one per thread besides main. sqlite3
+// (its CLI on a script) takes libsqlite3's static mutexes, named after
+// the library, and releases every one.
+func TestLockstatOnPigzAndSqlite(t *testing.T) {
+	kvmtest.RequireTools(t, "pigz", "sqlite3")
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.bin")
+	data := make([]byte, 2<<20) // 16 of pigz's 128 KiB blocks
+	for i := range data {
+		data[i] = byte(i * 7 % 251)
+	}
+	require.NoError(t, os.WriteFile(in, data, 0o644))
+	_, rep, _ := lockstatOf(t, "/usr/bin/pigz", "--file", in+":/data/in.bin", "--", "-p", "4", "-c", "/data/in.bin")
+	require.GreaterOrEqual(t, len(rep.Locks), 10, "pigz's locks: %v", names(rep))
+	require.Len(t, rep.Threads, 6, "main, four compress threads and the write thread took locks")
+	var tls *lockstat.Lock
+	for _, l := range rep.Locks {
+		require.NotRegexp(t, `^0x`, l.Name, "every lock has a name")
+		if l.FirstSite != "" && strings.HasPrefix(l.FirstSite, "_dl_allocate_tls_init@") {
+			tls = l
+		}
+	}
+	require.NotNil(t, tls, "glibc's TLS lock: %v", names(rep))
+	require.Equal(t, uint64(5), tls.Acquired, "one acquisition per thread pthread_create started")
+	require.Equal(t, 0, rep.Unreleased)
+
+	script := filepath.Join(dir, "q.sql")
+	require.NoError(t, os.WriteFile(script, []byte("create table t(x); insert into t values(1),(2),(3); select sum(x) from t;\n"), 0o644))
+	out, rep, _ := lockstatOf(t, "/usr/bin/sqlite3", "--stdin", script, "--")
+	require.Contains(t, out, "6")
+	require.NotEmpty(t, rep.Locks)
+	lib := 0
+	for _, l := range rep.Locks {
+		if strings.Contains(l.Name, "libsqlite3.so") {
+			lib++
+		}
+	}
+	require.GreaterOrEqual(t, lib, 3, "libsqlite3's static mutexes, named after it: %v", names(rep))
+	require.Equal(t, 0, rep.Unreleased)
 }

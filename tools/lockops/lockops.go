@@ -37,6 +37,7 @@ package lockops
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -282,12 +283,16 @@ func Scan(db *eventdb.DB, run *eventdb.Run, fn func(op *Op) error) error {
 }
 
 // Name names the lock at addr for reports: the data symbol that holds it
-// ("counter_lock", "stats+0x28"), or for a lock no sized symbol holds (on
-// the heap, on a stack) the call site of its first acquisition,
-// "heap@worker+0x73".
+// ("counter_lock", "stats+0x28"); else the file whose image holds it
+// ("libsqlite3.so.0+0x12aa0": a static lock whose symbol is stripped);
+// else, on the heap or a stack, the call site of its first acquisition
+// ("heap@worker+0x73").
 func Name(syms *eventdb.Symbols, addr, firstSite uint64) string {
 	if s, _, ok := syms.Resolve(addr); ok && s.Size != 0 {
 		return syms.Describe(addr)
+	}
+	if o, ok := syms.ObjectAt(addr); ok {
+		return fmt.Sprintf("%s+%#x", filepath.Base(o.Path), addr-o.Start)
 	}
 	if firstSite == 0 {
 		return fmt.Sprintf("%#x", addr)
