@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -33,6 +34,32 @@ type Object struct {
 	Path       string
 	BuildID    string
 	Start, End uint64 // [Start, End): its base and the end of its image
+}
+
+// Function names the function holding addr; an address that no
+// function symbol holds but a loaded file does is named FILE+0xOFFSET,
+// the address in the file, as perf names it (libz.so.1+0x4a26).
+func (s *Symbols) Function(addr uint64) string {
+	if sym, _, ok := s.Resolve(addr); ok && sym.Func {
+		return sym.Name
+	}
+	return s.inObject(addr)
+}
+
+// Describe names addr as "symbol", "symbol+0x12", FILE+0xOFFSET in a
+// loaded file no symbol covers, or hex.
+func (s *Symbols) Describe(addr uint64) string {
+	if _, _, ok := s.Resolve(addr); ok {
+		return s.Table.Describe(addr)
+	}
+	return s.inObject(addr)
+}
+
+func (s *Symbols) inObject(addr uint64) string {
+	if o, ok := s.ObjectAt(addr); ok {
+		return fmt.Sprintf("%s+%#x", filepath.Base(o.Path), addr-o.Start)
+	}
+	return fmt.Sprintf("%#x", addr)
 }
 
 // ObjectAt finds the loaded file whose image holds addr.

@@ -384,3 +384,34 @@ func (k *Kernel) readUint64(va uint64) (uint64, error) {
 	}
 	return binary.LittleEndian.Uint64(b[:]), nil
 }
+
+// CurrentThread is the running thread's id.
+func (k *Kernel) CurrentThread() int { return k.current().tid }
+
+// FileAt is the file mapping of the running process that holds va, nil
+// if none does.
+func (k *Kernel) FileAt(va uint64) *Mapping { return k.proc().as.fileAt(va) }
+
+// UserRegs are the program's registers where the vCPU, stopped with
+// regs, left it: in the SYSCALL stub, at the instruction after its
+// SYSCALL; in an exception stub, where the exception interrupted it (the
+// CPU's frame at the top of the stub's stack: the debug traps' own, or
+// RSP0's).
+func (k *Kernel) UserRegs(regs kvm.Regs) kvm.Regs {
+	switch {
+	case regs.RIP >= stubPage && regs.RIP < stubPage+pageSize:
+		regs.RIP = regs.RCX
+	case regs.RIP >= vectorsPage && regs.RIP < vectorsPage+pageSize:
+		top := uint64(abi.BootStackTop)
+		if regs.RSP > abi.IST1Top && regs.RSP <= abi.IST2Top {
+			top = abi.IST2Top
+		}
+		ram := k.m.RAM()
+		rip, err1 := ram.Uint64(top - 40)
+		rsp, err2 := ram.Uint64(top - 16)
+		if err1 == nil && err2 == nil {
+			regs.RIP, regs.RSP = rip, rsp
+		}
+	}
+	return regs
+}

@@ -35,6 +35,7 @@ type File struct {
 	Shared bool
 	loads  []segment
 	data   []byte
+	cfi    cfi
 }
 
 // segment is a PT_LOAD: file bytes [off, off+filesz) at [vaddr,

@@ -84,7 +84,11 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 			Time: h.Time, Probe: h.Probe.ID + 1, Addr: h.Site, Args: args})
 	}
 	o.OnSample = func(s *Sample, mem vmm.GuestMemory) error {
-		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: currentThread(mem, tidSym, haveTID),
+		thread := s.Thread
+		if thread == 0 {
+			thread = currentThread(mem, tidSym, haveTID)
+		}
+		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: thread,
 			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack})
 	}
 	o.OnTrace = func(r *TraceRecord) error {

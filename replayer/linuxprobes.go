@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -19,6 +20,7 @@ type MappingHandler func(m linux.Mapping, f *objfile.File, pos vmm.Position) err
 // is mapped — the executable and loader at the start, a library when the
 // loader maps it, in a replay exactly where the recording mapped it.
 type linuxProbes struct {
+	k     *linux.Kernel
 	set   *probes.Set // nil: no probes, only mappings are reported
 	onHit func(Hit) error
 	onMap MappingHandler
@@ -45,8 +47,34 @@ type objectSite struct {
 	ret    bool
 }
 
-func newLinuxProbes(set *probes.Set, onHit func(Hit) error, onMap MappingHandler) *linuxProbes {
-	return &linuxProbes{set: set, onHit: onHit, onMap: onMap, files: map[string]*objectProbes{}}
+func newLinuxProbes(k *linux.Kernel, set *probes.Set, onHit func(Hit) error, onMap MappingHandler) *linuxProbes {
+	return &linuxProbes{k: k, set: set, onHit: onHit, onMap: onMap, files: map[string]*objectProbes{}}
+}
+
+// sample fills in a sample of the running thread: the program's own
+// registers (not a stub's), its thread, and its call stack unwound with
+// the call-frame information of the files it maps.
+func (lp *linuxProbes) sample(s *Sample) {
+	regs := lp.k.UserRegs(s.Regs)
+	s.RIP, s.Thread = regs.RIP, uint32(lp.k.CurrentThread())
+	mem := func(addr uint64) (uint64, error) {
+		var b [8]byte
+		err := lp.m.ReadVirt(addr, b[:])
+		return binary.LittleEndian.Uint64(b[:]), err
+	}
+	locate := func(pc uint64) (*objfile.File, uint64, bool) {
+		m := lp.k.FileAt(pc)
+		if m == nil || !m.Exec {
+			return nil, 0, false
+		}
+		o := lp.files[m.Path]
+		if o == nil || o.file == nil {
+			return nil, 0, false
+		}
+		base, ok := o.file.Base(m.Start, m.Offset)
+		return o.file, base, ok
+	}
+	s.Stack = objfile.Unwind(objfile.Regs{RIP: regs.RIP, RSP: regs.RSP, RBP: regs.RBP}, mem, locate, maxStackDepth)
 }
 
 // object parses the file at path (once per path and contents) and

@@ -106,11 +106,11 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		switch {
 		case o.Plan != nil || len(o.Probes) > 0:
 			return nil, errors.New("replayer: a Linux program's probes are a probes.Set (Options.Set), resolved in the files it maps")
-		case o.SampleEvery != 0 || o.SamplePeriod != 0:
-			return nil, errors.New("replayer: sampling does not reach Linux programs yet")
+		case o.SampleEvery != 0:
+			return nil, errors.New("replayer: a Linux program is sampled by time (SamplePeriod): its positions count no branches")
 		}
-		if o.Set != nil || o.OnMapping != nil {
-			eng.linux = newLinuxProbes(o.Set, o.OnHit, o.OnMapping)
+		if o.Set != nil || o.OnMapping != nil || o.SamplePeriod != 0 {
+			eng.linux = newLinuxProbes(k, o.Set, o.OnHit, o.OnMapping)
 			k.SetBreakpoints(eng.linux)
 			eng.kernel = k
 		}
@@ -136,6 +136,9 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	if eng.sampler, err = newSampler(o.SampleEvery, o.SamplePeriod, o.OnSample); err != nil {
 		return nil, err
+	}
+	if eng.sampler != nil && eng.linux != nil {
+		eng.sampler.linux = eng.linux
 	}
 	if o.OnTrace != nil {
 		eng.trace = &traceRing{on: o.OnTrace}

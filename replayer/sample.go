@@ -21,11 +21,12 @@ const MinSamplePeriod = 100 * time.Microsecond
 // Sample is the guest's user-mode state at a sampling point: the
 // instrumented code's location and its frame-pointer call stack.
 type Sample struct {
-	Pos   vmm.Position
-	Time  time.Duration // record-time host time of the last event before it
-	RIP   uint64        // where the sampled code was (the branch counter's caller)
-	Stack []uint64      // return addresses, innermost first
-	Regs  kvm.Regs
+	Pos    vmm.Position
+	Thread uint32        // a Linux program's thread (0: the kit's, read from its memory)
+	Time   time.Duration // record-time host time of the last event before it
+	RIP    uint64        // where the sampled code was (the branch counter's caller)
+	Stack  []uint64      // return addresses, innermost first
+	Regs   kvm.Regs
 }
 
 // SampleHandler receives each sample with the guest's memory.
@@ -41,6 +42,7 @@ type sampler struct {
 	period time.Duration
 	due    atomic.Bool // a timed sample was asked for
 	on     SampleHandler
+	linux  *linuxProbes // a Linux program's: its stacks are unwound by its files' CFI
 }
 
 func newSampler(every uint64, period time.Duration, on SampleHandler) (*sampler, error) {
@@ -108,6 +110,14 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 	regs := *m.Regs()
 	pos := m.Position()
 	smp := &Sample{Pos: pos, Time: recordTime(pos), Regs: regs, RIP: regs.RIP}
+	if s.linux != nil {
+		s.linux.sample(smp)
+		m.Stats().Samples++
+		if s.on == nil {
+			return nil
+		}
+		return s.on(smp, m)
+	}
 	var b [16]byte
 	if atTarget || m.InBranchHook(regs.RIP) {
 		smp.RIP = 0

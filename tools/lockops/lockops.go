@@ -37,7 +37,6 @@ package lockops
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -291,8 +290,8 @@ func Name(syms *eventdb.Symbols, addr, firstSite uint64) string {
 	if s, _, ok := syms.Resolve(addr); ok && s.Size != 0 {
 		return syms.Describe(addr)
 	}
-	if o, ok := syms.ObjectAt(addr); ok {
-		return fmt.Sprintf("%s+%#x", filepath.Base(o.Path), addr-o.Start)
+	if _, ok := syms.ObjectAt(addr); ok {
+		return syms.Describe(addr)
 	}
 	if firstSite == 0 {
 		return fmt.Sprintf("%#x", addr)

@@ -69,7 +69,8 @@ func (a *attribution) id(name string) funcID {
 }
 
 // function resolves a frame to its function: the function symbol holding
-// it, or the frame's own address in hex.
+// it, or the frame's own address — FILE+0xOFFSET in a Linux program's
+// file without a symbol for it (as perf names it), else hex.
 func (a *attribution) function(f frameAddr) funcID {
 	if id, ok := a.fn[f]; ok {
 		return id
@@ -78,9 +79,11 @@ func (a *attribution) function(f frameAddr) funcID {
 	if f.ret && look > 0 {
 		look--
 	}
-	name := fmt.Sprintf("%#x", f.addr)
+	name := a.syms.Describe(f.addr)
 	if s, _, ok := a.syms.Resolve(look); ok && s.Func {
 		name = s.Name
+	} else if _, _, ok := a.syms.Resolve(f.addr); ok {
+		name = fmt.Sprintf("%#x", f.addr) // inside a data or unsized symbol: no function
 	}
 	id := a.id(name)
 	a.fn[f] = id

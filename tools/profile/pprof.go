@@ -14,7 +14,9 @@ import (
 // guest thread id (pprof -tagfocus thread=3, -tagroot thread). Functions
 // carry their names, so pprof needs no binary to symbolize. The call
 // stacks are written whether or not the profile was built with
-// Options.CallGraph.
+// Options.CallGraph. A Linux program's profile has one mapping per file
+// it loaded (path, build-id, address range), so pprof shows which
+// executable or library each location is in.
 func (p *Profile) WritePprof(w io.Writer) error {
 	pp, err := p.pprof()
 	if err != nil {
@@ -31,7 +33,8 @@ func (p *Profile) WritePprof(w io.Writer) error {
 type pprofBuilder struct {
 	a       *attribution
 	out     *profile.Profile
-	image   *profile.Mapping
+	image   *profile.Mapping   // the kit's image, or what no loaded file holds
+	objects []*profile.Mapping // a Linux program's loaded files
 	locs    map[frameAddr]*profile.Location
 	funcs   map[funcID]*profile.Function
 	threads map[uint32]map[string][]string // label sets, shared by a thread's samples
@@ -48,17 +51,26 @@ func (p *Profile) pprof() (*profile.Profile, error) {
 			DurationNanos: p.span.Nanoseconds(),
 			Comments:      []string{"reprise " + p.Describe(), "tape " + p.Tape},
 		},
-		image:   &profile.Mapping{ID: 1, File: "guest-image", BuildID: p.attr.syms.Image, HasFunctions: true},
+		image:   &profile.Mapping{File: "guest-image", BuildID: p.attr.syms.Image, HasFunctions: true},
 		locs:    make(map[frameAddr]*profile.Location),
 		funcs:   make(map[funcID]*profile.Function),
 		threads: make(map[uint32]map[string][]string),
 	}
-	b.out.Mapping = []*profile.Mapping{b.image}
+	// The first mapping is the one pprof calls the main binary: a Linux
+	// program's executable (its first file loaded), or the kit's image.
+	for _, o := range p.attr.syms.Objects {
+		m := &profile.Mapping{ID: uint64(len(b.objects) + 1), Start: o.Start, Limit: o.End, File: o.Path, BuildID: o.BuildID, HasFunctions: true}
+		b.objects = append(b.objects, m)
+	}
+	b.out.Mapping = b.objects
 	b.out.Sample = make([]*profile.Sample, 0, len(p.attr.stacks))
 	for i := range p.attr.stacks {
 		b.add(&p.attr.stacks[i])
 	}
-	b.spanImage()
+	if b.spanImage() {
+		b.image.ID = uint64(len(b.out.Mapping) + 1)
+		b.out.Mapping = append(b.out.Mapping, b.image)
+	}
 	if err := b.out.CheckValid(); err != nil {
 		return nil, fmt.Errorf("profile: build pprof: %w", err)
 	}
@@ -83,7 +95,7 @@ func (b *pprofBuilder) location(f frameAddr) *profile.Location {
 		return l
 	}
 	l := &profile.Location{
-		ID: uint64(len(b.out.Location) + 1), Mapping: b.image, Address: f.addr,
+		ID: uint64(len(b.out.Location) + 1), Mapping: b.mappingOf(f.addr), Address: f.addr,
 		Line: []profile.Line{{Function: b.function(b.a.function(f))}},
 	}
 	b.out.Location = append(b.out.Location, l)
@@ -91,14 +103,32 @@ func (b *pprofBuilder) location(f frameAddr) *profile.Location {
 	return l
 }
 
-// spanImage makes the image's mapping cover every address sampled.
-func (b *pprofBuilder) spanImage() {
-	for f := range b.locs {
+// mappingOf is the mapping of the loaded file holding addr, else the
+// image's.
+func (b *pprofBuilder) mappingOf(addr uint64) *profile.Mapping {
+	for _, m := range b.objects {
+		if addr >= m.Start && addr < m.Limit {
+			return m
+		}
+	}
+	return b.image
+}
+
+// spanImage makes the image's mapping cover every address sampled that
+// no loaded file holds, and reports whether there is one.
+func (b *pprofBuilder) spanImage() bool {
+	used := false
+	for f, l := range b.locs {
+		if l.Mapping != b.image {
+			continue
+		}
+		used = true
 		if b.image.Limit == 0 || f.addr < b.image.Start {
 			b.image.Start = f.addr
 		}
 		b.image.Limit = max(b.image.Limit, f.addr+1)
 	}
+	return used || len(b.objects) == 0
 }
 
 func (b *pprofBuilder) function(id funcID) *profile.Function {
