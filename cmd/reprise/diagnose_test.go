@@ -384,3 +384,41 @@ func TestProfileAgainstPerf(t *testing.T) {
 	require.Greater(t, mainTotal, 95.0, "main's total: its callees' samples, unwound through them by CFI")
 	require.Greater(t, libcStart, 95.0, "the stacks reach libc's __libc_start_main")
 }
+
+// reprise profile of pigz -p 4 (Debian's build: no frame pointers,
+// pigz and zlib stripped), per thread: the stacks of its four compress
+// threads, unwound through pigz, zlib and libc by their .eh_frame, run
+// from start_thread@libc.so.6 down through deflate@libz.so.1 for most of
+// their samples; the code zlib's symbols do not name is named by file
+// and offset, as perf names it (libz.so.1+0x4a26).
+func TestProfileOfPigzPerThread(t *testing.T) {
+	kvmtest.RequireTools(t, "pigz")
+	in := filepath.Join(t.TempDir(), "in.txt")
+	text := make([]byte, 0, 8<<20)
+	for x := uint64(1); len(text) < cap(text); {
+		x = x*6364136223846793005 + 1442695040888963407
+		text = strconv.AppendUint(text, x>>40, 16) // hex digits: compresses, slowly
+	}
+	require.NoError(t, os.WriteFile(in, text, 0o644))
+	p := profileOf(t, "/usr/bin/pigz", "--file", in+":/data/in.txt", "--", "-p", "4", "-c", "/data/in.txt")
+	total := func(th profile.ThreadProfile, fn string) float64 {
+		for _, f := range th.Functions {
+			if f.Function == fn {
+				return f.TotalPct
+			}
+		}
+		return 0
+	}
+	compress, byOffset := 0, false
+	for _, th := range p.Threads {
+		if total(th, "deflate@libz.so.1") >= 50 {
+			compress++
+			require.GreaterOrEqual(t, total(th, "start_thread@libc.so.6"), 90.0, "thread %d's stacks reach its start", th.Thread)
+		}
+		for _, f := range th.Functions {
+			byOffset = byOffset || strings.HasPrefix(f.Function, "libz.so.1+0x")
+		}
+	}
+	require.Equal(t, 4, compress, "the compress threads, deep in deflate: %+v", p.Threads)
+	require.True(t, byOffset, "zlib's unnamed code is named by file and offset")
+}
