@@ -117,7 +117,7 @@ func TestHostViewTools(t *testing.T) {
 	}
 
 	trace := filepath.Join(dir, "trace.json")
-	r = runCLI(t, nil, "timeline", "-o", trace, db)
+	r = runCLI(t, nil, "timeline", "--json", "-o", trace, db)
 	require.Equal(t, 0, r.code, r.stderr)
 	raw, err := os.ReadFile(trace)
 	require.NoError(t, err)
@@ -138,6 +138,23 @@ func TestHostViewTools(t *testing.T) {
 	}
 	require.Contains(t, tracks, "guest thread 1")
 	require.Contains(t, tracks, "guest thread 2")
+	jsonSlices := map[string]int{}
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" {
+			jsonSlices[e.Name]++
+		}
+	}
+
+	// The default, Perfetto's protobuf, decoded by protoc: the same
+	// tracks and slices.
+	pb := filepath.Join(dir, "trace.pftrace")
+	r = runCLI(t, nil, "timeline", "-o", pb, db)
+	require.Equal(t, 0, r.code, r.stderr)
+	pt := decodePerfetto(t, pb)
+	require.Contains(t, pt.tracks, "guest thread 1")
+	require.Contains(t, pt.tracks, "guest thread 2")
+	require.Equal(t, jsonSlices, pt.slices, "the protobuf trace's slices are the JSON trace's")
+
 	r = runCLI(t, nil, "timeline", "--max-events", "50", "-o", trace, db)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, "merged")

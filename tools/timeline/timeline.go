@@ -1,8 +1,13 @@
-// Package timeline writes a run's states (package states) as Chrome
-// trace-event JSON, which ui.perfetto.dev and chrome://tracing open: one
-// process per recorded VM with a track per vCPU (RUNNING, VMM with its exit
-// reason, IDLE, PREEMPTED) and per guest thread (running, runnable), and a
-// "host" process with a track per host CPU showing which host thread ran.
+// Package timeline writes a run's states (package states) as a trace that
+// ui.perfetto.dev opens: one process per recorded VM with a track per vCPU
+// (RUNNING, VMM with its exit reason, IDLE, PREEMPTED) and per guest
+// thread (running, runnable), and a "host" process with a track per host
+// CPU showing which host thread ran.
+//
+// The format is Perfetto's own protobuf (TrackEvent, names interned),
+// which Perfetto loads at sizes where its importer of the legacy Chrome
+// JSON gives up; the JSON is still written on request (Options.JSON) for
+// chrome://tracing and older tools.
 //
 // A long recording has millions of intervals, more than a trace viewer
 // loads comfortably; above Options.MaxEvents, stretches shorter than a
@@ -21,12 +26,18 @@ import (
 	"github.com/reprise-vm/reprise/tools/states"
 )
 
-// DefaultMaxEvents is where aggregation starts.
-const DefaultMaxEvents = 1_000_000
+// DefaultMaxEvents is where aggregation starts: for the protobuf format;
+// the JSON one starts at DefaultMaxJSONEvents, as Perfetto's JSON importer
+// slows to a halt well before.
+const (
+	DefaultMaxEvents     = 10_000_000
+	DefaultMaxJSONEvents = 1_000_000
+)
 
 // Options tune the trace.
 type Options struct {
-	MaxEvents int // 0: DefaultMaxEvents
+	MaxEvents int  // 0: DefaultMaxEvents (DefaultMaxJSONEvents for JSON)
+	JSON      bool // Chrome trace-event JSON instead of Perfetto's protobuf
 }
 
 // Stats says what was written.
@@ -34,6 +45,7 @@ type Stats struct {
 	Intervals int           // intervals in the runs
 	Events    int           // slices written
 	Quantum   time.Duration // stretches shorter than this were merged (0: none)
+	Limit     int           // the most slices the trace was to hold
 }
 
 // slice is one interval of one track.
@@ -53,7 +65,11 @@ type track struct {
 // aligned onto it with states.Align) as one trace.
 func Write(w io.Writer, runs []*states.Run, o Options) (Stats, error) {
 	limit := o.MaxEvents
-	if limit <= 0 {
+	switch {
+	case limit > 0:
+	case o.JSON:
+		limit = DefaultMaxJSONEvents
+	default:
 		limit = DefaultMaxEvents
 	}
 	var tracks []track
@@ -66,7 +82,7 @@ func Write(w io.Writer, runs []*states.Run, o Options) (Stats, error) {
 		procs = append(procs, "host")
 		tracks = append(tracks, hostTracks(len(procs), runs)...)
 	}
-	var st Stats
+	st := Stats{Limit: limit}
 	for _, t := range tracks {
 		st.Intervals += len(t.slices)
 	}
@@ -86,6 +102,12 @@ func Write(w io.Writer, runs []*states.Run, o Options) (Stats, error) {
 		}
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
+	if !o.JSON {
+		if err := writeProto(bw, procs, tracks, st.Quantum, origin); err != nil {
+			return st, err
+		}
+		return st, bw.Flush()
+	}
 	enc := encoder{w: bw, origin: origin}
 	enc.raw(`{"displayTimeUnit":"ns","traceEvents":[`)
 	for i, name := range procs {
