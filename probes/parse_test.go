@@ -255,3 +255,30 @@ func TestValidate(t *testing.T) {
 	require.NoError(t, ok.validate())
 	require.Equal(t, "x=f a=*(r12-0x8):2", ok.String())
 }
+
+// SYMBOL@LIBRARY names the file that defines the symbol; the name keeps
+// only the symbol, and the spec prints back as it was written.
+func TestParseObject(t *testing.T) {
+	for _, tc := range []struct {
+		text, name, symbol, object string
+		off                        uint64
+		ret                        bool
+	}{
+		{text: "pthread_mutex_lock@libc.so.6", name: "pthread_mutex_lock", symbol: "pthread_mutex_lock", object: "libc.so.6"},
+		{text: "l=f+0x4@libstdc++.so.6 a=arg0", name: "l", symbol: "f", object: "libstdc++.so.6", off: 4},
+		{text: "r=crc32@/lib/x86_64-linux-gnu/libz.so.1%return", name: "r", symbol: "crc32", object: "/lib/x86_64-linux-gnu/libz.so.1", ret: true},
+	} {
+		s, err := ParseSpec(tc.text)
+		require.NoError(t, err, tc.text)
+		require.Equal(t, tc.name, s.Name, tc.text)
+		require.Equal(t, tc.symbol, s.Symbol, tc.text)
+		require.Equal(t, tc.object, s.Object, tc.text)
+		require.Equal(t, tc.off, s.Off, tc.text)
+		require.Equal(t, tc.ret, s.Return, tc.text)
+		back, err := ParseSpec(s.String())
+		require.NoError(t, err)
+		require.Equal(t, s.Object, back.Object)
+	}
+	_, err := ParseSpec("f@")
+	require.ErrorContains(t, err, "missing file name after '@'")
+}

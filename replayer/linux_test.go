@@ -3,6 +3,7 @@ package replayer_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,11 +24,18 @@ import (
 // console output.
 func recordLinux(t *testing.T, bin string, argv ...string) (string, *recorder.Result, string) {
 	t.Helper()
+	return recordLinuxWith(t, nil, bin, argv...)
+}
+
+// recordLinuxWith is recordLinux with more files for the program.
+func recordLinuxWith(t *testing.T, files []linux.File, bin string, argv ...string) (string, *recorder.Result, string) {
+	t.Helper()
 	kvmtest.Require(t)
 	raw, err := os.ReadFile(bin)
 	require.NoError(t, err)
 	deps, err := linux.Dependencies(raw)
 	require.NoError(t, err)
+	deps = append(deps, files...)
 	p := &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"}, Files: deps,
 		Random: [16]byte{1, 2, 3}, Epoch: time.Unix(1700000000, 0)}
 	path := filepath.Join(t.TempDir(), "prog.tape")
@@ -102,4 +110,37 @@ func TestLinuxProbesCountMutexAcquisitions(t *testing.T) {
 			require.GreaterOrEqual(t, len(threads), 4, "hits come from the program's threads")
 		})
 	}
+}
+
+// A probe on a library the program opens with dlopen — zlib, which the
+// executable does not name — is placed when the loader maps the library,
+// at the same point in every replay: it sees every call the program
+// made, and the replays agree hit for hit.
+func TestLinuxProbesInALibraryOpenedAtRunTime(t *testing.T) {
+	kvmtest.RequireTools(t, "gcc")
+	bin := cprog.Build(t, "gcc", "dlopen", "-O1")
+	const libz = "/lib/x86_64-linux-gnu/libz.so.1"
+	path, rec, console := recordLinuxWith(t, []linux.File{{Guest: libz, Host: libz}}, bin, "dlopen", "5")
+	want := cprog.Truth(console)["crc32"]
+	require.Equal(t, 5, want, console)
+
+	specs, err := probes.ParseSpecs([]string{"crc=crc32@libz.so.1 len=arg2", "crcret=crc32@libz.so.1%return ret=rax"})
+	require.NoError(t, err)
+	set, err := probes.NewSet(specs)
+	require.NoError(t, err)
+	var hits [2][]string
+	for i := range hits {
+		var out bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Set: set,
+			OnHit: func(h replayer.Hit) error {
+				hits[i] = append(hits[i], fmt.Sprintf("%s %v %#x", h.Probe.Name, h.Pos, h.Args[0].Value))
+				return nil
+			}})
+		require.NoError(t, err)
+		require.Equal(t, console, out.String())
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash)
+	}
+	require.Len(t, hits[0], 2*want, "an entry and a return per call: %v", hits[0])
+	require.Equal(t, "crc 0x7", hits[0][0][:3]+" "+hits[0][0][len(hits[0][0])-3:], "the length argument")
+	require.Equal(t, hits[0], hits[1], "every replay hits at the same positions")
 }
