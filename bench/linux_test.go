@@ -14,8 +14,11 @@ import (
 
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/objfile"
+	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/tools/lockops"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -220,4 +223,88 @@ func BenchmarkLinuxSyscall(b *testing.B) {
 	b.ReportMetric(rg/n, "reprise-getpid-ns")
 	b.ReportMetric(np/n, "native-pread4k-ns")
 	b.ReportMetric(rp/n, "reprise-pread4k-ns")
+}
+
+// BenchmarkLinuxDiagnosis: what a Linux program's replay costs with the
+// C library's lock probes (pthread mutexes, rwlocks, condition waits: an
+// int3 and a single step per hit) and with timed sampling every
+// millisecond (a kick, the registers, a CFI unwind), against the bare
+// replay of the same tape, side by side: the lock-heavy program of the
+// tests (internal/cprog/testdata/locks.c, glibc, 4 threads) and pigz -p 4.
+func BenchmarkLinuxDiagnosis(b *testing.B) {
+	kvmtest.RequireTools(b, "gcc", "pigz")
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "locks")
+	if out, err := exec.Command("gcc", "-O1", "-pthread", "-o", bin, filepath.Join("..", "internal", "cprog", "testdata", "locks.c")).CombinedOutput(); err != nil {
+		b.Fatalf("gcc: %v: %s", err, out)
+	}
+	in := filepath.Join(dir, "in.txt")
+	text := make([]byte, 0, 4<<20)
+	for x := uint64(1); len(text) < cap(text); {
+		x = x*6364136223846793005 + 1442695040888963407
+		text = strconv.AppendUint(text, x>>40, 16)
+	}
+	if err := os.WriteFile(in, text, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range []linuxProgram{
+		{name: "locks", argv: []string{bin, "4", "2000"}},
+		{name: "pigz", argv: []string{"/usr/bin/pigz", "-p", "4", "-c", in}, files: []linux.File{{Guest: in, Host: in}}},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			tp := filepath.Join(b.TempDir(), p.name+".tape")
+			p.record(b, tp)
+			objs, err := replayer.TapeObjects(tp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			set := pthreadSet(b, objs)
+			var bare, probed, sampled time.Duration
+			var hits, samples uint64
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				replayLinux(b, tp, replayer.Options{})
+				bare += time.Since(t0)
+				t0 = time.Now()
+				rp := replayLinux(b, tp, replayer.Options{Set: set, OnHit: func(replayer.Hit) error { hits++; return nil }})
+				probed += time.Since(t0)
+				t0 = time.Now()
+				rs := replayLinux(b, tp, replayer.Options{SamplePeriod: time.Millisecond, OnSample: func(*replayer.Sample, vmm.GuestMemory) error { return nil }})
+				sampled += time.Since(t0)
+				samples += rs.Stats.Samples
+				_ = rp
+			}
+			b.ReportMetric(float64(probed)/float64(bare), "x-bare-locks")
+			b.ReportMetric(float64(hits)/float64(b.N), "hits/replay")
+			if hits > 0 {
+				b.ReportMetric(float64((probed-bare).Nanoseconds())/float64(hits)/1e3, "µs/hit")
+			}
+			b.ReportMetric(float64(sampled)/float64(bare), "x-bare-sampled")
+			b.ReportMetric(float64(samples)/float64(b.N), "samples/replay")
+		})
+	}
+}
+
+// pthreadSet is the probe set --locks uses for a program of objs.
+func pthreadSet(b *testing.B, objs []*objfile.File) *probes.Set {
+	b.Helper()
+	specs, err := probes.Available(lockops.PthreadProbes(probes.Defines(objs, "gnu_get_libc_version")), objs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	set, err := probes.NewSet(specs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return set
+}
+
+func replayLinux(b *testing.B, path string, o replayer.Options) *replayer.Result {
+	b.Helper()
+	o.Tape, o.Console = path, io.Discard
+	res, err := replayer.Replay(context.Background(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return res
 }

@@ -162,3 +162,30 @@ type objectCode struct{ f *objfile.File }
 func (o objectCode) SymbolTable() *symtab.Table { return o.f.Symbols }
 
 func (o objectCode) execBytes(addr uint64) (uint64, []byte, bool) { return o.f.ExecSegment(addr) }
+
+// Defines reports whether one of files defines symbol.
+func Defines(files []*objfile.File, symbol string) bool {
+	for _, f := range files {
+		if _, ok := f.Symbols.Lookup(symbol); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Available parses texts and keeps the specs whose symbol one of files
+// defines: a standard set (the C library's lock probes) trimmed to what
+// a program's C library has.
+func Available(texts []string, files []*objfile.File) ([]Spec, error) {
+	var keep []string
+	for _, text := range texts {
+		s, err := ParseSpec(text)
+		if err != nil {
+			return nil, err
+		}
+		if Defines(files, s.Symbol) {
+			keep = append(keep, text)
+		}
+	}
+	return ParseSpecs(keep)
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -207,23 +206,10 @@ func linuxProbeSet(objs []*objfile.File, specs []string, file string, locks bool
 // pthreadProbes are the C library's lock probes for a program made of
 // objs: musl's or glibc's set, without the functions its C library lacks.
 func pthreadProbes(objs []*objfile.File) ([]probes.Spec, error) {
-	defines := func(sym string) bool {
-		return slices.ContainsFunc(objs, func(o *objfile.File) bool { _, ok := o.Symbols.Lookup(sym); return ok })
-	}
-	if !defines("pthread_mutex_lock") {
+	if !probes.Defines(objs, "pthread_mutex_lock") {
 		return nil, errors.New("--locks: the program's files define no pthread_mutex_lock (a static program without threads, or a C library reprise does not know)")
 	}
-	var keep []string
-	for _, text := range lockops.PthreadProbes(defines("gnu_get_libc_version")) {
-		s, err := probes.ParseSpec(text)
-		if err != nil {
-			return nil, err
-		}
-		if defines(s.Symbol) {
-			keep = append(keep, text)
-		}
-	}
-	return probes.ParseSpecs(keep)
+	return probes.Available(lockops.PthreadProbes(probes.Defines(objs, "gnu_get_libc_version")), objs)
 }
 
 func replayToDB(ctx context.Context, opts replayer.Options, dir string) (*replayer.Result, *eventdb.Run, error) {
