@@ -31,7 +31,10 @@ const (
 	KindHostWakeup  Kind = 12 // a host thread made runnable: Thread the host thread, Args [host CPU]
 	KindHostMigrate Kind = 13 // a host thread moved: Thread the host thread, Args [from CPU, to CPU]
 
-	kindLast = KindHostMigrate
+	// A Linux program's runs.
+	KindMapping Kind = 14 // a file mapped: Thread the process id, Addr its start, Args [end, file offset, executable (1) or not (0), its index in Symbols.Mappings]
+
+	kindLast = KindMapping
 )
 
 // KindHypervisor codes (Event.Addr) and what Args[0] holds.
@@ -57,6 +60,7 @@ var kindNames = [...]string{
 	KindHostSwitch:   "host-switch",
 	KindHostWakeup:   "host-wakeup",
 	KindHostMigrate:  "host-migrate",
+	KindMapping:      "mapping",
 }
 
 // Kinds returns every kind this package knows, in key order.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
@@ -50,7 +51,6 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		// The symbols are those of the files the program maps: stored
 		// when the replay has seen them all.
 		mapped = &mappedSymbols{image: fmt.Sprintf("%x", h.Image.SHA256), seen: map[string]bool{}}
-		o.OnMapping = mapped.add
 	} else {
 		if o.Image == nil {
 			if o.Image, err = TapeImage(o.Tape); err != nil {
@@ -71,6 +71,20 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	// events it produced: the run stays incomplete, and holds them. After
 	// Finish, Close does nothing.
 	defer in.Close()
+	if mapped != nil {
+		o.OnMapping = func(m linux.Mapping, f *objfile.File, pos vmm.Position, at time.Duration) error {
+			index := len(mapped.maps)
+			if err := mapped.add(m, f); err != nil || index == len(mapped.maps) {
+				return err // past the bound: not kept
+			}
+			exec := uint64(0)
+			if m.Exec {
+				exec = 1
+			}
+			return in.Add(&eventdb.Event{Kind: eventdb.KindMapping, Thread: uint32(m.PID), Pos: eventdb.Position(pos), Time: at,
+				Addr: m.Start, Args: []uint64{m.End, m.Offset, exec, uint64(index)}})
+		}
+	}
 	o.OnHit = func(h Hit) error {
 		args := make([]uint64, len(h.Args))
 		for i, v := range h.Args {
@@ -159,7 +173,7 @@ type mappedSymbols struct {
 	objs  []eventdb.Object
 }
 
-func (c *mappedSymbols) add(m linux.Mapping, f *objfile.File, _ vmm.Position) error {
+func (c *mappedSymbols) add(m linux.Mapping, f *objfile.File) error {
 	if len(c.maps) < maxMappings {
 		em := eventdb.Mapping{PID: uint32(m.PID), Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Exec: m.Exec}
 		if f != nil {

@@ -12,8 +12,9 @@ import (
 )
 
 // MappingHandler is told of every file a Linux program maps, in order,
-// with the file's symbols (nil when the file is no ELF file).
-type MappingHandler func(m linux.Mapping, f *objfile.File, pos vmm.Position) error
+// with the file's symbols (nil when the file is no ELF file), where and
+// when (record time) the program mapped it.
+type MappingHandler func(m linux.Mapping, f *objfile.File, pos vmm.Position, at time.Duration) error
 
 // linuxProbes places a probe set in a Linux program (linux.Breakpoints):
 // in every file the program maps that defines a probe's symbol, when it
@@ -124,10 +125,11 @@ func (lp *linuxProbes) Mapped(m linux.Mapping, data []byte) ([]uint64, error) {
 	}
 	if lp.onMap != nil {
 		var pos vmm.Position
-		if lp.m != nil {
-			pos = lp.m.Position()
+		var at time.Duration
+		if lp.m != nil { // the executable and loader are mapped before the machine runs
+			pos, at = lp.m.Position(), lp.recordTime(lp.m.Position())
 		}
-		if err := lp.onMap(m, o.file, pos); err != nil {
+		if err := lp.onMap(m, o.file, pos, at); err != nil {
 			return nil, err
 		}
 	}

@@ -113,6 +113,24 @@ func TestLockstatMatchesProgramCounts(t *testing.T) {
 				}
 			}
 			require.Equal(t, want["counter_lock"], counter)
+
+			// The program's files, as it mapped them: its executable first.
+			maps := runCLI(t, nil, "events", "--json", "--run", "1", "--kind", "mapping", db)
+			require.Equal(t, 0, maps.code, maps.stderr)
+			var paths []string
+			for _, line := range strings.Split(strings.TrimSpace(maps.stdout), "\n") {
+				var e struct {
+					Thread uint32
+					Path   string
+				}
+				require.NoError(t, json.Unmarshal([]byte(line), &e), line)
+				require.Equal(t, uint32(1), e.Thread, "one process")
+				paths = append(paths, filepath.Base(e.Path))
+			}
+			require.Equal(t, filepath.Base(bin), paths[0])
+			if tc.name == "glibc-dynamic" {
+				require.Contains(t, paths, "libc.so.6")
+			}
 		})
 	}
 }

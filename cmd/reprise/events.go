@@ -28,12 +28,14 @@ func newEventsCmd() *cobra.Command {
 		Long: `Without --run, list the runs of an event database (one per replay with a
 probe set). With --run N, print that run's events in key order (kind, then
 thread, then execution position), optionally only some kinds (probe-entry,
-probe-return, sample, switch, thread-create, thread-exit, user) or one
-thread, or one probe's hits (--probe lock).
+probe-return, sample, switch, thread-create, thread-exit, user, mapping —
+a Linux program's files as it mapped them, by process) or one thread, or
+one probe's hits (--probe lock).
 
 --json prints JSON Lines instead, one object a line: a run's fields, or an
 event's (run, seq, kind, thread, exit, branch, time_ns, probe, addr,
-symbol, args by name, stack and its symbols), so scripts need not parse
+symbol, args by name, stack and its symbols, a mapping's path), so
+scripts need not parse
 the table. Addresses are exact decimal integers.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -116,8 +118,13 @@ the table. Addresses are exact decimal integers.`,
 					extra = hexList(e.Stack)
 				}
 				addr := fmt.Sprintf("%#x", e.Addr)
-				if e.Kind == eventdb.KindProbeEntry || e.Kind == eventdb.KindProbeReturn || e.Kind == eventdb.KindSample {
+				switch e.Kind {
+				case eventdb.KindProbeEntry, eventdb.KindProbeReturn, eventdb.KindSample:
 					addr = syms.Describe(e.Addr)
+				case eventdb.KindMapping:
+					if m, ok := mappingOf(e, syms); ok {
+						extra = fmt.Sprintf("%s [%#x, %#x) offset %#x", m.Path, m.Start, m.End, m.Offset)
+					}
 				}
 				fmt.Fprintf(out, "%v\t%d\t%v\t%v\t%s\t%s\t%s\n", e.Kind, e.Thread, e.Pos, e.Time.Round(time.Microsecond), name, addr, extra)
 				n++
@@ -152,6 +159,7 @@ type eventJSON struct {
 	Args    map[string]uint64 `json:"args,omitempty"`
 	Stack   []uint64          `json:"stack,omitempty"`
 	Symbols []string          `json:"stack_symbols,omitempty"`
+	Path    string            `json:"path,omitempty"` // a mapping's file
 }
 
 // eventLine is e of run r as a JSON line: its probe and arguments by the
@@ -180,7 +188,22 @@ func eventLine(run uint32, e *eventdb.Event, r *eventdb.Run, syms *eventdb.Symbo
 	for _, a := range e.Stack {
 		out.Symbols = append(out.Symbols, syms.Describe(a))
 	}
+	if e.Kind == eventdb.KindMapping {
+		out.Args = nil
+		if m, ok := mappingOf(e, syms); ok {
+			out.Path = m.Path
+			out.Args = map[string]uint64{"end": m.End, "offset": m.Offset}
+		}
+	}
 	return out
+}
+
+// mappingOf is the file mapping a mapping event stands for.
+func mappingOf(e *eventdb.Event, syms *eventdb.Symbols) (eventdb.Mapping, bool) {
+	if len(e.Args) < 4 || e.Args[3] >= uint64(len(syms.Mappings)) {
+		return eventdb.Mapping{}, false
+	}
+	return syms.Mappings[e.Args[3]], true
 }
 
 func probeID(r *eventdb.Run, name string) (uint32, bool) {
