@@ -20,7 +20,14 @@ type cfi struct {
 
 // frameAt establishes the frame of the code at the file's virtual
 // address pc: how to find the caller's registers.
-func (o *File) frameAt(pc uint64) (*frame.FrameContext, error) {
+func (o *File) frameAt(pc uint64) (ctx *frame.FrameContext, err error) {
+	// The file is the program's, as untrusted as the program: a parser
+	// that panics on it fails this unwind, not the replay.
+	defer func() {
+		if r := recover(); r != nil {
+			ctx, err = nil, fmt.Errorf("%s: call-frame information: %v", o.Path, r)
+		}
+	}()
 	o.cfi.once.Do(func() { o.cfi.fdes, o.cfi.err = parseEHFrame(o.data) })
 	if o.cfi.err != nil {
 		return nil, o.cfi.err
@@ -35,7 +42,12 @@ func (o *File) frameAt(pc uint64) (*frame.FrameContext, error) {
 // maxEHFrame bounds the .eh_frame section parsed (libc's is 60 KiB).
 const maxEHFrame = 64 << 20
 
-func parseEHFrame(data []byte) (frame.FrameDescriptionEntries, error) {
+func parseEHFrame(data []byte) (fdes frame.FrameDescriptionEntries, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fdes, err = nil, fmt.Errorf(".eh_frame: %v", r)
+		}
+	}()
 	f, err := elf.NewFile(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
