@@ -20,10 +20,10 @@ import (
 	"github.com/reprise-vm/reprise/tools/profile"
 )
 
-// lockstatOf records bin with args (and the record flags before "--" in
-// them, if any), replays it with --locks into a DB and returns the
-// program's output, lockstat's report and the DB.
-func lockstatOf(t *testing.T, bin string, args ...string) (string, *lockstat.Report, string) {
+// replayedDB records bin with args (and the record flags before "--" in
+// them, if any), replays the tape with replayFlags into a new event DB
+// and returns the program's output and the DB.
+func replayedDB(t *testing.T, replayFlags []string, bin string, args ...string) (string, string) {
 	t.Helper()
 	kvmtest.Require(t)
 	dir := t.TempDir()
@@ -34,14 +34,22 @@ func lockstatOf(t *testing.T, bin string, args ...string) (string, *lockstat.Rep
 	}
 	r := runCLI(t, nil, append(append(append([]string{"record", "-o", tp}, flags...), "--", bin), rest...)...)
 	require.Equal(t, 0, r.code, r.stderr)
-	rep := runCLI(t, nil, "replay", "-q", "--locks", "--db", db, tp)
+	rep := runCLI(t, nil, append(append([]string{"replay", "-q", "--db", db}, replayFlags...), tp)...)
 	require.Equal(t, 0, rep.code, rep.stderr)
 	require.Contains(t, rep.stderr, "replay matched")
+	return r.stdout, db
+}
+
+// lockstatOf replays bin (as replayedDB) with --locks and returns the
+// program's output, lockstat's report and the DB.
+func lockstatOf(t *testing.T, bin string, args ...string) (string, *lockstat.Report, string) {
+	t.Helper()
+	out, db := replayedDB(t, []string{"--locks"}, bin, args...)
 	ls := runCLI(t, nil, "lockstat", "--json", db)
 	require.Equal(t, 0, ls.code, ls.stderr)
 	var report lockstat.Report
 	require.NoError(t, json.Unmarshal([]byte(ls.stdout), &report), ls.stdout)
-	return r.stdout, &report, db
+	return out, &report, db
 }
 
 // lockstat on unmodified C programs — a static musl build and a dynamic
@@ -143,17 +151,11 @@ func names(r *lockstat.Report) []string {
 	return out
 }
 
-// deadlockOf records bin, replays it with --locks into a DB and returns
-// reprise deadlock's report.
+// deadlockOf replays bin with --locks and returns reprise deadlock's
+// report.
 func deadlockOf(t *testing.T, bin string) *deadlock.Report {
 	t.Helper()
-	kvmtest.Require(t)
-	dir := t.TempDir()
-	tp, db := filepath.Join(dir, "prog.tape"), filepath.Join(dir, "db")
-	r := runCLI(t, nil, "record", "-o", tp, "--", bin)
-	require.Equal(t, 0, r.code, r.stderr)
-	rep := runCLI(t, nil, "replay", "-q", "--locks", "--db", db, tp)
-	require.Equal(t, 0, rep.code, rep.stderr)
+	_, db := replayedDB(t, []string{"--locks"}, bin)
 	dl := runCLI(t, nil, "deadlock", "--json", db)
 	var report deadlock.Report
 	require.NoError(t, json.Unmarshal([]byte(dl.stdout), &report), dl.stdout)
@@ -312,23 +314,12 @@ func TestLockstatOnPigzAndSqlite(t *testing.T) {
 	require.Equal(t, 0, rep.Unreleased)
 }
 
-// profileOf records bin (record flags before "--" in args, as
-// lockstatOf), replays it sampled every millisecond into a DB and returns
-// reprise profile's report, per thread.
+// profileOf replays bin sampled every millisecond and returns reprise
+// profile's report, per thread (its pprof file is written too).
 func profileOf(t *testing.T, bin string, args ...string) *profile.Profile {
 	t.Helper()
-	kvmtest.Require(t)
-	dir := t.TempDir()
-	tp, db := filepath.Join(dir, "prog.tape"), filepath.Join(dir, "db")
-	flags, rest := []string(nil), args
-	if i := slices.Index(args, "--"); i >= 0 {
-		flags, rest = args[:i], args[i+1:]
-	}
-	r := runCLI(t, nil, append(append(append([]string{"record", "-o", tp}, flags...), "--", bin), rest...)...)
-	require.Equal(t, 0, r.code, r.stderr)
-	rep := runCLI(t, nil, "replay", "-q", "--sample-period", "1ms", "--db", db, tp)
-	require.Equal(t, 0, rep.code, rep.stderr)
-	pr := runCLI(t, nil, "profile", "--json", "--per-thread", "--top", "0", "-o", filepath.Join(dir, "p.pb.gz"), db)
+	_, db := replayedDB(t, []string{"--sample-period", "1ms"}, bin, args...)
+	pr := runCLI(t, nil, "profile", "--json", "--per-thread", "--top", "0", "-o", filepath.Join(t.TempDir(), "p.pb.gz"), db)
 	require.Equal(t, 0, pr.code, pr.stderr)
 	var p profile.Profile
 	require.NoError(t, json.Unmarshal([]byte(pr.stdout), &p), pr.stdout)
