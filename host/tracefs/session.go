@@ -111,8 +111,16 @@ func openIn(candidates []string, opts Options) (*Session, error) {
 		}
 		return nil, &UnavailableError{Reason: fmt.Sprintf("tracefs at %s has no instances directory (kernel too old)", root), Err: err}
 	}
+	reapStale(instances)
 	dir := filepath.Join(instances, fmt.Sprintf("reprise-%d-%d", os.Getpid(), instanceSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o750); err != nil {
+	err = os.Mkdir(dir, 0o750)
+	if errors.Is(err, fs.ErrExist) {
+		// Left by a killed process that had this pid before: this process
+		// numbers its instances from 1 again. It is nobody's now.
+		_ = unix.Rmdir(dir)
+		err = os.Mkdir(dir, 0o750)
+	}
+	if err != nil {
 		if errors.Is(err, fs.ErrPermission) {
 			return nil, &UnavailableError{Reason: fmt.Sprintf("no permission to create a trace instance in %s: run as root", instances), Err: err}
 		}
@@ -127,6 +135,26 @@ func openIn(candidates []string, opts Options) (*Session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// reapStale removes the trace instances of reprise processes that are
+// gone: a recorder killed with SIGKILL cannot remove its own, and an
+// instance holds kernel memory until it is removed. An instance whose pid
+// is alive (reprise's or, after pid reuse, another program's) is left.
+func reapStale(instances string) {
+	entries, err := os.ReadDir(instances)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		var pid, n int
+		if _, err := fmt.Sscanf(e.Name(), "reprise-%d-%d", &pid, &n); err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
+			_ = unix.Rmdir(filepath.Join(instances, e.Name()))
+		}
+	}
 }
 
 func (s *Session) configure() error {

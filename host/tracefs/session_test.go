@@ -3,6 +3,7 @@ package tracefs
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -427,4 +428,27 @@ func TestAllSwitchesReaderIsQuiet(t *testing.T) {
 	// the feedback loop costs tens of thousands.
 	assert.Less(t, mine, 3000, "this process switched %d times in %v of idle tracing", mine, window)
 	t.Logf("%d switches in %v, %d of this process", len(rec.switches), window, mine)
+}
+
+// A recorder killed with SIGKILL leaves its trace instance behind, which
+// holds kernel memory; the next session removes the instances of
+// processes that are gone, and one named after this process's pid (left
+// by a dead process that had it) does not stop it from opening.
+func TestStaleInstancesAreRemoved(t *testing.T) {
+	probe := openOrSkip(t)
+	instances := filepath.Dir(probe.Dir())
+	require.NoError(t, probe.Close())
+
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	stale := filepath.Join(instances, fmt.Sprintf("reprise-%d-1", dead.Process.Pid))
+	require.NoError(t, os.Mkdir(stale, 0o750))
+	mine := filepath.Join(instances, fmt.Sprintf("reprise-%d-%d", os.Getpid(), instanceSeq.Load()+1))
+	require.NoError(t, os.Mkdir(mine, 0o750))
+
+	s := openOrSkip(t)
+	defer s.Close()
+	_, err := os.Stat(stale)
+	require.ErrorIs(t, err, os.ErrNotExist, "the dead process's instance is removed")
+	require.Equal(t, mine, s.Dir(), "this pid's leftover is taken over")
 }
