@@ -26,6 +26,7 @@ const (
 	ioctlSetFPU              = 0x41a0ae8d
 	ioctlSetCPUID2           = 0x4008ae90
 	ioctlGetVCPUEvents       = 0x8040ae9f
+	ioctlSetVCPUEvents       = 0x4040aea0
 	ioctlSetGuestDebug       = 0x4048ae9b
 	ioctlEnableCap           = 0x4068aea3
 	ioctlX86SetMSRFilter     = 0x4188aec6

@@ -128,6 +128,7 @@ func TestIoctlNumbers(t *testing.T) {
 		{"KVM_SET_CPUID2", ioctlSetCPUID2, 0x90, dirWrite, unsafe.Sizeof(cpuidHeader{})},
 		{"KVM_SET_GUEST_DEBUG", ioctlSetGuestDebug, 0x9b, dirWrite, unsafe.Sizeof(GuestDebug{})},
 		{"KVM_GET_VCPU_EVENTS", ioctlGetVCPUEvents, 0x9f, dirRead, unsafe.Sizeof(VCPUEvents{})},
+		{"KVM_SET_VCPU_EVENTS", ioctlSetVCPUEvents, 0xa0, dirWrite, unsafe.Sizeof(VCPUEvents{})},
 		{"KVM_ENABLE_CAP", ioctlEnableCap, 0xa3, dirWrite, unsafe.Sizeof(enableCap{})},
 		{"KVM_X86_SET_MSR_FILTER", ioctlX86SetMSRFilter, 0xc6, dirWrite, unsafe.Sizeof(msrFilter{})},
 	} {

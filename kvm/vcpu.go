@@ -90,6 +90,12 @@ func (c *VCPU) Events() (e VCPUEvents, err error) {
 	return e, vcpuIoctl(c, ioctlGetVCPUEvents, "KVM_GET_VCPU_EVENTS", &e)
 }
 
+// SetEvents writes pending exception/interrupt/NMI state and the
+// interrupt shadow (those Flags marks valid).
+func (c *VCPU) SetEvents(e VCPUEvents) error {
+	return vcpuIoctl(c, ioctlSetVCPUEvents, "KVM_SET_VCPU_EVENTS", &e)
+}
+
 // MaxCPUIDEntries is KVM_MAX_CPUID_ENTRIES: the largest table
 // KVM_SET_CPUID2 takes.
 const MaxCPUIDEntries = 256

@@ -28,6 +28,7 @@ type engine struct {
 	rtime    recordClock
 	drainErr error // from the trace-ring handler
 
+	ckpt    *checkpoints  // nil: none written or checked
 	probes  *patches      // nil: no probes
 	linux   *linuxProbes  // a Linux program's probes and mappings, or nil
 	kernel  *linux.Kernel // the Linux personality linux is placed in
@@ -39,6 +40,9 @@ func (e *engine) Attach(m *vmm.Machine) error {
 	e.m, e.target = m, vmm.NoBranchTarget
 	if e.linux != nil {
 		e.linux.m, e.linux.recordTime = m, e.recordTime
+	}
+	if err := e.ckpt.attach(e); err != nil { // RAM as at the checkpoint, before probes patch it
+		return err
 	}
 	if e.probes != nil {
 		if err := e.probes.install(m.RAM(), m.Image()); err != nil {
@@ -104,6 +108,11 @@ func (e *engine) BeforeEntry(stop vmm.Stop) error {
 	}
 	if e.drainErr != nil {
 		return e.drainErr
+	}
+	if e.ckpt != nil {
+		if err := e.ckpt.at(e, stop); err != nil {
+			return err
+		}
 	}
 	if err := e.checkTarget(); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/kvm"
@@ -68,6 +69,14 @@ type Options struct {
 	// encoding) as the replay reads past them, the ones after the end
 	// event included when the replay matched.
 	OnHost func(count uint32, body []byte) error
+	// Checkpoints is a checkpoint file of the tape (package checkpoint).
+	// With CheckpointEvery, the replay writes one there every that much
+	// record time, replacing the file. Without it, a replay that passes a
+	// checkpoint the file holds checks it, and Start picks the one it
+	// starts from (1-based; 0 starts at boot).
+	Checkpoints     string
+	CheckpointEvery time.Duration
+	Start           int
 }
 
 // Result is a finished replay.
@@ -79,6 +88,8 @@ type Result struct {
 	// TraceLost counts trace-ring records the guest overwrote before they
 	// were drained.
 	TraceLost uint64
+	// Checkpoints are the checkpoints the replay wrote.
+	Checkpoints []checkpoint.Summary
 }
 
 // Replay replays the tape at o.Tape. It returns a *DivergenceError if
@@ -125,6 +136,10 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer cleanup()
+	if eng.ckpt, err = o.checkpoints(h); err != nil {
+		return nil, err
+	}
+	defer eng.ckpt.close()
 	sites, onProbe := o.Probes, o.OnProbe
 	if o.Plan != nil {
 		if sites, onProbe, err = planSites(o.Plan, img, o.OnHit); err != nil {
@@ -167,7 +182,13 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	if err == nil {
 		err = sc.verifyRest()
 	}
+	if cerr := eng.ckpt.close(); err == nil {
+		err = cerr
+	}
 	out := &Result{Result: res, Header: h, Events: eng.applied}
+	if eng.ckpt != nil {
+		out.Checkpoints = eng.ckpt.taken
+	}
 	if eng.trace != nil {
 		out.TraceLost = eng.trace.lost
 	}

@@ -1,0 +1,83 @@
+// Package checkpoint keeps a replay's checkpoints in a file beside its
+// tape: at each, the whole machine (vmm.Snapshot), the replay engine's
+// state and guest RAM, so that a replay can start there instead of at
+// boot. RAM is kept page by page, each distinct page once in the file
+// (deduplicated by content, zstd-compressed), so a checkpoint writes
+// only the pages that changed since the ones before it.
+//
+// The file is a magic line, then frames: tag (4 bytes), body length and
+// CRC-32C (little-endian uint32 each), body.
+//
+//	HEAD  JSON: the format version and the recording the file belongs to
+//	PAGE  zstd of pages new to the file, 4 KiB each (their ids follow on)
+//	CKPT  zstd of JSON: one checkpoint's state and RAM's page ids
+//
+// A checkpoint's pages all precede it. A file is as untrusted as a tape:
+// every length is bounded before it is allocated, and damage is reported
+// with its offset, never used.
+package checkpoint
+
+import (
+	"time"
+
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// PageSize is the unit RAM is kept in.
+const PageSize = 4096
+
+// Version is the file format's version.
+const Version = 1
+
+var magic = []byte("reprise checkpoints\n")
+
+// Frame tags.
+var (
+	tagHead = [4]byte{'H', 'E', 'A', 'D'}
+	tagPage = [4]byte{'P', 'A', 'G', 'E'}
+	tagCkpt = [4]byte{'C', 'K', 'P', 'T'}
+)
+
+// Bounds on what a file may hold.
+const (
+	maxFrame        = 64 << 20 // compressed body
+	maxPagesInFrame = 1 << 14  // 64 MiB of pages
+	maxMeta         = 16 << 20 // a checkpoint's decompressed state
+	maxHead         = 64 << 10
+	maxCheckpoints  = 1 << 16
+)
+
+// Recording says which recording a file's checkpoints belong to: a file
+// is refused for any other tape.
+type Recording struct {
+	ImageSHA256 [32]byte
+	Created     time.Time
+	MemBytes    uint64
+}
+
+// Checkpoint is the state of a replay at one point.
+type Checkpoint struct {
+	// Where: the record time, the tape events applied before it, the
+	// position.
+	Time   time.Duration
+	Events uint64
+	Pos    vmm.Position
+	// Machine is everything but RAM; Engine the replay engine's own
+	// state, which this package does not interpret.
+	Machine *vmm.Snapshot
+	Engine  []byte
+	// RAMHash is the SHA-256 of guest RAM here: what a replay reaching
+	// this point must have, and what a restored one is checked against.
+	RAMHash [32]byte
+	// Digest is the register digest here.
+	Digest []byte
+}
+
+// Summary describes a checkpoint file: what a replay chooses its start
+// from.
+type Summary struct {
+	Time   time.Duration
+	Events uint64
+	Pos    vmm.Position
+	Bytes  int64 // the file's bytes this checkpoint added (its new pages and state)
+}

@@ -1,0 +1,291 @@
+package checkpoint
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// CorruptError is damage in a checkpoint file: where, and what.
+type CorruptError struct {
+	Path   string
+	Offset int64
+	Msg    string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("checkpoint file %s: at byte %d: %s", e.Path, e.Offset, e.Msg)
+}
+
+// File is an opened checkpoint file: the checkpoints it lists, loaded one
+// at a time.
+type File struct {
+	path   string
+	f      *os.File
+	rec    Recording
+	dec    *zstd.Decoder
+	blocks []pageBlock // PAGE frames in order
+	ckpts  []ckptFrame
+}
+
+// pageBlock is a PAGE frame: pages [first, first+count) of the file.
+type pageBlock struct {
+	first, count uint32
+	off          int64 // of the compressed pages
+	size         uint32
+}
+
+type ckptFrame struct {
+	off  int64 // of its body
+	size uint32
+	sum  Summary
+}
+
+// Open reads the index of the checkpoint file at path — every frame's
+// header and checksum, every checkpoint's place — and checks that it
+// belongs to the recording rec.
+func Open(path string, rec Recording) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxMeta+maxPagesInFrame*PageSize))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	cf := &File{path: path, f: f, dec: dec}
+	if err := cf.index(rec); err != nil {
+		cf.Close()
+		return nil, err
+	}
+	return cf, nil
+}
+
+// Close closes the file.
+func (cf *File) Close() error {
+	cf.dec.Close()
+	return cf.f.Close()
+}
+
+// Checkpoints lists the checkpoints in order.
+func (cf *File) Checkpoints() []Summary {
+	out := make([]Summary, len(cf.ckpts))
+	for i, c := range cf.ckpts {
+		out[i] = c.sum
+	}
+	return out
+}
+
+func (cf *File) corrupt(off int64, format string, args ...any) error {
+	return &CorruptError{Path: cf.path, Offset: off, Msg: fmt.Sprintf(format, args...)}
+}
+
+// index walks the frames.
+func (cf *File) index(rec Recording) error {
+	m := make([]byte, len(magic))
+	if _, err := io.ReadFull(cf.f, m); err != nil || !bytes.Equal(m, magic) {
+		return cf.corrupt(0, "not a reprise checkpoint file")
+	}
+	off := int64(len(magic))
+	var pages uint32 = 1 // id 0 is the zero page
+	sawHead := false
+	prev := off
+	for {
+		tag, body, size, err := cf.frameAt(off)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		bodyOff := off + 12
+		switch {
+		case !sawHead && tag != tagHead:
+			return cf.corrupt(off, "the file does not start with its HEAD frame")
+		case tag == tagHead:
+			if sawHead {
+				return cf.corrupt(off, "a second HEAD frame")
+			}
+			sawHead = true
+			var h head
+			if err := json.Unmarshal(body, &h); err != nil {
+				return cf.corrupt(bodyOff, "HEAD: %v", err)
+			}
+			if h.Version != Version || h.PageSize != PageSize {
+				return cf.corrupt(bodyOff, "format version %d with %d-byte pages (this reprise reads version %d, %d-byte pages)", h.Version, h.PageSize, Version, PageSize)
+			}
+			if h.Recording.ImageSHA256 != rec.ImageSHA256 || !h.Recording.Created.Equal(rec.Created) || h.Recording.MemBytes != rec.MemBytes {
+				return fmt.Errorf("checkpoint: %s holds checkpoints of another recording (made %v), not of this tape (made %v)", cf.path, h.Recording.Created, rec.Created)
+			}
+			cf.rec = h.Recording
+		case tag == tagPage:
+			if size < 4 {
+				return cf.corrupt(off, "PAGE frame of %d bytes", size)
+			}
+			n := binary.LittleEndian.Uint32(body[:4])
+			if n == 0 || n > maxPagesInFrame {
+				return cf.corrupt(bodyOff, "PAGE frame of %d pages (1 to %d)", n, maxPagesInFrame)
+			}
+			cf.blocks = append(cf.blocks, pageBlock{first: pages, count: n, off: bodyOff + 4, size: size - 4})
+			pages += n
+		case tag == tagCkpt:
+			if len(cf.ckpts) >= maxCheckpoints {
+				return cf.corrupt(off, "more than %d checkpoints", maxCheckpoints)
+			}
+			c, err := cf.decodeCheckpoint(bodyOff, body)
+			if err != nil {
+				return err
+			}
+			for _, id := range c.Pages {
+				if id >= pages {
+					return cf.corrupt(bodyOff, "checkpoint %d names page %d, which no earlier frame holds", len(cf.ckpts), id)
+				}
+			}
+			cf.ckpts = append(cf.ckpts, ckptFrame{off: bodyOff, size: size, sum: Summary{Time: c.Time, Events: c.Events, Pos: c.Pos, Bytes: off + 12 + int64(size) - prev}})
+			prev = off + 12 + int64(size)
+		default:
+			return cf.corrupt(off, "unknown frame %q", tag[:])
+		}
+		off += 12 + int64(size)
+	}
+	if !sawHead {
+		return cf.corrupt(off, "no HEAD frame")
+	}
+	return nil
+}
+
+// frameAt reads the frame at off: its tag, its body (checked against its
+// CRC) and the body's size. PAGE bodies are only checked, not kept.
+func (cf *File) frameAt(off int64) ([4]byte, []byte, uint32, error) {
+	var h [12]byte
+	n, err := cf.f.ReadAt(h[:], off)
+	if n == 0 && errors.Is(err, io.EOF) {
+		return [4]byte{}, nil, 0, io.EOF
+	}
+	if n < len(h) {
+		return [4]byte{}, nil, 0, cf.corrupt(off, "the file ends inside a frame header")
+	}
+	var tag [4]byte
+	copy(tag[:], h[:4])
+	size := binary.LittleEndian.Uint32(h[4:])
+	if size > maxFrame {
+		return tag, nil, 0, cf.corrupt(off, "a frame of %d bytes (at most %d)", size, maxFrame)
+	}
+	body := make([]byte, size)
+	if n, _ := cf.f.ReadAt(body, off+12); n < int(size) {
+		return tag, nil, 0, cf.corrupt(off, "the file ends inside a %d-byte frame", size)
+	}
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(h[8:]) {
+		return tag, nil, 0, cf.corrupt(off, "%s frame fails its checksum", tag[:])
+	}
+	if tag == tagPage {
+		return tag, body[:4], size, nil
+	}
+	return tag, body, size, nil
+}
+
+// decodeCheckpoint decompresses and decodes a CKPT body.
+func (cf *File) decodeCheckpoint(off int64, body []byte) (*checkpointBody, error) {
+	meta, err := cf.dec.DecodeAll(body, nil)
+	if err != nil {
+		return nil, cf.corrupt(off, "checkpoint: %v", err)
+	}
+	if len(meta) > maxMeta {
+		return nil, cf.corrupt(off, "a checkpoint of %d bytes (at most %d)", len(meta), maxMeta)
+	}
+	var c checkpointBody
+	if err := json.Unmarshal(meta, &c); err != nil {
+		return nil, cf.corrupt(off, "checkpoint: %v", err)
+	}
+	if c.Machine == nil {
+		return nil, cf.corrupt(off, "checkpoint without the machine's state")
+	}
+	if uint64(len(c.Pages))*PageSize != cf.rec.MemBytes {
+		return nil, cf.corrupt(off, "checkpoint of %d pages, for %d bytes of RAM", len(c.Pages), cf.rec.MemBytes)
+	}
+	return &c, nil
+}
+
+// Meta reads checkpoint i without its RAM.
+func (cf *File) Meta(i int) (*Checkpoint, error) {
+	c, err := cf.body(i)
+	if err != nil {
+		return nil, err
+	}
+	return &c.Checkpoint, nil
+}
+
+// body reads and decodes checkpoint i's frame.
+func (cf *File) body(i int) (*checkpointBody, error) {
+	if i < 0 || i >= len(cf.ckpts) {
+		return nil, fmt.Errorf("checkpoint: %s has no checkpoint %d (it has %d)", cf.path, i, len(cf.ckpts))
+	}
+	cp := cf.ckpts[i]
+	tag, body, _, err := cf.frameAt(cp.off - 12)
+	if err != nil {
+		return nil, err
+	}
+	if tag != tagCkpt {
+		return nil, cf.corrupt(cp.off-12, "not the checkpoint it was")
+	}
+	return cf.decodeCheckpoint(cp.off, body)
+}
+
+// Load reads checkpoint i and writes its RAM into ram.
+func (cf *File) Load(i int, ram []byte) (*Checkpoint, error) {
+	if uint64(len(ram)) != cf.rec.MemBytes {
+		return nil, fmt.Errorf("checkpoint: RAM of %d bytes for checkpoints of %d", len(ram), cf.rec.MemBytes)
+	}
+	c, err := cf.body(i)
+	if err != nil {
+		return nil, err
+	}
+	// Pages by the frame that holds them, each frame decompressed once.
+	byBlock := map[int][]int{} // block → RAM pages
+	for page, id := range c.Pages {
+		if id == 0 {
+			clear(ram[page*PageSize : (page+1)*PageSize])
+			continue
+		}
+		b := cf.blockOf(id)
+		byBlock[b] = append(byBlock[b], page)
+	}
+	for b, pages := range byBlock {
+		blk := cf.blocks[b]
+		comp := make([]byte, blk.size)
+		if _, err := cf.f.ReadAt(comp, blk.off); err != nil {
+			return nil, cf.corrupt(blk.off, "reading pages: %v", err)
+		}
+		data, err := cf.dec.DecodeAll(comp, make([]byte, 0, int(blk.count)*PageSize))
+		if err != nil || len(data) != int(blk.count)*PageSize {
+			return nil, cf.corrupt(blk.off, "PAGE frame does not decompress to its %d pages", blk.count)
+		}
+		for _, page := range pages {
+			at := int(c.Pages[page]-blk.first) * PageSize
+			copy(ram[page*PageSize:(page+1)*PageSize], data[at:at+PageSize])
+		}
+	}
+	return &c.Checkpoint, nil
+}
+
+// blockOf finds the PAGE frame holding page id.
+func (cf *File) blockOf(id uint32) int {
+	lo, hi := 0, len(cf.blocks)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if cf.blocks[mid].first+cf.blocks[mid].count <= id {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}

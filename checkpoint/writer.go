@@ -1,0 +1,167 @@
+package checkpoint
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	zeroPage   = sha256.Sum256(make([]byte, PageSize))
+)
+
+// Writer writes a checkpoint file.
+type Writer struct {
+	f      *os.File
+	w      *bufio.Writer
+	enc    *zstd.Encoder
+	ids    map[[32]byte]uint32 // page contents → id; 0 is the zero page, never stored
+	next   uint32
+	count  int
+	offset int64
+	err    error
+}
+
+// head is the HEAD frame's body.
+type head struct {
+	Version   int
+	Recording Recording
+	PageSize  int
+}
+
+// Create starts a checkpoint file at path for the recording rec,
+// replacing one that is there.
+func Create(path string, rec Recording) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := &Writer{f: f, w: bufio.NewWriterSize(f, 1<<20), enc: enc, ids: map[[32]byte]uint32{}, next: 1}
+	w.write(magic)
+	body, _ := json.Marshal(head{Version: Version, Recording: rec, PageSize: PageSize})
+	w.frame(tagHead, body)
+	if err := w.flush(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// checkpointBody is a CKPT frame's body, compressed.
+type checkpointBody struct {
+	Checkpoint
+	Pages []uint32 // each RAM page's id
+}
+
+// Add writes checkpoint c with RAM ram: the pages the file does not hold
+// yet, then the checkpoint. It returns the bytes it added.
+func (w *Writer) Add(c *Checkpoint, ram []byte) (int64, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if len(ram)%PageSize != 0 {
+		return 0, fmt.Errorf("checkpoint: RAM of %d bytes is not whole pages", len(ram))
+	}
+	if w.count >= maxCheckpoints {
+		return 0, fmt.Errorf("checkpoint: more than %d checkpoints", maxCheckpoints)
+	}
+	start := w.offset
+	body := checkpointBody{Checkpoint: *c, Pages: make([]uint32, len(ram)/PageSize)}
+	var fresh []byte
+	for i := range body.Pages {
+		page := ram[i*PageSize : (i+1)*PageSize]
+		sum := sha256.Sum256(page)
+		if sum == zeroPage {
+			continue // id 0
+		}
+		id, ok := w.ids[sum]
+		if !ok {
+			id, w.next = w.next, w.next+1
+			w.ids[sum] = id
+			fresh = append(fresh, page...)
+			if len(fresh) == maxPagesInFrame*PageSize {
+				w.pageFrame(fresh)
+				fresh = fresh[:0]
+			}
+		}
+		body.Pages[i] = id
+	}
+	if len(fresh) > 0 {
+		w.pageFrame(fresh)
+	}
+	meta, err := json.Marshal(body)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	w.frame(tagCkpt, w.enc.EncodeAll(meta, nil))
+	w.count++
+	if err := w.flush(); err != nil {
+		return 0, err
+	}
+	return w.offset - start, nil
+}
+
+// pageFrame writes pages new to the file.
+func (w *Writer) pageFrame(pages []byte) {
+	var count [4]byte
+	binary.LittleEndian.PutUint32(count[:], uint32(len(pages)/PageSize))
+	w.frame(tagPage, append(count[:], w.enc.EncodeAll(pages, nil)...))
+}
+
+// Close finishes the file.
+func (w *Writer) Close() error {
+	err := errors.Join(w.flush(), w.f.Close())
+	w.enc.Close()
+	if w.err == nil {
+		w.err = errors.New("checkpoint: writer closed")
+	}
+	return err
+}
+
+func (w *Writer) frame(tag [4]byte, body []byte) {
+	if len(body) > maxFrame {
+		w.fail(fmt.Errorf("checkpoint: a %s frame of %d bytes (at most %d)", tag, len(body), maxFrame))
+		return
+	}
+	var h [12]byte
+	copy(h[:4], tag[:])
+	binary.LittleEndian.PutUint32(h[4:], uint32(len(body)))
+	binary.LittleEndian.PutUint32(h[8:], crc32.Checksum(body, castagnoli))
+	w.write(h[:])
+	w.write(body)
+}
+
+func (w *Writer) write(b []byte) {
+	if w.err != nil {
+		return
+	}
+	n, err := w.w.Write(b)
+	w.offset += int64(n)
+	w.fail(err)
+}
+
+func (w *Writer) flush() error {
+	if w.err == nil {
+		w.fail(w.w.Flush())
+	}
+	return w.err
+}
+
+func (w *Writer) fail(err error) {
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("checkpoint: %w", err)
+	}
+}

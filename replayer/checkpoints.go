@@ -1,0 +1,273 @@
+package replayer
+
+import (
+	"crypto/sha256"
+	"errors"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/reprise-vm/reprise/checkpoint"
+	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// Checkpoints are taken at the guest's own exits only: the one stop of
+// each exit ordinal, which every replay reaches with the same state. (At
+// a kick — an arbitrary stop, which Go's own signals cause too — a
+// replay could be anywhere; at a branch-counter stop the position is the
+// one the exit before it had.)
+
+// engineState is what a checkpoint keeps of the tape engine.
+type engineState struct {
+	Applied      uint64
+	Last         tape.Position
+	Target       uint64
+	Clock        clockState
+	TraceDrained uint64
+	TraceLost    uint64
+}
+
+// clockState is recordClock's state, exported for encoding.
+type clockState struct {
+	ByExit   bool
+	Last     tape.Position
+	LastTime time.Duration
+	Halts    uint64
+	BusyNs   time.Duration
+	BusyBr   uint64
+}
+
+func (c *recordClock) state() clockState {
+	return clockState{c.byExit, c.last, c.lastTime, c.halts, c.busyNs, c.busyBr}
+}
+
+func (c *recordClock) setState(s clockState) {
+	c.byExit, c.last, c.lastTime, c.halts, c.busyNs, c.busyBr = s.ByExit, s.Last, s.LastTime, s.Halts, s.BusyNs, s.BusyBr
+}
+
+// checkpoints is a replay's checkpointing: writing one every `every` of
+// record time, or checking the ones a file holds as the replay passes
+// them.
+type checkpoints struct {
+	path  string
+	rec   checkpoint.Recording
+	w     *checkpoint.Writer
+	every time.Duration
+	next  time.Duration
+	taken []checkpoint.Summary
+	start int // 1-based: the checkpoint the replay started from
+
+	file  *checkpoint.File
+	known []checkpoint.Summary
+	check int // the next of known to reach
+}
+
+// checkpoints opens the checkpoint file the options name, to write or to
+// read (nil: none).
+func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
+	switch {
+	case o.Checkpoints == "" && (o.CheckpointEvery != 0 || o.Start != 0):
+		return nil, errors.New("replayer: checkpoints need a checkpoint file (Options.Checkpoints)")
+	case o.Checkpoints == "":
+		return nil, nil
+	case h.Linux != nil:
+		return nil, errors.New("replayer: checkpoints of Linux programs are not supported yet (the personality's state is not in a snapshot)")
+	case o.CheckpointEvery < 0 || o.Start < 0:
+		return nil, errors.New("replayer: negative checkpoint interval or start")
+	case o.CheckpointEvery != 0 && o.Start != 0:
+		return nil, errors.New("replayer: a replay from a checkpoint does not write checkpoints")
+	case o.CheckpointEvery != 0 && (o.Plan != nil || len(o.Probes) > 0):
+		return nil, errors.New("replayer: checkpoints are taken by a replay without probes (their int3s are in RAM)")
+	}
+	c := &checkpoints{every: o.CheckpointEvery, path: o.Checkpoints, start: o.Start, rec: recordingOf(h)}
+	if o.CheckpointEvery != 0 {
+		return c, nil // created at attach, when RAM's size is known
+	}
+	f, err := checkpoint.Open(o.Checkpoints, c.rec)
+	if err != nil {
+		return nil, err
+	}
+	c.file, c.known = f, f.Checkpoints()
+	if o.Start > len(c.known) {
+		f.Close()
+		return nil, fmt.Errorf("replayer: %s has %d checkpoints, no checkpoint %d", o.Checkpoints, len(c.known), o.Start)
+	}
+	return c, nil
+}
+
+// recordingOf identifies the recording a tape holds.
+func recordingOf(h *tape.Header) checkpoint.Recording {
+	mem := h.MemBytes
+	if mem == 0 {
+		mem = vmm.DefaultMemBytes
+	}
+	return checkpoint.Recording{ImageSHA256: h.Image.SHA256, Created: h.Created, MemBytes: mem}
+}
+
+// attach creates the file to write, or resumes from the start checkpoint.
+func (c *checkpoints) attach(e *engine) error {
+	if c == nil {
+		return nil
+	}
+	if c.every != 0 {
+		w, err := checkpoint.Create(c.path, c.rec)
+		if err != nil {
+			return err
+		}
+		c.w = w
+		return nil
+	}
+	if c.start > 0 {
+		return e.resume(c.file, c.start-1)
+	}
+	return nil
+}
+
+// close finishes the file.
+func (c *checkpoints) close() error {
+	if c == nil {
+		return nil
+	}
+	var err error
+	if c.w != nil {
+		err = c.w.Close()
+		c.w = nil
+	}
+	if c.file != nil {
+		err = errors.Join(err, c.file.Close())
+		c.file = nil
+	}
+	return err
+}
+
+// at takes or checks a checkpoint where the replay stopped.
+func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
+	if stop != vmm.StopGuestExit {
+		return nil
+	}
+	m := e.m
+	pos := m.Position()
+	for c.file != nil && c.check < len(c.known) && c.known[c.check].Events < e.applied {
+		c.check++ // passed between two exits: a replay started after it
+	}
+	if c.file != nil && c.check < len(c.known) && c.known[c.check].Events == e.applied && c.known[c.check].Pos == pos {
+		if err := c.verify(e, c.check); err != nil {
+			return err
+		}
+		c.check++
+	}
+	if c.w == nil {
+		return nil
+	}
+	t := e.recordTime(pos)
+	if t < c.next {
+		return nil
+	}
+	cp, err := e.capture(t)
+	if err != nil {
+		return err
+	}
+	n, err := c.w.Add(cp, m.RAM().Bytes())
+	if err != nil {
+		return err
+	}
+	c.taken = append(c.taken, checkpoint.Summary{Time: t, Events: cp.Events, Pos: cp.Pos, Bytes: n})
+	for c.next <= t {
+		c.next += c.every
+	}
+	return nil
+}
+
+// verify checks the replay against checkpoint i, which it has reached.
+func (c *checkpoints) verify(e *engine, i int) error {
+	want, err := c.file.Meta(i)
+	if err != nil {
+		return err
+	}
+	if err := e.m.Settle(); err != nil { // as capture did
+		return err
+	}
+	got := sha256.Sum256(e.m.RAM().Bytes())
+	digest := digestBytes(e.m.RegsDigest())
+	if got != want.RAMHash || string(digest) != string(want.Digest) {
+		ev, err := e.peek()
+		if err != nil {
+			return err
+		}
+		return e.diverge(ev, fmt.Sprintf("checkpoint %d", i), fmt.Sprintf("RAM %x…, registers %x", want.RAMHash[:6], want.Digest),
+			fmt.Sprintf("RAM %x…, registers %x", got[:6], digest))
+	}
+	return nil
+}
+
+func digestBytes(d uint64) []byte { return binary.LittleEndian.AppendUint64(nil, d) }
+
+// capture is the replay's state here, at record time t.
+func (e *engine) capture(t time.Duration) (*checkpoint.Checkpoint, error) {
+	m := e.m
+	snap, err := m.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	st := engineState{Applied: e.applied, Last: e.last, Target: e.target, Clock: e.rtime.state()}
+	if e.trace != nil {
+		st.TraceDrained, st.TraceLost = e.trace.drained, e.trace.lost
+	}
+	eng, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return &checkpoint.Checkpoint{Time: t, Events: e.applied, Pos: m.Position(), Machine: snap, Engine: eng,
+		RAMHash: sha256.Sum256(m.RAM().Bytes()), Digest: digestBytes(m.RegsDigest())}, nil
+}
+
+// resume puts the machine and the engine in checkpoint i's state: RAM,
+// then the machine, then the engine, and the tape read up to where the
+// checkpoint was taken. RAM and registers are checked against the
+// checkpoint's own hashes, so a damaged one is never run.
+func (e *engine) resume(f *checkpoint.File, i int) error {
+	m := e.m
+	cp, err := f.Load(i, m.RAM().Bytes())
+	if err != nil {
+		return err
+	}
+	if got := sha256.Sum256(m.RAM().Bytes()); got != cp.RAMHash {
+		return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
+	}
+	var st engineState
+	if err := json.Unmarshal(cp.Engine, &st); err != nil {
+		return fmt.Errorf("replayer: checkpoint %d: engine state: %w", i, err)
+	}
+	if st.Applied != cp.Events {
+		return fmt.Errorf("replayer: checkpoint %d: engine state at event %d, checkpoint at %d", i, st.Applied, cp.Events)
+	}
+	if err := m.Restore(cp.Machine); err != nil {
+		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
+	}
+	if d := digestBytes(m.RegsDigest()); string(d) != string(cp.Digest) {
+		return fmt.Errorf("replayer: checkpoint %d: restored registers do not match its digest", i)
+	}
+	for e.applied < st.Applied {
+		if _, err := e.peek(); err != nil {
+			return fmt.Errorf("replayer: checkpoint %d is at tape event %d: %w", i, st.Applied, err)
+		}
+		e.script.Next()
+		e.applied++
+	}
+	e.last, e.target = st.Last, st.Target
+	e.rtime.setState(st.Clock)
+	if e.trace != nil {
+		e.trace.drained, e.trace.lost = st.TraceDrained, st.TraceLost
+	}
+	if s := e.sampler; s != nil && s.every != 0 {
+		// Every multiple of every, as a replay from boot samples.
+		count, err := m.BranchCount()
+		if err != nil {
+			return err
+		}
+		s.next = (count/s.every + 1) * s.every
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package vmm
+
+import (
+	"crypto/sha256"
+	"encoding"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/kvm"
+)
+
+// Snapshot is the machine stopped between two entries, all but its RAM
+// (which the caller saves and restores page by page, Machine.RAM): the
+// vCPU, the devices, the position and counters, the console's running
+// hash. A machine built from the same configuration and restored from it
+// goes on exactly as this one does (package checkpoint keeps them).
+type Snapshot struct {
+	Exits    uint64
+	LastStop Stop
+	Stats    Stats
+	Ticks    uint64
+	VCPU     VCPUState
+	Devices  DeviceState
+	Console  ConsoleState
+}
+
+// VCPUState is the vCPU's architectural state.
+type VCPUState struct {
+	Regs  kvm.Regs
+	Sregs kvm.Sregs
+	FPU   kvm.FPU
+	// Events are the pending exception, interrupt and NMI and the
+	// interrupt shadow (KVM_GET_VCPU_EVENTS, the parts that matter here).
+	Events VCPUEvents
+	MSRs   map[uint32]uint64 // of snapshotMSRs, those the host has
+}
+
+// VCPUEvents is what Snapshot keeps of kvm.VCPUEvents.
+type VCPUEvents struct {
+	ExceptionInjected, ExceptionNr, ExceptionHasErrorCode, ExceptionPending uint8
+	ExceptionErrorCode                                                     uint32
+	InterruptInjected, InterruptNr, InterruptSoft, InterruptShadow         uint8
+	NMIInjected, NMIPending, NMIMasked                                     uint8
+	Flags                                                                  uint32
+}
+
+// ConsoleState is the console's running hash and what it holds of the
+// output so far (the partial line, the tail fault reports quote).
+type ConsoleState struct {
+	Hash  []byte // sha256's marshalled state
+	Total uint64
+	Line  []byte
+	Tail  []string
+}
+
+// snapshotMSRs are the MSRs a VMM or a guest kernel sets and the guest's
+// execution depends on: the system-call entry points and masks, the
+// kernel GS base, PAT. (EFER, FS and GS bases are in the special
+// registers.)
+var snapshotMSRs = []uint32{0xC0000081, 0xC0000082, 0xC0000083, 0xC0000084, 0xC0000102, 0x277}
+
+// Snapshot returns the machine's state at this stop. It must be called by
+// the engine between two entries (BeforeEntry), with the disk idle. It
+// first lets KVM complete what the last exit left pending (the result of
+// an IN, say) with a KVM_RUN that enters nothing, so the registers are
+// those the guest will resume with.
+func (m *Machine) Snapshot() (*Snapshot, error) {
+	if err := m.Settle(); err != nil {
+		return nil, err
+	}
+	c := m.cpu
+	s := &Snapshot{Exits: m.exits, LastStop: m.lastStop, Stats: m.stats, Ticks: m.ticks}
+	var err error
+	if s.VCPU.Regs, err = c.Regs(); err != nil {
+		return nil, err
+	}
+	if s.VCPU.Sregs, err = c.Sregs(); err != nil {
+		return nil, err
+	}
+	if s.VCPU.FPU, err = c.FPU(); err != nil {
+		return nil, err
+	}
+	ev, err := c.Events()
+	if err != nil {
+		return nil, err
+	}
+	s.VCPU.Events = eventsOf(ev)
+	s.VCPU.MSRs = map[uint32]uint64{}
+	for _, idx := range snapshotMSRs {
+		if v, err := c.MSRs(idx); err == nil {
+			s.VCPU.MSRs[idx] = v[0]
+		}
+	}
+	dev, err := m.SaveDevices()
+	if err != nil {
+		return nil, err
+	}
+	s.Devices = *dev
+	if s.Console, err = m.console.save(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Restore puts the machine in the state s describes; its RAM must have
+// been restored already. Call it from the engine's Attach, before the
+// machine runs. The loop then resumes at s.LastStop, as the machine the
+// snapshot was taken of went on from there.
+func (m *Machine) Restore(s *Snapshot) error {
+	c := m.cpu
+	if err := c.SetSregs(s.VCPU.Sregs); err != nil {
+		return fmt.Errorf("vmm: restore special registers: %w", err)
+	}
+	if err := c.SetRegs(s.VCPU.Regs); err != nil {
+		return fmt.Errorf("vmm: restore registers: %w", err)
+	}
+	fpu := s.VCPU.FPU
+	if err := c.SetFPU(&fpu); err != nil {
+		return fmt.Errorf("vmm: restore FPU: %w", err)
+	}
+	for idx, v := range s.VCPU.MSRs {
+		if err := c.SetMSRs(kvm.MSREntry{Index: idx, Data: v}); err != nil {
+			return fmt.Errorf("vmm: restore MSR %#x: %w", idx, err)
+		}
+	}
+	if err := c.SetEvents(s.VCPU.Events.kvm()); err != nil {
+		return fmt.Errorf("vmm: restore pending events: %w", err)
+	}
+	if err := m.restoreDevices(&s.Devices); err != nil {
+		return err
+	}
+	if err := m.console.restore(s.Console); err != nil {
+		return err
+	}
+	m.exits, m.lastStop, m.stats, m.ticks = s.Exits, s.LastStop, s.Stats, s.Ticks
+	// As Snapshot did: the exit fields of kvm_run (ready for injection,
+	// IF) now describe this state, for the engine's first BeforeEntry.
+	return m.Settle()
+}
+
+// Settle runs KVM_RUN with immediate_exit set: KVM completes the I/O the
+// last exit left pending (an IN's result, say), refreshes kvm_run and the
+// synced registers, and returns without entering the guest. The
+// registers are then those the guest resumes with, whichever replay asks.
+// Call it between two entries (an engine's BeforeEntry).
+func (m *Machine) Settle() error {
+	c := m.cpu
+	c.SetImmediateExit(true)
+	err := c.Run()
+	c.SetImmediateExit(false)
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("vmm: settle the vCPU: %w", err)
+	}
+	return nil
+}
+
+func eventsOf(e kvm.VCPUEvents) VCPUEvents {
+	return VCPUEvents{
+		ExceptionInjected: e.Exception.Injected, ExceptionNr: e.Exception.Nr,
+		ExceptionHasErrorCode: e.Exception.HasErrorCode, ExceptionPending: e.Exception.Pending,
+		ExceptionErrorCode: e.Exception.ErrorCode,
+		InterruptInjected:  e.Interrupt.Injected, InterruptNr: e.Interrupt.Nr, InterruptSoft: e.Interrupt.Soft,
+		InterruptShadow: e.Interrupt.Shadow,
+		NMIInjected:     e.NMI.Injected, NMIPending: e.NMI.Pending, NMIMasked: e.NMI.Masked,
+		Flags: e.Flags,
+	}
+}
+
+// The kvm_vcpu_events flags Restore may pass: which optional parts are
+// valid (NMI pending, SIPI vector, interrupt shadow).
+const eventFlagsKept = 0x1 | 0x2 | 0x4
+
+func (e VCPUEvents) kvm() kvm.VCPUEvents {
+	var k kvm.VCPUEvents
+	k.Exception.Injected, k.Exception.Nr = e.ExceptionInjected, e.ExceptionNr
+	k.Exception.HasErrorCode, k.Exception.Pending = e.ExceptionHasErrorCode, e.ExceptionPending
+	k.Exception.ErrorCode = e.ExceptionErrorCode
+	k.Interrupt.Injected, k.Interrupt.Nr = e.InterruptInjected, e.InterruptNr
+	k.Interrupt.Soft, k.Interrupt.Shadow = e.InterruptSoft, e.InterruptShadow
+	k.NMI.Injected, k.NMI.Pending, k.NMI.Masked = e.NMIInjected, e.NMIPending, e.NMIMasked
+	k.Flags = e.Flags & eventFlagsKept
+	return k
+}
+
+func (c *consoleTail) save() (ConsoleState, error) {
+	h, err := c.sum.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return ConsoleState{}, fmt.Errorf("vmm: console hash: %w", err)
+	}
+	return ConsoleState{Hash: h, Total: c.total, Line: append([]byte(nil), c.line...), Tail: c.Tail()}, nil
+}
+
+// maxConsoleTailBytes bounds what a restored console tail may hold.
+const maxConsoleTailBytes = 1 << 20
+
+func (c *consoleTail) restore(s ConsoleState) error {
+	n := len(s.Line)
+	for _, l := range s.Tail {
+		n += len(l)
+	}
+	if len(s.Tail) > consoleTailLines || n > maxConsoleTailBytes {
+		return fmt.Errorf("vmm: console state of %d lines, %d bytes: too large", len(s.Tail), n)
+	}
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(s.Hash); err != nil {
+		return fmt.Errorf("vmm: console hash: %w", err)
+	}
+	c.sum, c.total, c.line, c.tail = h, s.Total, append([]byte(nil), s.Line...), append([]string(nil), s.Tail...)
+	return nil
+}
