@@ -2,9 +2,9 @@ package replayer
 
 import (
 	"crypto/sha256"
-	"errors"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 

@@ -40,10 +40,10 @@ type VCPUState struct {
 // VCPUEvents is what Snapshot keeps of kvm.VCPUEvents.
 type VCPUEvents struct {
 	ExceptionInjected, ExceptionNr, ExceptionHasErrorCode, ExceptionPending uint8
-	ExceptionErrorCode                                                     uint32
-	InterruptInjected, InterruptNr, InterruptSoft, InterruptShadow         uint8
-	NMIInjected, NMIPending, NMIMasked                                     uint8
-	Flags                                                                  uint32
+	ExceptionErrorCode                                                      uint32
+	InterruptInjected, InterruptNr, InterruptSoft, InterruptShadow          uint8
+	NMIInjected, NMIPending, NMIMasked                                      uint8
+	Flags                                                                   uint32
 }
 
 // ConsoleState is the console's running hash and what it holds of the
