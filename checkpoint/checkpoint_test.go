@@ -1,0 +1,93 @@
+package checkpoint_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/checkpoint"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+var rec = checkpoint.Recording{ImageSHA256: [32]byte{1, 2, 3}, Created: time.Unix(1700000000, 0).UTC(), MemBytes: 64 * checkpoint.PageSize}
+
+// write makes a file of three checkpoints of a 64-page RAM (16 pages of
+// zeros) that changes a little between them, and returns its path and
+// the RAM of each.
+func write(t *testing.T) (string, [][]byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "run.ckpt")
+	w, err := checkpoint.Create(path, rec)
+	require.NoError(t, err)
+	ram := make([]byte, rec.MemBytes)
+	var rams [][]byte
+	var sizes []int64
+	for p := 0; p < 48; p++ { // 48 distinct pages, then two change each time
+		copy(ram[p*checkpoint.PageSize:], bytes.Repeat([]byte{byte(p), 0x5A, byte(p * 7)}, 100))
+	}
+	for i := 0; i < 3; i++ {
+		ram[(2*i)*checkpoint.PageSize+1000] = byte(0x10 + i)
+		ram[(2*i+1)*checkpoint.PageSize+2000] = byte(0x20 + i)
+		n, err := w.Add(&checkpoint.Checkpoint{Time: time.Duration(i) * time.Second, Events: uint64(10 * i),
+			Pos: vmm.Position{Exit: uint64(100 * i)}, Machine: &vmm.Snapshot{Exits: uint64(100 * i)}, Engine: []byte(`{}`)}, ram)
+		require.NoError(t, err)
+		sizes = append(sizes, n)
+		rams = append(rams, bytes.Clone(ram))
+	}
+	require.NoError(t, w.Close())
+	require.Less(t, sizes[1], sizes[0], "a later checkpoint writes only the pages that changed")
+	return path, rams
+}
+
+// Each checkpoint loads back with its RAM and state.
+func TestRoundTrip(t *testing.T) {
+	path, rams := write(t)
+	f, err := checkpoint.Open(path, rec)
+	require.NoError(t, err)
+	defer f.Close()
+	require.Len(t, f.Checkpoints(), 3)
+	for i, want := range rams {
+		ram := bytes.Repeat([]byte{0xFF}, len(want)) // Load must clear zero pages too
+		c, err := f.Load(i, ram)
+		require.NoError(t, err)
+		require.Equal(t, want, ram, "checkpoint %d's RAM", i)
+		require.Equal(t, uint64(100*i), c.Machine.Exits)
+		require.Equal(t, uint64(10*i), f.Checkpoints()[i].Events)
+	}
+	_, err = f.Load(3, make([]byte, rec.MemBytes))
+	require.Error(t, err)
+}
+
+// A file of another recording is refused; a damaged file is refused with
+// the offset of the damage, whatever byte was hit, and a cut one too.
+func TestDamageIsRefused(t *testing.T) {
+	path, _ := write(t)
+	other := rec
+	other.Created = other.Created.Add(time.Second)
+	_, err := checkpoint.Open(path, other)
+	require.ErrorContains(t, err, "another recording")
+
+	good, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, at := range []int{0, 25, 40, len(good) / 3, len(good) / 2, len(good) - 5} {
+		bad := bytes.Clone(good)
+		bad[at] ^= 0x55
+		p := filepath.Join(t.TempDir(), "bad.ckpt")
+		require.NoError(t, os.WriteFile(p, bad, 0o644))
+		_, err := checkpoint.Open(p, rec)
+		var ce *checkpoint.CorruptError
+		require.True(t, errors.As(err, &ce), "byte %d: %v", at, err)
+	}
+	for _, n := range []int{10, len(good) / 2, len(good) - 1} {
+		p := filepath.Join(t.TempDir(), "cut.ckpt")
+		require.NoError(t, os.WriteFile(p, good[:n], 0o644))
+		_, err := checkpoint.Open(p, rec)
+		var ce *checkpoint.CorruptError
+		require.True(t, errors.As(err, &ce), "cut at %d: %v", n, err)
+	}
+}
