@@ -24,6 +24,12 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("checkpoint file %s: at byte %d: %s", e.Path, e.Offset, e.Msg)
 }
 
+// IsDamaged reports whether err is damage in a checkpoint file.
+func IsDamaged(err error) bool {
+	var ce *CorruptError
+	return errors.As(err, &ce)
+}
+
 // File is an opened checkpoint file: the checkpoints it lists, loaded one
 // at a time.
 type File struct {

@@ -81,7 +81,7 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	case o.CheckpointEvery != 0 && (o.Plan != nil || len(o.Probes) > 0):
 		return nil, errors.New("replayer: checkpoints are taken by a replay without probes (their int3s are in RAM)")
 	}
-	c := &checkpoints{every: o.CheckpointEvery, path: o.Checkpoints, start: o.Start, rec: recordingOf(h)}
+	c := &checkpoints{every: o.CheckpointEvery, path: o.Checkpoints, start: o.Start, rec: RecordingOf(h)}
 	if o.CheckpointEvery != 0 {
 		return c, nil // created at attach, when RAM's size is known
 	}
@@ -97,8 +97,9 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	return c, nil
 }
 
-// recordingOf identifies the recording a tape holds.
-func recordingOf(h *tape.Header) checkpoint.Recording {
+// RecordingOf identifies the recording a tape holds: what its checkpoint
+// file must belong to.
+func RecordingOf(h *tape.Header) checkpoint.Recording {
 	mem := h.MemBytes
 	if mem == 0 {
 		mem = vmm.DefaultMemBytes

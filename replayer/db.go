@@ -26,7 +26,7 @@ import (
 // diverged or interrupted replay leaves an incomplete run with the events
 // it produced. o.OnHit, o.OnSample, o.OnTrace and o.OnHost are replaced.
 func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run, error) {
-	h, err := tapeHeader(o.Tape)
+	h, err := TapeHeader(o.Tape)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -212,8 +212,8 @@ func (c *mappedSymbols) symbols() *eventdb.Symbols {
 	return s
 }
 
-// tapeHeader reads the header of the tape at path.
-func tapeHeader(path string) (*tape.Header, error) {
+// TapeHeader reads the header of the tape at path.
+func TapeHeader(path string) (*tape.Header, error) {
 	r, err := tape.Open(path)
 	if err != nil {
 		return nil, err

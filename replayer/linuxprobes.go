@@ -206,7 +206,7 @@ func (lp *linuxProbes) siteOf(b *linux.Break) *objectSite {
 // (its loader and libraries), what probes are checked against before a
 // replay. A kit tape has none.
 func TapeObjects(path string) ([]*objfile.File, error) {
-	h, err := tapeHeader(path)
+	h, err := TapeHeader(path)
 	if err != nil || h.Linux == nil {
 		return nil, err
 	}

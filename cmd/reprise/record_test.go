@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -219,4 +220,39 @@ func TestReplayIntoEventDB(t *testing.T) {
 	bad = runCLI(t, nil, "replay", "-q", "--probe", "mutex_lock", tp)
 	require.Equal(t, exitUsage, bad.code)
 	require.Contains(t, bad.stderr, "--db")
+}
+
+// Checkpoints through the CLI: a replay writes them beside the tape, a
+// replay --from the middle starts there and prints the rest of the
+// output, and a damaged checkpoint file is refused with its offset (exit
+// status 4), never used.
+func TestCheckpointCLI(t *testing.T) {
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "p.tape")
+	r := runCLI(t, nil, "record", "-o", tp, "periodic", "count=20")
+	require.Equal(t, 0, r.code, r.stderr)
+	full := r.stdout
+	r = runCLI(t, nil, "replay", "--checkpoint-every", "50ms", tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, full, r.stdout)
+	require.Regexp(t, `wrote \d+ checkpoints to `+regexp.QuoteMeta(tp)+`\.ckpt`, r.stderr)
+
+	r = runCLI(t, nil, "replay", "--from", "300ms", tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `starting at checkpoint ([2-9]|\d\d+), record time`, r.stderr, "past the first")
+	require.Contains(t, r.stderr, "replay matched")
+	require.True(t, strings.HasSuffix(full, r.stdout), "the output from the checkpoint on")
+
+	r = runCLI(t, nil, "replay", "--from", "nonsense", tp)
+	require.Equal(t, exitUsage, r.code, r.stderr)
+
+	raw, err := os.ReadFile(tp + ".ckpt")
+	require.NoError(t, err)
+	raw[len(raw)/2] ^= 0xFF
+	require.NoError(t, os.WriteFile(tp+".ckpt", raw, 0o644))
+	r = runCLI(t, nil, "replay", "--from", "300ms", tp)
+	require.Equal(t, exitDamaged, r.code, r.stderr)
+	require.Regexp(t, `checkpoint file .*: at byte \d+`, r.stderr)
+	r = runCLI(t, nil, "replay", tp) // from boot, the damaged file beside it: refused too
+	require.Equal(t, exitDamaged, r.code, r.stderr)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
@@ -31,6 +32,9 @@ func newReplayCmd() *cobra.Command {
 		period     time.Duration
 		dbDir      string
 		locks      bool
+		ckptFile   string
+		ckptEvery  time.Duration
+		from       string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TAPE",
@@ -45,7 +49,14 @@ a match), 3 on a divergence (with the event, position, expected and found
 state), 4 when the tape is damaged (corrupt bytes anywhere, or a file that
 ends inside its header), 130 or 143 when interrupted (Ctrl-C, SIGTERM). A
 tape cut short by a killed recorder replays up to its last whole chunk and
-exits 0 with a notice.`,
+exits 0 with a notice.
+
+--checkpoint-every 5s writes a checkpoint of the whole machine every 5 s of
+the recording's time, to TAPE.ckpt (or --checkpoints FILE); only the RAM
+pages that changed are written again. --from 30s (or --from EXIT:BRANCH, a
+position) then starts a replay at the last checkpoint before that point
+instead of at boot, probes and --db included; it is checked like any
+replay, and a replay from boot checks every checkpoint it passes.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := guestContext(cmd.Context(), 0)
@@ -55,6 +66,9 @@ exits 0 with a notice.`,
 				console = io.Discard
 			}
 			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk, SampleEvery: sample, SamplePeriod: period}
+			if err := checkpointOptions(&opts, ckptFile, ckptEvery, from, cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			// A progress line on the terminal, unless the console is
 			// streaming to that same terminal.
 			if isTerminal(os.Stderr) && (quiet || !isTerminal(os.Stdout)) {
@@ -108,7 +122,7 @@ exits 0 with a notice.`,
 			switch {
 			case errors.As(err, &div):
 				return &exitError{exitDivergence, err}
-			case tape.IsDamaged(err):
+			case tape.IsDamaged(err) || checkpoint.IsDamaged(err):
 				return &exitError{exitDamaged, err}
 			case errors.As(err, &cut):
 				fmt.Fprintf(stderr, "reprise: notice: %v\nreprise: replayed and checked everything up to there\n", err)
@@ -120,6 +134,18 @@ exits 0 with a notice.`,
 			}
 			fmt.Fprintf(stderr, "reprise: replay matched: %d events, %d exits, %s; console and RAM identical (%v)\n",
 				res.Events, res.Stats.TotalExits(), describeEnd(res.End), res.Elapsed.Round(time.Millisecond))
+			if n := len(res.Checkpoints); n > 0 {
+				var rest int64
+				for _, c := range res.Checkpoints[1:] {
+					rest += c.Bytes
+				}
+				avg := int64(0)
+				if n > 1 {
+					avg = rest / int64(n-1)
+				}
+				fmt.Fprintf(stderr, "reprise: wrote %d checkpoints to %s: the first %s, then %s each on average\n",
+					n, opts.Checkpoints, humanBytes(res.Checkpoints[0].Bytes), humanBytes(avg))
+			}
 			return nil
 		},
 	}
@@ -131,7 +157,83 @@ exits 0 with a notice.`,
 	cmd.Flags().Var(&countFlag{n: &sample, what: "user-mode basic blocks between samples"}, "sample", "sample every N user-mode basic blocks (deterministic: identical in every replay)")
 	cmd.Flags().Var(newDurationFlag(&period, replayer.MinSamplePeriod, time.Hour, ""), "sample-period", "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
+	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "the tape's checkpoint file (default: TAPE.ckpt)")
+	cmd.Flags().Var(newDurationFlag(&ckptEvery, 10*time.Millisecond, 24*time.Hour, ""), "checkpoint-every", "write a checkpoint every this much of the recording's time (e.g. 5s)")
+	cmd.Flags().StringVar(&from, "from", "", "start at the last checkpoint before this record time (e.g. 30s) or position (EXIT:BRANCH)")
 	return cmd
+}
+
+// checkpointOptions sets the replay's checkpoint file and what it does
+// with it: write checkpoints every `every`, or start from the last one
+// before `from`.
+func checkpointOptions(o *replayer.Options, file string, every time.Duration, from string, stderr io.Writer) error {
+	if every == 0 && from == "" {
+		if file != "" {
+			o.Checkpoints = file // checked as the replay passes them
+		} else if _, err := os.Stat(o.Tape + ".ckpt"); err == nil {
+			o.Checkpoints = o.Tape + ".ckpt"
+		}
+		return nil
+	}
+	if file == "" {
+		file = o.Tape + ".ckpt"
+	}
+	o.Checkpoints = file
+	if every != 0 {
+		if from != "" {
+			return &exitError{exitUsage, errors.New("--from starts at a checkpoint; --checkpoint-every writes them: one at a time")}
+		}
+		o.CheckpointEvery = every
+		return nil
+	}
+	start, at, err := startCheckpoint(o.Tape, file, from)
+	if err != nil {
+		return err
+	}
+	o.Start = start
+	if start == 0 {
+		fmt.Fprintf(stderr, "reprise: no checkpoint before %s in %s: replaying from boot\n", from, file)
+	} else {
+		fmt.Fprintf(stderr, "reprise: starting at checkpoint %d, record time %v, exit %d\n", start, at.Time.Round(time.Millisecond), at.Pos.Exit)
+	}
+	return nil
+}
+
+// startCheckpoint is the 1-based index of the last checkpoint at or before
+// from (a duration, or EXIT:BRANCH), 0 when none is.
+func startCheckpoint(tapePath, file, from string) (int, checkpoint.Summary, error) {
+	var none checkpoint.Summary
+	h, err := replayer.TapeHeader(tapePath)
+	if err != nil {
+		return 0, none, &exitError{exitFailure, err}
+	}
+	f, err := checkpoint.Open(file, replayer.RecordingOf(h))
+	switch {
+	case checkpoint.IsDamaged(err):
+		return 0, none, &exitError{exitDamaged, err}
+	case err != nil:
+		return 0, none, &exitError{exitFailure, err}
+	}
+	defer f.Close()
+	var before func(s checkpoint.Summary) bool
+	if d, err := time.ParseDuration(from); err == nil {
+		before = func(s checkpoint.Summary) bool { return s.Time <= d }
+	} else {
+		var exit, branch uint64
+		if n, _ := fmt.Sscanf(from, "%d:%d", &exit, &branch); n != 2 {
+			return 0, none, &exitError{exitUsage, fmt.Errorf("--from %q: want a record time (30s) or a position (EXIT:BRANCH)", from)}
+		}
+		before = func(s checkpoint.Summary) bool {
+			return s.Pos.Exit < exit || s.Pos.Exit == exit && s.Pos.Branch <= branch
+		}
+	}
+	start, at := 0, none
+	for i, s := range f.Checkpoints() {
+		if before(s) {
+			start, at = i+1, s
+		}
+	}
+	return start, at, nil
 }
 
 func describeEnd(e *vmm.End) string {
