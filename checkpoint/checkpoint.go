@@ -62,6 +62,7 @@ type Checkpoint struct {
 	Time   time.Duration
 	Events uint64
 	Pos    vmm.Position
+	Stop   vmm.Stop // the kind of stop it was taken at
 	// Machine is everything but RAM; Engine the replay engine's own
 	// state, which this package does not interpret.
 	Machine *vmm.Snapshot
@@ -79,5 +80,6 @@ type Summary struct {
 	Time   time.Duration
 	Events uint64
 	Pos    vmm.Position
+	Stop   vmm.Stop
 	Bytes  int64 // the file's bytes this checkpoint added (its new pages and state)
 }

@@ -155,7 +155,7 @@ func (cf *File) index(rec Recording) error {
 					return cf.corrupt(bodyOff, "checkpoint %d names page %d, which no earlier frame holds", len(cf.ckpts), id)
 				}
 			}
-			cf.ckpts = append(cf.ckpts, ckptFrame{off: bodyOff, size: size, sum: Summary{Time: c.Time, Events: c.Events, Pos: c.Pos, Bytes: off + 12 + int64(size) - prev}})
+			cf.ckpts = append(cf.ckpts, ckptFrame{off: bodyOff, size: size, sum: Summary{Time: c.Time, Events: c.Events, Pos: c.Pos, Stop: c.Stop, Bytes: off + 12 + int64(size) - prev}})
 			prev = off + 12 + int64(size)
 		default:
 			return cf.corrupt(off, "unknown frame %q", tag[:])

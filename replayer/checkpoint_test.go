@@ -3,7 +3,9 @@ package replayer_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +13,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/checkpoint"
+	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
-// Every workload replays from each of its checkpoints to the recorded
-// end: the same final RAM hash and console hash as a replay from boot,
+// Every workload replays from its checkpoints — the first, the middle
+// one and the last — to the recorded end: the same final RAM hash and console hash as a replay from boot,
 // the console output from that point on, and the same tape events; and a
 // replay from boot passes every checkpoint's check.
 func TestReplayFromEveryCheckpoint(t *testing.T) {
@@ -42,7 +47,8 @@ func TestReplayFromEveryCheckpoint(t *testing.T) {
 			require.NotEmpty(t, whole.Checkpoints, "no checkpoint taken")
 			t.Logf("%d checkpoints; the first %d bytes, the others %d on average", len(whole.Checkpoints), whole.Checkpoints[0].Bytes, avgBytes(whole.Checkpoints[1:]))
 
-			for i := range whole.Checkpoints {
+			n := len(whole.Checkpoints)
+			for _, i := range slices.Compact([]int{0, n / 2, n - 1}) {
 				var out bytes.Buffer
 				res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &out, Checkpoints: ck, Start: i + 1})
 				require.NoError(t, err, "from checkpoint %d", i+1)
@@ -67,4 +73,58 @@ func avgBytes(s []checkpoint.Summary) int64 {
 		n += c.Bytes
 	}
 	return n / int64(len(s))
+}
+
+// A replay from a checkpoint with lock probes and deterministic sampling,
+// into an event DB, stores exactly the events a replay from boot stores
+// from that checkpoint on: kind, thread, position, record time, probe,
+// address, arguments, stack.
+func TestReplayFromCheckpointStoresTheSameEvents(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=300 work=8000", recorder.Auto)
+	require.NoError(t, rec.err)
+	ck := filepath.Join(t.TempDir(), "run.ckpt")
+	whole, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &bytes.Buffer{},
+		Checkpoints: ck, CheckpointEvery: 15 * time.Millisecond})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(whole.Checkpoints), 3)
+
+	specs, err := probes.ParseSpecs(guest.LockProbes)
+	require.NoError(t, err)
+	plan, err := probes.Resolve(specs, img)
+	require.NoError(t, err)
+	events := func(start int) []string {
+		db, err := eventdb.Open(filepath.Join(t.TempDir(), "db"), nil)
+		require.NoError(t, err)
+		defer db.Close()
+		_, run, err := replayer.ToDB(context.Background(), replayer.Options{Tape: rec.path, Console: &bytes.Buffer{}, Image: img,
+			Plan: plan, SampleEvery: 50_000, Checkpoints: ck, Start: start}, db)
+		require.NoError(t, err)
+		var out []string
+		it := db.Query(eventdb.Query{Run: run.ID, Kinds: []eventdb.Kind{eventdb.KindProbeEntry, eventdb.KindProbeReturn, eventdb.KindSample}})
+		for it.Next() {
+			e := it.Event()
+			out = append(out, fmt.Sprintf("%v %d %v %v %d %#x %x %x", e.Kind, e.Thread, e.Pos, e.Time, e.Probe, e.Addr, e.Args, e.Stack))
+		}
+		require.NoError(t, it.Close())
+		return out
+	}
+	all := events(0)
+	require.NotEmpty(t, all)
+	for _, start := range []int{2, len(whole.Checkpoints)} {
+		at := whole.Checkpoints[start-1].Pos
+		var want []string
+		for _, e := range all {
+			var kind string
+			var thread uint32
+			var pos vmm.Position
+			_, err := fmt.Sscanf(e, "%s %d %d:%d", &kind, &thread, &pos.Exit, &pos.Branch)
+			require.NoError(t, err, e)
+			if pos.Exit > at.Exit || pos.Exit == at.Exit && pos.Branch >= at.Branch {
+				want = append(want, e)
+			}
+		}
+		require.NotEmpty(t, want, "checkpoint %d at %v; events from %s to %s", start, at, all[0], all[len(all)-1])
+		require.Equal(t, want, events(start), "from checkpoint %d", start)
+	}
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/reprise-vm/reprise/vmm"
 )
 
-// Checkpoints are taken at the guest's own exits only: the one stop of
-// each exit ordinal, which every replay reaches with the same state. (At
-// a kick — an arbitrary stop, which Go's own signals cause too — a
-// replay could be anywhere; at a branch-counter stop the position is the
-// one the exit before it had.)
+// Checkpoints are taken where every replay stops in the same state: at the
+// guest's own exits (one stop per exit ordinal), and at the branch-counter
+// stops where a tape event applies (a CPU-bound guest may make no exit
+// for seconds). Not at a kick — an arbitrary stop, which Go's own signals
+// cause too — nor at a sample's stop, which only some replays make. A
+// checkpoint is known by its events applied, position and stop kind.
 
 // engineState is what a checkpoint keeps of the tape engine.
 type engineState struct {
@@ -145,15 +146,22 @@ func (c *checkpoints) close() error {
 
 // at takes or checks a checkpoint where the replay stopped.
 func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
-	if stop != vmm.StopGuestExit {
-		return nil
-	}
 	m := e.m
 	pos := m.Position()
+	switch stop {
+	case vmm.StopGuestExit:
+	case vmm.StopBranch:
+		ev, err := e.peek()
+		if err != nil || ev.Where != tape.AtBranch || ev.Pos.Exit != pos.Exit || ev.Pos.Branch != pos.Branch {
+			return nil
+		}
+	default:
+		return nil
+	}
 	for c.file != nil && c.check < len(c.known) && c.known[c.check].Events < e.applied {
 		c.check++ // passed between two exits: a replay started after it
 	}
-	if c.file != nil && c.check < len(c.known) && c.known[c.check].Events == e.applied && c.known[c.check].Pos == pos {
+	if k := c.check; c.file != nil && k < len(c.known) && c.known[k].Events == e.applied && c.known[k].Pos == pos && c.known[k].Stop == stop {
 		if err := c.verify(e, c.check); err != nil {
 			return err
 		}
@@ -174,7 +182,7 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 	if err != nil {
 		return err
 	}
-	c.taken = append(c.taken, checkpoint.Summary{Time: t, Events: cp.Events, Pos: cp.Pos, Bytes: n})
+	c.taken = append(c.taken, checkpoint.Summary{Time: t, Events: cp.Events, Pos: cp.Pos, Stop: stop, Bytes: n})
 	for c.next <= t {
 		c.next += c.every
 	}
@@ -190,7 +198,10 @@ func (c *checkpoints) verify(e *engine, i int) error {
 	if err := e.m.Settle(); err != nil { // as capture did
 		return err
 	}
-	got := sha256.Sum256(e.m.RAM().Bytes())
+	got, err := e.recordedRAMHash(true)
+	if err != nil {
+		return err
+	}
 	digest := digestBytes(e.m.RegsDigest())
 	if got != want.RAMHash || string(digest) != string(want.Digest) {
 		ev, err := e.peek()
@@ -204,6 +215,32 @@ func (c *checkpoints) verify(e *engine, i int) error {
 }
 
 func digestBytes(d uint64) []byte { return binary.LittleEndian.AppendUint64(nil, d) }
+
+// recordedRAMHash hashes RAM as the recording had it here: without the
+// probes' patches (if patched, they are taken out for the hash and put
+// back), and
+// with no branch-counter target, which each replay sets where its own
+// next stop is (as the end's RAM hash is taken).
+func (e *engine) recordedRAMHash(patched bool) ([32]byte, error) {
+	m := e.m
+	patched = patched && e.probes != nil
+	if patched {
+		if err := e.probes.remove(m.RAM()); err != nil {
+			return [32]byte{}, err
+		}
+	}
+	if err := m.SetBranchTarget(vmm.NoBranchTarget); err != nil {
+		return [32]byte{}, err
+	}
+	sum := sha256.Sum256(m.RAM().Bytes())
+	if err := m.SetBranchTarget(e.target); err != nil {
+		return sum, err
+	}
+	if patched {
+		return sum, e.probes.install(m.RAM(), m.Image())
+	}
+	return sum, nil
+}
 
 // capture is the replay's state here, at record time t.
 func (e *engine) capture(t time.Duration) (*checkpoint.Checkpoint, error) {
@@ -220,8 +257,12 @@ func (e *engine) capture(t time.Duration) (*checkpoint.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoint.Checkpoint{Time: t, Events: e.applied, Pos: m.Position(), Machine: snap, Engine: eng,
-		RAMHash: sha256.Sum256(m.RAM().Bytes()), Digest: digestBytes(m.RegsDigest())}, nil
+	sum, err := e.recordedRAMHash(false) // a replay that writes checkpoints has no probes
+	if err != nil {
+		return nil, err
+	}
+	return &checkpoint.Checkpoint{Time: t, Events: e.applied, Pos: m.Position(), Stop: snap.LastStop, Machine: snap, Engine: eng,
+		RAMHash: sum, Digest: digestBytes(m.RegsDigest())}, nil
 }
 
 // resume puts the machine and the engine in checkpoint i's state: RAM,
@@ -234,12 +275,13 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	if err != nil {
 		return err
 	}
-	if got := sha256.Sum256(m.RAM().Bytes()); got != cp.RAMHash {
-		return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
-	}
 	var st engineState
 	if err := json.Unmarshal(cp.Engine, &st); err != nil {
 		return fmt.Errorf("replayer: checkpoint %d: engine state: %w", i, err)
+	}
+	e.target = st.Target // what RAM holds: recordedRAMHash puts it back
+	if got, err := e.recordedRAMHash(false); err != nil || got != cp.RAMHash { // probes are placed after
+		return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
 	}
 	if st.Applied != cp.Events {
 		return fmt.Errorf("replayer: checkpoint %d: engine state at event %d, checkpoint at %d", i, st.Applied, cp.Events)

@@ -41,14 +41,6 @@ func (e *engine) Attach(m *vmm.Machine) error {
 	if e.linux != nil {
 		e.linux.m, e.linux.recordTime = m, e.recordTime
 	}
-	if err := e.ckpt.attach(e); err != nil { // RAM as at the checkpoint, before probes patch it
-		return err
-	}
-	if e.probes != nil {
-		if err := e.probes.install(m.RAM(), m.Image()); err != nil {
-			return err
-		}
-	}
 	if e.sampler != nil {
 		if err := e.sampler.attach(m); err != nil {
 			return err
@@ -56,6 +48,16 @@ func (e *engine) Attach(m *vmm.Machine) error {
 	}
 	if e.trace != nil {
 		e.trace.attach(m)
+	}
+	// A checkpoint's state replaces boot's (the sampler's next sample
+	// included), and its RAM is the recording's: probes patch it after.
+	if err := e.ckpt.attach(e); err != nil {
+		return err
+	}
+	if e.probes != nil {
+		if err := e.probes.install(m.RAM(), m.Image()); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -42,14 +42,23 @@ func (m *Machine) RegsDigest() uint64 {
 }
 
 // ExitReason is the reason of the exit the vCPU stopped at.
-func (m *Machine) ExitReason() kvm.ExitReason { return m.cpu.ExitReason() }
+func (m *Machine) ExitReason() kvm.ExitReason { return m.lastExit.Reason }
 
 // ExitPort is the port of the current exit if it is port I/O, else 0.
-func (m *Machine) ExitPort() uint16 {
-	if m.cpu.ExitReason() != kvm.ExitIO {
-		return 0
+func (m *Machine) ExitPort() uint16 { return m.lastExit.Port }
+
+// exitInfo is an exit's reason and, for port I/O, its port.
+type exitInfo struct {
+	Reason kvm.ExitReason
+	Port   uint16
+}
+
+// noteExit records kvm_run's exit after a KVM_RUN of the loop.
+func (m *Machine) noteExit() {
+	m.lastExit = exitInfo{Reason: m.cpu.ExitReason()}
+	if m.lastExit.Reason == kvm.ExitIO {
+		m.lastExit.Port = m.cpu.IOExit().Port
 	}
-	return m.cpu.IOExit().Port
 }
 
 // DescribeExit names an exit reason and, for port I/O, its port.

@@ -34,6 +34,10 @@ type Machine struct {
 	kernel   Kernel // nil: the image's own
 	exits    uint64 // guest-initiated exits so far: Position.Exit
 	lastStop Stop   // where the vCPU loop last stopped
+	// lastExit is kvm_run's exit reason and port after the loop's last
+	// KVM_RUN: what the engine checks events against. Kept apart from
+	// kvm_run, which a Settle or a restore rewrites.
+	lastExit exitInfo
 	cpuid    []kvm.CPUIDEntry
 
 	start     time.Time

@@ -19,6 +19,7 @@ import (
 type Snapshot struct {
 	Exits    uint64
 	LastStop Stop
+	LastExit exitInfo
 	Stats    Stats
 	Ticks    uint64
 	VCPU     VCPUState
@@ -71,7 +72,7 @@ func (m *Machine) Snapshot() (*Snapshot, error) {
 		return nil, err
 	}
 	c := m.cpu
-	s := &Snapshot{Exits: m.exits, LastStop: m.lastStop, Stats: m.stats, Ticks: m.ticks}
+	s := &Snapshot{Exits: m.exits, LastStop: m.lastStop, LastExit: m.lastExit, Stats: m.stats, Ticks: m.ticks}
 	var err error
 	if s.VCPU.Regs, err = c.Regs(); err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func (m *Machine) Restore(s *Snapshot) error {
 	if err := m.console.restore(s.Console); err != nil {
 		return err
 	}
-	m.exits, m.lastStop, m.stats, m.ticks = s.Exits, s.LastStop, s.Stats, s.Ticks
+	m.exits, m.lastStop, m.lastExit, m.stats, m.ticks = s.Exits, s.LastStop, s.LastExit, s.Stats, s.Ticks
 	// As Snapshot did: the exit fields of kvm_run (ready for injection,
 	// IF) now describe this state, for the engine's first BeforeEntry.
 	return m.Settle()

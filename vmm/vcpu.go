@@ -58,6 +58,7 @@ func (m *Machine) loop() error {
 		}
 		entry := m.hostNow()
 		err := c.Run()
+		m.noteExit()
 		if err == unix.EINTR {
 			// Clear before looking at pending state, so a kick that lands
 			// after this point is seen either here or by the next KVM_RUN.
