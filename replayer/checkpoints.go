@@ -279,7 +279,7 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	if err := json.Unmarshal(cp.Engine, &st); err != nil {
 		return fmt.Errorf("replayer: checkpoint %d: engine state: %w", i, err)
 	}
-	e.target = st.Target // what RAM holds: recordedRAMHash puts it back
+	e.target = st.Target                                                       // what RAM holds: recordedRAMHash puts it back
 	if got, err := e.recordedRAMHash(false); err != nil || got != cp.RAMHash { // probes are placed after
 		return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
 	}
