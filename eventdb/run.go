@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
 )
 
@@ -211,4 +212,21 @@ func (db *DB) Run(id uint32) (Run, error) {
 		return Run{}, corrupt(key, err)
 	}
 	return run, nil
+}
+
+// SetNote sets the note of a finished run (Ingest.SetNote sets one while
+// the run is written).
+func (db *DB) SetNote(id uint32, note string) error {
+	if err := db.writable(); err != nil {
+		return err
+	}
+	run, err := db.Run(id)
+	if err != nil {
+		return err
+	}
+	run.Note = note
+	if err := db.pdb.Set(codec.RunKey(id), appendRun(nil, &run), pebble.Sync); err != nil {
+		return fmt.Errorf("eventdb: run %d: set note: %w", id, err)
+	}
+	return nil
 }

@@ -59,17 +59,21 @@ type checkpoints struct {
 	next  time.Duration
 	taken []checkpoint.Summary
 	start int // 1-based: the checkpoint the replay started from
+	until int // 1-based: the checkpoint the replay ends at (0: the end)
 
 	file  *checkpoint.File
 	known []checkpoint.Summary
 	check int // the next of known to reach
 }
 
+// errSegmentEnd ends a segment's replay at its last checkpoint.
+var errSegmentEnd = errors.New("replayer: the segment's end")
+
 // checkpoints opens the checkpoint file the options name, to write or to
 // read (nil: none).
 func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	switch {
-	case o.Checkpoints == "" && (o.CheckpointEvery != 0 || o.Start != 0):
+	case o.Checkpoints == "" && (o.CheckpointEvery != 0 || o.Start != 0 || o.Until != 0):
 		return nil, errors.New("replayer: checkpoints need a checkpoint file (Options.Checkpoints)")
 	case o.Checkpoints == "":
 		return nil, nil
@@ -77,12 +81,14 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 		return nil, errors.New("replayer: checkpoints of Linux programs are not supported yet (the personality's state is not in a snapshot)")
 	case o.CheckpointEvery < 0 || o.Start < 0:
 		return nil, errors.New("replayer: negative checkpoint interval or start")
-	case o.CheckpointEvery != 0 && o.Start != 0:
-		return nil, errors.New("replayer: a replay from a checkpoint does not write checkpoints")
+	case o.CheckpointEvery != 0 && (o.Start != 0 || o.Until != 0):
+		return nil, errors.New("replayer: a replay from or to a checkpoint does not write checkpoints")
+	case o.Until != 0 && o.Until <= o.Start:
+		return nil, fmt.Errorf("replayer: a segment from checkpoint %d to checkpoint %d is empty", o.Start, o.Until)
 	case o.CheckpointEvery != 0 && (o.Plan != nil || len(o.Probes) > 0):
 		return nil, errors.New("replayer: checkpoints are taken by a replay without probes (their int3s are in RAM)")
 	}
-	c := &checkpoints{every: o.CheckpointEvery, path: o.Checkpoints, start: o.Start, rec: RecordingOf(h)}
+	c := &checkpoints{every: o.CheckpointEvery, path: o.Checkpoints, start: o.Start, until: o.Until, rec: RecordingOf(h)}
 	if o.CheckpointEvery != 0 {
 		return c, nil // created at attach, when RAM's size is known
 	}
@@ -91,9 +97,9 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 		return nil, err
 	}
 	c.file, c.known = f, f.Checkpoints()
-	if o.Start > len(c.known) {
+	if max(o.Start, o.Until) > len(c.known) {
 		f.Close()
-		return nil, fmt.Errorf("replayer: %s has %d checkpoints, no checkpoint %d", o.Checkpoints, len(c.known), o.Start)
+		return nil, fmt.Errorf("replayer: %s has %d checkpoints, no checkpoint %d", o.Checkpoints, len(c.known), max(o.Start, o.Until))
 	}
 	return c, nil
 }
@@ -166,6 +172,9 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 			return err
 		}
 		c.check++
+		if c.until == c.check {
+			return errSegmentEnd
+		}
 	}
 	if c.w == nil {
 		return nil

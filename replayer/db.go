@@ -115,15 +115,22 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	if h.Linux != nil {
 		o.OnTrace = nil // no guest kernel, no trace ring
 	}
+	// The host view is whole only in a replay that reads the tape to its
+	// end: a segment that ends at a checkpoint stores none.
 	host := newHostCopier(in)
 	o.OnHost = host.frame
+	if o.Until != 0 {
+		o.OnHost = nil
+	}
 	res, err := Replay(ctx, o)
 	var cut *TapeCutError
 	if err != nil && !errors.As(err, &cut) {
 		return res, run, err // the run stays incomplete
 	}
-	if herr := host.finish(db, run.ID, o.Tape); herr != nil {
-		return res, run, herr // the run stays incomplete
+	if o.Until == 0 {
+		if herr := host.finish(db, run.ID, o.Tape); herr != nil {
+			return res, run, herr // the run stays incomplete
+		}
 	}
 	if mapped != nil {
 		if serr := db.SetSymbols(mapped.symbols()); serr != nil {

@@ -344,6 +344,9 @@ func (e *engine) BeforeEnd() error {
 
 // Finish compares how the replay ended with how the recording did.
 func (e *engine) Finish(end *vmm.End, runErr error) error {
+	if errors.Is(runErr, errSegmentEnd) {
+		return runErr // the next segment drains the trace ring from here
+	}
 	if err := e.drainTrace(); err != nil && runErr == nil {
 		runErr = err
 	}

@@ -77,6 +77,10 @@ type Options struct {
 	Checkpoints     string
 	CheckpointEvery time.Duration
 	Start           int
+	// Until ends the replay when it reaches that checkpoint (1-based;
+	// 0: the recording's end), checked: one segment of a replay split at
+	// its checkpoints.
+	Until int
 }
 
 // Result is a finished replay.
@@ -90,6 +94,9 @@ type Result struct {
 	TraceLost uint64
 	// Checkpoints are the checkpoints the replay wrote.
 	Checkpoints []checkpoint.Summary
+	// Segment says the replay ended at the checkpoint Options.Until
+	// named, not at the recording's end (End is nil).
+	Segment bool
 }
 
 // Replay replays the tape at o.Tape. It returns a *DivergenceError if
@@ -155,7 +162,9 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	if eng.sampler != nil && eng.linux != nil {
 		eng.sampler.linux = eng.linux
 	}
-	if o.OnTrace != nil {
+	if h.Linux == nil {
+		// Drained even when nobody reads it: its cursor is part of every
+		// checkpoint, which a replay that reads it may start from.
 		eng.trace = &traceRing{on: o.OnTrace}
 	}
 	r.OnHost(o.OnHost)
@@ -179,13 +188,17 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	res, err := m.Run(ctx)
 	stopSampling()
-	if err == nil {
+	segment := errors.Is(err, errSegmentEnd)
+	switch {
+	case segment:
+		err = nil
+	case err == nil:
 		err = sc.verifyRest()
 	}
 	if cerr := eng.ckpt.close(); err == nil {
 		err = cerr
 	}
-	out := &Result{Result: res, Header: h, Events: eng.applied}
+	out := &Result{Result: res, Header: h, Events: eng.applied, Segment: segment}
 	if eng.ckpt != nil {
 		out.Checkpoints = eng.ckpt.taken
 	}

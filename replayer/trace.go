@@ -87,6 +87,9 @@ func (t *traceRing) drain(recordTime func(vmm.Position) time.Duration) error {
 			Ticks: binary.LittleEndian.Uint64(raw[24:]),
 			Pos:   vmm.Position{Exit: t.m.Position().Exit, Branch: branch}, Time: recordTime(vmm.Position{Exit: t.m.Position().Exit, Branch: branch}),
 		}
+		if t.on == nil {
+			continue
+		}
 		if err := t.on(r); err != nil {
 			return err
 		}
