@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,4 +256,51 @@ func TestCheckpointCLI(t *testing.T) {
 	require.Regexp(t, `checkpoint file .*: at byte \d+`, r.stderr)
 	r = runCLI(t, nil, "replay", tp) // from boot, the damaged file beside it: refused too
 	require.Equal(t, exitDamaged, r.code, r.stderr)
+}
+
+// A replay split at its checkpoints, through the CLI: --jobs 2 in one
+// process, and --segment 1/2 and 2/2 as two processes (as two pods of a
+// Kubernetes Indexed Job would run them) joined by reprise merge, store
+// the events a replay from boot stores.
+func TestSplitReplayCLI(t *testing.T) {
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "s.tape")
+	r := runCLI(t, nil, "record", "-o", tp, "syn_cont", "iters=300", "work=8000")
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, nil, "replay", "-q", "--checkpoint-every", "15ms", tp)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	db := func(name string) string { return filepath.Join(dir, name) }
+	for _, args := range [][]string{
+		{"--db", db("seq")},
+		{"--jobs", "2", "--db", db("par")},
+		{"--segment", "1/2", "--db", db("s1")},
+		{"--segment", "2/2", "--db", db("s2")},
+	} {
+		r = runCLI(t, nil, append(append([]string{"replay", "-q", "--locks"}, args...), tp)...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+	}
+	r = runCLI(t, nil, "merge", "-o", db("merged"), db("s2"), db("s1"))
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, nil, "merge", "-o", db("half"), db("s1"))
+	require.Equal(t, exitUsage, r.code, "a share missing: %s", r.stderr)
+	require.Contains(t, r.stderr, "missing")
+
+	guest := func(name string) []string {
+		ev := runCLI(t, nil, "events", "--json", "--run", "1", "--kind", "probe-entry,probe-return,switch,thread-create,thread-exit", db(name))
+		require.Equal(t, 0, ev.code, ev.stderr)
+		var out []string
+		for _, line := range strings.Split(strings.TrimSpace(ev.stdout), "\n") {
+			var e map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &e))
+			delete(e, "seq") // arrival numbers count the host view's records too, which a split replay stores with its last segment
+			b, _ := json.Marshal(e)
+			out = append(out, string(b))
+		}
+		return out
+	}
+	seq := guest("seq")
+	require.NotEmpty(t, seq)
+	require.Equal(t, seq, guest("par"), "--jobs 2")
+	require.Equal(t, seq, guest("merged"), "--segment 1/2, 2/2 and merge")
 }

@@ -35,6 +35,8 @@ func newReplayCmd() *cobra.Command {
 		ckptFile   string
 		ckptEvery  time.Duration
 		from       string
+		jobs       int
+		segment    string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TAPE",
@@ -56,7 +58,13 @@ the recording's time, to TAPE.ckpt (or --checkpoints FILE); only the RAM
 pages that changed are written again. --from 30s (or --from EXIT:BRANCH, a
 position) then starts a replay at the last checkpoint before that point
 instead of at boot, probes and --db included; it is checked like any
-replay, and a replay from boot checks every checkpoint it passes.`,
+replay, and a replay from boot checks every checkpoint it passes.
+
+With checkpoints, a replay into a DB splits into segments (boot to the
+first checkpoint, one to the next, the last to the end): --jobs N replays
+them N at a time and stores one run, the one a replay from boot stores;
+--segment I/N replays the I-th of N shares of them into its own DB, on any
+machine, and reprise merge joins the N DBs into one run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := guestContext(cmd.Context(), 0)
@@ -101,13 +109,16 @@ replay, and a replay from boot checks every checkpoint it passes.`,
 				}
 				opts.Image, opts.Plan = img, plan
 			}
+			if (jobs != 0 || segment != "") && (dbDir == "" || opts.Checkpoints == "" || opts.CheckpointEvery != 0 || opts.Start != 0) {
+				return &exitError{exitUsage, errors.New("--jobs and --segment replay the segments between a tape's checkpoints into a DB: they need --db and the checkpoints (TAPE.ckpt or --checkpoints), not --from or --checkpoint-every")}
+			}
 			if (opts.Plan != nil || opts.Set != nil || sample != 0 || period != 0) && dbDir == "" {
 				return &exitError{exitUsage, errors.New("probes and sampling write to an event database: add --db DIR")}
 			}
 			var res *replayer.Result
 			if dbDir != "" {
 				var run *eventdb.Run
-				res, run, err = replayToDB(ctx, opts, dbDir)
+				res, run, err = replayToDB(ctx, opts, dbDir, jobs, segment, cmd.ErrOrStderr())
 				if run != nil {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: run %d in %s: %d events%s\n", run.ID, dbDir, run.Events, map[bool]string{false: " (incomplete)", true: ""}[run.Complete])
 				}
@@ -131,6 +142,11 @@ replay, and a replay from boot checks every checkpoint it passes.`,
 				return &exitError{stoppedBy(ctx).status(), err}
 			case err != nil:
 				return &exitError{exitFailure, err}
+			}
+			if res.Segment {
+				fmt.Fprintf(stderr, "reprise: replay matched up to its last checkpoint: %d events, %d exits; RAM and registers as checkpointed (%v)\n",
+					res.Events, res.Stats.TotalExits(), res.Elapsed.Round(time.Millisecond))
+				return nil
 			}
 			fmt.Fprintf(stderr, "reprise: replay matched: %d events, %d exits, %s; console and RAM identical (%v)\n",
 				res.Events, res.Stats.TotalExits(), describeEnd(res.End), res.Elapsed.Round(time.Millisecond))
@@ -159,6 +175,8 @@ replay, and a replay from boot checks every checkpoint it passes.`,
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
 	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "the tape's checkpoint file (default: TAPE.ckpt)")
 	cmd.Flags().Var(newDurationFlag(&ckptEvery, 10*time.Millisecond, 24*time.Hour, ""), "checkpoint-every", "write a checkpoint every this much of the recording's time (e.g. 5s)")
+	cmd.Flags().IntVar(&jobs, "jobs", 0, "replay the segments between the tape's checkpoints this many at a time (with --db)")
+	cmd.Flags().StringVar(&segment, "segment", "", "replay share I of N of the segments between the tape's checkpoints into --db (I/N; join the N DBs with reprise merge)")
 	cmd.Flags().StringVar(&from, "from", "", "start at the last checkpoint before this record time (e.g. 30s) or position (EXIT:BRANCH)")
 	return cmd
 }
@@ -314,11 +332,32 @@ func pthreadProbes(objs []*objfile.File) ([]probes.Spec, error) {
 	return probes.Available(lockops.PthreadProbes(probes.Defines(objs, "gnu_get_libc_version")), objs)
 }
 
-func replayToDB(ctx context.Context, opts replayer.Options, dir string) (*replayer.Result, *eventdb.Run, error) {
+// replayToDB replays into the DB at dir: whole, in `jobs` segments at
+// once, or the share `segment` ("I/N") of them.
+func replayToDB(ctx context.Context, opts replayer.Options, dir string, jobs int, segment string, stderr io.Writer) (*replayer.Result, *eventdb.Run, error) {
 	db, err := eventdb.Open(dir, nil)
 	if err != nil {
 		return nil, nil, dbError(dir, err)
 	}
 	defer db.Close()
+	switch {
+	case jobs > 0:
+		return replayer.ParallelToDB(ctx, opts, db, jobs)
+	case segment != "":
+		var i, n int
+		if k, _ := fmt.Sscanf(segment, "%d/%d", &i, &n); k != 2 || n < 1 || i < 1 || i > n {
+			return nil, nil, &exitError{exitUsage, fmt.Errorf("--segment %q: want I/N, 1 <= I <= N", segment)}
+		}
+		total, err := replayer.Segments(opts)
+		if err != nil {
+			return nil, nil, err
+		}
+		from, to := replayer.Group(total, i-1, n)
+		if from == to {
+			return nil, nil, &exitError{exitUsage, fmt.Errorf("--segment %s: the tape has %d segments, fewer than %d shares", segment, total, n)}
+		}
+		fmt.Fprintf(stderr, "reprise: segment %s: the replay's segments %d to %d of %d\n", segment, from+1, to, total)
+		return replayer.SegmentsToDB(ctx, opts, db, from, to, total)
+	}
 	return replayer.ToDB(ctx, opts, db)
 }
