@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/replayer"
+)
+
+// BenchmarkCheckpoints, on a long recording (syn_cont, about a minute of
+// guest time: REPRISE_BENCH_LONG_ITERS iterations, default 3000):
+//   - checkpoints: a replay writing one every 1 s, 5 s and 30 s of record
+//     time against the bare replay, side by side, and the bytes each adds;
+//   - the start of a replay from the middle checkpoint: its set-up (tape
+//     read to there, checkpoint loaded and checked, machine restored);
+//   - a replay with the kit's lock probes and sampling into a DB,
+//     sequential against --jobs 2 (segments between 5 s checkpoints).
+func BenchmarkCheckpoints(b *testing.B) {
+	k := kit(b)
+	iters := 3000
+	if v, err := strconv.Atoi(os.Getenv("REPRISE_BENCH_LONG_ITERS")); err == nil && v > 0 {
+		iters = v
+	}
+	dir := b.TempDir()
+	path := filepath.Join(dir, "long.tape")
+	recordTo(b, k.Image(), "syn_cont iters="+strconv.Itoa(iters)+" work=200000", path)
+	replay := func(o replayer.Options) (*replayer.Result, time.Duration) {
+		o.Tape, o.Console = path, io.Discard
+		t0 := time.Now()
+		res, err := replayer.Replay(context.Background(), o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return res, time.Since(t0)
+	}
+	for i := 0; i < b.N; i++ {
+		_, bare := replay(replayer.Options{})
+		for _, every := range []time.Duration{time.Second, 5 * time.Second, 30 * time.Second} {
+			ck := filepath.Join(dir, "every-"+every.String()+".ckpt")
+			res, with := replay(replayer.Options{Checkpoints: ck, CheckpointEvery: every})
+			var bytes int64
+			for _, c := range res.Checkpoints {
+				bytes += c.Bytes
+			}
+			n := float64(len(res.Checkpoints))
+			b.ReportMetric(float64(with)/float64(bare), "x-bare-ckpt-"+every.String())
+			b.ReportMetric(n, "ckpts-"+every.String())
+			b.ReportMetric(float64(bytes)/n/1024, "KiB/ckpt-"+every.String())
+			if every == 5*time.Second {
+				mid := len(res.Checkpoints) / 2
+				r, wall := replay(replayer.Options{Checkpoints: ck, Start: mid, Until: mid + 1})
+				b.ReportMetric(float64(wall-r.Elapsed)/float64(time.Millisecond), "ms-start-mid")
+				b.ReportMetric(float64(r.Elapsed)/float64(time.Millisecond), "ms-one-segment")
+				b.ReportMetric(float64(bare)/float64(time.Second), "s-bare-replay")
+				seq, par := splitReplay(b, path, ck, k.Image())
+				b.ReportMetric(float64(seq)/float64(par), "x-faster-jobs-2")
+				b.ReportMetric(float64(seq)/float64(time.Second), "s-db-sequential")
+			}
+		}
+	}
+}
+
+// splitReplay times a replay with lock probes and sampling into a DB,
+// sequential and with two jobs.
+func splitReplay(b *testing.B, path, ck, image string) (seq, par time.Duration) {
+	img, err := elfimage.Open(image)
+	if err != nil {
+		b.Fatal(err)
+	}
+	specs, err := probes.ParseSpecs(guest.LockProbes)
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := probes.Resolve(specs, img)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := replayer.Options{Tape: path, Console: io.Discard, Image: img, Plan: plan, SampleEvery: 1_000_000, Checkpoints: ck}
+	for _, jobs := range []int{0, 2} {
+		db, err := eventdb.Open(filepath.Join(b.TempDir(), "db"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		if jobs == 0 {
+			_, _, err = replayer.ToDB(context.Background(), o, db)
+		} else {
+			_, _, err = replayer.ParallelToDB(context.Background(), o, db, jobs)
+		}
+		d := time.Since(t0)
+		db.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if jobs == 0 {
+			seq = d
+		} else {
+			par = d
+		}
+	}
+	return seq, par
+}
