@@ -79,6 +79,8 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 		return nil, nil
 	case h.Linux != nil:
 		return nil, errors.New("replayer: checkpoints of Linux programs are not supported yet (the personality's state is not in a snapshot)")
+	case h.Disk != nil:
+		return nil, errors.New("replayer: checkpoints of a recording with a disk are not supported yet (the disk's overlay is not in a snapshot)")
 	case o.CheckpointEvery < 0 || o.Start < 0:
 		return nil, errors.New("replayer: negative checkpoint interval or start")
 	case o.CheckpointEvery != 0 && (o.Start != 0 || o.Until != 0):
