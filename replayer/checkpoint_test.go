@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/checkpoint"
+	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/probes"
@@ -80,19 +81,7 @@ func avgBytes(s []checkpoint.Summary) int64 {
 // from that checkpoint on: kind, thread, position, record time, probe,
 // address, arguments, stack.
 func TestReplayFromCheckpointStoresTheSameEvents(t *testing.T) {
-	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=300 work=8000", recorder.Auto)
-	require.NoError(t, rec.err)
-	ck := filepath.Join(t.TempDir(), "run.ckpt")
-	whole, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &bytes.Buffer{},
-		Checkpoints: ck, CheckpointEvery: 15 * time.Millisecond})
-	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(whole.Checkpoints), 3)
-
-	specs, err := probes.ParseSpecs(guest.LockProbes)
-	require.NoError(t, err)
-	plan, err := probes.Resolve(specs, img)
-	require.NoError(t, err)
+	img, rec, ck, whole, plan := checkpointedLocks(t)
 	events := func(start int) []string {
 		db, err := eventdb.Open(filepath.Join(t.TempDir(), "db"), nil)
 		require.NoError(t, err)
@@ -135,21 +124,10 @@ func TestReplayFromCheckpointStoresTheSameEvents(t *testing.T) {
 // times and arguments; the host view's records all there too (their
 // arrival among the others follows the tape's reading, not the guest).
 func TestParallelReplayStoresTheSequentialRun(t *testing.T) {
-	img := kitImage(t)
-	rec := record(t, img, "syn_cont iters=300 work=8000", recorder.Auto)
-	require.NoError(t, rec.err)
-	ck := filepath.Join(t.TempDir(), "run.ckpt")
-	_, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &bytes.Buffer{},
-		Checkpoints: ck, CheckpointEvery: 15 * time.Millisecond})
-	require.NoError(t, err)
+	img, rec, ck, _, plan := checkpointedLocks(t)
 	n, err := replayer.Segments(replayer.Options{Tape: rec.path, Checkpoints: ck})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, n, 3)
-
-	specs, err := probes.ParseSpecs(guest.LockProbes)
-	require.NoError(t, err)
-	plan, err := probes.Resolve(specs, img)
-	require.NoError(t, err)
 	o := replayer.Options{Tape: rec.path, Image: img, Plan: plan, SampleEvery: 50_000, Checkpoints: ck}
 	stored := func(parallel bool) (guestEvents, hostEvents []string, console string) {
 		db, err := eventdb.Open(filepath.Join(t.TempDir(), "db"), nil)
@@ -188,4 +166,24 @@ func TestParallelReplayStoresTheSequentialRun(t *testing.T) {
 	require.NotEmpty(t, seqHost)
 	require.Equal(t, seqHost, parHost, "the host view's")
 	require.True(t, strings.HasSuffix(seqOut, parOut), "the last segment prints the end of the output")
+}
+
+// checkpointedLocks records syn_cont, replays it writing a checkpoint
+// every 15 ms, and resolves the kit's lock probes: what the tests of
+// replays from checkpoints with probes start from.
+func checkpointedLocks(t *testing.T) (*elfimage.Image, recording, string, *replayer.Result, *probes.Plan) {
+	t.Helper()
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=300 work=8000", recorder.Auto)
+	require.NoError(t, rec.err)
+	ck := filepath.Join(t.TempDir(), "run.ckpt")
+	whole, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &bytes.Buffer{},
+		Checkpoints: ck, CheckpointEvery: 15 * time.Millisecond})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(whole.Checkpoints), 3)
+	specs, err := probes.ParseSpecs(guest.LockProbes)
+	require.NoError(t, err)
+	plan, err := probes.Resolve(specs, img)
+	require.NoError(t, err)
+	return img, rec, ck, whole, plan
 }
