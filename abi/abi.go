@@ -54,9 +54,11 @@ const (
 const (
 	TraceMagic   = 0x3245434152545052 // "RPTRACE2"
 	TraceRecSize = 40
-	TraceSwitch  = 1 // tid = from, a = to, b = reason
-	TraceCreate  = 2 // tid = creator, a = new tid, b = start function
-	TraceExit    = 3 // tid = exiting thread, a = exit value
+	TraceHeadOff = 0x10 // u64 head: records ever written
+	TraceHeader  = 0x20 // the records follow the header
+	TraceSwitch  = 1    // tid = from, a = to, b = reason
+	TraceCreate  = 2    // tid = creator, a = new tid, b = start function
+	TraceExit    = 3    // tid = exiting thread, a = exit value
 	TraceUser    = 0x10000
 )
 

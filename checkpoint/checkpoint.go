@@ -20,6 +20,7 @@ package checkpoint
 import (
 	"time"
 
+	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -63,15 +64,27 @@ type Checkpoint struct {
 	Events uint64
 	Pos    vmm.Position
 	Stop   vmm.Stop // the kind of stop it was taken at
-	// Machine is everything but RAM; Engine the replay engine's own
-	// state, which this package does not interpret.
+	// Machine is everything but RAM; Engine the replay engine's.
 	Machine *vmm.Snapshot
-	Engine  []byte
+	Engine  EngineState
 	// RAMHash is the SHA-256 of guest RAM here: what a replay reaching
 	// this point must have, and what a restored one is checked against.
 	RAMHash [32]byte
 	// Digest is the register digest here.
 	Digest []byte
+}
+
+// EngineState is where the replay engine is at a checkpoint: the tape
+// events applied and the last one's position, the branch-counter target
+// set, the record clock, and how far the guest kit's trace ring has been
+// read (and what of it was lost).
+type EngineState struct {
+	Applied      uint64
+	Last         tape.Position
+	Target       uint64
+	Clock        tape.RecordClock
+	TraceDrained uint64
+	TraceLost    uint64
 }
 
 // Summary describes a checkpoint file: what a replay chooses its start

@@ -34,7 +34,7 @@ func write(t *testing.T) (string, [][]byte) {
 		ram[(2*i)*checkpoint.PageSize+1000] = byte(0x10 + i)
 		ram[(2*i+1)*checkpoint.PageSize+2000] = byte(0x20 + i)
 		n, err := w.Add(&checkpoint.Checkpoint{Time: time.Duration(i) * time.Second, Events: uint64(10 * i),
-			Pos: vmm.Position{Exit: uint64(100 * i)}, Machine: &vmm.Snapshot{Exits: uint64(100 * i)}, Engine: []byte(`{}`)}, ram)
+			Pos: vmm.Position{Exit: uint64(100 * i)}, Machine: &vmm.Snapshot{Exits: uint64(100 * i)}, Engine: checkpoint.EngineState{Applied: uint64(10 * i)}}, ram)
 		require.NoError(t, err)
 		sizes = append(sizes, n)
 		rams = append(rams, bytes.Clone(ram))

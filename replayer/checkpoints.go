@@ -1,9 +1,7 @@
 package replayer
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -19,34 +17,6 @@ import (
 // for seconds). Not at a kick — an arbitrary stop, which Go's own signals
 // cause too — nor at a sample's stop, which only some replays make. A
 // checkpoint is known by its events applied, position and stop kind.
-
-// engineState is what a checkpoint keeps of the tape engine.
-type engineState struct {
-	Applied      uint64
-	Last         tape.Position
-	Target       uint64
-	Clock        clockState
-	TraceDrained uint64
-	TraceLost    uint64
-}
-
-// clockState is recordClock's state, exported for encoding.
-type clockState struct {
-	ByExit   bool
-	Last     tape.Position
-	LastTime time.Duration
-	Halts    uint64
-	BusyNs   time.Duration
-	BusyBr   uint64
-}
-
-func (c *recordClock) state() clockState {
-	return clockState{c.byExit, c.last, c.lastTime, c.halts, c.busyNs, c.busyBr}
-}
-
-func (c *recordClock) setState(s clockState) {
-	c.byExit, c.last, c.lastTime, c.halts, c.busyNs, c.busyBr = s.ByExit, s.Last, s.LastTime, s.Halts, s.BusyNs, s.BusyBr
-}
 
 // checkpoints is a replay's checkpointing: writing one every `every` of
 // record time, or checking the ones a file holds as the replay passes
@@ -240,11 +210,8 @@ func (e *engine) recordedRAMHash(patched bool) ([32]byte, error) {
 			return [32]byte{}, err
 		}
 	}
-	if err := m.SetBranchTarget(vmm.NoBranchTarget); err != nil {
-		return [32]byte{}, err
-	}
-	sum := sha256.Sum256(m.RAM().Bytes())
-	if err := m.SetBranchTarget(e.target); err != nil {
+	sum, err := m.HashRAM()
+	if err != nil {
 		return sum, err
 	}
 	if patched {
@@ -260,19 +227,15 @@ func (e *engine) capture(t time.Duration) (*checkpoint.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := engineState{Applied: e.applied, Last: e.last, Target: e.target, Clock: e.rtime.state()}
+	st := checkpoint.EngineState{Applied: e.applied, Last: e.last, Target: e.target, Clock: e.rtime}
 	if e.trace != nil {
 		st.TraceDrained, st.TraceLost = e.trace.drained, e.trace.lost
-	}
-	eng, err := json.Marshal(st)
-	if err != nil {
-		return nil, err
 	}
 	sum, err := e.recordedRAMHash(false) // a replay that writes checkpoints has no probes
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoint.Checkpoint{Time: t, Events: e.applied, Pos: m.Position(), Stop: snap.LastStop, Machine: snap, Engine: eng,
+	return &checkpoint.Checkpoint{Time: t, Events: e.applied, Pos: m.Position(), Stop: snap.LastStop, Machine: snap, Engine: st,
 		RAMHash: sum, Digest: digestBytes(m.RegsDigest())}, nil
 }
 
@@ -286,10 +249,7 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	if err != nil {
 		return err
 	}
-	var st engineState
-	if err := json.Unmarshal(cp.Engine, &st); err != nil {
-		return fmt.Errorf("replayer: checkpoint %d: engine state: %w", i, err)
-	}
+	st := cp.Engine
 	e.target = st.Target                                                       // what RAM holds: recordedRAMHash puts it back
 	if got, err := e.recordedRAMHash(false); err != nil || got != cp.RAMHash { // probes are placed after
 		return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
@@ -311,7 +271,7 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 		e.applied++
 	}
 	e.last, e.target = st.Last, st.Target
-	e.rtime.setState(st.Clock)
+	e.rtime = st.Clock
 	if e.trace != nil {
 		e.trace.drained, e.trace.lost = st.TraceDrained, st.TraceLost
 	}

@@ -25,7 +25,7 @@ type engine struct {
 	target   uint64 // branch-counter target currently set
 	applied  uint64 // events consumed
 	last     tape.Position
-	rtime    recordClock
+	rtime    tape.RecordClock
 	drainErr error // from the trace-ring handler
 
 	ckpt    *checkpoints  // nil: none written or checked
@@ -83,7 +83,7 @@ func (e *engine) consume() {
 	e.applied++
 	if ev != nil {
 		e.last = ev.Pos
-		e.rtime.advance(ev, e.halts())
+		e.rtime.Advance(ev, e.halts())
 	}
 }
 
@@ -93,7 +93,7 @@ func (e *engine) halts() uint64 { return e.m.Stats().Exits[kvm.ExitHLT] }
 // recordTime maps a point of the replay to the recorded run's host time.
 func (e *engine) recordTime(p vmm.Position) time.Duration {
 	next, _ := e.script.Peek()
-	return e.rtime.at(tape.Position{Exit: p.Exit, Branch: p.Branch}, next, e.halts())
+	return e.rtime.At(tape.Position{Exit: p.Exit, Branch: p.Branch}, next, e.halts())
 }
 
 func (e *engine) drainTrace() error {

@@ -114,7 +114,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	var kernel vmm.Kernel
 	var affinity []int
 	sc := &script{r: r}
-	eng := &engine{script: sc, rtime: recordClock{byExit: h.PositionSource == tape.SourceExitSync}}
+	eng := &engine{script: sc, rtime: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}}
 	if h.Linux != nil {
 		affinity = []int{h.Linux.HostCPU}
 		k, err := linuxKernel(o.Tape, h)

@@ -10,11 +10,7 @@ import (
 
 // The guest kit kernel's trace ring (guest/include/reprise/trace.h): a
 // header, then records the kernel appends at no exit cost.
-const (
-	traceHeader    = 0x20
-	traceHeadOff   = 0x10
-	traceMaxRecord = 1 << 16 // capacity bound: the header is guest data
-)
+const traceMaxRecord = 1 << 16 // capacity bound: the header is guest data
 
 // TraceRecord is one record of the guest kernel's trace ring: a context
 // switch, a thread created or exited, or an explicit guest event.
@@ -58,7 +54,7 @@ func (t *traceRing) drain(recordTime func(vmm.Position) time.Duration) error {
 		return nil
 	}
 	ram := t.m.RAM()
-	hdr, err := ram.Slice(t.addr, traceHeader)
+	hdr, err := ram.Slice(t.addr, abi.TraceHeader)
 	if err != nil || binary.LittleEndian.Uint64(hdr) != abi.TraceMagic {
 		return nil // not booted yet, or not a ring
 	}
@@ -67,7 +63,7 @@ func (t *traceRing) drain(recordTime func(vmm.Position) time.Duration) error {
 		binary.LittleEndian.Uint32(hdr[12:]) != abi.TraceRecSize {
 		return nil
 	}
-	head := binary.LittleEndian.Uint64(hdr[traceHeadOff:])
+	head := binary.LittleEndian.Uint64(hdr[abi.TraceHeadOff:])
 	if head < t.drained {
 		return nil
 	}
@@ -76,7 +72,7 @@ func (t *traceRing) drain(recordTime func(vmm.Position) time.Duration) error {
 		t.drained = head - capacity
 	}
 	for ; t.drained < head; t.drained++ {
-		raw, err := ram.Slice(t.addr+traceHeader+(t.drained&(capacity-1))*abi.TraceRecSize, abi.TraceRecSize)
+		raw, err := ram.Slice(t.addr+abi.TraceHeader+(t.drained&(capacity-1))*abi.TraceRecSize, abi.TraceRecSize)
 		if err != nil {
 			return nil
 		}

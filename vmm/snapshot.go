@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
 )
 
@@ -210,4 +211,37 @@ func (c *consoleTail) restore(s ConsoleState) error {
 	}
 	c.sum, c.total, c.line, c.tail = h, s.Total, append([]byte(nil), s.Line...), append([]string(nil), s.Tail...)
 	return nil
+}
+
+// HashRAM is the SHA-256 of guest RAM as an end's hash takes it — with no
+// branch-counter target, which every run sets where its own next stop is
+// — leaving the target as it was.
+func (m *Machine) HashRAM() ([32]byte, error) {
+	target, err := m.ram.Uint64(abi.SWBCTargetOff)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	if err := m.SetBranchTarget(NoBranchTarget); err != nil {
+		return [32]byte{}, err
+	}
+	sum := sha256.Sum256(m.ram.Bytes())
+	return sum, m.SetBranchTarget(target)
+}
+
+// TraceHead is how many records the guest kit kernel has written to its
+// trace ring so far (0 for an image without one, or before it is set up).
+func (m *Machine) TraceHead() uint64 {
+	if m.cfg.Image == nil {
+		return 0
+	}
+	s, ok := m.cfg.Image.Lookup(abi.TraceRingSymbol)
+	if !ok {
+		return 0
+	}
+	magic, err1 := m.ram.Uint64(s.Addr)
+	head, err2 := m.ram.Uint64(s.Addr + abi.TraceHeadOff)
+	if err1 != nil || err2 != nil || magic != abi.TraceMagic {
+		return 0
+	}
+	return head
 }
