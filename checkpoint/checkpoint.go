@@ -18,6 +18,7 @@
 package checkpoint
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/reprise-vm/reprise/tape"
@@ -73,6 +74,20 @@ type Checkpoint struct {
 	// Digest is the register digest here.
 	Digest []byte
 }
+
+// RecordingOf identifies the recording a tape holds: what its checkpoint
+// file must belong to.
+func RecordingOf(h *tape.Header) Recording {
+	mem := h.MemBytes
+	if mem == 0 {
+		mem = vmm.DefaultMemBytes
+	}
+	return Recording{ImageSHA256: h.Image.SHA256, Created: h.Created, MemBytes: mem}
+}
+
+// Digest encodes a register digest (vmm.Machine.RegsDigest) as a
+// checkpoint keeps it.
+func Digest(d uint64) []byte { return binary.LittleEndian.AppendUint64(nil, d) }
 
 // EngineState is where the replay engine is at a checkpoint: the tape
 // events applied and the last one's position, the branch-counter target

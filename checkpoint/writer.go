@@ -28,6 +28,7 @@ type Writer struct {
 	count  int
 	offset int64
 	err    error
+	closed bool
 }
 
 // head is the HEAD frame's body.
@@ -121,8 +122,12 @@ func (w *Writer) pageFrame(pages []byte) {
 	w.frame(tagPage, append(count[:], w.enc.EncodeAll(pages, nil)...))
 }
 
-// Close finishes the file.
+// Close finishes the file; closing it again does nothing.
 func (w *Writer) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
 	err := errors.Join(w.flush(), w.f.Close())
 	w.enc.Close()
 	if w.err == nil {

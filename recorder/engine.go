@@ -28,6 +28,7 @@ type engine struct {
 	met    bool   // ...and the guest has stopped at it
 	// stopAsked is when a stop request was first seen.
 	stopAsked time.Time
+	ckpt      *checkpoints // nil: none taken
 }
 
 // stopGrace bounds how long a recording waits, after a stop request, for a
@@ -41,6 +42,9 @@ func (e *engine) Attach(m *vmm.Machine) error { e.m = m; return nil }
 
 func (e *engine) BeforeEntry(stop vmm.Stop) error {
 	m := e.m
+	if err := e.ckpt.at(m, stop); err != nil {
+		return err
+	}
 	if stop == vmm.StopBranch && e.armed {
 		e.met = true // the machine saw the count at the target
 	}
@@ -161,14 +165,14 @@ func (e *engine) inject(vector uint8, where tape.Where) error {
 		}
 	}
 	ev.Vector, ev.Value, ev.Data = vector, uint64(d.Clock), d.Digest
-	if err := e.log.Append(ev); err != nil {
+	if err := e.append(ev); err != nil {
 		return err
 	}
 	// The frames delivered with the interrupt, at its position.
 	for _, f := range d.Frames {
 		fe := *ev
 		fe.Kind, fe.Vector, fe.Value, fe.Data = tape.KindNetRX, 0, uint64(f.At), f.Data
-		if err := e.log.Append(&fe); err != nil {
+		if err := e.append(&fe); err != nil {
 			return err
 		}
 	}
@@ -196,7 +200,7 @@ func (e *engine) GuestExit() error { return nil }
 func (e *engine) NetTX(frame []byte) error {
 	ev := e.event(tape.KindNetTX, tape.AtExit)
 	ev.Value, ev.Data = uint64(e.m.Now()), frame
-	if err := e.log.Append(ev); err != nil {
+	if err := e.append(ev); err != nil {
 		return err
 	}
 	return e.m.Transmit(frame)
@@ -205,14 +209,14 @@ func (e *engine) NetTX(frame []byte) error {
 func (e *engine) PortIn(port uint16, data []byte) error {
 	ev := e.event(tape.KindPortIn, tape.AtExit)
 	ev.Port, ev.Data = port, append([]byte(nil), data...)
-	return e.log.Append(ev)
+	return e.append(ev)
 }
 
 func (e *engine) Clock() (time.Duration, error) {
 	now := e.m.Now()
 	ev := e.event(tape.KindTime, tape.AtExit)
 	ev.Value = uint64(now)
-	if err := e.log.Append(ev); err != nil {
+	if err := e.append(ev); err != nil {
 		return 0, err
 	}
 	return now, nil
@@ -228,7 +232,7 @@ func (e *engine) Entropy(b []byte) error {
 		n := min(len(rest), tape.MaxEntropy)
 		ev := e.event(tape.KindEntropy, tape.AtExit)
 		ev.Data = append([]byte(nil), rest[:n]...)
-		if err := e.log.Append(ev); err != nil {
+		if err := e.append(ev); err != nil {
 			return err
 		}
 		rest = rest[n:]
@@ -257,8 +261,17 @@ func (e *engine) Finish(end *vmm.End, runErr error) error {
 	ev := e.event(tape.KindEnd, where)
 	te := tape.End(*end)
 	ev.End = &te
-	if err := e.log.Append(ev); err != nil {
+	if err := e.append(ev); err != nil {
 		return err
 	}
 	return runErr
+}
+
+// append logs an event, and keeps the checkpoints' view of the tape.
+func (e *engine) append(ev *tape.Event) error {
+	if err := e.log.Append(ev); err != nil {
+		return err
+	}
+	e.ckpt.logged(e.m, ev)
+	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/linux"
@@ -61,10 +62,52 @@ type Options struct {
 	// KeepWrites, for a Linux program, is a directory the files it created
 	// or changed are copied into when it ends.
 	KeepWrites string
+	// CheckpointEvery takes a checkpoint every that much of the
+	// recording's time, into Checkpoints (default: the tape's path +
+	// ".ckpt"): the tape's first replay can then already start anywhere,
+	// or be split (package checkpoint).
+	CheckpointEvery time.Duration
+	Checkpoints     string
 	// Overwrite lets the recording replace an existing tape and overlay.
 	// Without it Record refuses them (an *ExistsError): a recording cannot
 	// be made again, so it is never lost to a reused name.
 	Overwrite bool
+}
+
+// checkpointPath is where the recording's checkpoints go.
+func (o *Options) checkpointPath() string {
+	if o.Checkpoints != "" {
+		return o.Checkpoints
+	}
+	return o.Output + ".ckpt"
+}
+
+// checkCheckpoints refuses checkpoints of what a snapshot cannot hold yet,
+// before anything is written.
+func (o *Options) checkCheckpoints() error {
+	switch {
+	case o.CheckpointEvery < 0:
+		return errors.New("recorder: a negative checkpoint interval")
+	case o.CheckpointEvery == 0:
+		return nil
+	case o.Linux != nil:
+		return errors.New("recorder: checkpoints of Linux programs are not supported yet (the personality's state is not in a snapshot)")
+	case o.DiskBase != "":
+		return errors.New("recorder: checkpoints of a recording with a disk are not supported yet (the disk's overlay is not in a snapshot)")
+	}
+	return nil
+}
+
+// checkpoints opens the checkpoint file the recording writes (nil: none).
+func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
+	if o.CheckpointEvery == 0 {
+		return nil, nil
+	}
+	w, err := checkpoint.Create(o.checkpointPath(), checkpoint.RecordingOf(h))
+	if err != nil {
+		return nil, err
+	}
+	return &checkpoints{w: w, every: o.CheckpointEvery, clock: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}}, nil
 }
 
 // ExistsError says a file a recording would write exists already.
@@ -77,6 +120,8 @@ func (e *ExistsError) Error() string {
 // Result is a finished recording.
 type Result struct {
 	*vmm.Result
+	// Checkpoints are the checkpoints the recording took.
+	Checkpoints    []checkpoint.Summary
 	PositionSource tape.PositionSource
 	Tape           string
 	Events         uint64
@@ -169,6 +214,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if (o.Image == nil) == (o.Linux == nil) {
 		return nil, errors.New("recorder: give a guest image or a Linux program, not both or neither")
 	}
+	if err := o.checkCheckpoints(); err != nil {
+		return nil, err
+	}
 	source, err := ChoosePositionSource(o.PositionSource, o.Image)
 	if o.Linux != nil {
 		source, err = chooseLinuxSource(o.PositionSource, o.Linux.Image)
@@ -212,6 +260,13 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	ckpt, err := o.checkpoints(h)
+	if err != nil {
+		return nil, err
+	}
+	if ckpt != nil {
+		defer ckpt.w.Close()
+	}
 	mode, err := ParseHostMode(string(o.Host))
 	if err != nil {
 		return nil, err
@@ -229,7 +284,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Engine: &engine{log: log, source: source}, Kernel: kernel, VCPUAffinity: affinity, Disk: disk, Net: o.Net, Host: hostObs,
+		Engine: &engine{log: log, source: source, ckpt: ckpt}, Kernel: kernel, VCPUAffinity: affinity, Disk: disk, Net: o.Net, Host: hostObs,
 	})
 	if err != nil {
 		return nil, err
@@ -259,6 +314,12 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		return nil, fmt.Errorf("recorder: writing %s: %w", o.Output, err)
 	}
 	out := &Result{Result: res, PositionSource: source, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes(), HostRecords: log.hl.records}
+	if ckpt != nil {
+		out.Checkpoints = ckpt.taken
+		if err := ckpt.w.Close(); err != nil {
+			return out, errors.Join(runErr, err)
+		}
+	}
 	if k, ok := kernel.(*linux.Kernel); ok {
 		out.Warnings, out.Unimplemented = k.Stats().Warnings, k.Stats().Unimplemented()
 		if o.KeepWrites != "" {
@@ -283,6 +344,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 // created exclusively, and the overlay is truncated when the disk opens.
 func claimOutputs(o Options, disk *vmm.DiskConfig) error {
 	paths := []string{o.Output}
+	if o.CheckpointEvery != 0 {
+		paths = append(paths, o.checkpointPath())
+	}
 	if disk != nil {
 		paths = append(paths, disk.Overlay)
 	}

@@ -187,3 +187,35 @@ func checkpointedLocks(t *testing.T) (*elfimage.Image, recording, string, *repla
 	require.NoError(t, err)
 	return img, rec, ck, whole, plan
 }
+
+// A recording takes checkpoints too: the state its replay has at the same
+// stops. A replay from boot checks every one of them (RAM and registers),
+// and a replay from one reaches the recorded end.
+func TestRecordingCheckpoints(t *testing.T) {
+	img := kitImage(t)
+	for _, cmd := range []string{"syn_cont iters=300 work=8000", "periodic count=20"} {
+		t.Run(strings.Fields(cmd)[0], func(t *testing.T) {
+			dir := t.TempDir()
+			path, ck := filepath.Join(dir, "run.tape"), filepath.Join(dir, "run.ckpt")
+			var console bytes.Buffer
+			rec, err := recorder.Record(context.Background(), recorder.Options{Image: img, Cmdline: cmd, Output: path, Console: &console,
+				TimerHz: 250, CheckpointEvery: 10 * time.Millisecond, Checkpoints: ck})
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, len(rec.Checkpoints), 2, "checkpoints taken while recording")
+
+			var out bytes.Buffer
+			whole, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Checkpoints: ck})
+			require.NoError(t, err, "a replay from boot checks the recording's checkpoints")
+			require.Equal(t, console.String(), out.String())
+			n := len(rec.Checkpoints)
+			for _, i := range slices.Compact([]int{1, n / 2, n}) {
+				var part bytes.Buffer
+				res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
+				require.NoError(t, err, "from checkpoint %d", i)
+				require.Equal(t, whole.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
+				require.Equal(t, whole.End.ConsoleHash, res.End.ConsoleHash, "from checkpoint %d", i)
+				require.True(t, strings.HasSuffix(out.String(), part.String()), "from checkpoint %d", i)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package replayer
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -60,7 +59,7 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	case o.CheckpointEvery != 0 && (o.Plan != nil || len(o.Probes) > 0):
 		return nil, errors.New("replayer: checkpoints are taken by a replay without probes (their int3s are in RAM)")
 	}
-	c := &checkpoints{every: o.CheckpointEvery, path: o.Checkpoints, start: o.Start, until: o.Until, rec: RecordingOf(h)}
+	c := &checkpoints{every: o.CheckpointEvery, path: o.Checkpoints, start: o.Start, until: o.Until, rec: checkpoint.RecordingOf(h)}
 	if o.CheckpointEvery != 0 {
 		return c, nil // created at attach, when RAM's size is known
 	}
@@ -74,16 +73,6 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 		return nil, fmt.Errorf("replayer: %s has %d checkpoints, no checkpoint %d", o.Checkpoints, len(c.known), max(o.Start, o.Until))
 	}
 	return c, nil
-}
-
-// RecordingOf identifies the recording a tape holds: what its checkpoint
-// file must belong to.
-func RecordingOf(h *tape.Header) checkpoint.Recording {
-	mem := h.MemBytes
-	if mem == 0 {
-		mem = vmm.DefaultMemBytes
-	}
-	return checkpoint.Recording{ImageSHA256: h.Image.SHA256, Created: h.Created, MemBytes: mem}
 }
 
 // attach creates the file to write, or resumes from the start checkpoint.
@@ -183,7 +172,7 @@ func (c *checkpoints) verify(e *engine, i int) error {
 	if err != nil {
 		return err
 	}
-	digest := digestBytes(e.m.RegsDigest())
+	digest := checkpoint.Digest(e.m.RegsDigest())
 	if got != want.RAMHash || string(digest) != string(want.Digest) {
 		ev, err := e.peek()
 		if err != nil {
@@ -194,8 +183,6 @@ func (c *checkpoints) verify(e *engine, i int) error {
 	}
 	return nil
 }
-
-func digestBytes(d uint64) []byte { return binary.LittleEndian.AppendUint64(nil, d) }
 
 // recordedRAMHash hashes RAM as the recording had it here: without the
 // probes' patches (if patched, they are taken out for the hash and put
@@ -236,7 +223,7 @@ func (e *engine) capture(t time.Duration) (*checkpoint.Checkpoint, error) {
 		return nil, err
 	}
 	return &checkpoint.Checkpoint{Time: t, Events: e.applied, Pos: m.Position(), Stop: snap.LastStop, Machine: snap, Engine: st,
-		RAMHash: sum, Digest: digestBytes(m.RegsDigest())}, nil
+		RAMHash: sum, Digest: checkpoint.Digest(m.RegsDigest())}, nil
 }
 
 // resume puts the machine and the engine in checkpoint i's state: RAM,
@@ -260,7 +247,7 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	if err := m.Restore(cp.Machine); err != nil {
 		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
 	}
-	if d := digestBytes(m.RegsDigest()); string(d) != string(cp.Digest) {
+	if d := checkpoint.Digest(m.RegsDigest()); string(d) != string(cp.Digest) {
 		return fmt.Errorf("replayer: checkpoint %d: restored registers do not match its digest", i)
 	}
 	for e.applied < st.Applied {

@@ -26,7 +26,7 @@ func Segments(o Options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	f, err := checkpoint.Open(o.Checkpoints, RecordingOf(h))
+	f, err := checkpoint.Open(o.Checkpoints, checkpoint.RecordingOf(h))
 	if err != nil {
 		return 0, err
 	}

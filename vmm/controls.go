@@ -72,8 +72,18 @@ func DescribeExit(reason kvm.ExitReason, port uint16) string {
 // LastStop is where the vCPU loop stopped last.
 func (m *Machine) LastStop() Stop { return m.lastStop }
 
-// Now is the run's own clock: the time since Run started.
-func (m *Machine) Now() time.Duration { return time.Since(m.start) }
+// Now is the run's own clock: the time since Run started, less the
+// time it was paused.
+func (m *Machine) Now() time.Duration { return time.Since(m.start) - m.paused }
+
+// Paused runs f with the run's clock stopped, as a VM paused for a
+// snapshot: the guest then sees no time pass (at most one timer tick comes
+// due), so a recording's checkpoints do not change what it records.
+func (m *Machine) Paused(f func() error) error {
+	t0 := time.Now()
+	defer func() { m.paused += time.Since(t0) }()
+	return f()
+}
 
 // Stopping reports whether the run has been asked to stop.
 func (m *Machine) Stopping() bool { return m.stopping.Load() }
@@ -118,7 +128,7 @@ func (m *Machine) Deliver(vector uint8) (*Delivery, error) {
 	var data [][]byte
 	if vector == abi.IRQBase+abi.IRQNIC && m.net != nil {
 		for _, f := range m.net.Take(m.nic.RXFree()) {
-			d.Frames = append(d.Frames, Frame{Data: f.Data, At: f.At.Sub(m.start)})
+			d.Frames = append(d.Frames, Frame{Data: f.Data, At: f.At.Sub(m.start) - m.paused})
 			data = append(data, f.Data)
 		}
 	}

@@ -41,6 +41,7 @@ type Machine struct {
 	cpuid    []kvm.CPUIDEntry
 
 	start     time.Time
+	paused    time.Duration // the run's clock stood still this long (Paused)
 	wake      chan struct{} // kicks a vCPU waiting in HLT
 	tid       atomic.Int32  // OS thread of the vCPU loop, 0 when not running
 	stopping  atomic.Bool

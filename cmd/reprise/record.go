@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -22,6 +23,8 @@ func newRecordCmd() *cobra.Command {
 		host           string
 		force          bool
 		pack           bool
+		ckptFile       string
+		ckptEvery      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "record -o TAPE WORKLOAD|IMAGE|PROGRAM [ARG...]",
@@ -45,6 +48,12 @@ entry and exit with its reason, hypervisor events, and the host scheduler's
 sched_switch on every CPU with the vCPU thread's wakeups and migrations
 (tracefs, needs root; without it the recording goes on and says what is
 missing); vmm stores the VMM's part only; off stores none.
+
+--checkpoint-every 5s takes a checkpoint of the whole machine every 5 s of
+guest time, to TAPE.ckpt (or --checkpoints FILE), as 'reprise replay
+--checkpoint-every' does: the first replay can then start anywhere (--from)
+or be split (--jobs, --segment). The guest's clock stands still while one
+is written, so they do not change what is recorded.
 
 The tape (-o) is never an existing file: reprise refuses to overwrite a
 recording unless --force is given.
@@ -79,7 +88,7 @@ is recorded and replays).`,
 				Image: g.img, Linux: g.linux, KeepWrites: mf.keep, Pack: pack, Cmdline: g.cmdline, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
 				TimerJitter: jitter, PositionSource: tape.PositionSource(positionSource), Console: cmd.OutOrStdout(),
 				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(), Host: mode,
-				Overwrite: force,
+				Overwrite: force, CheckpointEvery: ckptEvery, Checkpoints: ckptFile,
 			})
 			if res != nil {
 				for _, w := range res.Warnings {
@@ -98,6 +107,7 @@ is recorded and replays).`,
 				if res.HostMissing != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %s\n", res.HostMissing)
 				}
+				reportCheckpoints(cmd.ErrOrStderr(), cmp.Or(ckptFile, out+".ckpt"), res.Checkpoints)
 			}
 			var (
 				gf     *vmm.GuestFault
@@ -130,6 +140,8 @@ is recorded and replays).`,
 	_ = cmd.Flags().MarkDeprecated("position", "use --position-source")
 	cmd.Flags().Var(newDurationFlag(&jitter, time.Nanosecond, time.Second, "none"), "timer-jitter", "move each timer tick randomly by up to this much, less than the tick period (stress-tests determinism)")
 	cmd.Flags().Var(newDurationFlag(&timeout, time.Nanosecond, maxDuration, "no limit"), "timeout", "end the recording cleanly after this long (0: no limit)")
+	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "where --checkpoint-every writes (default: TAPE.ckpt; never an existing file, unless --force)")
+	cmd.Flags().Var(newDurationFlag(&ckptEvery, 10*time.Millisecond, 24*time.Hour, ""), "checkpoint-every", "take a checkpoint every this much of guest time (e.g. 5s)")
 	cmd.Flags().StringVar(&host, "host", string(recorder.HostFull), "host view to keep: full, vmm or off")
 	cmd.Flags().SetInterspersed(false)
 	return cmd

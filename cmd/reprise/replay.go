@@ -150,18 +150,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 			}
 			fmt.Fprintf(stderr, "reprise: replay matched: %d events, %d exits, %s; console and RAM identical (%v)\n",
 				res.Events, res.Stats.TotalExits(), describeEnd(res.End), res.Elapsed.Round(time.Millisecond))
-			if n := len(res.Checkpoints); n > 0 {
-				var rest int64
-				for _, c := range res.Checkpoints[1:] {
-					rest += c.Bytes
-				}
-				avg := int64(0)
-				if n > 1 {
-					avg = rest / int64(n-1)
-				}
-				fmt.Fprintf(stderr, "reprise: wrote %d checkpoints to %s: the first %s, then %s each on average\n",
-					n, opts.Checkpoints, humanBytes(res.Checkpoints[0].Bytes), humanBytes(avg))
-			}
+			reportCheckpoints(stderr, opts.Checkpoints, res.Checkpoints)
 			return nil
 		},
 	}
@@ -225,7 +214,7 @@ func startCheckpoint(tapePath, file, from string) (int, checkpoint.Summary, erro
 	if err != nil {
 		return 0, none, &exitError{exitFailure, err}
 	}
-	f, err := checkpoint.Open(file, replayer.RecordingOf(h))
+	f, err := checkpoint.Open(file, checkpoint.RecordingOf(h))
 	switch {
 	case checkpoint.IsDamaged(err):
 		return 0, none, &exitError{exitDamaged, err}
@@ -360,4 +349,22 @@ func replayToDB(ctx context.Context, opts replayer.Options, dir string, jobs int
 		return replayer.SegmentsToDB(ctx, opts, db, from, to, total)
 	}
 	return replayer.ToDB(ctx, opts, db)
+}
+
+// reportCheckpoints says how many checkpoints a run wrote and their sizes:
+// the first holds all of RAM, the others the pages that changed.
+func reportCheckpoints(w io.Writer, file string, taken []checkpoint.Summary) {
+	if len(taken) == 0 {
+		return
+	}
+	var rest int64
+	for _, c := range taken[1:] {
+		rest += c.Bytes
+	}
+	avg := int64(0)
+	if n := len(taken); n > 1 {
+		avg = rest / int64(n-1)
+	}
+	fmt.Fprintf(w, "reprise: wrote %d checkpoints to %s: the first %s, then %s each on average\n",
+		len(taken), file, humanBytes(taken[0].Bytes), humanBytes(avg))
 }
