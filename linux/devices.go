@@ -1,6 +1,11 @@
 package linux
 
-import "golang.org/x/sys/unix"
+import (
+	"maps"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
 
 // Device files and generated files every program sees: what a small,
 // fixed Linux machine has, the same on every host.
@@ -35,24 +40,25 @@ var systemFiles = map[string]string{
 	"/etc/hostname":                    utsname[1] + "\n",
 }
 
-// addSystem adds the device and generated files.
+// addSystem adds the device and generated files, in name order: inode
+// numbers are the order files are added in, and a program sees them
+// (stat), so every run numbers them alike.
 func (fs *fileSystem) addSystem() error {
-	for name, dev := range map[string]device{
-		"/dev/null": devNull{}, "/dev/zero": devZero{}, "/dev/urandom": devRandom{}, "/dev/random": devRandom{},
-	} {
+	devices := map[string]device{"/dev/null": devNull{}, "/dev/zero": devZero{}, "/dev/urandom": devRandom{}, "/dev/random": devRandom{}}
+	for _, name := range slices.Sorted(maps.Keys(devices)) {
 		n, err := fs.add(name, nil, 0o666)
 		if err != nil {
 			return err
 		}
-		n.dev = dev
+		n.dev = devices[name]
 	}
-	for name, text := range systemFiles {
+	for _, name := range slices.Sorted(maps.Keys(systemFiles)) {
 		if _, err := fs.lookup(name); err == nil {
 			continue // the user gave one
 		} else if err != unix.ENOENT {
 			return err
 		}
-		if _, err := fs.add(name, []byte(text), 0o644); err != nil {
+		if _, err := fs.add(name, []byte(systemFiles[name]), 0o644); err != nil {
 			return err
 		}
 	}
