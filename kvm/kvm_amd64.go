@@ -226,6 +226,26 @@ type msrs struct {
 	Entries [maxMSRs]MSREntry
 }
 
+// XSave mirrors struct kvm_xsave in its 4 KiB form: the XSAVE image of
+// the x87, SSE and AVX state (KVM_FPU has no AVX upper halves).
+type XSave struct{ Region [1024]uint32 }
+
+// XCRs mirrors struct kvm_xcrs, 392 bytes: the extended control
+// registers (XCR0: which state components XSAVE covers).
+type XCRs struct {
+	N       uint32
+	Flags   uint32
+	XCRs    [16]XCR
+	Padding [16]uint64
+}
+
+// XCR is one extended control register.
+type XCR struct {
+	Index    uint32
+	Reserved uint32
+	Value    uint64
+}
+
 // FPU mirrors struct kvm_fpu, 416 bytes: the x87 and SSE state in FXSAVE
 // form.
 type FPU struct {

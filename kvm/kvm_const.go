@@ -29,6 +29,10 @@ const (
 	ioctlSetVCPUEvents       = 0x4040aea0
 	ioctlSetGuestDebug       = 0x4048ae9b
 	ioctlEnableCap           = 0x4068aea3
+	ioctlGetXSave            = 0x9000aea4
+	ioctlSetXSave            = 0x5000aea5
+	ioctlGetXCRs             = 0x8188aea6
+	ioctlSetXCRs             = 0x4188aea7
 	ioctlX86SetMSRFilter     = 0x4188aec6
 )
 
@@ -45,6 +49,8 @@ const (
 	CapExtCPUID        Cap = 7
 	CapNrMemslots      Cap = 10
 	CapSetGuestDebug   Cap = 23
+	CapXSave           Cap = 55
+	CapXCRs            Cap = 56
 	CapSyncRegs        Cap = 74
 	CapImmediateExit   Cap = 136
 	CapX86UserSpaceMSR Cap = 188
@@ -54,7 +60,7 @@ const (
 var capNames = map[Cap]string{
 	CapIRQChip: "KVM_CAP_IRQCHIP", CapHLT: "KVM_CAP_HLT", CapUserMemory: "KVM_CAP_USER_MEMORY",
 	CapExtCPUID: "KVM_CAP_EXT_CPUID", CapNrMemslots: "KVM_CAP_NR_MEMSLOTS",
-	CapSetGuestDebug: "KVM_CAP_SET_GUEST_DEBUG", CapSyncRegs: "KVM_CAP_SYNC_REGS",
+	CapSetGuestDebug: "KVM_CAP_SET_GUEST_DEBUG", CapXSave: "KVM_CAP_XSAVE", CapXCRs: "KVM_CAP_XCRS", CapSyncRegs: "KVM_CAP_SYNC_REGS",
 	CapImmediateExit: "KVM_CAP_IMMEDIATE_EXIT", CapX86UserSpaceMSR: "KVM_CAP_X86_USER_SPACE_MSR",
 	CapX86MSRFilter: "KVM_CAP_X86_MSR_FILTER",
 }

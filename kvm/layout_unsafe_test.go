@@ -36,6 +36,8 @@ func TestRawStructSizes(t *testing.T) {
 		{"struct kvm_msr_entry", unsafe.Sizeof(MSREntry{}), 16},
 		{"struct kvm_msrs (header)", unsafe.Offsetof(msrs{}.Entries), 8},
 		{"struct kvm_fpu", unsafe.Sizeof(FPU{}), 416},
+		{"struct kvm_xsave", unsafe.Sizeof(XSave{}), 4096},
+		{"struct kvm_xcrs", unsafe.Sizeof(XCRs{}), 392},
 		{"struct kvm_debug_exit_arch", unsafe.Sizeof(DebugExit{}), 32},
 		{"kvm_run header (before the exit union)", unsafe.Sizeof(runHeader{}), 32},
 	} {
@@ -130,6 +132,10 @@ func TestIoctlNumbers(t *testing.T) {
 		{"KVM_GET_VCPU_EVENTS", ioctlGetVCPUEvents, 0x9f, dirRead, unsafe.Sizeof(VCPUEvents{})},
 		{"KVM_SET_VCPU_EVENTS", ioctlSetVCPUEvents, 0xa0, dirWrite, unsafe.Sizeof(VCPUEvents{})},
 		{"KVM_ENABLE_CAP", ioctlEnableCap, 0xa3, dirWrite, unsafe.Sizeof(enableCap{})},
+		{"KVM_GET_XSAVE", ioctlGetXSave, 0xa4, dirRead, unsafe.Sizeof(XSave{})},
+		{"KVM_SET_XSAVE", ioctlSetXSave, 0xa5, dirWrite, unsafe.Sizeof(XSave{})},
+		{"KVM_GET_XCRS", ioctlGetXCRs, 0xa6, dirRead, unsafe.Sizeof(XCRs{})},
+		{"KVM_SET_XCRS", ioctlSetXCRs, 0xa7, dirWrite, unsafe.Sizeof(XCRs{})},
 		{"KVM_X86_SET_MSR_FILTER", ioctlX86SetMSRFilter, 0xc6, dirWrite, unsafe.Sizeof(msrFilter{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -164,6 +164,22 @@ func (c *VCPU) FPU() (f FPU, err error) {
 // SetFPU writes the x87 and SSE state with KVM_SET_FPU.
 func (c *VCPU) SetFPU(f *FPU) error { return vcpuIoctl(c, ioctlSetFPU, "KVM_SET_FPU", f) }
 
+// XSave reads the x87, SSE and AVX state with KVM_GET_XSAVE (KVM_CAP_XSAVE).
+func (c *VCPU) XSave() (x XSave, err error) {
+	return x, vcpuIoctl(c, ioctlGetXSave, "KVM_GET_XSAVE", &x)
+}
+
+// SetXSave writes it with KVM_SET_XSAVE.
+func (c *VCPU) SetXSave(x *XSave) error { return vcpuIoctl(c, ioctlSetXSave, "KVM_SET_XSAVE", x) }
+
+// XCRs reads the extended control registers with KVM_GET_XCRS (KVM_CAP_XCRS).
+func (c *VCPU) XCRs() (x XCRs, err error) {
+	return x, vcpuIoctl(c, ioctlGetXCRs, "KVM_GET_XCRS", &x)
+}
+
+// SetXCRs writes them with KVM_SET_XCRS.
+func (c *VCPU) SetXCRs(x *XCRs) error { return vcpuIoctl(c, ioctlSetXCRs, "KVM_SET_XCRS", x) }
+
 // MarkSregsDirty makes the next KVM_RUN load the special registers from
 // SyncedSregs, at no extra ioctl.
 func (c *VCPU) MarkSregsDirty() { c.run.KVMDirtyRegs |= SyncSpecial }

@@ -26,6 +26,8 @@ type Snapshot struct {
 	VCPU     VCPUState
 	Devices  DeviceState
 	Console  ConsoleState
+	// Kernel is a Kernel's own state (KernelState), opaque here.
+	Kernel []byte `json:",omitempty"`
 }
 
 // VCPUState is the vCPU's architectural state.
@@ -37,6 +39,10 @@ type VCPUState struct {
 	// interrupt shadow (KVM_GET_VCPU_EVENTS, the parts that matter here).
 	Events VCPUEvents
 	MSRs   map[uint32]uint64 // of snapshotMSRs, those the host has
+	// XSave and XCRs are the XSAVE image (AVX included, which FPU lacks)
+	// and XCR0, where the host has them (KVM_CAP_XSAVE, KVM_CAP_XCRS).
+	XSave *kvm.XSave `json:",omitempty"`
+	XCRs  *kvm.XCRs  `json:",omitempty"`
 }
 
 // VCPUEvents is what Snapshot keeps of kvm.VCPUEvents.
@@ -84,6 +90,12 @@ func (m *Machine) Snapshot() (*Snapshot, error) {
 	if s.VCPU.FPU, err = c.FPU(); err != nil {
 		return nil, err
 	}
+	if x, err := c.XSave(); err == nil {
+		s.VCPU.XSave = &x
+	}
+	if x, err := c.XCRs(); err == nil {
+		s.VCPU.XCRs = &x
+	}
 	ev, err := c.Events()
 	if err != nil {
 		return nil, err
@@ -102,6 +114,15 @@ func (m *Machine) Snapshot() (*Snapshot, error) {
 	s.Devices = *dev
 	if s.Console, err = m.console.save(); err != nil {
 		return nil, err
+	}
+	if m.kernel != nil {
+		ks, ok := m.kernel.(KernelState)
+		if !ok {
+			return nil, fmt.Errorf("vmm: the guest's kernel cannot save its state")
+		}
+		if s.Kernel, err = ks.SaveState(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -122,6 +143,16 @@ func (m *Machine) Restore(s *Snapshot) error {
 	if err := c.SetFPU(&fpu); err != nil {
 		return fmt.Errorf("vmm: restore FPU: %w", err)
 	}
+	if x := s.VCPU.XCRs; x != nil {
+		if err := c.SetXCRs(x); err != nil {
+			return fmt.Errorf("vmm: restore XCR0: %w", err)
+		}
+	}
+	if x := s.VCPU.XSave; x != nil {
+		if err := c.SetXSave(x); err != nil {
+			return fmt.Errorf("vmm: restore the XSAVE state: %w", err)
+		}
+	}
 	for idx, v := range s.VCPU.MSRs {
 		if err := c.SetMSRs(kvm.MSREntry{Index: idx, Data: v}); err != nil {
 			return fmt.Errorf("vmm: restore MSR %#x: %w", idx, err)
@@ -136,10 +167,30 @@ func (m *Machine) Restore(s *Snapshot) error {
 	if err := m.console.restore(s.Console); err != nil {
 		return err
 	}
+	if err := m.restoreKernel(s.Kernel); err != nil {
+		return err
+	}
 	m.exits, m.lastStop, m.lastExit, m.stats, m.ticks = s.Exits, s.LastStop, s.LastExit, s.Stats, s.Ticks
 	// As Snapshot did: the exit fields of kvm_run (ready for injection,
 	// IF) now describe this state, for the engine's first BeforeEntry.
 	return m.Settle()
+}
+
+// restoreKernel gives the Kernel its state back: a snapshot of a machine
+// with one has it, one of a machine without has none.
+func (m *Machine) restoreKernel(state []byte) error {
+	ks, ok := m.kernel.(KernelState)
+	switch {
+	case m.kernel == nil && len(state) > 0:
+		return errors.New("vmm: the snapshot holds a kernel's state, and this machine runs none")
+	case m.kernel == nil:
+		return nil
+	case !ok:
+		return errors.New("vmm: the guest's kernel cannot restore its state")
+	case len(state) == 0:
+		return errors.New("vmm: the snapshot holds no state for the guest's kernel")
+	}
+	return ks.RestoreState(state)
 }
 
 // Settle runs KVM_RUN with immediate_exit set: KVM completes the I/O the
