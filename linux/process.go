@@ -153,6 +153,9 @@ func (k *Kernel) fork() (*thread, error) {
 	t.sigmask = k.current().sigmask
 	child.pid = t.tid
 	parent.children = append(parent.children, child)
+	if err := k.m.DropTranslations(); err != nil { // the parent's writable pages are copy-on-write now
+		return nil, err
+	}
 	if err := k.placeAll(child.pid, as); err != nil {
 		return nil, err
 	}

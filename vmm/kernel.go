@@ -37,6 +37,33 @@ type Kernel interface {
 	Runnable() bool
 }
 
+// KernelState is a Kernel whose state a snapshot can hold (Snapshot,
+// Restore): opaque bytes to the machine, read back by a Kernel made for the
+// same guest, booted, after RAM and the vCPU are restored. The bytes come
+// from a file: RestoreState checks them as it would a guest's input.
+type KernelState interface {
+	SaveState() ([]byte, error)
+	RestoreState([]byte) error
+}
+
+// DropTranslations makes KVM forget every translation it derived from the
+// guest's page tables, by taking guest RAM's memory slot away and giving
+// it back. Where KVM shadows the guest's tables (PVM hosts) it learns of a
+// change only from the guest's own writes to them; a Kernel that takes
+// rights away from host-side (a fork's copy-on-write) calls this, so the
+// guest runs on what the tables say — as a machine restored from a
+// snapshot, which starts with no shadows, does.
+func (m *Machine) DropTranslations() error {
+	var flags uint32
+	if m.cfg.TrackDirty {
+		flags = kvm.MemLogDirtyPages
+	}
+	if err := m.vm.SetMemoryRegion(0, flags, 0, nil); err != nil {
+		return err
+	}
+	return m.vm.SetMemoryRegion(0, flags, 0, m.ram.Bytes())
+}
+
 // VCPU is the machine's vCPU, for a Kernel: it sets up and switches the
 // vCPU's full state (special registers, MSRs, FPU).
 func (m *Machine) VCPU() *kvm.VCPU { return m.cpu }
