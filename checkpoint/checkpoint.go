@@ -42,9 +42,9 @@ var (
 
 // Bounds on what a file may hold.
 const (
-	maxFrame        = 64 << 20 // compressed body
-	maxPagesInFrame = 1 << 14  // 64 MiB of pages
-	maxMeta         = 16 << 20 // a checkpoint's decompressed state
+	maxFrame        = 64 << 20  // compressed body
+	maxPagesInFrame = 1 << 14   // 64 MiB of pages
+	maxMeta         = 128 << 20 // a checkpoint's decompressed state (a Linux program's written files included)
 	maxHead         = 64 << 10
 	maxCheckpoints  = 1 << 16
 )

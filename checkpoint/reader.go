@@ -129,7 +129,8 @@ func (cf *File) index(rec Recording) error {
 				return cf.corrupt(bodyOff, "format version %d with %d-byte pages (this reprise reads version %d, %d-byte pages)", h.Version, h.PageSize, Version, PageSize)
 			}
 			if h.Recording.ImageSHA256 != rec.ImageSHA256 || !h.Recording.Created.Equal(rec.Created) || h.Recording.MemBytes != rec.MemBytes {
-				return fmt.Errorf("checkpoint: %s holds checkpoints of another recording (made %v), not of this tape (made %v)", cf.path, h.Recording.Created, rec.Created)
+				return fmt.Errorf("checkpoint: %s holds checkpoints of another recording (made %v, image sha256 %x…, %d bytes of RAM), not of this tape (made %v, image sha256 %x…, %d bytes of RAM)",
+					cf.path, h.Recording.Created, h.Recording.ImageSHA256[:6], h.Recording.MemBytes, rec.Created, rec.ImageSHA256[:6], rec.MemBytes)
 			}
 			cf.rec = h.Recording
 		case tag == tagPage:

@@ -107,6 +107,9 @@ func (w *Writer) Add(c *Checkpoint, ram []byte) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint: %w", err)
 	}
+	if len(meta) > maxMeta {
+		return 0, fmt.Errorf("checkpoint: the machine's state takes %d bytes, more than a checkpoint holds (%d)", len(meta), maxMeta)
+	}
 	w.frame(tagCkpt, w.enc.EncodeAll(meta, nil))
 	w.count++
 	if err := w.flush(); err != nil {

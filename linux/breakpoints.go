@@ -3,6 +3,7 @@ package linux
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -334,6 +335,33 @@ func (k *Kernel) RemoveBreakpoints() error {
 		clear(stack)
 	}
 	return k.fr.unpatchAll()
+}
+
+// WithoutBreakpoints runs f with RAM as the recording has it here — the
+// bytes every int3 replaced and the debug traps' stack put back — and
+// then puts the breakpoints back: a replay with probes checks a
+// checkpoint's RAM hash so.
+func (k *Kernel) WithoutBreakpoints(f func() error) error {
+	if k.bp == nil {
+		return f()
+	}
+	ram := k.m.RAM()
+	stack, err := ram.Slice(abi.IST1Top, abi.IST2Top-abi.IST1Top)
+	if err != nil {
+		return err
+	}
+	ours := bytes.Clone(stack)
+	if k.bp.debugStack != nil {
+		copy(stack, k.bp.debugStack)
+	} else {
+		clear(stack)
+	}
+	if err := k.fr.writePatched(func(p patchedByte) byte { return p.orig }); err != nil {
+		return err
+	}
+	err = f()
+	copy(stack, ours)
+	return errors.Join(err, k.fr.writePatched(func(patchedByte) byte { return int3 }))
 }
 
 // fileAt is the file mapping holding va, nil if none.

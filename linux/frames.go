@@ -178,6 +178,19 @@ func (f *frames) unpatchAll() error {
 	return nil
 }
 
+// writePatched writes, at every patched byte, what b says, keeping the
+// bookkeeping.
+func (f *frames) writePatched(b func(patchedByte) byte) error {
+	for frame, offs := range f.patched {
+		for off, p := range offs {
+			if err := f.ram.Write(frame+uint64(off), []byte{b(p)}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // copied records that frame to holds a copy of frame from, int3s
 // included.
 func (f *frames) copied(from, to uint64) {

@@ -56,10 +56,7 @@ type Kernel struct {
 	prog  Program
 	m     *vmm.Machine
 	fr    *frames
-	as    *addressSpace
-	brk   [2]uint64 // the heap: [start, current end)
 	fs    *fileSystem
-	fds   fdTable
 	stats Stats
 
 	threads  []*thread // in creation order: tid order

@@ -6,6 +6,7 @@ package recorder
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -90,8 +91,6 @@ func (o *Options) checkCheckpoints() error {
 		return errors.New("recorder: a negative checkpoint interval")
 	case o.CheckpointEvery == 0:
 		return nil
-	case o.Linux != nil:
-		return errors.New("recorder: checkpoints of Linux programs are not supported yet (the personality's state is not in a snapshot)")
 	case o.DiskBase != "":
 		return errors.New("recorder: checkpoints of a recording with a disk are not supported yet (the disk's overlay is not in a snapshot)")
 	}
@@ -419,7 +418,7 @@ func header(o Options, source tape.PositionSource, hostCPU int) *tape.Header {
 // program's executable.
 func imageOf(o Options) tape.Image {
 	if p := o.Linux; p != nil {
-		return tape.Image{Name: filepath.Base(p.Path), Bytes: p.Image}
+		return tape.Image{Name: filepath.Base(p.Path), SHA256: sha256.Sum256(p.Image), Bytes: p.Image}
 	}
 	return tape.Image{Name: filepath.Base(o.Image.Path), SHA256: o.Image.SHA256, Bytes: o.Image.Raw}
 }

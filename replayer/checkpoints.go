@@ -46,8 +46,6 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 		return nil, errors.New("replayer: checkpoints need a checkpoint file (Options.Checkpoints)")
 	case o.Checkpoints == "":
 		return nil, nil
-	case h.Linux != nil:
-		return nil, errors.New("replayer: checkpoints of Linux programs are not supported yet (the personality's state is not in a snapshot)")
 	case h.Disk != nil:
 		return nil, errors.New("replayer: checkpoints of a recording with a disk are not supported yet (the disk's overlay is not in a snapshot)")
 	case o.CheckpointEvery < 0 || o.Start < 0:
@@ -191,6 +189,14 @@ func (c *checkpoints) verify(e *engine, i int) error {
 // next stop is (as the end's RAM hash is taken).
 func (e *engine) recordedRAMHash(patched bool) ([32]byte, error) {
 	m := e.m
+	if e.kernel != nil {
+		var sum [32]byte
+		hash := func() (err error) { sum, err = m.HashRAM(); return err }
+		if !patched {
+			return sum, hash()
+		}
+		return sum, e.kernel.WithoutBreakpoints(hash)
+	}
 	patched = patched && e.probes != nil
 	if patched {
 		if err := e.probes.remove(m.RAM()); err != nil {

@@ -30,23 +30,31 @@ func recordLinux(t *testing.T, bin string, argv ...string) (string, *recorder.Re
 // recordLinuxWith is recordLinux with more files for the program.
 func recordLinuxWith(t *testing.T, files []linux.File, bin string, argv ...string) (string, *recorder.Result, string) {
 	t.Helper()
+	return recordLinuxOptions(t, recorder.Options{}, files, bin, argv...)
+}
+
+// recordLinuxOptions is recordLinuxWith with recorder options of the
+// caller's (the program, its machine and its tape are filled in).
+func recordLinuxOptions(t *testing.T, o recorder.Options, files []linux.File, bin string, argv ...string) (string, *recorder.Result, string) {
+	t.Helper()
 	kvmtest.Require(t)
 	raw, err := os.ReadFile(bin)
 	require.NoError(t, err)
 	deps, err := linux.Dependencies(raw)
 	require.NoError(t, err)
 	deps = append(deps, files...)
-	p := &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"}, Files: deps,
+	o.Linux = &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"}, Files: deps,
 		Random: [16]byte{1, 2, 3}, Epoch: time.Unix(1700000000, 0)}
-	path := filepath.Join(t.TempDir(), "prog.tape")
+	o.Output = filepath.Join(t.TempDir(), "prog.tape")
+	o.MemBytes, o.TimerHz, o.Host = 256<<20, 250, recorder.HostOff
 	var out bytes.Buffer
+	o.Console = &out
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := recorder.Record(ctx, recorder.Options{Linux: p, MemBytes: 256 << 20, TimerHz: 250,
-		Output: path, Console: &out, Host: recorder.HostOff})
+	res, err := recorder.Record(ctx, o)
 	require.NoError(t, err, out.String())
 	require.Equal(t, uint32(0), res.Status, out.String())
-	return path, res, out.String()
+	return o.Output, res, out.String()
 }
 
 // Probes on the C library's mutex functions, in a static musl program and

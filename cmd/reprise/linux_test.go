@@ -40,9 +40,6 @@ func TestLinuxProgramCLI(t *testing.T) {
 	require.Equal(t, 0, rep.code, rep.stderr)
 	require.Equal(t, want, rep.stdout)
 	require.Contains(t, rep.stderr, "replay matched")
-	rep = runCLI(t, nil, "replay", "--checkpoint-every", "1s", tp)
-	require.Equal(t, exitFailure, rep.code)
-	require.Contains(t, rep.stderr, "checkpoints of Linux programs are not supported yet")
 
 	info := runCLI(t, nil, "info", tp)
 	require.Equal(t, 0, info.code, info.stderr)

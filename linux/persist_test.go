@@ -1,0 +1,93 @@
+package linux
+
+import (
+	"bytes"
+	"encoding/gob"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// bootedKernel is a kernel booted on a machine with the static musl hello
+// program, not yet run.
+func bootedKernel(t *testing.T) *Kernel {
+	t.Helper()
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "musl-gcc")
+	bin := filepath.Join(t.TempDir(), "hello")
+	out, err := exec.Command("musl-gcc", "-static", "-O2", "-o", bin, filepath.Join("testdata", "hello.c")).CombinedOutput()
+	require.NoError(t, err, string(out))
+	raw, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	k, err := New(Program{Path: "/bin/hello", Image: raw, Argv: []string{"hello"}, Epoch: time.Unix(1700000000, 0)})
+	require.NoError(t, err)
+	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 64 << 20, Console: &bytes.Buffer{}})
+	require.NoError(t, err)
+	t.Cleanup(func() { m.Close() })
+	return k
+}
+
+// A saved state restores to the same state; a forged one — each part
+// that names another out of range, an address outside RAM, a bound
+// exceeded — is refused whole, naming what is wrong, and the kernel is
+// left as it was.
+func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
+	k := bootedKernel(t)
+	saved, err := k.SaveState()
+	require.NoError(t, err)
+	require.NoError(t, k.RestoreState(saved))
+	again, err := k.SaveState()
+	require.NoError(t, err)
+	require.Equal(t, decodeState(t, saved), decodeState(t, again), "restored, then saved again: the same state")
+
+	for _, tc := range []struct {
+		name  string
+		forge func(s *savedKernel)
+		want  string
+	}{
+		{"version", func(s *savedKernel) { s.Version = 99 }, "version 99"},
+		{"no threads", func(s *savedKernel) { s.Threads = nil }, "0 threads"},
+		{"running thread", func(s *savedKernel) { s.Cur = 5 }, "running thread 5"},
+		{"thread's process", func(s *savedKernel) { s.Threads[0].Proc = 7 }, "process 7 of 1"},
+		{"thread state", func(s *savedKernel) { s.Threads[0].State = 9 }, "state 9"},
+		{"wait on a pipe", func(s *savedKernel) { s.Threads[0].Wait = savedWait{Kind: waitPipe, Ref: 3} }, "waits on"},
+		{"frames past RAM", func(s *savedKernel) { s.Frames.Next = 1 << 40 }, "frames end at"},
+		{"free frame", func(s *savedKernel) { s.Frames.Free = append(s.Frames.Free, 12345) }, "free frame"},
+		{"page outside RAM", func(s *savedKernel) { s.Procs[0].Space.Pages[0x400000] = 1 << 40 }, "page 0x400000"},
+		{"page-table root", func(s *savedKernel) { s.Procs[0].Space.Root = 0 }, "page-table root"},
+		{"descriptor", func(s *savedKernel) { s.Procs[0].FDs[1] = savedFD{File: 99} }, "open file 99"},
+		{"parent", func(s *savedKernel) { s.Procs[0].Parent = 4 }, "parent 4"},
+		{"file tree", func(s *savedKernel) { s.Nodes[0].Children["loop"] = 0 }, `entry "loop"`},
+		{"inode", func(s *savedKernel) { s.Nodes[1].Ino = s.Nodes[0].Ino }, "given twice"},
+		{"a file the program never had", func(s *savedKernel) { s.NextIno++; s.Nodes[1].Ino = s.NextIno }, "not one of the program's"},
+		{"written files", func(s *savedKernel) { s.Held = maxFileBytes + 1 }, "bytes of files held"},
+		{"pipe", func(s *savedKernel) { s.Pipes = append(s.Pipes, savedPipe{Buf: make([]byte, pipeCapacity+1)}) }, "pipe 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := decodeState(t, saved)
+			tc.forge(s)
+			var b bytes.Buffer
+			require.NoError(t, gob.NewEncoder(&b).Encode(s))
+			err := k.RestoreState(b.Bytes())
+			require.ErrorContains(t, err, tc.want)
+			now, err := k.SaveState()
+			require.NoError(t, err)
+			require.Equal(t, decodeState(t, saved), decodeState(t, now), "a refused state changed the kernel")
+		})
+	}
+	require.Error(t, k.RestoreState([]byte("not a state")))
+}
+
+func decodeState(t *testing.T, b []byte) *savedKernel {
+	t.Helper()
+	var s savedKernel
+	require.NoError(t, gob.NewDecoder(bytes.NewReader(b)).Decode(&s))
+	return &s
+}

@@ -1,0 +1,375 @@
+package linux
+
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/abi"
+)
+
+// RestoreState puts the personality in the state SaveState returned, on a
+// kernel New made from the same Program and booted, after guest RAM and
+// the machine have been restored. The state comes from a file, so it is
+// as untrusted as a tape: every count, index, address and size is checked
+// before it is used, and a state that fails a check is refused whole.
+func (k *Kernel) RestoreState(b []byte) error {
+	var s savedKernel
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&s); err != nil {
+		return fmt.Errorf("linux: state: %w", err)
+	}
+	if err := k.check(&s); err != nil {
+		return fmt.Errorf("linux: state: %w", err)
+	}
+	r := &restorer{k: k, s: &s, fresh: map[uint64]*node{}}
+	var walk func(n *node)
+	walk = func(n *node) {
+		r.fresh[n.ino] = n
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(k.fs.root)
+	if err := r.restore(); err != nil {
+		return fmt.Errorf("linux: state: %w", err)
+	}
+	return k.replaceBreakpoints()
+}
+
+// check refuses a state whose parts do not fit together or would take
+// the kernel outside its bounds.
+func (k *Kernel) check(s *savedKernel) error {
+	ram := k.m.RAM().Size()
+	switch {
+	case s.Version != stateVersion:
+		return fmt.Errorf("version %d, not %d", s.Version, stateVersion)
+	case len(s.Threads) == 0 || len(s.Threads) > maxThreads:
+		return fmt.Errorf("%d threads (want 1 to %d)", len(s.Threads), maxThreads)
+	case len(s.Procs) == 0 || len(s.Procs) > maxProcesses+maxThreads: // live ones, and zombies whose threads are gone
+		return fmt.Errorf("%d processes (want 1 to %d)", len(s.Procs), maxProcesses+maxThreads)
+	case len(s.Nodes) == 0 || len(s.Nodes) > maxFiles || s.NextIno > maxFiles:
+		return fmt.Errorf("%d files, inode %d (at most %d)", len(s.Nodes), s.NextIno, maxFiles)
+	case s.Held < 0 || s.Held > maxFileBytes:
+		return fmt.Errorf("%d bytes of files held (at most %d)", s.Held, maxFileBytes)
+	case s.Cur < 0 || s.Cur >= len(s.Threads):
+		return fmt.Errorf("running thread %d of %d", s.Cur, len(s.Threads))
+	case s.HogThread < -1 || s.HogThread >= len(s.Threads):
+		return fmt.Errorf("hog thread %d of %d", s.HogThread, len(s.Threads))
+	}
+	fr := &s.Frames
+	if fr.Next < firstFree || fr.Next > ram || fr.Next%pageSize != 0 {
+		return fmt.Errorf("frames end at %#x (want %#x to %#x, page-aligned)", fr.Next, firstFree, ram)
+	}
+	inUse := func(pa uint64) bool { return pa >= firstFree && pa < fr.Next && pa%pageSize == 0 }
+	for _, pa := range fr.Free {
+		if !inUse(pa) {
+			return fmt.Errorf("free frame %#x outside [%#x, %#x)", pa, firstFree, fr.Next)
+		}
+	}
+	for pa, n := range fr.Shared {
+		if !inUse(pa) || n < 2 || n > maxProcesses {
+			return fmt.Errorf("shared frame %#x held %d times", pa, n)
+		}
+	}
+	if err := checkNodes(s); err != nil {
+		return err
+	}
+	var held int64
+	for _, n := range s.Nodes {
+		held += int64(len(n.Data))
+	}
+	if held > maxFileBytes {
+		return fmt.Errorf("%d bytes of written files (at most %d)", held, maxFileBytes)
+	}
+	for i, p := range s.Pipes {
+		if len(p.Buf) > pipeCapacity || p.Readers < 0 || p.Writers < 0 {
+			return fmt.Errorf("pipe %d: %d bytes, %d readers, %d writers", i, len(p.Buf), p.Readers, p.Writers)
+		}
+	}
+	for i, f := range s.Files {
+		if !index(f.Node, len(s.Nodes)) || !index(f.Pipe, len(s.Pipes)) || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
+			return fmt.Errorf("open file %d: node %d, pipe %d, %d references, offset %d", i, f.Node, f.Pipe, f.Refs, f.Off)
+		}
+	}
+	for i := range s.Procs {
+		if err := checkProc(s, &s.Procs[i], inUse); err != nil {
+			return fmt.Errorf("process %d: %w", s.Procs[i].PID, err)
+		}
+	}
+	tids := map[int]bool{}
+	for _, t := range s.Threads {
+		switch {
+		case t.TID <= 0 || t.TID > s.NextTID || tids[t.TID]:
+			return fmt.Errorf("thread id %d (next %d), or given twice", t.TID, s.NextTID)
+		case t.Proc < 0 || t.Proc >= len(s.Procs):
+			return fmt.Errorf("thread %d: process %d of %d", t.TID, t.Proc, len(s.Procs))
+		case t.State < int(runnable) || t.State > int(exited):
+			return fmt.Errorf("thread %d: state %d", t.TID, t.State)
+		case len(t.Infos) > maxSignal:
+			return fmt.Errorf("thread %d: %d pending signals' information", t.TID, len(t.Infos))
+		}
+		tids[t.TID] = true
+		if w := t.Wait; !w.valid(len(s.Pipes), len(s.Procs)) {
+			return fmt.Errorf("thread %d: waits on %d %d", t.TID, w.Kind, w.Ref)
+		}
+	}
+	return nil
+}
+
+// valid reports whether w names a wait kind and, for a pipe or a child,
+// one of them.
+func (w savedWait) valid(pipes, procs int) bool {
+	switch w.Kind {
+	case waitNone, waitPoll, waitSignal:
+		return true
+	case waitPipe:
+		return w.Ref >= 0 && w.Ref < pipes
+	case waitChildOf:
+		return w.Ref >= 0 && w.Ref < procs
+	}
+	return false
+}
+
+// index reports whether i is an index of n things, or -1 for none.
+func index(i, n int) bool { return i >= -1 && i < n }
+
+// checkNodes checks that the nodes form a tree under Nodes[0], a
+// directory, each with its own inode.
+func checkNodes(s *savedKernel) error {
+	if !s.Nodes[0].Dir {
+		return fmt.Errorf("the root is not a directory")
+	}
+	parents := make([]int, len(s.Nodes))
+	inos := map[uint64]bool{}
+	for i, n := range s.Nodes {
+		if n.Ino == 0 || n.Ino > s.NextIno || inos[n.Ino] {
+			return fmt.Errorf("file %d: inode %d (next %d), or given twice", i, n.Ino, s.NextIno)
+		}
+		inos[n.Ino] = true
+		if !n.Dir && len(n.Children) > 0 || n.Dir && len(n.Data) > 0 {
+			return fmt.Errorf("file %d: a directory with contents, or a file with entries", i)
+		}
+		for name, c := range n.Children {
+			if c <= 0 || c >= len(s.Nodes) || parents[c] != 0 || name == "" || name == "." || name == ".." || bytes.ContainsRune([]byte(name), '/') {
+				return fmt.Errorf("file %d: entry %q is file %d", i, name, c)
+			}
+			parents[c] = i + 1
+		}
+	}
+	return nil
+}
+
+func checkProc(s *savedKernel, p *savedProc, inUse func(uint64) bool) error {
+	if !index(p.Parent, len(s.Procs)) || p.Live < 0 || p.Live > len(s.Threads) || len(p.FDs) > maxFDs || p.Space == nil {
+		return fmt.Errorf("parent %d, %d live threads, %d descriptors", p.Parent, p.Live, len(p.FDs))
+	}
+	for _, c := range p.Children {
+		if c < 0 || c >= len(s.Procs) {
+			return fmt.Errorf("child %d of %d", c, len(s.Procs))
+		}
+	}
+	for fd, e := range p.FDs {
+		if fd < 0 || fd >= maxFDs || e.File < 0 || e.File >= len(s.Files) {
+			return fmt.Errorf("descriptor %d: open file %d of %d", fd, e.File, len(s.Files))
+		}
+	}
+	as := p.Space
+	if !inUse(as.Root) {
+		return fmt.Errorf("page-table root %#x", as.Root)
+	}
+	for _, list := range [][]uint64{as.Tables, as.Fresh} {
+		for _, pa := range list {
+			if !inUse(pa) {
+				return fmt.Errorf("page table %#x", pa)
+			}
+		}
+	}
+	for va, pa := range as.Pages {
+		if va%pageSize != 0 || va >= maxUserAddr || !inUse(pa) {
+			return fmt.Errorf("page %#x in frame %#x", va, pa)
+		}
+	}
+	for _, va := range slices.Concat(as.TSCSites, as.COW) {
+		if va >= maxUserAddr {
+			return fmt.Errorf("address %#x", va)
+		}
+	}
+	var end uint64
+	for _, v := range as.VMAs {
+		if v.Start < end || v.End <= v.Start || v.Start%pageSize != 0 || v.End%pageSize != 0 || v.End > maxUserAddr {
+			return fmt.Errorf("range [%#x, %#x) after %#x", v.Start, v.End, end)
+		}
+		end = v.End
+	}
+	end = 0
+	for _, m := range as.Files {
+		if m.Start < end || m.End <= m.Start || m.End > maxUserAddr || !index(m.Node, len(s.Nodes)) || len(m.Path) > abi.LinuxMaxPath {
+			return fmt.Errorf("file mapping [%#x, %#x) of %q after %#x", m.Start, m.End, m.Path, end)
+		}
+		end = m.End
+	}
+	return nil
+}
+
+// restorer builds the kernel's parts from a checked state.
+type restorer struct {
+	k     *Kernel
+	s     *savedKernel
+	fresh map[uint64]*node // the new kernel's nodes, by inode
+	nodes []*node
+	pipes []*pipe
+	files []*openFile
+	procs []*process
+}
+
+func (r *restorer) restore() error {
+	k, s := r.k, r.s
+	r.nodes = make([]*node, len(s.Nodes))
+	for i, sn := range s.Nodes {
+		n := &node{ino: sn.Ino, dir: sn.Dir, mode: sn.Mode, written: sn.Written, data: sn.Data}
+		if !sn.Written {
+			f, ok := r.fresh[sn.Ino]
+			if !ok || f.dir != sn.Dir {
+				return fmt.Errorf("file %d (inode %d) is not one of the program's", i, sn.Ino)
+			}
+			n.data, n.dev = f.data, f.dev
+		}
+		if sn.Dir {
+			n.children = map[string]*node{}
+		}
+		r.nodes[i] = n
+	}
+	for i, sn := range s.Nodes {
+		for name, c := range sn.Children {
+			r.nodes[i].children[name] = r.nodes[c]
+		}
+	}
+	for _, p := range s.Pipes {
+		r.pipes = append(r.pipes, &pipe{buf: p.Buf, readers: p.Readers, writers: p.Writers})
+	}
+	for _, f := range s.Files {
+		of := &openFile{path: f.Path, console: f.Console, refs: f.Refs, flags: f.Flags, off: f.Off, dirPos: f.DirPos}
+		if f.Node >= 0 {
+			of.node = r.nodes[f.Node]
+		}
+		if f.Pipe >= 0 {
+			of.pipe = r.pipes[f.Pipe]
+		}
+		r.files = append(r.files, of)
+	}
+	fr := newFrames(k.m.RAM())
+	fr.next, fr.free = s.Frames.Next, slices.Clone(s.Frames.Free)
+	for pa, n := range s.Frames.Shared {
+		fr.shared[pa] = n
+	}
+	r.procs = make([]*process, len(s.Procs))
+	for i := range s.Procs {
+		r.procs[i] = &process{}
+	}
+	for i := range s.Procs {
+		r.proc(r.procs[i], &s.Procs[i], fr)
+	}
+	threads := make([]*thread, len(s.Threads))
+	for i, st := range s.Threads {
+		t := &thread{tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, fpu: st.FPU,
+			fsBase: st.FSBase, clearTID: st.ClearTID, futexAddr: st.FutexAddr, futexMask: st.FutexMask, deadline: st.Deadline,
+			wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
+			sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended}
+		switch st.Wait.Kind {
+		case waitPipe:
+			t.waitKey = r.pipes[st.Wait.Ref]
+		case waitPoll:
+			t.waitKey = pollEvent{}
+		case waitSignal:
+			t.waitKey = sigWait{}
+		case waitChildOf:
+			t.waitKey = waitChild(r.procs[st.Wait.Ref])
+		}
+		threads[i] = t
+	}
+
+	k.fs = &fileSystem{root: r.nodes[0], nextIno: s.NextIno, held: s.Held}
+	k.fr = fr
+	k.threads, k.cur, k.nextTID = threads, s.Cur, s.NextTID
+	k.resched, k.restart, k.returned = s.Resched, s.Restart, s.Returned
+	k.waitSeq, k.switches = s.WaitSeq, s.Switches
+	k.hog.thread, k.hog.waiting, k.hog.at = nil, s.HogWaiting, s.HogAt
+	if s.HogThread >= 0 {
+		k.hog.thread = threads[s.HogThread]
+	}
+	k.stats = Stats{Calls: orEmpty(s.Calls), Unsupported: orEmpty(s.Unsupported), Warnings: s.Warnings}
+	return nil
+}
+
+func orEmpty(m map[string]uint64) map[string]uint64 {
+	if m == nil {
+		return map[string]uint64{}
+	}
+	return m
+}
+
+func (r *restorer) proc(p *process, sp *savedProc, fr *frames) {
+	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status,
+		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}, fds: fdTable{}}
+	if sp.Parent >= 0 {
+		p.parent = r.procs[sp.Parent]
+	}
+	for _, c := range sp.Children {
+		p.children = append(p.children, r.procs[c])
+	}
+	for sig, a := range sp.Sigactions {
+		p.sigactions[sig] = sigaction{handler: a.Handler, flags: a.Flags, restorer: a.Restorer, mask: a.Mask}
+	}
+	for fd, e := range sp.FDs {
+		p.fds[fd] = &fdEntry{file: r.files[e.File], cloexec: e.Cloexec}
+	}
+	ss := sp.Space
+	as := &addressSpace{ram: fr.ram, fr: fr, root: ss.Root, fresh: map[uint64]bool{}, pages: map[uint64]uint64{},
+		tables: slices.Clone(ss.Tables), tscSites: map[uint64]bool{}, cow: map[uint64]bool{}}
+	for _, pa := range ss.Fresh {
+		as.fresh[pa] = true
+	}
+	for va, pa := range ss.Pages {
+		as.pages[va] = pa
+	}
+	for _, va := range ss.TSCSites {
+		as.tscSites[va] = true
+	}
+	for _, va := range ss.COW {
+		as.cow[va] = true
+	}
+	for _, v := range ss.VMAs {
+		as.vmas = append(as.vmas, vma{start: v.Start, end: v.End, prot: prot(v.Prot)})
+	}
+	for _, m := range ss.Files {
+		data := m.Data
+		if m.Node >= 0 {
+			data = r.nodes[m.Node].data
+		}
+		as.files = append(as.files, Mapping{PID: sp.PID, Path: m.Path, Start: m.Start, End: m.End, Offset: m.Offset, Exec: m.Exec, data: data})
+	}
+	p.as = as
+}
+
+// replaceBreakpoints places a replay's breakpoints again in a restored
+// program: the restored RAM has none.
+func (k *Kernel) replaceBreakpoints() error {
+	if k.bp == nil {
+		return nil
+	}
+	k.SetBreakpoints(k.bp.on)
+	k.bp.keepDebugStack(k.m.RAM())
+	live, placed := k.processes(), map[*process]bool{}
+	for _, t := range k.threads {
+		if p := t.proc; live[p] && !placed[p] {
+			placed[p] = true
+			if err := k.placeAll(p.pid, p.as); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

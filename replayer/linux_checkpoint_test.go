@@ -1,0 +1,101 @@
+package replayer_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/checkpoint"
+	"github.com/reprise-vm/reprise/internal/cprog"
+	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/recorder"
+	"github.com/reprise-vm/reprise/replayer"
+)
+
+// Checkpoints of Linux programs, taken by the recording: the program's
+// threads, child process, pipe, written file and signal handler are in
+// each, so a replay from any of them reaches the recorded end — the same
+// RAM and console, the output from there on — and a replay from boot
+// passes every one's check. With probes on the C library's mutex
+// functions, a replay from a checkpoint sees exactly the hits a replay
+// from boot sees from there on.
+func TestLinuxCheckpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name, cc string
+		flags    []string
+		object   string
+	}{
+		{"musl-static", "musl-gcc", []string{"-static", "-O1"}, ""},
+		{"glibc-dynamic", "gcc", []string{"-O1", "-pthread"}, "@libc.so.6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := cprog.Build(t, tc.cc, "pipeline", tc.flags...)
+			path, ck, rec, console := recordLinuxCheckpoints(t, bin, "pipeline", "40")
+			require.Contains(t, console, "child 7 sigchld 1")
+			n := len(rec.Checkpoints)
+			require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")
+
+			var out bytes.Buffer
+			whole, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Checkpoints: ck})
+			require.NoError(t, err, "a replay from boot checks every checkpoint")
+			require.Equal(t, console, out.String())
+			for _, i := range slices.Compact([]int{1, n / 2, n}) {
+				var part bytes.Buffer
+				res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
+				require.NoError(t, err, "from checkpoint %d of %d", i, n)
+				require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
+				require.Equal(t, whole.End.ConsoleHash, res.End.ConsoleHash, "from checkpoint %d", i)
+				require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
+			}
+
+			// Hits as a replay from checkpoint start (0: boot) sees them, each
+			// with the exit it comes after.
+			type hit struct {
+				exit uint64
+				what string
+			}
+			hits := func(start int) []hit {
+				specs, err := probes.ParseSpecs([]string{"lock=pthread_mutex_lock" + tc.object + " m=arg0", "unlock=pthread_mutex_unlock" + tc.object})
+				require.NoError(t, err)
+				set, err := probes.NewSet(specs)
+				require.NoError(t, err)
+				var seen []hit
+				res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &bytes.Buffer{}, Set: set,
+					Checkpoints: ck, Start: start,
+					OnHit: func(h replayer.Hit) error {
+						seen = append(seen, hit{h.Pos.Exit, fmt.Sprintf("%s %d %v %#x", h.Probe.Name, h.Thread, h.Pos, h.Regs.RIP)})
+						return nil
+					}})
+				require.NoError(t, err, "probed, from checkpoint %d", start)
+				require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "probed, from checkpoint %d", start)
+				return seen
+			}
+			all := hits(0)
+			require.NotEmpty(t, all)
+			// The first checkpoint taken while the threads take locks.
+			start := slices.IndexFunc(rec.Checkpoints, func(c checkpoint.Summary) bool { return c.Pos.Exit > all[0].exit })
+			require.True(t, start >= 0 && rec.Checkpoints[start].Pos.Exit < all[len(all)-1].exit, "no checkpoint among the lock calls")
+			part := hits(start + 1)
+			require.NotEmpty(t, part)
+			require.Less(t, len(part), len(all))
+			require.Equal(t, all[len(all)-len(part):], part, "the hits from checkpoint %d on", start+1)
+		})
+	}
+}
+
+// recordLinuxCheckpoints records bin taking a checkpoint every 5 ms of
+// guest time, and returns the tape, the checkpoint file, the result and
+// the console output.
+func recordLinuxCheckpoints(t *testing.T, bin string, argv ...string) (string, string, *recorder.Result, string) {
+	t.Helper()
+	ck := filepath.Join(t.TempDir(), "prog.ckpt")
+	path, res, out := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 5 * time.Millisecond, Checkpoints: ck}, nil, bin, argv...)
+	return path, ck, res, out
+}
