@@ -20,7 +20,10 @@ type Mapping struct {
 	Start, End uint64 // [Start, End), page-aligned
 	Offset     uint64 // the file offset mapped at Start
 	Exec       bool   // mapped executable
-	data       []byte // the file's contents when it was mapped
+	// Restored is set when a mapping made before a checkpoint is told of
+	// again, after the program was restored from it.
+	Restored bool
+	data     []byte // the file's contents when it was mapped
 }
 
 // FileOffset is the file offset of va in m.
@@ -37,6 +40,11 @@ type Breakpoints interface {
 	// Break is called when a thread reaches one of them, or returns from
 	// a call it asked to see return (Break.WatchReturn).
 	Break(b *Break) error
+	// Resumed is told of each live thread of a program restored from a
+	// checkpoint, with its own registers: the calls it is in began before
+	// the checkpoint, and their returns can be watched as if their
+	// entries had been seen (Break.WatchReturnAt).
+	Resumed(b *Break) error
 }
 
 // Break is a thread stopped at a breakpoint.
@@ -52,6 +60,7 @@ type Break struct {
 	Return bool
 	Cookie uint64
 	k      *Kernel
+	proc   *process
 }
 
 // maxReturnWatches bounds the returns one thread can be watched for at
@@ -62,18 +71,24 @@ const maxReturnWatches = 4096
 // entered returns: at the return address on top of its stack, with the
 // stack pointer above it. Call it at the function's entry only.
 func (b *Break) WatchReturn(cookie uint64) error {
-	k := b.k
-	ret, err := k.readUint64(b.Regs.RSP)
+	ret, err := b.ReadUint64(b.Regs.RSP)
 	if err != nil {
 		return nil // no return address to watch: the call never returns here
 	}
-	w := returnWatch{tid: b.TID, addr: ret, rsp: b.Regs.RSP + 8, cookie: cookie}
+	return b.WatchReturnAt(cookie, ret, b.Regs.RSP+8)
+}
+
+// WatchReturnAt asks for a Break when the thread returns to ret with its
+// stack pointer at rsp: the return of a call it is in.
+func (b *Break) WatchReturnAt(cookie, ret, rsp uint64) error {
+	k := b.k
+	w := returnWatch{tid: b.TID, addr: ret, rsp: rsp, cookie: cookie}
 	ws := k.bp.returns[b.TID]
 	if len(ws) >= maxReturnWatches {
 		k.bp.unwatch(k, ws[0])
 		ws = ws[1:]
 	}
-	pa, ok := k.proc().as.pages[ret&^pageMask]
+	pa, ok := b.proc.as.pages[ret&^pageMask]
 	if !ok {
 		return nil
 	}
@@ -82,6 +97,19 @@ func (b *Break) WatchReturn(cookie uint64) error {
 	k.bp.temp[w.pa]++
 	return k.fr.patch(w.pa, false)
 }
+
+// ReadUint64 reads a word of the thread's memory.
+func (b *Break) ReadUint64(va uint64) (uint64, error) {
+	var w [8]byte
+	if err := b.proc.as.read(va, w[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(w[:]), nil
+}
+
+// FileAt is the file mapping of the thread's process that holds va, nil
+// if none does.
+func (b *Break) FileAt(va uint64) *Mapping { return b.proc.as.fileAt(va) }
 
 // returnWatch is a return a thread is watched for.
 type returnWatch struct {
@@ -248,7 +276,7 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	if hit.RFLAGS, err = ram.Uint64(regs.RSP + frameRFLAGS); err != nil {
 		return true, err
 	}
-	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: &hit, Mapping: k.proc().as.fileAt(at), k: k}
+	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: &hit, Mapping: k.proc().as.fileAt(at), k: k, proc: k.proc()}
 	if bp.temp[pa] > 0 {
 		if err := bp.returned(k, b, pa); err != nil {
 			return true, err
@@ -402,15 +430,6 @@ func (as *addressSpace) carveFiles(start, end uint64) {
 		}
 	}
 	as.files = out
-}
-
-// readUint64 reads the running process's memory.
-func (k *Kernel) readUint64(va uint64) (uint64, error) {
-	var b [8]byte
-	if err := k.proc().as.read(va, b[:]); err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(b[:]), nil
 }
 
 // CurrentThread is the running thread's id.

@@ -364,11 +364,32 @@ func (k *Kernel) replaceBreakpoints() error {
 	k.bp.keepDebugStack(k.m.RAM())
 	live, placed := k.processes(), map[*process]bool{}
 	for _, t := range k.threads {
-		if p := t.proc; live[p] && !placed[p] {
-			placed[p] = true
-			if err := k.placeAll(p.pid, p.as); err != nil {
+		p := t.proc
+		if !live[p] || placed[p] {
+			continue
+		}
+		placed[p] = true
+		for _, m := range p.as.files {
+			m.Restored = true
+			if err := k.placeIn(p.as, m); err != nil {
 				return err
 			}
+		}
+	}
+	for _, t := range k.threads {
+		if t.state == exited {
+			continue
+		}
+		regs := t.regs
+		if t == k.current() {
+			r, err := k.m.VCPU().Regs()
+			if err != nil {
+				return err
+			}
+			regs = k.UserRegs(r)
+		}
+		if err := k.bp.on.Resumed(&Break{TID: t.tid, PID: t.proc.pid, Regs: &regs, k: k, proc: t.proc}); err != nil {
+			return err
 		}
 	}
 	return nil

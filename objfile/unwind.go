@@ -28,15 +28,20 @@ func (o *File) frameAt(pc uint64) (ctx *frame.FrameContext, err error) {
 			ctx, err = nil, fmt.Errorf("%s: call-frame information: %v", o.Path, r)
 		}
 	}()
-	o.cfi.once.Do(func() { o.cfi.fdes, o.cfi.err = parseEHFrame(o.data) })
-	if o.cfi.err != nil {
-		return nil, o.cfi.err
-	}
-	fde, err := o.cfi.fdes.FDEForPC(pc)
+	fde, err := o.fdeFor(pc)
 	if err != nil {
 		return nil, err
 	}
 	return fde.EstablishFrame(pc)
+}
+
+// fdeFor is the call-frame information of the function at pc.
+func (o *File) fdeFor(pc uint64) (*frame.FrameDescriptionEntry, error) {
+	o.cfi.once.Do(func() { o.cfi.fdes, o.cfi.err = parseEHFrame(o.data) })
+	if o.cfi.err != nil {
+		return nil, o.cfi.err
+	}
+	return o.cfi.fdes.FDEForPC(pc)
 }
 
 // maxEHFrame bounds the .eh_frame section parsed (libc's is 60 KiB).
@@ -90,6 +95,20 @@ const (
 // frame it cannot unwind.
 func Unwind(regs Regs, mem Memory, locate Locate, max int) []uint64 {
 	var out []uint64
+	for _, f := range Frames(regs, mem, locate, max) {
+		out = append(out, f.Return)
+	}
+	return out
+}
+
+// Frame is one call on the stack: the code it is at, the address it
+// returns to, and the stack pointer once it has returned (the canonical
+// frame address).
+type Frame struct{ PC, Return, CFA uint64 }
+
+// Frames walks the call stack from regs as Unwind does, innermost first.
+func Frames(regs Regs, mem Memory, locate Locate, max int) []Frame {
+	var out []Frame
 	pc, sp, fp := regs.RIP, regs.RSP, regs.RBP
 	for len(out) < max {
 		lookup := pc
@@ -103,10 +122,25 @@ func Unwind(regs Regs, mem Memory, locate Locate, max int) []uint64 {
 		if !ok || ra == 0 || cfa <= sp {
 			break
 		}
-		out = append(out, ra)
+		out = append(out, Frame{PC: pc, Return: ra, CFA: cfa})
 		pc, sp, fp = ra, cfa, nfp
 	}
 	return out
+}
+
+// FunctionStart is the start of the function holding the file's virtual
+// address pc, from its call-frame information.
+func (o *File) FunctionStart(pc uint64) (start uint64, ok bool) {
+	defer func() {
+		if recover() != nil { // as frameAt: the file is untrusted
+			start, ok = 0, false
+		}
+	}()
+	fde, err := o.fdeFor(pc)
+	if err != nil {
+		return 0, false
+	}
+	return fde.Begin(), true
 }
 
 // cfiStep unwinds one frame with the call-frame information of the file

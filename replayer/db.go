@@ -77,6 +77,9 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 			if err := mapped.add(m, f); err != nil || index == len(mapped.maps) {
 				return err // past the bound: not kept
 			}
+			if m.Restored && o.splitting {
+				return nil // an earlier share stored its event; Merge joins the tables
+			}
 			exec := uint64(0)
 			if m.Exec {
 				exec = 1

@@ -24,8 +24,9 @@ import (
 // each, so a replay from any of them reaches the recorded end — the same
 // RAM and console, the output from there on — and a replay from boot
 // passes every one's check. With probes on the C library's mutex
-// functions, a replay from a checkpoint sees exactly the hits a replay
-// from boot sees from there on.
+// functions, returns included, a replay from a checkpoint sees exactly the
+// hits a replay from boot sees from there on: the returns of the calls in
+// progress at the checkpoint too.
 func TestLinuxCheckpoints(t *testing.T) {
 	for _, tc := range []struct {
 		name, cc string
@@ -62,7 +63,8 @@ func TestLinuxCheckpoints(t *testing.T) {
 				what string
 			}
 			hits := func(start int) []hit {
-				specs, err := probes.ParseSpecs([]string{"lock=pthread_mutex_lock" + tc.object + " m=arg0", "unlock=pthread_mutex_unlock" + tc.object})
+				specs, err := probes.ParseSpecs([]string{"lock=pthread_mutex_lock" + tc.object + " m=arg0",
+					"locked=pthread_mutex_lock" + tc.object + "%return", "unlock=pthread_mutex_unlock" + tc.object})
 				require.NoError(t, err)
 				set, err := probes.NewSet(specs)
 				require.NoError(t, err)

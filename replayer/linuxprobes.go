@@ -3,6 +3,7 @@ package replayer
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reprise-vm/reprise/linux"
@@ -25,7 +26,10 @@ type linuxProbes struct {
 	set   *probes.Set // nil: no probes, only mappings are reported
 	onHit func(Hit) error
 	onMap MappingHandler
-	m     *vmm.Machine
+	// resuming: the replay starts at a checkpoint, which replaces what the
+	// program mapped as it booted.
+	resuming bool
+	m                   *vmm.Machine
 	// recordTime maps a branch count to the recorded run's host time.
 	recordTime func(vmm.Position) time.Duration
 
@@ -63,8 +67,14 @@ func (lp *linuxProbes) sample(s *Sample) {
 		err := lp.m.ReadVirt(addr, b[:])
 		return binary.LittleEndian.Uint64(b[:]), err
 	}
-	locate := func(pc uint64) (*objfile.File, uint64, bool) {
-		m := lp.k.FileAt(pc)
+	s.Stack = objfile.Unwind(objfile.Regs{RIP: regs.RIP, RSP: regs.RSP, RBP: regs.RBP}, mem, lp.locator(lp.k.FileAt), maxStackDepth)
+}
+
+// locator finds the parsed file mapped executable at a pc, through the
+// mappings fileAt names, and the base it is loaded at.
+func (lp *linuxProbes) locator(fileAt func(va uint64) *linux.Mapping) objfile.Locate {
+	return func(pc uint64) (*objfile.File, uint64, bool) {
+		m := fileAt(pc)
 		if m == nil || !m.Exec {
 			return nil, 0, false
 		}
@@ -75,7 +85,35 @@ func (lp *linuxProbes) sample(s *Sample) {
 		base, ok := o.file.Base(m.Start, m.Offset)
 		return o.file, base, ok
 	}
-	s.Stack = objfile.Unwind(objfile.Regs{RIP: regs.RIP, RSP: regs.RSP, RBP: regs.RBP}, mem, locate, maxStackDepth)
+}
+
+// Resumed watches the returns of the calls a restored thread is in whose
+// functions have return probes, as their entries would have: from the
+// outermost call in, so the watches stack as they would have.
+func (lp *linuxProbes) Resumed(b *linux.Break) error {
+	locate := lp.locator(b.FileAt)
+	frames := objfile.Frames(objfile.Regs{RIP: b.Regs.RIP, RSP: b.Regs.RSP, RBP: b.Regs.RBP}, b.ReadUint64, locate, maxStackDepth)
+	for i, f := range slices.Backward(frames) {
+		pc := f.PC
+		if i > 0 {
+			pc-- // a return address: the call is the byte before
+		}
+		file, base, ok := locate(pc)
+		if !ok {
+			continue
+		}
+		start, ok := file.FunctionStart(pc - base)
+		if !ok {
+			continue
+		}
+		o := lp.files[b.FileAt(pc).Path]
+		if s := o.sites[start]; s != nil && s.ret {
+			if err := b.WatchReturnAt(s.cookie, f.Return, f.CFA); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // object parses the file at path (once per path and contents) and
@@ -123,10 +161,11 @@ func (lp *linuxProbes) Mapped(m linux.Mapping, data []byte) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if lp.onMap != nil {
+	booting := lp.m == nil
+	if lp.onMap != nil && !(booting && lp.resuming) {
 		var pos vmm.Position
 		var at time.Duration
-		if lp.m != nil { // the executable and loader are mapped before the machine runs
+		if !booting { // the executable and loader are mapped before the machine runs
 			pos, at = lp.m.Position(), lp.recordTime(lp.m.Position())
 		}
 		if err := lp.onMap(m, o.file, pos, at); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/symtab"
 )
 
 // A tape whose replay has checkpoints splits into segments: boot to the
@@ -47,7 +48,7 @@ func SegmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, tota
 	if from < 0 || to > total || from >= to {
 		return nil, nil, fmt.Errorf("replayer: segments [%d, %d) of %d", from, to, total)
 	}
-	o.Start, o.Until = from, to
+	o.Start, o.Until, o.splitting = from, to, true
 	if to == total {
 		o.Until = 0 // the last segment runs to the end
 	}
@@ -139,34 +140,48 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 // (the part that read the tape to its end). The run is complete when
 // every part was.
 func Merge(db *eventdb.DB, tape string, host *eventdb.DB, parts iter.Seq2[*eventdb.DB, *eventdb.Run]) (*eventdb.Run, error) {
-	var in *eventdb.Ingest
-	var run *eventdb.Run
-	var last *eventdb.Run
-	defer func() {
-		if in != nil {
-			in.Close()
-		}
-	}()
+	type part struct {
+		db    *eventdb.DB
+		run   *eventdb.Run
+		remap []uint64 // its mapping indices in the joined table
+	}
+	var all []part
+	var joined symbolJoin
 	for src, r := range parts {
 		if !r.Complete {
 			return nil, fmt.Errorf("replayer: merge: run %d of a part is incomplete", r.ID)
 		}
-		if in == nil {
-			syms, err := src.Symbols()
-			if err != nil {
-				return nil, fmt.Errorf("replayer: merge: %w", err)
-			}
-			if err := db.SetSymbols(syms); err != nil {
-				return nil, err
-			}
-			abs, _ := filepath.Abs(tape)
-			if run, in, err = db.NewRun(abs, r.Probes, r.Sampling); err != nil {
-				return nil, err
-			}
+		syms, err := src.Symbols()
+		if err != nil {
+			return nil, fmt.Errorf("replayer: merge: %w", err)
 		}
-		it := src.Merged(eventdb.Query{Run: r.ID})
+		remap, err := joined.add(syms)
+		if err != nil {
+			return nil, fmt.Errorf("replayer: merge: run %d: %w", r.ID, err)
+		}
+		all = append(all, part{src, r, remap})
+	}
+	if len(all) == 0 {
+		return nil, errors.New("replayer: merge: no part to merge")
+	}
+	if err := db.SetSymbols(joined.symbols()); err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(tape)
+	first, last := all[0].run, all[len(all)-1].run
+	run, in, err := db.NewRun(abs, first.Probes, first.Sampling)
+	if err != nil {
+		return nil, err
+	}
+	defer in.Close()
+	for _, p := range all {
+		it := p.db.Merged(eventdb.Query{Run: p.run.ID})
 		for it.Next() {
-			if err := in.Add(it.Event().Clone()); err != nil {
+			e := it.Event().Clone()
+			if e.Kind == eventdb.KindMapping && len(e.Args) > 3 && e.Args[3] < uint64(len(p.remap)) {
+				e.Args[3] = p.remap[e.Args[3]]
+			}
+			if err := in.Add(e); err != nil {
 				_ = it.Close()
 				return nil, err
 			}
@@ -174,10 +189,6 @@ func Merge(db *eventdb.DB, tape string, host *eventdb.DB, parts iter.Seq2[*event
 		if err := it.Close(); err != nil {
 			return nil, fmt.Errorf("replayer: merge: %w", err)
 		}
-		last = r
-	}
-	if in == nil {
-		return nil, errors.New("replayer: merge: no part to merge")
 	}
 	if h, err := host.Host(last.ID); err == nil {
 		if err := db.SetHost(run.ID, h); err != nil {
@@ -192,4 +203,71 @@ func Merge(db *eventdb.DB, tape string, host *eventdb.DB, parts iter.Seq2[*event
 		return nil, err
 	}
 	return &final, nil
+}
+
+// symbolJoin joins the symbol tables of a split replay's parts into the
+// one a replay from boot builds: each part's table holds the mappings
+// restored at its start (an earlier part's) and those it saw made, so a
+// mapping already joined is found again and a new one appended, in the
+// order they were made.
+type symbolJoin struct {
+	image string
+	syms  []symtab.Symbol
+	maps  []eventdb.Mapping
+	objs  []eventdb.Object
+	seen  map[symtab.Symbol]bool
+	objOf map[eventdb.Object]bool
+}
+
+// add joins s and returns, for each of its mappings, its index in the
+// joined table.
+func (j *symbolJoin) add(s *eventdb.Symbols) ([]uint64, error) {
+	if j.seen == nil {
+		j.image, j.seen, j.objOf = s.Image, map[symtab.Symbol]bool{}, map[eventdb.Object]bool{}
+	}
+	if s.Image != j.image {
+		return nil, fmt.Errorf("symbols of image %s, not %s: parts of another recording", s.Image, j.image)
+	}
+	if s.Table != nil {
+		for _, sym := range s.All() {
+			if !j.seen[sym] {
+				j.seen[sym] = true
+				j.syms = append(j.syms, sym)
+			}
+		}
+	}
+	for _, o := range s.Objects {
+		if !j.objOf[o] {
+			j.objOf[o] = true
+			j.objs = append(j.objs, o)
+		}
+	}
+	remap := make([]uint64, len(s.Mappings))
+	for i, m := range s.Mappings {
+		at := lastIndex(j.maps, m) // mapped again alike after an unmap: the latest
+		if at < 0 {
+			if len(j.maps) >= maxMappings {
+				return nil, fmt.Errorf("more than %d mappings", maxMappings)
+			}
+			at = len(j.maps)
+			j.maps = append(j.maps, m)
+		}
+		remap[i] = uint64(at)
+	}
+	return remap, nil
+}
+
+func (j *symbolJoin) symbols() *eventdb.Symbols {
+	s := eventdb.NewSymbols(j.image, j.syms)
+	s.Mappings, s.Objects = j.maps, j.objs
+	return s
+}
+
+func lastIndex[T comparable](s []T, v T) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == v {
+			return i
+		}
+	}
+	return -1
 }

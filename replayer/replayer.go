@@ -81,6 +81,9 @@ type Options struct {
 	// 0: the recording's end), checked: one segment of a replay split at
 	// its checkpoints.
 	Until int
+	// splitting marks one share of a split replay (SegmentsToDB): what an
+	// earlier share reported is not reported again.
+	splitting bool
 }
 
 // Result is a finished replay.
@@ -129,6 +132,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		}
 		if o.Set != nil || o.OnMapping != nil || o.SamplePeriod != 0 {
 			eng.linux = newLinuxProbes(k, o.Set, o.OnHit, o.OnMapping)
+			eng.linux.resuming = o.Start > 0
 			k.SetBreakpoints(eng.linux)
 			eng.kernel = k
 		}

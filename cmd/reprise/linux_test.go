@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/internal/cprog"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 )
 
@@ -51,6 +52,21 @@ func TestLinuxProgramCLI(t *testing.T) {
 	r = runCLI(t, nil, "run", "--", filepath.Join("..", "..", "linux", "testdata", "hello.c"))
 	require.Equal(t, exitFailure, r.code)
 	require.Contains(t, r.stderr, "hello.c: not an ELF file")
+}
+
+// A Linux program's recording taken with checkpoints replays split —
+// threads, a child process, a pipe, locks, %return probes — into the
+// events and lock statistics a replay from boot gives.
+func TestSplitLinuxReplayCLI(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	bin := cprog.Build(t, "gcc", "pipeline", "-O1", "-pthread")
+	tp := filepath.Join(dir, "p.tape")
+	r := runCLI(t, nil, "record", "--checkpoint-every", "10ms", "-o", tp, "--", bin, "40")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "child 7 sigchld 1")
+	require.Regexp(t, `wrote ([3-9]|\d\d+) checkpoints`, r.stderr)
+	splitReplaysMatch(t, dir, tp, "probe-entry,probe-return,mapping,thread-create,thread-exit")
 }
 
 // busybox is the host's busybox (busybox-static: a static glibc program

@@ -272,6 +272,15 @@ func TestSplitReplayCLI(t *testing.T) {
 	r = runCLI(t, nil, "record", "--checkpoint-every", "10ms", "-o", filepath.Join(dir, "other.tape"), "--checkpoints", tp+".ckpt", "syn_cont")
 	require.Equal(t, exitFailure, r.code, "an existing checkpoint file is never overwritten: %s", r.stderr)
 
+	splitReplaysMatch(t, dir, tp, "probe-entry,probe-return,switch,thread-create,thread-exit")
+}
+
+// splitReplaysMatch replays the tape tp with lock probes into DBs in dir
+// — from boot, with --jobs 2, and as --segment 1/2 and 2/2 merged — and
+// checks that the split replays store the events of kinds a replay from
+// boot stores, and that lockstat reports the same.
+func splitReplaysMatch(t *testing.T, dir, tp, kinds string) {
+	t.Helper()
 	db := func(name string) string { return filepath.Join(dir, name) }
 	for _, args := range [][]string{
 		{"--db", db("seq")},
@@ -279,17 +288,17 @@ func TestSplitReplayCLI(t *testing.T) {
 		{"--segment", "1/2", "--db", db("s1")},
 		{"--segment", "2/2", "--db", db("s2")},
 	} {
-		r = runCLI(t, nil, append(append([]string{"replay", "-q", "--locks"}, args...), tp)...)
+		r := runCLI(t, nil, append(append([]string{"replay", "-q", "--locks"}, args...), tp)...)
 		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
 	}
-	r = runCLI(t, nil, "merge", "-o", db("merged"), db("s2"), db("s1"))
+	r := runCLI(t, nil, "merge", "-o", db("merged"), db("s2"), db("s1"))
 	require.Equal(t, 0, r.code, r.stderr)
 	r = runCLI(t, nil, "merge", "-o", db("half"), db("s1"))
 	require.Equal(t, exitUsage, r.code, "a share missing: %s", r.stderr)
 	require.Contains(t, r.stderr, "missing")
 
 	guest := func(name string) []string {
-		ev := runCLI(t, nil, "events", "--json", "--run", "1", "--kind", "probe-entry,probe-return,switch,thread-create,thread-exit", db(name))
+		ev := runCLI(t, nil, "events", "--json", "--run", "1", "--kind", kinds, db(name))
 		require.Equal(t, 0, ev.code, ev.stderr)
 		var out []string
 		for _, line := range strings.Split(strings.TrimSpace(ev.stdout), "\n") {
@@ -305,4 +314,11 @@ func TestSplitReplayCLI(t *testing.T) {
 	require.NotEmpty(t, seq)
 	require.Equal(t, seq, guest("par"), "--jobs 2")
 	require.Equal(t, seq, guest("merged"), "--segment 1/2, 2/2 and merge")
+	locks := func(name string) string {
+		r := runCLI(t, nil, "lockstat", db(name))
+		require.Equal(t, 0, r.code, r.stderr)
+		return r.stdout
+	}
+	require.Equal(t, locks("seq"), locks("par"), "lockstat of --jobs 2")
+	require.Equal(t, locks("seq"), locks("merged"), "lockstat of the merged shares")
 }
