@@ -95,7 +95,8 @@ const (
 // frame it cannot unwind.
 func Unwind(regs Regs, mem Memory, locate Locate, max int) []uint64 {
 	var out []uint64
-	for _, f := range Frames(regs, mem, locate, max) {
+	frames, _ := Frames(regs, mem, locate, max)
+	for _, f := range frames {
 		out = append(out, f.Return)
 	}
 	return out
@@ -107,25 +108,30 @@ func Unwind(regs Regs, mem Memory, locate Locate, max int) []uint64 {
 type Frame struct{ PC, Return, CFA uint64 }
 
 // Frames walks the call stack from regs as Unwind does, innermost first.
-func Frames(regs Regs, mem Memory, locate Locate, max int) []Frame {
-	var out []Frame
+// whole says it reached the outermost frame (a return address of 0, as
+// the C libraries leave at a thread's start) rather than one it could not
+// unwind, or max.
+func Frames(regs Regs, mem Memory, locate Locate, max int) (frames []Frame, whole bool) {
 	pc, sp, fp := regs.RIP, regs.RSP, regs.RBP
-	for len(out) < max {
+	for len(frames) < max {
 		lookup := pc
-		if len(out) > 0 {
+		if len(frames) > 0 {
 			lookup-- // a return address: the call is the byte before
 		}
 		ra, cfa, nfp, ok := cfiStep(lookup, sp, fp, mem, locate)
 		if !ok {
 			ra, cfa, nfp, ok = fpStep(fp, mem)
 		}
-		if !ok || ra == 0 || cfa <= sp {
-			break
+		if ok && ra == 0 {
+			return frames, true
 		}
-		out = append(out, Frame{PC: pc, Return: ra, CFA: cfa})
+		if !ok || cfa <= sp {
+			return frames, false
+		}
+		frames = append(frames, Frame{PC: pc, Return: ra, CFA: cfa})
 		pc, sp, fp = ra, cfa, nfp
 	}
-	return out
+	return frames, false
 }
 
 // FunctionStart is the start of the function holding the file's virtual

@@ -32,9 +32,14 @@ func TestLinuxCheckpoints(t *testing.T) {
 		name, cc string
 		flags    []string
 		object   string
+		// returns: whether a thread blocked in a lock call can be unwound
+		// at a checkpoint, to watch the call's return (musl's system-call
+		// stubs are assembly without call-frame information: a call in
+		// progress there loses its return)
+		returns bool
 	}{
-		{"musl-static", "musl-gcc", []string{"-static", "-O1"}, ""},
-		{"glibc-dynamic", "gcc", []string{"-O1", "-pthread"}, "@libc.so.6"},
+		{"musl-static", "musl-gcc", []string{"-static", "-O1"}, "", false},
+		{"glibc-dynamic", "gcc", []string{"-O1", "-pthread"}, "@libc.so.6", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin := cprog.Build(t, tc.cc, "pipeline", tc.flags...)
@@ -63,8 +68,11 @@ func TestLinuxCheckpoints(t *testing.T) {
 				what string
 			}
 			hits := func(start int) []hit {
-				specs, err := probes.ParseSpecs([]string{"lock=pthread_mutex_lock" + tc.object + " m=arg0",
-					"locked=pthread_mutex_lock" + tc.object + "%return", "unlock=pthread_mutex_unlock" + tc.object})
+				spec := []string{"lock=pthread_mutex_lock" + tc.object + " m=arg0", "unlock=pthread_mutex_unlock" + tc.object}
+				if tc.returns {
+					spec = append(spec, "locked=pthread_mutex_lock"+tc.object+"%return")
+				}
+				specs, err := probes.ParseSpecs(spec)
 				require.NoError(t, err)
 				set, err := probes.NewSet(specs)
 				require.NoError(t, err)
@@ -85,9 +93,17 @@ func TestLinuxCheckpoints(t *testing.T) {
 			start := slices.IndexFunc(rec.Checkpoints, func(c checkpoint.Summary) bool { return c.Pos.Exit > all[0].exit })
 			require.True(t, start >= 0 && rec.Checkpoints[start].Pos.Exit < all[len(all)-1].exit, "no checkpoint among the lock calls")
 			part := hits(start + 1)
+			// A hit after exit N, before the next, is at exit N: the
+			// checkpoint at exit N comes before it.
+			var want []hit
+			for _, h := range all {
+				if h.exit >= rec.Checkpoints[start].Pos.Exit {
+					want = append(want, h)
+				}
+			}
 			require.NotEmpty(t, part)
 			require.Less(t, len(part), len(all))
-			require.Equal(t, all[len(all)-len(part):], part, "the hits from checkpoint %d on", start+1)
+			require.Equal(t, want, part, "the hits from checkpoint %d on", start+1)
 		})
 	}
 }

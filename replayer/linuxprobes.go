@@ -29,6 +29,9 @@ type linuxProbes struct {
 	// resuming: the replay starts at a checkpoint, which replaces what the
 	// program mapped as it booted.
 	resuming bool
+	// unwound are the threads a restore could not unwind to their start:
+	// a call they were in at the checkpoint may return unseen.
+	unwound []int
 	m                   *vmm.Machine
 	// recordTime maps a branch count to the recorded run's host time.
 	recordTime func(vmm.Position) time.Duration
@@ -87,12 +90,18 @@ func (lp *linuxProbes) locator(fileAt func(va uint64) *linux.Mapping) objfile.Lo
 	}
 }
 
+// hasReturns reports whether any probe placed so far is a return probe.
+func (lp *linuxProbes) hasReturns() bool { return len(lp.returns) > 0 }
+
 // Resumed watches the returns of the calls a restored thread is in whose
 // functions have return probes, as their entries would have: from the
 // outermost call in, so the watches stack as they would have.
 func (lp *linuxProbes) Resumed(b *linux.Break) error {
 	locate := lp.locator(b.FileAt)
-	frames := objfile.Frames(objfile.Regs{RIP: b.Regs.RIP, RSP: b.Regs.RSP, RBP: b.Regs.RBP}, b.ReadUint64, locate, maxStackDepth)
+	frames, whole := objfile.Frames(objfile.Regs{RIP: b.Regs.RIP, RSP: b.Regs.RSP, RBP: b.Regs.RBP}, b.ReadUint64, locate, maxStackDepth)
+	if !whole && lp.hasReturns() {
+		lp.unwound = append(lp.unwound, b.TID)
+	}
 	for i, f := range slices.Backward(frames) {
 		pc := f.PC
 		if i > 0 {
