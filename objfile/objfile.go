@@ -33,9 +33,12 @@ type File struct {
 	// Shared says the file is a shared library (it has a DT_SONAME): its
 	// symbols are named SYMBOL@LIBRARY.
 	Shared bool
-	loads  []segment
-	data   []byte
-	cfi    cfi
+	// entry is an executable's entry point (0 for a library): the code
+	// there (_start) is every stack's outermost frame.
+	entry uint64
+	loads []segment
+	data  []byte
+	cfi   cfi
 }
 
 // segment is a PT_LOAD: file bytes [off, off+filesz) at [vaddr,
@@ -66,6 +69,8 @@ func Parse(path string, data []byte) (*File, error) {
 	o := &File{Path: path, data: data, BuildID: buildID(f)}
 	if sonames, err := f.DynString(elf.DT_SONAME); err == nil && len(sonames) > 0 {
 		o.Shared = true
+	} else {
+		o.entry = f.Entry
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD && p.Filesz > 0 {

@@ -95,8 +95,7 @@ const (
 // frame it cannot unwind.
 func Unwind(regs Regs, mem Memory, locate Locate, max int) []uint64 {
 	var out []uint64
-	frames, _ := Frames(regs, mem, locate, max)
-	for _, f := range frames {
+	for _, f := range Frames(regs, mem, locate, max) {
 		out = append(out, f.Return)
 	}
 	return out
@@ -107,31 +106,39 @@ func Unwind(regs Regs, mem Memory, locate Locate, max int) []uint64 {
 // frame address).
 type Frame struct{ PC, Return, CFA uint64 }
 
-// Frames walks the call stack from regs as Unwind does, innermost first.
-// whole says it reached the outermost frame (a return address of 0, as
-// the C libraries leave at a thread's start) rather than one it could not
-// unwind, or max.
-func Frames(regs Regs, mem Memory, locate Locate, max int) (frames []Frame, whole bool) {
+// Frames walks the call stack from regs as Unwind does, innermost first,
+// up to the outermost frame — a return address of 0, as the C libraries
+// leave at a thread's start, or the executable's entry code — or the first
+// frame it cannot unwind.
+//
+// Code without call-frame information is unwound through its frame
+// pointer; the innermost frame, first, as a leaf that has pushed nothing
+// (the assembly system-call stubs of the C libraries) when the word at
+// the stack pointer is a return address into a mapped file.
+func Frames(regs Regs, mem Memory, locate Locate, max int) (frames []Frame) {
 	pc, sp, fp := regs.RIP, regs.RSP, regs.RBP
 	for len(frames) < max {
 		lookup := pc
 		if len(frames) > 0 {
 			lookup-- // a return address: the call is the byte before
+			if f, base, ok := locate(lookup); ok && f.entry != 0 && lookup-base >= f.entry && lookup-base < f.entry+maxEntryCode {
+				return frames
+			}
 		}
 		ra, cfa, nfp, ok := cfiStep(lookup, sp, fp, mem, locate)
+		if !ok && len(frames) == 0 {
+			ra, cfa, nfp, ok = leafStep(sp, fp, mem, locate)
+		}
 		if !ok {
 			ra, cfa, nfp, ok = fpStep(fp, mem)
 		}
-		if ok && ra == 0 {
-			return frames, true
-		}
-		if !ok || cfa <= sp {
-			return frames, false
+		if !ok || ra == 0 || cfa <= sp {
+			return frames
 		}
 		frames = append(frames, Frame{PC: pc, Return: ra, CFA: cfa})
 		pc, sp, fp = ra, cfa, nfp
 	}
-	return frames, false
+	return frames
 }
 
 // FunctionStart is the start of the function holding the file's virtual
@@ -182,6 +189,23 @@ func cfiStep(pc, sp, fp uint64, mem Memory, locate Locate) (ra, cfa, nfp uint64,
 		}
 	}
 	return ra, cfa, nfp, true
+}
+
+// maxEntryCode bounds an executable's entry code (_start: 40 bytes in
+// glibc, fewer in musl).
+const maxEntryCode = 64
+
+// leafStep unwinds a function that has pushed nothing: the return
+// address is at the stack pointer, if it points into a mapped file.
+func leafStep(sp, fp uint64, mem Memory, locate Locate) (ra, cfa, nfp uint64, ok bool) {
+	ra, err := mem(sp)
+	if err != nil || ra == 0 {
+		return 0, 0, 0, false
+	}
+	if _, _, ok := locate(ra - 1); !ok {
+		return 0, 0, 0, false
+	}
+	return ra, sp + 8, fp, true
 }
 
 // fpStep unwinds one frame through the frame pointer: [rbp] is the

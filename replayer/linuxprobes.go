@@ -1,8 +1,10 @@
 package replayer
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -29,10 +31,7 @@ type linuxProbes struct {
 	// resuming: the replay starts at a checkpoint, which replaces what the
 	// program mapped as it booted.
 	resuming bool
-	// unwound are the threads a restore could not unwind to their start:
-	// a call they were in at the checkpoint may return unseen.
-	unwound []int
-	m                   *vmm.Machine
+	m        *vmm.Machine
 	// recordTime maps a branch count to the recorded run's host time.
 	recordTime func(vmm.Position) time.Duration
 
@@ -94,35 +93,90 @@ func (lp *linuxProbes) locator(fileAt func(va uint64) *linux.Mapping) objfile.Lo
 func (lp *linuxProbes) hasReturns() bool { return len(lp.returns) > 0 }
 
 // Resumed watches the returns of the calls a restored thread is in whose
-// functions have return probes, as their entries would have: from the
-// outermost call in, so the watches stack as they would have.
+// functions have return probes, as their entries would have, outermost
+// first so the watches stack as they would have. A call in progress is
+// found two ways: a frame of the unwound stack in a probed function; and,
+// scanning the stack (as Breakpad does where code has no call-frame
+// information, musl's C library for one), a return address after a
+// direct call to a probed function — which also finds a probed function
+// that tail-called another. A watch matches its return address and stack
+// pointer both, so a stale word the scan takes for one never fires.
 func (lp *linuxProbes) Resumed(b *linux.Break) error {
-	locate := lp.locator(b.FileAt)
-	frames, whole := objfile.Frames(objfile.Regs{RIP: b.Regs.RIP, RSP: b.Regs.RSP, RBP: b.Regs.RBP}, b.ReadUint64, locate, maxStackDepth)
-	if !whole && lp.hasReturns() {
-		lp.unwound = append(lp.unwound, b.TID)
+	if !lp.hasReturns() {
+		return nil
 	}
-	for i, f := range slices.Backward(frames) {
+	type call struct {
+		site     *objectSite
+		ret, rsp uint64
+	}
+	calls := map[[2]uint64]call{}
+	locate := lp.locator(b.FileAt)
+	for i, f := range objfile.Frames(objfile.Regs{RIP: b.Regs.RIP, RSP: b.Regs.RSP, RBP: b.Regs.RBP}, b.ReadUint64, locate, maxStackDepth) {
 		pc := f.PC
 		if i > 0 {
 			pc-- // a return address: the call is the byte before
 		}
-		file, base, ok := locate(pc)
-		if !ok {
-			continue
+		if s := lp.returnSite(b, pc, true); s != nil {
+			calls[[2]uint64{f.Return, f.CFA}] = call{s, f.Return, f.CFA}
 		}
-		start, ok := file.FunctionStart(pc - base)
-		if !ok {
-			continue
+	}
+	for slot := b.Regs.RSP &^ 7; slot < b.Regs.RSP+maxStackScan; slot += 8 {
+		w, err := b.ReadUint64(slot)
+		if err != nil {
+			break // the stack's end
 		}
-		o := lp.files[b.FileAt(pc).Path]
-		if s := o.sites[start]; s != nil && s.ret {
-			if err := b.WatchReturnAt(s.cookie, f.Return, f.CFA); err != nil {
-				return err
-			}
+		if s := lp.returnSite(b, callTarget(b, w), false); s != nil {
+			calls[[2]uint64{w, slot + 8}] = call{s, w, slot + 8}
+		}
+	}
+	found := slices.SortedFunc(maps.Values(calls), func(a, b call) int { return cmp.Compare(b.rsp, a.rsp) })
+	for _, c := range found {
+		if err := b.WatchReturnAt(c.site.cookie, c.ret, c.rsp); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// maxStackScan bounds how far up a restored thread's stack Resumed looks
+// for return addresses.
+const maxStackScan = 256 << 10
+
+// returnSite is the site with return probes at va — or, with within, at
+// the start of the function holding va — nil if none.
+func (lp *linuxProbes) returnSite(b *linux.Break, va uint64, within bool) *objectSite {
+	m := b.FileAt(va)
+	if m == nil || !m.Exec || va == 0 {
+		return nil
+	}
+	o := lp.files[m.Path]
+	if o == nil || o.file == nil {
+		return nil
+	}
+	base, ok := o.file.Base(m.Start, m.Offset)
+	if !ok {
+		return nil
+	}
+	at := va - base
+	if within {
+		if at, ok = o.file.FunctionStart(at); !ok {
+			return nil
+		}
+	}
+	if s := o.sites[at]; s != nil && s.ret {
+		return s
+	}
+	return nil
+}
+
+// callTarget is where the direct call (E8 rel32) returning to ret went, 0
+// if the instruction before ret is none.
+func callTarget(b *linux.Break, ret uint64) uint64 {
+	w, err := b.ReadUint64(ret - 8)
+	if err != nil || byte(w>>24) != 0xE8 {
+		return 0
+	}
+	return ret + uint64(int64(int32(uint32(w>>32))))
 }
 
 // object parses the file at path (once per path and contents) and

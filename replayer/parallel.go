@@ -131,9 +131,6 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 		}
 	})
 	last := parts[total-1].res
-	for _, p := range parts[:total-1] {
-		last.Ununwound = append(last.Ununwound, p.res.Ununwound...)
-	}
 	return last, run, err
 }
 

@@ -100,11 +100,6 @@ type Result struct {
 	// Segment says the replay ended at the checkpoint Options.Until
 	// named, not at the recording's end (End is nil).
 	Segment bool
-	// Ununwound are the threads of a Linux program, restored from a
-	// checkpoint with return probes, whose stacks could not be unwound to
-	// their start (code without call-frame information or frame
-	// pointers): a call they were in may have returned unseen.
-	Ununwound []int
 }
 
 // Replay replays the tape at o.Tape. It returns a *DivergenceError if
@@ -213,9 +208,6 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	if eng.trace != nil {
 		out.TraceLost = eng.trace.lost
-	}
-	if eng.linux != nil {
-		out.Ununwound = eng.linux.unwound
 	}
 	return out, err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -143,10 +142,6 @@ machine, and reprise merge joins the N DBs into one run.`,
 				return &exitError{stoppedBy(ctx).status(), err}
 			case err != nil:
 				return &exitError{exitFailure, err}
-			}
-			if len(res.Ununwound) > 0 {
-				tids := slices.Compact(slices.Sorted(slices.Values(res.Ununwound)))
-				fmt.Fprintf(stderr, "reprise: warning: restored from checkpoints, threads %v could not be unwound to their start %d times (code without call-frame information): a call in progress then may have returned unseen by the return probes\n", tids, len(res.Ununwound))
 			}
 			if res.Segment {
 				fmt.Fprintf(stderr, "reprise: replay matched up to its last checkpoint: %d events, %d exits; RAM and registers as checkpointed (%v)\n",
