@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/cprog"
+	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 )
 
@@ -108,4 +112,56 @@ func splitReplay(b *testing.B, path, ck, image string) (seq, par time.Duration) 
 		}
 	}
 	return seq, par
+}
+
+// BenchmarkRecordCheckpoints is what checkpoints taken while recording
+// (record --checkpoint-every) add to a recording, side by side with the
+// same recording without them: the kit's syn_cont for about 12 s of guest
+// time with one every 1 s and 5 s, and a Linux program (the pipeline test
+// program, glibc, threads, a child and a pipe) with one every 100 ms. The
+// guest's clock stands still while one is written: the cost is host time.
+func BenchmarkRecordCheckpoints(b *testing.B) {
+	k := kit(b)
+	img, err := elfimage.Open(k.Image())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	record := func(o recorder.Options, every time.Duration) (time.Duration, []checkpoint.Summary) {
+		o.Output, o.Console, o.Host, o.Overwrite = filepath.Join(dir, "r.tape"), io.Discard, recorder.HostOff, true
+		if every > 0 {
+			o.CheckpointEvery, o.Checkpoints = every, filepath.Join(dir, "r.ckpt")
+			os.Remove(o.Checkpoints)
+		}
+		t0 := time.Now()
+		res, err := recorder.Record(context.Background(), o)
+		if err != nil || res.Status != 0 {
+			b.Fatalf("recording: %v", err)
+		}
+		return time.Since(t0), res.Checkpoints
+	}
+	report := func(name string, plain, with time.Duration, taken []checkpoint.Summary) {
+		var bytes int64
+		for _, c := range taken {
+			bytes += c.Bytes
+		}
+		n := float64(max(len(taken), 1))
+		b.ReportMetric(float64(with)/float64(plain), "x-plain-"+name)
+		b.ReportMetric(float64(with-plain)/n/float64(time.Millisecond), "ms/ckpt-"+name)
+		b.ReportMetric(float64(bytes)/n/1024, "KiB/ckpt-"+name)
+	}
+	bin := cprog.Build(b, "gcc", "pipeline", "-O1", "-pthread")
+	prog := linuxProgram{name: "pipeline", argv: []string{bin, "400"}}.program(b)
+	for i := 0; i < b.N; i++ {
+		kitRun := recorder.Options{Image: img, Cmdline: "syn_cont iters=600 work=200000"}
+		plain, _ := record(kitRun, 0)
+		for _, every := range []time.Duration{time.Second, 5 * time.Second} {
+			with, taken := record(kitRun, every)
+			report("kit-"+every.String(), plain, with, taken)
+		}
+		linuxRun := recorder.Options{Linux: &prog, MemBytes: linux.DefaultMemBytes}
+		plain, _ = record(linuxRun, 0)
+		with, taken := record(linuxRun, 100*time.Millisecond)
+		report("linux-100ms", plain, with, taken)
+	}
 }
