@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -116,6 +117,28 @@ func (w *Writer) Add(c *Checkpoint, ram []byte) (int64, error) {
 		return 0, err
 	}
 	return w.offset - start, nil
+}
+
+// Take adds checkpoint c with RAM ram (Add) and returns its summary.
+func (w *Writer) Take(c *Checkpoint, ram []byte) (Summary, error) {
+	n, err := w.Add(c, ram)
+	return Summary{Time: c.Time, Events: c.Events, Pos: c.Pos, Stop: c.Stop, Bytes: n}, err
+}
+
+// Schedule says when checkpoints are due: every Every of record time.
+type Schedule struct {
+	Every time.Duration
+	next  time.Duration
+}
+
+// Due reports whether one is due at t.
+func (s *Schedule) Due(t time.Duration) bool { return t >= s.next }
+
+// Taken moves the next one past t.
+func (s *Schedule) Taken(t time.Duration) {
+	for s.next <= t {
+		s.next += s.Every
+	}
 }
 
 // pageFrame writes pages new to the file.

@@ -20,8 +20,7 @@ import (
 // is injected: where a replay takes its own.
 type checkpoints struct {
 	w     *checkpoint.Writer
-	every time.Duration
-	next  time.Duration
+	due   checkpoint.Schedule
 	taken []checkpoint.Summary
 	// What a replay has done with the tape so far, kept as the events
 	// are appended: the events applied, the last one's position, the
@@ -47,7 +46,7 @@ func (c *checkpoints) at(m *vmm.Machine, stop vmm.Stop) error {
 		return nil
 	}
 	now := m.Now()
-	if now < c.next {
+	if !c.due.Due(now) {
 		return nil
 	}
 	return m.Paused(func() error { return c.take(m, now, stop) })
@@ -59,7 +58,7 @@ func (c *checkpoints) take(m *vmm.Machine, now time.Duration, stop vmm.Stop) err
 	if err != nil {
 		return err
 	}
-	sum, err := m.HashRAM()
+	ramHash, err := m.HashRAM()
 	if err != nil {
 		return err
 	}
@@ -71,14 +70,12 @@ func (c *checkpoints) take(m *vmm.Machine, now time.Duration, stop vmm.Stop) err
 	// and none has been written since this one.
 	st := checkpoint.EngineState{Applied: c.applied, Last: c.last, Target: target, Clock: c.clock, TraceDrained: m.TraceHead()}
 	cp := &checkpoint.Checkpoint{Time: now, Events: c.applied, Pos: m.Position(), Stop: stop, Machine: snap, Engine: st,
-		RAMHash: sum, Digest: checkpoint.Digest(m.RegsDigest())}
-	n, err := c.w.Add(cp, m.RAM().Bytes())
+		RAMHash: ramHash, Digest: checkpoint.Digest(m.RegsDigest())}
+	sum, err := c.w.Take(cp, m.RAM().Bytes())
 	if err != nil {
 		return err
 	}
-	c.taken = append(c.taken, checkpoint.Summary{Time: now, Events: c.applied, Pos: cp.Pos, Stop: stop, Bytes: n})
-	for c.next <= now {
-		c.next += c.every
-	}
+	c.taken = append(c.taken, sum)
+	c.due.Taken(now)
 	return nil
 }

@@ -106,7 +106,7 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &checkpoints{w: w, every: o.CheckpointEvery, clock: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}}, nil
+	return &checkpoints{w: w, due: checkpoint.Schedule{Every: o.CheckpointEvery}, clock: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}}, nil
 }
 
 // ExistsError says a file a recording would write exists already.

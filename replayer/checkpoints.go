@@ -17,15 +17,14 @@ import (
 // cause too — nor at a sample's stop, which only some replays make. A
 // checkpoint is known by its events applied, position and stop kind.
 
-// checkpoints is a replay's checkpointing: writing one every `every` of
-// record time, or checking the ones a file holds as the replay passes
+// checkpoints is a replay's checkpointing: writing one when due (every
+// Options.CheckpointEvery of record time), or checking the ones a file holds as the replay passes
 // them.
 type checkpoints struct {
 	path  string
 	rec   checkpoint.Recording
 	w     *checkpoint.Writer
-	every time.Duration
-	next  time.Duration
+	due   checkpoint.Schedule
 	taken []checkpoint.Summary
 	start int // 1-based: the checkpoint the replay started from
 	until int // 1-based: the checkpoint the replay ends at (0: the end)
@@ -57,7 +56,7 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	case o.CheckpointEvery != 0 && (o.Plan != nil || len(o.Probes) > 0):
 		return nil, errors.New("replayer: checkpoints are taken by a replay without probes (their int3s are in RAM)")
 	}
-	c := &checkpoints{every: o.CheckpointEvery, path: o.Checkpoints, start: o.Start, until: o.Until, rec: checkpoint.RecordingOf(h)}
+	c := &checkpoints{due: checkpoint.Schedule{Every: o.CheckpointEvery}, path: o.Checkpoints, start: o.Start, until: o.Until, rec: checkpoint.RecordingOf(h)}
 	if o.CheckpointEvery != 0 {
 		return c, nil // created at attach, when RAM's size is known
 	}
@@ -78,7 +77,7 @@ func (c *checkpoints) attach(e *engine) error {
 	if c == nil {
 		return nil
 	}
-	if c.every != 0 {
+	if c.due.Every != 0 {
 		w, err := checkpoint.Create(c.path, c.rec)
 		if err != nil {
 			return err
@@ -139,21 +138,19 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 		return nil
 	}
 	t := e.recordTime(pos)
-	if t < c.next {
+	if !c.due.Due(t) {
 		return nil
 	}
 	cp, err := e.capture(t)
 	if err != nil {
 		return err
 	}
-	n, err := c.w.Add(cp, m.RAM().Bytes())
+	sum, err := c.w.Take(cp, m.RAM().Bytes())
 	if err != nil {
 		return err
 	}
-	c.taken = append(c.taken, checkpoint.Summary{Time: t, Events: cp.Events, Pos: cp.Pos, Stop: stop, Bytes: n})
-	for c.next <= t {
-		c.next += c.every
-	}
+	c.taken = append(c.taken, sum)
+	c.due.Taken(t)
 	return nil
 }
 
