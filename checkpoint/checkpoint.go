@@ -1,8 +1,9 @@
-// Package checkpoint keeps a replay's checkpoints in a file beside its
-// tape: at each, the whole machine (vmm.Snapshot), the replay engine's
-// state and guest RAM, so that a replay can start there instead of at
-// boot. RAM is kept page by page, each distinct page once in the file
-// (deduplicated by content, zstd-compressed), so a checkpoint writes
+// Package checkpoint keeps a recording's or a replay's checkpoints in a
+// file beside its tape: at each, the whole machine (vmm.Snapshot), the
+// replay engine's state, guest RAM and what the guest wrote to its disk,
+// so that a replay can start there instead of at boot. RAM and the disk's
+// written pieces are kept page by page, each distinct page once in the
+// file (deduplicated by content, zstd-compressed), so a checkpoint writes
 // only the pages that changed since the ones before it.
 //
 // The file is a magic line, then frames: tag (4 bytes), body length and
@@ -10,7 +11,9 @@
 //
 //	HEAD  JSON: the format version and the recording the file belongs to
 //	PAGE  zstd of pages new to the file, 4 KiB each (their ids follow on)
-//	CKPT  zstd of JSON: one checkpoint's state and RAM's page ids
+//	CKPT  zstd of JSON: one checkpoint's state, RAM's page ids, and for a
+//	      machine with a disk its written-sector bitmap and the page ids
+//	      of the 4 KiB pieces holding written sectors
 //
 // A checkpoint's pages all precede it. A file is as untrusted as a tape:
 // every length is bounded before it is allocated, and damage is reported
@@ -19,6 +22,7 @@ package checkpoint
 
 import (
 	"encoding/binary"
+	"errors"
 	"time"
 
 	"github.com/reprise-vm/reprise/tape"
@@ -110,4 +114,26 @@ type Summary struct {
 	Pos    vmm.Position
 	Stop   vmm.Stop
 	Bytes  int64 // the file's bytes this checkpoint added (its new pages and state)
+}
+
+// DiskOf is what the guest has written to m's disk, nil for a machine
+// without one.
+func DiskOf(m *vmm.Machine) (*Disk, error) {
+	written, chunks, ok, err := m.DiskWrites()
+	if !ok || err != nil {
+		return nil, err
+	}
+	return &Disk{Written: written, Chunks: chunks}, nil
+}
+
+// RestoreDisk writes d back into m's disk; a checkpoint of a machine with
+// a disk has one, of a machine without has none.
+func RestoreDisk(m *vmm.Machine, d *Disk) error {
+	switch {
+	case d == nil && m.HasDisk():
+		return errors.New("checkpoint: no disk writes for a machine with a disk")
+	case d == nil:
+		return nil
+	}
+	return m.RestoreDiskWrites(d.Written, d.Chunks)
 }

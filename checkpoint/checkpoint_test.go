@@ -34,7 +34,7 @@ func write(t *testing.T) (string, [][]byte) {
 		ram[(2*i)*checkpoint.PageSize+1000] = byte(0x10 + i)
 		ram[(2*i+1)*checkpoint.PageSize+2000] = byte(0x20 + i)
 		n, err := w.Add(&checkpoint.Checkpoint{Time: time.Duration(i) * time.Second, Events: uint64(10 * i),
-			Pos: vmm.Position{Exit: uint64(100 * i)}, Machine: &vmm.Snapshot{Exits: uint64(100 * i)}, Engine: checkpoint.EngineState{Applied: uint64(10 * i)}}, ram)
+			Pos: vmm.Position{Exit: uint64(100 * i)}, Machine: &vmm.Snapshot{Exits: uint64(100 * i)}, Engine: checkpoint.EngineState{Applied: uint64(10 * i)}}, ram, diskAt(i))
 		require.NoError(t, err)
 		sizes = append(sizes, n)
 		rams = append(rams, bytes.Clone(ram))
@@ -44,7 +44,20 @@ func write(t *testing.T) (string, [][]byte) {
 	return path, rams
 }
 
-// Each checkpoint loads back with its RAM and state.
+// diskAt is the disk's writes at checkpoint i of write: none at the first,
+// then a chunk that changes and one that does not.
+func diskAt(i int) *checkpoint.Disk {
+	if i == 0 {
+		return nil
+	}
+	return &checkpoint.Disk{Written: []uint64{0xFF << i, 0, 1}, Chunks: map[uint64][]byte{
+		0:   bytes.Repeat([]byte{byte(i), 0xD1}, checkpoint.PageSize/2),
+		130: bytes.Repeat([]byte{0xD2}, checkpoint.PageSize),
+	}}
+}
+
+// Each checkpoint loads back with its RAM, its disk's writes and its
+// state.
 func TestRoundTrip(t *testing.T) {
 	path, rams := write(t)
 	f, err := checkpoint.Open(path, rec)
@@ -56,6 +69,9 @@ func TestRoundTrip(t *testing.T) {
 		c, err := f.Load(i, ram)
 		require.NoError(t, err)
 		require.Equal(t, want, ram, "checkpoint %d's RAM", i)
+		disk, err := f.LoadDisk(i)
+		require.NoError(t, err)
+		require.Equal(t, diskAt(i), disk, "checkpoint %d's disk", i)
 		require.Equal(t, uint64(100*i), c.Machine.Exits)
 		require.Equal(t, uint64(10*i), f.Checkpoints()[i].Events)
 	}

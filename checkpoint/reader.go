@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -151,7 +152,13 @@ func (cf *File) index(rec Recording) error {
 			if err != nil {
 				return err
 			}
-			for _, id := range c.Pages {
+			ids := c.Pages
+			if c.Disk != nil {
+				for _, ch := range c.Disk.Chunks {
+					ids = append(slices.Clip(ids), ch.Page)
+				}
+			}
+			for _, id := range ids {
 				if id >= pages {
 					return cf.corrupt(bodyOff, "checkpoint %d names page %d, which no earlier frame holds", len(cf.ckpts), id)
 				}
@@ -255,32 +262,62 @@ func (cf *File) Load(i int, ram []byte) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Pages by the frame that holds them, each frame decompressed once.
-	byBlock := map[int][]int{} // block → RAM pages
-	for page, id := range c.Pages {
+	if err := cf.readPages(c.Pages, func(k int) []byte { return ram[k*PageSize : (k+1)*PageSize] }); err != nil {
+		return nil, err
+	}
+	return &c.Checkpoint, nil
+}
+
+// LoadDisk reads the disk's writes checkpoint i holds (nil if its machine
+// had no disk). Their sizes are the checkpoint's to claim: the caller
+// checks them against the disk it restores them to.
+func (cf *File) LoadDisk(i int) (*Disk, error) {
+	c, err := cf.body(i)
+	if err != nil || c.Disk == nil {
+		return nil, err
+	}
+	d := &Disk{Written: c.Disk.Written, Chunks: make(map[uint64][]byte, len(c.Disk.Chunks))}
+	ids := make([]uint32, len(c.Disk.Chunks))
+	data := make([]byte, len(ids)*PageSize)
+	for k, ch := range c.Disk.Chunks {
+		if _, dup := d.Chunks[ch.Index]; dup {
+			return nil, fmt.Errorf("checkpoint %d: disk chunk %d given twice", i, ch.Index)
+		}
+		ids[k] = ch.Page
+		d.Chunks[ch.Index] = data[k*PageSize : (k+1)*PageSize]
+	}
+	err = cf.readPages(ids, func(k int) []byte { return d.Chunks[c.Disk.Chunks[k].Index] })
+	return d, err
+}
+
+// readPages fills dst(k) with page ids[k] for every k, reading each PAGE
+// frame that holds any once.
+func (cf *File) readPages(ids []uint32, dst func(k int) []byte) error {
+	byBlock := map[int][]int{} // block → indices into ids
+	for k, id := range ids {
 		if id == 0 {
-			clear(ram[page*PageSize : (page+1)*PageSize])
+			clear(dst(k))
 			continue
 		}
 		b := cf.blockOf(id)
-		byBlock[b] = append(byBlock[b], page)
+		byBlock[b] = append(byBlock[b], k)
 	}
-	for b, pages := range byBlock {
+	for b, ks := range byBlock {
 		blk := cf.blocks[b]
 		comp := make([]byte, blk.size)
 		if _, err := cf.f.ReadAt(comp, blk.off); err != nil {
-			return nil, cf.corrupt(blk.off, "reading pages: %v", err)
+			return cf.corrupt(blk.off, "reading pages: %v", err)
 		}
 		data, err := cf.dec.DecodeAll(comp, make([]byte, 0, int(blk.count)*PageSize))
 		if err != nil || len(data) != int(blk.count)*PageSize {
-			return nil, cf.corrupt(blk.off, "PAGE frame does not decompress to its %d pages", blk.count)
+			return cf.corrupt(blk.off, "PAGE frame does not decompress to its %d pages", blk.count)
 		}
-		for _, page := range pages {
-			at := int(c.Pages[page]-blk.first) * PageSize
-			copy(ram[page*PageSize:(page+1)*PageSize], data[at:at+PageSize])
+		for _, k := range ks {
+			at := int(ids[k]-blk.first) * PageSize
+			copy(dst(k), data[at:at+PageSize])
 		}
 	}
-	return &c.Checkpoint, nil
+	return nil
 }
 
 // blockOf finds the PAGE frame holding page id.

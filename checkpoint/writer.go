@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -66,11 +68,67 @@ func Create(path string, rec Recording) (*Writer, error) {
 type checkpointBody struct {
 	Checkpoint
 	Pages []uint32 // each RAM page's id
+	// Disk, for a machine with a disk, is what the guest had written to
+	// it: the overlay's bitmap of written sectors, and the page ids of
+	// the DiskChunk-sized pieces that hold any.
+	Disk *diskBody `json:",omitempty"`
 }
 
-// Add writes checkpoint c with RAM ram: the pages the file does not hold
-// yet, then the checkpoint. It returns the bytes it added.
-func (w *Writer) Add(c *Checkpoint, ram []byte) (int64, error) {
+type diskBody struct {
+	Written []uint64
+	Chunks  []diskChunk
+}
+
+type diskChunk struct {
+	Index uint64 // the chunk's offset on the disk ÷ PageSize
+	Page  uint32
+}
+
+// Disk is the guest's writes to its disk at a checkpoint: the bitmap of
+// the sectors written (bit n of word n/64 for sector n) and the contents
+// of each PageSize piece of the disk that holds any, by its index.
+type Disk struct {
+	Written []uint64
+	Chunks  map[uint64][]byte
+}
+
+// pages stores page-sized pieces in the file, each distinct one once:
+// the ids of those it holds already are reused; new ones are written in
+// PAGE frames (flushed with flush).
+type pages struct {
+	w     *Writer
+	fresh []byte
+}
+
+func (p *pages) id(page []byte) uint32 {
+	w := p.w
+	sum := sha256.Sum256(page)
+	if sum == zeroPage {
+		return 0
+	}
+	id, ok := w.ids[sum]
+	if !ok {
+		id, w.next = w.next, w.next+1
+		w.ids[sum] = id
+		p.fresh = append(p.fresh, page...)
+		if len(p.fresh) == maxPagesInFrame*PageSize {
+			p.flush()
+		}
+	}
+	return id
+}
+
+func (p *pages) flush() {
+	if len(p.fresh) > 0 {
+		p.w.pageFrame(p.fresh)
+		p.fresh = p.fresh[:0]
+	}
+}
+
+// Add writes checkpoint c with RAM ram and, for a machine with a disk, its
+// disk's writes: the pages the file does not hold yet, then the
+// checkpoint. It returns the bytes it added.
+func (w *Writer) Add(c *Checkpoint, ram []byte, disk *Disk) (int64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -82,28 +140,20 @@ func (w *Writer) Add(c *Checkpoint, ram []byte) (int64, error) {
 	}
 	start := w.offset
 	body := checkpointBody{Checkpoint: *c, Pages: make([]uint32, len(ram)/PageSize)}
-	var fresh []byte
+	store := pages{w: w}
 	for i := range body.Pages {
-		page := ram[i*PageSize : (i+1)*PageSize]
-		sum := sha256.Sum256(page)
-		if sum == zeroPage {
-			continue // id 0
-		}
-		id, ok := w.ids[sum]
-		if !ok {
-			id, w.next = w.next, w.next+1
-			w.ids[sum] = id
-			fresh = append(fresh, page...)
-			if len(fresh) == maxPagesInFrame*PageSize {
-				w.pageFrame(fresh)
-				fresh = fresh[:0]
+		body.Pages[i] = store.id(ram[i*PageSize : (i+1)*PageSize])
+	}
+	if disk != nil {
+		body.Disk = &diskBody{Written: disk.Written}
+		for _, i := range slices.Sorted(maps.Keys(disk.Chunks)) {
+			if len(disk.Chunks[i]) != PageSize {
+				return 0, fmt.Errorf("checkpoint: disk chunk %d of %d bytes", i, len(disk.Chunks[i]))
 			}
+			body.Disk.Chunks = append(body.Disk.Chunks, diskChunk{Index: i, Page: store.id(disk.Chunks[i])})
 		}
-		body.Pages[i] = id
 	}
-	if len(fresh) > 0 {
-		w.pageFrame(fresh)
-	}
+	store.flush()
 	meta, err := json.Marshal(body)
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint: %w", err)
@@ -119,9 +169,9 @@ func (w *Writer) Add(c *Checkpoint, ram []byte) (int64, error) {
 	return w.offset - start, nil
 }
 
-// Take adds checkpoint c with RAM ram (Add) and returns its summary.
-func (w *Writer) Take(c *Checkpoint, ram []byte) (Summary, error) {
-	n, err := w.Add(c, ram)
+// Take adds checkpoint c (Add) and returns its summary.
+func (w *Writer) Take(c *Checkpoint, ram []byte, disk *Disk) (Summary, error) {
+	n, err := w.Add(c, ram, disk)
 	return Summary{Time: c.Time, Events: c.Events, Pos: c.Pos, Stop: c.Stop, Bytes: n}, err
 }
 

@@ -1,11 +1,14 @@
 package recorder
 
 import (
+	"errors"
+
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/devices"
 
 	"time"
 )
@@ -52,9 +55,21 @@ func (c *checkpoints) at(m *vmm.Machine, stop vmm.Stop) error {
 	return m.Paused(func() error { return c.take(m, now, stop) })
 }
 
+// diskBusy reports whether err is a snapshot refused because the disk has
+// requests in flight: the checkpoint is taken at a later stop. A replay
+// has the same requests in flight at the same stops.
+func diskBusy(err error) bool { return errors.Is(err, devices.ErrDiskBusy) }
+
 // take writes a checkpoint of the machine as it is now.
 func (c *checkpoints) take(m *vmm.Machine, now time.Duration, stop vmm.Stop) error {
 	snap, err := m.Snapshot()
+	if diskBusy(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	disk, err := checkpoint.DiskOf(m)
 	if err != nil {
 		return err
 	}
@@ -71,7 +86,7 @@ func (c *checkpoints) take(m *vmm.Machine, now time.Duration, stop vmm.Stop) err
 	st := checkpoint.EngineState{Applied: c.applied, Last: c.last, Target: target, Clock: c.clock, TraceDrained: m.TraceHead()}
 	cp := &checkpoint.Checkpoint{Time: now, Events: c.applied, Pos: m.Position(), Stop: stop, Machine: snap, Engine: st,
 		RAMHash: ramHash, Digest: checkpoint.Digest(m.RegsDigest())}
-	sum, err := c.w.Take(cp, m.RAM().Bytes())
+	sum, err := c.w.Take(cp, m.RAM().Bytes(), disk)
 	if err != nil {
 		return err
 	}

@@ -30,14 +30,18 @@ func TestReplayFromEveryCheckpoint(t *testing.T) {
 	img := kitImage(t)
 	args := map[string]string{
 		"cpu": "digits=12000", "clock": "reads=2000000", "syn_cont": "iters=300 work=8000",
-		"profile": "rounds=200", "periodic": "count=20", "bench": "syscall n=2000",
+		"profile": "rounds=200", "periodic": "count=20", "bench": "syscall n=2000", "disk": "chunk=1",
 	}
 	for _, w := range guest.Workloads() {
 		if _, ok := args[w.Name]; !ok {
-			continue // udp needs senders, disk a base image, crash ends in a fault: below
+			continue // udp needs senders, crash ends in a fault: below
 		}
 		t.Run(w.Name, func(t *testing.T) {
-			rec := record(t, img, w.Name+" "+args[w.Name], recorder.Auto)
+			var base string
+			if w.Name == "disk" {
+				base, _, _ = diskImage(t, 1)
+			}
+			rec := recordWithDisk(t, img, w.Name+" "+args[w.Name], recorder.Auto, base)
 			require.NoError(t, rec.err)
 			ck := filepath.Join(t.TempDir(), "run.ckpt")
 			var full bytes.Buffer
@@ -193,13 +197,17 @@ func checkpointedLocks(t *testing.T) (*elfimage.Image, recording, string, *repla
 // and a replay from one reaches the recorded end.
 func TestRecordingCheckpoints(t *testing.T) {
 	img := kitImage(t)
-	for _, cmd := range []string{"syn_cont iters=300 work=8000", "periodic count=20"} {
+	for _, cmd := range []string{"syn_cont iters=300 work=8000", "periodic count=20", "disk chunk=1"} {
 		t.Run(strings.Fields(cmd)[0], func(t *testing.T) {
 			dir := t.TempDir()
 			path, ck := filepath.Join(dir, "run.tape"), filepath.Join(dir, "run.ckpt")
+			var base string
+			if strings.HasPrefix(cmd, "disk") { // checkpoints wait for the disk to be idle
+				base, _, _ = diskImage(t, 1)
+			}
 			var console bytes.Buffer
 			rec, err := recorder.Record(context.Background(), recorder.Options{Image: img, Cmdline: cmd, Output: path, Console: &console,
-				TimerHz: 250, CheckpointEvery: 10 * time.Millisecond, Checkpoints: ck})
+				TimerHz: 250, CheckpointEvery: 10 * time.Millisecond, Checkpoints: ck, DiskBase: base})
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, len(rec.Checkpoints), 2, "checkpoints taken while recording")
 

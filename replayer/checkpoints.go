@@ -8,6 +8,7 @@ import (
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/devices"
 )
 
 // Checkpoints are taken where every replay stops in the same state: at the
@@ -45,8 +46,6 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 		return nil, errors.New("replayer: checkpoints need a checkpoint file (Options.Checkpoints)")
 	case o.Checkpoints == "":
 		return nil, nil
-	case h.Disk != nil:
-		return nil, errors.New("replayer: checkpoints of a recording with a disk are not supported yet (the disk's overlay is not in a snapshot)")
 	case o.CheckpointEvery < 0 || o.Start < 0:
 		return nil, errors.New("replayer: negative checkpoint interval or start")
 	case o.CheckpointEvery != 0 && (o.Start != 0 || o.Until != 0):
@@ -142,10 +141,17 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 		return nil
 	}
 	cp, err := e.capture(t)
+	if errors.Is(err, devices.ErrDiskBusy) {
+		return nil // at a later stop, as the recording's
+	}
 	if err != nil {
 		return err
 	}
-	sum, err := c.w.Take(cp, m.RAM().Bytes())
+	disk, err := checkpoint.DiskOf(m)
+	if err != nil {
+		return err
+	}
+	sum, err := c.w.Take(cp, m.RAM().Bytes(), disk)
 	if err != nil {
 		return err
 	}
@@ -246,6 +252,13 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	}
 	if st.Applied != cp.Events {
 		return fmt.Errorf("replayer: checkpoint %d: engine state at event %d, checkpoint at %d", i, st.Applied, cp.Events)
+	}
+	disk, err := f.LoadDisk(i)
+	if err != nil {
+		return err
+	}
+	if err := checkpoint.RestoreDisk(m, disk); err != nil {
+		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
 	}
 	if err := m.Restore(cp.Machine); err != nil {
 		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)

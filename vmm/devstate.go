@@ -1,6 +1,7 @@
 package vmm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/reprise-vm/reprise/vmm/devices"
@@ -51,4 +52,26 @@ func (m *Machine) restoreDevices(s *DeviceState) error {
 		}
 	}
 	return nil
+}
+
+// HasDisk reports whether the machine has a disk.
+func (m *Machine) HasDisk() bool { return m.store != nil }
+
+// DiskWrites is what the guest has written to its disk (SaveOverlay);
+// ok is false for a machine without one.
+func (m *Machine) DiskWrites() (written []uint64, chunks map[uint64][]byte, ok bool, err error) {
+	if m.store == nil {
+		return nil, nil, false, nil
+	}
+	written, chunks, err = m.store.SaveOverlay()
+	return written, chunks, true, err
+}
+
+// RestoreDiskWrites writes them back into the disk of a machine that has
+// not run (before Restore, which checks the count of written sectors).
+func (m *Machine) RestoreDiskWrites(written []uint64, chunks map[uint64][]byte) error {
+	if m.store == nil {
+		return errors.New("vmm: disk writes for a machine without a disk")
+	}
+	return m.store.RestoreOverlay(written, chunks)
 }

@@ -110,3 +110,66 @@ func (s *DiskStore) WriteSectors(sector uint64, buf []byte) error {
 	}
 	return nil
 }
+
+// ChunkSize is the piece of the disk a snapshot of the overlay saves
+// (SaveOverlay): a 4 KiB page, eight sectors.
+const ChunkSize = 4096
+
+// SaveOverlay returns what the guest has written to the disk: the bitmap
+// of written sectors and, for each ChunkSize piece holding any, its
+// contents (sectors past the disk's end read as zeros).
+func (s *DiskStore) SaveOverlay() (written []uint64, chunks map[uint64][]byte, err error) {
+	const perChunk = ChunkSize / SectorSize
+	chunks = map[uint64][]byte{}
+	for w, word := range s.written {
+		for word != 0 {
+			sec := uint64(w)*64 + uint64(bits.TrailingZeros64(word))
+			chunk := sec / perChunk
+			word &^= 1 << (sec % 64)
+			if _, ok := chunks[chunk]; ok {
+				continue
+			}
+			buf := make([]byte, ChunkSize)
+			first := chunk * perChunk
+			n := min(perChunk, s.sectors-first)
+			if err := s.ReadSectors(first, buf[:n*SectorSize]); err != nil {
+				return nil, nil, err
+			}
+			chunks[chunk] = buf
+		}
+	}
+	return append([]uint64(nil), s.written...), chunks, nil
+}
+
+// RestoreOverlay writes back what SaveOverlay returned, into a store whose
+// overlay is still empty: the written sectors' contents into the overlay,
+// and the bitmap. Both come from a checkpoint file and are checked first:
+// the bitmap against the disk's size, every written sector's chunk given.
+func (s *DiskStore) RestoreOverlay(written []uint64, chunks map[uint64][]byte) error {
+	const perChunk = ChunkSize / SectorSize
+	if len(written) != len(s.written) {
+		return fmt.Errorf("disk: a bitmap of %d words for a disk of %d sectors (%d words)", len(written), s.sectors, len(s.written))
+	}
+	if s.writtenSectors() != 0 {
+		return errors.New("disk: restoring the overlay of a disk the guest has written")
+	}
+	if tail := s.sectors % 64; tail != 0 && written[len(written)-1]>>tail != 0 {
+		return fmt.Errorf("disk: sectors past the disk's %d marked written", s.sectors)
+	}
+	for w, word := range written {
+		for word != 0 {
+			sec := uint64(w)*64 + uint64(bits.TrailingZeros64(word))
+			word &^= 1 << (sec % 64)
+			data, ok := chunks[sec/perChunk]
+			if !ok || len(data) != ChunkSize {
+				return fmt.Errorf("disk: sector %d is marked written, and its chunk is missing", sec)
+			}
+			at := (sec % perChunk) * SectorSize
+			if _, err := s.overlay.WriteAt(data[at:at+SectorSize], int64(sec*SectorSize)); err != nil {
+				return fmt.Errorf("disk: restoring the overlay at sector %d: %w", sec, err)
+			}
+		}
+	}
+	copy(s.written, written)
+	return nil
+}
