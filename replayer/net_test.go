@@ -115,6 +115,8 @@ func TestNetworkRecordReplay(t *testing.T) {
 		require.Equal(t, console, again, "replay %d", i)
 		require.Equal(t, rec.End.RAMHash, res.End.RAMHash)
 	}
+	// Checkpoints hold the NIC's rings: replays from them end alike.
+	replaysFromCheckpoints(t, path, console)
 
 	// The capture: every datagram in, every ACK out, parseable.
 	pcapPath := filepath.Join(t.TempDir(), "net.pcap")
