@@ -76,13 +76,21 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 	}
 	defer os.RemoveAll(dir)
 	type part struct {
-		db  *eventdb.DB
-		run *eventdb.Run
-		res *Result
-		err error
+		db   *eventdb.DB
+		run  *eventdb.Run
+		res  *Result
+		err  error
+		done chan struct{} // closed when the segment's replay has ended
 	}
 	parts := make([]part, total)
-	work := make(chan int)
+	for s := range parts {
+		parts[s].done = make(chan struct{})
+	}
+	work := make(chan int, total)
+	for s := range total {
+		work <- s // in order: the merge below takes them in order as they end
+	}
+	close(work)
 	var wg sync.WaitGroup
 	for range jobs {
 		wg.Add(1)
@@ -90,63 +98,77 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 			defer wg.Done()
 			for s := range work {
 				p := &parts[s]
-				if p.db, p.err = eventdb.Open(filepath.Join(dir, fmt.Sprint(s)), nil); p.err != nil {
-					continue
+				if p.db, p.err = eventdb.Open(filepath.Join(dir, fmt.Sprint(s)), nil); p.err == nil {
+					so := o
+					so.Console, so.Progress = nil, nil
+					if s == total-1 {
+						so.Console = o.Console // the last segment's output is the end of the recording's
+					}
+					p.res, p.run, p.err = SegmentsToDB(ctx, so, p.db, s, s+1, total)
 				}
-				so := o
-				so.Console, so.Progress = nil, nil
-				if s == total-1 {
-					so.Console = o.Console // the last segment's output is the end of the recording's
-				}
-				p.res, p.run, p.err = SegmentsToDB(ctx, so, p.db, s, s+1, total)
+				close(p.done)
 			}
 		}()
 	}
-	for s := range total {
-		work <- s
-	}
-	close(work)
-	wg.Wait()
 	defer func() {
+		wg.Wait()
 		for _, p := range parts {
 			if p.db != nil {
 				p.db.Close()
 			}
 		}
 	}()
-	var errs []error
-	for s, p := range parts {
-		if p.err != nil {
-			errs = append(errs, fmt.Errorf("segment %d: %w", s+1, p.err))
-		}
-	}
-	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
-	}
-	run, err := Merge(db, o.Tape, parts[total-1].db, func(yield func(*eventdb.DB, *eventdb.Run) bool) {
-		for _, p := range parts {
-			if !yield(p.db, p.run) {
+	// The merge copies each segment's events as soon as it and those
+	// before it have ended, while later segments still replay.
+	failed := -1
+	run, err := Merge(db, o.Tape, func(yield func(*eventdb.DB, *eventdb.Run) bool) {
+		for s := range parts {
+			<-parts[s].done
+			if parts[s].err != nil {
+				failed = s
+				return
+			}
+			if !yield(parts[s].db, parts[s].run) {
 				return
 			}
 		}
 	})
-	last := parts[total-1].res
-	return last, run, err
+	if failed >= 0 {
+		wg.Wait()
+		var errs []error
+		for s, p := range parts {
+			if p.err != nil {
+				errs = append(errs, fmt.Errorf("segment %d: %w", s+1, p.err))
+			}
+		}
+		return nil, nil, errors.Join(errs...)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return parts[total-1].res, run, nil
 }
 
 // Merge stores the runs parts yields — the segments of one replay, in
 // order, each a complete run of its DB — in db as one run: their events
-// in arrival order, the symbols, and the host view of host's last run
-// (the part that read the tape to its end). The run is complete when
-// every part was.
-func Merge(db *eventdb.DB, tape string, host *eventdb.DB, parts iter.Seq2[*eventdb.DB, *eventdb.Run]) (*eventdb.Run, error) {
-	type part struct {
-		db    *eventdb.DB
-		run   *eventdb.Run
-		remap []uint64 // its mapping indices in the joined table
-	}
-	var all []part
-	var joined symbolJoin
+// in arrival order, their symbol tables joined, and the host view of the
+// last (the part that read the tape to its end). It copies each part as
+// it is yielded, so a caller can yield parts as they end. The run is
+// complete when every part was; a merge that stops early leaves it
+// incomplete.
+func Merge(db *eventdb.DB, tape string, parts iter.Seq2[*eventdb.DB, *eventdb.Run]) (*eventdb.Run, error) {
+	var (
+		joined   symbolJoin
+		run      *eventdb.Run
+		in       *eventdb.Ingest
+		lastDB   *eventdb.DB
+		lastPart *eventdb.Run
+	)
+	defer func() {
+		if in != nil {
+			in.Close() // after Finish, nothing
+		}
+	}()
 	for src, r := range parts {
 		if !r.Complete {
 			return nil, fmt.Errorf("replayer: merge: run %d of a part is incomplete", r.ID)
@@ -159,27 +181,17 @@ func Merge(db *eventdb.DB, tape string, host *eventdb.DB, parts iter.Seq2[*event
 		if err != nil {
 			return nil, fmt.Errorf("replayer: merge: run %d: %w", r.ID, err)
 		}
-		all = append(all, part{src, r, remap})
-	}
-	if len(all) == 0 {
-		return nil, errors.New("replayer: merge: no part to merge")
-	}
-	if err := db.SetSymbols(joined.symbols()); err != nil {
-		return nil, err
-	}
-	abs, _ := filepath.Abs(tape)
-	first, last := all[0].run, all[len(all)-1].run
-	run, in, err := db.NewRun(abs, first.Probes, first.Sampling)
-	if err != nil {
-		return nil, err
-	}
-	defer in.Close()
-	for _, p := range all {
-		it := p.db.Merged(eventdb.Query{Run: p.run.ID})
+		if in == nil {
+			abs, _ := filepath.Abs(tape)
+			if run, in, err = db.NewRun(abs, r.Probes, r.Sampling); err != nil {
+				return nil, err
+			}
+		}
+		it := src.Merged(eventdb.Query{Run: r.ID})
 		for it.Next() {
 			e := it.Event().Clone()
-			if e.Kind == eventdb.KindMapping && len(e.Args) > 3 && e.Args[3] < uint64(len(p.remap)) {
-				e.Args[3] = p.remap[e.Args[3]]
+			if e.Kind == eventdb.KindMapping && len(e.Args) > 3 && e.Args[3] < uint64(len(remap)) {
+				e.Args[3] = remap[e.Args[3]]
 			}
 			if err := in.Add(e); err != nil {
 				_ = it.Close()
@@ -189,8 +201,15 @@ func Merge(db *eventdb.DB, tape string, host *eventdb.DB, parts iter.Seq2[*event
 		if err := it.Close(); err != nil {
 			return nil, fmt.Errorf("replayer: merge: %w", err)
 		}
+		lastDB, lastPart = src, r
 	}
-	if h, err := host.Host(last.ID); err == nil {
+	if in == nil {
+		return nil, errors.New("replayer: merge: no part to merge")
+	}
+	if err := db.SetSymbols(joined.symbols()); err != nil {
+		return nil, err
+	}
+	if h, err := lastDB.Host(lastPart.ID); err == nil {
 		if err := db.SetHost(run.ID, h); err != nil {
 			return nil, err
 		}

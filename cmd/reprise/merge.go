@@ -60,8 +60,7 @@ they hold), in any order.`,
 				return &exitError{exitFailure, dbError(output, err)}
 			}
 			defer out.Close()
-			last := shares[len(shares)-1]
-			run, err := replayer.Merge(out, shares[0].run.Tape, last.db, func(yield func(*eventdb.DB, *eventdb.Run) bool) {
+			run, err := replayer.Merge(out, shares[0].run.Tape, func(yield func(*eventdb.DB, *eventdb.Run) bool) {
 				for _, s := range shares {
 					if !yield(s.db, &s.run) {
 						return
