@@ -205,6 +205,12 @@ func sysRtSigsuspend(k *Kernel, a args) (uint64, error) {
 		t.savedMask, t.suspended = t.sigmask, true
 		t.sigmask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
 	}
+	if t.pending&^t.sigmask != 0 {
+		// A signal the new mask lets through is pending already (a child
+		// that exited while SIGCHLD was blocked): its handler runs now.
+		t.waitKey = nil
+		return 0, unix.EINTR
+	}
 	return 0, k.blockOn(sigWait{})
 }
 

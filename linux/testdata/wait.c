@@ -22,6 +22,10 @@ int main(void) {
 	pid_t a = fork();
 	if (a == 0)
 		_exit(5);
+	/* The child is gone, its SIGCHLD pending and blocked, before
+	   sigsuspend unblocks it: sigsuspend takes the pending signal at once. */
+	siginfo_t early;
+	waitid(P_PID, a, &early, WEXITED | WNOWAIT);
 	sigemptyset(&none);
 	while (!got)
 		sigsuspend(&none);
