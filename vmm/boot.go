@@ -41,11 +41,7 @@ func (m *Machine) init() (err error) {
 	if m.vm, err = m.sys.CreateVM(); err != nil {
 		return err
 	}
-	var flags uint32
-	if m.cfg.TrackDirty {
-		flags = kvm.MemLogDirtyPages
-	}
-	if err = m.vm.SetMemoryRegion(0, flags, 0, m.ram.Bytes()); err != nil {
+	if err = m.mapRAM(); err != nil {
 		return err
 	}
 	var missing *kvm.MissingCapError
@@ -149,4 +145,15 @@ func (m *Machine) initVCPU() error {
 		return err
 	}
 	return m.cpu.SetRegs(x86.EntryRegs(m.cfg.Image.Entry))
+}
+
+// mapRAM gives the VM guest RAM as memory slot 0.
+func (m *Machine) mapRAM() error { return m.vm.SetMemoryRegion(0, m.ramFlags(), 0, m.ram.Bytes()) }
+
+// ramFlags are slot 0's flags: dirty logging if asked for.
+func (m *Machine) ramFlags() uint32 {
+	if m.cfg.TrackDirty {
+		return kvm.MemLogDirtyPages
+	}
+	return 0
 }

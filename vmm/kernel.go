@@ -54,14 +54,10 @@ type KernelState interface {
 // guest runs on what the tables say — as a machine restored from a
 // snapshot, which starts with no shadows, does.
 func (m *Machine) DropTranslations() error {
-	var flags uint32
-	if m.cfg.TrackDirty {
-		flags = kvm.MemLogDirtyPages
-	}
-	if err := m.vm.SetMemoryRegion(0, flags, 0, nil); err != nil {
+	if err := m.vm.SetMemoryRegion(0, m.ramFlags(), 0, nil); err != nil {
 		return err
 	}
-	return m.vm.SetMemoryRegion(0, flags, 0, m.ram.Bytes())
+	return m.mapRAM()
 }
 
 // VCPU is the machine's vCPU, for a Kernel: it sets up and switches the
