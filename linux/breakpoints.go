@@ -191,9 +191,10 @@ func (k *Kernel) placeIn(as *addressSpace, m Mapping) error {
 }
 
 // placeAll tells the breakpoints of every file mapping of p's address
-// space — a new image's, or the ones a fork's child inherits — and
-// places the ones they ask for.
-func (k *Kernel) placeAll(pid int, as *addressSpace) error {
+// space — a new image's, the ones a fork's child inherits, or (restored)
+// those of a program restored from a checkpoint — and places the ones
+// they ask for.
+func (k *Kernel) placeAll(pid int, as *addressSpace, restored bool) error {
 	for i := range as.files {
 		as.files[i].PID = pid
 	}
@@ -201,6 +202,7 @@ func (k *Kernel) placeAll(pid int, as *addressSpace) error {
 		return nil
 	}
 	for _, m := range as.files {
+		m.Restored = restored
 		if err := k.placeIn(as, m); err != nil {
 			return err
 		}

@@ -63,7 +63,7 @@ func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []s
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
 	}
-	if err := k.placeAll(p.pid, as); err != nil {
+	if err := k.placeAll(p.pid, as, false); err != nil {
 		return 0, 0, err
 	}
 	if p.as != nil {
@@ -156,7 +156,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err := k.m.DropTranslations(); err != nil { // the parent's writable pages are copy-on-write now
 		return nil, err
 	}
-	if err := k.placeAll(child.pid, as); err != nil {
+	if err := k.placeAll(child.pid, as, false); err != nil {
 		return nil, err
 	}
 	return t, nil

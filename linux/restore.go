@@ -369,11 +369,8 @@ func (k *Kernel) replaceBreakpoints() error {
 			continue
 		}
 		placed[p] = true
-		for _, m := range p.as.files {
-			m.Restored = true
-			if err := k.placeIn(p.as, m); err != nil {
-				return err
-			}
+		if err := k.placeAll(p.pid, p.as, true); err != nil {
+			return err
 		}
 	}
 	for _, t := range k.threads {
