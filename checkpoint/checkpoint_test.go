@@ -66,16 +66,14 @@ func TestRoundTrip(t *testing.T) {
 	require.Len(t, f.Checkpoints(), 3)
 	for i, want := range rams {
 		ram := bytes.Repeat([]byte{0xFF}, len(want)) // Load must clear zero pages too
-		c, err := f.Load(i, ram)
+		c, disk, err := f.Load(i, ram)
 		require.NoError(t, err)
 		require.Equal(t, want, ram, "checkpoint %d's RAM", i)
-		disk, err := f.LoadDisk(i)
-		require.NoError(t, err)
 		require.Equal(t, diskAt(i), disk, "checkpoint %d's disk", i)
 		require.Equal(t, uint64(100*i), c.Machine.Exits)
 		require.Equal(t, uint64(10*i), f.Checkpoints()[i].Events)
 	}
-	_, err = f.Load(3, make([]byte, rec.MemBytes))
+	_, _, err = f.Load(3, make([]byte, rec.MemBytes))
 	require.Error(t, err)
 }
 

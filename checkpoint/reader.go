@@ -253,41 +253,44 @@ func (cf *File) body(i int) (*checkpointBody, error) {
 	return cf.decodeCheckpoint(cp.off, body)
 }
 
-// Load reads checkpoint i and writes its RAM into ram.
-func (cf *File) Load(i int, ram []byte) (*Checkpoint, error) {
+// Load reads checkpoint i, writes its RAM into ram, and returns the
+// disk's writes it holds (nil if its machine had no disk). Their sizes
+// are the checkpoint's to claim: the caller checks them against the disk
+// it restores them to.
+func (cf *File) Load(i int, ram []byte) (*Checkpoint, *Disk, error) {
 	if uint64(len(ram)) != cf.rec.MemBytes {
-		return nil, fmt.Errorf("checkpoint: RAM of %d bytes for checkpoints of %d", len(ram), cf.rec.MemBytes)
+		return nil, nil, fmt.Errorf("checkpoint: RAM of %d bytes for checkpoints of %d", len(ram), cf.rec.MemBytes)
 	}
 	c, err := cf.body(i)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cf.readPages(c.Pages, func(k int) []byte { return ram[k*PageSize : (k+1)*PageSize] }); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &c.Checkpoint, nil
+	disk, err := cf.disk(i, c.Disk)
+	return &c.Checkpoint, disk, err
 }
 
-// LoadDisk reads the disk's writes checkpoint i holds (nil if its machine
-// had no disk). Their sizes are the checkpoint's to claim: the caller
-// checks them against the disk it restores them to.
-func (cf *File) LoadDisk(i int) (*Disk, error) {
-	c, err := cf.body(i)
-	if err != nil || c.Disk == nil {
-		return nil, err
+// disk reads the disk's writes checkpoint i holds.
+func (cf *File) disk(i int, b *diskBody) (*Disk, error) {
+	if b == nil {
+		return nil, nil
 	}
-	d := &Disk{Written: c.Disk.Written, Chunks: make(map[uint64][]byte, len(c.Disk.Chunks))}
-	ids := make([]uint32, len(c.Disk.Chunks))
+	d := &Disk{Written: b.Written, Chunks: make(map[uint64][]byte, len(b.Chunks))}
+	ids := make([]uint32, len(b.Chunks))
 	data := make([]byte, len(ids)*PageSize)
-	for k, ch := range c.Disk.Chunks {
+	for k, ch := range b.Chunks {
 		if _, dup := d.Chunks[ch.Index]; dup {
 			return nil, fmt.Errorf("checkpoint %d: disk chunk %d given twice", i, ch.Index)
 		}
 		ids[k] = ch.Page
 		d.Chunks[ch.Index] = data[k*PageSize : (k+1)*PageSize]
 	}
-	err = cf.readPages(ids, func(k int) []byte { return d.Chunks[c.Disk.Chunks[k].Index] })
-	return d, err
+	if err := cf.readPages(ids, func(k int) []byte { return data[k*PageSize : (k+1)*PageSize] }); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // readPages fills dst(k) with page ids[k] for every k, reading each PAGE

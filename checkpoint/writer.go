@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/devices"
 )
 
 var (
@@ -169,10 +171,31 @@ func (w *Writer) Add(c *Checkpoint, ram []byte, disk *Disk) (int64, error) {
 	return w.offset - start, nil
 }
 
-// Take adds checkpoint c (Add) and returns its summary.
-func (w *Writer) Take(c *Checkpoint, ram []byte, disk *Disk) (Summary, error) {
-	n, err := w.Add(c, ram, disk)
-	return Summary{Time: c.Time, Events: c.Events, Pos: c.Pos, Stop: c.Stop, Bytes: n}, err
+// Capture adds a checkpoint of m as it is now, between two entries —
+// record time t, the engine's state st — and returns its summary. A
+// machine whose disk has requests in flight is not captured (ok false):
+// the caller tries again at a later stop, where a replay has the same
+// requests in flight as the recording.
+func (w *Writer) Capture(m *vmm.Machine, t time.Duration, st EngineState) (sum Summary, ok bool, err error) {
+	snap, err := m.Snapshot()
+	if errors.Is(err, devices.ErrDiskBusy) {
+		return Summary{}, false, nil
+	}
+	if err != nil {
+		return Summary{}, false, err
+	}
+	disk, err := DiskOf(m)
+	if err != nil {
+		return Summary{}, false, err
+	}
+	ramHash, err := m.HashRAM()
+	if err != nil {
+		return Summary{}, false, err
+	}
+	c := &Checkpoint{Time: t, Events: st.Applied, Pos: m.Position(), Stop: snap.LastStop, Machine: snap, Engine: st,
+		RAMHash: ramHash, Digest: Digest(m.RegsDigest())}
+	n, err := w.Add(c, m.RAM().Bytes(), disk)
+	return Summary{Time: t, Events: c.Events, Pos: c.Pos, Stop: c.Stop, Bytes: n}, err == nil, err
 }
 
 // Schedule says when checkpoints are due: every Every of record time.

@@ -1,14 +1,11 @@
 package recorder
 
 import (
-	"errors"
-
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
-	"github.com/reprise-vm/reprise/vmm/devices"
 
 	"time"
 )
@@ -52,31 +49,11 @@ func (c *checkpoints) at(m *vmm.Machine, stop vmm.Stop) error {
 	if !c.due.Due(now) {
 		return nil
 	}
-	return m.Paused(func() error { return c.take(m, now, stop) })
+	return m.Paused(func() error { return c.take(m, now) })
 }
 
-// diskBusy reports whether err is a snapshot refused because the disk has
-// requests in flight: the checkpoint is taken at a later stop. A replay
-// has the same requests in flight at the same stops.
-func diskBusy(err error) bool { return errors.Is(err, devices.ErrDiskBusy) }
-
 // take writes a checkpoint of the machine as it is now.
-func (c *checkpoints) take(m *vmm.Machine, now time.Duration, stop vmm.Stop) error {
-	snap, err := m.Snapshot()
-	if diskBusy(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	disk, err := checkpoint.DiskOf(m)
-	if err != nil {
-		return err
-	}
-	ramHash, err := m.HashRAM()
-	if err != nil {
-		return err
-	}
+func (c *checkpoints) take(m *vmm.Machine, now time.Duration) error {
 	target, err := m.RAM().Uint64(abi.SWBCTargetOff)
 	if err != nil {
 		return err
@@ -84,10 +61,8 @@ func (c *checkpoints) take(m *vmm.Machine, now time.Duration, stop vmm.Stop) err
 	// The replay's trace-ring cursor: it drains the ring at every exit,
 	// and none has been written since this one.
 	st := checkpoint.EngineState{Applied: c.applied, Last: c.last, Target: target, Clock: c.clock, TraceDrained: m.TraceHead()}
-	cp := &checkpoint.Checkpoint{Time: now, Events: c.applied, Pos: m.Position(), Stop: stop, Machine: snap, Engine: st,
-		RAMHash: ramHash, Digest: checkpoint.Digest(m.RegsDigest())}
-	sum, err := c.w.Take(cp, m.RAM().Bytes(), disk)
-	if err != nil {
+	sum, ok, err := c.w.Capture(m, now, st)
+	if !ok {
 		return err
 	}
 	c.taken = append(c.taken, sum)

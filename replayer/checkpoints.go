@@ -3,12 +3,10 @@ package replayer
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
-	"github.com/reprise-vm/reprise/vmm/devices"
 )
 
 // Checkpoints are taken where every replay stops in the same state: at the
@@ -140,19 +138,8 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 	if !c.due.Due(t) {
 		return nil
 	}
-	cp, err := e.capture(t)
-	if errors.Is(err, devices.ErrDiskBusy) {
-		return nil // at a later stop, as the recording's
-	}
-	if err != nil {
-		return err
-	}
-	disk, err := checkpoint.DiskOf(m)
-	if err != nil {
-		return err
-	}
-	sum, err := c.w.Take(cp, m.RAM().Bytes(), disk)
-	if err != nil {
+	sum, ok, err := c.w.Capture(m, t, e.engineState())
+	if !ok {
 		return err
 	}
 	c.taken = append(c.taken, sum)
@@ -216,23 +203,14 @@ func (e *engine) recordedRAMHash(patched bool) ([32]byte, error) {
 	return sum, nil
 }
 
-// capture is the replay's state here, at record time t.
-func (e *engine) capture(t time.Duration) (*checkpoint.Checkpoint, error) {
-	m := e.m
-	snap, err := m.Snapshot()
-	if err != nil {
-		return nil, err
-	}
+// engineState is where the replay engine is: what a checkpoint keeps of
+// it.
+func (e *engine) engineState() checkpoint.EngineState {
 	st := checkpoint.EngineState{Applied: e.applied, Last: e.last, Target: e.target, Clock: e.rtime}
 	if e.trace != nil {
 		st.TraceDrained, st.TraceLost = e.trace.drained, e.trace.lost
 	}
-	sum, err := e.recordedRAMHash(false) // a replay that writes checkpoints has no probes
-	if err != nil {
-		return nil, err
-	}
-	return &checkpoint.Checkpoint{Time: t, Events: e.applied, Pos: m.Position(), Stop: snap.LastStop, Machine: snap, Engine: st,
-		RAMHash: sum, Digest: checkpoint.Digest(m.RegsDigest())}, nil
+	return st
 }
 
 // resume puts the machine and the engine in checkpoint i's state: RAM,
@@ -241,7 +219,7 @@ func (e *engine) capture(t time.Duration) (*checkpoint.Checkpoint, error) {
 // checkpoint's own hashes, so a damaged one is never run.
 func (e *engine) resume(f *checkpoint.File, i int) error {
 	m := e.m
-	cp, err := f.Load(i, m.RAM().Bytes())
+	cp, disk, err := f.Load(i, m.RAM().Bytes())
 	if err != nil {
 		return err
 	}
@@ -252,10 +230,6 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	}
 	if st.Applied != cp.Events {
 		return fmt.Errorf("replayer: checkpoint %d: engine state at event %d, checkpoint at %d", i, st.Applied, cp.Events)
-	}
-	disk, err := f.LoadDisk(i)
-	if err != nil {
-		return err
 	}
 	if err := checkpoint.RestoreDisk(m, disk); err != nil {
 		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
