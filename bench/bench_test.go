@@ -162,10 +162,11 @@ func BenchmarkCPUGuestVsNative(b *testing.B) {
 }
 
 // BenchmarkSWBC: the software branch counter's cost — the same workloads
-// built with and without -fsanitize-coverage=trace-pc.
+// built with and without -fsanitize-coverage=trace-pc. branchy is the
+// branch-dense code real programs are made of.
 func BenchmarkSWBC(b *testing.B) {
 	k := kit(b)
-	for _, cmd := range []string{"cpu digits=20000", "profile rounds=200", "syn_cont iters=300 work=8000"} {
+	for _, cmd := range []string{"cpu digits=20000", "profile rounds=200", "syn_cont iters=300 work=8000", "branchy rounds=5"} {
 		b.Run(cmd, func(b *testing.B) {
 			var plain, swbc time.Duration
 			for i := 0; i < b.N; i++ {

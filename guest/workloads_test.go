@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -312,4 +313,59 @@ func TestDiskWorkload(t *testing.T) {
 	require.Len(t, reads, 1, b.out)
 	require.Equal(t, fmt.Sprintf("0x%016x", h.Sum64()), reads[0]["sha"])
 	require.Equal(t, "2048", reads[0]["sectors"])
+}
+
+// branchy's checksums, computed here from its definition: the same
+// xorshift stream, sorted, searched, counted and interpreted.
+func branchyTruth(n, rounds, seed uint64) guest.Truth {
+	xorshift := func(s *uint64) uint64 {
+		x := *s
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		*s = x
+		return x
+	}
+	var sortedSum, found, distinct, interp uint64
+	data := make([]uint32, n)
+	for r := uint64(0); r < rounds; r++ {
+		s := seed + r
+		for i := range data {
+			data[i] = uint32(xorshift(&s)) % uint32(4*n)
+		}
+		slices.Sort(data)
+		for i := 0; i < len(data); i += 64 {
+			sortedSum = sortedSum*1099511628211 + uint64(data[i])
+		}
+		for range data {
+			if _, ok := slices.BinarySearch(data, uint32(xorshift(&s))%uint32(4*n)); ok {
+				found++
+			}
+		}
+		distinct += uint64(len(slices.Compact(slices.Clone(data))))
+		for i := uint64(0); i < n/64; i++ {
+			acc := uint64(data[i])
+			for j := uint64(40); j > 0; j-- {
+				acc = (acc*31 ^ j) + 7
+			}
+			interp = interp*31 + acc
+		}
+	}
+	return guest.Truth{"n": fmt.Sprint(n), "rounds": fmt.Sprint(rounds), "sorted": "1",
+		"sorted_sum": fmt.Sprint(sortedSum), "found": fmt.Sprint(found),
+		"distinct": fmt.Sprint(distinct), "interp": fmt.Sprint(interp)}
+}
+
+// The branch-dense workload computes what its definition says, in both
+// builds of the kit.
+func TestBranchyMatchesItsDefinition(t *testing.T) {
+	k := kit(t)
+	want := branchyTruth(50000, 2, 7)
+	for _, image := range []string{k.Image(), k.PlainImage()} {
+		b := run(t, image, "branchy n=50000 rounds=2 seed=7")
+		require.NoError(t, b.err, b.out)
+		got := guest.Select(b.truths, "n", "50000")
+		require.Len(t, got, 1, b.out)
+		require.Equal(t, want, got[0], image)
+	}
 }
