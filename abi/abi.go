@@ -28,6 +28,25 @@ const (
 	TSSRSP0       = TSS + 4
 )
 
+// The register branch counter's countdown region (DESIGN.md §4): code
+// built for it keeps a pointer in r15 that every counted block moves down
+// one byte and loads through. The region's pages all map CounterZero, but
+// its lowest, the guard, maps CounterGuard, where there is no RAM: the
+// load that reaches it is an MMIO exit, exactly at the count the VMM
+// placed r15 for. The tables alias: every PD slot but the guard's names
+// one PT, every PDPT slot but the guard's one PD, so 512 GiB of counts cost
+// five pages.
+const (
+	CounterTables = 0x30000        // 5 pages: PDPT, guard PD, PD, guard PT, PT
+	CounterZero   = 0x35000        // read-only zeros: what every count loads
+	CounterBase   = 0x80_0000_0000 // guest-virtual, PML4 slot 1: the guard page
+	CounterSpan   = 1 << 39        // the region: the guard and 512 GiB less a page of counts
+	CounterGuard  = 0x1_0000_0000  // guest-physical, above the largest RAM (4 GiB)
+	// CounterGuardTop is the guard page's top byte: r15 there means the
+	// count is the one r15 was placed for (struct reprise_swbc.armed).
+	CounterGuardTop = CounterBase + 4096 - 1
+)
+
 // Segment selectors.
 const (
 	SelKernelCode = 0x08
@@ -180,6 +199,7 @@ const (
 	ClockTicksOff = Clock + 8
 	SWBCCountOff  = SWBC + 0
 	SWBCTargetOff = SWBC + 8
+	SWBCArmedOff  = SWBC + 16
 )
 
 // FrameSize is sizeof(struct reprise_frame): 15 GPRs, vector, error code,

@@ -128,13 +128,9 @@ type Result struct {
 // branches, else exit-sync; pmu only on request, and only where a PMU can
 // count guest branches.
 func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.PositionSource, error) {
-	hasHook := false
-	if img != nil {
-		_, hasHook = img.Lookup(vmm.SWBCHookSymbol)
-	}
 	switch want {
 	case Auto, "":
-		if hasHook {
+		if vmm.BranchCounterOf(img) != vmm.CounterNone {
 			return tape.SourceSWBC, checkHook(img)
 		}
 		return tape.SourceExitSync, nil
@@ -174,18 +170,20 @@ func chooseLinuxSource(want tape.PositionSource, image []byte) (tape.PositionSou
 }
 
 // checkHook checks that img keeps a software branch counter the machine
-// can use: the hook exists, and has a size, by which the machine tells the
-// hook's exits from the guest's own writes to the port.
+// can use: in r15, or in a hook that has a size, by which the machine
+// tells the hook's exits from the guest's own writes to the port.
 func checkHook(img *elfimage.Image) error {
 	if img == nil {
 		return errors.New("recorder: no image to find a software branch counter in: use the exit-sync position source")
 	}
-	hook, ok := img.Lookup(vmm.SWBCHookSymbol)
-	if !ok {
-		return fmt.Errorf("recorder: %s has no software branch counter (no %s symbol; build it with -fsanitize-coverage=trace-pc): use the exit-sync position source",
-			img.Path, vmm.SWBCHookSymbol)
+	switch vmm.BranchCounterOf(img) {
+	case vmm.CounterRegister:
+		return nil
+	case vmm.CounterNone:
+		return fmt.Errorf("recorder: %s has no software branch counter (no %s or %s symbol; build it with the guest kit's Makefile or -fsanitize-coverage=trace-pc): use the exit-sync position source",
+			img.Path, vmm.SWBCRegisterSymbol, vmm.SWBCHookSymbol)
 	}
-	if hook.Size == 0 {
+	if hook, _ := img.Lookup(vmm.SWBCHookSymbol); hook.Size == 0 {
 		return fmt.Errorf("recorder: %s: the %s symbol has no size (give it a .size directive)", img.Path, vmm.SWBCHookSymbol)
 	}
 	return nil

@@ -32,7 +32,7 @@ type Sample struct {
 // SampleHandler receives each sample with the guest's memory.
 type SampleHandler func(s *Sample, mem vmm.GuestMemory) error
 
-// sampler takes samples every `every` user-mode basic blocks (at
+// sampler takes samples every `every` user-mode branch counts (at
 // branch-counter stops: deterministic) and every `period` of replay time
 // (at kicks: wherever the guest is).
 type sampler struct {
@@ -60,7 +60,7 @@ func (s *sampler) attach(m *vmm.Machine) error {
 	if s.every == 0 {
 		return nil
 	}
-	if _, ok := m.Image().Lookup(vmm.SWBCHookSymbol); !ok {
+	if vmm.BranchCounterOf(m.Image()) == vmm.CounterNone {
 		return errors.New("replayer: deterministic sampling needs the software branch counter, which this image lacks")
 	}
 	s.next = s.every
@@ -100,11 +100,12 @@ func (s *sampler) at(stop vmm.Stop, recordTime func(vmm.Position) time.Duration)
 // maxStackDepth bounds a frame-pointer walk through guest-controlled data.
 const maxStackDepth = 64
 
-// take records the state where the vCPU stopped. At a branch-counter stop
-// (atTarget), or a timed kick that lands in the hook, the vCPU stands in
-// the hook, which builds no frame: the sampled code's address is the
-// return address at [rsp], and rbp is still that code's frame. Elsewhere
-// it is RIP.
+// take records the state where the vCPU stopped. At a trace-pc hook's
+// stop (atTarget), or a timed kick that lands in the hook, the vCPU stands
+// in the hook, which builds no frame: the sampled code's address is the
+// return address at [rsp], and rbp is still that code's frame. Elsewhere,
+// and at every stop of the register counter, which counts in the sampled
+// code itself, it is RIP.
 func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duration) error {
 	m := s.m
 	regs := *m.Regs()
@@ -119,7 +120,7 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 		return s.on(smp, m)
 	}
 	var b [16]byte
-	if atTarget || m.InBranchHook(regs.RIP) {
+	if atTarget && m.BranchCounter() == vmm.CounterHook || m.InBranchHook(regs.RIP) {
 		smp.RIP = 0
 		if m.ReadVirt(regs.RSP, b[:8]) == nil {
 			smp.RIP = binary.LittleEndian.Uint64(b[:8])

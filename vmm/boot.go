@@ -80,7 +80,8 @@ func (m *Machine) loadKit() error {
 	if err := writeBootInfo(m.ram, m.cfg); err != nil {
 		return err
 	}
-	if hook, ok := m.cfg.Image.Lookup(SWBCHookSymbol); ok {
+	m.counter = BranchCounterOf(m.cfg.Image)
+	if hook, ok := m.cfg.Image.Lookup(SWBCHookSymbol); ok && m.counter == CounterHook {
 		m.hook = [2]uint64{hook.Addr, hook.Addr + max(hook.Size, 1)}
 	}
 	return nil
@@ -107,6 +108,7 @@ func (m *Machine) buildTables() error {
 	}
 	for _, build := range []func() error{
 		func() error { return x86.BuildPageTables(m.ram) },
+		func() error { return x86.BuildCounterRegion(m.ram) },
 		func() error { return x86.BuildGDT(m.ram) },
 		func() error { return x86.BuildTSS(m.ram) },
 		func() error { return x86.BuildIDT(m.ram, vectors) },

@@ -24,9 +24,14 @@ func (m *Machine) Position() Position {
 func (m *Machine) Regs() *kvm.Regs { return m.cpu.SyncedRegs() }
 
 // RegsDigest summarises the guest's general registers, so a replay
-// notices a guest that reached a recorded position in another state.
+// notices a guest that reached a recorded position in another state. The
+// register counter's r15 is left out: it is placed for each run's own next
+// target (the count it stands for is the position's).
 func (m *Machine) RegsDigest() uint64 {
-	r := m.cpu.SyncedRegs()
+	r := *m.cpu.SyncedRegs()
+	if m.counter == CounterRegister {
+		r.R15 = 0
+	}
 	h := fnv.New64a()
 	var b [8]byte
 	for _, v := range [...]uint64{
@@ -111,7 +116,12 @@ func (m *Machine) Kick() { m.kick() }
 // SetBranchHook tells the machine where a Kernel's program keeps its
 // branch-counter hook, [start, end): the machine tells the hook's exits
 // from the program's own by it (classify).
-func (m *Machine) SetBranchHook(start, end uint64) { m.hook = [2]uint64{start, end} }
+func (m *Machine) SetBranchHook(start, end uint64) {
+	m.counter, m.hook = CounterHook, [2]uint64{start, end}
+}
+
+// BranchCounter is how the guest counts branches.
+func (m *Machine) BranchCounter() BranchCounter { return m.counter }
 
 // InBranchHook reports whether rip is in the branch-counter hook. At the
 // hook's exit RIP is its port write, or just after it when KVM emulated

@@ -22,8 +22,10 @@ type Machine struct {
 	vm      *kvm.VM
 	cpu     *kvm.VCPU
 	ram     *memory.RAM
-	board             // the devices
-	hook    [2]uint64 // [start, end) of the branch-counter hook, if any
+	board   // the devices
+	counter BranchCounter
+	hook    [2]uint64       // [start, end) of the branch-counter hook (CounterHook)
+	reg     registerCounter // r15's placement (CounterRegister)
 	console *consoleTail
 	host    hostClock // zero without Config.Host
 	// MSRFiltered is false on hosts where guest MSR accesses cannot be
@@ -55,7 +57,7 @@ type Machine struct {
 func (m *Machine) CPUID() []kvm.CPUIDEntry { return m.cpuid }
 
 // SetBranchTarget writes the software branch counter's target: the guest
-// exits when its count of CPL3 basic blocks reaches it (^0: never).
+// exits when its count of CPL3 code reaches it (^0: never).
 func (m *Machine) SetBranchTarget(target uint64) error {
 	return m.ram.PutUint64(abi.SWBCTargetOff, target)
 }

@@ -2,7 +2,6 @@ package vmm
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"runtime"
@@ -120,21 +119,12 @@ func (m *Machine) endOf(err error) (*End, error) {
 		return nil, err
 	}
 	var herr error
-	end.RAMHash, herr = m.ramHash()
+	end.RAMHash, herr = m.HashRAM()
 	if herr != nil {
 		return nil, herr
 	}
 	end.ConsoleHash, end.ConsoleBytes = m.console.Sum()
 	return &end, err
-}
-
-// ramHash hashes guest RAM with the branch-counter target cleared: it is
-// the one word the VMM writes at different times in record and replay.
-func (m *Machine) ramHash() ([32]byte, error) {
-	if err := m.SetBranchTarget(NoBranchTarget); err != nil {
-		return [32]byte{}, err
-	}
-	return sha256.Sum256(m.ram.Bytes()), nil
 }
 
 // stopAndWait asks the vCPU loop to stop and waits for it, kicking again

@@ -171,6 +171,7 @@ func (m *Machine) Restore(s *Snapshot) error {
 		return err
 	}
 	m.exits, m.lastStop, m.lastExit, m.stats, m.ticks = s.Exits, s.LastStop, s.LastExit, s.Stats, s.Ticks
+	m.reg = registerCounter{} // r15 is placed again, for this run's targets, before the next entry
 	// As Snapshot did: the exit fields of kvm_run (ready for injection,
 	// IF) now describe this state, for the engine's first BeforeEntry.
 	return m.Settle()
@@ -265,18 +266,28 @@ func (c *consoleTail) restore(s ConsoleState) error {
 }
 
 // HashRAM is the SHA-256 of guest RAM as an end's hash takes it — with no
-// branch-counter target, which every run sets where its own next stop is
-// — leaving the target as it was.
+// branch-counter target nor register-counter placement, which every run
+// sets where its own next stop is — leaving both as they were.
 func (m *Machine) HashRAM() ([32]byte, error) {
-	target, err := m.ram.Uint64(abi.SWBCTargetOff)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	if err := m.SetBranchTarget(NoBranchTarget); err != nil {
-		return [32]byte{}, err
+	own := [...]struct{ off, neutral uint64 }{{abi.SWBCTargetOff, NoBranchTarget}, {abi.SWBCArmedOff, 0}}
+	var saved [len(own)]uint64
+	for i, f := range own {
+		v, err := m.ram.Uint64(f.off)
+		if err != nil {
+			return [32]byte{}, err
+		}
+		saved[i] = v
+		if err := m.ram.PutUint64(f.off, f.neutral); err != nil {
+			return [32]byte{}, err
+		}
 	}
 	sum := sha256.Sum256(m.ram.Bytes())
-	return sum, m.SetBranchTarget(target)
+	for i, f := range own {
+		if err := m.ram.PutUint64(f.off, saved[i]); err != nil {
+			return [32]byte{}, err
+		}
+	}
+	return sum, nil
 }
 
 // TraceHead is how many records the guest kit kernel has written to its

@@ -56,9 +56,15 @@ func (m *Machine) loop() error {
 			}
 			continue
 		}
+		if err := m.placeCounter(); err != nil {
+			return err
+		}
 		entry := m.hostNow()
 		err := c.Run()
 		m.noteExit()
+		if ferr := m.foldCounter(); ferr != nil {
+			return ferr
+		}
 		if err == unix.EINTR {
 			// Clear before looking at pending state, so a kick that lands
 			// after this point is seen either here or by the next KVM_RUN.
@@ -87,7 +93,11 @@ func (m *Machine) loop() error {
 		case kvm.ExitIO:
 			err = m.handleIO()
 		case kvm.ExitMMIO:
-			m.handleMMIO()
+			if m.atCounterGuard() {
+				err = m.completeCounterLoad()
+			} else {
+				m.handleMMIO()
+			}
 		case kvm.ExitHLT:
 			err = m.halt()
 		case kvm.ExitIRQWindowOpen:
@@ -127,6 +137,15 @@ func (m *Machine) classify(reason kvm.ExitReason) Stop {
 	switch reason {
 	case kvm.ExitIRQWindowOpen:
 		return StopWindow
+	case kvm.ExitMMIO:
+		if m.atCounterGuard() {
+			// The register counter's exit: at the target, or a step
+			// towards one further than r15 reaches (placeCounter).
+			if m.atBranchTarget() {
+				return StopBranch
+			}
+			return StopKick
+		}
 	case kvm.ExitIO:
 		io := m.cpu.IOExit()
 		switch {

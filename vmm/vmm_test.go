@@ -35,11 +35,16 @@ func bootAsm(t *testing.T, src string, cfg Config) (*Result, string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	cfg.Console = &out
-	m := asmMachine(t, src, cfg)
+	res, err := runMachine(t, asmMachine(t, src, cfg))
+	return res, out.String(), err
+}
+
+// runMachine runs m to its end, 20 s at most.
+func runMachine(t *testing.T, m *Machine) (*Result, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	res, err := m.Run(ctx)
-	return res, out.String(), err
+	return m.Run(ctx)
 }
 
 // A bare CPL0 image: console bytes, a hypercall and an exit status.

@@ -83,6 +83,48 @@ func BuildPageTables(ram *memory.RAM) error {
 	return nil
 }
 
+// BuildCounterRegion maps the register branch counter's countdown region
+// (abi.CounterBase): its guard page to abi.CounterGuard, every other page
+// to the read-only zero frame, through tables that name each other
+// (see abi.CounterTables). It needs the identity map's PML4 in place.
+func BuildCounterRegion(ram *memory.RAM) error {
+	const (
+		pdpt    = abi.CounterTables
+		guardPD = pdpt + page4K
+		pd      = pdpt + 2*page4K
+		guardPT = pdpt + 3*page4K
+		pt      = pdpt + 4*page4K
+		// Accessed is set ahead: which pages the walker would mark
+		// depends on where r15 was placed, which differs between a
+		// recording and its replays, and the tables are guest RAM.
+		dir  = PTEPresent | PTEWrite | PTEUser | PTEAccessed
+		leaf = PTEPresent | PTEUser | PTEAccessed // read-only: a count loads nothing but zero
+	)
+	put := func(gpa, v uint64) error { return ram.PutUint64(gpa, v) }
+	const slot = uint64(abi.CounterBase>>39) & 0x1ff
+	if err := put(abi.PML4+slot*8, pdpt|dir); err != nil {
+		return err
+	}
+	if err := ram.Write(abi.CounterZero, make([]byte, page4K)); err != nil {
+		return err
+	}
+	for i := uint64(0); i < 512; i++ {
+		entries := [][2]uint64{
+			{pdpt + i*8, pd | dir}, {guardPD + i*8, pt | dir}, {pd + i*8, pt | dir},
+			{guardPT + i*8, abi.CounterZero | leaf}, {pt + i*8, abi.CounterZero | leaf},
+		}
+		if i == 0 { // the guard's own path
+			entries[0][1], entries[1][1], entries[3][1] = guardPD|dir, guardPT|dir, abi.CounterGuard|leaf
+		}
+		for _, e := range entries {
+			if err := put(e[0], e[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // ErrNotMapped is returned by Walk for an address with no valid mapping.
 var ErrNotMapped = errors.New("x86: address not mapped")
 

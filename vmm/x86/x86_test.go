@@ -342,3 +342,33 @@ func TestEntryRegs(t *testing.T) {
 	require.Zero(t, r.RFLAGS&x86.RFLAGSIF, "interrupts off at entry")
 	require.Equal(t, uint64(x86.RFLAGSReserved), r.RFLAGS&x86.RFLAGSReserved)
 }
+
+// The countdown region: its guard page reaches the unbacked guard frame,
+// every other page the read-only zero frame, from the first count to the
+// last, user-readable and never writable; and the entries carry their
+// accessed bit already, so walking them writes nothing to guest RAM.
+func TestCounterRegionMaps(t *testing.T) {
+	ram := newRAM(t, 8<<20)
+	require.NoError(t, x86.BuildPageTables(ram))
+	require.NoError(t, x86.BuildCounterRegion(ram))
+	for _, tc := range []struct{ gva, gpa uint64 }{
+		{abi.CounterBase, abi.CounterGuard},
+		{abi.CounterGuardTop, abi.CounterGuard + 0xfff},
+		{abi.CounterGuardTop + 1, abi.CounterZero},
+		{abi.CounterBase + 1<<21 + 5, abi.CounterZero + 5},
+		{abi.CounterBase + 1<<30 + 0x1234, abi.CounterZero + 0x234},
+		{abi.CounterBase + abi.CounterSpan - 1, abi.CounterZero + 0xfff},
+	} {
+		mp, err := x86.Walk(ram, abi.PML4, tc.gva)
+		require.NoError(t, err, "%#x", tc.gva)
+		require.Equal(t, tc.gpa, mp.GPA, "%#x", tc.gva)
+		require.True(t, mp.User, "%#x", tc.gva)
+		require.False(t, mp.Write, "%#x", tc.gva)
+	}
+	_, err := x86.Walk(ram, abi.PML4, abi.CounterBase+abi.CounterSpan)
+	require.ErrorIs(t, err, x86.ErrNotMapped, "past the region")
+	tables := ram.Bytes()[abi.CounterTables:abi.CounterZero]
+	for i := 0; i < len(tables); i += 8 {
+		require.NotZero(t, tables[i]&x86.PTEAccessed, "entry at %#x", abi.CounterTables+i)
+	}
+}
