@@ -162,20 +162,24 @@ func BenchmarkCPUGuestVsNative(b *testing.B) {
 }
 
 // BenchmarkSWBC: the software branch counter's cost — the same workloads
-// built with and without -fsanitize-coverage=trace-pc. branchy is the
-// branch-dense code real programs are made of.
+// built without a counter, with the register counter (the default kit) and
+// with the trace-pc hook, side by side. branchy is the branch-dense code
+// real programs are made of.
 func BenchmarkSWBC(b *testing.B) {
 	k := kit(b)
 	for _, cmd := range []string{"cpu digits=20000", "profile rounds=200", "syn_cont iters=300 work=8000", "branchy rounds=5"} {
 		b.Run(cmd, func(b *testing.B) {
-			var plain, swbc time.Duration
+			var plain, reg, hook time.Duration
 			for i := 0; i < b.N; i++ {
 				rp, _ := boot(b, k.PlainImage(), cmd, vmm.DefaultTimerHz)
-				rs, _ := boot(b, k.Image(), cmd, vmm.DefaultTimerHz)
+				rr, _ := boot(b, k.Image(), cmd, vmm.DefaultTimerHz)
+				rh, _ := boot(b, k.HookImage(), cmd, vmm.DefaultTimerHz)
 				plain += marked(rp)
-				swbc += marked(rs)
+				reg += marked(rr)
+				hook += marked(rh)
 			}
-			b.ReportMetric(float64(swbc)/float64(plain), "x-instrumented")
+			b.ReportMetric(float64(reg)/float64(plain), "x-r15")
+			b.ReportMetric(float64(hook)/float64(plain), "x-tracepc")
 		})
 	}
 }

@@ -69,7 +69,7 @@ func BenchmarkProbeHit(b *testing.B) {
 }
 
 // BenchmarkSamplingReplay: replay time with deterministic sampling every
-// 800K, 400K and 100K user-mode basic blocks against the same replay
+// 800K, 400K and 100K user-mode branch counts against the same replay
 // without, side by side (InSight Table 2 sampled by CPU cycles).
 func BenchmarkSamplingReplay(b *testing.B) {
 	k := kit(b)

@@ -21,12 +21,13 @@ import (
 	"sync"
 )
 
-//go:embed Makefile link.ld include kernel lib workloads tests
+//go:embed Makefile link.ld include kernel lib workloads tests tools
 var sources embed.FS
 
 // Outputs of the kit's Makefile, relative to the build directory.
 const (
 	kitImage   = "kit.elf"
+	hookImage  = "kit-tracepc.elf"
 	plainImage = "kit-plain.elf"
 	nativeCPU  = "cpu-native"
 	testsDir   = "tests"
@@ -37,8 +38,13 @@ type Kit struct {
 	Dir string // directory holding the build outputs
 }
 
-// Image is the kit with swbc-instrumented user code: the default image.
+// Image is the kit whose user code keeps the register branch counter:
+// the default image.
 func (k *Kit) Image() string { return filepath.Join(k.Dir, kitImage) }
+
+// HookImage is the kit whose user code counts branches through the
+// trace-pc hook: the other software branch counter, kept to compare with.
+func (k *Kit) HookImage() string { return filepath.Join(k.Dir, hookImage) }
 
 // PlainImage is the kit built without the software branch counter.
 func (k *Kit) PlainImage() string { return filepath.Join(k.Dir, plainImage) }

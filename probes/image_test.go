@@ -40,11 +40,17 @@ func testImage(t *testing.T) *elfimage.Image {
 // kitImage builds (or finds cached) the guest kit and opens its image.
 func kitImage(t *testing.T) *elfimage.Image {
 	t.Helper()
+	return openKit(t, (*guest.Kit).Image)
+}
+
+// openKit builds the guest kit and opens one of its images.
+func openKit(t *testing.T, which func(*guest.Kit) string) *elfimage.Image {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	kit, err := guest.Build(ctx)
 	require.NoError(t, err, "building the guest kit (it needs cc, make, ld, objcopy)")
-	img, err := elfimage.Open(kit.Image())
+	img, err := elfimage.Open(which(kit))
 	require.NoError(t, err)
 	return img
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/guest"
 )
 
 // The lock tools' probe points in the real guest kit (guest/README.md:
@@ -58,10 +60,11 @@ func TestKitInsideInstruction(t *testing.T) {
 }
 
 func TestKitCallAndReturnSite(t *testing.T) {
-	img := kitImage(t)
+	img := openKit(t, (*guest.Kit).HookImage)
 	fn := sym(t, img, "barrier_wait")
 	hook := sym(t, img, "__sanitizer_cov_trace_pc")
-	// The first call in an instrumented function is the branch counter's hook.
+	// The first call in a function of the trace-pc kit is the branch
+	// counter's hook.
 	var call *Site
 	for _, off := range boundaries(t, img, fn) {
 		p := resolve1(t, img, DefaultName("barrier_wait", off, false))

@@ -39,7 +39,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	}
 	var modes []string
 	if o.SampleEvery != 0 {
-		modes = append(modes, fmt.Sprintf("every %d user-mode basic blocks (deterministic)", o.SampleEvery))
+		modes = append(modes, fmt.Sprintf("every %d user-mode branch counts (deterministic)", o.SampleEvery))
 	}
 	if o.SamplePeriod != 0 {
 		modes = append(modes, fmt.Sprintf("every %v of replay time", o.SamplePeriod))

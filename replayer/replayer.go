@@ -54,7 +54,9 @@ type Options struct {
 	// precedence).
 	Probes  []probes.Site
 	OnProbe ProbeHandler
-	// SampleEvery samples the guest every that many user-mode basic blocks
+	// SampleEvery samples the guest every that many counts of its software
+	// branch counter (loop iterations and calls; basic blocks with the
+	// trace-pc hook)
 	// (deterministic: identical in every replay); OnSample receives them.
 	SampleEvery uint64
 	OnSample    SampleHandler

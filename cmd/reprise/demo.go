@@ -22,8 +22,9 @@ import (
 	"github.com/reprise-vm/reprise/tools/profile"
 )
 
-// demoSampleEvery samples syn_cont ~1000 times (it runs ~5e8 basic blocks).
-const demoSampleEvery = 500_000
+// demoSampleEvery samples syn_cont ~1000 times (it counts ~1.5e8 loop
+// iterations and calls).
+const demoSampleEvery = 150_000
 
 func newDemoCmd() *cobra.Command {
 	var dir string

@@ -66,7 +66,7 @@ const maxDuration = time.Duration(1<<63 - 1)
 // but an explicit 0 is refused: "--sample 0" means nothing.
 type countFlag struct {
 	n    *uint64
-	what string // e.g. "user-mode basic blocks between samples"
+	what string // e.g. "branch counts between samples"
 }
 
 func (f *countFlag) Set(v string) error {

@@ -40,7 +40,7 @@ func TestFlagBounds(t *testing.T) {
 		{[]string{"record", "-o", "x.tape", "--timer-hz", "0", "--timer-jitter", "1ms", "hello"}, "--timer-jitter needs a timer"},
 		{[]string{"replay", "--sample-period", "-1ms", "x.tape"}, `"--sample-period" flag: want a duration from 100µs to 1h0m0s`},
 		{[]string{"replay", "--sample-period", "10us", "x.tape"}, `"--sample-period" flag`},
-		{[]string{"replay", "--sample", "0", "x.tape"}, `"--sample" flag: want a positive number of user-mode basic blocks`},
+		{[]string{"replay", "--sample", "0", "x.tape"}, `"--sample" flag: want a positive number of branch counts between samples`},
 		{[]string{"lockstat", "--top", "-1", "x.db"}, `"--top" flag: want 0 or a positive number`},
 		{[]string{"profile", "--top", "-5", "x.db"}, `"--top" flag`},
 		{[]string{"preempt", "--entries", "-1", "x.db"}, `"--entries" flag`},

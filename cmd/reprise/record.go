@@ -36,7 +36,7 @@ exactly. Ctrl-C, SIGTERM or --timeout end the recording cleanly at the next poin
 replay can find again; a recorder killed outright leaves a tape that replays
 up to its last flushed chunk (flushed every 250 ms).
 
-Position sources (--position-source): swbc counts the guest's user-mode basic blocks
+Position sources (--position-source): swbc counts the guest's user-mode loop iterations and calls
 (the bundled kit has the counter built in) and places interrupts exactly;
 exit-sync delivers them only at the guest's own exits (any image, but
 compute-bound code sees late interrupts); pmu needs a hardware PMU that

@@ -159,7 +159,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 	cmd.Flags().StringArrayVar(&probeSpecs, "probe", nil, "a probe: [NAME=]SYMBOL[+OFF][@LIBRARY][%return] [ARG=EXPR ...] [@tid=N] (repeatable; e.g. 'lock=mutex_lock m=arg0', 'pthread_mutex_lock@libc.so.6 m=arg0')")
 	cmd.Flags().StringVar(&probeFile, "probes", "", "probes from a YAML or JSON file")
 	cmd.Flags().BoolVar(&locks, "locks", false, "probe the lock functions for lockstat and deadlock: the guest kit's, or a Linux program's pthread mutexes, reader-writer locks and condition waits")
-	cmd.Flags().Var(&countFlag{n: &sample, what: "user-mode basic blocks between samples"}, "sample", "sample every N user-mode basic blocks (deterministic: identical in every replay)")
+	cmd.Flags().Var(&countFlag{n: &sample, what: "branch counts between samples"}, "sample", "sample every N counts of the user-mode branch counter — loop iterations and calls (deterministic: identical in every replay)")
 	cmd.Flags().Var(newDurationFlag(&period, replayer.MinSamplePeriod, time.Hour, ""), "sample-period", "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
 	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "the tape's checkpoint file (default: TAPE.ckpt)")

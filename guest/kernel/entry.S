@@ -10,6 +10,12 @@
  * handler gets the frame and returns the frame to resume: a thread switch is
  * just returning another thread's frame (each thread's frame lives at the
  * top of its own kernel stack, see kernel.c).
+ *
+ * Built with REPRISE_COUNTER_R15 (the register-counter kit), r14 and r15
+ * belong to the vCPU's branch counter, not to a thread: frames hold zeros
+ * for them and no resume loads them, so the count runs on across thread
+ * switches, and the VMM's placement of r15, which differs between a
+ * recording and its replays, never reaches memory.
  */
 #include <reprise/abi.h>
 
@@ -80,8 +86,13 @@ reprise_vectors:
 	pushq %r11
 	pushq %r12
 	pushq %r13
+#ifdef REPRISE_COUNTER_R15
+	pushq $0
+	pushq $0
+#else
 	pushq %r14
 	pushq %r15
+#endif
 .endm
 
 	.globl trap_ud
@@ -133,8 +144,12 @@ trap_other:                         /* exceptions, other IRQs */
 	.type reprise_resume_rax, @function
 reprise_resume_rax:                 /* rax = frame to resume */
 	movq %rax, %rsp
+#ifdef REPRISE_COUNTER_R15
+	addq $16, %rsp              /* r15, r14: the counter's */
+#else
 	popq %r15
 	popq %r14
+#endif
 	popq %r13
 	popq %r12
 	popq %r11

@@ -117,6 +117,40 @@ static inline void list_del(struct link *n)
 	nx->prev = pv;
 }
 
+/* The branch count now: the trace-pc hook keeps it in the swbc page; the
+ * register counter in r15, which no kernel code touches, placed by the
+ * VMM to reach the count it wrote as armed: count = armed + top - r15.
+ * The VMM places r15 again whenever it stops the vCPU, here too (a
+ * recording's kicks land anywhere), so armed is read before and after r15
+ * and the read is retried when it moved. r15 and armed differ between a
+ * recording and its replays, their difference does not, so no value or
+ * flag derived from one alone may outlive this: the arithmetic is lea and
+ * not (no flags), the last compare is between equals, and the scratch
+ * register is cleared with mov. */
+static inline uint64_t branch_count(void)
+{
+#ifdef REPRISE_COUNTER_R15
+	uint64_t c, t;
+	__asm__ volatile(
+		"1:\n\t"
+		"mov %2, %1\n\t"
+		"mov %%r15, %0\n\t"
+		"not %0\n\t"             /* -r15 - 1 */
+		"lea 1(%0,%1), %0\n\t"   /* armed - r15 */
+		"cmp %2, %1\n\t"
+		"jne 1b\n\t"             /* r15 placed again meanwhile */
+		"movabs %3, %1\n\t"
+		"lea (%0,%1), %0\n\t"    /* + top */
+		"mov $0, %1"
+		: "=&r"(c), "=&r"(t)
+		: "m"(SWBC->armed), "i"(REPRISE_COUNTER_GUARD_TOP)
+		: "cc");
+	return c;
+#else
+	return SWBC->count;
+#endif
+}
+
 /* ---- trace ring */
 static inline void trace(uint32_t kind, uint32_t tid, uint64_t a, uint64_t b)
 {
@@ -128,7 +162,7 @@ static inline void trace(uint32_t kind, uint32_t tid, uint64_t a, uint64_t b)
 	e->a = a;
 	e->b = b;
 	e->ticks = CLOCK->ticks;
-	e->branches = SWBC->count;
+	e->branches = branch_count();
 	__asm__ volatile("" ::: "memory");   /* record complete before head moves */
 	r->head = h + 1;
 }

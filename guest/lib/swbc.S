@@ -1,7 +1,8 @@
 /*
- * The software branch counter hook (DESIGN.md §4). All CPL3 code of kit.elf
- * is built with -fsanitize-coverage=trace-pc, which calls this at every
- * basic block; it counts in the per-vCPU swbc page and makes a synchronous
+ * The software branch counter hook (DESIGN.md §4). All CPL3 code of
+ * kit-tracepc.elf is built with -fsanitize-coverage=trace-pc, which calls
+ * this at every basic block (kit.elf counts in r15 instead, see
+ * tools/count.awk); it counts in the per-vCPU swbc page and makes a synchronous
  * exit (outb to REPRISE_PORT_SWBC, opened to CPL3 by the TSS I/O bitmap)
  * when the count reaches the target the VMM wrote. kit-plain.elf does not
  * link it: an image without this symbol keeps no branch counter.

@@ -71,7 +71,7 @@ func buildBenchDB(b *testing.B, dir string) {
 	if err := db.SetSymbols(eventdb.NewSymbols("bench-image", syms)); err != nil {
 		b.Fatal(err)
 	}
-	_, in, err := db.NewRun("bench.tape", nil, "every 1000 user-mode basic blocks (deterministic)")
+	_, in, err := db.NewRun("bench.tape", nil, "every 1000 user-mode branch counts (deterministic)")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func sampled(db *eventdb.DB) func(*eventdb.Run) error {
 }
 
 // Describe says what the profile covers, e.g. "run 2, all threads, 1234
-// samples, sampled every 1009 user-mode basic blocks (deterministic)".
+// samples, sampled every 1009 user-mode branch counts (deterministic)".
 func (p *Profile) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run %d, ", p.Run)

@@ -57,7 +57,7 @@ func newTestDB(t *testing.T) *eventdb.DB {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
 	require.NoError(t, db.SetSymbols(eventdb.NewSymbols("test-image", testSymbols)))
-	_, in, err := db.NewRun("test.tape", nil, "every 1000 user-mode basic blocks (deterministic)")
+	_, in, err := db.NewRun("test.tape", nil, "every 1000 user-mode branch counts (deterministic)")
 	require.NoError(t, err)
 	pos := uint64(0)
 	for _, s := range testSamples {
@@ -159,7 +159,7 @@ func TestBuildErrors(t *testing.T) {
 // was closed, never finished.
 func addCut(t *testing.T, db *eventdb.DB, samples int) uint32 {
 	t.Helper()
-	run, in, err := db.NewRun("test.tape", nil, "every 1000 user-mode basic blocks (deterministic)")
+	run, in, err := db.NewRun("test.tape", nil, "every 1000 user-mode branch counts (deterministic)")
 	require.NoError(t, err)
 	for i := range samples {
 		require.NoError(t, in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: 1,
@@ -217,7 +217,7 @@ func TestWriteText(t *testing.T) {
 	db := newTestDB(t)
 	p, err := reprof.Build(db, reprof.Options{CallGraph: true})
 	require.NoError(t, err)
-	const head = `profile: run 1, all threads, 8 samples, sampled every 1000 user-mode basic blocks (deterministic)
+	const head = `profile: run 1, all threads, 8 samples, sampled every 1000 user-mode branch counts (deterministic)
 
 functions by self samples (top 2 of 7)
 rank  function  self  self%  total  total%
@@ -258,7 +258,7 @@ rank  function  self   self%  total  total%
 	require.NoError(t, err)
 	b.Reset()
 	require.NoError(t, one.WriteText(&b, 0, true))
-	require.Equal(t, `profile: run 1, thread 2, 1 samples, sampled every 1000 user-mode basic blocks (deterministic)
+	require.Equal(t, `profile: run 1, thread 2, 1 samples, sampled every 1000 user-mode branch counts (deterministic)
 
 functions by self samples
 rank  function  self   self%  total  total%

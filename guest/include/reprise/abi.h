@@ -24,6 +24,9 @@
 #define REPRISE_IST1_TOP    0x14000  /* #DF, NMI, #MC */
 #define REPRISE_IST2_TOP    0x18000  /* #BP (probes, issue 5) */
 #define REPRISE_BOOT_STACK_TOP 0x30000 /* rsp at kernel entry */
+#define REPRISE_COUNTER_TABLES 0x30000 /* 5 pages: the register branch counter's page tables */
+#define REPRISE_COUNTER_ZERO   0x35000 /* read-only zeros every counted block loads */
+#define REPRISE_COUNTER_GUARD_TOP 0x8000000FFFULL /* the guard page's top byte (virtual) */
 #define REPRISE_PROBE_AREA  0x1F0000 /* 64 KiB, user read/execute in every mode: where a
                                         replay puts the out-of-line copies of probed
                                         instructions. The guest must not use it. */
@@ -161,10 +164,13 @@ struct reprise_clock {
 };
 
 /* Software branch counter (DESIGN.md §4): the trace-pc hook increments count
- * and does `outb $REPRISE_PORT_SWBC` when count == target. */
+ * and does `outb $REPRISE_PORT_SWBC` when count == target. With the register
+ * counter, count is the VMM's at its last stop, and the count now is
+ * armed - (r15 - REPRISE_COUNTER_GUARD_TOP). */
 struct reprise_swbc {
 	uint64_t count;
 	uint64_t target;   /* ~0 = never */
+	uint64_t armed;    /* register counter: the count r15 was placed to exit at */
 };
 
 /* ---- NIC: two rings of REPRISE_NIC_RING descriptors in guest RAM (DMA),
