@@ -100,8 +100,8 @@ func (e *engine) stopAt(stop vmm.Stop) error {
 	return nil
 }
 
-// arm sets the branch-counter target one basic block ahead: the guest
-// exits at the next CPL3 basic block it enters.
+// arm sets the branch-counter target one count ahead: the guest exits at
+// the next count of its CPL3 code.
 //
 // A target already set stays until the guest has stopped at it, even when
 // the count already equals it. The hook stores the count, compares it with
