@@ -13,11 +13,12 @@ const DefaultBatchEvents = 64 << 10
 // Options configure a DB. A nil *Options is valid, and zero fields mean
 // the defaults.
 type Options struct {
-	// Sync makes every batch commit wait until Pebble's WAL is on disk
-	// (pebble.Sync), so a committed batch survives a process kill or a
-	// power cut. The default commits batches with pebble.NoSync: much
-	// faster, and a kill loses at most the last few batches, whole.
-	// NewRun and Ingest.Finish always sync.
+	// Sync makes Add wait for the commit of each batch it completes, so
+	// that every batch committed before a process kill or a power cut is
+	// in the DB. By default a batch commits while the next one fills
+	// (much faster): a kill loses the batch under way and the events
+	// buffered, never a part of a batch. Every commit is on disk once
+	// done, and Ingest.Finish waits for its own.
 	Sync bool
 
 	// BatchEvents is how many events an Ingest buffers before it commits
@@ -57,20 +58,12 @@ func (o *Options) cacheBytes() int64 {
 
 func (o *Options) readOnly() bool { return o != nil && o.ReadOnly }
 
-func (o *Options) writeOptions() *pebble.WriteOptions {
-	if o != nil && o.Sync {
-		return pebble.Sync
-	}
-	return pebble.NoSync
-}
-
 // pebbleOptions tunes Pebble for what an event DB does: long bursts of
 // writes from one ingest, then scans.
 //
-//   - 64 MiB memtables keep a 64 Ki-event batch (~5 MiB) well below
-//     Pebble's large-batch threshold (half a memtable), so batches go
-//     through the skiplist (cheap: Ingest applies them in key order), and
-//     cut the number of flushes and L0 files.
+//   - An ingest's events reach Pebble as sstables (Ingest), so the
+//     memtables and the WAL only carry the few meta keys; Pebble's
+//     default memtable size does for them.
 //   - The format is pinned at FormatFlushableIngestExcises, the last one
 //     with row-oriented sstable blocks (TableFormatPebblev4): measured on
 //     BenchmarkIngest, writing them costs ~20% less CPU per event than
@@ -79,12 +72,10 @@ func (o *Options) writeOptions() *pebble.WriteOptions {
 //     a DB's format in place on Open (this is not a schema change).
 func pebbleOptions(o *Options) *pebble.Options {
 	return &pebble.Options{
-		CacheSize:                   o.cacheBytes(),
-		FormatMajorVersion:          pebble.FormatFlushableIngestExcises,
-		MemTableSize:                64 << 20,
-		MemTableStopWritesThreshold: 4,
-		Logger:                      quietLogger{},
-		ReadOnly:                    o.readOnly(),
+		CacheSize:          o.cacheBytes(),
+		FormatMajorVersion: pebble.FormatFlushableIngestExcises,
+		Logger:             quietLogger{},
+		ReadOnly:           o.readOnly(),
 	}
 }
 

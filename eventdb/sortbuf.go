@@ -5,18 +5,15 @@ import (
 	"encoding/binary"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
 )
 
 // sortBuf holds one batch's encoded events until commit, then writes them
-// into a Pebble batch in key order. Pebble's memtable is a skiplist whose
-// inserter remembers where the previous key went: keys applied in order
-// land next to each other in O(1), while arrival order (threads and kinds
-// interleaved) costs a full search per key. Sorting is cheap because
-// arrival order is nearly key order already: within one (kind, thread)
-// stream positions and seqs increase, so a stable counting sort on the
-// stream does it, and a stream found out of order is sorted on its own.
+// into an sstable, which takes keys in key order only. Sorting is cheap
+// because arrival order is nearly key order already: within one (kind,
+// thread) stream positions and seqs increase, so a stable counting sort on
+// the stream does it, and a stream found out of order is sorted on its own.
 type sortBuf struct {
 	data    []byte           // key then value of each event, back to back
 	ents    []bufEnt         // one per event, in arrival order
@@ -62,8 +59,8 @@ func (s *sortBuf) value(e bufEnt) []byte {
 	return s.data[v : v+e.vlen]
 }
 
-// write sets every buffered event into b, in key order.
-func (s *sortBuf) write(b *pebble.Batch) error {
+// write sets every buffered event into w, in key order.
+func (s *sortBuf) write(w *sstable.Writer) error {
 	n := len(s.ids)
 	// Rank the streams by id, which is their key order.
 	byID := make([]int32, n)
@@ -113,7 +110,7 @@ func (s *sortBuf) write(b *pebble.Batch) error {
 	}
 	for _, i := range s.order {
 		e := s.ents[i]
-		if err := b.Set(s.key(e), s.value(e), nil); err != nil {
+		if err := w.Set(s.key(e), s.value(e)); err != nil {
 			return err
 		}
 	}
