@@ -242,3 +242,20 @@ func TestQueryRanges(t *testing.T) {
 	require.Len(t, it.ranges, len(Kinds()))
 	require.NoError(t, it.Close())
 }
+
+// TestPositionsBackwards: a thread whose positions go backwards within a
+// batch (only that stream gets a real sort) still reads back in key order,
+// across batches too.
+func TestPositionsBackwards(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{BatchEvents: 64})
+	require.NoError(t, err)
+	defer db.Close()
+	evs := genEvents(9, 1000, 3)
+	for i := range evs {
+		if evs[i].Thread == 1 {
+			evs[i].Pos = Position{Exit: uint64(1000 - i), Branch: uint64(i % 7)}
+		}
+	}
+	ingest(t, db, evs)
+	requireEvents(t, keyOrder(evs), collect(t, db, Query{Run: 1}), "run 1")
+}

@@ -2,6 +2,7 @@ package eventdb
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"slices"
 
@@ -17,13 +18,22 @@ import (
 type sortBuf struct {
 	data    []byte           // key then value of each event, back to back
 	ents    []bufEnt         // one per event, in arrival order
-	streams map[uint64]int32 // (kind<<32 | thread) → index in ids
-	ids     []uint64         // stream ids, in first-seen order
+	streams map[uint64]int32 // (kind<<32 | thread) → index in strs
+	strs    []stream         // in first-seen order
 
 	// scratch, reused by write
 	rank  []int32 // stream index → position in key order
 	start []int32 // per ranked stream: first slot in order
 	order []int32 // indexes into ents, in key order
+}
+
+// stream is one (kind, thread) stream of a batch. Whether its events
+// arrived in key order is decided as they arrive, from the position alone
+// (their seqs increase), which costs less than comparing keys at write.
+type stream struct {
+	id       uint64 // kind<<32 | thread: the stream's key order
+	last     codec.Position
+	unsorted bool // an event's position was below its predecessor's
 }
 
 type bufEnt struct {
@@ -41,11 +51,17 @@ func (s *sortBuf) len() int { return len(s.ents) }
 // add appends an event; key must be an event key (its stream is bytes 5–9).
 func (s *sortBuf) add(key, value []byte) {
 	id := uint64(key[5])<<32 | uint64(binary.BigEndian.Uint32(key[6:]))
+	pos := codec.KeyPosition(key)
 	st, ok := s.streams[id]
 	if !ok {
-		st = int32(len(s.ids))
+		st = int32(len(s.strs))
 		s.streams[id] = st
-		s.ids = append(s.ids, id)
+		s.strs = append(s.strs, stream{id: id, last: pos})
+	}
+	if str := &s.strs[st]; pos.Less(str.last) {
+		str.unsorted = true
+	} else {
+		str.last = pos
 	}
 	s.ents = append(s.ents, bufEnt{off: uint32(len(s.data)), vlen: uint32(len(value)), stream: st})
 	s.data = append(s.data, key...)
@@ -61,21 +77,13 @@ func (s *sortBuf) value(e bufEnt) []byte {
 
 // write sets every buffered event into w, in key order.
 func (s *sortBuf) write(w *sstable.Writer) error {
-	n := len(s.ids)
+	n := len(s.strs)
 	// Rank the streams by id, which is their key order.
 	byID := make([]int32, n)
 	for i := range byID {
 		byID[i] = int32(i)
 	}
-	slices.SortFunc(byID, func(x, y int32) int {
-		switch a, b := s.ids[x], s.ids[y]; {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(byID, func(x, y int32) int { return cmp.Compare(s.strs[x].id, s.strs[y].id) })
 	s.rank = resize(s.rank, n)
 	for r, st := range byID {
 		s.rank[st] = int32(r)
@@ -97,15 +105,11 @@ func (s *sortBuf) write(w *sstable.Writer) error {
 		next[r]++
 	}
 	// A stream whose positions went backwards gets a real sort.
-	for r := range n {
-		stream := s.order[s.start[r]:s.start[r+1]]
-		for i := 1; i < len(stream); i++ {
-			if bytes.Compare(s.key(s.ents[stream[i-1]]), s.key(s.ents[stream[i]])) > 0 {
-				slices.SortFunc(stream, func(x, y int32) int {
-					return bytes.Compare(s.key(s.ents[x]), s.key(s.ents[y]))
-				})
-				break
-			}
+	for r, st := range byID {
+		if s.strs[st].unsorted {
+			slices.SortFunc(s.order[s.start[r]:s.start[r+1]], func(x, y int32) int {
+				return bytes.Compare(s.key(s.ents[x]), s.key(s.ents[y]))
+			})
 		}
 	}
 	for _, i := range s.order {
@@ -121,7 +125,7 @@ func (s *sortBuf) write(w *sstable.Writer) error {
 func (s *sortBuf) reset() {
 	s.data = s.data[:0]
 	s.ents = s.ents[:0]
-	s.ids = s.ids[:0]
+	s.strs = s.strs[:0]
 	clear(s.streams)
 }
 
