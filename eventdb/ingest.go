@@ -22,7 +22,7 @@ type Ingest struct {
 
 	buf     *sortBuf // events not yet committed
 	spare   *sortBuf // the other buffer; nil while a commit holds it
-	flight  *commit  // the commit under way, nil if none
+	flight  *flight  // the commit under way, nil if none
 	batches int      // commits started: names their sstables
 	added   uint64   // events added so far: the next event's seq
 	done    bool     // Finish or Close ran
@@ -33,8 +33,8 @@ type Ingest struct {
 	v   codec.Value // scratch
 }
 
-// commit is one batch on its way into Pebble.
-type commit struct {
+// flight is one batch on its way into Pebble.
+type flight struct {
 	buf  *sortBuf
 	rec  Run        // the run record it stores
 	done chan error // receives the commit's result
@@ -109,7 +109,7 @@ func (in *Ingest) commit(final bool) error {
 	if err := in.wait(); err != nil {
 		return err
 	}
-	c := &commit{buf: in.buf, rec: *in.run, done: make(chan error, 1)}
+	c := &flight{buf: in.buf, rec: *in.run, done: make(chan error, 1)}
 	c.rec.Events = in.added
 	c.rec.Complete = final
 	go func(batch int) { c.done <- in.db.ingestBatch(c.buf, &c.rec, batch) }(in.batches)
