@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -100,6 +101,9 @@ func TestKilledIngest(t *testing.T) {
 			db, err = Open(dir, nil)
 			require.NoError(t, err, "open after a killed ingest")
 			defer db.Close()
+			staged, err := os.ReadDir(filepath.Join(dir, stageDir))
+			require.NoError(t, err)
+			require.Empty(t, staged, "a writable open leaves no staged sstable of the killed ingest")
 
 			runs, err = db.Runs()
 			require.NoError(t, err)

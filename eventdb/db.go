@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
 )
@@ -22,10 +23,11 @@ const SchemaVersion = codec.SchemaVersion
 // DB is one recording's event database. Its methods are safe for
 // concurrent use; each Ingest and Iter belongs to one goroutine.
 type DB struct {
-	pdb    *pebble.DB
-	dir    string
-	opts   *Options
-	closed atomic.Bool
+	pdb       *pebble.DB
+	dir       string
+	opts      *Options
+	tableOpts sstable.WriterOptions // for the sstables an Ingest writes
+	closed    atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -45,7 +47,8 @@ func Open(dir string, o *Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	pdb, err := pebble.Open(dir, pebbleOptions(o))
+	popts := pebbleOptions(o)
+	pdb, err := pebble.Open(dir, popts)
 	if err != nil {
 		// Pebble locks the directory with fcntl(F_SETLK), which fails
 		// with EAGAIN (EWOULDBLOCK) while another process holds the
@@ -59,10 +62,19 @@ func Open(dir string, o *Options) (*DB, error) {
 	if o != nil {
 		opts = *o
 	}
-	db := &DB{pdb: pdb, dir: dir, opts: &opts}
+	// An ingest's sstables are built as Pebble builds its L0 tables.
+	popts.EnsureDefaults()
+	tableOpts := popts.MakeWriterOptions(0, pdb.FormatMajorVersion().MaxTableFormat())
+	db := &DB{pdb: pdb, dir: dir, opts: &opts, tableOpts: tableOpts}
 	if err := db.checkSchema(); err != nil {
 		_ = pdb.Close()
 		return nil, err
+	}
+	if !opts.ReadOnly {
+		if err := resetStaging(dir); err != nil {
+			_ = pdb.Close()
+			return nil, err
+		}
 	}
 	last, err := db.lastRun()
 	if err != nil {

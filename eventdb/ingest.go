@@ -4,31 +4,40 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
 )
 
 // Ingest adds one run's events. It buffers them and every
-// Options.BatchEvents events commits them, in key order, as one Pebble
-// batch together with the run record's updated event count. An Ingest
-// belongs to one goroutine. After a failed commit it is unusable: every
-// call returns that error.
+// Options.BatchEvents events commits them: the batch, sorted into key
+// order, and the run record with its updated event count become two
+// sstables that Pebble ingests in one step. A commit runs on its own
+// goroutine while Add fills the next batch (with Options.Sync, Add waits
+// for it). An Ingest belongs to one goroutine. After a failed commit it
+// is unusable: every call returns that error.
 type Ingest struct {
 	db    *DB
 	run   *Run // shared with NewRun's caller; Events and Complete follow commits
 	every int  // events per batch
-	wo    *pebble.WriteOptions
+	sync  bool // wait for each commit (Options.Sync)
 
-	buf     *sortBuf      // events not yet committed
-	batch   *pebble.Batch // reused for every commit
-	pending int           // events in buf
-	added   uint64        // events added so far: the next event's seq
-	done    bool          // Finish or Close ran
-	err     error         // sticky commit error
+	buf     *sortBuf // events not yet committed
+	spare   *sortBuf // the other buffer; nil while a commit holds it
+	flight  *flight  // the commit under way, nil if none
+	batches int      // commits started: names their sstables
+	added   uint64   // events added so far: the next event's seq
+	done    bool     // Finish or Close ran
+	err     error    // sticky commit error
 
 	key []byte      // scratch
 	val []byte      // scratch
 	v   codec.Value // scratch
+}
+
+// flight is one batch on its way into Pebble.
+type flight struct {
+	buf  *sortBuf
+	rec  Run        // the run record it stores
+	done chan error // receives the commit's result
 }
 
 func newIngest(db *DB, run *Run) *Ingest {
@@ -36,12 +45,9 @@ func newIngest(db *DB, run *Run) *Ingest {
 		db:    db,
 		run:   run,
 		every: db.opts.batchEvents(),
-		wo:    db.opts.writeOptions(),
+		sync:  db.opts.Sync,
 		buf:   newSortBuf(),
-		// Keep the batch's buffer across commits: Pebble drops buffers
-		// over 1 MiB on Reset by default, and growing a new one for every
-		// ~5 MiB commit cost ~15% of the ingest.
-		batch: db.pdb.NewBatch(pebble.WithMaxRetainedSizeBytes(1 << 30)),
+		spare: newSortBuf(),
 		key:   make([]byte, 0, codec.EventKeyLen),
 	}
 }
@@ -77,8 +83,7 @@ func (in *Ingest) Add(e *Event) error {
 	in.val = codec.AppendValue(in.val[:0], &in.v)
 	in.buf.add(in.key, in.val)
 	in.added++
-	in.pending++
-	if in.pending >= in.every {
+	if in.buf.len() >= in.every {
 		return in.commit(false)
 	}
 	return nil
@@ -96,52 +101,56 @@ func (in *Ingest) usable() error {
 	return nil
 }
 
-// commit commits the buffered events with the run record, marked
-// complete if final.
+// commit starts committing the buffered events with the run record,
+// marked complete if final, once the previous commit is done: one batch
+// commits while the next one fills, so memory stays at two batches. A
+// final commit, and every commit with Options.Sync, is waited for.
 func (in *Ingest) commit(final bool) error {
-	rec := *in.run
-	rec.Events = in.added
-	rec.Complete = final
-	if err := in.buf.write(in.batch); err != nil {
-		in.err = fmt.Errorf("eventdb: run %d: commit: %w", rec.ID, err)
+	if err := in.wait(); err != nil {
+		return err
+	}
+	c := &flight{buf: in.buf, rec: *in.run, done: make(chan error, 1)}
+	c.rec.Events = in.added
+	c.rec.Complete = final
+	go func(batch int) { c.done <- in.db.ingestBatch(c.buf, &c.rec, batch) }(in.batches)
+	in.batches++
+	in.flight = c
+	in.buf, in.spare = in.spare, nil
+	if in.sync || final {
+		return in.wait()
+	}
+	return nil
+}
+
+// wait waits for the commit under way, if any, and takes back its buffer.
+// Only a commit that is done updates the caller's Run.
+func (in *Ingest) wait() error {
+	c := in.flight
+	if c == nil {
+		return nil
+	}
+	in.flight = nil
+	if err := <-c.done; err != nil {
+		in.err = fmt.Errorf("eventdb: run %d: commit %d events: %w", c.rec.ID, c.buf.len(), err)
 		return in.err
 	}
-	if err := in.batch.Set(codec.RunKey(rec.ID), appendRun(nil, &rec), nil); err != nil {
-		in.err = fmt.Errorf("eventdb: run %d: commit: %w", rec.ID, err)
-		return in.err
-	}
-	wo := in.wo
-	if final {
-		wo = pebble.Sync
-	}
-	if err := in.batch.Commit(wo); err != nil {
-		in.err = fmt.Errorf("eventdb: run %d: commit %d events: %w", rec.ID, in.pending, err)
-		return in.err
-	}
-	in.run.Events, in.run.Complete = rec.Events, rec.Complete
-	in.batch.Reset()
-	in.buf.reset()
-	in.pending = 0
+	in.run.Events, in.run.Complete = c.rec.Events, c.rec.Complete
+	c.buf.reset()
+	in.spare = c.buf
 	return nil
 }
 
 // Finish commits the buffered events and marks the run Complete with its
-// event count, in one batch, and syncs it. It then flushes Pebble's
-// memtables, so that the finished run lives in compressed sstables rather
-// than in the WAL, and the DB reopens without replaying it.
+// event count, in one step, and waits until that is on disk. The run's
+// events never pass through Pebble's WAL or memtables: they are in
+// sstables already.
 func (in *Ingest) Finish() error {
 	if err := in.usable(); err != nil {
 		return err
 	}
 	err := in.commit(true)
 	in.release()
-	if err != nil {
-		return err
-	}
-	if err := in.db.pdb.Flush(); err != nil {
-		return fmt.Errorf("eventdb: run %d: finish: flush: %w", in.run.ID, err)
-	}
-	return nil
+	return err
 }
 
 // Close ends an ingest without finishing the run: the buffered events are
@@ -151,20 +160,18 @@ func (in *Ingest) Close() error {
 	if in.done {
 		return nil
 	}
-	if err := in.usable(); err != nil {
-		in.release()
-		return err
+	err := in.usable()
+	if err == nil {
+		err = in.commit(false)
 	}
-	err := in.commit(false)
+	if werr := in.wait(); err == nil {
+		err = werr
+	}
 	in.release()
 	return err
 }
 
 func (in *Ingest) release() {
 	in.done = true
-	if in.batch != nil && !in.db.closed.Load() {
-		_ = in.batch.Close()
-	}
-	in.batch = nil
-	in.buf = nil
+	in.buf, in.spare = nil, nil
 }

@@ -2,135 +2,133 @@ package eventdb
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
 )
 
 // sortBuf holds one batch's encoded events until commit, then writes them
-// into a Pebble batch in key order. Pebble's memtable is a skiplist whose
-// inserter remembers where the previous key went: keys applied in order
-// land next to each other in O(1), while arrival order (threads and kinds
-// interleaved) costs a full search per key. Sorting is cheap because
-// arrival order is nearly key order already: within one (kind, thread)
-// stream positions and seqs increase, so a stable counting sort on the
-// stream does it, and a stream found out of order is sorted on its own.
+// into an sstable, which takes keys in key order only. Arrival order is
+// nearly key order already: within one (kind, thread) stream positions and
+// seqs increase. So each stream gets a buffer of its own, appended to as
+// events arrive, and the commit writes the streams in key order, each
+// read straight through: no per-event sort, and no jump to a random
+// event's bytes for every key, which on a batch of tens of MiB cost a
+// cache miss per event. A stream found out of order is sorted on its own.
 type sortBuf struct {
-	data    []byte           // key then value of each event, back to back
-	ents    []bufEnt         // one per event, in arrival order
-	streams map[uint64]int32 // (kind<<32 | thread) → index in ids
-	ids     []uint64         // stream ids, in first-seen order
-
-	// scratch, reused by write
-	rank  []int32 // stream index → position in key order
-	start []int32 // per ranked stream: first slot in order
-	order []int32 // indexes into ents, in key order
+	streams map[uint64]*stream // by id
+	order   []*stream          // scratch for write: streams in key order
+	n       int                // events buffered
 }
 
-type bufEnt struct {
-	off    uint32 // of the key in data; the value follows it
-	vlen   uint32
-	stream int32
+// stream is one (kind, thread) stream of a batch.
+type stream struct {
+	id       uint64 // kind<<32 | thread: the stream's key order
+	data     []byte // per event: key, value length u32 LE, value
+	n        int    // events in data
+	last     codec.Position
+	unsorted bool // an event's position was below its predecessor's
 }
+
+// entLen is what data holds for an event besides its value.
+const entLen = codec.EventKeyLen + 4
 
 func newSortBuf() *sortBuf {
-	return &sortBuf{streams: make(map[uint64]int32)}
+	return &sortBuf{streams: make(map[uint64]*stream)}
 }
 
-func (s *sortBuf) len() int { return len(s.ents) }
+func (s *sortBuf) len() int { return s.n }
 
-// add appends an event; key must be an event key (its stream is bytes 5–9).
+// add appends an event; key must be an event key (its stream is bytes
+// 5–9). Whether the stream is still in order is decided here, from the
+// position alone (seqs increase), which costs less than comparing keys.
 func (s *sortBuf) add(key, value []byte) {
 	id := uint64(key[5])<<32 | uint64(binary.BigEndian.Uint32(key[6:]))
-	st, ok := s.streams[id]
-	if !ok {
-		st = int32(len(s.ids))
+	st := s.streams[id]
+	if st == nil {
+		st = &stream{id: id}
 		s.streams[id] = st
-		s.ids = append(s.ids, id)
 	}
-	s.ents = append(s.ents, bufEnt{off: uint32(len(s.data)), vlen: uint32(len(value)), stream: st})
-	s.data = append(s.data, key...)
-	s.data = append(s.data, value...)
+	pos := codec.KeyPosition(key)
+	if st.n > 0 && pos.Less(st.last) {
+		st.unsorted = true
+	} else {
+		st.last = pos
+	}
+	st.data = append(st.data, key...)
+	st.data = binary.LittleEndian.AppendUint32(st.data, uint32(len(value)))
+	st.data = append(st.data, value...)
+	st.n++
+	s.n++
 }
 
-func (s *sortBuf) key(e bufEnt) []byte { return s.data[e.off : e.off+codec.EventKeyLen] }
-
-func (s *sortBuf) value(e bufEnt) []byte {
-	v := e.off + codec.EventKeyLen
-	return s.data[v : v+e.vlen]
-}
-
-// write sets every buffered event into b, in key order.
-func (s *sortBuf) write(b *pebble.Batch) error {
-	n := len(s.ids)
-	// Rank the streams by id, which is their key order.
-	byID := make([]int32, n)
-	for i := range byID {
-		byID[i] = int32(i)
-	}
-	slices.SortFunc(byID, func(x, y int32) int {
-		switch a, b := s.ids[x], s.ids[y]; {
-		case a < b:
-			return -1
-		case a > b:
-			return 1
+// write sets every buffered event into w, in key order.
+func (s *sortBuf) write(w *sstable.Writer) error {
+	s.order = s.order[:0]
+	for _, st := range s.streams {
+		if st.n > 0 {
+			s.order = append(s.order, st)
 		}
-		return 0
-	})
-	s.rank = resize(s.rank, n)
-	for r, st := range byID {
-		s.rank[st] = int32(r)
 	}
-	// Counting sort, stable: each stream keeps arrival order.
-	s.start = resize(s.start, n+1)
-	clear(s.start)
-	for _, e := range s.ents {
-		s.start[s.rank[e.stream]+1]++
-	}
-	for r := 1; r <= n; r++ {
-		s.start[r] += s.start[r-1]
-	}
-	s.order = resize(s.order, len(s.ents))
-	next := slices.Clone(s.start[:n])
-	for i, e := range s.ents {
-		r := s.rank[e.stream]
-		s.order[next[r]] = int32(i)
-		next[r]++
-	}
-	// A stream whose positions went backwards gets a real sort.
-	for r := range n {
-		stream := s.order[s.start[r]:s.start[r+1]]
-		for i := 1; i < len(stream); i++ {
-			if bytes.Compare(s.key(s.ents[stream[i-1]]), s.key(s.ents[stream[i]])) > 0 {
-				slices.SortFunc(stream, func(x, y int32) int {
-					return bytes.Compare(s.key(s.ents[x]), s.key(s.ents[y]))
-				})
-				break
+	slices.SortFunc(s.order, func(a, b *stream) int { return cmp.Compare(a.id, b.id) })
+	for _, st := range s.order {
+		if st.unsorted {
+			st.sort()
+		}
+		for off := 0; off < len(st.data); off = st.next(off) {
+			if err := w.Set(st.key(off), st.value(off)); err != nil {
+				return err
 			}
-		}
-	}
-	for _, i := range s.order {
-		e := s.ents[i]
-		if err := b.Set(s.key(e), s.value(e), nil); err != nil {
-			return err
 		}
 	}
 	return nil
 }
 
-// reset empties the buffer, keeping its memory.
-func (s *sortBuf) reset() {
-	s.data = s.data[:0]
-	s.ents = s.ents[:0]
-	s.ids = s.ids[:0]
-	clear(s.streams)
+func (st *stream) key(off int) []byte { return st.data[off : off+codec.EventKeyLen] }
+
+func (st *stream) value(off int) []byte {
+	n := int(binary.LittleEndian.Uint32(st.data[off+codec.EventKeyLen:]))
+	return st.data[off+entLen : off+entLen+n]
 }
 
-func resize(s []int32, n int) []int32 {
-	if cap(s) < n {
-		return make([]int32, n)
+// next returns the offset of the event after the one at off.
+func (st *stream) next(off int) int {
+	return off + entLen + int(binary.LittleEndian.Uint32(st.data[off+codec.EventKeyLen:]))
+}
+
+// sort rewrites the stream's data in key order.
+func (st *stream) sort() {
+	offs := make([]int, 0, st.n)
+	for off := 0; off < len(st.data); off = st.next(off) {
+		offs = append(offs, off)
 	}
-	return s[:n]
+	slices.SortFunc(offs, func(x, y int) int { return bytes.Compare(st.key(x), st.key(y)) })
+	sorted := make([]byte, 0, len(st.data))
+	for _, off := range offs {
+		sorted = append(sorted, st.data[off:st.next(off)]...)
+	}
+	st.data, st.unsorted = sorted, false
+}
+
+// reset empties the buffer. It keeps a stream's memory for the next batch
+// only if the stream used at least half of it in this one, and forgets
+// streams that had no events: what it keeps stays within about twice the
+// bytes of the batch, however threads come and go in a long run.
+func (s *sortBuf) reset() {
+	for id, st := range s.streams {
+		switch {
+		case st.n == 0:
+			delete(s.streams, id)
+			continue
+		case cap(st.data) > 2*len(st.data):
+			st.data = nil
+		default:
+			st.data = st.data[:0]
+		}
+		st.n, st.unsorted = 0, false
+	}
+	s.n = 0
 }

@@ -58,6 +58,20 @@ func (k *EventKey) Append(dst []byte) []byte {
 	return binary.BigEndian.AppendUint32(dst, k.Seq)
 }
 
+// Position is the (exit, branch) part of an event key.
+type Position struct{ Exit, Branch uint64 }
+
+// Less reports whether p sorts before q.
+func (p Position) Less(q Position) bool {
+	return p.Exit < q.Exit || p.Exit == q.Exit && p.Branch < q.Branch
+}
+
+// KeyPosition returns the position in an event key, which must be
+// EventKeyLen bytes.
+func KeyPosition(key []byte) Position {
+	return Position{Exit: binary.BigEndian.Uint64(key[10:]), Branch: binary.BigEndian.Uint64(key[18:])}
+}
+
 // errKeyLen and errKeyPrefix are the two ways an event key can be wrong.
 var (
 	errKeyLen    = errors.New("event key is not 30 bytes")
