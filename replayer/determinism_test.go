@@ -21,6 +21,7 @@ import (
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
 // replays is how many times each recording is replayed (DESIGN: 20).
@@ -50,10 +51,16 @@ func noisy(f func()) {
 
 func kitImage(t *testing.T) *elfimage.Image {
 	t.Helper()
+	return openKit(t, (*guest.Kit).Image)
+}
+
+// openKit builds the guest kit and opens one of its images.
+func openKit(t *testing.T, which func(*guest.Kit) string) *elfimage.Image {
+	t.Helper()
 	kvmtest.Require(t)
 	k, err := guest.Build(context.Background())
 	require.NoError(t, err)
-	img, err := elfimage.Open(k.Image())
+	img, err := elfimage.Open(which(k))
 	require.NoError(t, err)
 	return img
 }
@@ -138,6 +145,29 @@ func TestEveryWorkloadReplaysExactly(t *testing.T) {
 				require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash, "replay %d RAM", i)
 				require.Equal(t, rec.res.Stats.Injected, res.Stats.Injected, "replay %d injections", i)
 				require.Equal(t, rec.res.Events, res.Events, "replay %d applied a different number of events", i)
+			}
+		})
+	}
+}
+
+// The kit counting through the trace-pc hook (the counter Linux programs
+// built with reprise cc keep) records and replays as exactly as the r15
+// kit, sampling included, and at the same branch-dense workloads.
+func TestTracePCKitReplaysExactly(t *testing.T) {
+	img := openKit(t, (*guest.Kit).HookImage)
+	for _, cmd := range []string{"syn_cont iters=100 work=8000", "branchy rounds=2", "profile rounds=50"} {
+		t.Run(cmd, func(t *testing.T) {
+			rec := record(t, img, cmd, recorder.Auto)
+			require.NoError(t, rec.err)
+			for i := 0; i < 3; i++ {
+				var out bytes.Buffer
+				var samples uint64
+				res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &out,
+					SampleEvery: 20_000, OnSample: func(*replayer.Sample, vmm.GuestMemory) error { samples++; return nil }})
+				require.NoError(t, err, "replay %d", i)
+				require.Equal(t, rec.console, out.String())
+				require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+				require.NotZero(t, samples)
 			}
 		})
 	}
