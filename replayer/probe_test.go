@@ -21,7 +21,9 @@ import (
 
 // Probes at the entries of mutex_lock and mutex_unlock see
 // exactly the acquisitions syn_cont counted itself, lock by lock, and the
-// probed replay still passes every check, its RAM hash included.
+// probed replay still passes every check, its RAM hash included — with
+// both sites patched to exit from CPL3, and with both int3, which sees
+// the same hits at the same positions in the same order.
 func TestProbesCountLockAcquisitions(t *testing.T) {
 	img := kitImage(t)
 	rec := record(t, img, "syn_cont iters=100 work=8000", recorder.Auto)
@@ -43,46 +45,59 @@ func TestProbesCountLockAcquisitions(t *testing.T) {
 	require.Equal(t, []byte{0x55}, code(lock.Addr, 1), "mutex_lock should start with push %%rbp")
 	require.Equal(t, byte(0xB8), code(unlock.Addr, 1)[0], "mutex_unlock should start with mov $imm32, %%eax")
 
-	perLock := map[uint64]uint64{}
-	var unlocks uint64
 	var sites []probes.Site
 	for _, addr := range []uint64{lock.Addr, unlock.Addr} {
 		s, err := probes.DecodeSite(img, addr)
 		require.NoError(t, err)
 		sites = append(sites, s)
 	}
-	res := replayProbed(t, rec.path, sites, func(h *replayer.ProbeHit, _ vmm.GuestMemory) error {
-		switch h.Addr {
-		case lock.Addr:
-			perLock[h.Regs.RDI]++
-		case unlock.Addr:
-			unlocks++
-		}
-		return nil
-	})
-
-	var total uint64
-	for _, tr := range guest.ParseTruth(rec.console) {
-		if _, isLock := tr["lock"]; !isLock {
-			continue
-		}
-		addr, err := strconv.ParseUint(tr["addr"], 0, 64)
-		require.NoError(t, err)
-		want, err := strconv.ParseUint(tr["acquired"], 10, 64)
-		require.NoError(t, err)
-		require.Equal(t, want, perLock[addr], "lock %s at %#x", tr["lock"], addr)
-		total += want
+	type hit struct {
+		addr, lock uint64
+		pos        vmm.Position
 	}
-	require.Equal(t, uint64(3200), total)
-	require.Equal(t, total, unlocks, "one unlock per acquisition")
-	require.Equal(t, 2*total, res.Stats.ProbeHits)
-	require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash, "probes left a trace in guest memory")
+	hits := map[probes.Patch][]hit{}
+	for _, how := range []probes.Patch{probes.PatchExit, probes.PatchInt3} {
+		perLock := map[uint64]uint64{}
+		var unlocks uint64
+		res := replayProbed(t, rec.path, sites, how == probes.PatchInt3, func(h *replayer.ProbeHit, _ vmm.GuestMemory) error {
+			hits[how] = append(hits[how], hit{h.Addr, h.Regs.RDI, h.Pos})
+			switch h.Addr {
+			case lock.Addr:
+				perLock[h.Regs.RDI]++
+			case unlock.Addr:
+				unlocks++
+			}
+			return nil
+		})
+		var total uint64
+		for _, tr := range guest.ParseTruth(rec.console) {
+			if _, isLock := tr["lock"]; !isLock {
+				continue
+			}
+			addr, err := strconv.ParseUint(tr["addr"], 0, 64)
+			require.NoError(t, err)
+			want, err := strconv.ParseUint(tr["acquired"], 10, 64)
+			require.NoError(t, err)
+			require.Equal(t, want, perLock[addr], "%v: lock %s at %#x", how, tr["lock"], addr)
+			total += want
+		}
+		require.Equal(t, uint64(3200), total)
+		require.Equal(t, total, unlocks, "%v: one unlock per acquisition", how)
+		require.Equal(t, 2*total, res.Stats.ProbeHits, "%v", how)
+		require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash, "%v: probes left a trace in guest memory", how)
+		require.Len(t, res.ProbeSites, 2)
+		for _, ps := range res.ProbeSites {
+			require.Equal(t, how, ps.Patch, "%s: %s", ps.Where, ps.Why)
+			require.Equal(t, total, ps.Hits, ps.Where)
+		}
+	}
+	require.Equal(t, hits[probes.PatchInt3], hits[probes.PatchExit], "exit and int3 patches see different hits")
 }
 
-func replayProbed(t *testing.T, path string, sites []probes.Site, on replayer.ProbeHandler) *replayer.Result {
+func replayProbed(t *testing.T, path string, sites []probes.Site, int3Only bool, on replayer.ProbeHandler) *replayer.Result {
 	t.Helper()
 	var out bytes.Buffer
-	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Probes: sites, OnProbe: on})
+	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Probes: sites, OnProbe: on, Int3Probes: int3Only})
 	require.NoError(t, err, fmt.Sprintf("probed replay:\n%s", out.String()))
 	return res
 }
