@@ -273,3 +273,59 @@ func TestTracePositionsOrderProbeHits(t *testing.T) {
 	require.Equal(t, 1600, hits, "16 workers, 50 iterations, 2 locks each")
 	require.Greater(t, switches, 16)
 }
+
+// One replay patches some sites with exits and keeps int3 where an exit
+// cannot go — here mutex_unlock's 1-byte ret, too short and followed by
+// nothing that must run after it — and sees exactly the hits, at the
+// same positions, that a replay with int3 everywhere sees.
+func TestExitAndInt3SitesTogether(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
+	require.NoError(t, rec.err)
+	unlock, ok := img.Lookup("mutex_unlock")
+	require.True(t, ok)
+	var retOff uint64
+	for off := uint64(0); ; {
+		s, err := probes.DecodeSite(img, unlock.Addr+off)
+		require.NoError(t, err)
+		if s.Branch == probes.BranchRet && s.Len == 1 {
+			retOff = off
+			break
+		}
+		off += uint64(s.Len)
+		require.Less(t, off, unlock.Size, "mutex_unlock has no 1-byte ret")
+	}
+	specs, err := probes.ParseSpecs([]string{"lock=mutex_lock m=arg0", fmt.Sprintf("fast=mutex_unlock+%d", retOff), "done=mutex_lock%return"})
+	require.NoError(t, err)
+	plan, err := probes.Resolve(specs, img)
+	require.NoError(t, err)
+
+	type hit struct {
+		name   string
+		thread uint32
+		pos    vmm.Position
+	}
+	replay := func(int3Only bool) ([]hit, *replayer.Result) {
+		var hits []hit
+		var out bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &out, Plan: plan, Int3Probes: int3Only,
+			OnHit: func(h replayer.Hit) error { hits = append(hits, hit{h.Probe.Name, h.Thread, h.Pos}); return nil }})
+		require.NoError(t, err, out.String())
+		require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+		return hits, res
+	}
+	mixed, res := replay(false)
+	patched := map[probes.Patch]int{}
+	for _, s := range res.ProbeSites {
+		patched[s.Patch]++
+		if s.Where == fmt.Sprintf("mutex_unlock+%#x", retOff) {
+			require.Equal(t, probes.PatchInt3, s.Patch)
+			require.Contains(t, s.Why, "1-byte ret")
+			require.NotZero(t, s.Hits, "the uncontended unlock returns there")
+		}
+	}
+	require.NotZero(t, patched[probes.PatchExit], "mutex_lock and the returns from it exit")
+	require.Equal(t, 1, patched[probes.PatchInt3])
+	int3s, _ := replay(true)
+	require.Equal(t, int3s, mixed)
+}
