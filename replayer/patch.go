@@ -53,7 +53,10 @@ type patches struct {
 	// int3Only patches every site with int3, as sites an exit cannot
 	// take are: to compare the two.
 	int3Only bool
-	placed   map[uint64]*patch // by site address; decided by the first install
+	// resumed says the guest ran before the patches went in (the replay
+	// started at a checkpoint), so its threads may stand anywhere.
+	resumed bool
+	placed  map[uint64]*patch // by site address; decided by the first install
 }
 
 type patch struct {
@@ -125,8 +128,9 @@ func (ps *patches) install(m *vmm.Machine) error {
 
 // decide gives each site its slot and its patch: the one
 // probes.ChoosePatches chose, but int3 where a thread stands inside the
-// bytes an exit would overwrite (a replay resumed from a checkpoint
-// could have one there) or the copy does not fit its slot.
+// bytes an exit would overwrite (only a replay resumed from a checkpoint
+// can have one there: at boot no user code has run) or the copy does not
+// fit its slot.
 func (ps *patches) decide(m *vmm.Machine) error {
 	img := m.Image()
 	if len(ps.sites)*trampolineSlot > abi.ProbeAreaSize {
@@ -155,9 +159,12 @@ func (ps *patches) decide(m *vmm.Machine) error {
 		}
 		placed[s.Addr] = p
 	}
-	inside, err := threadsInside(m, placed)
-	if err != nil {
-		return err
+	var inside []*patch
+	if ps.resumed {
+		var err error
+		if inside, err = threadsInside(m, placed); err != nil {
+			return err
+		}
 	}
 	for _, p := range inside {
 		p.how, p.why = probes.PatchInt3, "a thread stands inside the instructions its exit would overwrite"

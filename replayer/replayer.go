@@ -169,7 +169,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		if !o.Int3Probes {
 			probes.ChoosePatches(img, sites)
 		}
-		eng.probes = &patches{sites: sites, onHit: onProbe, int3Only: o.Int3Probes}
+		eng.probes = &patches{sites: sites, onHit: onProbe, int3Only: o.Int3Probes, resumed: o.Start > 0}
 	}
 	if eng.sampler, err = newSampler(o.SampleEvery, o.SamplePeriod, o.OnSample); err != nil {
 		return nil, err
