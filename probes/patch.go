@@ -49,8 +49,9 @@ const ExitPatchLen = 2
 //     out-of-line address to the guest);
 //   - none after the first is the target of a direct branch or call in
 //     img, a symbol, or another site, and the site's function jumps
-//     through no register or table (whose targets are unknown);
-//   - img's code decodes whole, so no branch is missed;
+//     through no register or table (whose targets are unknown) — which
+//     needs every function in img to decode, so no branch is missed; a
+//     site of 2 bytes or more displaces nothing and needs none of this;
 //   - no port access ends where the site starts and no exit site starts
 //     2 bytes after another: at an exit RIP is at the out or past it
 //     (when KVM emulated it), so those exits could pass for each other.
@@ -158,16 +159,7 @@ func (cm *codeMap) note(img *elfimage.Image, pc uint64, inst x86asm.Inst) {
 // exitPatch returns the instructions after s that its exit patch
 // displaces, or why s cannot have one.
 func (cm *codeMap) exitPatch(img *elfimage.Image, s *Site, sites map[uint64]bool) ([]Site, string) {
-	switch sym, _, ok := img.Resolve(s.Addr); {
-	case cm.broken != "":
-		return nil, cm.broken
-	case cm.anyIndirect:
-		return nil, "code outside every symbol jumps through a register or table, to targets unknown"
-	case !ok:
-		return nil, "no symbol holds it, so its function's branches are unknown"
-	case cm.indirect[sym.Addr]:
-		return nil, fmt.Sprintf("%s jumps through a register or table, to targets unknown", sym.Name)
-	case cm.portEnds[s.Addr]:
+	if cm.portEnds[s.Addr] {
 		return nil, "a port access ends where it starts, whose exit could pass for the site's"
 	}
 	var displaced []Site
@@ -185,6 +177,18 @@ func (cm *codeMap) exitPatch(img *elfimage.Image, s *Site, sites map[uint64]bool
 		}
 		displaced = append(displaced, d)
 		last = &displaced[len(displaced)-1]
+	}
+	if len(displaced) > 0 {
+		switch sym, _, ok := img.Resolve(s.Addr); {
+		case cm.broken != "":
+			return nil, cm.broken
+		case cm.anyIndirect:
+			return nil, "code outside every symbol jumps through a register or table, to targets unknown"
+		case !ok:
+			return nil, "no symbol holds it, so its function's branches are unknown"
+		case cm.indirect[sym.Addr]:
+			return nil, fmt.Sprintf("%s jumps through a register or table, to targets unknown", sym.Name)
+		}
 	}
 	for a := s.Addr + 1; a < last.Next(); a++ {
 		switch {

@@ -83,11 +83,11 @@ type ProbeSite struct {
 func (ps *patches) placement(img *elfimage.Image) []ProbeSite {
 	out := make([]ProbeSite, 0, len(ps.placed))
 	for _, p := range ps.placed {
-		ps := ProbeSite{Addr: p.site.Addr, Where: img.Describe(p.site.Addr), Patch: p.how, Hits: p.hits}
+		s := ProbeSite{Addr: p.site.Addr, Where: img.Describe(p.site.Addr), Patch: p.how, Hits: p.hits}
 		if p.how == probes.PatchInt3 {
-			ps.Why = cmp.Or(p.why, p.site.NoExit)
+			s.Why = cmp.Or(p.why, p.site.NoExit)
 		}
-		out = append(out, ps)
+		out = append(out, s)
 	}
 	slices.SortFunc(out, func(a, b ProbeSite) int { return cmp.Compare(a.Addr, b.Addr) })
 	return out

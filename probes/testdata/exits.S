@@ -34,6 +34,10 @@ FN x_table		# jumps through a register: targets unknown
 	mov %rsp, %rbp
 	jmp *%rax
 END x_table
+FN x_table_long		# the same, but its 3-byte entry displaces nothing
+	mov %rsp, %rbp
+	jmp *%rax
+END x_table_long
 FN x_port		# +2: right after a port write
 	out %al, $0x80
 	mov $1, %eax
