@@ -98,6 +98,7 @@ const (
 	PortNICTXTail = 0x56C
 	PortNICInfo   = 0x570
 	PortSWBC      = 0xE5
+	PortProbe     = 0xE8 // a replay's probe sites patched to exit: `out %al, $0xE8` from CPL3
 	// The Linux personality's stubs (package linux, not abi.h): a system
 	// call (out from the SYSCALL target, at CPL3 on PVM hosts) and a trap
 	// (out from an exception vector).

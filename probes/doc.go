@@ -65,13 +65,18 @@
 // (unknown names get suggestions), SYMBOL+OFF must lie in its code and in
 // an executable segment, and must start an instruction, which is checked
 // by decoding the function from its start. A %return probe has no offset:
-// its site is the function's entry. Probes at one address share one Site.
+// its site is the function's entry. Probes at one address share one Site,
+// and ChoosePatches says how each site is patched.
 //
 // # What the VMM does with a Site
 //
-// Install: check that guest memory holds Orig at Addr, then write 0xCC
-// over Orig[0]. A #BP whose address (trap RIP-1) matches no site is the
-// guest's own and is reinjected. At a hit, before anything else, report
+// Install: check that guest memory holds Orig at Addr (and, for an exit
+// patch, each of Displaced), then patch as Patch says (ChoosePatches):
+// 0xCC over Orig[0], or `out %al, $imm8` to the probe port over the first
+// ExitPatchLen bytes, whose out-of-line copy holds the site's instruction
+// and Displaced. A #BP whose address (trap RIP-1) matches no int3 site is
+// the guest's own and is reinjected; an out to the probe port at no exit
+// site does nothing. At a hit, before anything else, report
 // the site's probes: for each id, skip it unless WantsThread(current tid),
 // present the registers with RIP = Addr and evaluate its Args (a
 // *ReadError makes that argument missing, nothing more). For a Return

@@ -20,17 +20,24 @@ import (
 // class (i_*) for the site decoder. Without a C compiler it skips (in CI it
 // fails).
 func testImage(t *testing.T) *elfimage.Image {
+	return buildImage(t, "funcs.c", "twin.c", "insts.S")
+}
+
+// buildImage builds the testdata sources into an image as testImage does.
+func buildImage(t *testing.T, sources ...string) *elfimage.Image {
 	t.Helper()
 	kvmtest.RequireTools(t, "cc")
 	out := filepath.Join(t.TempDir(), "img.elf")
 	td, err := filepath.Abs("testdata")
 	require.NoError(t, err)
-	cmd := exec.Command("cc", "-O2", "-fno-pic", "-no-pie", "-static", "-nostdlib",
+	args := []string{"-O2", "-fno-pic", "-no-pie", "-static", "-nostdlib",
 		"-fcf-protection=none", "-fno-asynchronous-unwind-tables", "-fno-stack-protector",
-		"-Wl,-T,"+filepath.Join(td, "image.ld"), "-Wl,--build-id=none",
-		"-Wl,--no-warn-rwx-segments", "-Wl,-z,noexecstack", "-o", out,
-		filepath.Join(td, "funcs.c"), filepath.Join(td, "twin.c"), filepath.Join(td, "insts.S"))
-	b, err := cmd.CombinedOutput()
+		"-Wl,-T," + filepath.Join(td, "image.ld"), "-Wl,--build-id=none",
+		"-Wl,--no-warn-rwx-segments", "-Wl,-z,noexecstack", "-o", out}
+	for _, src := range sources {
+		args = append(args, filepath.Join(td, src))
+	}
+	b, err := exec.Command("cc", args...).CombinedOutput()
 	require.NoError(t, err, "building the test image:\n%s", b)
 	img, err := elfimage.Open(out)
 	require.NoError(t, err)

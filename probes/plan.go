@@ -11,7 +11,7 @@ import (
 )
 
 // Plan is what a replay executes: the probes users asked for and the
-// sites the VMM patches with int3 for them. Resolve builds it; it is not
+// sites the VMM patches for them, each saying how (Site.Patch). Resolve builds it; it is not
 // changed afterwards and is safe for concurrent use.
 type Plan struct {
 	Probes []Probe // Probes[i].ID == i
@@ -72,7 +72,7 @@ func (k BranchKind) String() string {
 }
 
 // Site is one patched instruction (practice 9: probes that share an
-// address share its site). The VMM writes 0xCC over Orig[0] and, at a
+// address share its site). The VMM patches it as Patch says and, at a
 // hit, executes the instruction out of line or emulates it.
 type Site struct {
 	Addr uint64
@@ -86,6 +86,13 @@ type Site struct {
 	Target        uint64 // a relative branch's destination; 0 otherwise
 	Probes        []uint32
 	Inst          x86asm.Inst // the decoded instruction
+	// Patch is how the site is patched (ChoosePatches). A PatchExit
+	// patch also overwrites Displaced, the whole instructions after
+	// this one up to ExitPatchLen bytes, which run out of line with it.
+	// NoExit says why a PatchInt3 site could not have PatchExit.
+	Patch     Patch
+	Displaced []Site
+	NoExit    string
 }
 
 // Next is the address of the instruction that follows in place, which is

@@ -90,6 +90,7 @@ func Resolve(specs []Spec, img *elfimage.Image) (*Plan, error) {
 				img.Describe(a.Addr), a.Len, plan.Probes[a.Probes[0]].Name, img.Describe(b.Addr), plan.Probes[b.Probes[0]].Name)
 		}
 	}
+	ChoosePatches(img, plan.Sites)
 	return plan, nil
 }
 

@@ -247,6 +247,10 @@ func (e *engine) Halt() error { return e.m.Idle() }
 // Breakpoint: a recording plants none, so every int3 is the guest's own.
 func (e *engine) Breakpoint(*kvm.Regs) (uint64, bool, error) { return 0, false, nil }
 
+// ProbeExit: nor does it patch probe exits, so an out to the probe port
+// is the guest's own.
+func (e *engine) ProbeExit(*kvm.Regs) (uint64, bool, error) { return 0, false, nil }
+
 func (e *engine) BeforeEnd() error { return nil }
 
 // Finish logs how the guest ended, where it ended.

@@ -198,7 +198,7 @@ func (e *engine) recordedRAMHash(patched bool) ([32]byte, error) {
 		return sum, err
 	}
 	if patched {
-		return sum, e.probes.install(m.RAM(), m.Image())
+		return sum, e.probes.install(m)
 	}
 	return sum, nil
 }

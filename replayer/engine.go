@@ -55,7 +55,7 @@ func (e *engine) Attach(m *vmm.Machine) error {
 		return err
 	}
 	if e.probes != nil {
-		if err := e.probes.install(m.RAM(), m.Image()); err != nil {
+		if err := e.probes.install(m); err != nil {
 			return err
 		}
 	}
@@ -330,6 +330,13 @@ func (e *engine) Breakpoint(regs *kvm.Regs) (uint64, bool, error) {
 		return 0, false, nil
 	}
 	return e.probes.hit(e.m, regs, e.recordTime)
+}
+
+func (e *engine) ProbeExit(regs *kvm.Regs) (uint64, bool, error) {
+	if e.probes == nil {
+		return 0, false, nil
+	}
+	return e.probes.exit(e.m, regs, e.recordTime)
 }
 
 func (e *engine) BeforeEnd() error {

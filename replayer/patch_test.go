@@ -1,13 +1,20 @@
 package replayer
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/guest"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/probes"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
 // relTarget decodes the target of a rel32 jump/jcc/call ending at code
@@ -90,4 +97,80 @@ func TestOutOfLine(t *testing.T) {
 	short := probes.Site{Addr: addr, Orig: []byte{0x48, 0x8B, 0x05}, Len: 3, RIPRelDispOff: 3}
 	_, err = (&patch{site: &short, tramp: tramp}).outOfLine()
 	require.ErrorContains(t, err, "outside the instruction")
+
+	// An exit patch: the site's instruction and those it displaces, each
+	// relocated from its own place, then one jump back after the last.
+	exit := func(orig ...[]byte) *patch {
+		p := site(orig[0]...)
+		p.how = probes.PatchExit
+		for _, o := range orig[1:] {
+			d, err := probes.DecodeBytes(p.end(), o)
+			require.NoError(t, err)
+			p.site.Displaced = append(p.site.Displaced, d)
+		}
+		return p
+	}
+	code, err = exit([]byte{0x55}, []byte{0x48, 0x89, 0xE5}).outOfLine()
+	require.NoError(t, err)
+	require.Equal(t, []byte{0x55, 0x48, 0x89, 0xE5, 0xE9}, code[:5])
+	require.Equal(t, uint64(addr+4), relTarget(code, 9, tramp))
+	// push; mov 0x100(%rip), %rax: the displacement is from the mov's own end.
+	code, err = exit([]byte{0x55}, []byte{0x48, 0x8B, 0x05, 0x00, 0x01, 0x00, 0x00}).outOfLine()
+	require.NoError(t, err)
+	require.Equal(t, uint64(addr+8+0x100), relTarget(code, 8, tramp))
+	require.Equal(t, uint64(addr+8), relTarget(code, 13, tramp))
+	// push; jne: the branch, last, is rewritten as at an int3 site.
+	code, err = exit([]byte{0x55}, []byte{0x75, 0x10}).outOfLine()
+	require.NoError(t, err)
+	require.Equal(t, []byte{0x55, 0x0F, 0x85}, code[:3])
+	require.Equal(t, uint64(addr+3), relTarget(code, 12, tramp))
+	require.Equal(t, uint64(addr+3+0x10), relTarget(code, 17, tramp))
+	// A branch before the last could skip the rest.
+	_, err = exit([]byte{0xC3}, []byte{0x55}).outOfLine()
+	require.ErrorContains(t, err, "is not the last instruction its exit overwrites")
+}
+
+// A replay resumed from a checkpoint patches a guest whose threads have
+// run: a site whose exit would overwrite an address a thread could resume
+// at — the vCPU's RIP, or a saved RIP anywhere in RAM — keeps int3; one
+// no thread is inside gets its exit. remove puts every byte back.
+func TestThreadInsideKeepsInt3(t *testing.T) {
+	kvmtest.Require(t)
+	k, err := guest.Build(context.Background())
+	require.NoError(t, err)
+	img, err := elfimage.Open(k.Image())
+	require.NoError(t, err)
+	specs, err := probes.ParseSpecs([]string{"mutex_lock", "mutex_unlock"})
+	require.NoError(t, err)
+	plan, err := probes.Resolve(specs, img)
+	require.NoError(t, err)
+	lock, unlock := plan.Sites[0], plan.Sites[1]
+	require.Equal(t, probes.PatchExit, lock.Patch, lock.NoExit)
+	require.Equal(t, probes.PatchExit, unlock.Patch, unlock.NoExit)
+	require.NotEmpty(t, lock.Displaced, "mutex_lock's 1-byte push displaces the instruction after it")
+
+	m, err := vmm.New(vmm.Config{Image: img, Cmdline: "syn_cont", MemBytes: 64 << 20})
+	require.NoError(t, err)
+	defer m.Close()
+	ram := m.RAM()
+	before := slices.Clone(ram.Bytes())
+	saved := uint64(abi.UserBase - 8) // a word of the kernel's, as a preempted thread's saved RIP
+	require.NoError(t, ram.PutUint64(saved, lock.Displaced[0].Addr))
+
+	ps := &patches{sites: slices.Clone(plan.Sites), resumed: true}
+	require.NoError(t, ps.install(m))
+	got := ps.placement(img)
+	require.Equal(t, probes.PatchInt3, got[0].Patch)
+	require.Equal(t, "a thread stands inside the instructions its exit would overwrite", got[0].Why)
+	require.Equal(t, probes.PatchExit, got[1].Patch, got[1].Why)
+	code, err := ram.Slice(lock.Addr, 1)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0xCC}, code)
+	code, err = ram.Slice(unlock.Addr, probes.ExitPatchLen)
+	require.NoError(t, err)
+	require.Equal(t, []byte{0xE6, abi.PortProbe}, code)
+
+	require.NoError(t, ram.PutUint64(saved, 0))
+	require.NoError(t, ps.remove(ram))
+	require.True(t, bytes.Equal(before, ram.Bytes()), "remove left bytes changed")
 }

@@ -21,7 +21,9 @@ import (
 
 // Probes at the entries of mutex_lock and mutex_unlock see
 // exactly the acquisitions syn_cont counted itself, lock by lock, and the
-// probed replay still passes every check, its RAM hash included.
+// probed replay still passes every check, its RAM hash included — with
+// both sites patched to exit from CPL3, and with both int3, which sees
+// the same hits at the same positions in the same order.
 func TestProbesCountLockAcquisitions(t *testing.T) {
 	img := kitImage(t)
 	rec := record(t, img, "syn_cont iters=100 work=8000", recorder.Auto)
@@ -46,46 +48,59 @@ func TestProbesCountLockAcquisitions(t *testing.T) {
 	require.Equal(t, count, code(lock.Addr, len(count)), "mutex_lock should start with a count")
 	require.Equal(t, count, code(unlock.Addr, len(count)), "mutex_unlock should start with a count")
 
-	perLock := map[uint64]uint64{}
-	var unlocks uint64
 	var sites []probes.Site
 	for _, addr := range []uint64{lock.Addr, unlock.Addr} {
 		s, err := probes.DecodeSite(img, addr)
 		require.NoError(t, err)
 		sites = append(sites, s)
 	}
-	res := replayProbed(t, rec.path, sites, func(h *replayer.ProbeHit, _ vmm.GuestMemory) error {
-		switch h.Addr {
-		case lock.Addr:
-			perLock[h.Regs.RDI]++
-		case unlock.Addr:
-			unlocks++
-		}
-		return nil
-	})
-
-	var total uint64
-	for _, tr := range guest.ParseTruth(rec.console) {
-		if _, isLock := tr["lock"]; !isLock {
-			continue
-		}
-		addr, err := strconv.ParseUint(tr["addr"], 0, 64)
-		require.NoError(t, err)
-		want, err := strconv.ParseUint(tr["acquired"], 10, 64)
-		require.NoError(t, err)
-		require.Equal(t, want, perLock[addr], "lock %s at %#x", tr["lock"], addr)
-		total += want
+	type hit struct {
+		addr, lock uint64
+		pos        vmm.Position
 	}
-	require.Equal(t, uint64(3200), total)
-	require.Equal(t, total, unlocks, "one unlock per acquisition")
-	require.Equal(t, 2*total, res.Stats.ProbeHits)
-	require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash, "probes left a trace in guest memory")
+	hits := map[probes.Patch][]hit{}
+	for _, how := range []probes.Patch{probes.PatchExit, probes.PatchInt3} {
+		perLock := map[uint64]uint64{}
+		var unlocks uint64
+		res := replayProbed(t, rec.path, sites, how == probes.PatchInt3, func(h *replayer.ProbeHit, _ vmm.GuestMemory) error {
+			hits[how] = append(hits[how], hit{h.Addr, h.Regs.RDI, h.Pos})
+			switch h.Addr {
+			case lock.Addr:
+				perLock[h.Regs.RDI]++
+			case unlock.Addr:
+				unlocks++
+			}
+			return nil
+		})
+		var total uint64
+		for _, tr := range guest.ParseTruth(rec.console) {
+			if _, isLock := tr["lock"]; !isLock {
+				continue
+			}
+			addr, err := strconv.ParseUint(tr["addr"], 0, 64)
+			require.NoError(t, err)
+			want, err := strconv.ParseUint(tr["acquired"], 10, 64)
+			require.NoError(t, err)
+			require.Equal(t, want, perLock[addr], "%v: lock %s at %#x", how, tr["lock"], addr)
+			total += want
+		}
+		require.Equal(t, uint64(3200), total)
+		require.Equal(t, total, unlocks, "%v: one unlock per acquisition", how)
+		require.Equal(t, 2*total, res.Stats.ProbeHits, "%v", how)
+		require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash, "%v: probes left a trace in guest memory", how)
+		require.Len(t, res.ProbeSites, 2)
+		for _, ps := range res.ProbeSites {
+			require.Equal(t, how, ps.Patch, "%s: %s", ps.Where, ps.Why)
+			require.Equal(t, total, ps.Hits, ps.Where)
+		}
+	}
+	require.Equal(t, hits[probes.PatchInt3], hits[probes.PatchExit], "exit and int3 patches see different hits")
 }
 
-func replayProbed(t *testing.T, path string, sites []probes.Site, on replayer.ProbeHandler) *replayer.Result {
+func replayProbed(t *testing.T, path string, sites []probes.Site, int3Only bool, on replayer.ProbeHandler) *replayer.Result {
 	t.Helper()
 	var out bytes.Buffer
-	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Probes: sites, OnProbe: on})
+	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out, Probes: sites, OnProbe: on, Int3Probes: int3Only})
 	require.NoError(t, err, fmt.Sprintf("probed replay:\n%s", out.String()))
 	return res
 }
@@ -260,4 +275,60 @@ func TestTracePositionsOrderProbeHits(t *testing.T) {
 	}
 	require.Equal(t, 1600, hits, "16 workers, 50 iterations, 2 locks each")
 	require.Greater(t, switches, 16)
+}
+
+// One replay patches some sites with exits and keeps int3 where an exit
+// cannot go — here mutex_unlock's 1-byte ret, too short and followed by
+// nothing that must run after it — and sees exactly the hits, at the
+// same positions, that a replay with int3 everywhere sees.
+func TestExitAndInt3SitesTogether(t *testing.T) {
+	img := kitImage(t)
+	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
+	require.NoError(t, rec.err)
+	unlock, ok := img.Lookup("mutex_unlock")
+	require.True(t, ok)
+	var retOff uint64
+	for off := uint64(0); ; {
+		s, err := probes.DecodeSite(img, unlock.Addr+off)
+		require.NoError(t, err)
+		if s.Branch == probes.BranchRet && s.Len == 1 {
+			retOff = off
+			break
+		}
+		off += uint64(s.Len)
+		require.Less(t, off, unlock.Size, "mutex_unlock has no 1-byte ret")
+	}
+	specs, err := probes.ParseSpecs([]string{"lock=mutex_lock m=arg0", fmt.Sprintf("fast=mutex_unlock+%d", retOff), "done=mutex_lock%return"})
+	require.NoError(t, err)
+	plan, err := probes.Resolve(specs, img)
+	require.NoError(t, err)
+
+	type hit struct {
+		name   string
+		thread uint32
+		pos    vmm.Position
+	}
+	replay := func(int3Only bool) ([]hit, *replayer.Result) {
+		var hits []hit
+		var out bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Console: &out, Plan: plan, Int3Probes: int3Only,
+			OnHit: func(h replayer.Hit) error { hits = append(hits, hit{h.Probe.Name, h.Thread, h.Pos}); return nil }})
+		require.NoError(t, err, out.String())
+		require.Equal(t, rec.res.End.RAMHash, res.End.RAMHash)
+		return hits, res
+	}
+	mixed, res := replay(false)
+	patched := map[probes.Patch]int{}
+	for _, s := range res.ProbeSites {
+		patched[s.Patch]++
+		if s.Where == fmt.Sprintf("mutex_unlock+%#x", retOff) {
+			require.Equal(t, probes.PatchInt3, s.Patch)
+			require.Contains(t, s.Why, "1-byte ret")
+			require.NotZero(t, s.Hits, "the uncontended unlock returns there")
+		}
+	}
+	require.NotZero(t, patched[probes.PatchExit], "mutex_lock and the returns from it exit")
+	require.Equal(t, 1, patched[probes.PatchInt3])
+	int3s, _ := replay(true)
+	require.Equal(t, int3s, mixed)
 }

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -54,6 +55,10 @@ type Options struct {
 	// precedence).
 	Probes  []probes.Site
 	OnProbe ProbeHandler
+	// Int3Probes patches every kit probe site with int3, as the sites
+	// an exit cannot take are anyway (probes.ChoosePatches): to compare
+	// the two.
+	Int3Probes bool
 	// SampleEvery samples the guest every that many counts of its software
 	// branch counter (loop iterations and calls; basic blocks with the
 	// trace-pc hook)
@@ -102,6 +107,8 @@ type Result struct {
 	// Segment says the replay ended at the checkpoint Options.Until
 	// named, not at the recording's end (End is nil).
 	Segment bool
+	// ProbeSites say how each kit probe site was patched, by address.
+	ProbeSites []ProbeSite
 }
 
 // Replay replays the tape at o.Tape. It returns a *DivergenceError if
@@ -160,7 +167,11 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	if len(sites) > 0 {
-		eng.probes = &patches{sites: sites, onHit: onProbe}
+		sites = slices.Clone(sites) // the patches chosen are this replay's
+		if !o.Int3Probes {
+			probes.ChoosePatches(img, sites)
+		}
+		eng.probes = &patches{sites: sites, onHit: onProbe, int3Only: o.Int3Probes, resumed: o.Start > 0}
 	}
 	if eng.sampler, err = newSampler(o.SampleEvery, o.SamplePeriod, o.OnSample); err != nil {
 		return nil, err
@@ -210,6 +221,9 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	if eng.trace != nil {
 		out.TraceLost = eng.trace.lost
+	}
+	if eng.probes != nil {
+		out.ProbeSites = eng.probes.placement(img)
 	}
 	return out, err
 }

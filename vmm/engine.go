@@ -41,6 +41,11 @@ type Engine interface {
 	// trapped code resumes, or ok false for an int3 that is not the
 	// engine's (the guest's own: its kernel reports it).
 	Breakpoint(regs *kvm.Regs) (resume uint64, ok bool, err error)
+	// ProbeExit handles an out to abi.PortProbe, with the vCPU's
+	// registers: RIP is at the 2-byte out, or past it when KVM emulated
+	// the write. It returns where the code resumes, or ok false for an
+	// out that is not the engine's (the guest's own, which does nothing).
+	ProbeExit(regs *kvm.Regs) (resume uint64, ok bool, err error)
 	// BeforeEnd puts back whatever the engine changed in guest memory that
 	// the guest's own execution did not: the machine measures the end
 	// state next.

@@ -16,6 +16,8 @@ func (m *Machine) handleIO() error {
 		return m.kernel.Exit(io.Port)
 	case io.Port == abi.PortHcall && io.Out:
 		return m.hypercall()
+	case io.Port == abi.PortProbe && io.Out:
+		return m.probeExit()
 	case io.Port == abi.PortSWBC && io.Out:
 		m.countBranchExit()
 		return nil

@@ -103,6 +103,24 @@ func (m *Machine) breakpoint(frameGPA uint64) (bool, error) {
 	return true, nil
 }
 
+// probeExit serves an out to abi.PortProbe: a probe site patched to exit
+// straight from CPL3. The engine sees a copy of the registers (it must
+// not change the guest's) and says where the code resumes; an out that is
+// not the engine's does nothing, as a write to an unused port. Setting
+// RIP also keeps KVM from completing the out at the next entry (it skips
+// the instruction only if RIP still points at it).
+func (m *Machine) probeExit() error {
+	regs := m.cpu.SyncedRegs()
+	hit := *regs
+	resume, ok, err := m.eng.ProbeExit(&hit)
+	if !ok || err != nil {
+		return err
+	}
+	regs.RIP = resume
+	m.cpu.MarkRegsDirty()
+	return nil
+}
+
 func frameOf(raw []byte) abi.Frame {
 	w := func(i int) uint64 { return binary.LittleEndian.Uint64(raw[i*8:]) }
 	return abi.Frame{

@@ -38,5 +38,6 @@ func (e *live) Entropy(b []byte) error                     { _, err := rand.Read
 func (e *live) NetTX(frame []byte) error                   { return e.m.Transmit(frame) }
 func (e *live) Halt() error                                { return e.m.Idle() }
 func (e *live) Breakpoint(*kvm.Regs) (uint64, bool, error) { return 0, false, nil }
+func (e *live) ProbeExit(*kvm.Regs) (uint64, bool, error)  { return 0, false, nil }
 func (e *live) BeforeEnd() error                           { return nil }
 func (e *live) Finish(_ *End, runErr error) error          { return runErr }

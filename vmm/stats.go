@@ -27,7 +27,7 @@ type Stats struct {
 	// SWBCMissed counts targets the count went past without the hook
 	// exiting (a replay stops with a divergence at the first).
 	SWBCMissed   uint64
-	ProbeHits    uint64        // probe int3s hit (replays with probes)
+	ProbeHits    uint64        // probe sites hit, int3 or exit (replays with probes)
 	Samples      uint64        // deterministic samples taken (replays)
 	MarksDropped uint64        // HC_MARKs of ids beyond MaxMarkIDs
 	DiskRefused  uint64        // disk submissions beyond abi.DiskMaxQueued

@@ -156,6 +156,8 @@ func (m *Machine) classify(reason kvm.ExitReason) Stop {
 			return StopKick
 		case io.Port == abi.PortHcall && io.Out && len(io.Data) == 4 && binary.LittleEndian.Uint32(io.Data) == abi.HcBreakpoint:
 			return StopProbe // probes exist only in replays: never the guest's
+		case io.Port == abi.PortProbe && io.Out:
+			return StopProbe // the same probes, patched to exit from CPL3
 		case m.kernel != nil && io.Out && m.kernel.DebugTrap(io.Port):
 			return StopProbe
 		}

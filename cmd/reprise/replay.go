@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -150,6 +151,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 			}
 			fmt.Fprintf(stderr, "reprise: replay matched: %d events, %d exits, %s; console and RAM identical (%v)\n",
 				res.Events, res.Stats.TotalExits(), describeEnd(res.End), res.Elapsed.Round(time.Millisecond))
+			reportProbeSites(stderr, res.ProbeSites)
 			reportCheckpoints(stderr, opts.Checkpoints, res.Checkpoints)
 			return nil
 		},
@@ -349,6 +351,25 @@ func replayToDB(ctx context.Context, opts replayer.Options, dir string, jobs int
 		return replayer.SegmentsToDB(ctx, opts, db, from, to, total)
 	}
 	return replayer.ToDB(ctx, opts, db)
+}
+
+// reportProbeSites says how the replay patched each probe site: exits
+// from CPL3 on one line, each int3 (the costlier trap) with its reason.
+func reportProbeSites(w io.Writer, sites []replayer.ProbeSite) {
+	var exits []string
+	for _, s := range sites {
+		if s.Patch == probes.PatchExit {
+			exits = append(exits, s.Where)
+		}
+	}
+	if len(exits) > 0 {
+		fmt.Fprintf(w, "reprise: probe sites exiting from CPL3: %s\n", strings.Join(exits, ", "))
+	}
+	for _, s := range sites {
+		if s.Patch != probes.PatchExit {
+			fmt.Fprintf(w, "reprise: probe site %s: %v (%s)\n", s.Where, s.Patch, s.Why)
+		}
+	}
 }
 
 // reportCheckpoints says how many checkpoints a run wrote and their sizes:

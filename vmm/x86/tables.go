@@ -32,10 +32,11 @@ const (
 )
 
 // userPorts are the only I/O ports CPL3 code may touch directly: the swbc
-// hook's port, the benchmark null port and the system-call port (where a
-// CPL3 SYSCALL stays at CPL3, its stub exits from there). Everything else
-// #GPs into the guest kernel.
-var userPorts = []uint16{abi.PortSWBC, abi.PortNull, abi.PortSyscall}
+// hook's port, the probe port (a replay's probe sites exit through it
+// without a trap into the guest kernel first), the benchmark null port and
+// the system-call port (where a CPL3 SYSCALL stays at CPL3, its stub exits
+// from there). Everything else #GPs into the guest kernel.
+var userPorts = []uint16{abi.PortSWBC, abi.PortProbe, abi.PortNull, abi.PortSyscall}
 
 // istOf assigns interrupt-stack-table slots: faults that must not run on a
 // possibly broken stack get IST1; #BP gets IST2 so probes work whatever the

@@ -218,6 +218,7 @@ func TestBuildTSS(t *testing.T) {
 		{abi.PortSWBC, true},
 		{abi.PortNull, true},
 		{abi.PortSyscall, true},
+		{abi.PortProbe, true},
 		{abi.PortSWBC - 1, false},
 		{abi.PortTrap, false}, // from CPL0 exception stubs only
 		{abi.PortNull + 1, false},
@@ -237,7 +238,7 @@ func TestBuildTSS(t *testing.T) {
 			n++
 		}
 	}
-	require.Equal(t, 3, n, "exactly the three user ports are open")
+	require.Equal(t, 4, n, "exactly the four user ports are open")
 }
 
 func TestBuildIDTEmpty(t *testing.T) {

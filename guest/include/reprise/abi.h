@@ -71,8 +71,11 @@
 #define REPRISE_PORT_NIC_INFO   0x570 /* 32-bit in: 1 if a network backend is attached, else 0 */
 #define REPRISE_PORT_SWBC     0xE5   /* 8-bit out from the swbc hook: target reached (below 0x100:
                                         `out %al, $imm8` leaves every other register alone) */
+#define REPRISE_PORT_PROBE    0xE8   /* 8-bit out: a replay's probe site, patched to
+                                        `out %al, $imm8` (2 bytes) to exit straight from CPL3;
+                                        the guest kit never writes it itself */
 #define REPRISE_PORT_NULL     0x5F0  /* writes ignored, reads 0: exit round-trip benchmarks.
-                                        SWBC and NULL are the only ports the TSS I/O
+                                        SWBC, PROBE and NULL are the kit's ports the TSS I/O
                                         bitmap opens to CPL3. */
 
 /* ---- hypercalls (CPL0 only): `out %eax, %dx` with dx = REPRISE_PORT_HCALL,
