@@ -67,6 +67,9 @@ const (
 	VectorStubSize  = 16
 	VectorsSymbol   = "reprise_vectors"
 	TraceRingSymbol = "reprise_trace_ring"
+	// SWBCRegisterSymbol marks an image whose user code counts branches
+	// in r15 (the kit's Makefile defines it; its value is unused).
+	SWBCRegisterSymbol = "__reprise_swbc_r15"
 )
 
 // The kernel's trace ring (trace.h): its header, record size and kinds.

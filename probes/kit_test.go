@@ -134,3 +134,12 @@ func TestKitEveryInstruction(t *testing.T) {
 	require.Greater(t, kinds[BranchCall], 100)
 	require.Greater(t, kinds[BranchJcc], 100)
 }
+
+// The r15 kit's count ends in a load where the guest stops at its targets:
+// a probe there is refused, the lea before it is not.
+func TestKitCounterLoadIsRefused(t *testing.T) {
+	img := kitImage(t)
+	err := resolveErr(t, img, "mutex_lock+4")
+	require.ErrorContains(t, err, "cannot probe the branch counter's load")
+	resolve1(t, img, "mutex_lock")
+}

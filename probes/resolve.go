@@ -129,6 +129,9 @@ func resolveOne(s *Spec, img code) (Site, error) {
 		return Site{}, err
 	}
 	site, err := DecodeBytes(addr, fn[s.Off:])
+	if err == nil {
+		err = counterLoadRefusal(img.SymbolTable(), site)
+	}
 	if err != nil {
 		return Site{}, fmt.Errorf("%s: %w", at, err)
 	}

@@ -2,11 +2,14 @@ package probes
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/symtab"
 )
 
 // maxInstLen is the architectural limit on an x86 instruction's length.
@@ -27,7 +30,30 @@ func DecodeSite(img *elfimage.Image, addr uint64) (Site, error) {
 	if err != nil {
 		return Site{}, fmt.Errorf("probes: %s: %w", img.Describe(addr), err)
 	}
+	if err := counterLoadRefusal(img.SymbolTable(), s); err != nil {
+		return Site{}, fmt.Errorf("probes: %s: %w", img.Describe(addr), err)
+	}
 	return s, nil
+}
+
+// counterLoadRefusal refuses a site at the register counter's load in code
+// that counts in r15: the guest stops there at its count targets, and an
+// interrupt injected while the load runs out of line would push the
+// copy's address into the guest's memory.
+func counterLoadRefusal(syms *symtab.Table, s Site) error {
+	if _, r15 := syms.Lookup(abi.SWBCRegisterSymbol); !r15 || !counterLoad(s.Inst) {
+		return nil
+	}
+	return errors.New("cannot probe the branch counter's load (movzbl (%r15),%r14d), where the guest stops at its counts: probe the lea before it or the instruction after it")
+}
+
+// counterLoad reports whether inst is the register counter's load.
+func counterLoad(inst x86asm.Inst) bool {
+	if inst.Op != x86asm.MOVZX || inst.Args[0] != x86asm.R14L {
+		return false
+	}
+	m, ok := inst.Args[1].(x86asm.Mem)
+	return ok && m.Base == x86asm.R15 && m.Index == 0 && m.Disp == 0
 }
 
 // execSegment finds the executable segment whose file bytes hold addr.

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/tick"
@@ -181,7 +182,7 @@ func checkHook(img *elfimage.Image) error {
 		return nil
 	case vmm.CounterNone:
 		return fmt.Errorf("recorder: %s has no software branch counter (no %s or %s symbol; build it with the guest kit's Makefile or -fsanitize-coverage=trace-pc): use the exit-sync position source",
-			img.Path, vmm.SWBCRegisterSymbol, vmm.SWBCHookSymbol)
+			img.Path, abi.SWBCRegisterSymbol, vmm.SWBCHookSymbol)
 	}
 	if hook, _ := img.Lookup(vmm.SWBCHookSymbol); hook.Size == 0 {
 		return fmt.Errorf("recorder: %s: the %s symbol has no size (give it a .size directive)", img.Path, vmm.SWBCHookSymbol)

@@ -34,16 +34,12 @@ func (c BranchCounter) String() string {
 	return "none"
 }
 
-// SWBCRegisterSymbol marks an image built for the register counter (the
-// kit's Makefile defines it; its value is unused).
-const SWBCRegisterSymbol = "__reprise_swbc_r15"
-
 // BranchCounterOf says how img counts branches.
 func BranchCounterOf(img *elfimage.Image) BranchCounter {
 	if img == nil {
 		return CounterNone
 	}
-	if _, ok := img.Lookup(SWBCRegisterSymbol); ok {
+	if _, ok := img.Lookup(abi.SWBCRegisterSymbol); ok {
 		return CounterRegister
 	}
 	if _, ok := img.Lookup(SWBCHookSymbol); ok {
