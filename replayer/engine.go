@@ -38,30 +38,48 @@ type engine struct {
 	yield   schedYield
 }
 
-// yieldEvery is how often the vCPU goroutine passes through the Go
-// scheduler: well under the runtime's 10ms forcePreemptNS (see schedYield).
-const yieldEvery = 5 * time.Millisecond
-
 // schedYield keeps the Go runtime from taking the vCPU thread's P away at
-// every KVM_RUN. The vCPU goroutine never blocks, so its P's scheduling
-// tick never moves; 10ms after the last move sysmon deems it a runaway and,
-// finding it in a syscall, retakes its P at every look. Each KVM_RUN sysmon
-// looks into then ends in the slow exitsyscall (get a P back, wake sysmon
-// from the deep sleep all-idle Ps sent it to), and sysmon, busy retaking,
-// polls every ~20µs, preempting the vCPU thread on its CPU. That costs
-// every exit, but adds up where exits are frequent and KVM_RUNs last long
-// enough for a look: a sample every 100K basic blocks (a KVM_RUN of
-// ~150µs) drew ~1000 preemptions of the vCPU thread and ~1400 wakeups per
-// replay of the bench's profile recording, against ~400 and ~500 with
-// this. A yield of the locked thread costs a hand-off to another thread
-// and back, tens of µs every yieldEvery.
-type schedYield struct{ last time.Time }
+// every KVM_RUN where that costs more than it saves. The vCPU goroutine
+// never blocks, so its P's scheduling tick never moves; 10ms after the last
+// move (forcePreemptNS) sysmon deems it a runaway and, finding it in a
+// syscall, retakes its P at every look. A KVM_RUN sysmon looks into then
+// ends in the slow exitsyscall (get a P back, wake sysmon from the deep
+// sleep the all-idle Ps sent it to), and sysmon, busy retaking, polls every
+// ~20µs, preempting the vCPU thread on its CPU. A sample every 100K basic
+// blocks (a KVM_RUN of ~150µs) drew ~370 retakes, ~1400 wakeups and ~1000
+// preemptions of the vCPU thread per replay of the bench's profile
+// recording; yielding every 5ms, no retakes and ~500 and ~400.
+//
+// A yield is no cheap tick either: the locked thread hands its P to
+// another thread and waits for it to hand the P back, tens of µs on an
+// idle host, hundreds under load. A replay that stops rarely (one KVM_RUN
+// a millisecond, a replay without samples or probes) loses more to that
+// than to the few retakes, so only a vCPU that stopped often since the
+// last yield yields.
+type schedYield struct {
+	last  time.Time
+	stops int // since last
+}
 
-func (y *schedYield) maybe() {
-	if now := time.Now(); now.Sub(y.last) >= yieldEvery {
-		runtime.Gosched()
-		y.last = time.Now()
+const (
+	// yieldEvery is well under the runtime's 10ms forcePreemptNS.
+	yieldEvery = 5 * time.Millisecond
+	// yieldMinStops is how many stops in yieldEvery are worth a yield.
+	yieldMinStops = 8
+)
+
+// stopped counts a stop of the vCPU and yields if it is time to.
+func (y *schedYield) stopped() {
+	y.stops++
+	now := time.Now()
+	if now.Sub(y.last) < yieldEvery {
+		return
 	}
+	if y.stops >= yieldMinStops {
+		runtime.Gosched()
+		now = time.Now()
+	}
+	y.last, y.stops = now, 0
 }
 
 func (e *engine) Attach(m *vmm.Machine) error {
@@ -136,7 +154,7 @@ func (e *engine) BeforeEntry(stop vmm.Stop) error {
 	if m.Stopping() {
 		return vmm.ErrStopped
 	}
-	e.yield.maybe()
+	e.yield.stopped()
 	if e.drainErr != nil {
 		return e.drainErr
 	}
