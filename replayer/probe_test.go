@@ -282,7 +282,7 @@ func TestTracePositionsOrderProbeHits(t *testing.T) {
 // nothing that must run after it — and sees exactly the hits, at the
 // same positions, that a replay with int3 everywhere sees.
 func TestExitAndInt3SitesTogether(t *testing.T) {
-	img := kitImage(t)
+	img := openKit(t, (*guest.Kit).HookImage) // its mutex_unlock ends in a 1-byte ret
 	rec := record(t, img, "syn_cont iters=50 work=8000", recorder.Auto)
 	require.NoError(t, rec.err)
 	unlock, ok := img.Lookup("mutex_unlock")

@@ -1,6 +1,7 @@
 package replayer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/vmm"
@@ -126,6 +128,12 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 			smp.RIP = binary.LittleEndian.Uint64(b[:8])
 		}
 	}
+	// A function that has not built its frame yet, or never does (GCC
+	// gives leaf functions none), leaves rbp its caller's: its own return
+	// address is on the stack above rsp.
+	if off, ok := unbuiltFrame(m.Image(), smp.RIP); ok && m.ReadVirt(regs.RSP+off, b[:8]) == nil {
+		smp.Stack = append(smp.Stack, binary.LittleEndian.Uint64(b[:8]))
+	}
 	// Walk the frame-pointer chain: [rbp] = the caller's rbp, [rbp+8] =
 	// the return address; stop at anything implausible.
 	for fp := regs.RBP; len(smp.Stack) < maxStackDepth && fp >= abi.KernelBase && fp%8 == 0; {
@@ -147,4 +155,51 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 		return nil
 	}
 	return s.on(smp, m)
+}
+
+// The kit's prologues: the register counter's count, then push %rbp;
+// mov %rsp,%rbp.
+var (
+	countCode  = []byte{0x4d, 0x8d, 0x7f, 0xff, 0x45, 0x0f, 0xb6, 0x37} // lea -1(%r15),%r15; movzbl (%r15),%r14d
+	frameSetup = []byte{0x55, 0x48, 0x89, 0xe5}                         // push %rbp (1 byte); mov %rsp,%rbp
+)
+
+// unbuiltFrame says where, above rsp, the return address of the function
+// at rip lies while rip's rbp is still its caller's: before the function's
+// push %rbp (or anywhere in one without that prologue) at [rsp], between
+// the push and the mov at [rsp+8]. ok is false once the frame is built,
+// or where the code is not the image's.
+func unbuiltFrame(img *elfimage.Image, rip uint64) (off uint64, ok bool) {
+	if img == nil {
+		return 0, false
+	}
+	sym, _, found := img.Resolve(rip)
+	if !found {
+		return 0, false
+	}
+	code := imageCode(img, sym.Addr, len(countCode)+len(frameSetup))
+	start := sym.Addr
+	if bytes.HasPrefix(code, countCode) {
+		code, start = code[len(countCode):], start+uint64(len(countCode))
+	}
+	switch {
+	case !bytes.HasPrefix(code, frameSetup):
+		return 0, true
+	case rip <= start:
+		return 0, true
+	case rip == start+1:
+		return 8, true
+	}
+	return 0, false
+}
+
+// imageCode is up to n bytes of the image's code at addr.
+func imageCode(img *elfimage.Image, addr uint64, n int) []byte {
+	for _, seg := range img.Segments {
+		if seg.Exec && addr >= seg.Addr && addr-seg.Addr < uint64(len(seg.Data)) {
+			d := seg.Data[addr-seg.Addr:]
+			return d[:min(n, len(d))]
+		}
+	}
+	return nil
 }

@@ -215,7 +215,7 @@ func TestReplayIntoEventDB(t *testing.T) {
 	samples := runCLI(t, nil, "events", db, "--run", "2", "--kind", "sample", "--limit", "5")
 	require.Equal(t, 6, len(strings.Split(strings.TrimSpace(samples.stdout), "\n")), samples.stdout)
 
-	bad := runCLI(t, nil, "replay", "-q", "--probe", "mutex_lock+0x4", "--db", db, tp)
+	bad := runCLI(t, nil, "replay", "-q", "--probe", "mutex_lock+0x2", "--db", db, tp)
 	require.Equal(t, exitUsage, bad.code)
 	require.Contains(t, bad.stderr, "inside the instruction")
 	bad = runCLI(t, nil, "replay", "-q", "--probe", "mutex_lock", tp)
