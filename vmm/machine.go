@@ -51,6 +51,7 @@ type Machine struct {
 	stats     Stats
 	marks     map[uint64]time.Duration // latest HC_MARK of each id (MaxMarkIDs)
 	ticks     uint64
+	yield     schedYield
 }
 
 // CPUID is the table the guest sees (a recording stores it).

@@ -59,6 +59,7 @@ func (m *Machine) loop() error {
 		if err := m.placeCounter(); err != nil {
 			return err
 		}
+		m.yield.stopped()
 		entry := m.hostNow()
 		err := c.Run()
 		m.noteExit()
