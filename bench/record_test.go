@@ -48,7 +48,7 @@ func replayOf(tb testing.TB, path string) *replayer.Result {
 // workload itself; plus the tape it costs per second of guest execution.
 func BenchmarkRecordOverhead(b *testing.B) {
 	k := kit(b)
-	for _, cmd := range []string{"cpu digits=20000", "clock", "syn_cont iters=300 work=8000", "branchy rounds=5"} {
+	for _, cmd := range []string{"cpu digits=20000", "clock reads=100000000", "syn_cont iters=300 work=8000", "branchy rounds=5"} {
 		b.Run(cmd, func(b *testing.B) {
 			var live, rec time.Duration
 			var eventBytes int64
