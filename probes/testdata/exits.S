@@ -1,12 +1,5 @@
 # Sites for ChoosePatches: which a 2-byte exit may patch, which keep int3.
-	.macro FN name
-	.globl \name
-	.type \name, @function
-\name:
-	.endm
-	.macro END name
-	.size \name, . - \name
-	.endm
+#include "fn.h"
 
 	.text
 FN x_entry		# push (1 byte) + mov: an exit displacing the mov

@@ -1,12 +1,5 @@
 # One tiny function per instruction class, for the site decoder's tests.
-	.macro FN name
-	.globl \name
-	.type \name, @function
-\name:
-	.endm
-	.macro END name
-	.size \name, . - \name
-	.endm
+#include "fn.h"
 
 	.text
 FN i_nop
