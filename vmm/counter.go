@@ -83,7 +83,19 @@ func (m *Machine) foldCounter() error {
 		return m.fault(fmt.Sprintf("r15 is %#x, outside the branch counter's region [%#x, %#x): code built for the register counter must leave r15 to it",
 			r15, guardTop, guardTop+maxReach+1))
 	}
-	return m.ram.PutUint64(abi.SWBCCountOff, m.reg.armed-ahead)
+	last, err := m.ram.Uint64(abi.SWBCCountOff)
+	if err != nil {
+		return err
+	}
+	count := m.reg.armed - ahead
+	if count < last {
+		// Only lea moves r15, and only down: r15 was put back up, as code
+		// not built for the counter does that saves r15, runs counted code
+		// (a callback) and restores it. Positions would repeat.
+		return m.fault(fmt.Sprintf("the branch count went back from %d to %d: code not built for the register counter saved and restored r15 around counted code, so positions cannot be exact",
+			last, count))
+	}
+	return m.ram.PutUint64(abi.SWBCCountOff, count)
 }
 
 // placeCounter places r15 before a KVM_RUN for the target in the swbc page,
@@ -101,14 +113,20 @@ func (m *Machine) placeCounter() error {
 	if err != nil {
 		return err
 	}
-	armed := count + maxReach
-	if target > count && target-count <= maxReach {
-		armed = target
+	inReach := target > count && target-count <= maxReach
+	if m.reg.placed && !m.reg.spent {
+		switch {
+		case inReach && m.reg.armed == target:
+			return nil // placed for it already
+		case !inReach && m.reg.armed > count:
+			return nil // no target in reach: the placement stands until its own stop
+		case count == target && count == m.reg.armed:
+			return nil // kicked between the block's lea and its load, which exits at the target
+		}
 	}
-	if m.reg.placed && !m.reg.spent && (armed == m.reg.armed || count == target && count == m.reg.armed) {
-		// Placed already; or stopped (kicked) between the block's lea and
-		// its load, which exits at the target when the guest resumes.
-		return nil
+	armed := count + maxReach
+	if inReach {
+		armed = target
 	}
 	if !m.reg.placed || m.inputPending() {
 		// Before the first entry (or after a restore's SetRegs), kvm_run's

@@ -54,3 +54,20 @@ func TestRegisterCounterRefusesAMovedR15(t *testing.T) {
 	_, err := runMachine(t, m)
 	require.ErrorContains(t, err, "r15 is 0x5, outside the branch counter's region")
 }
+
+// Code not built for the counter that saves r15, runs counted code (a
+// callback) and restores r15 moves the count back: where an exit sees it
+// (one did inside the callback), the run stops and says so rather than
+// recording positions that repeat. Where none does, the replay's checks
+// catch the positions that went astray.
+func TestRegisterCounterRefusesACountGoingBack(t *testing.T) {
+	m := asmMachine(t, countingAsm(10, `push %r15
+	lea -1(%r15), %r15
+	movzbl (%r15), %r14d
+	mov $0x5f0, %dx
+	out %al, %dx
+	pop %r15
+	out %al, %dx`), Config{TimerHz: -1})
+	_, err := runMachine(t, m)
+	require.ErrorContains(t, err, "the branch count went back from 2 to 1")
+}
