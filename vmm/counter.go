@@ -54,7 +54,7 @@ func BranchCounterOf(img *elfimage.Image) BranchCounter {
 // top byte. The swbc page keeps the count and the target as for the hook,
 // so positions, snapshots and RAM hashes read them the same way: the
 // machine folds r15 into the count at every stop and places r15 again
-// before an entry when the target moved.
+// before an entry when a target came into reach.
 const (
 	guardTop = abi.CounterGuardTop
 	// maxReach is the farthest count ahead r15 can be placed: a target
@@ -99,8 +99,9 @@ func (m *Machine) foldCounter() error {
 }
 
 // placeCounter places r15 before a KVM_RUN for the target in the swbc page,
-// or as far as it reaches. It does nothing while r15 is already placed for
-// that target, so a target the engine leaves alone costs nothing.
+// or as far as it reaches. It does nothing while r15 is placed for that
+// target already, or, with no target in reach, while its placement has
+// not been reached: most stops move nothing.
 func (m *Machine) placeCounter() error {
 	if m.counter != CounterRegister {
 		return nil
