@@ -151,8 +151,12 @@ func (m *Machine) placeCounter() error {
 }
 
 // inputPending reports whether the last exit left a value for KVM to
-// complete the guest's instruction with (an IN, an MMIO read).
+// complete the guest's instruction with (an IN, an MMIO read) that no
+// Settle has completed yet.
 func (m *Machine) inputPending() bool {
+	if m.settled {
+		return false
+	}
 	switch m.cpu.ExitReason() {
 	case kvm.ExitIO:
 		return !m.cpu.IOExit().Out

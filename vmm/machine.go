@@ -52,6 +52,7 @@ type Machine struct {
 	marks     map[uint64]time.Duration // latest HC_MARK of each id (MaxMarkIDs)
 	ticks     uint64
 	yield     schedYield
+	settled   bool // Settle ran since the last KVM_RUN of the loop
 }
 
 // CPUID is the table the guest sees (a recording stores it).

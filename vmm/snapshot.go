@@ -207,6 +207,7 @@ func (m *Machine) Settle() error {
 	if err != nil && !errors.Is(err, unix.EINTR) {
 		return fmt.Errorf("vmm: settle the vCPU: %w", err)
 	}
+	m.settled = true // kvm_run still names the last exit: its I/O is done all the same
 	return nil
 }
 

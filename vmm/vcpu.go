@@ -62,6 +62,7 @@ func (m *Machine) loop() error {
 		m.yield.stopped()
 		entry := m.hostNow()
 		err := c.Run()
+		m.settled = false
 		m.noteExit()
 		if ferr := m.foldCounter(); ferr != nil {
 			return ferr
