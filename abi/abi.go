@@ -47,6 +47,10 @@ const (
 	CounterGuardTop = CounterBase + 4096 - 1
 )
 
+// CountCode is a count of the register counter, as guest/tools/count.awk
+// inserts it: lea -1(%r15),%r15; movzbl (%r15),%r14d.
+var CountCode = [...]byte{0x4d, 0x8d, 0x7f, 0xff, 0x45, 0x0f, 0xb6, 0x37}
+
 // Segment selectors.
 const (
 	SelKernelCode = 0x08

@@ -125,6 +125,16 @@ func Parse(path string, raw []byte) (*Image, error) {
 	return img, nil
 }
 
+// ExecSegment finds the executable segment whose file bytes hold addr.
+func (img *Image) ExecSegment(addr uint64) (Segment, bool) {
+	for _, s := range img.Segments {
+		if s.Exec && addr >= s.Addr && addr-s.Addr < uint64(len(s.Data)) {
+			return s, true
+		}
+	}
+	return Segment{}, false
+}
+
 func (img *Image) contains(addr uint64) bool {
 	for _, s := range img.Segments {
 		if addr >= s.Addr && addr < s.End() {

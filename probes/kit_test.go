@@ -108,7 +108,7 @@ func TestKitEveryInstruction(t *testing.T) {
 		if !f.Func || f.Size == 0 {
 			continue
 		}
-		if _, ok := execSegment(img, f.Addr); !ok {
+		if _, ok := img.ExecSegment(f.Addr); !ok {
 			continue
 		}
 		for _, off := range boundaries(t, img, f) {

@@ -109,7 +109,7 @@ func sweep(img *elfimage.Image) *codeMap {
 	syms := img.Symbols()
 	for i, sym := range syms {
 		cm.targets[sym.Addr] = true
-		seg, ok := execSegment(img, sym.Addr)
+		seg, ok := img.ExecSegment(sym.Addr)
 		if !ok || !sym.Func && sym.Size != 0 {
 			continue
 		}

@@ -156,7 +156,7 @@ func (p *Plan) ReturnSite(retAddr uint64) (Site, error) {
 
 // afterCall reports whether some call instruction ends at addr.
 func afterCall(img *elfimage.Image, addr uint64) bool {
-	seg, ok := execSegment(img, addr-1)
+	seg, ok := img.ExecSegment(addr - 1)
 	if !ok {
 		return false
 	}

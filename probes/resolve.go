@@ -287,6 +287,6 @@ type code interface {
 type guestImage struct{ *elfimage.Image }
 
 func (k guestImage) execBytes(addr uint64) (uint64, []byte, bool) {
-	seg, ok := execSegment(k.Image, addr)
+	seg, ok := k.ExecSegment(addr)
 	return seg.Addr, seg.Data, ok
 }

@@ -134,7 +134,7 @@ func TestResolveCompiledCode(t *testing.T) {
 // boundaries decodes f and lists its instruction offsets.
 func boundaries(t *testing.T, img *elfimage.Image, f elfimage.Symbol) []uint64 {
 	t.Helper()
-	seg, ok := execSegment(img, f.Addr)
+	seg, ok := img.ExecSegment(f.Addr)
 	require.True(t, ok)
 	code := seg.Data[f.Addr-seg.Addr : f.Addr-seg.Addr+f.Size]
 	var offs []uint64
@@ -248,7 +248,7 @@ func TestResolveSharedSites(t *testing.T) {
 	require.False(t, ok)
 
 	// The site holds the bytes the VMM checks before patching.
-	seg, _ := execSegment(img, pick.Addr)
+	seg, _ := img.ExecSegment(pick.Addr)
 	require.Equal(t, seg.Data[pick.Addr-seg.Addr:pick.Addr-seg.Addr+uint64(s.Len)], s.Orig)
 }
 

@@ -20,7 +20,7 @@ const maxInstLen = 15
 // it out of line or emulate it without the guest noticing. The result has
 // no Probes.
 func DecodeSite(img *elfimage.Image, addr uint64) (Site, error) {
-	seg, ok := execSegment(img, addr)
+	seg, ok := img.ExecSegment(addr)
 	if !ok {
 		return Site{}, fmt.Errorf("probes: %s is not in the code of an executable segment", img.Describe(addr))
 	}
@@ -54,16 +54,6 @@ func counterLoad(inst x86asm.Inst) bool {
 	}
 	m, ok := inst.Args[1].(x86asm.Mem)
 	return ok && m.Base == x86asm.R15 && m.Index == 0 && m.Disp == 0
-}
-
-// execSegment finds the executable segment whose file bytes hold addr.
-func execSegment(img *elfimage.Image, addr uint64) (elfimage.Segment, bool) {
-	for _, s := range img.Segments {
-		if s.Exec && addr >= s.Addr && addr-s.Addr < uint64(len(s.Data)) {
-			return s, true
-		}
-	}
-	return elfimage.Segment{}, false
 }
 
 // DecodeBytes decodes the instruction at the start of code, found at

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/probes"
@@ -44,7 +45,7 @@ func TestProbesCountLockAcquisitions(t *testing.T) {
 	}
 	// Both start with the register counter's count, which the probe
 	// displaces and runs out of line: the count must come out the same.
-	count := []byte{0x4d, 0x8d, 0x7f, 0xff, 0x45, 0x0f, 0xb6, 0x37} // lea -1(%r15),%r15; movzbl (%r15),%r14d
+	count := abi.CountCode[:]
 	require.Equal(t, count, code(lock.Addr, len(count)), "mutex_lock should start with a count")
 	require.Equal(t, count, code(unlock.Addr, len(count)), "mutex_unlock should start with a count")
 

@@ -157,12 +157,9 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 	return s.on(smp, m)
 }
 
-// The kit's prologues: the register counter's count, then push %rbp;
-// mov %rsp,%rbp.
-var (
-	countCode  = []byte{0x4d, 0x8d, 0x7f, 0xff, 0x45, 0x0f, 0xb6, 0x37} // lea -1(%r15),%r15; movzbl (%r15),%r14d
-	frameSetup = []byte{0x55, 0x48, 0x89, 0xe5}                         // push %rbp (1 byte); mov %rsp,%rbp
-)
+// frameSetup is the kit's frame prologue, after the register counter's
+// count (abi.CountCode) if any: push %rbp (1 byte); mov %rsp,%rbp.
+var frameSetup = []byte{0x55, 0x48, 0x89, 0xe5}
 
 // unbuiltFrame says where, above rsp, the return address of the function
 // at rip lies while rip's rbp is still its caller's: before the function's
@@ -177,29 +174,19 @@ func unbuiltFrame(img *elfimage.Image, rip uint64) (off uint64, ok bool) {
 	if !found {
 		return 0, false
 	}
-	code := imageCode(img, sym.Addr, len(countCode)+len(frameSetup))
-	start := sym.Addr
-	if bytes.HasPrefix(code, countCode) {
-		code, start = code[len(countCode):], start+uint64(len(countCode))
+	seg, ok := img.ExecSegment(sym.Addr)
+	if !ok {
+		return 0, false
+	}
+	code, start := seg.Data[sym.Addr-seg.Addr:], sym.Addr
+	if bytes.HasPrefix(code, abi.CountCode[:]) {
+		code, start = code[len(abi.CountCode):], start+uint64(len(abi.CountCode))
 	}
 	switch {
-	case !bytes.HasPrefix(code, frameSetup):
-		return 0, true
-	case rip <= start:
+	case !bytes.HasPrefix(code, frameSetup) || rip <= start:
 		return 0, true
 	case rip == start+1:
 		return 8, true
 	}
 	return 0, false
-}
-
-// imageCode is up to n bytes of the image's code at addr.
-func imageCode(img *elfimage.Image, addr uint64, n int) []byte {
-	for _, seg := range img.Segments {
-		if seg.Exec && addr >= seg.Addr && addr-seg.Addr < uint64(len(seg.Data)) {
-			d := seg.Data[addr-seg.Addr:]
-			return d[:min(n, len(d))]
-		}
-	}
-	return nil
 }
