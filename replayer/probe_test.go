@@ -247,12 +247,17 @@ func TestTracePositionsOrderProbeHits(t *testing.T) {
 	require.NoError(t, it.Err())
 	it.Close()
 	// A switch and a hit at one position: the switch came first (the
-	// kernel runs no counted basic block between them).
+	// kernel runs no counted code between them). Switches at one position
+	// (a thread switched in that blocks before its next count, frequent
+	// where only loop heads and calls count) keep their arrival order.
 	slices.SortStableFunc(evs, func(a, b *eventdb.Event) int {
 		if c := a.Pos.Compare(b.Pos); c != 0 {
 			return c
 		}
-		return cmp.Compare(b.Kind, a.Kind) // KindSwitch > KindProbeEntry
+		if c := cmp.Compare(b.Kind, a.Kind); c != 0 { // KindSwitch > KindProbeEntry
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
 	})
 	require.Greater(t, eventdb.KindSwitch, eventdb.KindProbeEntry)
 	var running uint64
