@@ -9,8 +9,12 @@ import (
 )
 
 // Futex operations (the low bits of the op; FUTEX_PRIVATE_FLAG and
-// FUTEX_CLOCK_REALTIME are above them). One process: a private and a
-// shared futex at the same address are the same futex.
+// FUTEX_CLOCK_REALTIME are above them). A futex is an address in one
+// address space, private or not: processes share no writable memory here
+// (a fork's pages are copied when written), and Linux keys a futex in
+// private memory by its address space too. Every process of a program
+// uses the same addresses, so the address alone would let one process's
+// wake reach another's waiter.
 const (
 	futexWait          = 0
 	futexWake          = 1
@@ -62,7 +66,7 @@ func sysFutex(k *Kernel, a args) (uint64, error) {
 			if moved >= a[3] {
 				break
 			}
-			if t.state == blocked && t.futexAddr == addr {
+			if k.waitsOn(t, addr) {
 				t.futexAddr = a[4]
 				moved++
 			}
@@ -142,11 +146,18 @@ func (k *Kernel) futexWake(addr uint64, n int, mask uint32) uint64 {
 	return woken
 }
 
-// waiters are the threads blocked on addr, oldest wait first.
+// waitsOn reports whether t waits on the futex at addr in the running
+// thread's address space.
+func (k *Kernel) waitsOn(t *thread, addr uint64) bool {
+	return t.state == blocked && t.futexAddr == addr && t.proc.as == k.proc().as
+}
+
+// waiters are the threads blocked on the futex at addr of the running
+// thread's address space, oldest wait first.
 func (k *Kernel) waiters(addr uint64) []*thread {
 	var out []*thread
 	for _, t := range k.threads {
-		if t.state == blocked && t.futexAddr == addr {
+		if k.waitsOn(t, addr) {
 			out = append(out, t)
 		}
 	}
