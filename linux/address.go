@@ -50,8 +50,9 @@ type addressSpace struct {
 	pages  map[uint64]uint64
 	vmas   []vma    // sorted, disjoint
 	tables []uint64 // every table frame in use, the root included
-	// tscSites are the RDTSCs patched in this address space (tsc.go).
-	tscSites map[uint64]bool
+	// tscSites are the RDTSCs and RDTSCPs patched in this address space,
+	// each with its length (tsc.go).
+	tscSites map[uint64]uint8
 	// cow are the writable pages whose frame a fork shares: mapped
 	// read-only until a write copies the frame (breakCOW).
 	cow map[uint64]bool
@@ -69,7 +70,7 @@ type addressSpace struct {
 const dirFlags = x86.PTEPresent | x86.PTEWrite | x86.PTEUser | x86.PTEAccessed
 
 func newAddressSpace(ram *memory.RAM, fr *frames) (*addressSpace, error) {
-	as := &addressSpace{ram: ram, fr: fr, fresh: map[uint64]bool{}, pages: map[uint64]uint64{}, tscSites: map[uint64]bool{}, cow: map[uint64]bool{}}
+	as := &addressSpace{ram: ram, fr: fr, fresh: map[uint64]bool{}, pages: map[uint64]uint64{}, tscSites: map[uint64]uint8{}, cow: map[uint64]bool{}}
 	root, err := as.newTable()
 	if err != nil {
 		return nil, err
@@ -517,26 +518,56 @@ func (as *addressSpace) clone() (*addressSpace, error) {
 	return c, nil
 }
 
-// breakCOW gives a copy-on-write page a frame of its own — the shared
-// one's copy, or the frame itself once no one else holds it — and maps it
-// writable.
+// breakCOW gives a copy-on-write page a frame of its own, for a write the
+// VMM makes (a system call's result, a signal frame): the new entry goes
+// in as any other change does (setPTE, a new root). A translation the
+// guest kept of the shared frame would otherwise stay: KVM's shadow of a
+// published table does not see the VMM's writes, so the program would go
+// on reading the frame it no longer owns — the old contents, then the
+// other holder's writes.
 func (as *addressSpace) breakCOW(va uint64) error {
+	pa, err := as.ownFrame(va)
+	if err != nil || pa == 0 {
+		return err
+	}
+	return as.setPTE(va, pa|leafFlags(as.protAt(va)))
+}
+
+// breakCOWFault breaks copy-on-write for the program's own write that
+// faulted, from the trap stub: the entry is rewritten in place, which
+// needs no new root (the stub runs on the special registers as they are).
+// The stale translation cannot be used: the write the stub goes back to
+// faults into KVM on it, and KVM walks the tables again and finds this
+// entry.
+func (as *addressSpace) breakCOWFault(va uint64) error {
+	pa, err := as.ownFrame(va)
+	if err != nil || pa == 0 {
+		return err
+	}
+	return as.upgradePTE(va, pa|leafFlags(as.protAt(va)))
+}
+
+// ownFrame gives the copy-on-write page at va a frame of its own — the
+// shared one's copy, or the frame itself once no one else holds it — and
+// returns it, or 0 if va is not copy-on-write. Mapping it writable is the
+// caller's.
+func (as *addressSpace) ownFrame(va uint64) (uint64, error) {
 	if !as.cow[va] {
-		return nil
+		return 0, nil
 	}
 	pa := as.pages[va]
 	if as.fr.holders(pa) > 1 {
 		cp, err := as.fr.alloc()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		from, err := as.ram.Slice(pa, pageSize)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		to, err := as.ram.Slice(cp, pageSize)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		copy(to, from)
 		as.fr.copied(pa, cp)
@@ -544,16 +575,12 @@ func (as *addressSpace) breakCOW(va uint64) error {
 		as.pages[va], pa = cp, cp
 	}
 	delete(as.cow, va)
-	return as.upgradePTE(va, pa|leafFlags(as.protAt(va)))
+	return pa, nil
 }
 
 // upgradePTE rewrites the leaf entry of a mapped va in place with one that
-// grants more (writable, maybe another frame of the same contents). A
-// translation the guest kept from before still reads the same bytes, and
-// a write through it faults into KVM, which walks the tables again and
-// finds this entry: an upgrade needs no new root, and none is wanted here
-// — a copy-on-write fault is served inside the trap stub, at CPL0, where
-// the VMM leaves the special registers alone.
+// grants more (writable, maybe another frame of the same contents); only
+// breakCOWFault may, for the reason it gives.
 func (as *addressSpace) upgradePTE(va, pte uint64) error {
 	table := as.root
 	for level := 3; level > 0; level-- {

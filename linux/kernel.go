@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"golang.org/x/sys/unix"
 	"io"
@@ -69,6 +70,7 @@ type Kernel struct {
 	returned bool      // rt_sigreturn restored the registers: the call sets none
 	trace    io.Writer // if set, every system call is written here
 	bp       *breakpoints
+	xsave    xsaveLayout // the guest CPU's XSAVE image (xstate.go)
 	// hog is the thread that ran up to the last exit, how many others
 	// could run then, and when the last tick was delivered (watchHog).
 	hog struct {
@@ -218,8 +220,11 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		}
 		init.fds[0].file = &openFile{node: n, path: k.prog.Stdin, flags: unix.O_RDONLY, refs: 1}
 	}
+	if err := k.initXSave(); err != nil {
+		return err
+	}
 	k.nextTID = pid - 1
-	if _, err := k.spawn(init, kvm.Regs{}, kvm.FPU{}, 0); err != nil { // the main thread: tid = pid
+	if _, err := k.spawn(init, kvm.Regs{}, k.xsave.initial(), 0); err != nil { // the main thread: tid = pid
 		return err
 	}
 	entry, sp, err := k.execImage(init, k.prog.Path, k.prog.Image, k.prog.Argv, k.prog.Env)
@@ -230,6 +235,30 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		return err
 	}
 	return k.enter(entry, sp)
+}
+
+// initXSave learns the guest CPU's XSAVE layout, enables every component
+// it has in XCR0, as Linux does, and gives the vCPU the state a program
+// starts with.
+func (k *Kernel) initXSave() error {
+	c := k.m.VCPU()
+	x, err := c.XSave()
+	if err != nil {
+		return fmt.Errorf("linux: a thread's AVX state cannot be switched without it: %w", err)
+	}
+	k.xsave = newXSaveLayout(k.m.CPUID(), binary.LittleEndian.Uint32(x.Bytes()[offMXCSRMask:]))
+	xcrs := kvm.XCRs{N: 1, XCRs: [16]kvm.XCR{{Index: 0, Value: k.xsave.features}}}
+	if err := c.SetXCRs(&xcrs); err != nil {
+		return fmt.Errorf("linux: XCR0 = %#x: %w", k.xsave.features, err)
+	}
+	return k.resetXSave()
+}
+
+// resetXSave puts the running thread's extended state in the state a
+// program starts with (execve).
+func (k *Kernel) resetXSave() error {
+	init := k.xsave.initial()
+	return k.m.VCPU().SetXSave(&init)
 }
 
 // hwcap is AT_HWCAP: CPUID leaf 1's EDX, as Linux gives it.
@@ -251,6 +280,7 @@ func (k *Kernel) enter(entry, sp uint64) error {
 		return err
 	}
 	s = x86.UserModeSregs(s)
+	s.CR4 |= x86.CR4OSXSAVE // as Linux: XGETBV and the AVX state, and CPUID says so
 	s.CR3 = k.proc().as.cr3()
 	k.proc().as.published()
 	if err := c.SetSregs(s); err != nil {
@@ -276,8 +306,12 @@ func (k *Kernel) enter(entry, sp uint64) error {
 // Exit serves a system call or a trap.
 func (k *Kernel) Exit(port uint16) error {
 	k.noteRunning()
+	k.current().retryAt = 0 // it made the exit: the write it retried has run
 	if port == abi.PortTrap {
-		return k.trap()
+		if err := k.trap(); err != nil {
+			return err
+		}
+		return k.leaveStub()
 	}
 	c := k.m.VCPU()
 	regs := c.SyncedRegs()
@@ -311,13 +345,53 @@ func (k *Kernel) Exit(port uint16) error {
 // resume switches threads if asked to and points the vCPU at the running
 // thread's page tables and thread pointer.
 func (k *Kernel) resume() error {
-	if err := k.reschedule(); err != nil {
-		return err
-	}
-	if _, err := k.deliver(k.m.VCPU().SyncedRegs()); err != nil {
-		return err
+	for {
+		if err := k.reschedule(); err != nil {
+			return err
+		}
+		if _, err := k.deliver(k.m.VCPU().SyncedRegs()); err != nil {
+			return err
+		}
+		// A signal that killed its process leaves the vCPU to another.
+		if k.current().state != exited || !k.resched {
+			break
+		}
 	}
 	k.loadAddressSpace()
+	return nil
+}
+
+// leaveStub ends a trap stub's visit to the VMM. The stub returns with its
+// IRETQ to the thread that trapped; if that thread is gone — its process
+// killed by the trap, or by a signal it could not take — the IRETQ takes
+// the vCPU to the thread that runs next instead: its registers in the
+// vCPU but for the stub's own RIP, RSP and flags, which the stub goes on
+// with, and its RIP, flags and RSP in the frame the IRETQ pops. With
+// nothing else to run, the machine idles in the stub until an interrupt
+// brings a thread (Interrupt).
+func (k *Kernel) leaveStub() error {
+	if k.current().state != exited {
+		return nil
+	}
+	c := k.m.VCPU()
+	stub := *c.SyncedRegs()
+	k.resched = true
+	if err := k.resume(); err != nil {
+		return err
+	}
+	regs := c.SyncedRegs()
+	if k.current().state == exited {
+		*regs = stub // nothing runnable: the dead thread's frame is never popped
+		return nil
+	}
+	ram := k.m.RAM()
+	for _, w := range [][2]uint64{{16, regs.RIP}, {32, regs.RFLAGS}, {40, regs.RSP}} {
+		if err := ram.PutUint64(stub.RSP+w[0], w[1]); err != nil {
+			return err
+		}
+	}
+	regs.RIP, regs.RSP, regs.RFLAGS = stub.RIP, stub.RSP, stub.RFLAGS
+	c.MarkRegsDirty()
 	return nil
 }
 
@@ -354,16 +428,17 @@ func (k *Kernel) trap() error {
 		}
 		defer k.bp.keepDebugStack(k.m.RAM()) // the program's own trap: its frame is the recording's too
 	}
-	if vector == 6 && k.proc().as.tscSites[frame[2]] {
-		return k.emulateTSC(regs, frame[2])
+	if n := k.proc().as.tscSites[frame[2]]; vector == 6 && n != 0 {
+		return k.emulateTSC(regs, frame[2], n)
 	}
 	// A user write to a present copy-on-write page: copy it, retry.
 	const pfPresent, pfWrite, pfUser = 1, 2, 4
 	if cr2 := c.SyncedSregs().CR2; vector == 14 && frame[1]&(pfPresent|pfWrite|pfUser) == pfPresent|pfWrite|pfUser {
 		if as := k.proc().as; as.cow[cr2&^pageMask] {
-			if err := as.breakCOW(cr2 &^ pageMask); err != nil {
+			if err := as.breakCOWFault(cr2 &^ pageMask); err != nil {
 				return k.killProcess(k.proc(), uint64(unix.SIGSEGV)) // no frame to copy into
 			}
+			k.current().retryAt = frame[2]
 			return nil // the stub's IRETQ retries the write
 		}
 	}
@@ -411,8 +486,18 @@ func (k *Kernel) Interrupt(vector uint8, clock time.Duration) error {
 	if k.m.VCPU().SyncedSregs().CS.Selector&3 == 0 {
 		// Inside a trap stub (a tick delivered at its exit): its IRETQ
 		// must run on this thread's stack, so a switch or a signal
-		// waits for the program's next exit.
-		return nil
+		// waits for the program's next exit — unless the thread is gone.
+		return k.leaveStub()
+	}
+	if t := k.current(); t.retryAt != 0 {
+		if k.m.VCPU().SyncedRegs().RIP == t.retryAt {
+			// Back from a copy-on-write fault, the write not yet run
+			// again: until it runs, the page's old translation stands
+			// (breakCOWFault), so nothing else of the program may run
+			// first.
+			return nil
+		}
+		t.retryAt = 0
 	}
 	return k.resume()
 }
@@ -458,5 +543,8 @@ func (k *Kernel) fault(faulting *kvm.Regs, vector, cr2 uint64) (bool, error) {
 			return true, err
 		}
 	}
+	// Writing the frame may have broken copy-on-write (a new root); the
+	// stub runs in the system area, the same in every root.
+	k.loadAddressSpace()
 	return true, nil
 }

@@ -36,13 +36,20 @@ func build(t *testing.T, cc, src string, flags ...string) string {
 // personality, live, and returns the result and the console output.
 func runLive(t *testing.T, path string, argv, env []string) (*vmm.Result, string, error) {
 	t.Helper()
+	return runLiveHz(t, vmm.DefaultTimerHz, path, argv, env)
+}
+
+// runLiveHz is runLive with the timer at hz: a live run takes its ticks
+// wherever the program is, so a fast timer preempts it often.
+func runLiveHz(t *testing.T, hz int, path string, argv, env []string) (*vmm.Result, string, error) {
+	t.Helper()
 	kvmtest.Require(t)
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	k, err := linux.New(linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: env, Epoch: time.Unix(1700000000, 0)})
 	require.NoError(t, err)
 	var out bytes.Buffer
-	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 256 << 20, Console: &out})
+	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 256 << 20, Console: &out, TimerHz: hz})
 	require.NoError(t, err)
 	defer m.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -387,4 +394,104 @@ func TestRandomSystemCalls(t *testing.T) {
 	}
 	path, rec, console := recordProgram(t, program(t, bin, "chaos", "5"), 0)
 	replaysMatch(t, path, rec, console, 1)
+}
+
+// Every thread of three processes keeps its vector registers — zmm, ymm
+// and mask registers where the CPU has them — across switches and signal
+// handlers, and each handler finds its frame laid out as Linux lays it
+// out; the output is the host's. A live run at 10 kHz switches in the
+// middle of its spins; a recording switches at its calls, and replays.
+func TestExtendedState(t *testing.T) {
+	bin := build(t, "gcc", "xstate.c", "-static", "-O1", "-pthread")
+	want, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(want), "registers kept: 9 of 9 threads\nsignal frames as Linux lays them out: 9 of 9 threads\n")
+	for _, hz := range []int{vmm.DefaultTimerHz, 10000} {
+		res, out, err := runLiveHz(t, hz, bin, []string{"xstate"}, nil)
+		require.NoError(t, err, out)
+		require.Equal(t, uint32(0), res.Status, out)
+		require.Equal(t, string(want), out, "at %d Hz", hz)
+	}
+	path, rec, console := recordProgram(t, program(t, bin, "xstate"), time.Millisecond)
+	require.Equal(t, string(want), console)
+	replaysMatch(t, path, rec, console, 2)
+}
+
+// A system call that writes into a page a fork left shared gives the
+// writer its own copy; the program must then read what the call wrote,
+// though it had read the page, through the shared frame, just before.
+func TestCopyOnWriteByTheKernel(t *testing.T) {
+	bin := build(t, "gcc", "cowread.c", "-static", "-O2")
+	_, out, err := runLive(t, bin, []string{"cowread"}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, "stale reads: 0\n", out)
+	path, rec, console := recordProgram(t, program(t, bin, "cowread"), 0)
+	require.Equal(t, out, console)
+	replaysMatch(t, path, rec, console, 2)
+}
+
+// A write that faults on a page a fork left shared runs again before
+// anything else of the program does: a tick right after the fault must
+// not deliver a signal first, whose frame would go into the new copy
+// while the program still reads the page through the old one. The run
+// takes a tick every 100 µs and a SIGALRM at each.
+func TestCopyOnWriteFaultThenSignal(t *testing.T) {
+	bin := build(t, "gcc", "cowsig.c", "-static", "-O2")
+	for i := 0; i < 3; i++ {
+		res, out, err := runLiveHz(t, 10000, bin, []string{"cowsig"}, nil)
+		require.NoError(t, err, out)
+		require.Equal(t, uint32(0), res.Status, out)
+		require.Equal(t, "done (signals came)\n", out)
+	}
+}
+
+// A thread's exit wakes the joiner of its own process: two processes
+// whose threads' exit futexes are at the same address each join theirs.
+func TestFutexPerProcess(t *testing.T) {
+	bin := build(t, "gcc", "futexfork.c", "-static", "-O1", "-pthread")
+	want := "parent joined\nchild joined: 7\n"
+	_, out, err := runLive(t, bin, []string{"futexfork"}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, want, out)
+	path, rec, console := recordProgram(t, program(t, bin, "futexfork"), 0)
+	require.Equal(t, want, console)
+	replaysMatch(t, path, rec, console, 2)
+}
+
+// Alternate signal stacks behave as Linux's: errors, old values, handlers
+// on and off the stack, nesting, EPERM on it, SS_DISABLE, SS_AUTODISARM,
+// the frame's XSAVE image on it, a stack too small for a frame. The
+// output is the host's.
+func TestAltStack(t *testing.T) {
+	bin := build(t, "gcc", "altstack.c", "-static", "-O1")
+	want, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	_, out, err := runLive(t, bin, []string{"altstack"}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, string(want), out)
+	path, rec, console := recordProgram(t, program(t, bin, "altstack"), 0)
+	require.Equal(t, string(want), console)
+	replaysMatch(t, path, rec, console, 2)
+}
+
+// A Go program whose goroutines compute past the runtime's 10 ms slice
+// (so it preempts them with SIGURG on its signal stack), share a mutex and
+// report through a channel finishes with the host's output, live,
+// recorded and replayed: the runtime's RDTSCPs are answered from the
+// recorded clock.
+func TestGoProgram(t *testing.T) {
+	kvmtest.RequireTools(t, "go")
+	bin := filepath.Join(t.TempDir(), "goroutines")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/goroutines")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	want, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	_, out, err := runLive(t, bin, []string{"goroutines"}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, string(want), out)
+	path, rec, console := recordProgram(t, program(t, bin, "goroutines"), time.Millisecond)
+	require.Equal(t, string(want), console)
+	replaysMatch(t, path, rec, console, 2)
 }

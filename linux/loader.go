@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // Auxiliary vector entry types (the ones a program is given).
@@ -42,6 +43,7 @@ type executable struct {
 	base    uint64    // where an ET_DYN was loaded
 	span    uint64    // the bytes its segments cover from base
 	text    [2]uint64 // its .text section in memory, [start, end)
+	funcs   []uint64  // the functions its symbol table places in .text, sorted
 	// interpBase is where the loader was put (AT_BASE; 0: static).
 	interpBase uint64
 }
@@ -71,6 +73,7 @@ func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, 
 	x.base = base
 	if t := f.Section(".text"); t != nil {
 		x.text = [2]uint64{base + t.Addr, base + t.Addr + t.Size}
+		x.funcs = functions(f, t, base)
 	}
 	var loads []*elf.Prog
 	for _, p := range f.Progs {
@@ -117,6 +120,27 @@ func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, 
 	x.phnum = len(f.Progs)
 	x.span = x.brk - base
 	return x, nil
+}
+
+// maxFunctions bounds the symbols read from an executable.
+const maxFunctions = 1 << 20
+
+// functions are the start addresses, sorted and distinct, of the function
+// symbols in section text of f, loaded at base; none for a file without a
+// symbol table.
+func functions(f *elf.File, text *elf.Section, base uint64) []uint64 {
+	syms, err := f.Symbols()
+	if err != nil || len(syms) > maxFunctions {
+		return nil
+	}
+	var out []uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value >= text.Addr && s.Value < text.Addr+text.Size {
+			out = append(out, base+s.Value)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // span is the memory the PT_LOAD segments of the ELF file raw cover, from

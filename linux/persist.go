@@ -20,7 +20,7 @@ import (
 // from the same Program (the tape's) has them, under the same inodes.
 
 // stateVersion is the layout's version; another is refused.
-const stateVersion = 1
+const stateVersion = 2
 
 type savedKernel struct {
 	Version int
@@ -104,7 +104,7 @@ type savedSpace struct {
 	Pages    map[uint64]uint64
 	VMAs     []savedVMA
 	Tables   []uint64
-	TSCSites []uint64
+	TSCSites map[uint64]uint8 // address: length
 	COW      []uint64
 	Files    []savedMapping
 }
@@ -130,7 +130,7 @@ type savedThread struct {
 	Proc      int // index into Procs
 	State     int
 	Regs      kvm.Regs
-	FPU       kvm.FPU
+	XSave     kvm.XSave
 	FSBase    uint64
 	ClearTID  uint64
 	FutexAddr uint64
@@ -214,7 +214,7 @@ func (k *Kernel) save() (*savedKernel, error) {
 			return nil, fmt.Errorf("linux: thread %d: %w", t.tid, err)
 		}
 		s.Threads = append(s.Threads, savedThread{
-			TID: t.tid, Proc: sv.procs[t.proc], State: int(t.state), Regs: t.regs, FPU: t.fpu, FSBase: t.fsBase, ClearTID: t.clearTID,
+			TID: t.tid, Proc: sv.procs[t.proc], State: int(t.state), Regs: t.regs, XSave: t.xsave, FSBase: t.fsBase, ClearTID: t.clearTID,
 			FutexAddr: t.futexAddr, FutexMask: t.futexMask, Deadline: t.deadline, WakeErr: uint64(t.wakeErr), WaitSeq: t.waitSeq,
 			Wait: w, Warned: t.warned, TimedOut: t.timedOut, Sigmask: t.sigmask, Pending: t.pending, Infos: maps.Clone(t.infos),
 			SavedMask: t.savedMask, Suspended: t.suspended,
@@ -302,7 +302,7 @@ func (sv *saver) proc(p *process) int {
 
 func (sv *saver) space(as *addressSpace) *savedSpace {
 	s := &savedSpace{Root: as.root, Fresh: slices.Sorted(maps.Keys(as.fresh)), Pages: maps.Clone(as.pages),
-		Tables: slices.Clone(as.tables), TSCSites: slices.Sorted(maps.Keys(as.tscSites)), COW: slices.Sorted(maps.Keys(as.cow))}
+		Tables: slices.Clone(as.tables), TSCSites: maps.Clone(as.tscSites), COW: slices.Sorted(maps.Keys(as.cow))}
 	for _, v := range as.vmas {
 		s.VMAs = append(s.VMAs, savedVMA{Start: v.start, End: v.end, Prot: uint8(v.prot)})
 	}

@@ -50,6 +50,9 @@ func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []s
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: %s: %w", path, err)
 	}
+	if err := patchTSC(as, x); err != nil {
+		return 0, 0, fmt.Errorf("linux: %s: %w", path, err)
+	}
 	entry = x.entry
 	if x.interp != "" {
 		if entry, err = k.loadInterp(as, path, x); err != nil {
@@ -141,16 +144,16 @@ func (k *Kernel) fork() (*thread, error) {
 	regs := *c.SyncedRegs()
 	regs.RAX = 0
 	regs.RIP, regs.RFLAGS = regs.RCX, regs.R11
-	fpu, err := c.FPU()
+	xsave, err := c.XSave()
 	if err != nil {
 		return nil, err
 	}
-	t, err := k.spawn(child, regs, fpu, k.current().fsBase)
+	t, err := k.spawn(child, regs, xsave, k.current().fsBase)
 	if err != nil {
 		as.release()
 		return nil, err
 	}
-	t.sigmask = k.current().sigmask
+	t.sigmask, t.altstack = k.current().sigmask, k.current().altstack
 	child.pid = t.tid
 	parent.children = append(parent.children, child)
 	if err := k.m.DropTranslations(); err != nil { // the parent's writable pages are copy-on-write now

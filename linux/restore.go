@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"maps"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -192,8 +193,8 @@ func checkProc(s *savedKernel, p *savedProc, inUse func(uint64) bool) error {
 			return fmt.Errorf("page %#x in frame %#x", va, pa)
 		}
 	}
-	for _, va := range slices.Concat(as.TSCSites, as.COW) {
-		if va >= maxUserAddr {
+	for _, va := range slices.Concat(slices.Collect(maps.Keys(as.TSCSites)), as.COW) {
+		if va >= maxUserAddr || as.TSCSites[va] != 0 && as.TSCSites[va] != rdtscLen && as.TSCSites[va] != rdtscpLen {
 			return fmt.Errorf("address %#x", va)
 		}
 	}
@@ -274,7 +275,7 @@ func (r *restorer) restore() error {
 	}
 	threads := make([]*thread, len(s.Threads))
 	for i, st := range s.Threads {
-		t := &thread{tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, fpu: st.FPU,
+		t := &thread{tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, xsave: st.XSave,
 			fsBase: st.FSBase, clearTID: st.ClearTID, futexAddr: st.FutexAddr, futexMask: st.FutexMask, deadline: st.Deadline,
 			wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
 			sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended}
@@ -328,16 +329,14 @@ func (r *restorer) proc(p *process, sp *savedProc, fr *frames) {
 	}
 	ss := sp.Space
 	as := &addressSpace{ram: fr.ram, fr: fr, root: ss.Root, fresh: map[uint64]bool{}, pages: map[uint64]uint64{},
-		tables: slices.Clone(ss.Tables), tscSites: map[uint64]bool{}, cow: map[uint64]bool{}}
+		tables: slices.Clone(ss.Tables), tscSites: map[uint64]uint8{}, cow: map[uint64]bool{}}
 	for _, pa := range ss.Fresh {
 		as.fresh[pa] = true
 	}
 	for va, pa := range ss.Pages {
 		as.pages[va] = pa
 	}
-	for _, va := range ss.TSCSites {
-		as.tscSites[va] = true
-	}
+	maps.Copy(as.tscSites, ss.TSCSites)
 	for _, va := range ss.COW {
 		as.cow[va] = true
 	}

@@ -12,7 +12,7 @@ func init() {
 	register(unix.SYS_RT_SIGACTION, "rt_sigaction", sysRtSigaction)
 	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", sysRtSigprocmask)
 	register(unix.SYS_RT_SIGRETURN, "rt_sigreturn", sysRtSigreturn)
-	register(unix.SYS_SIGALTSTACK, "sigaltstack", constant(0))
+	register(unix.SYS_SIGALTSTACK, "sigaltstack", sysSigaltstack)
 	register(unix.SYS_PAUSE, "pause", func(k *Kernel, a args) (uint64, error) { return 0, k.blockOn(sigWait{}) })
 	register(unix.SYS_RT_SIGSUSPEND, "rt_sigsuspend", sysRtSigsuspend)
 	register(unix.SYS_TGKILL, "tgkill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[1])), a[2], true) })
@@ -38,9 +38,13 @@ const (
 	sigIGN      = 1
 	siUser      = 0 // SI_USER: sent by kill
 	siTkill     = -6
+	saOnstack   = 0x08000000
 	frameBytes  = 440 // pretcode, ucontext (304), siginfo (128)
-	fpBytes     = 512 // FXSAVE
 	redZone     = 128
+	// uc_flags of a frame, as Linux sets them on a CPU with XSAVE.
+	ucFPXState        = 1
+	ucSigcontextSS    = 2
+	ucStrictRestoreSS = 4
 )
 
 // sigaction is a signal's disposition (struct kernel_sigaction).
@@ -275,24 +279,37 @@ func (k *Kernel) deliver(regs *kvm.Regs) (bool, error) {
 	return true, nil
 }
 
-// pushFrame builds the signal frame below regs.RSP and points regs at the
-// handler.
+// pushFrame builds the signal frame for sig below regs.RSP, or at the top
+// of the thread's alternate stack when the handler asks for it, and
+// points regs at the handler, as Linux's get_sigframe and
+// x64_setup_rt_frame do.
 func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction) error {
 	as := t.proc.as
-	fpu, err := k.m.VCPU().FPU()
+	xsave, err := k.m.VCPU().XSave()
 	if err != nil {
 		return err
 	}
-	fp := (regs.RSP - redZone - fpBytes) &^ 63
+	nested := t.altstack.on(regs.RSP)
+	top, entering := regs.RSP-redZone, false
+	if act.flags&saOnstack != 0 && t.altstack.state(top) == 0 {
+		top, entering = t.altstack.sp+t.altstack.size, true
+	}
+	fpstate := k.xsave.frame(&xsave)
+	fp := (top - uint64(len(fpstate))) &^ 63
 	sp := ((fp - frameBytes) &^ 15) - 8 // the handler starts as if called: rsp+8 aligned
-	if err := as.write(fp, fxsave(&fpu)); err != nil {
+	if (nested || entering) && !t.altstack.holds(sp) || sp > top {
+		return k.killProcess(t.proc, uint64(unix.SIGSEGV)) // the alternate stack overflowed
+	}
+	if err := as.write(fp, fpstate); err != nil {
 		return k.killProcess(t.proc, uint64(unix.SIGSEGV)) // no stack to take the frame
 	}
 	f := make([]byte, frameBytes)
 	le := binary.LittleEndian
 	le.PutUint64(f[0:], act.restorer) // pretcode
 	uc := f[8:]
-	mc := uc[40:] // after uc_flags, uc_link, uc_stack
+	le.PutUint64(uc[0:], ucFPXState|ucSigcontextSS|ucStrictRestoreSS)
+	t.altstack.put(uc[16:])
+	mc := uc[40:]
 	for i, v := range []uint64{regs.R8, regs.R9, regs.R10, regs.R11, regs.R12, regs.R13, regs.R14, regs.R15,
 		regs.RDI, regs.RSI, regs.RBP, regs.RBX, regs.RDX, regs.RAX, regs.RCX, regs.RSP, regs.RIP, regs.RFLAGS} {
 		le.PutUint64(mc[i*8:], v)
@@ -310,6 +327,9 @@ func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction)
 	if err := as.write(sp, f); err != nil {
 		return k.killProcess(t.proc, uint64(unix.SIGSEGV))
 	}
+	if t.altstack.flags&ssAutodisarm != 0 {
+		t.altstack = altStack{}
+	}
 	if act.flags&saNodefer == 0 {
 		t.sigmask |= sigbit(sig)
 	}
@@ -322,14 +342,18 @@ func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction)
 }
 
 // sysRtSigreturn restores the context the handler's frame saved (the
-// handler returned through its restorer: the frame's ucontext is at rsp).
+// handler returned through its restorer: the frame's ucontext is at rsp):
+// registers, signal mask, extended state and alternate stack. A frame it
+// cannot read or restore kills the process with SIGSEGV, as Linux's
+// badframe path does.
 func sysRtSigreturn(k *Kernel, a args) (uint64, error) {
 	c := k.m.VCPU()
 	regs := c.SyncedRegs()
 	t := k.current()
+	bad := func() (uint64, error) { return 0, k.killProcess(t.proc, uint64(unix.SIGSEGV)) }
 	uc := make([]byte, 304)
 	if err := t.proc.as.read(regs.RSP, uc); err != nil {
-		return 0, k.killProcess(t.proc, uint64(unix.SIGSEGV))
+		return bad()
 	}
 	le := binary.LittleEndian
 	mc := uc[40:]
@@ -339,54 +363,28 @@ func sysRtSigreturn(k *Kernel, a args) (uint64, error) {
 	// The program's own flags only: no IOPL, no VM, interrupts on.
 	const userFlags = 0xcd5 | 1<<10 | 1<<18 | 1<<21 // CF PF AF ZF SF TF DF OF, AC, ID
 	saved.RFLAGS = get(17)&userFlags | 1<<9 | 1<<1
+	xsave := k.xsave.initial() // no fpstate: the initial state, as Linux
 	if fp := le.Uint64(mc[184:]); fp != 0 {
-		b := make([]byte, fpBytes)
-		if err := t.proc.as.read(fp, b); err != nil {
-			return 0, k.killProcess(t.proc, uint64(unix.SIGSEGV))
+		legacy := make([]byte, legacyBytes)
+		if err := t.proc.as.read(fp, legacy); err != nil {
+			return bad()
 		}
-		fpu := fpuOf(b)
-		if err := c.SetFPU(&fpu); err != nil {
-			return 0, err
+		b := make([]byte, k.xsave.frameSize(legacy))
+		if err := t.proc.as.read(fp, b); err != nil {
+			return bad()
+		}
+		var ok bool
+		if xsave, ok = k.xsave.fromFrame(b); !ok {
+			return bad()
 		}
 	}
+	if err := c.SetXSave(&xsave); err != nil {
+		return 0, err
+	}
 	t.sigmask = le.Uint64(uc[296:]) &^ unblockable
+	_ = t.altstack.set(altStackOf(uc[16:]), saved.RSP) // what it refuses is ignored, as Linux's restore_altstack does
 	*regs = saved
 	c.MarkRegsDirty()
 	k.returned = true // the registers are the restored context's: Exit leaves them
 	return 0, nil
-}
-
-// fxsave lays the FPU state out as FXSAVE does (the frame's fpstate).
-func fxsave(f *kvm.FPU) []byte {
-	b := make([]byte, fpBytes)
-	le := binary.LittleEndian
-	le.PutUint16(b[0:], f.FCW)
-	le.PutUint16(b[2:], f.FSW)
-	b[4] = f.FTWX
-	le.PutUint16(b[6:], f.LastOpcode)
-	le.PutUint64(b[8:], f.LastIP)
-	le.PutUint64(b[16:], f.LastDP)
-	le.PutUint32(b[24:], f.MXCSR)
-	le.PutUint32(b[28:], 0xffff) // MXCSR_MASK
-	for i := range f.FPR {
-		copy(b[32+16*i:], f.FPR[i][:])
-	}
-	for i := range f.XMM {
-		copy(b[160+16*i:], f.XMM[i][:])
-	}
-	return b
-}
-
-// fpuOf reads an FXSAVE image back; MXCSR's reserved bits are dropped.
-func fpuOf(b []byte) kvm.FPU {
-	le := binary.LittleEndian
-	f := kvm.FPU{FCW: le.Uint16(b[0:]), FSW: le.Uint16(b[2:]), FTWX: b[4], LastOpcode: le.Uint16(b[6:]),
-		LastIP: le.Uint64(b[8:]), LastDP: le.Uint64(b[16:]), MXCSR: le.Uint32(b[24:]) & 0xffff}
-	for i := range f.FPR {
-		copy(f.FPR[i][:], b[32+16*i:])
-	}
-	for i := range f.XMM {
-		copy(f.XMM[i][:], b[160+16*i:])
-	}
-	return f
 }

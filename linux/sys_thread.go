@@ -56,7 +56,7 @@ func sysClone(k *Kernel, a args) (uint64, error) {
 	if stack != 0 {
 		regs.RSP = stack
 	}
-	fpu, err := c.FPU()
+	xsave, err := c.XSave()
 	if err != nil {
 		return 0, err
 	}
@@ -67,7 +67,7 @@ func sysClone(k *Kernel, a args) (uint64, error) {
 		}
 		fs = tls
 	}
-	t, err := k.spawn(k.proc(), regs, fpu, fs)
+	t, err := k.spawn(k.proc(), regs, xsave, fs)
 	if err != nil {
 		return 0, err
 	}
@@ -166,7 +166,10 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 		return 0, unix.ENOEXEC
 	}
 	p.fds.closeOnExec(k)
-	t.fsBase, t.clearTID = 0, 0
+	t.fsBase, t.clearTID, t.altstack = 0, 0, altStack{}
+	if err := k.resetXSave(); err != nil {
+		return 0, err
+	}
 	regs := k.m.VCPU().SyncedRegs()
 	*regs = kvm.Regs{RSP: sp, RFLAGS: regs.R11}
 	// Exit sets RIP from RCX, as after any system call.

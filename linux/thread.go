@@ -29,10 +29,10 @@ type thread struct {
 	tid      int
 	proc     *process
 	state    threadState
-	regs     kvm.Regs // saved while not running
-	fpu      kvm.FPU  // x87 and SSE state, saved while not running
-	fsBase   uint64   // the thread pointer (arch_prctl, CLONE_SETTLS)
-	clearTID uint64   // set_tid_address, CLONE_CHILD_CLEARTID: zeroed and woken at exit
+	regs     kvm.Regs  // saved while not running
+	xsave    kvm.XSave // x87, SSE, AVX ... (xstate.go), saved while not running
+	fsBase   uint64    // the thread pointer (arch_prctl, CLONE_SETTLS)
+	clearTID uint64    // set_tid_address, CLONE_CHILD_CLEARTID: zeroed and woken at exit
 	// A blocked thread waits for a futex wake on futexAddr (matching
 	// futexMask), or for its deadline (0: none); wakeErr is what the
 	// wait returns if the deadline comes first (ETIMEDOUT), 0 for a
@@ -54,6 +54,10 @@ type thread struct {
 	infos            map[uint64][128]byte
 	savedMask        uint64
 	suspended        bool
+	altstack         altStack // sigaltstack
+	// retryAt is the RIP of a write that faulted on a copy-on-write page
+	// and has not run again since (breakCOWFault), 0 if none.
+	retryAt uint64
 }
 
 // maxThreads bounds the threads a program can create (RLIMIT_NPROC-like):
@@ -194,14 +198,14 @@ func (k *Kernel) switchTo(i int) error {
 	c := k.m.VCPU()
 	old, next := k.current(), k.threads[i]
 	old.regs = *c.SyncedRegs()
-	fpu, err := c.FPU()
+	xsave, err := c.XSave()
 	if err != nil {
 		return err
 	}
-	old.fpu = fpu
+	old.xsave = xsave
 	*c.SyncedRegs() = next.regs
 	c.MarkRegsDirty()
-	if err := c.SetFPU(&next.fpu); err != nil {
+	if err := c.SetXSave(&next.xsave); err != nil {
 		return err
 	}
 	k.cur = i
@@ -209,8 +213,8 @@ func (k *Kernel) switchTo(i int) error {
 	return nil
 }
 
-// spawn adds a thread of p that starts with regs, fpu and fsBase.
-func (k *Kernel) spawn(p *process, regs kvm.Regs, fpu kvm.FPU, fsBase uint64) (*thread, error) {
+// spawn adds a thread of p that starts with regs, xsave and fsBase.
+func (k *Kernel) spawn(p *process, regs kvm.Regs, xsave kvm.XSave, fsBase uint64) (*thread, error) {
 	live := 0
 	for _, t := range k.threads {
 		if t.state != exited {
@@ -221,7 +225,7 @@ func (k *Kernel) spawn(p *process, regs kvm.Regs, fpu kvm.FPU, fsBase uint64) (*
 		return nil, unix.EAGAIN
 	}
 	k.nextTID++
-	t := &thread{tid: k.nextTID, proc: p, regs: regs, fpu: fpu, fsBase: fsBase}
+	t := &thread{tid: k.nextTID, proc: p, regs: regs, xsave: xsave, fsBase: fsBase}
 	k.threads = append(k.threads, t)
 	p.live++
 	return t, nil

@@ -8,55 +8,89 @@ import (
 	"github.com/reprise-vm/reprise/kvm"
 )
 
-// The dynamic loader reads the time-stamp counter as it starts (glibc's
-// rtld timing, kept in its memory whether or not anyone asks for it).
-// RDTSC runs natively in user mode on the hosts reprise is tested on and
-// cannot be trapped there, so the loader's RDTSCs are replaced, as it is
-// loaded, with UD2: each traps, and the kernel answers from the machine's
-// recorded clock and resumes after it. The loader's code is decoded
-// instruction by instruction from its .text section, so only real RDTSCs
-// are touched.
+// Programs read the time-stamp counter: glibc's dynamic loader as it
+// starts (rtld timing, kept in its memory whether or not anyone asks),
+// Go's runtime for its tick rate and its profiles. RDTSC and RDTSCP run
+// natively in user mode on the hosts reprise is tested on and cannot be
+// trapped there, so each in an executable's and its loader's .text is
+// replaced, as they are loaded, with UD2: it traps, and the kernel
+// answers from the machine's recorded clock and resumes after it. The
+// code is decoded instruction by instruction, starting again at every
+// function the symbol table names, so only real RDTSCs are touched.
 
-// ud2 replaces an RDTSC (both are two bytes).
+// ud2 replaces the first two bytes of an RDTSC (two bytes) or RDTSCP
+// (three).
 var ud2 = [2]byte{0x0F, 0x0B}
 
-// patchTSC replaces the RDTSCs in x's .text, loaded in as.
+const (
+	rdtscLen  = 2
+	rdtscpLen = 3
+)
+
+// patchTSC replaces the RDTSCs and RDTSCPs in x's .text, loaded in as.
+// With a symbol table, each function is decoded from its start, and
+// decoding stops at an instruction the decoder does not know (AVX-512's
+// EVEX forms) until the next function: a sweep that lost its place could
+// take bytes inside another instruction for an RDTSC. Without one, the
+// sweep steps over what it cannot decode byte by byte.
 func patchTSC(as *addressSpace, x *executable) error {
 	start, end := x.text[0], x.text[1]
-	if start == 0 || end <= start || end-start > 64<<20 {
-		return fmt.Errorf("no .text section to patch")
+	switch {
+	case start == 0 && end == 0:
+		return nil // no section headers: nothing known to be code
+	case end <= start || end-start > 64<<20:
+		return fmt.Errorf(".text section [%#x, %#x) of %d bytes", start, end, end-start)
 	}
 	code := make([]byte, end-start)
 	if err := as.read(start, code); err != nil {
 		return err
 	}
-	for off := 0; off < len(code); {
-		inst, err := x86asm.Decode(code[off:], 64)
-		if err != nil {
-			off++
-			continue
-		}
-		if inst.Op == x86asm.RDTSC {
-			addr := start + uint64(off)
-			if err := as.load(addr, ud2[:]); err != nil {
-				return err
+	ranges := [][2]uint64{{start, end}}
+	if len(x.funcs) > 0 {
+		ranges = ranges[:0]
+		for i, f := range x.funcs {
+			next := end
+			if i+1 < len(x.funcs) {
+				next = x.funcs[i+1]
 			}
-			as.tscSites[addr] = true
+			ranges = append(ranges, [2]uint64{f, next})
 		}
-		off += inst.Len
+	}
+	for _, r := range ranges {
+		for pc := r[0]; pc < r[1]; {
+			inst, err := x86asm.Decode(code[pc-start:r[1]-start], 64)
+			switch {
+			case err != nil && len(x.funcs) > 0:
+				pc = r[1]
+				continue
+			case err != nil:
+				pc++
+				continue
+			case inst.Op == x86asm.RDTSC || inst.Op == x86asm.RDTSCP:
+				if err := as.load(pc, ud2[:]); err != nil {
+					return err
+				}
+				as.tscSites[pc] = uint8(inst.Len)
+			}
+			pc += uint64(inst.Len)
+		}
 	}
 	return nil
 }
 
-// emulateTSC answers a patched RDTSC that trapped at rip with the clock,
-// in EDX:EAX, and resumes after it (the trap frame's RIP, past the vector
-// and error code at the stub's RSP).
-func (k *Kernel) emulateTSC(regs *kvm.Regs, rip uint64) error {
+// emulateTSC answers a patched RDTSC or RDTSCP (n bytes) that trapped at
+// rip with the clock, in EDX:EAX (RDTSCP: processor 0 in ECX), and
+// resumes after it (the trap frame's RIP, past the vector and error code
+// at the stub's RSP).
+func (k *Kernel) emulateTSC(regs *kvm.Regs, rip uint64, n uint8) error {
 	t, err := k.m.Clock()
 	if err != nil {
 		return err
 	}
 	regs.RAX, regs.RDX = uint64(t)&0xffffffff, uint64(t)>>32
+	if n == rdtscpLen {
+		regs.RCX = 0
+	}
 	k.m.VCPU().MarkRegsDirty()
-	return k.m.RAM().PutUint64(regs.RSP+16, rip+2)
+	return k.m.RAM().PutUint64(regs.RSP+16, rip+uint64(n))
 }

@@ -18,6 +18,7 @@ const (
 	CR4PAE        = 1 << 5
 	CR4OSFXSR     = 1 << 9
 	CR4OSXMMEXCPT = 1 << 10
+	CR4OSXSAVE    = 1 << 18
 
 	EFERSCE = 1 << 0
 	EFERLME = 1 << 8
