@@ -71,6 +71,9 @@ type Kernel struct {
 	trace    io.Writer // if set, every system call is written here
 	bp       *breakpoints
 	xsave    xsaveLayout // the guest CPU's XSAVE image (xstate.go)
+	// tscSites are the RDTSCs found in each executable file the program
+	// never wrote (tsc.go), so an image is decoded once, not at each exec.
+	tscSites map[*node][]tscSite
 	// hog is the thread that ran up to the last exit, how many others
 	// could run then, and when the last tick was delivered (watchHog).
 	hog struct {
@@ -227,7 +230,11 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	if _, err := k.spawn(init, kvm.Regs{}, k.xsave.initial(), 0); err != nil { // the main thread: tid = pid
 		return err
 	}
-	entry, sp, err := k.execImage(init, k.prog.Path, k.prog.Image, k.prog.Argv, k.prog.Env)
+	exe, err := k.fs.lookup(k.prog.Path)
+	if err != nil {
+		return fmt.Errorf("linux: %s: %w", k.prog.Path, err)
+	}
+	entry, sp, err := k.execImage(init, k.prog.Path, exe, k.prog.Argv, k.prog.Env)
 	if err != nil {
 		return err
 	}

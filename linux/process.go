@@ -34,9 +34,9 @@ func (k *Kernel) proc() *process { return k.current().proc }
 const maxProcesses = 256
 
 // execImage replaces p's address space with a new one running the ELF
-// file image (at path) with argv and envp: the executable, its loader if
-// it has one, its stack. It returns the entry point and stack pointer.
-func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []string) (entry, sp uint64, err error) {
+// file (at path) with argv and envp: the executable, its loader if it has
+// one, its stack. It returns the entry point and stack pointer.
+func (k *Kernel) execImage(p *process, path string, file *node, argv, envp []string) (entry, sp uint64, err error) {
 	as, err := newAddressSpace(k.m.RAM(), k.fr)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: address space: %w", err)
@@ -46,11 +46,11 @@ func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []s
 			as.release()
 		}
 	}()
-	x, err := load(as, path, image, pieBase)
+	x, err := load(as, path, file.data, pieBase)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: %s: %w", path, err)
 	}
-	if err := patchTSC(as, x); err != nil {
+	if err := k.patchTSC(as, x, file); err != nil {
 		return 0, 0, fmt.Errorf("linux: %s: %w", path, err)
 	}
 	entry = x.entry
@@ -119,7 +119,7 @@ func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint6
 	if !ld.dynamic {
 		return 0, fmt.Errorf("linux: loader %s is not position-independent", x.interp)
 	}
-	if err := patchTSC(as, ld); err != nil {
+	if err := k.patchTSC(as, ld, n); err != nil {
 		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
 	}
 	x.interpBase = base

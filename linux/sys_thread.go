@@ -161,7 +161,7 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 		}
 	}
 	k.forgetReturns(t.tid) // they were in the image exec replaces
-	entry, sp, err := k.execImage(p, clean(path), n.data, argv, envp)
+	entry, sp, err := k.execImage(p, clean(path), n, argv, envp)
 	if err != nil {
 		return 0, unix.ENOEXEC
 	}

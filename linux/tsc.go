@@ -27,13 +27,16 @@ const (
 	rdtscpLen = 3
 )
 
-// patchTSC replaces the RDTSCs and RDTSCPs in x's .text, loaded in as.
-// With a symbol table, each function is decoded from its start, and
-// decoding stops at an instruction the decoder does not know (AVX-512's
-// EVEX forms) until the next function: a sweep that lost its place could
-// take bytes inside another instruction for an RDTSC. Without one, the
-// sweep steps over what it cannot decode byte by byte.
-func patchTSC(as *addressSpace, x *executable) error {
+// tscSite is an RDTSC or RDTSCP: its offset from the start of .text, and
+// its length.
+type tscSite struct {
+	offset uint64
+	len    uint8
+}
+
+// patchTSC replaces the RDTSCs and RDTSCPs in x's .text, loaded in as
+// from file.
+func (k *Kernel) patchTSC(as *addressSpace, x *executable, file *node) error {
 	start, end := x.text[0], x.text[1]
 	switch {
 	case start == 0 && end == 0:
@@ -41,41 +44,67 @@ func patchTSC(as *addressSpace, x *executable) error {
 	case end <= start || end-start > 64<<20:
 		return fmt.Errorf(".text section [%#x, %#x) of %d bytes", start, end, end-start)
 	}
-	code := make([]byte, end-start)
-	if err := as.read(start, code); err != nil {
-		return err
+	sites, ok := k.tscSites[file]
+	if !ok || file.written {
+		code := make([]byte, end-start)
+		if err := as.read(start, code); err != nil {
+			return err
+		}
+		sites = findTSC(code, start, x.funcs)
+		if !file.written {
+			if k.tscSites == nil {
+				k.tscSites = map[*node][]tscSite{}
+			}
+			k.tscSites[file] = sites
+		}
 	}
+	for _, s := range sites {
+		if err := as.load(start+s.offset, ud2[:]); err != nil {
+			return err
+		}
+		as.tscSites[start+s.offset] = s.len
+	}
+	return nil
+}
+
+// findTSC finds the RDTSCs and RDTSCPs in code, a .text section loaded at
+// start whose functions begin at funcs (sorted; none without a symbol
+// table). With symbols, each function is decoded from its start, and
+// decoding stops at an instruction the decoder does not know (AVX-512's
+// EVEX forms) until the next function: a sweep that lost its place could
+// take bytes inside another instruction for an RDTSC. Without them, the
+// sweep steps over what it cannot decode byte by byte.
+func findTSC(code []byte, start uint64, funcs []uint64) []tscSite {
+	end := start + uint64(len(code))
 	ranges := [][2]uint64{{start, end}}
-	if len(x.funcs) > 0 {
+	if len(funcs) > 0 {
 		ranges = ranges[:0]
-		for i, f := range x.funcs {
+		for i, f := range funcs {
 			next := end
-			if i+1 < len(x.funcs) {
-				next = x.funcs[i+1]
+			if i+1 < len(funcs) {
+				next = funcs[i+1]
 			}
 			ranges = append(ranges, [2]uint64{f, next})
 		}
 	}
+	var sites []tscSite
 	for _, r := range ranges {
 		for pc := r[0]; pc < r[1]; {
 			inst, err := x86asm.Decode(code[pc-start:r[1]-start], 64)
 			switch {
-			case err != nil && len(x.funcs) > 0:
+			case err != nil && len(funcs) > 0:
 				pc = r[1]
 				continue
 			case err != nil:
 				pc++
 				continue
 			case inst.Op == x86asm.RDTSC || inst.Op == x86asm.RDTSCP:
-				if err := as.load(pc, ud2[:]); err != nil {
-					return err
-				}
-				as.tscSites[pc] = uint8(inst.Len)
+				sites = append(sites, tscSite{offset: pc - start, len: uint8(inst.Len)})
 			}
 			pc += uint64(inst.Len)
 		}
 	}
-	return nil
+	return sites
 }
 
 // emulateTSC answers a patched RDTSC or RDTSCP (n bytes) that trapped at
