@@ -8,9 +8,9 @@ import (
 )
 
 func init() {
-	register(unix.SYS_ALARM, "alarm", sysAlarm)
-	register(unix.SYS_SETITIMER, "setitimer", sysSetitimer)
-	register(unix.SYS_GETITIMER, "getitimer", sysGetitimer)
+	register(unix.SYS_ALARM, "alarm", 1, sysAlarm)
+	register(unix.SYS_SETITIMER, "setitimer", 3, sysSetitimer)
+	register(unix.SYS_GETITIMER, "getitimer", 2, sysGetitimer)
 }
 
 // A process's real-time timer (alarm, setitimer ITIMER_REAL) fires at the

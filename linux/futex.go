@@ -27,7 +27,7 @@ const (
 )
 
 func init() {
-	register(unix.SYS_FUTEX, "futex", sysFutex)
+	register(unix.SYS_FUTEX, "futex", 6, sysFutex)
 }
 
 func sysFutex(k *Kernel, a args) (uint64, error) {

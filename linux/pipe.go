@@ -3,8 +3,8 @@ package linux
 import "golang.org/x/sys/unix"
 
 func init() {
-	register(unix.SYS_PIPE, "pipe", func(k *Kernel, a args) (uint64, error) { return sysPipe2(k, args{a[0], 0}) })
-	register(unix.SYS_PIPE2, "pipe2", sysPipe2)
+	register(unix.SYS_PIPE, "pipe", 1, func(k *Kernel, a args) (uint64, error) { return sysPipe2(k, args{a[0], 0}) })
+	register(unix.SYS_PIPE2, "pipe2", 2, sysPipe2)
 }
 
 // pipeCapacity is a pipe's buffer, Linux's default.

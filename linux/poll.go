@@ -8,8 +8,8 @@ import (
 )
 
 func init() {
-	register(unix.SYS_POLL, "poll", sysPoll)
-	register(unix.SYS_PPOLL, "ppoll", sysPpoll)
+	register(unix.SYS_POLL, "poll", 3, sysPoll)
+	register(unix.SYS_PPOLL, "ppoll", 5, sysPpoll)
 }
 
 // pollEvent is what a thread in poll waits on: any pipe's change.
@@ -129,7 +129,7 @@ func (k *Kernel) readiness(fd uint64, events int16) int16 {
 }
 
 func init() {
-	register(unix.SYS_SELECT, "select", func(k *Kernel, a args) (uint64, error) {
+	register(unix.SYS_SELECT, "select", 5, func(k *Kernel, a args) (uint64, error) {
 		timeout := time.Duration(-1)
 		if a[4] != 0 {
 			var b [16]byte
@@ -142,7 +142,7 @@ func init() {
 		}
 		return k.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
 	})
-	register(unix.SYS_PSELECT6, "pselect6", func(k *Kernel, a args) (uint64, error) {
+	register(unix.SYS_PSELECT6, "pselect6", 6, func(k *Kernel, a args) (uint64, error) {
 		timeout := time.Duration(-1)
 		if a[4] != 0 {
 			d, err := k.readTimespec(a[4])

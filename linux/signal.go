@@ -9,15 +9,15 @@ import (
 )
 
 func init() {
-	register(unix.SYS_RT_SIGACTION, "rt_sigaction", sysRtSigaction)
-	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", sysRtSigprocmask)
-	register(unix.SYS_RT_SIGRETURN, "rt_sigreturn", sysRtSigreturn)
-	register(unix.SYS_SIGALTSTACK, "sigaltstack", sysSigaltstack)
-	register(unix.SYS_PAUSE, "pause", func(k *Kernel, a args) (uint64, error) { return 0, k.blockOn(sigWait{}) })
-	register(unix.SYS_RT_SIGSUSPEND, "rt_sigsuspend", sysRtSigsuspend)
-	register(unix.SYS_TGKILL, "tgkill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[1])), a[2], true) })
-	register(unix.SYS_TKILL, "tkill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], true) })
-	register(unix.SYS_KILL, "kill", func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], false) })
+	register(unix.SYS_RT_SIGACTION, "rt_sigaction", 4, sysRtSigaction)
+	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", 4, sysRtSigprocmask)
+	register(unix.SYS_RT_SIGRETURN, "rt_sigreturn", 0, sysRtSigreturn)
+	register(unix.SYS_SIGALTSTACK, "sigaltstack", 2, sysSigaltstack)
+	register(unix.SYS_PAUSE, "pause", 0, func(k *Kernel, a args) (uint64, error) { return 0, k.blockOn(sigWait{}) })
+	register(unix.SYS_RT_SIGSUSPEND, "rt_sigsuspend", 2, sysRtSigsuspend)
+	register(unix.SYS_TGKILL, "tgkill", 3, func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[1])), a[2], true) })
+	register(unix.SYS_TKILL, "tkill", 2, func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], true) })
+	register(unix.SYS_KILL, "kill", 2, func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], false) })
 }
 
 // Signals are delivered to handlers as Linux delivers them: a frame on the

@@ -5,11 +5,11 @@ import (
 )
 
 func init() {
-	register(unix.SYS_BRK, "brk", sysBrk)
-	register(unix.SYS_MMAP, "mmap", sysMmap)
-	register(unix.SYS_MUNMAP, "munmap", sysMunmap)
-	register(unix.SYS_MPROTECT, "mprotect", sysMprotect)
-	register(unix.SYS_MADVISE, "madvise", sysMadvise)
+	register(unix.SYS_BRK, "brk", 1, sysBrk)
+	register(unix.SYS_MMAP, "mmap", 6, sysMmap)
+	register(unix.SYS_MUNMAP, "munmap", 2, sysMunmap)
+	register(unix.SYS_MPROTECT, "mprotect", 3, sysMprotect)
+	register(unix.SYS_MADVISE, "madvise", 3, sysMadvise)
 }
 
 // maxHeap bounds how far brk moves the heap past the executable.

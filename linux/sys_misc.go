@@ -7,41 +7,41 @@ import (
 )
 
 func init() {
-	register(unix.SYS_UMASK, "umask", constant(0o022))
-	register(unix.SYS_SETPGID, "setpgid", constant(0))
-	register(unix.SYS_GETPGID, "getpgid", constant(pid))
-	register(unix.SYS_GETPGRP, "getpgrp", constant(pid))
-	register(unix.SYS_GETSID, "getsid", constant(pid))
-	register(unix.SYS_SETSID, "setsid", func(k *Kernel, a args) (uint64, error) { return 0, unix.EPERM })
-	register(unix.SYS_GETGROUPS, "getgroups", constant(0))
-	register(unix.SYS_SETUID, "setuid", setID(uid))
-	register(unix.SYS_SETGID, "setgid", setID(gid))
-	register(unix.SYS_PRCTL, "prctl", sysPrctl)
-	register(unix.SYS_SYSINFO, "sysinfo", sysSysinfo)
-	register(unix.SYS_GETRUSAGE, "getrusage", func(k *Kernel, a args) (uint64, error) {
+	register(unix.SYS_UMASK, "umask", 1, constant(0o022))
+	register(unix.SYS_SETPGID, "setpgid", 2, constant(0))
+	register(unix.SYS_GETPGID, "getpgid", 1, constant(pid))
+	register(unix.SYS_GETPGRP, "getpgrp", 0, constant(pid))
+	register(unix.SYS_GETSID, "getsid", 1, constant(pid))
+	register(unix.SYS_SETSID, "setsid", 0, func(k *Kernel, a args) (uint64, error) { return 0, unix.EPERM })
+	register(unix.SYS_GETGROUPS, "getgroups", 2, constant(0))
+	register(unix.SYS_SETUID, "setuid", 1, setID(uid))
+	register(unix.SYS_SETGID, "setgid", 1, setID(gid))
+	register(unix.SYS_PRCTL, "prctl", 5, sysPrctl)
+	register(unix.SYS_SYSINFO, "sysinfo", 1, sysSysinfo)
+	register(unix.SYS_GETRUSAGE, "getrusage", 2, func(k *Kernel, a args) (uint64, error) {
 		return 0, memErr(k.proc().as.write(a[1], make([]byte, 144)))
 	})
-	register(unix.SYS_FSYNC, "fsync", fdOnly)
-	register(unix.SYS_FDATASYNC, "fdatasync", fdOnly)
-	register(unix.SYS_FTRUNCATE, "ftruncate", sysFtruncate)
-	register(unix.SYS_MREMAP, "mremap", sysMremap)
-	register(unix.SYS_SOCKET, "socket", func(*Kernel, args) (uint64, error) { return 0, unix.EAFNOSUPPORT })
-	register(unix.SYS_CONNECT, "connect", nil)
-	register(unix.SYS_EPOLL_CREATE1, "epoll_create1", nil)
-	register(unix.SYS_RENAME, "rename", func(k *Kernel, a args) (uint64, error) { return sysRenameat(k, args{atFDCWD, a[0], atFDCWD, a[1]}) })
-	register(unix.SYS_RENAMEAT, "renameat", sysRenameat)
-	register(unix.SYS_RENAMEAT2, "renameat2", sysRenameat)
-	register(unix.SYS_FADVISE64, "fadvise64", fdOnly)
+	register(unix.SYS_FSYNC, "fsync", 1, fdOnly)
+	register(unix.SYS_FDATASYNC, "fdatasync", 1, fdOnly)
+	register(unix.SYS_FTRUNCATE, "ftruncate", 2, sysFtruncate)
+	register(unix.SYS_MREMAP, "mremap", 5, sysMremap)
+	register(unix.SYS_SOCKET, "socket", 3, func(*Kernel, args) (uint64, error) { return 0, unix.EAFNOSUPPORT })
+	register(unix.SYS_CONNECT, "connect", 3, nil)
+	register(unix.SYS_EPOLL_CREATE1, "epoll_create1", 1, nil)
+	register(unix.SYS_RENAME, "rename", 2, func(k *Kernel, a args) (uint64, error) { return sysRenameat(k, args{atFDCWD, a[0], atFDCWD, a[1]}) })
+	register(unix.SYS_RENAMEAT, "renameat", 4, sysRenameat)
+	register(unix.SYS_RENAMEAT2, "renameat2", 5, sysRenameat)
+	register(unix.SYS_FADVISE64, "fadvise64", 4, fdOnly)
 	// No file has extended attributes: getting one finds none, listing
 	// them lists none.
-	register(unix.SYS_GETXATTR, "getxattr", func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
-	register(unix.SYS_LGETXATTR, "lgetxattr", func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
-	register(unix.SYS_FGETXATTR, "fgetxattr", func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
-	register(unix.SYS_LISTXATTR, "listxattr", constant(0))
-	register(unix.SYS_LLISTXATTR, "llistxattr", constant(0))
-	register(unix.SYS_FLISTXATTR, "flistxattr", constant(0))
-	register(unix.SYS_UTIMENSAT, "utimensat", constant(0)) // times are the program's epoch, always
-	register(unix.SYS_FCHMOD, "fchmod", fdOnly)
+	register(unix.SYS_GETXATTR, "getxattr", 4, func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
+	register(unix.SYS_LGETXATTR, "lgetxattr", 4, func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
+	register(unix.SYS_FGETXATTR, "fgetxattr", 4, func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
+	register(unix.SYS_LISTXATTR, "listxattr", 3, constant(0))
+	register(unix.SYS_LLISTXATTR, "llistxattr", 3, constant(0))
+	register(unix.SYS_FLISTXATTR, "flistxattr", 3, constant(0))
+	register(unix.SYS_UTIMENSAT, "utimensat", 4, constant(0)) // times are the program's epoch, always
+	register(unix.SYS_FCHMOD, "fchmod", 2, fdOnly)
 }
 
 // setID accepts changing to the identity the program already has.
@@ -157,8 +157,9 @@ func sysMremap(k *Kernel, a args) (uint64, error) {
 	return to, memErr(as.unmap(old, old+oldLen))
 }
 
-// sysRenameat moves an entry (renameat2's flags other than none are not
-// supported); an existing file at the new name is replaced.
+// sysRenameat moves an entry; an existing file at the new name is
+// replaced. renameat2's flags other than none are not supported; renameat,
+// which takes no flags, finds a[4] zero (the dispatcher clears it).
 func sysRenameat(k *Kernel, a args) (uint64, error) {
 	if a[4] != 0 {
 		return 0, unix.EINVAL

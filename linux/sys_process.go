@@ -7,33 +7,33 @@ import (
 )
 
 func init() {
-	register(unix.SYS_EXIT, "exit", func(k *Kernel, a args) (uint64, error) { return 0, k.exitThread(a[0]) })
-	register(unix.SYS_EXIT_GROUP, "exit_group", func(k *Kernel, a args) (uint64, error) {
+	register(unix.SYS_EXIT, "exit", 1, func(k *Kernel, a args) (uint64, error) { return 0, k.exitThread(a[0]) })
+	register(unix.SYS_EXIT_GROUP, "exit_group", 1, func(k *Kernel, a args) (uint64, error) {
 		return 0, k.exitProcess(k.proc(), (a[0]&0xff)<<8)
 	})
-	register(unix.SYS_GETPID, "getpid", func(k *Kernel, a args) (uint64, error) { return uint64(k.proc().pid), nil })
-	register(unix.SYS_GETTID, "gettid", func(k *Kernel, a args) (uint64, error) { return uint64(k.current().tid), nil })
-	register(unix.SYS_GETPPID, "getppid", func(k *Kernel, a args) (uint64, error) {
+	register(unix.SYS_GETPID, "getpid", 0, func(k *Kernel, a args) (uint64, error) { return uint64(k.proc().pid), nil })
+	register(unix.SYS_GETTID, "gettid", 0, func(k *Kernel, a args) (uint64, error) { return uint64(k.current().tid), nil })
+	register(unix.SYS_GETPPID, "getppid", 0, func(k *Kernel, a args) (uint64, error) {
 		if p := k.proc().parent; p != nil {
 			return uint64(p.pid), nil
 		}
 		return 0, nil
 	})
-	register(unix.SYS_GETUID, "getuid", constant(uid))
-	register(unix.SYS_GETEUID, "geteuid", constant(uid))
-	register(unix.SYS_GETGID, "getgid", constant(gid))
-	register(unix.SYS_GETEGID, "getegid", constant(gid))
-	register(unix.SYS_SCHED_YIELD, "sched_yield", func(k *Kernel, a args) (uint64, error) { k.resched = true; return 0, nil })
-	register(unix.SYS_SET_TID_ADDRESS, "set_tid_address", sysSetTIDAddress)
-	register(unix.SYS_SET_ROBUST_LIST, "set_robust_list", constant(0))
-	register(unix.SYS_RSEQ, "rseq", fallback) // or the kernel would write the CPU number into the program
-	register(unix.SYS_ARCH_PRCTL, "arch_prctl", sysArchPrctl)
-	register(unix.SYS_UNAME, "uname", sysUname)
-	register(unix.SYS_PRLIMIT64, "prlimit64", sysPrlimit)
-	register(unix.SYS_GETRLIMIT, "getrlimit", func(k *Kernel, a args) (uint64, error) {
+	register(unix.SYS_GETUID, "getuid", 0, constant(uid))
+	register(unix.SYS_GETEUID, "geteuid", 0, constant(uid))
+	register(unix.SYS_GETGID, "getgid", 0, constant(gid))
+	register(unix.SYS_GETEGID, "getegid", 0, constant(gid))
+	register(unix.SYS_SCHED_YIELD, "sched_yield", 0, func(k *Kernel, a args) (uint64, error) { k.resched = true; return 0, nil })
+	register(unix.SYS_SET_TID_ADDRESS, "set_tid_address", 1, sysSetTIDAddress)
+	register(unix.SYS_SET_ROBUST_LIST, "set_robust_list", 2, constant(0))
+	register(unix.SYS_RSEQ, "rseq", 4, fallback) // or the kernel would write the CPU number into the program
+	register(unix.SYS_ARCH_PRCTL, "arch_prctl", 2, sysArchPrctl)
+	register(unix.SYS_UNAME, "uname", 1, sysUname)
+	register(unix.SYS_PRLIMIT64, "prlimit64", 4, sysPrlimit)
+	register(unix.SYS_GETRLIMIT, "getrlimit", 2, func(k *Kernel, a args) (uint64, error) {
 		return sysPrlimit(k, args{0, a[0], 0, a[1]})
 	})
-	register(unix.SYS_SCHED_GETAFFINITY, "sched_getaffinity", sysSchedGetaffinity)
+	register(unix.SYS_SCHED_GETAFFINITY, "sched_getaffinity", 3, sysSchedGetaffinity)
 }
 
 // fallback answers ENOSYS by design, to a call the C library tries first

@@ -7,11 +7,11 @@ import (
 )
 
 func init() {
-	register(unix.SYS_FSTAT, "fstat", sysFstat)
-	register(unix.SYS_NEWFSTATAT, "newfstatat", sysNewfstatat)
-	register(unix.SYS_STAT, "stat", func(k *Kernel, a args) (uint64, error) { return sysNewfstatat(k, args{atFDCWD, a[0], a[1], 0}) })
-	register(unix.SYS_LSTAT, "lstat", func(k *Kernel, a args) (uint64, error) { return sysNewfstatat(k, args{atFDCWD, a[0], a[1], 0}) })
-	register(unix.SYS_STATX, "statx", sysStatx)
+	register(unix.SYS_FSTAT, "fstat", 2, sysFstat)
+	register(unix.SYS_NEWFSTATAT, "newfstatat", 4, sysNewfstatat)
+	register(unix.SYS_STAT, "stat", 2, func(k *Kernel, a args) (uint64, error) { return sysNewfstatat(k, args{atFDCWD, a[0], a[1], 0}) })
+	register(unix.SYS_LSTAT, "lstat", 2, func(k *Kernel, a args) (uint64, error) { return sysNewfstatat(k, args{atFDCWD, a[0], a[1], 0}) })
+	register(unix.SYS_STATX, "statx", 5, sysStatx)
 }
 
 // Device numbers the stat calls report.

@@ -10,13 +10,13 @@ import (
 )
 
 func init() {
-	register(unix.SYS_CLONE, "clone", sysClone)
-	register(unix.SYS_CLONE3, "clone3", fallback) // glibc falls back to clone
-	register(unix.SYS_FORK, "fork", func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
-	register(unix.SYS_VFORK, "vfork", func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
-	register(unix.SYS_EXECVE, "execve", sysExecve)
-	register(unix.SYS_WAIT4, "wait4", sysWait4)
-	register(unix.SYS_WAITID, "waitid", sysWaitid)
+	register(unix.SYS_CLONE, "clone", 5, sysClone)
+	register(unix.SYS_CLONE3, "clone3", 2, fallback) // glibc falls back to clone
+	register(unix.SYS_FORK, "fork", 0, func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
+	register(unix.SYS_VFORK, "vfork", 0, func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
+	register(unix.SYS_EXECVE, "execve", 3, sysExecve)
+	register(unix.SYS_WAIT4, "wait4", 4, sysWait4)
+	register(unix.SYS_WAITID, "waitid", 5, sysWaitid)
 }
 
 // threadFlags are the clone flags of a thread as pthread_create makes it

@@ -8,12 +8,12 @@ import (
 )
 
 func init() {
-	register(unix.SYS_CLOCK_GETTIME, "clock_gettime", sysClockGettime)
-	register(unix.SYS_GETTIMEOFDAY, "gettimeofday", sysGettimeofday)
-	register(unix.SYS_TIME, "time", sysTime)
-	register(unix.SYS_NANOSLEEP, "nanosleep", sysNanosleep)
-	register(unix.SYS_CLOCK_NANOSLEEP, "clock_nanosleep", sysClockNanosleep)
-	register(unix.SYS_GETRANDOM, "getrandom", sysGetrandom)
+	register(unix.SYS_CLOCK_GETTIME, "clock_gettime", 2, sysClockGettime)
+	register(unix.SYS_GETTIMEOFDAY, "gettimeofday", 2, sysGettimeofday)
+	register(unix.SYS_TIME, "time", 1, sysTime)
+	register(unix.SYS_NANOSLEEP, "nanosleep", 2, sysNanosleep)
+	register(unix.SYS_CLOCK_NANOSLEEP, "clock_nanosleep", 4, sysClockNanosleep)
+	register(unix.SYS_GETRANDOM, "getrandom", 3, sysGetrandom)
 }
 
 // Every time a program reads is an input: there is no vDSO, so each read

@@ -3,6 +3,7 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -20,22 +21,27 @@ type handler func(k *Kernel, a args) (uint64, error)
 // errno is a system call's failure, returned to the program as -errno.
 type errno = unix.Errno
 
-// syscalls maps a system call number to its name and handler; a missing
-// handler answers ENOSYS.
-var syscalls = map[uint64]struct {
-	name string
-	fn   handler
-}{}
+// sysCall is a registered system call: its name, how many arguments it
+// takes (Linux's count on x86-64), and its handler (nil: ENOSYS).
+type sysCall struct {
+	name  string
+	nargs int
+	fn    handler
+}
 
-// register adds a system call; the tables live beside the calls (sys_*.go).
-func register(nr uintptr, name string, fn handler) {
+// syscalls maps a system call number to its registration.
+var syscalls = map[uint64]sysCall{}
+
+// register adds a system call that takes nargs arguments; the tables live
+// beside the calls (sys_*.go).
+func register(nr uintptr, name string, nargs int, fn handler) {
 	if _, dup := syscalls[uint64(nr)]; dup {
 		panic("linux: system call " + name + " registered twice")
 	}
-	syscalls[uint64(nr)] = struct {
-		name string
-		fn   handler
-	}{name, fn}
+	if nargs < 0 || nargs > len(args{}) {
+		panic("linux: system call " + name + " takes " + itoa(uint64(nargs)) + " arguments")
+	}
+	syscalls[uint64(nr)] = sysCall{name, nargs, fn}
 }
 
 func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
@@ -50,11 +56,14 @@ func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 		k.stats.Unsupported[name]++
 		return negErrno(unix.ENOSYS), nil
 	}
+	// The registers past the call's arguments hold whatever the program
+	// left there: a handler must never see them.
 	a := args{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
+	clear(a[sc.nargs:])
 	tid := k.current().tid
 	ret, err := sc.fn(k, a)
 	if k.trace != nil {
-		fmt.Fprintf(k.trace, "[%d] %s(%#x, %#x, %#x, %#x) = %#x %v\n", tid, name, a[0], a[1], a[2], a[3], ret, err)
+		fmt.Fprintf(k.trace, "[%d] %s(%s) = %#x %v\n", tid, name, a.format(sc.nargs), ret, err)
 	}
 	if errors.Is(err, errRestart) {
 		k.restart = true
@@ -65,6 +74,15 @@ func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 		return negErrno(e), nil
 	}
 	return ret, err
+}
+
+// format lists the first n arguments, as strace shows a call's.
+func (a args) format(n int) string {
+	s := make([]string, n)
+	for i, v := range a[:n] {
+		s[i] = fmt.Sprintf("%#x", v)
+	}
+	return strings.Join(s, ", ")
 }
 
 func negErrno(e errno) uint64 { return uint64(-int64(e)) }
