@@ -10,25 +10,26 @@ import (
 
 // Auxiliary vector entry types (the ones a program is given).
 const (
-	atNull     = 0
-	atPHDR     = 3
-	atPHENT    = 4
-	atPHNUM    = 5
-	atPAGESZ   = 6
-	atBASE     = 7
-	atFLAGS    = 8
-	atENTRY    = 9
-	atUID      = 11
-	atEUID     = 12
-	atGID      = 13
-	atEGID     = 14
-	atPLATFORM = 15
-	atHWCAP    = 16
-	atCLKTCK   = 17
-	atSECURE   = 23
-	atRANDOM   = 25
-	atHWCAP2   = 26
-	atEXECFN   = 31
+	atNull        = 0
+	atPHDR        = 3
+	atPHENT       = 4
+	atPHNUM       = 5
+	atPAGESZ      = 6
+	atBASE        = 7
+	atFLAGS       = 8
+	atENTRY       = 9
+	atUID         = 11
+	atEUID        = 12
+	atGID         = 13
+	atEGID        = 14
+	atPLATFORM    = 15
+	atHWCAP       = 16
+	atCLKTCK      = 17
+	atSECURE      = 23
+	atRANDOM      = 25
+	atHWCAP2      = 26
+	atEXECFN      = 31
+	atMINSIGSTKSZ = 51
 )
 
 // executable is a Linux ELF executable as loaded: where its entry point
@@ -186,10 +187,11 @@ func pageUp(v uint64) uint64 { return (v + pageMask) &^ pageMask }
 // initialStack is what a new image's stack is built from besides the
 // executable's addresses.
 type initialStack struct {
-	execfn     string // the path the image was run by (AT_EXECFN)
-	argv, envp []string
-	random     [randomBytes]byte
-	hwcap      uint64
+	execfn      string // the path the image was run by (AT_EXECFN)
+	argv, envp  []string
+	random      [randomBytes]byte
+	hwcap       uint64
+	minSigStack uint64 // AT_MINSIGSTKSZ (sigStackSize)
 }
 
 const (
@@ -228,10 +230,11 @@ func stackImage(as *addressSpace, top uint64, x *executable, s *initialStack) (u
 	plat := start&^15 - uint64(len(elfPlatform)+1)
 	rnd := plat - randomBytes
 
-	// The order of Linux's x86-64 auxv. There is no AT_SYSINFO_EHDR, as
-	// there is no vDSO, and no AT_RSEQ_*, as there is no rseq.
+	// The order of Linux's x86-64 auxv, ARCH_DLINFO's AT_MINSIGSTKSZ
+	// first. There is no AT_SYSINFO_EHDR, as there is no vDSO, and no
+	// AT_RSEQ_*, as there is no rseq.
 	auxv := []uint64{
-		atHWCAP, s.hwcap, atPAGESZ, pageSize, atCLKTCK, 100,
+		atMINSIGSTKSZ, s.minSigStack, atHWCAP, s.hwcap, atPAGESZ, pageSize, atCLKTCK, 100,
 		atPHDR, x.phdr, atPHENT, 56, atPHNUM, uint64(x.phnum), atBASE, x.interpBase,
 		atFLAGS, 0, atENTRY, x.entry, atUID, uid, atEUID, uid, atGID, gid, atEGID, gid,
 		atSECURE, 0, atRANDOM, rnd, atHWCAP2, 0, atEXECFN, fn, atPLATFORM, plat, atNull, 0,
@@ -263,4 +266,25 @@ func stackImage(as *addressSpace, top uint64, x *executable, s *initialStack) (u
 	copy(b[plat-sp:], elfPlatform)
 	copy(b[rnd-sp:], s.random[:])
 	return sp, as.write(sp, b)
+}
+
+// Linux sizes AT_MINSIGSTKSZ for the largest signal frame of any ABI it
+// runs (arch/x86/kernel/signal.c, init_sigframe_size). A distribution's
+// kernel runs 32-bit programs too, so that is struct sigframe_ia32, and an
+// i387 header (struct fregs_state) may precede the XSAVE image; each is
+// counted with its worst alignment padding.
+const (
+	ia32SigframeBytes = 736
+	fsaveHeaderBytes  = 112
+	framePadding      = 15 // the frame's 16-byte alignment
+	xsavePadding      = 63 // the XSAVE image's 64-byte alignment
+)
+
+// sigStackSize is AT_MINSIGSTKSZ on a CPU whose signal frames carry
+// fpstate bytes of extended state (xsaveLayout.frameBytes: the image and
+// FP_XSTATE_MAGIC2): the most stack a signal's frame takes, rounded up to
+// 16 bytes, as Linux's get_sigframe_size gives it.
+func sigStackSize(fpstate int) uint64 {
+	n := ia32SigframeBytes + framePadding + fsaveHeaderBytes + fpstate + xsavePadding
+	return uint64(n+15) &^ 15
 }

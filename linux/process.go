@@ -63,7 +63,7 @@ func (k *Kernel) execImage(p *process, path string, image []byte, argv, envp []s
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
 	sp, err = stackImage(as, userTop, x, &initialStack{execfn: path, argv: argv, envp: envp, random: k.random(p),
-		hwcap: hwcap(k.m)})
+		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes())})
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
 	}
