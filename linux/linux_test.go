@@ -495,3 +495,95 @@ func TestGoProgram(t *testing.T) {
 	require.Equal(t, string(want), console)
 	replaysMatch(t, path, rec, console, 2)
 }
+
+// runProgramLive runs p under the Linux personality, live, and returns
+// the result and the console output: runLive for a program with its own
+// guest path and files.
+func runProgramLive(t *testing.T, p *linux.Program) (*vmm.Result, string, error) {
+	t.Helper()
+	kvmtest.Require(t)
+	k, err := linux.New(*p)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 256 << 20, Console: &out})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := m.Run(ctx)
+	return res, out.String(), err
+}
+
+// The initial stack is Linux's: auxv's types in Linux's order and its
+// fixed values, and execfn, the strings, the end marker, the platform
+// string and AT_RANDOM's bytes where Linux puts them below the top, with
+// argc 16-byte aligned. The host runs the program without address
+// randomisation (setarch -R), at the same path, with the same argv and
+// environment, and prints the same, static or dynamic. Recorded, it
+// replays.
+func TestInitialStack(t *testing.T) {
+	kvmtest.RequireTools(t, "setarch")
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"static", []string{"-static", "-O1"}},
+		{"dynamic", []string{"-O1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := build(t, "gcc", "stack.c", tc.flags...)
+			argv := []string{bin, "one", "two words", ""}
+			env := []string{"HOME=/", "LANG=C", "SOME=thing else"}
+			native := exec.Command("setarch", append([]string{"-R"}, argv...)...)
+			native.Env = env
+			want, err := native.Output()
+			require.NoError(t, err)
+			require.Contains(t, string(want), "end marker at top-8: zero 1\n")
+
+			raw, err := os.ReadFile(bin)
+			require.NoError(t, err)
+			deps, err := linux.Dependencies(raw)
+			require.NoError(t, err)
+			p := &linux.Program{Path: bin, Image: raw, Argv: argv, Env: env, Files: deps,
+				Random: [16]byte{7, 7, 7}, Epoch: time.Unix(1700000000, 0)}
+			res, out, err := runProgramLive(t, p)
+			require.NoError(t, err, out)
+			require.Equal(t, uint32(0), res.Status, out)
+			require.Equal(t, string(want), out)
+
+			path, rec, console := recordProgram(t, p, 0)
+			require.Equal(t, string(want), console)
+			replaysMatch(t, path, rec, console, 2)
+		})
+	}
+}
+
+// glibc's tunables parser reads past the end of the environment's last
+// string, which on Linux is followed by execfn and the stack's end
+// marker, not by AT_RANDOM's bytes: a dynamic program (the host's true) and
+// a static one (busybox) given a tunable exit 0, as they do on the host.
+// AT_RANDOM's bytes have no zero, as random bytes mostly have none, so a
+// scan past the strings finds no end in them.
+func TestTunablesReadPastEnvironment(t *testing.T) {
+	kvmtest.RequireTools(t, "true", "busybox")
+	env := []string{"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2"}
+	for _, argv := range [][]string{{"true"}, {"busybox", "true"}} {
+		t.Run(argv[0], func(t *testing.T) {
+			bin, err := exec.LookPath(argv[0])
+			require.NoError(t, err)
+			native := exec.Command(bin, argv[1:]...)
+			native.Env = env
+			require.NoError(t, native.Run())
+
+			raw, err := os.ReadFile(bin)
+			require.NoError(t, err)
+			deps, err := linux.Dependencies(raw)
+			require.NoError(t, err)
+			p := &linux.Program{Path: bin, Image: raw, Argv: argv, Env: env, Files: deps, Epoch: time.Unix(1700000000, 0),
+				Random: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}
+			res, out, err := runProgramLive(t, p)
+			require.NoError(t, err, out)
+			require.Equal(t, uint32(0), res.Status, out)
+		})
+	}
+}

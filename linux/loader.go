@@ -10,25 +10,26 @@ import (
 
 // Auxiliary vector entry types (the ones a program is given).
 const (
-	atNull     = 0
-	atPHDR     = 3
-	atPHENT    = 4
-	atPHNUM    = 5
-	atPAGESZ   = 6
-	atBASE     = 7
-	atFLAGS    = 8
-	atENTRY    = 9
-	atUID      = 11
-	atEUID     = 12
-	atGID      = 13
-	atEGID     = 14
-	atPLATFORM = 15
-	atHWCAP    = 16
-	atCLKTCK   = 17
-	atSECURE   = 23
-	atRANDOM   = 25
-	atHWCAP2   = 26
-	atEXECFN   = 31
+	atNull        = 0
+	atPHDR        = 3
+	atPHENT       = 4
+	atPHNUM       = 5
+	atPAGESZ      = 6
+	atBASE        = 7
+	atFLAGS       = 8
+	atENTRY       = 9
+	atUID         = 11
+	atEUID        = 12
+	atGID         = 13
+	atEGID        = 14
+	atPLATFORM    = 15
+	atHWCAP       = 16
+	atCLKTCK      = 17
+	atSECURE      = 23
+	atRANDOM      = 25
+	atHWCAP2      = 26
+	atEXECFN      = 31
+	atMINSIGSTKSZ = 51
 )
 
 // executable is a Linux ELF executable as loaded: where its entry point
@@ -183,62 +184,107 @@ func protOf(f elf.ProgFlag) prot {
 
 func pageUp(v uint64) uint64 { return (v + pageMask) &^ pageMask }
 
-// stackImage writes the initial stack below top — the strings, AT_RANDOM's
-// bytes, auxv, envp, argv, argc, as Linux lays them out — and returns the
-// stack pointer the program starts with (16-byte aligned, at argc).
-func stackImage(as *addressSpace, top uint64, x *executable, execfn string, argv, envp []string, random [randomBytes]byte, hwcap uint64) (uint64, error) {
-	sp := top
-	push := func(b []byte) (uint64, error) {
-		sp -= uint64(len(b))
-		return sp, as.write(sp, b)
-	}
-	pushString := func(s string) (uint64, error) { return push(append([]byte(s), 0)) }
-	rnd, err := push(random[:])
-	if err != nil {
-		return 0, err
-	}
-	platform, err := pushString("x86_64")
-	if err != nil {
-		return 0, err
-	}
-	fn, err := pushString(execfn)
-	if err != nil {
-		return 0, err
-	}
-	strs := func(list []string) ([]uint64, error) {
-		ptrs := make([]uint64, len(list))
-		for i := len(list) - 1; i >= 0; i-- {
-			if ptrs[i], err = pushString(list[i]); err != nil {
-				return nil, err
-			}
+// initialStack is what a new image's stack is built from besides the
+// executable's addresses.
+type initialStack struct {
+	execfn      string // the path the image was run by (AT_EXECFN)
+	argv, envp  []string
+	random      [randomBytes]byte
+	hwcap       uint64
+	minSigStack uint64 // AT_MINSIGSTKSZ (sigStackSize)
+}
+
+const (
+	elfPlatform = "x86_64" // AT_PLATFORM: ELF_PLATFORM, the machine uname gives
+	endMarker   = 8        // zero bytes above the strings
+)
+
+// stackImage writes the initial stack below top as Linux lays it out —
+// fs/exec.c copies the strings below an end marker, then binfmt_elf.c's
+// create_elf_tables adds the rest — and returns the stack pointer the
+// program starts with (16-byte aligned, at argc):
+//
+//	top-8        the end marker: 8 zero bytes
+//	             execfn
+//	             envp's strings, argv's below them (each list in order)
+//	p            argv[0], the lowest string
+//	p&^15 - 7    the platform string
+//	             AT_RANDOM's 16 bytes
+//	             padding to 16
+//	             auxv: (type, value) pairs to AT_NULL
+//	             envp, 0
+//	             argv, 0
+//	sp           argc
+//
+// Programs count on the strings being followed by more stack: glibc's
+// tunables parser reads past the end of the environment's last string.
+func stackImage(as *addressSpace, top uint64, x *executable, s *initialStack) (uint64, error) {
+	strBytes := uint64(len(s.execfn)) + 1 + endMarker
+	for _, list := range [][]string{s.argv, s.envp} {
+		for _, str := range list {
+			strBytes += uint64(len(str)) + 1
 		}
-		return ptrs, nil
 	}
-	envPtrs, err := strs(envp)
-	if err != nil {
-		return 0, err
-	}
-	argPtrs, err := strs(argv)
-	if err != nil {
-		return 0, err
-	}
+	start := top - strBytes // argv[0]
+	fn := top - endMarker - uint64(len(s.execfn)+1)
+	plat := start&^15 - uint64(len(elfPlatform)+1)
+	rnd := plat - randomBytes
+
+	// The order of Linux's x86-64 auxv, ARCH_DLINFO's AT_MINSIGSTKSZ
+	// first. There is no AT_SYSINFO_EHDR, as there is no vDSO, and no
+	// AT_RSEQ_*, as there is no rseq.
 	auxv := []uint64{
-		atPHDR, x.phdr, atPHENT, 56, atPHNUM, uint64(x.phnum), atPAGESZ, pageSize,
-		atBASE, x.interpBase, atFLAGS, 0, atENTRY, x.entry,
-		atUID, uid, atEUID, uid, atGID, gid, atEGID, gid,
-		atPLATFORM, platform, atHWCAP, hwcap, atCLKTCK, 100, atSECURE, 0,
-		atRANDOM, rnd, atHWCAP2, 0, atEXECFN, fn, atNull, 0,
+		atMINSIGSTKSZ, s.minSigStack, atHWCAP, s.hwcap, atPAGESZ, pageSize, atCLKTCK, 100,
+		atPHDR, x.phdr, atPHENT, 56, atPHNUM, uint64(x.phnum), atBASE, x.interpBase,
+		atFLAGS, 0, atENTRY, x.entry, atUID, uid, atEUID, uid, atGID, gid, atEGID, gid,
+		atSECURE, 0, atRANDOM, rnd, atHWCAP2, 0, atEXECFN, fn, atPLATFORM, plat, atNull, 0,
 	}
-	words := []uint64{uint64(len(argv))}
-	words = append(words, argPtrs...)
-	words = append(words, 0)
-	words = append(words, envPtrs...)
-	words = append(words, 0)
+	nwords := 1 + len(s.argv) + 1 + len(s.envp) + 1 + len(auxv)
+	sp := (rnd - uint64(nwords)*8) &^ 15
+	if top-sp > stackSize {
+		return 0, fmt.Errorf("arguments, environment and path need %d bytes of the %d-byte stack", top-sp, stackSize)
+	}
+
+	// Every NUL, the end marker and the padding are b's zeros.
+	b := make([]byte, top-sp)
+	words := make([]uint64, 0, nwords)
+	words = append(words, uint64(len(s.argv)))
+	at := start
+	for _, list := range [][]string{s.argv, s.envp} {
+		for _, str := range list {
+			words = append(words, at)
+			copy(b[at-sp:], str)
+			at += uint64(len(str)) + 1
+		}
+		words = append(words, 0)
+	}
 	words = append(words, auxv...)
-	sp = (sp - uint64(len(words))*8) &^ 15
-	b := make([]byte, len(words)*8)
 	for i, w := range words {
 		binary.LittleEndian.PutUint64(b[i*8:], w)
 	}
+	copy(b[fn-sp:], s.execfn)
+	copy(b[plat-sp:], elfPlatform)
+	copy(b[rnd-sp:], s.random[:])
 	return sp, as.write(sp, b)
+}
+
+// Linux sizes AT_MINSIGSTKSZ for the largest signal frame of any ABI it
+// runs (arch/x86/kernel/signal.c, init_sigframe_size). A distribution's
+// kernel runs 32-bit programs too, so that is struct sigframe_ia32, and an
+// i387 header (struct fregs_state) may precede the XSAVE image; each is
+// counted with its worst alignment padding.
+const (
+	ia32SigframeBytes = 736
+	fsaveHeaderBytes  = 112
+	framePadding      = 15 // the frame's 16-byte alignment
+	xsavePadding      = 63 // the XSAVE image's 64-byte alignment
+)
+
+// sigStackSize is AT_MINSIGSTKSZ on a CPU whose signal frames carry
+// fpstate bytes of extended state (xsaveLayout.frameBytes: the image and
+// FP_XSTATE_MAGIC2): the most stack a signal's frame takes, rounded up to
+// 16 bytes, as Linux's get_sigframe_size gives it.
+func sigStackSize(fpstate int) uint64 {
+	n := ia32SigframeBytes + framePadding + fsaveHeaderBytes + fpstate + xsavePadding
+	return uint64(n+15) &^ 15
 }

@@ -62,7 +62,8 @@ func (k *Kernel) execImage(p *process, path string, file *node, argv, envp []str
 	if err := as.mapRange(userTop-stackSize, userTop, protRead|protWrite); err != nil {
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
-	sp, err = stackImage(as, userTop, x, path, argv, envp, k.random(p), hwcap(k.m))
+	sp, err = stackImage(as, userTop, x, &initialStack{execfn: path, argv: argv, envp: envp, random: k.random(p),
+		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes())})
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
 	}
