@@ -53,7 +53,7 @@ echo seed >"$work/t/seed"
 for i in $(seq 1 100); do head -c $((i * 300)) /dev/urandom | base64 >"$work/src/f$i"; done
 tar -czf "$work/x.tgz" -C "$work" src
 gcc -O1 -pthread -o "$work/pipeline" internal/cprog/testdata/pipeline.c || exit 2
-gcc -O1 -static -pthread -o "$work/xstate" linux/testdata/xstate.c || exit 2
+gcc -O1 -static -pthread -o "$work/xstate" internal/cprog/testdata/xstate.c || exit 2
 loop() { echo "i=0; while [ \$i -lt $1 ]; do echo x\$i > $work/t/f; cat $work/t/f >/dev/null; i=\$((i+1)); done; echo done \$i"; }
 gzip=$(command -v gzip)
 libs=()

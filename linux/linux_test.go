@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/internal/cprog"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/recorder"
@@ -402,7 +403,7 @@ func TestRandomSystemCalls(t *testing.T) {
 // out; the output is the host's. A live run at 10 kHz switches in the
 // middle of its spins; a recording switches at its calls, and replays.
 func TestExtendedState(t *testing.T) {
-	bin := build(t, "gcc", "xstate.c", "-static", "-O1", "-pthread")
+	bin := cprog.Build(t, "gcc", "xstate", "-static", "-O1", "-pthread")
 	want, err := exec.Command(bin).Output()
 	require.NoError(t, err)
 	require.Contains(t, string(want), "registers kept: 9 of 9 threads\nsignal frames as Linux lays them out: 9 of 9 threads\n")

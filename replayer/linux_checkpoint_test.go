@@ -109,3 +109,25 @@ func recordLinuxCheckpoints(t *testing.T, bin string, argv ...string) (string, s
 	path, res, out := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 5 * time.Millisecond, Checkpoints: ck}, nil, bin, argv...)
 	return path, ck, res, out
 }
+
+// A checkpoint keeps each thread's whole XSAVE state: restored in the
+// middle of xstate's run — nine threads in three processes, each holding
+// its own zmm, ymm and mask registers across calls and signal handlers —
+// every thread still finds its values, so the output and RAM are the
+// recording's.
+func TestLinuxCheckpointsKeepVectorRegisters(t *testing.T) {
+	bin := cprog.Build(t, "gcc", "xstate", "-static", "-O1", "-pthread")
+	ck := filepath.Join(t.TempDir(), "prog.ckpt")
+	path, rec, console := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 40 * time.Millisecond, Checkpoints: ck}, nil, bin, "xstate")
+	require.Contains(t, console, "registers kept: 9 of 9 threads\n")
+	n := len(rec.Checkpoints)
+	require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")
+	for _, i := range slices.Compact([]int{1, n / 2, n - 1}) {
+		var part bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
+		require.NoError(t, err, "from checkpoint %d of %d", i, n)
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
+		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
+		require.Contains(t, part.String(), "registers kept: 9 of 9 threads\n", "from checkpoint %d", i)
+	}
+}
