@@ -234,7 +234,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	if err != nil {
 		return fmt.Errorf("linux: %s: %w", k.prog.Path, err)
 	}
-	entry, sp, err := k.execImage(init, k.prog.Path, exe, k.prog.Argv, k.prog.Env)
+	entry, sp, err := k.execImage(init, k.prog.Path, k.prog.Path, exe, k.prog.Argv, k.prog.Env)
 	if err != nil {
 		return err
 	}

@@ -35,8 +35,9 @@ const maxProcesses = 256
 
 // execImage replaces p's address space with a new one running the ELF
 // file (at path) with argv and envp: the executable, its loader if it has
-// one, its stack. It returns the entry point and stack pointer.
-func (k *Kernel) execImage(p *process, path string, file *node, argv, envp []string) (entry, sp uint64, err error) {
+// one, its stack. execfn is the name it was run by, as the program gave
+// it (AT_EXECFN). It returns the entry point and stack pointer.
+func (k *Kernel) execImage(p *process, path, execfn string, file *node, argv, envp []string) (entry, sp uint64, err error) {
 	as, err := newAddressSpace(k.m.RAM(), k.fr)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: address space: %w", err)
@@ -62,7 +63,7 @@ func (k *Kernel) execImage(p *process, path string, file *node, argv, envp []str
 	if err := as.mapRange(userTop-stackSize, userTop, protRead|protWrite); err != nil {
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
-	sp, err = stackImage(as, userTop, x, &initialStack{execfn: path, argv: argv, envp: envp, random: k.random(p),
+	sp, err = stackImage(as, userTop, x, &initialStack{execfn: execfn, argv: argv, envp: envp, random: k.random(p),
 		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes())})
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)

@@ -121,10 +121,11 @@ func (k *Kernel) readStrings(va uint64) ([]string, error) {
 // sysExecve replaces the process's image with the executable at path,
 // from the program's file system; /proc/self/exe is its own executable.
 func sysExecve(k *Kernel, a args) (uint64, error) {
-	path, err := k.path(atFDCWD, a[0])
+	execfn, err := k.path(atFDCWD, a[0])
 	if err != nil {
 		return 0, err
 	}
+	path := execfn
 	if path == "/proc/self/exe" {
 		path = k.proc().exe
 	}
@@ -147,7 +148,7 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 		return 0, err
 	}
 	if len(argv) == 0 {
-		argv = []string{path}
+		argv = []string{""} // as Linux since 5.18: a program may count on argv[0]
 	}
 	if err := abi.CheckLinuxArgs(argv, envp); err != nil {
 		return 0, unix.E2BIG
@@ -161,7 +162,7 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 		}
 	}
 	k.forgetReturns(t.tid) // they were in the image exec replaces
-	entry, sp, err := k.execImage(p, clean(path), n, argv, envp)
+	entry, sp, err := k.execImage(p, clean(path), execfn, n, argv, envp)
 	if err != nil {
 		return 0, unix.ENOEXEC
 	}
