@@ -148,6 +148,21 @@ func replaysMatch(t *testing.T, path string, rec *recorder.Result, console strin
 	}
 }
 
+// asOnHost runs the executable at bin natively, then under the
+// personality — live, and recorded with the timer jittered by jitter and
+// replayed twice — and requires the host's output every time.
+func asOnHost(t *testing.T, bin, name string, jitter time.Duration) {
+	t.Helper()
+	want, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	_, out, err := runLive(t, bin, []string{name}, nil)
+	require.NoError(t, err, out)
+	require.Equal(t, string(want), out)
+	path, rec, console := recordProgram(t, program(t, bin, name), jitter)
+	require.Equal(t, string(want), console)
+	replaysMatch(t, path, rec, console, 2)
+}
+
 // Every static kind records and replays to the same console, RAM and exit
 // status, three times, with the timer jittered too.
 func TestStaticRecordReplay(t *testing.T) {
@@ -313,30 +328,14 @@ func TestAbort(t *testing.T) {
 // blocked signal delivered when unblocked. The output is the host's.
 func TestSignals(t *testing.T) {
 	for _, cc := range []string{"musl-gcc", "gcc"} {
-		bin := build(t, cc, "signals.c", "-static", "-O1")
-		want, err := exec.Command(bin).Output()
-		require.NoError(t, err)
-		_, out, err := runLive(t, bin, []string{"signals"}, nil)
-		require.NoError(t, err, out)
-		require.Equal(t, string(want), out, cc)
-		path, rec, console := recordProgram(t, program(t, bin, "signals"), time.Millisecond)
-		require.Equal(t, string(want), console)
-		replaysMatch(t, path, rec, console, 2)
+		asOnHost(t, build(t, cc, "signals.c", "-static", "-O1"), "signals", time.Millisecond)
 	}
 }
 
 // poll and select: a timeout on an empty pipe, data a child writes later, the hang-up
 // when it is gone; the host prints the same. Recorded, it replays.
 func TestPoll(t *testing.T) {
-	bin := build(t, "musl-gcc", "poll.c", "-static", "-O1")
-	want, err := exec.Command(bin).Output()
-	require.NoError(t, err)
-	_, out, err := runLive(t, bin, []string{"poll"}, nil)
-	require.NoError(t, err, out)
-	require.Equal(t, string(want), out)
-	path, rec, console := recordProgram(t, program(t, bin, "poll"), 0)
-	require.Equal(t, string(want), console)
-	replaysMatch(t, path, rec, console, 2)
+	asOnHost(t, build(t, "musl-gcc", "poll.c", "-static", "-O1"), "poll", 0)
 }
 
 // setitimer's interval SIGALRMs reach a handler; alarm reports what is
@@ -355,15 +354,7 @@ func TestAlarm(t *testing.T) {
 // waitid for a child that exits and one killed by a signal; sigsuspend
 // waiting with its own mask. The host prints the same.
 func TestWaitAndSuspend(t *testing.T) {
-	bin := build(t, "musl-gcc", "wait.c", "-static", "-O1")
-	want, err := exec.Command(bin).Output()
-	require.NoError(t, err)
-	_, out, err := runLive(t, bin, []string{"wait"}, nil)
-	require.NoError(t, err, out)
-	require.Equal(t, string(want), out)
-	path, rec, console := recordProgram(t, program(t, bin, "wait"), 0)
-	require.Equal(t, string(want), console)
-	replaysMatch(t, path, rec, console, 2)
+	asOnHost(t, build(t, "musl-gcc", "wait.c", "-static", "-O1"), "wait", 0)
 }
 
 // fork shares a process's frames copy-on-write: a process with 150 MiB of
@@ -464,15 +455,7 @@ func TestFutexPerProcess(t *testing.T) {
 // the frame's XSAVE image on it, a stack too small for a frame. The
 // output is the host's.
 func TestAltStack(t *testing.T) {
-	bin := build(t, "gcc", "altstack.c", "-static", "-O1")
-	want, err := exec.Command(bin).Output()
-	require.NoError(t, err)
-	_, out, err := runLive(t, bin, []string{"altstack"}, nil)
-	require.NoError(t, err, out)
-	require.Equal(t, string(want), out)
-	path, rec, console := recordProgram(t, program(t, bin, "altstack"), 0)
-	require.Equal(t, string(want), console)
-	replaysMatch(t, path, rec, console, 2)
+	asOnHost(t, build(t, "gcc", "altstack.c", "-static", "-O1"), "altstack", 0)
 }
 
 // A Go program whose goroutines compute past the runtime's 10 ms slice
@@ -487,14 +470,7 @@ func TestGoProgram(t *testing.T) {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
-	want, err := exec.Command(bin).Output()
-	require.NoError(t, err)
-	_, out, err := runLive(t, bin, []string{"goroutines"}, nil)
-	require.NoError(t, err, out)
-	require.Equal(t, string(want), out)
-	path, rec, console := recordProgram(t, program(t, bin, "goroutines"), time.Millisecond)
-	require.Equal(t, string(want), console)
-	replaysMatch(t, path, rec, console, 2)
+	asOnHost(t, bin, "goroutines", time.Millisecond)
 }
 
 // runProgramLive runs p under the Linux personality, live, and returns
