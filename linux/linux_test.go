@@ -148,18 +148,25 @@ func replaysMatch(t *testing.T, path string, rec *recorder.Result, console strin
 	}
 }
 
-// asOnHost runs the executable at bin natively, then under the
-// personality — live, and recorded with the timer jittered by jitter and
-// replayed twice — and requires the host's output every time.
+// asOnHost runs the executable at bin natively, then requires the host's
+// output from it under the personality (prints).
 func asOnHost(t *testing.T, bin, name string, jitter time.Duration) {
 	t.Helper()
 	want, err := exec.Command(bin).Output()
 	require.NoError(t, err)
+	prints(t, bin, name, string(want), jitter)
+}
+
+// prints runs the executable at bin under the personality — live, and
+// recorded with the timer jittered by jitter and replayed twice — and
+// requires want as its output every time.
+func prints(t *testing.T, bin, name, want string, jitter time.Duration) {
+	t.Helper()
 	_, out, err := runLive(t, bin, []string{name}, nil)
 	require.NoError(t, err, out)
-	require.Equal(t, string(want), out)
+	require.Equal(t, want, out)
 	path, rec, console := recordProgram(t, program(t, bin, name), jitter)
-	require.Equal(t, string(want), console)
+	require.Equal(t, want, console)
 	replaysMatch(t, path, rec, console, 2)
 }
 
@@ -341,14 +348,7 @@ func TestPoll(t *testing.T) {
 // setitimer's interval SIGALRMs reach a handler; alarm reports what is
 // left. Recorded, the alarms land at the same places in every replay.
 func TestAlarm(t *testing.T) {
-	bin := build(t, "musl-gcc", "alarm.c", "-static", "-O1")
-	want := "alarms 1\nalarm first 0\nalarm left 5\n"
-	_, out, err := runLive(t, bin, []string{"alarm"}, nil)
-	require.NoError(t, err, out)
-	require.Equal(t, want, out)
-	path, rec, console := recordProgram(t, program(t, bin, "alarm"), time.Millisecond)
-	require.Equal(t, want, console)
-	replaysMatch(t, path, rec, console, 2)
+	prints(t, build(t, "musl-gcc", "alarm.c", "-static", "-O1"), "alarm", "alarms 1\nalarm first 0\nalarm left 5\n", time.Millisecond)
 }
 
 // waitid for a child that exits and one killed by a signal; sigsuspend
@@ -360,13 +360,7 @@ func TestWaitAndSuspend(t *testing.T) {
 // fork shares a process's frames copy-on-write: a process with 150 MiB of
 // heap forks in a 256 MiB guest, and each side writes its own page.
 func TestCopyOnWriteFork(t *testing.T) {
-	bin := build(t, "musl-gcc", "cow.c", "-static", "-O1")
-	_, out, err := runLive(t, bin, []string{"cow"}, nil)
-	require.NoError(t, err, out)
-	require.Equal(t, "child 7 parent sees p p q\n", out)
-	path, rec, console := recordProgram(t, program(t, bin, "cow"), 0)
-	require.Equal(t, out, console)
-	replaysMatch(t, path, rec, console, 2)
+	prints(t, build(t, "musl-gcc", "cow.c", "-static", "-O1"), "cow", "child 7 parent sees p p q\n", 0)
 }
 
 // Random system calls with random arguments, from several seeds: the
@@ -413,13 +407,7 @@ func TestExtendedState(t *testing.T) {
 // writer its own copy; the program must then read what the call wrote,
 // though it had read the page, through the shared frame, just before.
 func TestCopyOnWriteByTheKernel(t *testing.T) {
-	bin := build(t, "gcc", "cowread.c", "-static", "-O2")
-	_, out, err := runLive(t, bin, []string{"cowread"}, nil)
-	require.NoError(t, err, out)
-	require.Equal(t, "stale reads: 0\n", out)
-	path, rec, console := recordProgram(t, program(t, bin, "cowread"), 0)
-	require.Equal(t, out, console)
-	replaysMatch(t, path, rec, console, 2)
+	prints(t, build(t, "gcc", "cowread.c", "-static", "-O2"), "cowread", "stale reads: 0\n", 0)
 }
 
 // A write that faults on a page a fork left shared runs again before
@@ -440,14 +428,7 @@ func TestCopyOnWriteFaultThenSignal(t *testing.T) {
 // A thread's exit wakes the joiner of its own process: two processes
 // whose threads' exit futexes are at the same address each join theirs.
 func TestFutexPerProcess(t *testing.T) {
-	bin := build(t, "gcc", "futexfork.c", "-static", "-O1", "-pthread")
-	want := "parent joined\nchild joined: 7\n"
-	_, out, err := runLive(t, bin, []string{"futexfork"}, nil)
-	require.NoError(t, err, out)
-	require.Equal(t, want, out)
-	path, rec, console := recordProgram(t, program(t, bin, "futexfork"), 0)
-	require.Equal(t, want, console)
-	replaysMatch(t, path, rec, console, 2)
+	asOnHost(t, build(t, "gcc", "futexfork.c", "-static", "-O1", "-pthread"), "futexfork", 0)
 }
 
 // Alternate signal stacks behave as Linux's: errors, old values, handlers
