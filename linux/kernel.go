@@ -386,20 +386,12 @@ func (k *Kernel) leaveStub() error {
 	if err := k.resume(); err != nil {
 		return err
 	}
-	regs := c.SyncedRegs()
+	next := *c.SyncedRegs()
 	if k.current().state == exited {
-		*regs = stub // nothing runnable: the dead thread's frame is never popped
+		*c.SyncedRegs() = stub // nothing runnable: the dead thread's frame is never popped
 		return nil
 	}
-	ram := k.m.RAM()
-	for _, w := range [][2]uint64{{16, regs.RIP}, {32, regs.RFLAGS}, {40, regs.RSP}} {
-		if err := ram.PutUint64(stub.RSP+w[0], w[1]); err != nil {
-			return err
-		}
-	}
-	regs.RIP, regs.RSP, regs.RFLAGS = stub.RIP, stub.RSP, stub.RFLAGS
-	c.MarkRegsDirty()
-	return nil
+	return k.iretTo(stub, &next)
 }
 
 // loadAddressSpace points the vCPU at the running thread's page tables and
@@ -535,23 +527,28 @@ func (k *Kernel) fault(faulting *kvm.Regs, vector, cr2 uint64) (bool, error) {
 	if !handled || err != nil {
 		return handled, err
 	}
-	// The handler's registers, but the stub's own RIP, RSP and flags: it
-	// goes on to its IRETQ, which takes RIP, RFLAGS and RSP from the
-	// frame, rewritten to enter the handler.
-	c := k.m.VCPU()
-	regs := c.SyncedRegs()
-	stub := *regs
-	*regs = *faulting
-	regs.RIP, regs.RSP, regs.RFLAGS = stub.RIP, stub.RSP, stub.RFLAGS
-	c.MarkRegsDirty()
-	ram := k.m.RAM()
-	for _, w := range [][2]uint64{{16, faulting.RIP}, {32, faulting.RFLAGS}, {40, faulting.RSP}} {
-		if err := ram.PutUint64(stub.RSP+w[0], w[1]); err != nil {
-			return true, err
-		}
-	}
 	// Writing the frame may have broken copy-on-write (a new root); the
 	// stub runs in the system area, the same in every root.
 	k.loadAddressSpace()
-	return true, nil
+	return true, k.iretTo(*k.m.VCPU().SyncedRegs(), faulting)
+}
+
+// iretTo makes the trap stub, whose registers are stub, return with its
+// IRETQ to the user context next: the vCPU gets next's registers but for
+// the stub's own RIP, RSP and flags, which it goes on with, and the frame
+// the IRETQ pops (at the stub's RSP, past the vector and error code) gets
+// next's RIP, flags and RSP.
+func (k *Kernel) iretTo(stub kvm.Regs, next *kvm.Regs) error {
+	ram := k.m.RAM()
+	for _, w := range [][2]uint64{{16, next.RIP}, {32, next.RFLAGS}, {40, next.RSP}} {
+		if err := ram.PutUint64(stub.RSP+w[0], w[1]); err != nil {
+			return err
+		}
+	}
+	c := k.m.VCPU()
+	regs := c.SyncedRegs()
+	*regs = *next
+	regs.RIP, regs.RSP, regs.RFLAGS = stub.RIP, stub.RSP, stub.RFLAGS
+	c.MarkRegsDirty()
+	return nil
 }
