@@ -445,13 +445,7 @@ func TestAltStack(t *testing.T) {
 // recorded and replayed: the runtime's RDTSCPs are answered from the
 // recorded clock.
 func TestGoProgram(t *testing.T) {
-	kvmtest.RequireTools(t, "go")
-	bin := filepath.Join(t.TempDir(), "goroutines")
-	cmd := exec.Command("go", "build", "-o", bin, "./testdata/goroutines")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	asOnHost(t, bin, "goroutines", time.Millisecond)
+	asOnHost(t, cprog.BuildGo(t, "goroutines"), "goroutines", time.Millisecond)
 }
 
 // runProgramLive runs p under the Linux personality, live, and returns

@@ -146,6 +146,13 @@ type savedThread struct {
 	Infos     map[uint64][128]byte
 	SavedMask uint64
 	Suspended bool
+	AltStack  savedAltStack
+	RetryAt   uint64
+}
+
+type savedAltStack struct {
+	SP, Size uint64
+	Flags    uint32
 }
 
 // savedWait is what a blocked thread waits on (thread.waitKey).
@@ -218,6 +225,7 @@ func (k *Kernel) save() (*savedKernel, error) {
 			FutexAddr: t.futexAddr, FutexMask: t.futexMask, Deadline: t.deadline, WakeErr: uint64(t.wakeErr), WaitSeq: t.waitSeq,
 			Wait: w, Warned: t.warned, TimedOut: t.timedOut, Sigmask: t.sigmask, Pending: t.pending, Infos: maps.Clone(t.infos),
 			SavedMask: t.savedMask, Suspended: t.suspended,
+			AltStack: savedAltStack{t.altstack.sp, t.altstack.size, t.altstack.flags}, RetryAt: t.retryAt,
 		})
 	}
 	return s, nil

@@ -111,6 +111,8 @@ func (k *Kernel) check(s *savedKernel) error {
 			return fmt.Errorf("thread %d: state %d", t.TID, t.State)
 		case len(t.Infos) > maxSignal:
 			return fmt.Errorf("thread %d: %d pending signals' information", t.TID, len(t.Infos))
+		case !k.xsave.valid(&t.XSave):
+			return fmt.Errorf("thread %d: an XSAVE image KVM_SET_XSAVE would refuse", t.TID)
 		}
 		tids[t.TID] = true
 		if w := t.Wait; !w.valid(len(s.Pipes), len(s.Procs)) {
@@ -278,7 +280,8 @@ func (r *restorer) restore() error {
 		t := &thread{tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, xsave: st.XSave,
 			fsBase: st.FSBase, clearTID: st.ClearTID, futexAddr: st.FutexAddr, futexMask: st.FutexMask, deadline: st.Deadline,
 			wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
-			sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended}
+			sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,
+			altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt}
 		switch st.Wait.Kind {
 		case waitPipe:
 			t.waitKey = r.pipes[st.Wait.Ref]

@@ -163,6 +163,21 @@ func (l *xsaveLayout) frameSize(legacy []byte) int {
 	return size + magic2Bytes
 }
 
+// valid reports whether x is an image the CPU takes: a standard-form
+// header naming only components it has, and MXCSR within its mask.
+func (l *xsaveLayout) valid(x *kvm.XSave) bool {
+	b := x.Bytes()
+	return l.validHeader(b) && binary.LittleEndian.Uint32(b[offMXCSR:])&^l.mxcsrMask == 0
+}
+
+// validHeader reports whether the XSAVE header in b names only components
+// of l, in the standard form (XCOMP_BV and the reserved bytes XRSTOR
+// checks zero).
+func (l *xsaveLayout) validHeader(b []byte) bool {
+	le := binary.LittleEndian
+	return le.Uint64(b[headerOffset:])&^l.features == 0 && le.Uint64(b[headerOffset+8:]) == 0 && le.Uint64(b[headerOffset+16:]) == 0
+}
+
 // fromFrame is the state rt_sigreturn restores from a frame's fpstate b
 // (frameSize bytes): the components the frame holds, every other in its
 // initial state, as XRSTOR with the frame's features leaves them. ok is
@@ -180,12 +195,11 @@ func (l *xsaveLayout) fromFrame(b []byte) (x kvm.XSave, ok bool) {
 	if len(b) > legacyBytes {
 		size := len(b) - magic2Bytes
 		if le.Uint32(b[size:]) == fpxMagic2 {
-			restore = le.Uint64(b[swBytesOffset+8:]) & l.features
-			present = le.Uint64(b[headerOffset:])
-			if present&^l.features != 0 || le.Uint64(b[headerOffset+8:]) != 0 || le.Uint64(b[headerOffset+16:]) != 0 {
+			if !l.validHeader(b) {
 				return x, false
 			}
-			present &= restore
+			restore = le.Uint64(b[swBytesOffset+8:]) & l.features
+			present = le.Uint64(b[headerOffset:]) & restore
 		}
 	}
 	if restore&0b110 != 0 { // SSE or AVX: MXCSR comes with either

@@ -131,3 +131,32 @@ func TestLinuxCheckpointsKeepVectorRegisters(t *testing.T) {
 		require.Contains(t, part.String(), "registers kept: 9 of 9 threads\n", "from checkpoint %d", i)
 	}
 }
+
+// A checkpoint keeps each thread's alternate signal stack: a program whose
+// handler runs on it at every signal, replayed from checkpoints in the
+// middle of its run, still finds it there; and a Go program (whose
+// runtime takes SIGURG on its signal stack) replays from each of its
+// checkpoints to the recorded end.
+func TestLinuxCheckpointsKeepAltStacks(t *testing.T) {
+	for _, tc := range []struct {
+		name, bin, want string
+	}{
+		{"altloop", cprog.Build(t, "gcc", "altloop", "-static", "-O1"), "on the alternate stack: 1000 of 1000, off it: 0\n"},
+		{"goroutines", cprog.BuildGo(t, "goroutines"), "rounds 200 checksum"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ck := filepath.Join(t.TempDir(), "prog.ckpt")
+			path, rec, console := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 30 * time.Millisecond, Checkpoints: ck}, nil, tc.bin, tc.name)
+			require.Contains(t, console, tc.want)
+			n := len(rec.Checkpoints)
+			require.GreaterOrEqual(t, n, 2, "checkpoints taken while recording (at its exits)")
+			for _, i := range slices.Compact([]int{1, n / 2, n}) {
+				var part bytes.Buffer
+				res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
+				require.NoError(t, err, "from checkpoint %d of %d", i, n)
+				require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
+				require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
+			}
+		})
+	}
+}

@@ -1,5 +1,5 @@
-// Package cprog builds the C programs of the tests that check reprise's
-// tools on real Linux programs against their own ground truth and
+// Package cprog builds the C (and Go) programs of the tests that check
+// reprise on real Linux programs against their own ground truth and
 // against the reference tools (valgrind, perf): each program prints what
 // it did ("truth NAME N" lines).
 package cprog
@@ -30,6 +30,21 @@ func Build(t testing.TB, cc, name string, flags ...string) string {
 	out := filepath.Join(t.TempDir(), name+"-"+filepath.Base(cc))
 	b, err := exec.Command(cc, append(flags, "-o", out, src)...).CombinedOutput()
 	require.NoError(t, err, "%s %s: %s", cc, name, b)
+	return out
+}
+
+// BuildGo compiles the Go program name (testdata/name/ here), static,
+// into the test's temporary directory and returns the executable's path.
+func BuildGo(t testing.TB, name string) string {
+	t.Helper()
+	kvmtest.RequireTools(t, "go")
+	_, self, _, _ := runtime.Caller(0)
+	out := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = filepath.Join(filepath.Dir(self), "testdata", name)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", name, b)
 	return out
 }
 
