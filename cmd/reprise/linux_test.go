@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +147,31 @@ func TestPigzMatchesHost(t *testing.T) {
 	require.NoError(t, os.WriteFile(gz, []byte(got), 0o644))
 	back := hostOutput(t, pigz, "-d", "-c", gz)
 	require.Equal(t, string(data), back)
+}
+
+// xz and zstd compress with two threads (glibc's AVX memcpy in both,
+// their blocks handed between them) to the host's bytes, live — where a
+// tick switches threads anywhere — and recorded and replayed.
+func TestThreadedCompressorsMatchHost(t *testing.T) {
+	kvmtest.Require(t)
+	input := filepath.Join(t.TempDir(), "text")
+	var text bytes.Buffer
+	for i := 0; text.Len() < 7<<20; i++ {
+		fmt.Fprintf(&text, "line %d: the quick brown fox %x jumps over the lazy dog %d\n", i, i*i, i%97)
+	}
+	require.NoError(t, os.WriteFile(input, text.Bytes(), 0o644))
+	for _, tool := range [][]string{{"xz", "-1", "-T2", "-c"}, {"zstd", "-1", "-T2", "-c"}} {
+		t.Run(tool[0], func(t *testing.T) {
+			kvmtest.RequireTools(t, tool[0])
+			bin, err := exec.LookPath(tool[0])
+			require.NoError(t, err)
+			want := hostOutput(t, bin, append(tool[1:], input)...)
+			live := runCLI(t, nil, append(append([]string{"run", "--file", input, "--", bin}, tool[1:]...), input)...)
+			require.Equal(t, 0, live.code, live.stderr)
+			require.Equal(t, want, live.stdout, "live")
+			require.Equal(t, want, recordReplay(t, []string{input}, append(append([]string{bin}, tool[1:]...), input)...))
+		})
+	}
 }
 
 // sqlite3 (dynamic glibc, several libraries) runs a SQL script to the
