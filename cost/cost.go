@@ -46,29 +46,37 @@ type Model struct {
 	img   *elfimage.Image
 	hook  uint64 // the trace-pc hook's address: a call to it is a count (0: the register counter)
 	insts map[uint64]x86asm.Inst
-	memo  map[uint64]float64
+	memo  map[uint64]Estimate
 }
 
 // New returns a model of img's code, which counts with the register
 // counter, or, if hook is not 0, by calls to the trace-pc hook at hook.
 func New(img *elfimage.Image, hook uint64) *Model {
-	return &Model{img: img, hook: hook, insts: make(map[uint64]x86asm.Inst), memo: make(map[uint64]float64)}
+	return &Model{img: img, hook: hook, insts: make(map[uint64]x86asm.Inst), memo: make(map[uint64]Estimate)}
 }
 
-// Interval returns the estimated cycles from the count at rip to the next:
-// rip follows the register counter's load (where the guest stops at a
-// count) or a trace-pc hook call. Code it cannot decode ends an interval;
-// 0 means none could be estimated.
-func (m *Model) Interval(rip uint64) float64 {
-	if c, ok := m.memo[rip]; ok {
-		return c
+// Estimate is what an interval takes, averaged over its ways.
+type Estimate struct {
+	Cycles       float64
+	Instructions float64
+}
+
+// Interval estimates the code from the count at rip to the next: rip
+// follows the register counter's load (where the guest stops at a count)
+// or a trace-pc hook call. Code it cannot decode ends an interval; a zero
+// Estimate means none could be made.
+func (m *Model) Interval(rip uint64) Estimate {
+	if e, ok := m.memo[rip]; ok {
+		return e
 	}
-	var c float64
+	var e Estimate
 	for _, w := range m.ways(rip) {
-		c += w.share * (max(w.chain(m.hook == 0), float64(len(w.insts))/issueWidth) + w.barriers())
+		n := float64(len(w.insts))
+		e.Cycles += w.share * (max(w.chain(m.hook == 0), n/issueWidth) + w.barriers())
+		e.Instructions += w.share * n
 	}
-	m.memo[rip] = c
-	return c
+	m.memo[rip] = e
+	return e
 }
 
 // way is one path through an interval.

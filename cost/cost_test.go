@@ -137,8 +137,10 @@ func TestIntervals(t *testing.T) {
 		{"atomic", 6 + 18, "a locked instruction drains the stores before it"},
 		{"divide", 40, "a 64-bit division"},
 	} {
-		require.InDelta(t, tc.want, m.Interval(at(tc.name, count)), 1e-9, "%s: %s", tc.name, tc.why)
+		require.InDelta(t, tc.want, m.Interval(at(tc.name, count)).Cycles, 1e-9, "%s: %s", tc.name, tc.why)
 	}
-	require.InDelta(t, 6, m.Interval(at("hooked", 5)), 1e-9, "the trace-pc hook's call is a count: a loop back to it")
+	require.Equal(t, cost.Estimate{Cycles: 6, Instructions: 7}, m.Interval(at("tight", count)), "the step, sub and jne")
+	require.Equal(t, (13+3)/2.0, m.Interval(at("forked", count)).Instructions, "both ways, one half each")
+	require.InDelta(t, 6, m.Interval(at("hooked", 5)).Cycles, 1e-9, "the trace-pc hook's call is a count: a loop back to it")
 	require.Zero(t, m.Interval(0x100), "no code there")
 }

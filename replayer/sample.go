@@ -143,7 +143,7 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 		}
 	}
 	if atTarget {
-		smp.Cost = float64(s.every) * s.cost.Interval(smp.RIP)
+		smp.Cost = float64(s.every) * s.cost.Interval(smp.RIP).Cycles
 	}
 	// A function that has not built its frame yet, or never does (GCC
 	// gives leaf functions none), leaves rbp its caller's: its own return
