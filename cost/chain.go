@@ -18,15 +18,16 @@ const (
 	nLoc              = int(firstMem) + maxMem
 )
 
-// Latencies in cycles, as on recent x86 cores (Agner Fog's tables): the
-// kit's user code is integer code (-mgeneral-regs-only).
+// Latencies in cycles, as on recent x86 cores (Agner Fog's tables for Ice
+// Lake and later): the kit's user code is integer code
+// (-mgeneral-regs-only).
 const (
 	latLoad   = 5 // an L1 hit, or a store forwarded to a load
 	latALU    = 1
 	latMul    = 3
 	latWide   = 4 // one-operand mul: rdx:rax
-	latDiv32  = 26
-	latDiv64  = 40
+	latDiv32  = 12
+	latDiv64  = 15
 	latLocked = 18 // an atomic read-modify-write (lock prefix, xchg with memory)
 )
 

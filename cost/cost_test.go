@@ -126,8 +126,8 @@ func TestIntervals(t *testing.T) {
 	}{
 		{"tight", 6, "a loop's interval costs what one iteration adds to the next: the step's chain; the loop control runs beside it"},
 		{"unrolled", 24, "four steps in a row: their chain"},
-		{"wide", 18.0 / 4, "sixteen independent adds and the loop control: four instructions a cycle"},
-		{"forked", (12 + 3.0/4) / 2, "both ways of a forward branch, one half each: two steps, or three instructions"},
+		{"wide", 18.0 / 6, "sixteen independent adds and the loop control: six instructions a cycle"},
+		{"forked", (12 + 3.0/6) / 2, "both ways of a forward branch, one half each: two steps, or three instructions"},
 		{"calls", 6, "up to the call: the callee counts at its entry"},
 		{"uncounted", 12, "a callee that does not count belongs to the interval"},
 		{"stream", 1, "loads a chain does not wait for, from addresses known early"},
@@ -135,7 +135,7 @@ func TestIntervals(t *testing.T) {
 		{"chase", 5, "each load waits for the one before"},
 		{"spill", 17, "a value stored and loaded again: the store forwarded to the load"},
 		{"atomic", 6 + 18, "a locked instruction drains the stores before it"},
-		{"divide", 40, "a 64-bit division"},
+		{"divide", 15, "a 64-bit division"},
 	} {
 		require.InDelta(t, tc.want, m.Interval(at(tc.name, count)).Cycles, 1e-9, "%s: %s", tc.name, tc.why)
 	}

@@ -41,8 +41,7 @@ const (
 // cycle. A sample taken every N counts of the software branch counter
 // carries the estimated cycles it stands for (N times those from its
 // count to the next: a count may stand for one instruction or a
-// thousand), in quarter cycles, a four-wide core's issue slot; a timed
-// sample carries none.
+// thousand), in quarter cycles; a timed sample carries none.
 const SampleCost = 4
 
 // KindHypervisor codes (Event.Addr) and what Args[0] holds.
