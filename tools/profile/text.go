@@ -8,16 +8,16 @@ import (
 )
 
 // WriteText writes the profile as aligned tables: the functions by self
-// samples, with perThread each thread's functions (when there are several
-// threads), and the call graph if it was built. top limits every table's
-// rows (0: all).
+// samples (weighed, in a weighted profile), with perThread each thread's
+// functions (when there are several threads), and the call graph if it
+// was built. top limits every table's rows (0: all).
 func (p *Profile) WriteText(w io.Writer, top int, perThread bool) error {
 	if _, err := fmt.Fprintf(w, "profile: %s\n\n", p.Describe()); err != nil {
 		return err
 	}
 	title := "functions by self samples"
 	if p.Weighted {
-		title = "functions by estimated self time (self, total: samples)"
+		title += ", each weighed by the cycles it stands for"
 	}
 	if err := funcTable(titled(title, len(p.Functions), top), p.Functions, top).Write(w); err != nil {
 		return err
