@@ -15,7 +15,7 @@ type Kind uint8
 const (
 	KindProbeEntry   Kind = 1 // a probe's entry hit, with arguments
 	KindProbeReturn  Kind = 2 // a return probe's hit, with the return value(s)
-	KindSample       Kind = 3 // RIP and frame-pointer stack of the current thread
+	KindSample       Kind = 3 // RIP and frame-pointer stack of the current thread; a deterministic sample's Args [cost]: SampleCost
 	KindSwitch       Kind = 4 // guest context switch: Thread stops, Addr starts
 	KindThreadCreate Kind = 5 // guest thread created (Args: the kernel's payload)
 	KindThreadExit   Kind = 6 // guest thread exited
@@ -36,6 +36,13 @@ const (
 
 	kindLast = KindMapping
 )
+
+// SampleCost is how many units of a sample's cost (its Args[0]) make a
+// cycle. A sample taken every N counts of the software branch counter
+// carries the estimated cycles it stands for (N times those from its
+// count to the next: a count may stand for one instruction or a
+// thousand), in quarter cycles; a timed sample carries none.
+const SampleCost = 4
 
 // KindHypervisor codes (Event.Addr) and what Args[0] holds.
 const (

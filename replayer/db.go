@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -105,8 +106,12 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		if thread == 0 {
 			thread = currentThread(mem, tidSym, haveTID)
 		}
+		var cost []uint64
+		if s.Cost > 0 {
+			cost = []uint64{uint64(math.Round(s.Cost * eventdb.SampleCost))}
+		}
 		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: thread,
-			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack})
+			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack, Args: cost})
 	}
 	o.OnTrace = func(r *TraceRecord) error {
 		e := traceEvent(r)

@@ -117,7 +117,7 @@ func TestEveryWorkloadReplaysExactly(t *testing.T) {
 	img := kitImage(t)
 	args := map[string]string{
 		"cpu": "digits=12000", "clock": "reads=2000000", "syn_cont": "iters=100 work=8000",
-		"profile": "rounds=50", "periodic": "count=10", "bench": "syscall n=200",
+		"profile": "rounds=50", "shapes": "rounds=5000", "periodic": "count=10", "bench": "syscall n=200",
 		"crash": "kind=null",
 	}
 	for _, w := range guest.Workloads() {

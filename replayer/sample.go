@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/cost"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/kvm"
@@ -29,6 +30,11 @@ type Sample struct {
 	RIP    uint64        // where the sampled code was (the branch counter's caller)
 	Stack  []uint64      // return addresses, innermost first
 	Regs   kvm.Regs
+	// Cost is, for a sample taken every N counts, the estimated cycles it
+	// stands for: N times those from its count to the next (package
+	// cost), since a count may stand for one instruction or a thousand.
+	// 0 for a timed sample, which stands for its period.
+	Cost float64
 }
 
 // SampleHandler receives each sample with the guest's memory.
@@ -45,6 +51,7 @@ type sampler struct {
 	due    atomic.Bool // a timed sample was asked for
 	on     SampleHandler
 	linux  *linuxProbes // a Linux program's: its stacks are unwound by its files' CFI
+	cost   *cost.Model  // the counted code's, for deterministic samples
 }
 
 func newSampler(every uint64, period time.Duration, on SampleHandler) (*sampler, error) {
@@ -62,9 +69,16 @@ func (s *sampler) attach(m *vmm.Machine) error {
 	if s.every == 0 {
 		return nil
 	}
-	if vmm.BranchCounterOf(m.Image()) == vmm.CounterNone {
+	img := m.Image()
+	var hook uint64
+	switch vmm.BranchCounterOf(img) {
+	case vmm.CounterNone:
 		return errors.New("replayer: deterministic sampling needs the software branch counter, which this image lacks")
+	case vmm.CounterHook:
+		sym, _ := img.Lookup(vmm.SWBCHookSymbol)
+		hook = sym.Addr
 	}
+	s.cost = cost.New(img, hook)
 	s.next = s.every
 	return nil
 }
@@ -127,6 +141,9 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 		if m.ReadVirt(regs.RSP, b[:8]) == nil {
 			smp.RIP = binary.LittleEndian.Uint64(b[:8])
 		}
+	}
+	if atTarget {
+		smp.Cost = float64(s.every) * s.cost.Interval(smp.RIP).Cycles
 	}
 	// A function that has not built its frame yet, or never does (GCC
 	// gives leaf functions none), leaves rbp its caller's: its own return

@@ -43,6 +43,7 @@ func TestDeterministicSamplingRepeats(t *testing.T) {
 		require.EqualValues(t, 0, s.Pos.Branch%50_000)
 		if sym, _, ok := img.Resolve(s.RIP); ok && len(sym.Name) > 5 && sym.Name[:5] == "prof_" {
 			inProfile++
+			require.Positive(t, s.Cost, "no cost estimated at %#x", s.RIP)
 		}
 		require.NotEmpty(t, s.Stack, "no frame-pointer stack at %#x", s.RIP)
 	}
@@ -61,6 +62,7 @@ func TestTimedSampling(t *testing.T) {
 		Tape: rec.path, Console: &out, SamplePeriod: 2 * time.Millisecond,
 		OnSample: func(s *replayer.Sample, _ vmm.GuestMemory) error {
 			require.NotZero(t, s.RIP)
+			require.Zero(t, s.Cost, "a timed sample stands for its period")
 			n++
 			return nil
 		},

@@ -163,8 +163,8 @@ type eventJSON struct {
 }
 
 // eventLine is e of run r as a JSON line: its probe and arguments by the
-// probe table's names (an argument without one is argN), its addresses
-// named by the DB's symbols.
+// probe table's names (an argument without one is argN; a sample's is its
+// cost), its addresses named by the DB's symbols.
 func eventLine(run uint32, e *eventdb.Event, r *eventdb.Run, syms *eventdb.Symbols) eventJSON {
 	out := eventJSON{Run: run, Seq: uint64(e.Seq), Kind: e.Kind.String(), Thread: e.Thread, Exit: e.Pos.Exit, Branch: e.Pos.Branch,
 		TimeNs: int64(e.Time), Addr: e.Addr, Stack: e.Stack}
@@ -176,8 +176,11 @@ func eventLine(run uint32, e *eventdb.Event, r *eventdb.Run, syms *eventdb.Symbo
 		out.Args = map[string]uint64{}
 		for i, v := range e.Args {
 			name := fmt.Sprintf("arg%d", i)
-			if isProbe && i < len(p.Args) {
+			switch {
+			case isProbe && i < len(p.Args):
 				name = p.Args[i]
+			case e.Kind == eventdb.KindSample && i == 0:
+				name = "cost" // eventdb.SampleCost
 			}
 			out.Args[name] = v
 		}

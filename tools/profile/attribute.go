@@ -21,16 +21,25 @@ type frameAddr struct {
 	ret  bool
 }
 
+// share is samples and the time they stand for (weight: see
+// attribution.weight).
+type share struct {
+	samples uint64
+	weight  float64
+}
+
+func (s *share) add(n uint64, w float64) { s.samples, s.weight = s.samples+n, s.weight+w }
+
 // tally is one function's samples.
-type tally struct{ self, total uint64 }
+type tally struct{ self, total share }
 
 // edgeKey is a caller→callee pair.
 type edgeKey struct{ caller, callee funcID }
 
 // threadTally is one thread's samples per function.
 type threadTally struct {
-	samples uint64
-	funcs   map[funcID]*tally
+	share
+	funcs map[funcID]*tally
 }
 
 // attribution maps the distinct stacks to functions and counts their
@@ -38,6 +47,9 @@ type threadTally struct {
 type attribution struct {
 	syms   *eventdb.Symbols
 	stacks []sampledStack
+	// meanCost is the mean cost of the samples that carry one (0: none
+	// does, and every sample weighs one).
+	meanCost float64
 
 	fn     map[frameAddr]funcID // resolved frames
 	byName map[string]funcID
@@ -45,16 +57,36 @@ type attribution struct {
 
 	funcs   []tally // by funcID
 	threads map[uint32]*threadTally
-	edges   map[edgeKey]uint64
+	edges   map[edgeKey]*share
 }
 
-func newAttribution(syms *eventdb.Symbols, stacks []sampledStack) *attribution {
-	return &attribution{
-		syms: syms, stacks: stacks,
+func newAttribution(syms *eventdb.Symbols, set *stackSet) *attribution {
+	a := &attribution{
+		syms: syms, stacks: set.stacks,
 		fn: make(map[frameAddr]funcID), byName: make(map[string]funcID),
-		threads: make(map[uint32]*threadTally), edges: make(map[edgeKey]uint64),
+		threads: make(map[uint32]*threadTally), edges: make(map[edgeKey]*share),
 	}
+	if set.costed > 0 {
+		a.meanCost = float64(set.cost) / float64(set.costed)
+	}
+	return a
 }
+
+// weight is the time a stack's samples stand for, in sample costs: a
+// deterministic sample weighs its cost (the estimated cycles it stands for),
+// a sample without one (a timed sample, which stands for its period) the
+// mean of those, so that a run sampled both ways mixes them as samples.
+// Without costs every sample weighs one.
+func (a *attribution) weight(s *sampledStack) float64 {
+	if a.meanCost == 0 {
+		return float64(s.count)
+	}
+	return float64(s.cost) + float64(s.count-s.costed)*a.meanCost
+}
+
+// weighted reports whether the profile's shares are of estimated time
+// rather than of samples.
+func (a *attribution) weighted() bool { return a.meanCost != 0 }
 
 // id returns the function called name, numbering it if new.
 func (a *attribution) id(name string) funcID {
@@ -106,12 +138,13 @@ func (a *attribution) fill(p *Profile, callGraph bool) {
 	for i := range a.stacks {
 		s := &a.stacks[i]
 		fs = a.frames(fs[:0], s)
+		w := a.weight(s)
 		tt := a.threads[s.thread()]
 		if tt == nil {
 			tt = &threadTally{funcs: make(map[funcID]*tally)}
 			a.threads[s.thread()] = tt
 		}
-		tt.samples += s.count
+		tt.add(s.count, w)
 		for len(seen) < len(a.names) {
 			seen = append(seen, -1)
 		}
@@ -122,14 +155,14 @@ func (a *attribution) fill(p *Profile, callGraph bool) {
 				tt.funcs[f] = ft
 			}
 			if j == 0 {
-				a.funcs[f].self += s.count
-				ft.self += s.count
+				a.funcs[f].self.add(s.count, w)
+				ft.self.add(s.count, w)
 			}
 			// A recursive function counts once per sample in total.
 			if seen[f] != i {
 				seen[f] = i
-				a.funcs[f].total += s.count
-				ft.total += s.count
+				a.funcs[f].total.add(s.count, w)
+				ft.total.add(s.count, w)
 			}
 		}
 		if callGraph {
@@ -138,7 +171,10 @@ func (a *attribution) fill(p *Profile, callGraph bool) {
 				e := edgeKey{caller: fs[j], callee: fs[j-1]}
 				if !slices.Contains(stackEdges, e) {
 					stackEdges = append(stackEdges, e)
-					a.edges[e] += s.count
+					if a.edges[e] == nil {
+						a.edges[e] = &share{}
+					}
+					a.edges[e].add(s.count, w)
 				}
 			}
 		}
@@ -147,48 +183,68 @@ func (a *attribution) fill(p *Profile, callGraph bool) {
 	for id := range a.funcs {
 		global[funcID(id)] = &a.funcs[id]
 	}
-	p.Functions = a.funcStats(global, p.Samples)
+	var whole float64
+	for _, tt := range a.threads {
+		whole += tt.weight
+	}
+	p.Functions = a.funcStats(global, whole)
 	for _, tid := range slices.Sorted(maps.Keys(a.threads)) {
 		tt := a.threads[tid]
 		p.Threads = append(p.Threads, ThreadProfile{Thread: tid, Samples: tt.samples,
-			Pct: pct(tt.samples, p.Samples), Functions: a.funcStats(tt.funcs, tt.samples)})
+			Pct: pct(tt.weight, whole), Functions: a.funcStats(tt.funcs, tt.weight)})
 	}
 	if callGraph {
-		p.CallGraph = a.callGraph(p.Samples)
+		p.CallGraph = a.callGraph(whole)
 	}
 }
 
-// funcStats names and sorts the functions' tallies: by self samples,
-// then total samples, then name. whole is the samples they share.
-func (a *attribution) funcStats(ts map[funcID]*tally, whole uint64) []FuncStat {
-	out := make([]FuncStat, 0, len(ts))
-	for id, t := range ts {
-		out = append(out, FuncStat{Function: a.names[id], Self: t.self, SelfPct: pct(t.self, whole),
-			Total: t.total, TotalPct: pct(t.total, whole)})
+// funcStats names and sorts the functions' tallies: by self share, then
+// total share, then name. whole is the weight they share.
+func (a *attribution) funcStats(ts map[funcID]*tally, whole float64) []FuncStat {
+	type ranked struct {
+		FuncStat
+		self, total float64
 	}
-	slices.SortFunc(out, func(x, y FuncStat) int {
-		return cmp.Or(cmp.Compare(y.Self, x.Self), cmp.Compare(y.Total, x.Total), cmp.Compare(x.Function, y.Function))
+	rs := make([]ranked, 0, len(ts))
+	for id, t := range ts {
+		rs = append(rs, ranked{FuncStat{Function: a.names[id], Self: t.self.samples, SelfPct: pct(t.self.weight, whole),
+			Total: t.total.samples, TotalPct: pct(t.total.weight, whole)}, t.self.weight, t.total.weight})
+	}
+	slices.SortFunc(rs, func(x, y ranked) int {
+		return cmp.Or(cmp.Compare(y.self, x.self), cmp.Compare(y.total, x.total), cmp.Compare(x.Function, y.Function))
 	})
+	out := make([]FuncStat, len(rs))
+	for i, r := range rs {
+		out[i] = r.FuncStat
+	}
 	return out
 }
 
-// callGraph names and sorts the edges: by samples, then caller and
-// callee names.
-func (a *attribution) callGraph(whole uint64) []Edge {
-	out := make([]Edge, 0, len(a.edges))
-	for e, n := range a.edges {
-		out = append(out, Edge{Caller: a.names[e.caller], Callee: a.names[e.callee], Samples: n, Pct: pct(n, whole)})
+// callGraph names and sorts the edges: by share, then caller and callee
+// names.
+func (a *attribution) callGraph(whole float64) []Edge {
+	type ranked struct {
+		Edge
+		weight float64
 	}
-	slices.SortFunc(out, func(x, y Edge) int {
-		return cmp.Or(cmp.Compare(y.Samples, x.Samples), cmp.Compare(x.Caller, y.Caller), cmp.Compare(x.Callee, y.Callee))
+	rs := make([]ranked, 0, len(a.edges))
+	for e, n := range a.edges {
+		rs = append(rs, ranked{Edge{Caller: a.names[e.caller], Callee: a.names[e.callee], Samples: n.samples, Pct: pct(n.weight, whole)}, n.weight})
+	}
+	slices.SortFunc(rs, func(x, y ranked) int {
+		return cmp.Or(cmp.Compare(y.weight, x.weight), cmp.Compare(x.Caller, y.Caller), cmp.Compare(x.Callee, y.Callee))
 	})
+	out := make([]Edge, len(rs))
+	for i, r := range rs {
+		out[i] = r.Edge
+	}
 	return out
 }
 
 // pct is part as a percentage of whole.
-func pct(part, whole uint64) float64 {
+func pct(part, whole float64) float64 {
 	if whole == 0 {
 		return 0
 	}
-	return 100 * float64(part) / float64(whole)
+	return 100 * part / whole
 }

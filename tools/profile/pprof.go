@@ -3,14 +3,18 @@ package profile
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/google/pprof/profile"
+
+	"github.com/reprise-vm/reprise/eventdb"
 )
 
 // WritePprof writes the profile in pprof's format (gzipped protobuf) for
 // `go tool pprof` and flame graphs: one pprof sample per distinct stack
-// and thread, valued in samples, leaf first, labelled "thread" with the
+// and thread, valued in samples (and, for a weighted profile, in
+// estimated cycles, pprof's default), leaf first, labelled "thread" with the
 // guest thread id (pprof -tagfocus thread=3, -tagroot thread). Functions
 // carry their names, so pprof needs no binary to symbolize. The call
 // stacks are written whether or not the profile was built with
@@ -67,6 +71,10 @@ func (p *Profile) pprof() (*profile.Profile, error) {
 	for i := range p.attr.stacks {
 		b.add(&p.attr.stacks[i])
 	}
+	if p.Weighted {
+		b.out.SampleType = append(b.out.SampleType, &profile.ValueType{Type: "cycles", Unit: "count"})
+		b.out.DefaultSampleType = "cycles"
+	}
 	if b.spanImage() {
 		b.image.ID = uint64(len(b.out.Mapping) + 1)
 		b.out.Mapping = append(b.out.Mapping, b.image)
@@ -83,9 +91,13 @@ func (b *pprofBuilder) add(s *sampledStack) {
 	for i := range locs {
 		locs[i] = b.location(s.frame(i))
 	}
+	value := []int64{int64(s.count)}
+	if b.a.weighted() {
+		value = append(value, int64(math.Round(b.a.weight(s)/eventdb.SampleCost)))
+	}
 	b.out.Sample = append(b.out.Sample, &profile.Sample{
 		Location: locs,
-		Value:    []int64{int64(s.count)},
+		Value:    value,
 		Label:    b.threadLabel(s.thread()),
 	})
 }

@@ -48,8 +48,12 @@ type Profile struct {
 	Sampling string  `json:"sampling"`
 	Thread   *uint32 `json:"thread,omitempty"` // the thread selected; nil: all
 	Samples  uint64  `json:"samples"`
+	// Weighted: the percentages are shares of estimated time, each
+	// deterministic sample weighing the cycles it stands for
+	// (eventdb.SampleCost); otherwise they are shares of samples.
+	Weighted bool `json:"weighted,omitempty"`
 
-	// Functions are sorted by self samples, then total samples, then name.
+	// Functions are sorted by self share, then total share, then name.
 	Functions []FuncStat `json:"functions"`
 	// Threads are sorted by thread id; percentages in their Functions are
 	// shares of that thread's samples.
@@ -64,7 +68,8 @@ type Profile struct {
 	attr    *attribution  // the distinct stacks and their functions
 }
 
-// FuncStat is one function's samples.
+// FuncStat is one function's samples and, in percent, its share of the
+// profile's time (Profile.Weighted) or samples.
 type FuncStat struct {
 	Function string  `json:"function"`
 	Self     uint64  `json:"self"`
@@ -77,7 +82,7 @@ type FuncStat struct {
 type ThreadProfile struct {
 	Thread    uint32     `json:"thread"`
 	Samples   uint64     `json:"samples"`
-	Pct       float64    `json:"pct"` // of all the profile's samples
+	Pct       float64    `json:"pct"` // of all the profile's time or samples
 	Functions []FuncStat `json:"functions"`
 }
 
@@ -114,8 +119,9 @@ func Build(db *eventdb.DB, o Options) (*Profile, error) {
 	}
 	p := &Profile{
 		Run: run.ID, RunNote: report.NoteOf(&choice), Tape: run.Tape, Sampling: run.Sampling, Thread: o.Thread, Samples: set.samples,
-		created: run.Created, span: set.span, attr: newAttribution(syms, set.stacks),
+		created: run.Created, span: set.span, attr: newAttribution(syms, set),
 	}
+	p.Weighted = p.attr.weighted()
 	p.attr.fill(p, o.CallGraph)
 	return p, nil
 }
@@ -154,6 +160,9 @@ func (p *Profile) Describe() string {
 	fmt.Fprintf(&b, "%d samples", p.Samples)
 	if p.Sampling != "" {
 		fmt.Fprintf(&b, ", sampled %s", p.Sampling)
+	}
+	if p.Weighted {
+		b.WriteString(", weighted by the estimated cycles each sample stands for")
 	}
 	return b.String()
 }

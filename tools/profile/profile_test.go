@@ -408,6 +408,45 @@ func TestProfileWorkload(t *testing.T) {
 	}
 }
 
+// The shapes workload's functions do equal units of work through code of
+// different shapes — a loop of one step an iteration, a loop of 32, a
+// recursion 16 calls deep, straight-line code — so that a count of the
+// register counter stands for one step in one function and 256 in
+// another. Weighed by the cycles each sampled count stands for, the
+// samples give every function the share of time its construction says,
+// to within a point.
+func TestShapesWorkload(t *testing.T) {
+	r := tooltest.Replay(t, "shapes rounds=20000", tooltest.Options{SampleEvery: samplePeriod}) // ~21 500 samples
+	require.Equal(t, "ok", guest.Result(r.Truths)["result"])
+	p, err := reprof.Build(r.DB, reprof.Options{CallGraph: true})
+	require.NoError(t, err)
+	require.True(t, p.Weighted)
+	stats := map[string]reprof.FuncStat{}
+	for _, f := range p.Functions {
+		stats[f.Function] = f
+	}
+	funcs := 0
+	for _, truth := range r.Truths {
+		name, ok := truth["func"]
+		if !ok {
+			continue
+		}
+		funcs++
+		f := stats[name]
+		t.Logf("%s (%s): self %.2f%% (construction %s%%) from %d samples", name, truth["shape"], f.SelfPct, truth["self_pct"], f.Self)
+		require.InDelta(t, atof(t, truth["self_pct"]), f.SelfPct, 1.0, "%s self", name)
+	}
+	require.Equal(t, 4, funcs)
+	require.True(t, hasEdge(p.CallGraph, "shape_deep", "shape_deep"), "the recursion is on the sampled stacks")
+
+	pp := pprofRoundTrip(t, p)
+	require.Equal(t, "cycles", pp.SampleType[1].Type, "the estimated cycles beside the samples")
+	require.Equal(t, "cycles", pp.DefaultSampleType)
+	if top := pprofTop(t, p); top != nil {
+		require.Equal(t, []string{"shape_tight", "shape_long", "shape_deep", "shape_flat"}, top[:4], "ranked by estimated time")
+	}
+}
+
 func atof(t *testing.T, s string) float64 {
 	t.Helper()
 	v, err := strconv.ParseFloat(s, 64)

@@ -22,6 +22,10 @@ type sampledStack struct {
 	// is also the only copy of the stack.
 	key   string
 	count uint64
+	// cost is the sum of the costs of its samples that carry one (a
+	// deterministic sample's estimated cycles, in eventdb.SampleCost
+	// units), costed how many do.
+	cost, costed uint64
 }
 
 const (
@@ -50,6 +54,8 @@ type stackSet struct {
 	index   map[string]int // key → position in stacks
 	stacks  []sampledStack
 	samples uint64
+	cost    uint64        // of all stacks
+	costed  uint64        // samples with a cost
 	span    time.Duration // the latest sample's record time
 	key     []byte        // scratch
 }
@@ -64,15 +70,25 @@ func (s *stackSet) add(e *eventdb.Event) {
 	}
 	s.samples++
 	s.span = max(s.span, e.Time)
+	var cost, costed uint64
+	if len(e.Args) > 0 {
+		cost, costed = e.Args[0], 1
+		s.cost += cost
+		s.costed++
+	}
 	// The conversion in the index expression does not allocate; only a
 	// new stack's key is copied.
-	if i, ok := s.index[string(s.key)]; ok {
-		s.stacks[i].count++
-		return
+	i, ok := s.index[string(s.key)]
+	if !ok {
+		k := string(s.key)
+		i = len(s.stacks)
+		s.index[k] = i
+		s.stacks = append(s.stacks, sampledStack{key: k})
 	}
-	k := string(s.key)
-	s.index[k] = len(s.stacks)
-	s.stacks = append(s.stacks, sampledStack{key: k, count: 1})
+	st := &s.stacks[i]
+	st.count++
+	st.cost += cost
+	st.costed += costed
 }
 
 // scan reads the samples of run (of one thread if thread is set) into a
@@ -110,6 +126,8 @@ func scan(db *eventdb.DB, run uint32, thread *uint32) (*stackSet, error) {
 	for _, s := range sets {
 		all.stacks = append(all.stacks, s.stacks...)
 		all.samples += s.samples
+		all.cost += s.cost
+		all.costed += s.costed
 		all.span = max(all.span, s.span)
 	}
 	return all, nil

@@ -8,20 +8,24 @@ import (
 )
 
 // WriteText writes the profile as aligned tables: the functions by self
-// samples, with perThread each thread's functions (when there are several
-// threads), and the call graph if it was built. top limits every table's
-// rows (0: all).
+// samples (weighed, in a weighted profile), with perThread each thread's
+// functions (when there are several threads), and the call graph if it
+// was built. top limits every table's rows (0: all).
 func (p *Profile) WriteText(w io.Writer, top int, perThread bool) error {
 	if _, err := fmt.Fprintf(w, "profile: %s\n\n", p.Describe()); err != nil {
 		return err
 	}
-	if err := funcTable(titled("functions by self samples", len(p.Functions), top), p.Functions, top).Write(w); err != nil {
+	title := "functions by self samples"
+	if p.Weighted {
+		title += ", each weighed by the cycles it stands for"
+	}
+	if err := funcTable(titled(title, len(p.Functions), top), p.Functions, top).Write(w); err != nil {
 		return err
 	}
 	// With one thread, its table would repeat the one above.
 	if perThread && len(p.Threads) > 1 {
 		for _, t := range p.Threads {
-			title := fmt.Sprintf("thread %d: %d samples, %s", t.Thread, t.Samples, report.Percent(float64(t.Samples), float64(p.Samples)))
+			title := fmt.Sprintf("thread %d: %d samples, %s", t.Thread, t.Samples, percent(t.Pct))
 			if err := writeSection(w, funcTable(titled(title, len(t.Functions), top), t.Functions, top)); err != nil {
 				return err
 			}
@@ -49,7 +53,8 @@ func writeSection(w io.Writer, t *report.Table) error {
 }
 
 // funcTable lists functions with their rank; the percentages are the
-// FuncStats' own (shares of the profile's or of one thread's samples).
+// FuncStats' own (shares of the profile's or of one thread's time or
+// samples).
 func funcTable(title string, fs []FuncStat, top int) *report.Table {
 	t := &report.Table{Title: title, Columns: []report.Column{
 		{Name: "rank", Right: true}, {Name: "function"},
