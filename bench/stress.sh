@@ -55,20 +55,33 @@ tar -czf "$work/x.tgz" -C "$work" src
 gcc -O1 -pthread -o "$work/pipeline" internal/cprog/testdata/pipeline.c || exit 2
 gcc -O1 -static -pthread -o "$work/xstate" internal/cprog/testdata/xstate.c || exit 2
 loop() { echo "i=0; while [ \$i -lt $1 ]; do echo x\$i > $work/t/f; cat $work/t/f >/dev/null; i=\$((i+1)); done; echo done \$i"; }
-gzip=$(command -v gzip)
+gzip=$(command -v gzip) tar=$(command -v tar)
 libs=()
-for lib in $(ldd "$(command -v tar)" "$gzip" | awk '$3 ~ /^\// {print $3}' | sort -u); do libs+=(--file "$lib"); done
-declare -A cmds=(
-	[busybox]="--file $work/t -- $bb sh -c \"$(loop 200)\""
-	[tar]="--file $work/x.tgz --file $gzip ${libs[*]} -- $(command -v tar) -tvzf $work/x.tgz"
-	[pipeline]="-- $work/pipeline 40"
-	[xstate]="-- $work/xstate"
+for lib in $(ldd "$tar" "$gzip" | awk '$3 ~ /^\// {print $3}' | sort -u); do libs+=(--file "$lib"); done
+record() { # NAME TAPE: record workload NAME
+	case $1 in
+	busybox) "$reprise" record -o "$2" --file "$work/t" -- "$bb" sh -c "$(loop 200)" ;;
+	tar) "$reprise" record -o "$2" --file "$work/x.tgz" --file "$gzip" "${libs[@]}" -- "$tar" -tvzf "$work/x.tgz" ;;
+	pipeline) "$reprise" record -o "$2" -- "$work/pipeline" 40 ;;
+	xstate) "$reprise" record -o "$2" -- "$work/xstate" ;;
+	esac
+}
+# What each recording must print: a recording is of a correct run.
+declare -A expect=(
+	[busybox]="done 200"
+	[tar]="$(tar -tvzf "$work/x.tgz" | tail -1)"
+	[pipeline]="child 7 sigchld 1"
+	[xstate]="registers kept: 9 of 9 threads"
 )
 total=0 diverged=0
-for name in "${!cmds[@]}"; do
+for name in busybox tar pipeline xstate; do
 	tp=$work/$name.tape
-	if ! eval "$reprise record -o $tp ${cmds[$name]}" >"$work/$name.rec" 2>"$work/$name.rec.err"; then
+	if ! record "$name" "$tp" >"$work/$name.rec" 2>"$work/$name.rec.err"; then
 		failed "recording $name: $(tail -3 "$work/$name.rec.err")"
+		continue
+	fi
+	if ! grep -qF "${expect[$name]}" "$work/$name.rec"; then
+		failed "recording $name printed $(head -c 200 "$work/$name.rec"), not ${expect[$name]}"
 		continue
 	fi
 	for ((i = 0; i < replays; i++)); do
