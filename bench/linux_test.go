@@ -116,6 +116,18 @@ func BenchmarkLinuxPrograms(b *testing.B) {
 	if err := os.WriteFile(script, []byte("seq 1 20000 | sort -r | md5sum\nseq 1 20000 | awk '{s+=$1} END {print s}'\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	// A fork and an exec of busybox each round; the guest's script
+	// writes in its /data, the host's in dir.
+	forkLoop := func(to string) string {
+		return "i=0; while [ $i -lt 200 ]; do echo x$i > " + to + "; cat " + to + " >/dev/null; i=$((i+1)); done; echo $i\n"
+	}
+	guestLoop, hostLoop := filepath.Join(dir, "loop.sh"), filepath.Join(dir, "hostloop.sh")
+	if err := os.WriteFile(guestLoop, []byte(forkLoop("/data/f")), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(hostLoop, []byte(forkLoop(filepath.Join(dir, "f"))), 0o644); err != nil {
+		b.Fatal(err)
+	}
 	sql := filepath.Join(dir, "t.sql")
 	if err := os.WriteFile(sql, []byte("create table t(id integer primary key, v real);\n"+
 		"with recursive c(x) as (select 1 union all select x+1 from c where x < 200000) insert into t(v) select x*1.5 from c;\n"+
@@ -146,6 +158,8 @@ func BenchmarkLinuxPrograms(b *testing.B) {
 		{linuxProgram{"threads-musl", []string{threads}, nil}, []string{threads}},
 		{linuxProgram{"busybox-sh", []string{lookPath("busybox"), "sh", "/data/s.sh"}, []linux.File{{Guest: "/data/s.sh", Host: script}}},
 			[]string{lookPath("busybox"), "sh", script}},
+		{linuxProgram{"busybox-fork-exec", []string{lookPath("busybox"), "sh", "/data/loop.sh"}, []linux.File{{Guest: "/data/loop.sh", Host: guestLoop}}},
+			[]string{lookPath("busybox"), "sh", hostLoop}},
 	} {
 		b.Run(tc.prog.name, func(b *testing.B) {
 			var native, pinned, setup, live, rec, rep time.Duration

@@ -80,7 +80,7 @@ for name in busybox tar pipeline xstate; do
 		failed "recording $name: $(tail -3 "$work/$name.rec.err")"
 		continue
 	fi
-	if ! grep -qF "${expect[$name]}" "$work/$name.rec"; then
+	if ! grep -qF -e "${expect[$name]}" "$work/$name.rec"; then
 		failed "recording $name printed $(head -c 200 "$work/$name.rec"), not ${expect[$name]}"
 		continue
 	fi
