@@ -64,7 +64,7 @@ func TestSplitLinuxReplayCLI(t *testing.T) {
 	dir := t.TempDir()
 	bin := cprog.Build(t, "gcc", "pipeline", "-O1", "-pthread")
 	tp := filepath.Join(dir, "p.tape")
-	r := runCLI(t, nil, "record", "--checkpoint-every", "10ms", "-o", tp, "--", bin, "40")
+	r := runCLI(t, nil, "record", "--mem", "64M", "--checkpoint-every", "10ms", "-o", tp, "--", bin, "40")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "child 7 sigchld 1")
 	require.Regexp(t, `wrote ([3-9]|\d\d+) checkpoints`, r.stderr)
