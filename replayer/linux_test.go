@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,12 +106,17 @@ func TestLinuxProbesCountMutexAcquisitions(t *testing.T) {
 			require.Equal(t, console, out.String())
 			require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "the probed replay's RAM differs")
 
-			// counter_lock is the most taken lock: its count is the truth's.
-			most := 0
-			for _, n := range entries {
-				most = max(most, n)
+			// The locks only pthread_mutex_lock takes are each entered as
+			// often as the program counted. (queue_lock is not: musl's
+			// pthread_cond_wait takes it again through pthread_mutex_lock,
+			// glibc's does not, and how often a consumer waits depends on
+			// the host's load — so it can even outnumber counter_lock.)
+			t.Logf("entries by lock: %v; the program's counts: %v", entries, want)
+			counts := slices.Collect(maps.Values(entries))
+			for _, lock := range []string{"counter_lock", "stats[1]", "heap"} {
+				require.NotZero(t, want[lock], console)
+				require.Contains(t, counts, want[lock], "no lock entered %d times, as %s was: %v", want[lock], lock, entries)
 			}
-			require.Equal(t, want["counter_lock"], most)
 			total := 0
 			for _, n := range entries {
 				total += n
