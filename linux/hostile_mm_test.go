@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/recorder"
+	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -123,5 +127,31 @@ func TestTableFrameReuseReplays(t *testing.T) {
 		path, rec, console := recordProgram(t, p, time.Millisecond)
 		require.Equal(t, onHost(t, bin, argv[1:]...), console)
 		replaysMatch(t, path, rec, console, 1)
+	}
+}
+
+// A checkpoint holds the frames waiting for KVM to drop its shadows: a
+// replay from a checkpoint in the middle of a loop that retires tables
+// takes the frames the recording took, to the same RAM at the end.
+func TestTableFrameReuseCheckpoints(t *testing.T) {
+	kvmtest.Require(t)
+	bin := build(t, "musl-gcc", "mm.c", "-static", "-O1")
+	dir := t.TempDir()
+	path, ck := filepath.Join(dir, "mm.tape"), filepath.Join(dir, "mm.ckpt")
+	var console bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rec, err := recorder.Record(ctx, recorder.Options{Linux: program(t, bin, "mm", "mmap", "3000"), MemBytes: 256 << 20,
+		Output: path, Console: &console, Host: recorder.HostOff, CheckpointEvery: 100 * time.Millisecond, Checkpoints: ck})
+	require.NoError(t, err, console.String())
+	require.Equal(t, "mmap+munmap 3000 ok\n", console.String())
+	n := len(rec.Checkpoints)
+	require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")
+	for _, i := range slices.Compact([]int{1, n / 2, n - 1}) {
+		var part bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
+		require.NoError(t, err, "from checkpoint %d of %d", i, n)
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d of %d", i, n)
+		require.Equal(t, console.String(), part.String(), "from checkpoint %d of %d", i, n)
 	}
 }
