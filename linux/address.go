@@ -37,11 +37,13 @@ type vma struct {
 // from the guest's own writes, which it write-protects; the VMM's writes
 // from the host go unseen, and a reused or rewritten table would be
 // walked through a stale shadow. So a change copies the tables on its
-// path to fresh frames — never used before, by anything — up to a new
-// root (the new CR3), and the tables it replaced are never tables again.
+// path to frames that have not been tables since KVM last dropped its
+// shadows, up to a new root (the new CR3), and the tables it replaced are
+// not tables again until KVM has dropped its shadows (frames.retired).
 // Tables built since the last time the guest ran are fresh and change in
-// place. (With EPT the guest walks its tables itself, and the new CR3 is
-// the TLB flush.)
+// place. A table left empty by an unmap goes too, as Linux frees it.
+// (With EPT the guest walks its tables itself, and the new CR3 is the TLB
+// flush.)
 type addressSpace struct {
 	ram    *memory.RAM
 	fr     *frames
@@ -101,9 +103,9 @@ func (as *addressSpace) cr3() uint64 { return as.root }
 // to run on cr3. Later changes copy them.
 func (as *addressSpace) published() { clear(as.fresh) }
 
-// newTable is a page-table frame that has never been used.
+// newTable is a zeroed page-table frame no shadow KVM keeps was made of.
 func (as *addressSpace) newTable() (uint64, error) {
-	pa, err := as.fr.allocTable()
+	pa, err := as.fr.alloc()
 	if err != nil {
 		return 0, err
 	}
@@ -135,8 +137,8 @@ func (as *addressSpace) own(pa uint64) (uint64, error) {
 	return cp, nil
 }
 
-// retire drops a replaced table: its frame holds data from now on, never
-// a table.
+// retire drops a table no longer in use: one the guest never walked is
+// free at once, one it may have waits for KVM to drop its shadows.
 func (as *addressSpace) retire(pa uint64) {
 	for i, t := range as.tables {
 		if t == pa {
@@ -144,32 +146,47 @@ func (as *addressSpace) retire(pa uint64) {
 			break
 		}
 	}
-	as.fr.release(pa)
+	if as.fresh[pa] {
+		delete(as.fresh, pa)
+		as.fr.release(pa)
+		return
+	}
+	as.fr.retire(pa)
 }
 
 // setPTE writes the leaf entry of va, copying the tables on its path that
 // the guest has run on, and building missing ones.
-func (as *addressSpace) setPTE(va, pte uint64) error {
+func (as *addressSpace) setPTE(va, pte uint64) error { return as.setEntry(va, 0, pte) }
+
+// entryIndex is the slot of va in a table of level (0 the leaf table, 3
+// the root).
+func entryIndex(va uint64, level int) uint64 { return (va >> (12 + 9*uint(level))) & 0x1ff }
+
+const tableAddrMask = 0x000f_ffff_ffff_f000
+
+// setEntry writes va's entry in its table of level, copying the tables on
+// the path there that the guest has run on, and building missing ones.
+func (as *addressSpace) setEntry(va uint64, level int, e uint64) error {
 	root, err := as.own(as.root)
 	if err != nil {
 		return err
 	}
 	as.root = root
 	table := root
-	for level := 3; level > 0; level-- {
-		slot := table + ((va>>(12+9*uint(level)))&0x1ff)*8
-		e, err := as.ram.Uint64(slot)
+	for l := 3; l > level; l-- {
+		slot := table + entryIndex(va, l)*8
+		pe, err := as.ram.Uint64(slot)
 		if err != nil {
 			return err
 		}
 		var child uint64
-		if e&x86.PTEPresent == 0 {
-			if pte == 0 {
+		if pe&x86.PTEPresent == 0 {
+			if e == 0 {
 				return nil // nothing mapped here to remove
 			}
 			child, err = as.newTable()
 		} else {
-			child, err = as.own(e & 0x000f_ffff_ffff_f000)
+			child, err = as.own(pe & tableAddrMask)
 		}
 		if err != nil {
 			return err
@@ -179,7 +196,71 @@ func (as *addressSpace) setPTE(va, pte uint64) error {
 		}
 		table = child
 	}
-	return as.ram.PutUint64(table+((va>>12)&0x1ff)*8, pte)
+	return as.ram.PutUint64(table+entryIndex(va, level)*8, e)
+}
+
+// tableAt is the table of level on va's path, or 0 if there is none.
+func (as *addressSpace) tableAt(va uint64, level int) (uint64, error) {
+	table := as.root
+	for l := 3; l > level; l-- {
+		e, err := as.ram.Uint64(table + entryIndex(va, l)*8)
+		if err != nil {
+			return 0, err
+		}
+		if e&x86.PTEPresent == 0 {
+			return 0, nil
+		}
+		table = e & tableAddrMask
+	}
+	return table, nil
+}
+
+// prune frees the tables below the root on va's path that hold no entry,
+// from the leaf table up: what an unmap leaves of them.
+func (as *addressSpace) prune(va uint64) error {
+	for level := 0; level < 3; level++ {
+		table, err := as.tableAt(va, level)
+		if err != nil || table == 0 {
+			return err
+		}
+		b, err := as.ram.Slice(table, pageSize)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < pageSize; i += 8 {
+			if binary.LittleEndian.Uint64(b[i:]) != 0 {
+				return nil
+			}
+		}
+		if err := as.setEntry(va, level+1, 0); err != nil {
+			return err
+		}
+		as.retire(table)
+	}
+	return nil
+}
+
+// tablesFor bounds the tables a change to the entries of the pages vas
+// (in order) can take: each on their paths copied or built, root included.
+func tablesFor(vas []uint64) uint64 {
+	n := uint64(1)
+	for _, shift := range []uint{21, 30, 39} {
+		for i, va := range vas {
+			if i == 0 || va>>shift != vas[i-1]>>shift {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// tablesForRange is tablesFor of every page of [start, end).
+func tablesForRange(start, end uint64) uint64 {
+	n := uint64(1)
+	for _, shift := range []uint{21, 30, 39} {
+		n += (end-1)>>shift - start>>shift + 1
+	}
+	return n
 }
 
 func leafFlags(p prot) uint64 {
@@ -199,26 +280,98 @@ func checkRange(start, length uint64) (end uint64, ok bool) {
 		start >= minUserAddr && end <= maxUserAddr && end > start
 }
 
+// maxMapCount is Linux's vm.max_map_count: the ranges a process may
+// have. As Linux counts them, neighbours with the same protection are one
+// (Linux merges anonymous mappings so; a file mapping it would keep apart
+// is counted with its neighbour here).
+const maxMapCount = 65530
+
+// errMapCount is a change that would leave more ranges than maxMapCount
+// allows: ENOMEM.
+var errMapCount = fmt.Errorf("more than %d mappings", maxMapCount)
+
+// limits on the count of ranges a change may leave, as Linux checks them:
+// a new mapping is refused only once there are more than maxMapCount; a
+// split (mprotect, munmap) may not make more than maxMapCount.
+const (
+	mapLimit   = maxMapCount + 1
+	splitLimit = maxMapCount
+)
+
 // mapRange maps [start, end) with p, giving every accessible page a frame
-// (a page that had one keeps its contents), and records the range.
+// (a page that had one keeps its contents), and records the range. Where
+// the ranges or the frames fall short it changes nothing.
 func (as *addressSpace) mapRange(start, end uint64, p prot) error {
-	as.carve(start, end)
-	as.vmas = append(as.vmas, vma{start, end, p})
-	sort.Slice(as.vmas, func(i, j int) bool { return as.vmas[i].start < as.vmas[j].start })
-	return as.protectPages(start, end, p)
+	undo, err := as.respan(start, end, p, true, mapLimit)
+	if err != nil {
+		return err
+	}
+	if err := as.protectPages(start, end, p); err != nil {
+		undo()
+		return err
+	}
+	return nil
 }
 
-// protectPages sets the leaf entries of [start, end) for p.
+// respan records [start, end) as mapped with p, or as not mapped, merging
+// neighbours of the same protection; it fails rather than leave more than
+// limit ranges where there were fewer. undo puts the ranges back.
+func (as *addressSpace) respan(start, end uint64, p prot, mapped bool, limit int) (undo func(), err error) {
+	i := sort.Search(len(as.vmas), func(i int) bool { return as.vmas[i].end >= start })
+	j := i
+	for j < len(as.vmas) && as.vmas[j].start <= end {
+		j++
+	}
+	was := slices.Clone(as.vmas[i:j])
+	out := make([]vma, 0, len(was)+2)
+	add := func(v vma) {
+		if n := len(out); n > 0 && out[n-1].end == v.start && out[n-1].prot == v.prot {
+			out[n-1].end = v.end
+			return
+		}
+		out = append(out, v)
+	}
+	for _, v := range was {
+		if v.start < start {
+			add(vma{v.start, min(v.end, start), v.prot})
+		}
+	}
+	if mapped {
+		add(vma{start, end, p})
+	}
+	for _, v := range was {
+		if v.end > end {
+			add(vma{max(v.start, end), v.end, v.prot})
+		}
+	}
+	if n := len(as.vmas) - len(was) + len(out); n > limit && n > len(as.vmas) {
+		return nil, errMapCount
+	}
+	as.vmas = slices.Replace(as.vmas, i, j, out...)
+	return func() { as.vmas = slices.Replace(as.vmas, i, i+len(out), was...) }, nil
+}
+
+// protectPages sets the leaf entries of [start, end) for p. It takes the
+// frames it needs only if there are enough for all, so it fails (no
+// memory) having changed nothing.
 func (as *addressSpace) protectPages(start, end uint64, p prot) error {
 	flags := leafFlags(p)
 	present := as.present(start, end)
 	if flags == 0 {
+		if tablesFor(present) > as.fr.available() {
+			return errNoMemory
+		}
 		for _, va := range present {
 			if err := as.setPTE(va, as.pages[va]); err != nil {
 				return err
 			}
 		}
 		return nil
+	}
+	// Every page needs a frame: refuse what RAM cannot hold before
+	// taking any (the range is the program's to choose).
+	if (end-start)/pageSize-uint64(len(present))+tablesForRange(start, end) > as.fr.available() {
+		return errNoMemory
 	}
 	if p&protWrite != 0 {
 		// A shared frame stays read-only until written (copy-on-write).
@@ -227,11 +380,6 @@ func (as *addressSpace) protectPages(start, end uint64, p prot) error {
 				as.cow[va] = true
 			}
 		}
-	}
-	// Every page needs a frame: refuse what RAM cannot hold before
-	// taking any (the range is the program's to choose).
-	if (end-start)/pageSize-uint64(len(present)) > as.fr.available() {
-		return errNoMemory
 	}
 	for va := start; va < end; va += pageSize {
 		pa, ok := as.pages[va]
@@ -280,75 +428,133 @@ func (as *addressSpace) protect(start, end uint64, p prot) error {
 	if !as.covered(start, end) {
 		return errUnmapped
 	}
-	as.carve(start, end)
-	as.vmas = append(as.vmas, vma{start, end, p})
-	sort.Slice(as.vmas, func(i, j int) bool { return as.vmas[i].start < as.vmas[j].start })
-	return as.protectPages(start, end, p)
+	undo, err := as.respan(start, end, p, true, splitLimit)
+	if err != nil {
+		return err
+	}
+	if err := as.protectPages(start, end, p); err != nil {
+		undo()
+		return err
+	}
+	return nil
 }
 
 var errUnmapped = fmt.Errorf("range not mapped")
 
-// unmap removes [start, end) and frees its frames.
+// unmap removes [start, end), frees its frames, and frees the page tables
+// it leaves empty. Short of frames for the tables it must copy, or of
+// ranges for a split, it changes nothing.
 func (as *addressSpace) unmap(start, end uint64) error {
-	as.carve(start, end)
+	present := as.present(start, end)
+	undo, err := as.respan(start, end, 0, false, splitLimit)
+	if err != nil {
+		return err
+	}
+	freed := uint64(0)
+	for _, va := range present {
+		if as.fr.holders(as.pages[va]) == 1 {
+			freed++
+		}
+	}
+	if tablesFor(present) > as.fr.available()+freed {
+		undo()
+		return errNoMemory
+	}
 	as.carveFiles(start, end)
-	for _, va := range as.present(start, end) {
-		pa := as.pages[va]
+	for _, va := range present {
+		as.fr.drop(as.pages[va])
 		delete(as.pages, va)
 		delete(as.cow, va)
-		as.fr.drop(pa)
+	}
+	for _, va := range present {
 		if err := as.setPTE(va, 0); err != nil {
 			return err
+		}
+	}
+	for i, va := range present {
+		if i == 0 || va>>21 != present[i-1]>>21 {
+			if err := as.prune(va); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// carve removes [start, end) from the recorded ranges, splitting those it
-// cuts.
-func (as *addressSpace) carve(start, end uint64) {
-	out := as.vmas[:0:0]
-	for _, v := range as.vmas {
-		if v.end <= start || v.start >= end {
-			out = append(out, v)
-			continue
+// remap moves the range [from, from+n) to the free [to, to+size), its
+// pages' frames with it, and maps the rest of it with p (mremap). Short of
+// frames or ranges, it changes nothing.
+func (as *addressSpace) remap(from, n, to, size uint64, p prot) error {
+	present := as.present(from, from+n)
+	need := tablesFor(present) + tablesForRange(to, to+size)
+	if leafFlags(p) != 0 {
+		need += (size - uint64(len(present))*pageSize) / pageSize
+	}
+	if need > as.fr.available() {
+		return errNoMemory
+	}
+	undoOld, err := as.respan(from, from+n, 0, false, splitLimit)
+	if err != nil {
+		return err
+	}
+	if _, err := as.respan(to, to+size, p, true, mapLimit); err != nil {
+		undoOld()
+		return err
+	}
+	as.carveFiles(from, from+n)
+	for _, va := range present {
+		nva := to + (va - from)
+		as.pages[nva] = as.pages[va]
+		if as.cow[va] {
+			as.cow[nva] = true
 		}
-		if v.start < start {
-			out = append(out, vma{v.start, start, v.prot})
-		}
-		if v.end > end {
-			out = append(out, vma{end, v.end, v.prot})
+		delete(as.pages, va)
+		delete(as.cow, va)
+		if err := as.setPTE(va, 0); err != nil {
+			return err
 		}
 	}
-	as.vmas = out
+	for i, va := range present {
+		if i == 0 || va>>21 != present[i-1]>>21 {
+			if err := as.prune(va); err != nil {
+				return err
+			}
+		}
+	}
+	return as.protectPages(to, to+size, p)
+}
+
+// index is the range holding va, or -1.
+func (as *addressSpace) index(va uint64) int {
+	i := sort.Search(len(as.vmas), func(i int) bool { return as.vmas[i].end > va })
+	if i == len(as.vmas) || as.vmas[i].start > va {
+		return -1
+	}
+	return i
 }
 
 // covered reports whether every page of [start, end) is in some range.
 func (as *addressSpace) covered(start, end uint64) bool {
-	at := start
-	for _, v := range as.vmas {
-		if v.end <= at {
-			continue
-		}
-		if v.start > at {
+	i := as.index(start)
+	if i < 0 {
+		return false
+	}
+	at := as.vmas[i].end
+	for i++; at < end; i++ {
+		if i == len(as.vmas) || as.vmas[i].start != at {
 			return false
 		}
-		at = v.end
-		if at >= end {
-			return true
-		}
+		at = as.vmas[i].end
 	}
-	return at >= end
+	return true
 }
 
 // findFree returns the highest free range of length bytes below mmapTop.
 func (as *addressSpace) findFree(length uint64) (uint64, bool) {
 	top := uint64(mmapTop)
-	for i := len(as.vmas) - 1; i >= 0; i-- {
+	below := sort.Search(len(as.vmas), func(i int) bool { return as.vmas[i].start >= top })
+	for i := below - 1; i >= 0; i-- {
 		v := as.vmas[i]
-		if v.start >= top {
-			continue
-		}
 		if v.end <= top && top-v.end >= length {
 			return top - length, true
 		}
@@ -362,12 +568,8 @@ func (as *addressSpace) findFree(length uint64) (uint64, bool) {
 
 // free reports whether [start, end) overlaps no range.
 func (as *addressSpace) free(start, end uint64) bool {
-	for _, v := range as.vmas {
-		if v.start < end && v.end > start {
-			return false
-		}
-	}
-	return true
+	i := sort.Search(len(as.vmas), func(i int) bool { return as.vmas[i].end > start })
+	return i == len(as.vmas) || as.vmas[i].start >= end
 }
 
 // access copies between guest virtual memory and b, page by page, through
@@ -402,8 +604,8 @@ func (as *addressSpace) access(va uint64, b []byte, write bool) error {
 }
 
 func (as *addressSpace) allows(page uint64, write bool) bool {
-	i := sort.Search(len(as.vmas), func(i int) bool { return as.vmas[i].end > page })
-	if i == len(as.vmas) || as.vmas[i].start > page {
+	i := as.index(page)
+	if i < 0 {
 		return false
 	}
 	p := as.vmas[i].prot
@@ -473,13 +675,17 @@ func (as *addressSpace) zero(start, end uint64) error {
 }
 
 // release frees every frame of the address space: its pages, and its
-// tables, which hold data from now on. It is not used afterwards.
+// tables (retire). It is not used afterwards.
 func (as *addressSpace) release() {
 	for _, va := range as.pageAddrs() {
 		as.fr.drop(as.pages[va])
 	}
 	for _, pa := range as.tables {
-		as.fr.release(pa)
+		if as.fresh[pa] {
+			as.fr.release(pa)
+		} else {
+			as.fr.retire(pa)
+		}
 	}
 	as.pages, as.vmas, as.tables = nil, nil, nil
 }
@@ -526,6 +732,9 @@ func (as *addressSpace) clone() (*addressSpace, error) {
 // on reading the frame it no longer owns — the old contents, then the
 // other holder's writes.
 func (as *addressSpace) breakCOW(va uint64) error {
+	if as.cow[va] && 1+tablesFor([]uint64{va}) > as.fr.available() {
+		return errNoMemory // before the frame changes under the entry
+	}
 	pa, err := as.ownFrame(va)
 	if err != nil || pa == 0 {
 		return err
@@ -603,10 +812,8 @@ func (as *addressSpace) pageAddrs() []uint64 { return slices.Sorted(maps.Keys(as
 
 // protAt is the protection of the range holding va (0 if none).
 func (as *addressSpace) protAt(va uint64) prot {
-	for _, v := range as.vmas {
-		if va >= v.start && va < v.end {
-			return v.prot
-		}
+	if i := as.index(va); i >= 0 {
+		return as.vmas[i].prot
 	}
 	return 0
 }

@@ -3,6 +3,7 @@ package linux
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/reprise-vm/reprise/vmm/memory"
 )
@@ -11,10 +12,29 @@ import (
 // zeroed; the last freed is reused first. Which frame backs which page is
 // decided by the program's system calls alone, so a replay gets the same
 // frames as its recording.
+//
+// A page table the guest has walked is shadowed by KVM on PVM hosts
+// (addressSpace says why that matters), and the shadow outlives the
+// table: written from the host as anything else, that frame would be
+// walked through the stale shadow if it became a table again. So a
+// replaced table's frame waits in retired until KVM has dropped every
+// shadow (Machine.DropTranslations: at a fork, or when enough wait here);
+// then it is free. A free frame has not been a table since the last drop,
+// so it may become one, or a page.
 type frames struct {
 	ram  *memory.RAM
 	next uint64   // frames from here up have never been used
 	free []uint64 // freed frames, a stack
+	// retired are frames that were page tables since KVM last dropped
+	// its shadows, in the order they were given back; the first settled
+	// of them were before the guest last ran. Only those are freed at a
+	// drop: a table replaced since may still be on the path of the CR3
+	// the vCPU holds, which changes only when the guest next enters.
+	retired []uint64
+	settled int
+	// forget makes KVM drop every shadow of the guest's tables
+	// (Machine.DropTranslations); nil, retired frames stay retired.
+	forget func() error
 	// shared counts the holders of frames that more than one address
 	// space maps (copy-on-write after a fork); a frame absent has one.
 	shared map[uint64]int
@@ -22,8 +42,14 @@ type frames struct {
 	patched map[uint64]map[uint16]patchedByte
 }
 
-func newFrames(ram *memory.RAM) *frames {
-	return &frames{ram: ram, next: firstFree, shared: map[uint64]int{}, patched: map[uint64]map[uint16]patchedByte{}}
+// reclaimAt is how many retired frames make the allocator have KVM drop
+// its shadows rather than take a frame never used: a drop costs the guest
+// its shadows (rebuilt as it runs), never taking them back would cost the
+// host all of guest RAM and then the program its memory.
+const reclaimAt = 1024
+
+func newFrames(ram *memory.RAM, forget func() error) *frames {
+	return &frames{ram: ram, next: firstFree, forget: forget, shared: map[uint64]int{}, patched: map[uint64]map[uint16]patchedByte{}}
 }
 
 // share adds a holder to frame pa.
@@ -59,7 +85,14 @@ func (f *frames) drop(pa uint64) {
 // RAM is exhausted: ENOMEM.
 var errNoMemory = fmt.Errorf("guest RAM exhausted")
 
+// alloc is a zeroed frame, for a page or a page table.
 func (f *frames) alloc() (uint64, error) {
+	if len(f.free) == 0 && f.forget != nil && (f.settled >= reclaimAt || f.next+pageSize > f.ram.Size() && f.settled > 0) {
+		if err := f.forget(); err != nil {
+			return 0, fmt.Errorf("linux: dropping KVM's shadow page tables: %w", err)
+		}
+		f.forgotten()
+	}
 	if n := len(f.free); n > 0 {
 		pa := f.free[n-1]
 		f.free = f.free[:n-1]
@@ -78,29 +111,41 @@ func (f *frames) alloc() (uint64, error) {
 	return pa, nil
 }
 
-// allocTable is a frame for a page table: one never used before, by
-// anything (addressSpace says why).
-func (f *frames) allocTable() (uint64, error) {
-	if f.next+pageSize > f.ram.Size() {
-		return 0, errNoMemory
-	}
-	pa := f.next
-	f.next += pageSize
-	return pa, nil
+// forgotten frees the settled retired frames: KVM has just dropped its
+// shadows.
+func (f *frames) forgotten() {
+	f.free = append(f.free, f.retired[:f.settled]...)
+	f.retired = slices.Clone(f.retired[f.settled:])
+	f.settled = 0
 }
 
+// ran notes that the guest is about to run on the tables of the current
+// address space: every table retired so far is on no path it walks.
+func (f *frames) ran() { f.settled = len(f.retired) }
+
+// release frees a frame that held a page.
 func (f *frames) release(pa uint64) {
 	_ = f.unpatchFrame(pa) // a freed frame is RAM the end hashes
 	f.free = append(f.free, pa)
 }
 
+// retire takes back a frame that held a page table the guest may have
+// walked: free once KVM has dropped its shadows.
+func (f *frames) retire(pa uint64) { f.retired = append(f.retired, pa) }
+
 // available is how many frames can still be handed out.
 func (f *frames) available() uint64 {
-	return (f.ram.Size()-f.next)/pageSize + uint64(len(f.free))
+	n := (f.ram.Size()-f.next)/pageSize + uint64(len(f.free))
+	if f.forget != nil {
+		n += uint64(f.settled)
+	}
+	return n
 }
 
 // inUse is how many bytes of frames are handed out.
-func (f *frames) inUse() uint64 { return f.next - firstFree - uint64(len(f.free))*pageSize }
+func (f *frames) inUse() uint64 {
+	return f.next - firstFree - uint64(len(f.free)+len(f.retired))*pageSize
+}
 
 // Breakpoints (breakpoints.go) replace a byte of code with int3 in the
 // frame that holds it, wherever that frame is mapped. The frames keep the

@@ -214,7 +214,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 			return fmt.Errorf("linux: %w", err)
 		}
 	}
-	k.fr = newFrames(ram)
+	k.fr = newFrames(ram, k.m.DropTranslations)
 	init := &process{pid: pid, fds: newFDTable()}
 	if k.prog.Stdin != "" {
 		n, err := k.fs.lookup(k.prog.Stdin)
@@ -290,6 +290,7 @@ func (k *Kernel) enter(entry, sp uint64) error {
 	s.CR4 |= x86.CR4OSXSAVE // as Linux: XGETBV and the AVX state, and CPUID says so
 	s.CR3 = k.proc().as.cr3()
 	k.proc().as.published()
+	k.fr.ran()
 	if err := c.SetSregs(s); err != nil {
 		return err
 	}
@@ -405,6 +406,7 @@ func (k *Kernel) loadAddressSpace() {
 		c.MarkSregsDirty()
 	}
 	as.published()
+	k.fr.ran()
 }
 
 // trap ends the program on an exception, as the signal Linux would send

@@ -43,9 +43,11 @@ type savedKernel struct {
 }
 
 type savedFrames struct {
-	Next   uint64
-	Free   []uint64
-	Shared map[uint64]int
+	Next    uint64
+	Free    []uint64
+	Retired []uint64 // frames.retired, the first Settled of them settled
+	Settled int
+	Shared  map[uint64]int
 }
 
 // savedNode is a file or directory. A node the program never wrote has no
@@ -202,7 +204,7 @@ func (k *Kernel) save() (*savedKernel, error) {
 	f := k.fr
 	s := &savedKernel{
 		Version: stateVersion, NextIno: k.fs.nextIno, Held: k.fs.held,
-		Frames: savedFrames{Next: f.next, Free: slices.Clone(f.free), Shared: maps.Clone(f.shared)},
+		Frames: savedFrames{Next: f.next, Free: slices.Clone(f.free), Retired: slices.Clone(f.retired), Settled: f.settled, Shared: maps.Clone(f.shared)},
 		Cur:    k.cur, NextTID: k.nextTID, Resched: k.resched, Restart: k.restart, Returned: k.returned,
 		WaitSeq: k.waitSeq, Switches: k.switches, HogThread: -1, HogWaiting: k.hog.waiting, HogAt: k.hog.at,
 		Calls: maps.Clone(k.stats.Calls), Unsupported: maps.Clone(k.stats.Unsupported), Warnings: slices.Clone(k.stats.Warnings),

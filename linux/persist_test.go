@@ -63,6 +63,8 @@ func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 		{"MXCSR", func(s *savedKernel) { s.Threads[0].XSave.Region[6] = 1 << 20 }, "XSAVE image"},
 		{"frames past RAM", func(s *savedKernel) { s.Frames.Next = 1 << 40 }, "frames end at"},
 		{"free frame", func(s *savedKernel) { s.Frames.Free = append(s.Frames.Free, 12345) }, "free frame"},
+		{"retired frame", func(s *savedKernel) { s.Frames.Retired = append(s.Frames.Retired, 1<<40) }, "free frame"},
+		{"settled frames", func(s *savedKernel) { s.Frames.Settled = len(s.Frames.Retired) + 1 }, "retired frames settled"},
 		{"page outside RAM", func(s *savedKernel) { s.Procs[0].Space.Pages[0x400000] = 1 << 40 }, "page 0x400000"},
 		{"page-table root", func(s *savedKernel) { s.Procs[0].Space.Root = 0 }, "page-table root"},
 		{"descriptor", func(s *savedKernel) { s.Procs[0].FDs[1] = savedFD{File: 99} }, "open file 99"},

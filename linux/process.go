@@ -161,6 +161,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err := k.m.DropTranslations(); err != nil { // the parent's writable pages are copy-on-write now
 		return nil, err
 	}
+	k.fr.forgotten()
 	if err := k.placeAll(child.pid, as, false); err != nil {
 		return nil, err
 	}

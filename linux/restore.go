@@ -65,10 +65,13 @@ func (k *Kernel) check(s *savedKernel) error {
 		return fmt.Errorf("frames end at %#x (want %#x to %#x, page-aligned)", fr.Next, firstFree, ram)
 	}
 	inUse := func(pa uint64) bool { return pa >= firstFree && pa < fr.Next && pa%pageSize == 0 }
-	for _, pa := range fr.Free {
+	for _, pa := range slices.Concat(fr.Free, fr.Retired) {
 		if !inUse(pa) {
 			return fmt.Errorf("free frame %#x outside [%#x, %#x)", pa, firstFree, fr.Next)
 		}
+	}
+	if fr.Settled < 0 || fr.Settled > len(fr.Retired) {
+		return fmt.Errorf("%d of %d retired frames settled", fr.Settled, len(fr.Retired))
 	}
 	for pa, n := range fr.Shared {
 		if !inUse(pa) || n < 2 || n > maxProcesses {
@@ -263,8 +266,9 @@ func (r *restorer) restore() error {
 		}
 		r.files = append(r.files, of)
 	}
-	fr := newFrames(k.m.RAM())
+	fr := newFrames(k.m.RAM(), k.m.DropTranslations)
 	fr.next, fr.free = s.Frames.Next, slices.Clone(s.Frames.Free)
+	fr.retired, fr.settled = slices.Clone(s.Frames.Retired), s.Frames.Settled
 	for pa, n := range s.Frames.Shared {
 		fr.shared[pa] = n
 	}

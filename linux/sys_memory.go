@@ -30,12 +30,11 @@ func sysBrk(k *Kernel, a args) (uint64, error) {
 			return cur, nil
 		}
 		if err := k.proc().as.mapRange(oldTop, newTop, protRead|protWrite); err != nil {
-			_ = k.proc().as.unmap(oldTop, newTop)
 			return cur, nil
 		}
 	case newTop < oldTop:
 		if err := k.proc().as.unmap(newTop, oldTop); err != nil {
-			return 0, err
+			return cur, nil
 		}
 	}
 	k.proc().brk[1] = want
@@ -96,7 +95,7 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 			return 0, unix.EEXIST
 		}
 		if err := k.proc().as.unmap(addr, addr+length); err != nil {
-			return 0, err
+			return 0, memErr(err)
 		}
 	case addr != 0 && addr&pageMask == 0 && k.proc().as.free(addr, addr+length):
 		if _, ok := checkRange(addr, length); !ok {
@@ -112,7 +111,6 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 		}
 	}
 	if err := k.proc().as.mapRange(addr, addr+length, p); err != nil {
-		_ = k.proc().as.unmap(addr, addr+length)
 		return 0, memErr(err)
 	}
 	if file != nil {
@@ -137,7 +135,7 @@ func sysMunmap(k *Kernel, a args) (uint64, error) {
 	if !ok {
 		return 0, unix.EINVAL
 	}
-	return 0, k.proc().as.unmap(a[0], end)
+	return 0, memErr(k.proc().as.unmap(a[0], end))
 }
 
 func sysMprotect(k *Kernel, a args) (uint64, error) {

@@ -115,8 +115,8 @@ func sysFtruncate(k *Kernel, a args) (uint64, error) {
 }
 
 // sysMremap resizes a mapping: shrinking unmaps its tail, growing extends
-// it in place when the pages after it are free, else (MREMAP_MAYMOVE)
-// moves it, contents copied.
+// it in place when the pages after it are free and below the top of user
+// space, else (MREMAP_MAYMOVE) moves it, its frames with it.
 func sysMremap(k *Kernel, a args) (uint64, error) {
 	old, oldLen, newLen, flags := a[0], pageUp(a[1]), pageUp(a[2]), a[3]
 	const mayMove = 1
@@ -131,7 +131,7 @@ func sysMremap(k *Kernel, a args) (uint64, error) {
 	switch {
 	case newLen <= oldLen:
 		return old, memErr(as.unmap(old+newLen, old+oldLen))
-	case as.free(old+oldLen, old+newLen):
+	case old+newLen <= maxUserAddr && as.free(old+oldLen, old+newLen):
 		return old, memErr(as.mapRange(old+oldLen, old+newLen, p))
 	case flags&mayMove == 0:
 		return 0, unix.ENOMEM
@@ -140,21 +140,7 @@ func sysMremap(k *Kernel, a args) (uint64, error) {
 	if !ok {
 		return 0, unix.ENOMEM
 	}
-	if err := as.mapRange(to, to+newLen, p); err != nil {
-		return 0, memErr(err)
-	}
-	buf := make([]byte, pageSize)
-	for off := uint64(0); off < oldLen; off += pageSize {
-		if pa, ok := as.pages[old+off]; ok {
-			if err := as.ram.Read(pa, buf); err != nil {
-				return 0, err
-			}
-			if err := as.load(to+off, buf); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return to, memErr(as.unmap(old, old+oldLen))
+	return to, memErr(as.remap(old, oldLen, to, newLen, p))
 }
 
 // sysRenameat moves an entry; an existing file at the new name is

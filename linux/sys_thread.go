@@ -2,6 +2,7 @@ package linux
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
@@ -163,7 +164,10 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 	}
 	k.forgetReturns(t.tid) // they were in the image exec replaces
 	entry, sp, err := k.execImage(p, clean(path), execfn, n, argv, envp)
-	if err != nil {
+	switch {
+	case errors.Is(err, errNoMemory):
+		return 0, unix.ENOMEM
+	case err != nil:
 		return 0, unix.ENOEXEC
 	}
 	p.fds.closeOnExec(k)

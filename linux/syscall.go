@@ -73,6 +73,12 @@ func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 	if errors.As(err, &e) {
 		return negErrno(e), nil
 	}
+	if errors.Is(err, errNoMemory) {
+		// Guest RAM ran out under a call that needed a frame (a page
+		// it writes that a fork shares, a table): the program's
+		// failure, not the run's.
+		return negErrno(unix.ENOMEM), nil
+	}
 	return ret, err
 }
 
@@ -94,7 +100,7 @@ func memErr(err error) error {
 		return unix.EFAULT
 	case errors.Is(err, errNoMemory):
 		return unix.ENOMEM
-	case errors.Is(err, errUnmapped):
+	case errors.Is(err, errUnmapped), errors.Is(err, errMapCount):
 		return unix.ENOMEM
 	case errors.Is(err, errNameTooLong):
 		return unix.ENAMETOOLONG
