@@ -298,32 +298,3 @@ func Mount(host, guest string) ([]File, error) {
 	})
 	return out, err
 }
-
-// KeepWrites copies the files the program created or changed into dir,
-// at their guest paths below it: what --keep-writes keeps of a run.
-func (k *Kernel) KeepWrites(dir string) (int, error) {
-	n := 0
-	var walk func(at *node, p string) error
-	walk = func(at *node, p string) error {
-		for _, name := range at.names() {
-			c := at.children[name]
-			switch {
-			case c.dir:
-				if err := walk(c, path.Join(p, name)); err != nil {
-					return err
-				}
-			case c.written && c.dev == nil:
-				out := filepath.Join(dir, filepath.FromSlash(path.Join(p, name)))
-				if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-					return err
-				}
-				if err := os.WriteFile(out, c.data, os.FileMode(c.mode&0o777)); err != nil {
-					return err
-				}
-				n++
-			}
-		}
-		return nil
-	}
-	return n, walk(k.fs.root, "/")
-}
