@@ -1,14 +1,18 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Hands the kernel offsets, counts and paths at their limits and prints
@@ -203,12 +207,39 @@ static void pipes(void) {
 	close(null);
 }
 
+static void on_alarm(int sig) { (void)sig; }
+
+static void timers(void) {
+	show("alarm 2^40 (alarm 0)", syscall(SYS_alarm, 1UL << 40));
+	show("alarm 0", syscall(SYS_alarm, 0));
+	int p[2];
+	pipe(p);
+	write(p[1], "x", 1);
+	struct pollfd pfd = {p[0], POLLIN, 0};
+	struct timespec forever = {INT64_MAX, 999999999};
+	show("ppoll ready, for ever", syscall(SYS_ppoll, &pfd, 1, &forever, NULL, 8));
+	fd_set set;
+	FD_ZERO(&set);
+	FD_SET(p[0], &set);
+	struct timeval tv = {INT64_MAX, 999999};
+	show("select ready, for ever", syscall(SYS_select, p[0] + 1, &set, NULL, NULL, &tv));
+	close(p[0]);
+	close(p[1]);
+	struct sigaction sa = {0};
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(1);
+	struct timespec long_sleep = {1L << 33, 0};
+	show("sleep 2^33 s, woken by the alarm", syscall(SYS_clock_nanosleep, CLOCK_REALTIME, 0, &long_sleep, NULL));
+}
+
 int main(void) {
 	offsets();
 	send();
 	vectors();
 	paths();
 	pipes();
+	timers();
 	unlink("hc.dat");
 	unlink("hc.out");
 	unlink("hc.app");
