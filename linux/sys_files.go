@@ -664,7 +664,13 @@ func sysFaccessat(k *Kernel, a args) (uint64, error) {
 	return 0, nil
 }
 
+// sysReadlinkat reads /proc/self/exe, the one link there is. Its size is
+// an int, and one not positive is EINVAL before the path is read.
 func sysReadlinkat(k *Kernel, a args) (uint64, error) {
+	size := int32(a[3])
+	if size <= 0 {
+		return 0, unix.EINVAL
+	}
 	p, err := k.path(a[0], a[1])
 	if err != nil {
 		return 0, err
@@ -676,7 +682,7 @@ func sysReadlinkat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL // not a link: there are none
 	}
 	target := []byte(k.prog.Path)
-	n := min(uint64(len(target)), a[3])
+	n := min(uint64(len(target)), uint64(size))
 	return n, memErr(k.proc().as.write(a[2], target[:n]))
 }
 

@@ -176,6 +176,8 @@ static void paths(void) {
 	show("rmdir ..", syscall(SYS_rmdir, ".."));
 	show("rmdir /", syscall(SYS_rmdir, "/"));
 	show("rmdir with slash", syscall(SYS_rmdir, "hc.d/"));
+	show("readlink size 0", syscall(SYS_readlink, "/proc/self/exe", buf, 0));
+	show("readlink size -1", syscall(SYS_readlink, "/proc/self/exe", buf, -1L));
 	show("chdir empty", syscall(SYS_chdir, ""));
 	show("chdir file", syscall(SYS_chdir, "/etc/passwd"));
 	char name[300];
