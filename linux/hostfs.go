@@ -78,19 +78,29 @@ func MountRoot(root string) ([]File, error) {
 }
 
 // openInRoot opens rel below the directory dir (at abs) for reading, its
-// links resolved inside it, and requires a regular file.
+// links resolved inside it, and requires a regular file. It looks first
+// with O_PATH, which opens nothing (a device or FIFO is never opened),
+// then reopens what it found through /proc/self/fd, the same file.
 func openInRoot(dir int, abs, rel string) (*os.File, error) {
+	name := filepath.Join(abs, rel)
 	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOCTTY,
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
 	if err != nil {
-		return nil, &os.PathError{Op: "openat2", Path: filepath.Join(abs, rel), Err: err}
+		return nil, &os.PathError{Op: "openat2", Path: name, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(abs, rel))
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%s is not a regular file", f.Name())
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return nil, fmt.Errorf("%s: reopening it: %w", name, err)
 	}
 	return f, nil
 }
