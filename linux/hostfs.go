@@ -135,13 +135,15 @@ func (k *Kernel) KeepWrites(dir string) (int, error) {
 	defer unix.Close(top)
 	n := 0
 	var refused []error
+	holds := map[*node]bool{}
+	writesBelow(k.fs.root, holds)
 	var walk func(at *node, fd int, p string)
 	walk = func(at *node, fd int, p string) {
 		for _, name := range at.names() {
 			c := at.children[name]
 			full := filepath.Join(dir, p, name)
 			switch {
-			case c.dir && holdsWrites(c):
+			case c.dir && holds[c]:
 				sub, err := keptDir(fd, name, full)
 				if err != nil {
 					refused = append(refused, err)
@@ -162,15 +164,20 @@ func (k *Kernel) KeepWrites(dir string) (int, error) {
 	return n, errors.Join(refused...)
 }
 
-// holdsWrites reports whether directory d has, at any depth, a file the
-// program created or changed: only their directories are made.
-func holdsWrites(d *node) bool {
+// writesBelow marks in holds each directory from d down that has, at any
+// depth, a file the program created or changed (only their directories
+// are made), and reports whether d does.
+func writesBelow(d *node, holds map[*node]bool) bool {
+	found := false
 	for _, c := range d.children {
-		if c.dir && holdsWrites(c) || !c.dir && c.written && c.dev == nil {
-			return true
+		if c.dir && writesBelow(c, holds) || !c.dir && c.written && c.dev == nil {
+			found = true
 		}
 	}
-	return false
+	if found {
+		holds[d] = true
+	}
+	return found
 }
 
 // beneath resolves a name below its directory, following no link.
