@@ -23,10 +23,10 @@ import (
 // as a process chrooted to root sees them: a symbolic link resolves
 // inside root as if root were / (openat2's RESOLVE_IN_ROOT), so an
 // absolute link, or one with "..", never reaches a host file outside it.
-// A link to a directory is not followed (as Mount does not). The files
-// are read here, through the descriptor the confined lookup opened, so
-// that what the program sees is what was checked; Host is where a replay
-// finds each again, its real path below root.
+// A link to a directory is not followed (as Mount does not), nor one to
+// nothing or to what is not a regular file. The files are read here, the
+// very files the confined lookup found, with no second lookup by path;
+// Host is where a replay finds each again, its real path below root.
 func MountRoot(root string) ([]File, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -57,8 +57,8 @@ func MountRoot(root string) ([]File, error) {
 			return err
 		}
 		f, err := openInRoot(dir, abs, rel)
-		if err != nil {
-			return nil // a dangling link, or one to what is not a regular file
+		if f == nil || err != nil {
+			return err
 		}
 		defer f.Close()
 		if len(out) >= maxFiles {
@@ -78,16 +78,21 @@ func MountRoot(root string) ([]File, error) {
 }
 
 // openInRoot opens rel below the directory dir (at abs) for reading, its
-// links resolved inside it, and requires a regular file. It looks first
-// with O_PATH, which opens nothing (a device or FIFO is never opened),
-// then reopens what it found through /proc/self/fd, the same file.
+// links resolved inside it, if it is a regular file; else it returns nil.
+// It looks first with O_PATH, which opens nothing (a device or FIFO is
+// never opened), then reopens what it found through /proc/self/fd, the
+// same file.
 func openInRoot(dir int, abs, rel string) (*os.File, error) {
 	name := filepath.Join(abs, rel)
 	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
 	})
-	if err != nil {
+	switch err {
+	case nil:
+	case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EACCES:
+		return nil, nil // a link to nothing in the root, or not to be followed
+	default:
 		return nil, &os.PathError{Op: "openat2", Path: name, Err: err}
 	}
 	defer unix.Close(fd)
@@ -96,11 +101,11 @@ func openInRoot(dir int, abs, rel string) (*os.File, error) {
 		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%s is not a regular file", name)
+		return nil, nil
 	}
 	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(fd))
 	if err != nil {
-		return nil, fmt.Errorf("%s: reopening it: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return f, nil
 }
