@@ -72,6 +72,7 @@ func sysSendfile(k *Kernel, a args) (uint64, error) {
 	if err := verifyArea(at, count); err != nil {
 		return 0, err
 	}
+	count = min(count, maxRWCount) // before the output's check
 	out, err := fds.get(a[0])
 	switch {
 	case err != nil:

@@ -103,6 +103,9 @@ static void send(void) {
 	off = 0;
 	show("sendfile to max-2", syscall(SYS_sendfile, out, in, &off, 5));
 	printf("offset left at 0: %d\n", off == 0);
+	show("lseek out max-2^40", syscall(SYS_lseek, out, INT64_MAX - (1L << 40), SEEK_SET));
+	off = 5;
+	show("sendfile 2^62 there, clamped", syscall(SYS_sendfile, out, in, &off, 1UL << 62));
 	show("lseek out 0", syscall(SYS_lseek, out, 0, SEEK_SET));
 	off = 1;
 	show("sendfile 3 from 1", syscall(SYS_sendfile, out, in, &off, 3));
