@@ -38,7 +38,7 @@ var linuxCalls = map[string]linuxCall{
 	"vfork": {58, 0}, "execve": {59, 3}, "exit": {60, 1}, "wait4": {61, 4},
 	"kill": {62, 2}, "uname": {63, 1}, "fcntl": {72, 3}, "fsync": {74, 1},
 	"fdatasync": {75, 1}, "ftruncate": {77, 2}, "getcwd": {79, 2}, "chdir": {80, 1},
-	"rename": {82, 2}, "mkdir": {83, 2}, "creat": {85, 2}, "unlink": {87, 1},
+	"rename": {82, 2}, "mkdir": {83, 2}, "rmdir": {84, 1}, "creat": {85, 2}, "unlink": {87, 1},
 	"readlink": {89, 3}, "fchmod": {91, 2}, "umask": {95, 1}, "gettimeofday": {96, 2},
 	"getrlimit": {97, 2}, "getrusage": {98, 2}, "sysinfo": {99, 1}, "getuid": {102, 0},
 	"getgid": {104, 0}, "setuid": {105, 1}, "setgid": {106, 1}, "geteuid": {107, 0},
