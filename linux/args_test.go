@@ -167,6 +167,7 @@ func callCases(s uint64) []callCase {
 		{name: "mkdirat", a: args{cwd, s + offPathE, 0o700}},
 		{name: "unlink", a: args{s + offPathC}},
 		{name: "unlinkat", a: args{cwd, s + offPathE, unix.AT_REMOVEDIR}},
+		{name: "rmdir", a: args{s + offPathD}},
 		{name: "access", a: args{s + offExe, unix.X_OK}},
 		{name: "faccessat", a: args{cwd, s + offExe, unix.X_OK}},
 		{name: "faccessat2", a: args{cwd, s + offExe, unix.R_OK, 0}},
