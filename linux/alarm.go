@@ -23,8 +23,10 @@ type realTimer struct {
 	at, interval time.Duration
 }
 
+// sysAlarm arms the timer in whole seconds, an unsigned int: the
+// argument's upper bits are not Linux's to read.
 func sysAlarm(k *Kernel, a args) (uint64, error) {
-	old, err := k.setRealTimer(time.Duration(a[0])*time.Second, 0)
+	old, err := k.setRealTimer(time.Duration(uint32(a[0]))*time.Second, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -116,12 +118,13 @@ func (k *Kernel) fireTimers(clock time.Duration) error {
 	return nil
 }
 
+// timeval reads a struct timeval, cut to maxWait; -1 if Linux refuses it.
 func timeval(b []byte) time.Duration {
 	sec, usec := int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
-	if sec < 0 || usec < 0 || usec >= 1e6 || sec > 1<<33 {
+	if sec < 0 || usec < 0 || usec >= 1e6 {
 		return -1
 	}
-	return time.Duration(sec)*time.Second + time.Duration(usec)*time.Microsecond
+	return waitOf(sec, usec*1000)
 }
 
 func itimerval(t realTimer) []byte {

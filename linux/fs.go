@@ -86,40 +86,83 @@ func clean(p string) string {
 	return path.Clean(p)
 }
 
-// lookup finds the node at p.
+// maxNameLen is NAME_MAX: the longest name of a directory entry.
+const maxNameLen = 255
+
+// lookup finds the node at p as Linux's path walk does, component by
+// component rather than by cleaning p first: every component a name, "."
+// or ".." follows must be a directory ("/etc/passwd/.." is ENOTDIR, not
+// /etc), ".." at the root stays there, and a trailing slash asks for a
+// directory. A relative p starts at the root, the working directory.
 func (fs *fileSystem) lookup(p string) (*node, error) {
-	n := fs.root
-	for _, part := range strings.Split(strings.TrimPrefix(clean(p), "/"), "/") {
-		if part == "" {
-			continue
-		}
-		if !n.dir {
+	if p == "" {
+		return nil, unix.ENOENT
+	}
+	walked := []*node{fs.root} // the directories passed, for ".."
+	for _, part := range strings.Split(p, "/") {
+		at := walked[len(walked)-1]
+		if !at.dir {
 			return nil, unix.ENOTDIR
 		}
-		next, ok := n.children[part]
-		if !ok {
-			return nil, unix.ENOENT
+		switch part {
+		case "", ".":
+		case "..":
+			if len(walked) > 1 {
+				walked = walked[:len(walked)-1]
+			}
+		default:
+			if len(part) > maxNameLen {
+				return nil, unix.ENAMETOOLONG
+			}
+			next, ok := at.children[part]
+			if !ok {
+				return nil, unix.ENOENT
+			}
+			walked = append(walked, next)
 		}
-		n = next
 	}
-	return n, nil
+	return walked[len(walked)-1], nil
 }
 
-// parent finds the directory p would be created in, and p's last name.
-func (fs *fileSystem) parent(p string) (*node, string, error) {
-	p = clean(p)
-	if p == "/" {
-		return nil, "", unix.EEXIST
+// entry is the last component of a path a call creates, removes or
+// renames: the directory it is (or would be) in, its name, and whether the
+// path ended in a slash, which asks for a directory.
+type entry struct {
+	dir   *node
+	name  string // "" for the root itself, or "." or "..": no entry to make or remove
+	slash bool
+}
+
+// named reports whether e names an entry of its directory, not the root,
+// "." or "..", which Linux's calls that create or remove refuse.
+func (e entry) named() bool { return e.name != "" && e.name != "." && e.name != ".." }
+
+// parent finds the directory p's last component is in, walking the rest
+// of p as lookup does.
+func (fs *fileSystem) parent(p string) (entry, error) {
+	if p == "" {
+		return entry{}, unix.ENOENT
 	}
-	dir, name := path.Split(p)
+	trimmed := strings.TrimRight(p, "/")
+	e := entry{slash: len(trimmed) < len(p)}
+	dir := "/"
+	if i := strings.LastIndex(trimmed, "/"); i >= 0 {
+		dir, e.name = trimmed[:i+1], trimmed[i+1:]
+	} else {
+		e.name = trimmed
+	}
+	if len(e.name) > maxNameLen {
+		return entry{}, unix.ENAMETOOLONG
+	}
 	d, err := fs.lookup(dir)
 	if err != nil {
-		return nil, "", err
+		return entry{}, err
 	}
 	if !d.dir {
-		return nil, "", unix.ENOTDIR
+		return entry{}, unix.ENOTDIR
 	}
-	return d, name, nil
+	e.dir = d
+	return e, nil
 }
 
 // mkdirAll makes the directories of p, as the ones leading to a host file.
@@ -254,33 +297,4 @@ func Mount(host, guest string) ([]File, error) {
 		return nil
 	})
 	return out, err
-}
-
-// KeepWrites copies the files the program created or changed into dir,
-// at their guest paths below it: what --keep-writes keeps of a run.
-func (k *Kernel) KeepWrites(dir string) (int, error) {
-	n := 0
-	var walk func(at *node, p string) error
-	walk = func(at *node, p string) error {
-		for _, name := range at.names() {
-			c := at.children[name]
-			switch {
-			case c.dir:
-				if err := walk(c, path.Join(p, name)); err != nil {
-					return err
-				}
-			case c.written && c.dev == nil:
-				out := filepath.Join(dir, filepath.FromSlash(path.Join(p, name)))
-				if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-					return err
-				}
-				if err := os.WriteFile(out, c.data, os.FileMode(c.mode&0o777)); err != nil {
-					return err
-				}
-				n++
-			}
-		}
-		return nil
-	}
-	return n, walk(k.fs.root, "/")
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 )
 
@@ -53,12 +55,23 @@ type executable struct {
 // untrusted as a tape).
 const maxSegments = 64
 
+// parseELF reads an ELF file's headers. What is not an ELF file at all may
+// be any file, so the error does not quote it (debug/elf's puts the first
+// bytes in its message).
+func parseELF(r io.ReaderAt) (*elf.File, error) {
+	var magic [len(elf.ELFMAG)]byte
+	if _, err := r.ReadAt(magic[:], 0); err != nil || string(magic[:]) != elf.ELFMAG {
+		return nil, errors.New("not an ELF file (no ELF magic number)")
+	}
+	return elf.NewFile(r)
+}
+
 // load maps the PT_LOAD segments of the ELF file raw (at path) into as:
 // at their addresses for ET_EXEC, at base plus them for ET_DYN.
 func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, error) {
-	f, err := elf.NewFile(bytes.NewReader(raw))
+	f, err := parseELF(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("not an ELF file: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	switch {
@@ -76,6 +89,9 @@ func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, 
 		x.text = [2]uint64{base + t.Addr, base + t.Addr + t.Size}
 		x.funcs = functions(f, t, base)
 	}
+	if x.interp, err = interpreter(f); err != nil {
+		return nil, err
+	}
 	var loads []*elf.Prog
 	for _, p := range f.Progs {
 		switch p.Type {
@@ -83,12 +99,6 @@ func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, 
 			if p.Memsz > 0 {
 				loads = append(loads, p)
 			}
-		case elf.PT_INTERP:
-			b := make([]byte, min(p.Filesz, 4096))
-			if _, err := p.ReadAt(b, 0); err != nil {
-				return nil, fmt.Errorf("PT_INTERP: %w", err)
-			}
-			x.interp = string(bytes.TrimRight(b, "\x00"))
 		case elf.PT_PHDR:
 			x.phdr = base + p.Vaddr
 		}
@@ -147,7 +157,7 @@ func functions(f *elf.File, text *elf.Section, base uint64) []uint64 {
 // span is the memory the PT_LOAD segments of the ELF file raw cover, from
 // address 0: what an ET_DYN needs free to be loaded.
 func span(raw []byte) (uint64, error) {
-	f, err := elf.NewFile(bytes.NewReader(raw))
+	f, err := parseELF(bytes.NewReader(raw))
 	if err != nil {
 		return 0, err
 	}

@@ -2,6 +2,7 @@ package linux
 
 import (
 	"encoding/binary"
+	"math"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,6 +29,9 @@ func init() {
 	register(unix.SYS_GETDENTS64, "getdents64", 3, sysGetdents64)
 	register(unix.SYS_UNLINK, "unlink", 1, func(k *Kernel, a args) (uint64, error) { return sysUnlinkat(k, args{atFDCWD, a[0], 0}) })
 	register(unix.SYS_UNLINKAT, "unlinkat", 3, sysUnlinkat)
+	register(unix.SYS_RMDIR, "rmdir", 1, func(k *Kernel, a args) (uint64, error) {
+		return sysUnlinkat(k, args{atFDCWD, a[0], unix.AT_REMOVEDIR})
+	})
 	register(unix.SYS_MKDIR, "mkdir", 2, func(k *Kernel, a args) (uint64, error) { return sysMkdirat(k, args{atFDCWD, a[0], a[1]}) })
 	register(unix.SYS_MKDIRAT, "mkdirat", 3, sysMkdirat)
 	register(unix.SYS_ACCESS, "access", 2, func(k *Kernel, a args) (uint64, error) { return sysFaccessat(k, args{atFDCWD, a[0], a[1]}) })
@@ -41,32 +45,51 @@ func init() {
 }
 
 // sysSendfile copies up to count bytes from in_fd (at *offset if given,
-// which then advances, else at and advancing its own offset) to out_fd.
+// which then advances, else at and advancing its own offset) to out_fd,
+// checking its arguments in the order Linux's do_sendfile does.
 func sysSendfile(k *Kernel, a args) (uint64, error) {
-	fds := k.proc().fds
-	out, err := fds.get(a[0])
-	if err != nil {
-		return 0, err
-	}
-	in, err := fds.get(a[1])
-	if err != nil {
-		return 0, err
-	}
-	if in.node == nil || in.node.dir {
-		return 0, unix.EINVAL
-	}
-	at := in.off
+	count := a[3]
+	var at int64
 	if a[2] != 0 {
 		var b [8]byte
 		if err := k.proc().as.read(a[2], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 		at = int64(binary.LittleEndian.Uint64(b[:]))
-		if at < 0 {
-			return 0, unix.EINVAL
+	}
+	fds := k.proc().fds
+	in, err := fds.get(a[1])
+	switch {
+	case err != nil:
+		return 0, err
+	case !in.readable():
+		return 0, unix.EBADF
+	case a[2] != 0 && !in.seekable():
+		return 0, unix.ESPIPE
+	case a[2] == 0:
+		at = in.off
+	}
+	if err := verifyArea(at, count); err != nil {
+		return 0, err
+	}
+	count = min(count, maxRWCount) // before the output's check
+	out, err := fds.get(a[0])
+	switch {
+	case err != nil:
+		return 0, err
+	case !out.writable():
+		return 0, unix.EBADF
+	case out.pipe == nil && out.flags&unix.O_APPEND != 0:
+		return 0, unix.EINVAL // splice refuses to append
+	case in.node == nil || in.node.dir:
+		return 0, unix.EINVAL // nothing to splice from
+	}
+	if out.seekable() {
+		if err := verifyArea(out.off, count); err != nil {
+			return 0, err
 		}
 	}
-	buf := make([]byte, min(a[3], maxIO))
+	buf := make([]byte, min(count, maxIO))
 	n, err := k.readFile(in, buf, at)
 	if err != nil {
 		return 0, err
@@ -75,7 +98,7 @@ func sysSendfile(k *Kernel, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if out.node != nil {
+	if out.seekable() {
 		out.off += int64(w)
 	}
 	if a[2] != 0 {
@@ -91,6 +114,30 @@ const atFDCWD = ^uint64(99) // AT_FDCWD, -100
 // as it must for Linux too.
 const maxIO = 1 << 20
 
+// Limits Linux puts on the offsets and counts of reads and writes.
+const (
+	// maxFileSize is the largest offset and file size, tmpfs's
+	// (MAX_LFS_FILESIZE): the program's files are in memory. Before that
+	// the 1 GiB of all files runs out (ENOSPC).
+	maxFileSize = math.MaxInt64
+	// maxRWCount is MAX_RW_COUNT, the most one call moves.
+	maxRWCount = 0x7ffff000
+)
+
+// userRange is Linux's access_ok: [va, va+n) lies in user space. A read
+// or write checks it for the whole count before moving anything.
+func userRange(va, n uint64) bool { return va+n >= va && va+n <= maxUserAddr }
+
+// verifyArea is Linux's rw_verify_area for a file with a position: a
+// count that is negative as a ssize_t, a negative position, or a range
+// that ends past the largest offset is EINVAL.
+func verifyArea(pos int64, count uint64) error {
+	if int64(count) < 0 || pos < 0 || pos > maxFileSize-int64(count) {
+		return unix.EINVAL
+	}
+	return nil
+}
+
 // path reads a path argument. Relative paths resolve from dirfd, which
 // must be AT_FDCWD (the working directory is /) or an open directory.
 func (k *Kernel) path(dirfd, va uint64) (string, error) {
@@ -98,7 +145,10 @@ func (k *Kernel) path(dirfd, va uint64) (string, error) {
 	if err != nil {
 		return "", memErr(err)
 	}
-	if p == "" || p[0] == '/' || dirfd == atFDCWD {
+	if p == "" {
+		return "", unix.ENOENT
+	}
+	if p[0] == '/' || dirfd == atFDCWD {
 		return p, nil
 	}
 	d, err := k.proc().fds.get(dirfd)
@@ -163,36 +213,63 @@ func (k *Kernel) writeFile(f *openFile, b []byte, off int64) (int, error) {
 		return k.m.Console().Write(b)
 	case f.node.dev != nil:
 		return f.node.dev.write(b)
+	case len(b) == 0:
+		return 0, nil // nothing written, the file not extended
+	case off >= maxFileSize:
+		return 0, unix.EFBIG
 	}
+	// generic_write_checks: what fits below the largest offset.
+	b = b[:min(int64(len(b)), maxFileSize-off)]
 	n := f.node
-	n.written = true
 	end := off + int64(len(b))
-	if end > int64(len(n.data)) {
-		if k.fs.held+end-int64(len(n.data)) > maxFileBytes {
+	if grow := end - int64(len(n.data)); grow > 0 {
+		if grow > maxFileBytes-k.fs.held {
 			return 0, unix.ENOSPC
 		}
-		k.fs.held += end - int64(len(n.data))
-		n.data = append(n.data, make([]byte, end-int64(len(n.data)))...)
+		k.fs.held += grow
+		n.data = append(n.data, make([]byte, grow)...)
 	}
+	n.written = true
 	return copy(n.data[off:], b), nil
 }
 
-// rw moves up to n bytes between the guest buffer at va and f at off
-// (-1: at and advancing f's offset).
-func (k *Kernel) rw(fd, va, n uint64, off int64, write bool) (uint64, error) {
+// seekable reports whether f has a position (Linux's FMODE_LSEEK and
+// FMODE_PREAD): a file, directory or device has; a pipe or the console
+// has not.
+func (f *openFile) seekable() bool { return f.node != nil }
+
+// rw moves up to n bytes between the guest buffer at va and the file fd:
+// at *pos (pread, pwrite), or at and advancing the file's offset (pos
+// nil). Its arguments are checked in the order Linux checks them.
+func (k *Kernel) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
+	if pos != nil && *pos < 0 {
+		return 0, unix.EINVAL // before the descriptor
+	}
 	f, err := k.proc().fds.get(fd)
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, err
+	case pos != nil && !f.seekable():
+		return 0, unix.ESPIPE
+	case write && !f.writable(), !write && !f.readable():
+		return 0, unix.EBADF
+	case !userRange(va, n):
+		return 0, unix.EFAULT
 	}
-	if off < -1 {
-		return 0, unix.EINVAL
+	at := f.off
+	if pos != nil {
+		at = *pos
 	}
-	at := off
-	if off == -1 {
-		at = f.off
-		if write && f.flags&unix.O_APPEND != 0 && f.node != nil {
-			at = int64(len(f.node.data))
+	if f.seekable() {
+		if err := verifyArea(at, n); err != nil {
+			return 0, err
 		}
+	}
+	if n == 0 && f.pipe != nil {
+		return 0, nil // neither blocks nor raises SIGPIPE
+	}
+	if write && f.flags&unix.O_APPEND != 0 && f.node != nil {
+		at = int64(len(f.node.data)) // pwrite too, as on Linux
 	}
 	b := make([]byte, min(n, maxIO))
 	var done int
@@ -210,78 +287,161 @@ func (k *Kernel) rw(fd, va, n uint64, off int64, write bool) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if off == -1 && f.node != nil {
+	if pos == nil && f.seekable() {
 		f.off = at + int64(done)
 	}
 	return uint64(done), nil
 }
 
-func sysRead(k *Kernel, a args) (uint64, error)  { return k.rw(a[0], a[1], a[2], -1, false) }
-func sysWrite(k *Kernel, a args) (uint64, error) { return k.rw(a[0], a[1], a[2], -1, true) }
-func sysPread(k *Kernel, a args) (uint64, error) { return k.rw(a[0], a[1], a[2], int64(a[3]), false) }
+func sysRead(k *Kernel, a args) (uint64, error)  { return k.rw(a[0], a[1], a[2], nil, false) }
+func sysWrite(k *Kernel, a args) (uint64, error) { return k.rw(a[0], a[1], a[2], nil, true) }
+func sysPread(k *Kernel, a args) (uint64, error) {
+	pos := int64(a[3])
+	return k.rw(a[0], a[1], a[2], &pos, false)
+}
 func sysPwrite(k *Kernel, a args) (uint64, error) {
-	return k.rw(a[0], a[1], a[2], int64(a[3]), true)
+	pos := int64(a[3])
+	return k.rw(a[0], a[1], a[2], &pos, true)
 }
 
 // maxIOV is IOV_MAX.
 const maxIOV = 1024
 
-// vectored reads or writes an iovec array, stopping at a short transfer.
-func (k *Kernel) vectored(fd, iov, count uint64, write bool) (uint64, error) {
-	if count > maxIOV {
+// iovec is struct iovec: one segment of a readv or writev.
+type iovec struct{ base, len uint64 }
+
+// vectored reads or writes an iovec array. The array is checked whole
+// first, as Linux's import_iovec does: a segment whose length is negative
+// as a ssize_t is EINVAL, one outside user space EFAULT, and the total is
+// clamped to MAX_RW_COUNT. Then it moves segment by segment, stopping at a
+// short transfer.
+func (k *Kernel) vectored(fd, va, count uint64, write bool) (uint64, error) {
+	f, err := k.proc().fds.get(fd)
+	switch {
+	case err != nil:
+		return 0, err
+	case write && !f.writable(), !write && !f.readable():
+		return 0, unix.EBADF
+	case count == 0:
+		return 0, nil
+	case count > maxIOV:
 		return 0, unix.EINVAL
 	}
-	var total uint64
-	for i := uint64(0); i < count && total < maxIO; i++ {
-		var v [16]byte
-		if err := k.proc().as.read(iov+i*16, v[:]); err != nil {
-			return 0, memErr(err)
+	raw := make([]byte, count*16)
+	if err := k.proc().as.read(va, raw); err != nil {
+		return 0, memErr(err)
+	}
+	segs := make([]iovec, count)
+	for i := range segs {
+		segs[i] = iovec{binary.LittleEndian.Uint64(raw[i*16:]), binary.LittleEndian.Uint64(raw[i*16+8:])}
+		if int64(segs[i].len) < 0 {
+			return 0, unix.EINVAL
 		}
-		base, n := binary.LittleEndian.Uint64(v[:]), binary.LittleEndian.Uint64(v[8:])
-		n = min(n, maxIO-total)
-		done, err := k.rw(fd, base, n, -1, write)
+	}
+	var total uint64
+	for i := range segs {
+		s := &segs[i]
+		if count == 1 {
+			s.len = min(s.len, maxRWCount) // one segment is clamped before its range is checked (import_ubuf)
+		}
+		if !userRange(s.base, s.len) {
+			return 0, unix.EFAULT
+		}
+		s.len = min(s.len, maxRWCount-total)
+		total += s.len
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	if f.seekable() {
+		if err := verifyArea(f.off, total); err != nil {
+			return 0, err
+		}
+	}
+	var done uint64
+	for _, s := range segs {
+		if done >= maxIO {
+			break
+		}
+		if s.len == 0 {
+			continue
+		}
+		want := min(s.len, maxIO-done)
+		n, err := k.rw(fd, s.base, want, nil, write)
 		if err != nil {
-			if total > 0 {
-				return total, nil
+			if done > 0 {
+				return done, nil
 			}
 			return 0, err
 		}
-		total += done
-		if done < n {
+		done += n
+		if n < want {
 			break
 		}
 	}
-	return total, nil
+	return done, nil
 }
 
 func sysReadv(k *Kernel, a args) (uint64, error)  { return k.vectored(a[0], a[1], a[2], false) }
 func sysWritev(k *Kernel, a args) (uint64, error) { return k.vectored(a[0], a[1], a[2], true) }
 
+// sysLseek moves a file's offset as tmpfs does (generic_file_llseek_size
+// up to MAX_LFS_FILESIZE; a directory's as dcache_dir_lseek). A device's
+// offset stays 0 (null_lseek); a pipe or the console has none.
 func sysLseek(k *Kernel, a args) (uint64, error) {
 	f, err := k.proc().fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	if f.node == nil || f.node.dev != nil {
+	off, whence := int64(a[1]), a[2]
+	switch {
+	case whence > unix.SEEK_HOLE: // SEEK_MAX
+		return 0, unix.EINVAL
+	case !f.seekable():
 		return 0, unix.ESPIPE
+	case f.node.dev != nil:
+		return 0, nil
+	case f.node.dir:
+		return seekDir(f, off, whence)
 	}
-	off := int64(a[1])
-	switch a[2] {
-	case unix.SEEK_SET:
+	size := int64(len(f.node.data))
+	switch whence {
 	case unix.SEEK_CUR:
-		off += f.off
+		if off == 0 {
+			return uint64(f.off), nil
+		}
+		off += f.off // wraps negative past the largest offset, as in C
 	case unix.SEEK_END:
-		off += int64(len(f.node.data))
+		off += size
+	case unix.SEEK_DATA, unix.SEEK_HOLE:
+		// A file here has no holes: its data runs to its end.
+		if off < 0 || off >= size {
+			return 0, unix.ENXIO
+		}
+		if whence == unix.SEEK_HOLE {
+			off = size
+		}
+	}
+	if off < 0 {
+		return 0, unix.EINVAL
+	}
+	f.off = off
+	return uint64(off), nil
+}
+
+// seekDir moves a directory's position, which getdents reads from.
+func seekDir(f *openFile, off int64, whence uint64) (uint64, error) {
+	switch whence {
+	case unix.SEEK_CUR:
+		off += int64(f.dirPos)
+	case unix.SEEK_SET:
 	default:
 		return 0, unix.EINVAL
 	}
 	if off < 0 {
 		return 0, unix.EINVAL
 	}
-	f.off = off
-	if f.node.dir {
-		f.dirPos = int(min(off, 1<<30))
-	}
+	f.dirPos = int(min(off, 1<<30))
 	return uint64(off), nil
 }
 
@@ -293,26 +453,39 @@ func sysClose(k *Kernel, a args) (uint64, error) {
 	return 0, nil
 }
 
+// sysOpenat opens, or creates, the file at a path, refusing what Linux's
+// open refuses in its order: O_CREAT with a trailing slash (EISDIR), an
+// existing file with O_CREAT|O_EXCL, a directory with O_CREAT or for
+// writing, a file with O_DIRECTORY.
 func sysOpenat(k *Kernel, a args) (uint64, error) {
 	p, err := k.path(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
 	flags := a[2]
-	n, err := k.fs.lookup(p)
-	switch {
-	case err == unix.ENOENT && flags&unix.O_CREAT != 0:
-		if _, _, err := k.fs.parent(p); err != nil {
+	creat := flags&unix.O_CREAT != 0
+	if creat {
+		e, err := k.fs.parent(p)
+		if err != nil {
 			return 0, err
 		}
+		if e.slash && e.named() {
+			return 0, unix.EISDIR
+		}
+	}
+	n, err := k.fs.lookup(p)
+	switch {
+	case err == unix.ENOENT && creat:
 		if n, err = k.fs.add(p, nil, uint32(a[3])&0o777); err != nil {
 			return 0, unix.ENOSPC
 		}
 		n.written = true
 	case err != nil:
 		return 0, err
-	case flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL:
+	case creat && flags&unix.O_EXCL != 0:
 		return 0, unix.EEXIST
+	case creat && n.dir:
+		return 0, unix.EISDIR
 	case flags&unix.O_DIRECTORY != 0 && !n.dir:
 		return 0, unix.ENOTDIR
 	case n.dir && flags&unix.O_ACCMODE != unix.O_RDONLY:
@@ -421,45 +594,59 @@ func sysGetdents64(k *Kernel, a args) (uint64, error) {
 	return uint64(len(out)), memErr(k.proc().as.write(a[1], out))
 }
 
-// parentOf resolves a path argument to the directory it names an entry
-// of, and that entry's name.
-func (k *Kernel) parentOf(dirfd, va uint64) (*node, string, error) {
+// parentOf resolves a path argument to the entry it creates, removes or
+// renames.
+func (k *Kernel) parentOf(dirfd, va uint64) (entry, error) {
 	p, err := k.path(dirfd, va)
 	if err != nil {
-		return nil, "", err
+		return entry{}, err
 	}
 	return k.fs.parent(p)
 }
 
+// sysUnlinkat removes a file, or (AT_REMOVEDIR) an empty directory, with
+// Linux's errors for the root, "." and "..", and for a trailing slash
+// after a file.
 func sysUnlinkat(k *Kernel, a args) (uint64, error) {
-	d, name, err := k.parentOf(a[0], a[1])
+	e, err := k.parentOf(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
-	n, ok := d.children[name]
+	rmdir := a[2]&unix.AT_REMOVEDIR != 0
+	switch {
+	case !rmdir && !e.named():
+		return 0, unix.EISDIR
+	case rmdir && e.name == ".":
+		return 0, unix.EINVAL
+	case rmdir && e.name == "..":
+		return 0, unix.ENOTEMPTY
+	case rmdir && e.name == "":
+		return 0, unix.EBUSY
+	}
+	n, ok := e.dir.children[e.name]
 	switch {
 	case !ok:
 		return 0, unix.ENOENT
-	case n.dir && a[2]&unix.AT_REMOVEDIR == 0:
+	case n.dir && !rmdir:
 		return 0, unix.EISDIR
 	case n.dir && len(n.children) > 0:
 		return 0, unix.ENOTEMPTY
-	case !n.dir && a[2]&unix.AT_REMOVEDIR != 0:
+	case !n.dir && (rmdir || e.slash):
 		return 0, unix.ENOTDIR
 	}
-	delete(d.children, name)
+	delete(e.dir.children, e.name)
 	return 0, nil
 }
 
 func sysMkdirat(k *Kernel, a args) (uint64, error) {
-	d, name, err := k.parentOf(a[0], a[1])
+	e, err := k.parentOf(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
-	if _, ok := d.children[name]; ok {
+	if _, ok := e.dir.children[e.name]; ok || !e.named() {
 		return 0, unix.EEXIST
 	}
-	d.children[name] = k.fs.newNode(true, uint32(a[2])&0o777)
+	e.dir.children[e.name] = k.fs.newNode(true, uint32(a[2])&0o777)
 	return 0, nil
 }
 
@@ -478,7 +665,13 @@ func sysFaccessat(k *Kernel, a args) (uint64, error) {
 	return 0, nil
 }
 
+// sysReadlinkat reads /proc/self/exe, the one link there is. Its size is
+// an int, and one not positive is EINVAL before the path is read.
 func sysReadlinkat(k *Kernel, a args) (uint64, error) {
+	size := int32(a[3])
+	if size <= 0 {
+		return 0, unix.EINVAL
+	}
 	p, err := k.path(a[0], a[1])
 	if err != nil {
 		return 0, err
@@ -490,7 +683,7 @@ func sysReadlinkat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL // not a link: there are none
 	}
 	target := []byte(k.prog.Path)
-	n := min(uint64(len(target)), a[3])
+	n := min(uint64(len(target)), uint64(size))
 	return n, memErr(k.proc().as.write(a[2], target[:n]))
 }
 
@@ -503,12 +696,18 @@ func sysGetcwd(k *Kernel, a args) (uint64, error) {
 
 // sysChdir: the working directory stays /; changing it is refused.
 func sysChdir(k *Kernel, a args) (uint64, error) {
-	p, err := k.proc().as.readString(a[0], unix.PathMax)
+	p, err := k.path(atFDCWD, a[0])
 	if err != nil {
-		return 0, memErr(err)
+		return 0, err
 	}
-	if clean(p) == "/" {
-		return 0, nil
+	n, err := k.fs.lookup(p)
+	switch {
+	case err != nil:
+		return 0, err
+	case !n.dir:
+		return 0, unix.ENOTDIR
+	case n != k.fs.root:
+		return 0, unix.EACCES
 	}
-	return 0, unix.EACCES
+	return 0, nil
 }

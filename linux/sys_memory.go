@@ -78,6 +78,8 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 			return 0, unix.ENODEV
 		case a[5]&pageMask != 0:
 			return 0, unix.EINVAL
+		case a[5]/pageSize > uint64(maxFileSize-int64(length))/pageSize:
+			return 0, unix.EOVERFLOW // past the largest offset (file_mmap_ok)
 		case flags&unix.MAP_SHARED != 0 && a[2]&unix.PROT_WRITE != 0:
 			return 0, unix.ENODEV // writes through a shared mapping would not reach the file
 		case !f.readable():

@@ -92,7 +92,14 @@ func sysSysinfo(k *Kernel, a args) (uint64, error) {
 	return 0, memErr(k.proc().as.write(a[0], b[:]))
 }
 
+// sysFtruncate sets a file's size. A negative length is EINVAL before the
+// descriptor is looked at, as on Linux; one past what the program's files
+// may hold is EFBIG.
 func sysFtruncate(k *Kernel, a args) (uint64, error) {
+	n := int64(a[1])
+	if n < 0 {
+		return 0, unix.EINVAL
+	}
 	f, err := k.proc().fds.get(a[0])
 	if err != nil {
 		return 0, err
@@ -100,8 +107,7 @@ func sysFtruncate(k *Kernel, a args) (uint64, error) {
 	if f.node == nil || f.node.dir || f.node.dev != nil || !f.writable() {
 		return 0, unix.EINVAL
 	}
-	n := int64(a[1])
-	if n < 0 || n > maxFileBytes || k.fs.held+n-int64(len(f.node.data)) > maxFileBytes {
+	if n > maxFileBytes || k.fs.held+n-int64(len(f.node.data)) > maxFileBytes {
 		return 0, unix.EFBIG
 	}
 	k.fs.held += n - int64(len(f.node.data))
@@ -150,27 +156,33 @@ func sysRenameat(k *Kernel, a args) (uint64, error) {
 	if a[4] != 0 {
 		return 0, unix.EINVAL
 	}
-	from, oldName, err := k.parentOf(a[0], a[1])
+	from, err := k.parentOf(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
-	to, newName, err := k.parentOf(a[2], a[3])
+	to, err := k.parentOf(a[2], a[3])
 	if err != nil {
 		return 0, err
 	}
-	n, ok := from.children[oldName]
+	if !from.named() || !to.named() {
+		return 0, unix.EBUSY // the root, "." or ".."
+	}
+	oldName, newName := from.name, to.name
+	n, ok := from.dir.children[oldName]
 	switch {
 	case !ok:
 		return 0, unix.ENOENT
-	case to.children[newName] != nil && to.children[newName].dir != n.dir:
+	case !n.dir && (from.slash || to.slash):
+		return 0, unix.ENOTDIR
+	case to.dir.children[newName] != nil && to.dir.children[newName].dir != n.dir:
 		return 0, unix.EISDIR
-	case n.dir && to.children[newName] != nil && len(to.children[newName].children) > 0:
+	case n.dir && to.dir.children[newName] != nil && len(to.dir.children[newName].children) > 0:
 		return 0, unix.ENOTEMPTY
-	case n.dir && holds(n, to):
+	case n.dir && holds(n, to.dir):
 		return 0, unix.EINVAL // a directory moved into itself would be a cycle
 	}
-	delete(from.children, oldName)
-	to.children[newName] = n
+	delete(from.dir.children, oldName)
+	to.dir.children[newName] = n
 	n.written = true
 	return 0, nil
 }

@@ -45,16 +45,31 @@ func timespec(d time.Duration) []byte {
 	return b[:]
 }
 
+// maxWait is what a longer timeout or sleep is cut to, as Linux cuts one
+// to KTIME_MAX: 146 years, which no run reaches, and which added to any
+// clock's reading stays far from overflowing.
+const maxWait = time.Duration(1 << 62)
+
+// waitOf is sec seconds and nsec nanoseconds (both valid), cut to maxWait.
+func waitOf(sec, nsec int64) time.Duration {
+	if sec >= int64(maxWait/time.Second) {
+		return maxWait
+	}
+	return min(time.Duration(sec)*time.Second+time.Duration(nsec), maxWait)
+}
+
+// readTimespec reads a struct timespec: any seconds Linux's
+// timespec64_valid accepts (cut to maxWait), else EINVAL.
 func (k *Kernel) readTimespec(va uint64) (time.Duration, error) {
 	var b [16]byte
 	if err := k.proc().as.read(va, b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
-	if sec < 0 || nsec < 0 || nsec >= 1e9 || sec > 1<<33 {
+	if sec < 0 || nsec < 0 || nsec >= 1e9 {
 		return 0, unix.EINVAL
 	}
-	return time.Duration(sec)*time.Second + time.Duration(nsec), nil
+	return waitOf(sec, nsec), nil
 }
 
 func sysClockGettime(k *Kernel, a args) (uint64, error) {

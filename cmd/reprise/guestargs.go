@@ -190,10 +190,6 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 // on the host as ldd finds them); an earlier file replaces a later one of
 // the same guest path.
 func programFiles(image []byte, flags []string, root string) ([]linux.File, error) {
-	deps, err := linux.Dependencies(image)
-	if err != nil {
-		return nil, &exitError{exitFailure, err}
-	}
 	var out []linux.File
 	for _, spec := range flags {
 		host, guest, ok := strings.Cut(spec, ":")
@@ -211,11 +207,15 @@ func programFiles(image []byte, flags []string, root string) ([]linux.File, erro
 		out = append(out, files...)
 	}
 	if root != "" {
-		files, err := linux.Mount(root, "/")
+		files, err := linux.MountRoot(root)
 		if err != nil {
 			return nil, &exitError{exitFailure, fmt.Errorf("--root %s: %w", root, err)}
 		}
 		out = append(out, files...)
+	}
+	deps, err := linux.Dependencies(image, out...)
+	if err != nil {
+		return nil, &exitError{exitFailure, err}
 	}
 	given := map[string]bool{}
 	return slices.DeleteFunc(append(out, deps...), func(f linux.File) bool {

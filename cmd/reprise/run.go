@@ -50,8 +50,8 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.pcap, "net-input", "", "feed this packet capture (pcap, Ethernet) to the NIC as the guest's network input")
 	cmd.Flags().StringArrayVar(&f.env, "env", nil, "NAME=VALUE added to a Linux program's environment (repeatable)")
 	cmd.Flags().StringArrayVar(&f.files, "file", nil, "HOST[:GUEST] a host file or directory a Linux program sees at GUEST (default: the same path); its contents are recorded by hash (repeatable)")
-	cmd.Flags().StringVar(&f.root, "root", "", "a host directory a Linux program sees as its root, read-only (at most 4096 files and 1 GiB, read when it starts)")
-	cmd.Flags().StringVar(&f.keep, "keep-writes", "", "copy the files a Linux program created or changed into this directory when it ends")
+	cmd.Flags().StringVar(&f.root, "root", "", "a host directory a Linux program sees as its root, read-only, its symbolic links resolved inside it as in a chroot (at most 4096 files and 1 GiB, read when it starts)")
+	cmd.Flags().StringVar(&f.keep, "keep-writes", "", "copy the files a Linux program created or changed into this directory when it ends (no symbolic link below it is followed)")
 	cmd.Flags().StringVar(&f.stdin, "stdin", "", "a host file a Linux program reads as its standard input (recorded by hash; default: empty)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
@@ -186,9 +186,9 @@ func (f *machineFlags) tickRate() int {
 // keepWrites copies what a Linux program wrote into dir (--keep-writes).
 func keepWrites(cmd *cobra.Command, k *linux.Kernel, dir string) error {
 	n, err := k.KeepWrites(dir)
+	fmt.Fprintf(cmd.ErrOrStderr(), "reprise: kept %d written files in %s\n", n, dir)
 	if err != nil {
 		return &exitError{exitFailure, fmt.Errorf("--keep-writes %s: %w", dir, err)}
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "reprise: kept %d written files in %s\n", n, dir)
 	return nil
 }

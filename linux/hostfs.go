@@ -1,0 +1,248 @@
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Where the program's files meet the host's: a --root directory read as a
+// chroot shows it, and --keep-writes writing below its directory only.
+// Both resolve paths with openat2, so that a symbolic link in a directory
+// the user named cannot take a read or a write to a host file outside it.
+
+// MountRoot lists the host files under root at the same paths below /,
+// as a process chrooted to root sees them: a symbolic link resolves
+// inside root as if root were / (openat2's RESOLVE_IN_ROOT), so an
+// absolute link, or one with "..", never reaches a host file outside it.
+// A link to a directory is not followed (as Mount does not), nor one to
+// nothing or to what is not a regular file. The files are read here, the
+// very files the confined lookup found, with no second lookup by path;
+// Host is where a replay finds each again, its real path below root.
+func MountRoot(root string) ([]File, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, err
+	}
+	dir, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: abs, Err: err}
+	}
+	defer unix.Close(dir)
+	var out []File
+	var held int64
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == abs {
+				return err
+			}
+			return nil // an unreadable entry below: not the program's to see
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(abs, p)
+		if err != nil {
+			return err
+		}
+		f, err := openInRoot(dir, abs, rel)
+		if f == nil || err != nil {
+			return err
+		}
+		defer f.Close()
+		if len(out) >= maxFiles {
+			return fmt.Errorf("%s holds more than %d files", root, maxFiles)
+		}
+		data, err := io.ReadAll(io.LimitReader(f, maxFileBytes-held+1))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if held += int64(len(data)); held > maxFileBytes {
+			return fmt.Errorf("%s holds more than %d bytes", root, maxFileBytes)
+		}
+		out = append(out, File{Guest: clean(filepath.ToSlash(rel)), Host: realPath(f, p), Data: data})
+		return nil
+	})
+	return out, err
+}
+
+// openInRoot opens rel below the directory dir (at abs) for reading, its
+// links resolved inside it, if it is a regular file; else it returns nil.
+// It looks first with O_PATH, which opens nothing (a device or FIFO is
+// never opened), then reopens what it found through /proc/self/fd, the
+// same file.
+func openInRoot(dir int, abs, rel string) (*os.File, error) {
+	name := filepath.Join(abs, rel)
+	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	switch err {
+	case nil:
+	case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EACCES:
+		return nil, nil // a link to nothing in the root, or not to be followed
+	default:
+		return nil, &os.PathError{Op: "openat2", Path: name, Err: err}
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, nil
+	}
+	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return f, nil
+}
+
+// realPath is the path of the open file f (its links resolved), or name
+// if the kernel cannot say.
+func realPath(f *os.File, name string) string {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil || !filepath.IsAbs(p) {
+		return name
+	}
+	return p
+}
+
+// KeepWrites copies the files the program created or changed into dir,
+// at their guest paths below it: what --keep-writes keeps of a run.
+//
+// Nothing is written outside dir. Below it no symbolic link is followed
+// (openat2's RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS): a directory on the way
+// that is a link is refused, naming it, and the files below it are not
+// kept; the others are. A file is written under a new name and renamed
+// over the old one, so that a link, or a hard link, at its place is
+// replaced rather than written through.
+func (k *Kernel) KeepWrites(dir string) (int, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	top, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	defer unix.Close(top)
+	n := 0
+	var refused []error
+	holds := map[*node]bool{}
+	writesBelow(k.fs.root, holds)
+	var walk func(at *node, fd int, p string)
+	walk = func(at *node, fd int, p string) {
+		for _, name := range at.names() {
+			c := at.children[name]
+			full := filepath.Join(dir, p, name)
+			switch {
+			case c.dir && holds[c]:
+				sub, err := keptDir(fd, name, full)
+				if err != nil {
+					refused = append(refused, err)
+					continue
+				}
+				walk(c, sub, path.Join(p, name))
+				unix.Close(sub)
+			case !c.dir && c.written && c.dev == nil:
+				if err := keepFile(fd, name, c, full); err != nil {
+					refused = append(refused, err)
+					continue
+				}
+				n++
+			}
+		}
+	}
+	walk(k.fs.root, top, "")
+	return n, errors.Join(refused...)
+}
+
+// writesBelow marks in holds each directory from d down that has, at any
+// depth, a file the program created or changed (only their directories
+// are made), and reports whether d does.
+func writesBelow(d *node, holds map[*node]bool) bool {
+	found := false
+	for _, c := range d.children {
+		if c.dir && writesBelow(c, holds) || !c.dir && c.written && c.dev == nil {
+			found = true
+		}
+	}
+	if found {
+		holds[d] = true
+	}
+	return found
+}
+
+// beneath resolves a name below its directory, following no link.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS
+
+// keptDir makes (if need be) and opens the directory name in the
+// directory fd; full names it for errors.
+func keptDir(fd int, name, full string) (int, error) {
+	if err := unix.Mkdirat(fd, name, 0o755); err != nil && err != unix.EEXIST {
+		return 0, &os.PathError{Op: "mkdir", Path: full, Err: err}
+	}
+	sub, err := unix.Openat2(fd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: beneath})
+	switch {
+	case err == unix.ELOOP:
+		return 0, fmt.Errorf("%s is a symbolic link: kept writes follow none", full)
+	case err != nil:
+		return 0, &os.PathError{Op: "open", Path: full, Err: err}
+	}
+	return sub, nil
+}
+
+// keepFile writes n's contents to name in the directory fd: to a new file
+// beside it first, then renamed over it.
+func keepFile(fd int, name string, n *node, full string) error {
+	tmp, f, err := createBeside(fd, name, n.mode&0o777)
+	if err != nil {
+		return &os.PathError{Op: "create", Path: full, Err: err}
+	}
+	_, err = f.Write(n.data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(fd, tmp, fd, name)
+	}
+	if err != nil {
+		unix.Unlinkat(fd, tmp, 0)
+		return &os.PathError{Op: "write", Path: full, Err: err}
+	}
+	return nil
+}
+
+// createBeside creates a new file in the directory fd, named after name
+// and free, and returns its name.
+func createBeside(fd int, name string, mode uint32) (string, *os.File, error) {
+	for i := 0; ; i++ {
+		tmp := "." + strings.TrimPrefix(name, ".") + ".reprise-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(i)
+		if len(tmp) > maxNameLen {
+			tmp = ".reprise-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(i)
+		}
+		f, err := unix.Openat2(fd, tmp, &unix.OpenHow{
+			Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC,
+			Mode:    uint64(mode),
+			Resolve: beneath,
+		})
+		switch {
+		case err == nil:
+			return tmp, os.NewFile(uintptr(f), tmp), nil
+		case !errors.Is(err, unix.EEXIST) || i >= 100:
+			return "", nil, err
+		}
+	}
+}
