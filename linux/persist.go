@@ -201,7 +201,7 @@ type saver struct {
 func (k *Kernel) save() (*savedKernel, error) {
 	f := k.fr
 	s := &savedKernel{
-		Version: stateVersion, NextIno: k.fs.nextIno, Held: k.fs.held,
+		Version: stateVersion, NextIno: k.fs.nextIno, Held: k.budget[fileBytes],
 		Frames: savedFrames{Next: f.next, Free: slices.Clone(f.free), Shared: maps.Clone(f.shared)},
 		Cur:    k.cur, NextTID: k.nextTID, Resched: k.resched, Restart: k.restart, Returned: k.returned,
 		WaitSeq: k.waitSeq, Switches: k.switches, HogThread: -1, HogWaiting: k.hog.waiting, HogAt: k.hog.at,

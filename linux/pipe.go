@@ -14,13 +14,22 @@ const pipeCapacity = 64 << 10
 // reader of an empty pipe and a writer of a full one block on the pipe
 // and retry when it changes.
 type pipe struct {
-	buf              []byte
+	buf []byte // what is written and not yet read
+	// store is the buffer's array, pipeCapacity long once the pipe is
+	// written: buf lies in it, moved to its start when there is no room
+	// after it, so a pipe never holds more than its capacity.
+	store            []byte
 	readers, writers int
 }
 
 func sysPipe2(k *Kernel, a args) (uint64, error) {
 	if a[1]&^(unix.O_CLOEXEC|unix.O_NONBLOCK) != 0 {
 		return 0, unix.EINVAL
+	}
+	// Each open pipe charges its capacity (Linux's pipe-user-pages
+	// accounting), given back when both ends are closed.
+	if err := k.budget.charge(pipeBytes, pipeCapacity); err != nil {
+		return 0, err
 	}
 	p := &pipe{readers: 1, writers: 1}
 	cloexec := a[1]&unix.O_CLOEXEC != 0
@@ -29,6 +38,7 @@ func sysPipe2(k *Kernel, a args) (uint64, error) {
 	fds := k.proc().fds
 	rfd, err := fds.install(r, cloexec, 0)
 	if err != nil {
+		k.budget.release(pipeBytes, pipeCapacity)
 		return 0, err
 	}
 	wfd, err := fds.install(w, cloexec, 0)
@@ -80,6 +90,13 @@ func (p *pipe) write(k *Kernel, f *openFile, b []byte) (int, error) {
 		return 0, k.blockOn(p)
 	}
 	n := min(len(b), pipeCapacity-len(p.buf))
+	if p.store == nil { // first written, or restored from a checkpoint
+		p.store = make([]byte, pipeCapacity)
+		p.buf = p.store[:copy(p.store, p.buf)]
+	}
+	if start := cap(p.store) - cap(p.buf); start+len(p.buf)+n > pipeCapacity {
+		p.buf = p.store[:copy(p.store, p.buf)]
+	}
 	p.buf = append(p.buf, b[:n]...)
 	k.pipeChanged(p)
 	return n, nil
@@ -91,6 +108,10 @@ func (p *pipe) closeEnd(k *Kernel, writer bool) {
 		p.writers--
 	} else {
 		p.readers--
+	}
+	if p.readers == 0 && p.writers == 0 {
+		k.budget.release(pipeBytes, pipeCapacity)
+		p.buf, p.store = nil, nil
 	}
 	k.pipeChanged(p)
 }

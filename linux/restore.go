@@ -51,8 +51,8 @@ func (k *Kernel) check(s *savedKernel) error {
 		return fmt.Errorf("%d threads (want 1 to %d)", len(s.Threads), maxThreads)
 	case len(s.Procs) == 0 || len(s.Procs) > maxProcesses+maxThreads: // live ones, and zombies whose threads are gone
 		return fmt.Errorf("%d processes (want 1 to %d)", len(s.Procs), maxProcesses+maxThreads)
-	case len(s.Nodes) == 0 || len(s.Nodes) > maxFiles || s.NextIno > maxFiles:
-		return fmt.Errorf("%d files, inode %d (at most %d)", len(s.Nodes), s.NextIno, maxFiles)
+	case len(s.Nodes) == 0 || len(s.Nodes) > maxNodes || s.NextIno > 1<<62:
+		return fmt.Errorf("%d files, inode %d (at most %d files)", len(s.Nodes), s.NextIno, maxNodes)
 	case s.Held < 0 || s.Held > maxFileBytes:
 		return fmt.Errorf("%d bytes of files held (at most %d)", s.Held, maxFileBytes)
 	case s.Cur < 0 || s.Cur >= len(s.Threads):
@@ -295,7 +295,8 @@ func (r *restorer) restore() error {
 		threads[i] = t
 	}
 
-	k.fs = &fileSystem{root: r.nodes[0], nextIno: s.NextIno, held: s.Held}
+	k.fs = &fileSystem{root: r.nodes[0], nextIno: s.NextIno, budget: k.budget}
+	r.charge()
 	k.fr = fr
 	k.threads, k.cur, k.nextTID = threads, s.Cur, s.NextTID
 	k.resched, k.restart, k.returned = s.Resched, s.Restart, s.Returned
@@ -350,6 +351,7 @@ func (r *restorer) proc(p *process, sp *savedProc, fr *frames) {
 		data := m.Data
 		if m.Node >= 0 {
 			data = r.nodes[m.Node].data
+			r.nodes[m.Node].mapped = true
 		}
 		as.files = append(as.files, Mapping{PID: sp.PID, Path: m.Path, Start: m.Start, End: m.End, Offset: m.Offset, Exec: m.Exec, data: data})
 	}
@@ -392,4 +394,35 @@ func (k *Kernel) replaceBreakpoints() error {
 		}
 	}
 	return nil
+}
+
+// charge sets the restored program's budget from what it holds: its
+// files and directories (removed ones still open included: only those are
+// saved), their contents, its open pipes and its processes, zombies
+// included. The nodes' open files are counted, and the ones gone from
+// the tree marked, so they are freed when the last closes.
+func (r *restorer) charge() {
+	b := r.k.budget
+	*b = budget{}
+	for _, f := range r.files {
+		if f.node != nil {
+			f.node.opens++
+		}
+	}
+	linked := map[*node]bool{}
+	var walk func(n *node)
+	walk = func(n *node) {
+		linked[n] = true
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(r.nodes[0])
+	for _, n := range r.nodes {
+		n.removed = !linked[n]
+		b[fsNodes]++
+		b[fileBytes] += int64(len(n.data))
+	}
+	b[pipeBytes] = int64(len(r.pipes)) * pipeCapacity
+	b[processCount] = int64(len(r.procs))
 }

@@ -168,11 +168,9 @@ func (k *Kernel) writeFile(f *openFile, b []byte, off int64) (int, error) {
 	n.written = true
 	end := off + int64(len(b))
 	if end > int64(len(n.data)) {
-		if k.fs.held+end-int64(len(n.data)) > maxFileBytes {
-			return 0, unix.ENOSPC
+		if err := k.resize(n, end); err != nil {
+			return 0, err
 		}
-		k.fs.held += end - int64(len(n.data))
-		n.data = append(n.data, make([]byte, end-int64(len(n.data)))...)
 	}
 	return copy(n.data[off:], b), nil
 }
@@ -319,10 +317,14 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EISDIR
 	}
 	if flags&unix.O_TRUNC != 0 && !n.dir && n.dev == nil && flags&unix.O_ACCMODE != unix.O_RDONLY {
-		k.fs.held -= int64(len(n.data))
-		n.data, n.written = nil, true
+		k.budget.release(fileBytes, int64(len(n.data)))
+		k.moveContents(n, nil)
+		n.written = true
 	}
 	fd, err := k.proc().fds.install(&openFile{node: n, path: p, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
+	if err == nil {
+		n.opens++
+	}
 	return uint64(fd), err
 }
 
@@ -448,18 +450,32 @@ func sysUnlinkat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.ENOTDIR
 	}
 	delete(d.children, name)
+	k.unlinked(n)
 	return 0, nil
 }
 
 func sysMkdirat(k *Kernel, a args) (uint64, error) {
-	d, name, err := k.parentOf(a[0], a[1])
+	p, err := k.path(a[0], a[1])
+	if err != nil {
+		return 0, err
+	}
+	if len(p) >= unix.PathMax {
+		// Reached from a directory descriptor, deeper than a path can
+		// name: a directory here is found by its path.
+		return 0, unix.ENAMETOOLONG
+	}
+	d, name, err := k.fs.parent(p)
 	if err != nil {
 		return 0, err
 	}
 	if _, ok := d.children[name]; ok {
 		return 0, unix.EEXIST
 	}
-	d.children[name] = k.fs.newNode(true, uint32(a[2])&0o777)
+	n, err := k.fs.newNode(true, uint32(a[2])&0o777)
+	if err != nil {
+		return 0, err
+	}
+	d.children[name] = n
 	return 0, nil
 }
 

@@ -101,16 +101,10 @@ func sysFtruncate(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	n := int64(a[1])
-	if n < 0 || n > maxFileBytes || k.fs.held+n-int64(len(f.node.data)) > maxFileBytes {
+	if n < 0 || n > maxFileBytes || k.resize(f.node, n) != nil {
 		return 0, unix.EFBIG
 	}
-	k.fs.held += n - int64(len(f.node.data))
 	f.node.written = true
-	if n <= int64(len(f.node.data)) {
-		f.node.data = f.node.data[:n]
-	} else {
-		f.node.data = append(f.node.data, make([]byte, n-int64(len(f.node.data)))...)
-	}
 	return 0, nil
 }
 
@@ -184,6 +178,9 @@ func sysRenameat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL // a directory moved into itself would be a cycle
 	}
 	delete(from.children, oldName)
+	if replaced := to.children[newName]; replaced != nil && replaced != n {
+		k.unlinked(replaced)
+	}
 	to.children[newName] = n
 	n.written = true
 	return 0, nil

@@ -1,0 +1,107 @@
+package linux
+
+import (
+	"runtime/debug"
+
+	"golang.org/x/sys/unix"
+)
+
+// What a program holds in the host's memory besides its guest RAM, and
+// the bounds on it. Each kind is charged as the program acquires it and
+// released as it lets go, and a charge past its bound fails with the
+// error Linux gives at the same limit, so a hostile program meets an
+// error and the host's memory stays bounded:
+//
+//	file contents   1 GiB       ENOSPC (a tmpfs full); the contents of a file
+//	                            truncated or removed while a mapping or an
+//	                            open descriptor still holds it stay charged
+//	                            until they are no longer held (fs.go)
+//	pipe buffers    256 MiB     ENFILE from pipe (pipe-user-pages-hard): each
+//	                            pipe charges its 64 KiB capacity while open
+//	file-system nodes 65 536    ENOSPC (a tmpfs out of inodes): files and
+//	                            directories, removed ones still open included
+//	processes       256         EAGAIN from fork (RLIMIT_NPROC), zombies
+//	                            included; orphans are reparented to the
+//	                            first process, which reaps them
+//
+// Threads (1024, thread.go) and descriptors (4096 a process, fd.go) are
+// bounded where they are made; a new kind is one more resource below.
+//
+// Host memory stays within HostMemoryBound: guest RAM, plus twice the
+// charged bytes (a file's contents are copied once as it grows past its
+// capacity, which leaves a quarter of headroom; the Go heap's garbage is
+// collected against a limit set from the same figures, heapLimit), plus
+// hostOverhead for everything counted rather than sized (nodes,
+// processes, descriptors, threads) and the VMM itself.
+
+// resource is one kind of thing a program holds on the host.
+type resource int
+
+const (
+	fileBytes resource = iota
+	pipeBytes
+	fsNodes
+	processCount
+	resources
+)
+
+// Bounds on what a program holds at once.
+const (
+	maxFileBytes = 1 << 30   // every file's contents, together
+	maxPipeBytes = 256 << 20 // every open pipe's capacity, together
+	maxNodes     = 1 << 16   // files and directories
+	// maxProcesses bounds the processes a program has at once, zombies
+	// included.
+	maxProcesses = 256
+)
+
+// limits are the bounds and the errors a charge past them fails with.
+var limits = [resources]struct {
+	max int64
+	err unix.Errno
+}{
+	fileBytes:    {maxFileBytes, unix.ENOSPC},
+	pipeBytes:    {maxPipeBytes, unix.ENFILE},
+	fsNodes:      {maxNodes, unix.ENOSPC},
+	processCount: {maxProcesses, unix.EAGAIN},
+}
+
+// hostOverhead bounds the host memory of what is counted rather than
+// sized, and of the VMM: measured at under 300 MiB with every count at
+// its bound (TestHostile*).
+const hostOverhead = 512 << 20
+
+// budget is what a program holds of each resource.
+type budget [resources]int64
+
+// charge takes n more of r, or fails with r's error if that would pass
+// its bound.
+func (b *budget) charge(r resource, n int64) error {
+	if n > limits[r].max-b[r] {
+		return limits[r].err
+	}
+	b[r] += n
+	return nil
+}
+
+// release gives back n of r.
+func (b *budget) release(r resource, n int64) { b[r] -= n }
+
+// HostMemoryBound is the most host memory (resident) a run of a Linux
+// program with ramBytes of guest RAM holds: the bound the budget keeps.
+func HostMemoryBound(ramBytes int64) int64 {
+	return ramBytes + 2*(maxFileBytes+maxPipeBytes) + hostOverhead
+}
+
+// heapLimit is the Go heap's soft limit while a program runs: its garbage
+// (contents a file outgrew, pipes closed) is collected before the heap
+// passes what the program may hold, with room for the VMM.
+const heapLimit = maxFileBytes + maxFileBytes/4 + maxPipeBytes + hostOverhead
+
+// limitHeap lowers the Go runtime's memory limit to heapLimit, unless it
+// is lower already (GOMEMLIMIT).
+func limitHeap() {
+	if debug.SetMemoryLimit(-1) > heapLimit {
+		debug.SetMemoryLimit(heapLimit)
+	}
+}
