@@ -28,10 +28,10 @@ import (
 // bounded where they are made; a new kind is one more resource below.
 //
 // Host memory stays within HostMemoryBound: guest RAM, plus twice the
-// charged bytes (a file's contents are copied once as it grows past its
+// bytes held (a file's contents are copied once as it grows past its
 // capacity, which leaves a quarter of headroom; the Go heap's garbage is
 // collected against a limit set from the same figures, heapLimit), plus
-// hostOverhead for everything counted rather than sized (nodes,
+// HostOverhead for everything counted rather than sized (nodes,
 // processes, descriptors, threads) and the VMM itself.
 
 // resource is one kind of thing a program holds on the host.
@@ -66,10 +66,10 @@ var limits = [resources]struct {
 	processCount: {maxProcesses, unix.EAGAIN},
 }
 
-// hostOverhead bounds the host memory of what is counted rather than
-// sized, and of the VMM: measured at under 300 MiB with every count at
+// HostOverhead bounds the host memory of what is counted rather than
+// sized, and of the VMM: measured at under 350 MiB with every count at
 // its bound (TestHostile*).
-const hostOverhead = 512 << 20
+const HostOverhead = 512 << 20
 
 // budget is what a program holds of each resource.
 type budget [resources]int64
@@ -87,16 +87,22 @@ func (b *budget) charge(r resource, n int64) error {
 // release gives back n of r.
 func (b *budget) release(r resource, n int64) { b[r] -= n }
 
+// MaxHeldBytes is the most a program holds of what is sized: file
+// contents and pipe buffers.
+const MaxHeldBytes = maxFileBytes + maxPipeBytes
+
 // HostMemoryBound is the most host memory (resident) a run of a Linux
-// program with ramBytes of guest RAM holds: the bound the budget keeps.
-func HostMemoryBound(ramBytes int64) int64 {
-	return ramBytes + 2*(maxFileBytes+maxPipeBytes) + hostOverhead
+// program with ramBytes of guest RAM holds while the program holds held
+// bytes of file contents and pipe buffers (at most MaxHeldBytes): the
+// bound the budget keeps, twice what is held.
+func HostMemoryBound(ramBytes, held int64) int64 {
+	return ramBytes + 2*held + HostOverhead
 }
 
 // heapLimit is the Go heap's soft limit while a program runs: its garbage
 // (contents a file outgrew, pipes closed) is collected before the heap
 // passes what the program may hold, with room for the VMM.
-const heapLimit = maxFileBytes + maxFileBytes/4 + maxPipeBytes + hostOverhead
+const heapLimit = maxFileBytes + maxFileBytes/4 + maxPipeBytes + HostOverhead
 
 // limitHeap lowers the Go runtime's memory limit to heapLimit, unless it
 // is lower already (GOMEMLIMIT).

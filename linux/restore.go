@@ -423,6 +423,16 @@ func (r *restorer) charge() {
 		b[fsNodes]++
 		b[fileBytes] += int64(len(n.data))
 	}
-	b[pipeBytes] = int64(len(r.pipes)) * pipeCapacity
-	b[processCount] = int64(len(r.procs))
+	for _, p := range r.pipes {
+		if p.readers > 0 || p.writers > 0 { // not one only a waiting thread still names
+			b[pipeBytes] += pipeCapacity
+		}
+	}
+	for _, p := range r.procs {
+		// Not reaped: the first process, or a child its parent still has
+		// (a reaped one is saved when an exited thread still names it).
+		if p.parent == nil || slices.Contains(p.parent.children, p) {
+			b[processCount]++
+		}
+	}
 }

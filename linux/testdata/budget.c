@@ -1,0 +1,279 @@
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Tries to make the kernel hold more host memory than a program is
+   allowed, one way per argument; each way stops at the first error and
+   prints it with what it reached. The parent's exit status is 0 when the
+   way ended at a limit with an error Linux gives there. */
+
+static char chunk[1 << 20];
+static pid_t kids[8192];
+
+/* reap kills and waits for the first n children. */
+static void reap(int n) {
+	for (int i = 0; i < n; i++)
+		kill(kids[i], SIGKILL);
+	for (int i = 0; i < n; i++)
+		waitpid(kids[i], NULL, 0);
+}
+
+/* writes fills fd with size bytes, 1 MiB at a time; it returns 0 or the
+   errno of a failed write. */
+static int writes(int fd, long size, long *done) {
+	for (long n = 0; n < size;) {
+		long w = write(fd, chunk, size - n < (long)sizeof chunk ? size - n : (long)sizeof chunk);
+		if (w < 0)
+			return errno;
+		n += w;
+		*done += w;
+	}
+	return 0;
+}
+
+static int ended(const char *what, long reached, int err, int want1, int want2) {
+	printf("%s: %ld, then %s\n", what, reached, strerror(err));
+	return err == want1 || err == want2 ? 0 : 1;
+}
+
+/* trunc rewrites a file of mb MiB rounds times with O_TRUNC, mapping a
+   page of each generation and keeping the mappings: as on Linux, the
+   truncated contents are gone, and it never runs out. */
+static int trunc_mapped(long mb, int rounds) {
+	long done = 0;
+	for (int i = 0; i < rounds; i++) {
+		int fd = open("/tmp/f", O_CREAT | O_TRUNC | O_RDWR, 0644);
+		int err = fd < 0 ? errno : writes(fd, mb << 20, &done);
+		if (err)
+			return ended("trunc rounds", i, err, 0, 0) + 1;
+		if (mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+			return ended("trunc rounds", i, errno, 0, 0) + 1;
+		close(fd);
+	}
+	printf("trunc rounds: %d\n", rounds);
+	return 0;
+}
+
+/* trunc_unmapped does the same but unmaps each generation first: it must
+   never run out. */
+static int trunc_unmapped(long mb, int rounds) {
+	long done = 0;
+	void *m = NULL;
+	for (int i = 0; i < rounds; i++) {
+		if (m)
+			munmap(m, 4096);
+		int fd = open("/tmp/f", O_CREAT | O_TRUNC | O_RDWR, 0644);
+		int err = fd < 0 ? errno : writes(fd, mb << 20, &done);
+		if (err)
+			return ended("rewrite rounds", i, err, 0, 0) + 1;
+		m = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m == MAP_FAILED)
+			return ended("rewrite rounds", i, errno, 0, 0) + 1;
+		close(fd);
+	}
+	printf("rewrite rounds: %d\n", rounds);
+	return 0;
+}
+
+/* files writes 64 MiB files until the file system is full. */
+static int files(void) {
+	long done = 0;
+	for (int i = 0;; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "/tmp/f%d", i);
+		int fd = open(name, O_CREAT | O_WRONLY, 0644);
+		if (fd < 0)
+			return ended("file bytes", done, errno, ENOSPC, ENOSPC);
+		int err = writes(fd, 64 << 20, &done);
+		if (err)
+			return ended("file bytes", done, err, ENOSPC, ENOSPC);
+		close(fd);
+	}
+}
+
+/* sparse grows one file by writing a byte past its end, 64 MiB further
+   each time, until the file system is full. */
+static int sparse(void) {
+	int fd = open("/tmp/sparse", O_CREAT | O_WRONLY, 0644);
+	long size = 0;
+	for (;;) {
+		if (pwrite(fd, "x", 1, size + (64 << 20) - 1) < 0)
+			return ended("sparse bytes", size, errno, ENOSPC, EFBIG);
+		size += 64 << 20;
+	}
+}
+
+/* pipes fills pipes in children until something fails; each child
+   reports through its exit status. */
+static int pipes(int procs) {
+	memset(chunk, 'p', sizeof chunk);
+	int report[2];
+	if (pipe(report) < 0)
+		return ended("pipes", 0, errno, 0, 0) + 1;
+	for (int i = 0; i < procs; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			return ended("pipe children", i, errno, EAGAIN, EAGAIN);
+		if (pid > 0) {
+			kids[i] = pid;
+			continue;
+		}
+		long bytes = 0;
+		for (;;) {
+			int p[2];
+			if (pipe2(p, O_NONBLOCK) < 0) {
+				int err = errno;
+				write(report[1], &bytes, sizeof bytes);
+				write(report[1], &err, sizeof err);
+				pause();
+			}
+			long w = write(p[1], chunk, 65536);
+			if (w < 0) {
+				int err = errno;
+				write(report[1], &bytes, sizeof bytes);
+				write(report[1], &err, sizeof err);
+				pause();
+			}
+			bytes += w;
+		}
+	}
+	long total = 0;
+	int bad = 0, last = 0;
+	for (int i = 0; i < procs; i++) {
+		long bytes;
+		int err;
+		if (read(report[0], &bytes, sizeof bytes) != sizeof bytes || read(report[0], &err, sizeof err) != sizeof err)
+			return ended("pipe reports", i, errno, 0, 0) + 1;
+		total += bytes;
+		last = err;
+		bad += err != EMFILE && err != ENFILE && err != ENOMEM;
+	}
+	printf("pipe bytes: %ld, last error %s, %d unexpected\n", total, strerror(last), bad);
+	reap(procs);
+	return bad != 0;
+}
+
+/* dirs makes directories side by side, then chains, until it fails. */
+static int dirs(void) {
+	char name[64];
+	long i;
+	for (i = 0;; i++) {
+		snprintf(name, sizeof name, "/tmp/d%ld", i);
+		if (mkdir(name, 0755) < 0)
+			break;
+	}
+	int err = errno;
+	printf("dirs: %ld, then %s\n", i, strerror(err));
+	if (err != ENOSPC)
+		return 1;
+	/* Room again, for a chain: each a level deeper, by chdir-free
+	   relative names under an open directory. */
+	for (long j = 0; j < i; j++) {
+		snprintf(name, sizeof name, "/tmp/d%ld", j);
+		unlinkat(AT_FDCWD, name, AT_REMOVEDIR);
+	}
+	int fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+	long depth;
+	for (depth = 0;; depth++) {
+		if (mkdirat(fd, "d", 0755) < 0)
+			break;
+		int next = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		if (next < 0)
+			break;
+		close(fd);
+		fd = next;
+	}
+	return ended("depth", depth, errno, ENAMETOOLONG, ENAMETOOLONG);
+}
+
+/* zombies makes orphans: children that fork a grandchild and exit at
+   once. Orphans are reparented to the first process, as to init, so its
+   waits reap them too: two processes a round. */
+static int zombies(int rounds) {
+	long made = 0, reaped = 0;
+	for (int i = 0; i < rounds; i++) {
+		pid_t c = fork();
+		if (c < 0)
+			return ended("orphans", made, errno, 0, 0) + 1;
+		if (c == 0) {
+			if (fork() == 0)
+				_exit(0);
+			_exit(0);
+		}
+		made++;
+		while (waitpid(-1, NULL, 0) > 0)
+			reaped++;
+	}
+	printf("orphans: %ld, reaped %ld\n", made, reaped);
+	return reaped == 2 * made ? 0 : 1;
+}
+
+/* ignored forks children that exit at once with SIGCHLD ignored: Linux
+   reaps them as they exit, so they never fill the process table, and a
+   wait finds none. */
+static int ignored(int n) {
+	signal(SIGCHLD, SIG_IGN);
+	for (int i = 0; i < n; i++) {
+		pid_t c = fork();
+		if (c < 0)
+			return ended("ignored children", i, errno, 0, 0) + 1;
+		if (c == 0)
+			_exit(0);
+	}
+	while (wait(NULL) > 0)
+		;
+	return ended("ignored children", n, errno, ECHILD, ECHILD);
+}
+
+/* forks forks children that pause until fork fails. */
+static int forks(void) {
+	long n;
+	for (n = 0; n < (long)(sizeof kids / sizeof kids[0]); n++) {
+		pid_t c = fork();
+		if (c < 0)
+			break;
+		if (c == 0) {
+			pause();
+			_exit(0);
+		}
+		kids[n] = c;
+	}
+	int err = errno;
+	printf("children: %ld, then %s\n", n, strerror(err));
+	reap(n);
+	return err == EAGAIN ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc < 2)
+		return 2;
+	const char *w = argv[1];
+	if (!strcmp(w, "trunc"))
+		return trunc_mapped(argc > 2 ? atol(argv[2]) : 64, argc > 3 ? atoi(argv[3]) : 32);
+	if (!strcmp(w, "rewrite"))
+		return trunc_unmapped(argc > 2 ? atol(argv[2]) : 64, argc > 3 ? atoi(argv[3]) : 64);
+	if (!strcmp(w, "files"))
+		return files();
+	if (!strcmp(w, "sparse"))
+		return sparse();
+	if (!strcmp(w, "pipes"))
+		return pipes(argc > 2 ? atoi(argv[2]) : 255);
+	if (!strcmp(w, "dirs"))
+		return dirs();
+	if (!strcmp(w, "zombies"))
+		return zombies(argc > 2 ? atoi(argv[2]) : 5000);
+	if (!strcmp(w, "ignored"))
+		return ignored(argc > 2 ? atoi(argv[2]) : 1000);
+	if (!strcmp(w, "forks"))
+		return forks();
+	return 2;
+}
