@@ -179,3 +179,14 @@ func TestHostileSparseFile(t *testing.T) {
 	requireBounded(t, r, 0)
 	require.Regexp(t, `^sparse bytes: 10[0-9]{8}, then No space left on device\n$`, r.out)
 }
+
+// What is counted rather than sized stays within HostOverhead at its
+// bounds: 255 children each holding every descriptor it may (a million
+// open files in all).
+func TestHostileDescriptors(t *testing.T) {
+	reprise, prog := hostileProgram(t)
+	r := runHostile(t, reprise, prog, forkRAM, "descriptors", "255")
+	requireBounded(t, r, 0)
+	requireWithin(t, r, 0)
+	require.Equal(t, "descriptors: 1043205, 0 unexpected\n", r.out)
+}

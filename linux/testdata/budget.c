@@ -16,6 +16,18 @@
    way ended at a limit with an error Linux gives there. */
 
 static char chunk[1 << 20];
+
+/* report is what a child tells its parent, in one write: children
+   write at once, and a pipe keeps writes of up to PIPE_BUF whole. */
+struct report {
+	long n;
+	int err;
+};
+
+static void tell(int fd, long n, int err) {
+	struct report r = {n, err};
+	write(fd, &r, sizeof r);
+}
 static pid_t kids[8192];
 
 /* reap kills and waits for the first n children. */
@@ -130,16 +142,12 @@ static int pipes(int procs) {
 		for (;;) {
 			int p[2];
 			if (pipe2(p, O_NONBLOCK) < 0) {
-				int err = errno;
-				write(report[1], &bytes, sizeof bytes);
-				write(report[1], &err, sizeof err);
+				tell(report[1], bytes, errno);
 				pause();
 			}
 			long w = write(p[1], chunk, 65536);
 			if (w < 0) {
-				int err = errno;
-				write(report[1], &bytes, sizeof bytes);
-				write(report[1], &err, sizeof err);
+				tell(report[1], bytes, errno);
 				pause();
 			}
 			bytes += w;
@@ -148,13 +156,12 @@ static int pipes(int procs) {
 	long total = 0;
 	int bad = 0, last = 0;
 	for (int i = 0; i < procs; i++) {
-		long bytes;
-		int err;
-		if (read(report[0], &bytes, sizeof bytes) != sizeof bytes || read(report[0], &err, sizeof err) != sizeof err)
+		struct report r;
+		if (read(report[0], &r, sizeof r) != sizeof r)
 			return ended("pipe reports", i, errno, 0, 0) + 1;
-		total += bytes;
-		last = err;
-		bad += err != EMFILE && err != ENFILE && err != ENOMEM;
+		total += r.n;
+		last = r.err;
+		bad += r.err != EMFILE && r.err != ENFILE;
 	}
 	printf("pipe bytes: %ld, last error %s, %d unexpected\n", total, strerror(last), bad);
 	reap(procs);
@@ -233,6 +240,42 @@ static int ignored(int n) {
 	return ended("ignored children", n, errno, ECHILD, ECHILD);
 }
 
+/* descriptors opens files in children until each runs out of
+   descriptors: the most every process can hold at once. */
+static int descriptors(int procs) {
+	int fd = open("/tmp/x", O_CREAT | O_WRONLY, 0644);
+	close(fd);
+	int report[2];
+	if (pipe(report) < 0)
+		return ended("descriptors", 0, errno, 0, 0) + 1;
+	for (int i = 0; i < procs; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			return ended("descriptor children", i, errno, 0, 0) + 1;
+		if (pid > 0) {
+			kids[i] = pid;
+			continue;
+		}
+		long n = 0;
+		while (open("/tmp/x", O_RDONLY) >= 0)
+			n++;
+		tell(report[1], n, errno);
+		pause();
+	}
+	long total = 0;
+	int bad = 0;
+	for (int i = 0; i < procs; i++) {
+		struct report r;
+		if (read(report[0], &r, sizeof r) != sizeof r)
+			return ended("descriptor reports", i, errno, 0, 0) + 1;
+		total += r.n;
+		bad += r.err != EMFILE;
+	}
+	printf("descriptors: %ld, %d unexpected\n", total, bad);
+	reap(procs);
+	return bad != 0;
+}
+
 /* forks forks children that pause until fork fails. */
 static int forks(void) {
 	long n;
@@ -273,6 +316,8 @@ int main(int argc, char **argv) {
 		return zombies(argc > 2 ? atoi(argv[2]) : 5000);
 	if (!strcmp(w, "ignored"))
 		return ignored(argc > 2 ? atoi(argv[2]) : 1000);
+	if (!strcmp(w, "descriptors"))
+		return descriptors(argc > 2 ? atoi(argv[2]) : 255);
 	if (!strcmp(w, "forks"))
 		return forks();
 	return 2;
