@@ -21,8 +21,9 @@ import (
 //	file-system nodes 65 536    ENOSPC (a tmpfs out of inodes): files and
 //	                            directories, removed ones still open included
 //	processes       256         EAGAIN from fork (RLIMIT_NPROC), zombies
-//	                            included; orphans are reparented to the
-//	                            first process, which reaps them
+//	                            included; orphans are reparented to their
+//	                            subreaper or the first process, which reaps
+//	                            them
 //
 // Threads (1024, thread.go) and descriptors (4096 a process, fd.go) are
 // bounded where they are made; a new kind is one more resource below.

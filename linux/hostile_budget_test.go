@@ -154,8 +154,8 @@ func TestHostileDirectories(t *testing.T) {
 	require.Regexp(t, `^dirs: 655[0-9][0-9], then No space left on device\ndepth: 20[0-9][0-9], then Filename too long\n$`, r.out)
 }
 
-// Orphans are reparented to the program's first process and reaped when
-// it waits; children of a process that ignores SIGCHLD are reaped as
+// Orphans are reparented to the program's first process, or to their
+// nearest subreaper, and reaped when it waits; children of a process that ignores SIGCHLD are reaped as
 // they exit; fork fails with EAGAIN at the process bound, zombies
 // included.
 func TestHostileOrphans(t *testing.T) {
@@ -164,6 +164,9 @@ func TestHostileOrphans(t *testing.T) {
 	requireBounded(t, r, 0)
 	requireWithin(t, r, 0)
 	require.Equal(t, "orphans: 500, reaped 1000\n", r.out)
+	r = runHostile(t, reprise, prog, forkRAM, "subreaper", "100")
+	requireBounded(t, r, 0)
+	require.Equal(t, "subreaper: exit 0, the first process reaped 1\n", r.out)
 	r = runHostile(t, reprise, prog, forkRAM, "ignored", "600")
 	requireBounded(t, r, 0)
 	require.Equal(t, "ignored children: 600, then No child process\n", r.out)

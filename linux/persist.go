@@ -94,6 +94,7 @@ type savedProc struct {
 	Sigactions [maxSignal + 1]savedSigaction
 	TimerAt    time.Duration
 	TimerEvery time.Duration
+	Subreaper  bool
 }
 
 type savedSigaction struct{ Handler, Flags, Restorer, Mask uint64 }
@@ -287,7 +288,7 @@ func (sv *saver) proc(p *process) int {
 	sv.procs[p] = i
 	sv.s.Procs = append(sv.s.Procs, savedProc{})
 	sp := savedProc{PID: p.pid, Parent: -1, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
-		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: map[int]savedFD{}}
+		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: map[int]savedFD{}, Subreaper: p.subreaper}
 	for sig, a := range p.sigactions {
 		sp.Sigactions[sig] = savedSigaction{Handler: a.handler, Flags: a.flags, Restorer: a.restorer, Mask: a.mask}
 	}

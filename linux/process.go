@@ -23,6 +23,9 @@ type process struct {
 	zombie   bool   // exited, not yet waited for
 	status   uint64 // its wait status once a zombie
 	execs    uint64 // counts its execs (AT_RANDOM differs for each)
+	// subreaper adopts the orphans among its descendants, as the first
+	// process does for the rest (PR_SET_CHILD_SUBREAPER).
+	subreaper bool
 	// sigactions are its signals' dispositions (index: the signal).
 	sigactions [maxSignal + 1]sigaction
 	timer      realTimer // alarm, setitimer (alarm.go)
@@ -208,17 +211,18 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 	// bookkeeping release leaves, nor the file contents its mappings held.
 	p.as.files, p.as.fresh, p.as.tscSites, p.as.cow = nil, map[uint64]bool{}, map[uint64]uint8{}, map[uint64]bool{}
 	p.zombie, p.status = true, status
-	// Its children are orphans now: the program's first process adopts
-	// them, as init does, and is told of those that have exited.
-	init := p.parent
-	for init.parent != nil {
-		init = init.parent
+	// Its children are orphans now: its nearest live ancestor that is a
+	// subreaper adopts them, else the program's first process, as init
+	// does; it is told of those that have exited.
+	reaper := p.parent
+	for reaper.parent != nil && !(reaper.subreaper && !reaper.zombie) {
+		reaper = reaper.parent
 	}
 	orphans := p.children
 	p.children = nil
 	for _, c := range orphans {
-		c.parent = init
-		init.children = append(init.children, c)
+		c.parent = reaper
+		reaper.children = append(reaper.children, c)
 	}
 	for _, c := range orphans {
 		if c.zombie {

@@ -317,7 +317,7 @@ func orEmpty(m map[string]uint64) map[string]uint64 {
 }
 
 func (r *restorer) proc(p *process, sp *savedProc, fr *frames) {
-	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status,
+	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
 		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}, fds: fdTable{}}
 	if sp.Parent >= 0 {
 		p.parent = r.procs[sp.Parent]

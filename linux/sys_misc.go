@@ -71,6 +71,15 @@ func sysPrctl(k *Kernel, a args) (uint64, error) {
 		return 0, memErr(k.proc().as.write(a[1], []byte("prog\x00")))
 	case unix.PR_GET_DUMPABLE:
 		return 1, nil
+	case unix.PR_SET_CHILD_SUBREAPER:
+		k.proc().subreaper = a[1] != 0
+		return 0, nil
+	case unix.PR_GET_CHILD_SUBREAPER:
+		var b [4]byte
+		if k.proc().subreaper {
+			b[0] = 1
+		}
+		return 0, memErr(k.proc().as.write(a[1], b[:]))
 	}
 	return 0, unix.EINVAL
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -223,6 +224,32 @@ static int zombies(int rounds) {
 	return reaped == 2 * made ? 0 : 1;
 }
 
+/* subreaper: a child that is a subreaper adopts the orphans of its
+   descendants, so its waits reap them, not the first process's. */
+static int subreaper(int rounds) {
+	pid_t c = fork();
+	if (c == 0) {
+		if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+			_exit(100);
+		int reaped = 0;
+		for (int i = 0; i < rounds; i++) {
+			if (fork() == 0) {
+				if (fork() == 0)
+					_exit(0);
+				_exit(0);
+			}
+			while (waitpid(-1, NULL, 0) > 0)
+				reaped++;
+		}
+		_exit(reaped == 2 * rounds ? 0 : 101);
+	}
+	int st, n = 0;
+	while (waitpid(-1, &st, 0) > 0)
+		n++;
+	printf("subreaper: exit %d, the first process reaped %d\n", WEXITSTATUS(st), n);
+	return WEXITSTATUS(st) != 0 || n != 1;
+}
+
 /* ignored forks children that exit at once with SIGCHLD ignored: Linux
    reaps them as they exit, so they never fill the process table, and a
    wait finds none. */
@@ -314,6 +341,8 @@ int main(int argc, char **argv) {
 		return dirs();
 	if (!strcmp(w, "zombies"))
 		return zombies(argc > 2 ? atoi(argv[2]) : 5000);
+	if (!strcmp(w, "subreaper"))
+		return subreaper(argc > 2 ? atoi(argv[2]) : 100);
 	if (!strcmp(w, "ignored"))
 		return ignored(argc > 2 ? atoi(argv[2]) : 1000);
 	if (!strcmp(w, "descriptors"))
