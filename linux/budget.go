@@ -106,7 +106,9 @@ func HostMemoryBound(ramBytes, held int64) int64 {
 const heapLimit = maxFileBytes + maxFileBytes/4 + maxPipeBytes + HostOverhead
 
 // limitHeap lowers the Go runtime's memory limit to heapLimit, unless it
-// is lower already (GOMEMLIMIT).
+// is lower already (GOMEMLIMIT). The limit is the process's: programs
+// replayed side by side (replay --jobs) share it, which costs them more
+// collections when together they hold more, never a failure (it is soft).
 func limitHeap() {
 	if debug.SetMemoryLimit(-1) > heapLimit {
 		debug.SetMemoryLimit(heapLimit)
