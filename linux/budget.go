@@ -17,7 +17,8 @@ import (
 //	                            open descriptor still holds it stay charged
 //	                            until they are no longer held (fs.go)
 //	pipe buffers    256 MiB     ENFILE from pipe (pipe-user-pages-hard): each
-//	                            pipe charges its 64 KiB capacity while open
+//	                            pipe charges its capacity while open, 64 KiB,
+//	                            8 KiB past 64 MiB (pipe-user-pages-soft)
 //	file-system nodes 65 536    ENOSPC (a tmpfs out of inodes): files and
 //	                            directories, removed ones still open included
 //	processes       256         EAGAIN from fork (RLIMIT_NPROC), zombies

@@ -61,7 +61,16 @@ type savedNode struct {
 
 type savedPipe struct {
 	Buf              []byte
+	Capacity         int // 0 in a checkpoint from before pipes had capacities: pipeCapacity
 	Readers, Writers int
+}
+
+// capacity is the saved pipe's capacity.
+func (p *savedPipe) capacity() int {
+	if p.Capacity == 0 {
+		return pipeCapacity
+	}
+	return p.Capacity
 }
 
 type savedFile struct {
@@ -259,7 +268,7 @@ func (sv *saver) pipe(p *pipe) int {
 		return i
 	}
 	sv.pipes[p] = len(sv.s.Pipes)
-	sv.s.Pipes = append(sv.s.Pipes, savedPipe{Buf: p.buf, Readers: p.readers, Writers: p.writers})
+	sv.s.Pipes = append(sv.s.Pipes, savedPipe{Buf: p.buf, Capacity: p.capacity, Readers: p.readers, Writers: p.writers})
 	return sv.pipes[p]
 }
 

@@ -86,8 +86,8 @@ func (k *Kernel) check(s *savedKernel) error {
 		return fmt.Errorf("%d bytes of written files (at most %d)", held, maxFileBytes)
 	}
 	for i, p := range s.Pipes {
-		if len(p.Buf) > pipeCapacity || p.Readers < 0 || p.Writers < 0 {
-			return fmt.Errorf("pipe %d: %d bytes, %d readers, %d writers", i, len(p.Buf), p.Readers, p.Writers)
+		if c := p.capacity(); c != pipeCapacity && c != smallPipeCapacity || len(p.Buf) > c || p.Readers < 0 || p.Writers < 0 {
+			return fmt.Errorf("pipe %d: %d bytes of %d, %d readers, %d writers", i, len(p.Buf), p.Capacity, p.Readers, p.Writers)
 		}
 	}
 	for i, f := range s.Files {
@@ -251,7 +251,7 @@ func (r *restorer) restore() error {
 		}
 	}
 	for _, p := range s.Pipes {
-		r.pipes = append(r.pipes, &pipe{buf: p.Buf, readers: p.Readers, writers: p.Writers})
+		r.pipes = append(r.pipes, &pipe{buf: p.Buf, capacity: p.capacity(), readers: p.Readers, writers: p.Writers})
 	}
 	for _, f := range s.Files {
 		of := &openFile{path: f.Path, console: f.Console, refs: f.Refs, flags: f.Flags, off: f.Off, dirPos: f.DirPos}
@@ -425,7 +425,7 @@ func (r *restorer) charge() {
 	}
 	for _, p := range r.pipes {
 		if p.readers > 0 || p.writers > 0 { // not one only a waiting thread still names
-			b[pipeBytes] += pipeCapacity
+			b[pipeBytes] += int64(p.capacity)
 		}
 	}
 	for _, p := range r.procs {

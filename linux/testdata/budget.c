@@ -21,12 +21,12 @@ static char chunk[1 << 20];
 /* report is what a child tells its parent, in one write: children
    write at once, and a pipe keeps writes of up to PIPE_BUF whole. */
 struct report {
-	long n;
+	long n, made;
 	int err;
 };
 
-static void tell(int fd, long n, int err) {
-	struct report r = {n, err};
+static void tell(int fd, long n, long made, int err) {
+	struct report r = {n, made, err};
 	write(fd, &r, sizeof r);
 }
 static pid_t kids[8192];
@@ -140,31 +140,32 @@ static int pipes(int procs) {
 			continue;
 		}
 		long bytes = 0;
-		for (;;) {
+		for (long made = 0;; made++) {
 			int p[2];
 			if (pipe2(p, O_NONBLOCK) < 0) {
-				tell(report[1], bytes, errno);
+				tell(report[1], bytes, made, errno);
 				pause();
 			}
 			long w = write(p[1], chunk, 65536);
 			if (w < 0) {
-				tell(report[1], bytes, errno);
+				tell(report[1], bytes, made, errno);
 				pause();
 			}
 			bytes += w;
 		}
 	}
-	long total = 0;
+	long total = 0, made = 0;
 	int bad = 0, last = 0;
 	for (int i = 0; i < procs; i++) {
 		struct report r;
 		if (read(report[0], &r, sizeof r) != sizeof r)
 			return ended("pipe reports", i, errno, 0, 0) + 1;
 		total += r.n;
+		made += r.made;
 		last = r.err;
 		bad += r.err != EMFILE && r.err != ENFILE;
 	}
-	printf("pipe bytes: %ld, last error %s, %d unexpected\n", total, strerror(last), bad);
+	printf("pipes: %ld holding %ld bytes, last error %s, %d unexpected\n", made, total, strerror(last), bad);
 	reap(procs);
 	return bad != 0;
 }
@@ -286,7 +287,7 @@ static int descriptors(int procs) {
 		long n = 0;
 		while (open("/tmp/x", O_RDONLY) >= 0)
 			n++;
-		tell(report[1], n, errno);
+		tell(report[1], n, 0, errno);
 		pause();
 	}
 	long total = 0;
