@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -318,7 +319,9 @@ static int forks(void) {
 		kids[n] = c;
 	}
 	int err = errno;
-	printf("children: %ld, then %s\n", n, strerror(err));
+	struct rlimit rl;
+	getrlimit(RLIMIT_NPROC, &rl);
+	printf("children: %ld, then %s; RLIMIT_NPROC %ld\n", n, strerror(err), (long)rl.rlim_cur);
 	reap(n);
 	return err == EAGAIN ? 0 : 1;
 }
