@@ -198,3 +198,13 @@ func TestHostileDescriptors(t *testing.T) {
 	requireWithin(t, r, 0)
 	require.Equal(t, "descriptors: 523648, 0 unexpected\n", r.out)
 }
+
+// A removed file's space comes back when it is no longer open, not
+// before: 32 temporary files of 64 MiB written and removed in turn fit in
+// 1 GiB; a removed file still open keeps its space until it is closed.
+func TestHostileRemovedFiles(t *testing.T) {
+	reprise, prog := hostileProgram(t)
+	r := runHostile(t, reprise, prog, hostileRAM, "removed")
+	requireBounded(t, r, 0)
+	require.Equal(t, "temporary files: 32; removed, open: No space left on device; closed: No error information\n", r.out)
+}

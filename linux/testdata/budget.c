@@ -113,6 +113,32 @@ static int files(void) {
 	}
 }
 
+/* removed writes and removes 64 MiB temporary files, 32 of them: a
+   removed file's space comes back. Then a removed file still open keeps
+   its space until it is closed. */
+static int removed(void) {
+	long done = 0;
+	for (int i = 0; i < 32; i++) {
+		int fd = open("/tmp/t", O_CREAT | O_EXCL | O_RDWR, 0600);
+		int err = fd < 0 ? errno : writes(fd, 64 << 20, &done);
+		if (err)
+			return ended("temporary files", i, err, 0, 0) + 1;
+		unlink("/tmp/t");
+		close(fd);
+	}
+	int big = open("/tmp/big", O_CREAT | O_RDWR, 0600);
+	int err = writes(big, 768 << 20, &done);
+	unlink("/tmp/big");
+	int more = open("/tmp/more", O_CREAT | O_RDWR, 0600);
+	int open_err = writes(more, 512 << 20, &done);
+	close(big);
+	ftruncate(more, 0);
+	lseek(more, 0, SEEK_SET);
+	int closed_err = writes(more, 512 << 20, &done);
+	printf("temporary files: 32; removed, open: %s; closed: %s\n", strerror(open_err), strerror(closed_err));
+	return err || open_err != ENOSPC || closed_err;
+}
+
 /* sparse grows one file by writing a byte past its end, 64 MiB further
    each time, until the file system is full. */
 static int sparse(void) {
@@ -337,6 +363,8 @@ int main(int argc, char **argv) {
 		return trunc_unmapped(argc > 2 ? atol(argv[2]) : 64, argc > 3 ? atoi(argv[3]) : 64);
 	if (!strcmp(w, "files"))
 		return files();
+	if (!strcmp(w, "removed"))
+		return removed();
 	if (!strcmp(w, "sparse"))
 		return sparse();
 	if (!strcmp(w, "pipes"))
