@@ -27,7 +27,11 @@ import (
 //	                            them
 //
 // Threads (1024, thread.go) and descriptors (4096 a process, fd.go) are
-// bounded where they are made; a new kind is one more resource below.
+// bounded where they are made. A new kind is one more resource below,
+// with its bound and error in limits, charged where it is made and
+// released where it goes: the count of mappings, for one, which costs
+// host memory across all processes (256 of 65 530 mappings each would be
+// some 2 GiB of bookkeeping).
 //
 // Host memory stays within HostMemoryBound: guest RAM, plus twice the
 // bytes held (a file's contents are copied once as it grows past its
