@@ -62,8 +62,12 @@ func (t fdTable) close(k *Kernel, fd int) {
 	}
 	delete(t, fd)
 	e.file.refs--
-	if e.file.refs == 0 && e.file.pipe != nil {
+	switch {
+	case e.file.refs > 0:
+	case e.file.pipe != nil:
 		e.file.pipe.closeEnd(k, e.file.writable())
+	case e.file.node != nil:
+		k.closed(e.file.node)
 	}
 }
 

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
@@ -39,6 +40,9 @@ type node struct {
 	children map[string]*node // a directory's entries
 	dev      device           // a device file's behaviour, or nil
 	written  bool             // the program created or changed it (KeepWrites)
+	opens    int              // open file descriptions of it (fd.go)
+	removed  bool             // gone from the tree; freed when no longer open
+	mapped   bool             // its contents were mapped (Mapping.data holds them)
 }
 
 // device is what a device file does on read and write.
@@ -47,34 +51,38 @@ type device interface {
 	write(b []byte) (int, error)
 }
 
-// fileSystem is the tree the program's paths resolve in.
+// fileSystem is the tree the program's paths resolve in. Its nodes and
+// their contents are charged to the program's budget (budget.go).
 type fileSystem struct {
 	root    *node
 	nextIno uint64
-	held    int64 // bytes of file contents held in host memory
+	budget  *budget
 }
 
-// Bounds on the files a program sees: their contents are held in host
-// memory, and every byte is named by the tape.
+// Bounds on the host files a program is given, and on the directories
+// leading to them.
 const (
 	maxFiles     = 4096
-	maxFileBytes = 1 << 30 // all files together
 	maxPathDepth = 64
 )
 
-func newFileSystem() *fileSystem {
-	fs := &fileSystem{}
-	fs.root = fs.newNode(true, 0o755)
+func newFileSystem(b *budget) *fileSystem {
+	fs := &fileSystem{budget: b}
+	fs.root, _ = fs.newNode(true, 0o755) // the first node always fits
 	return fs
 }
 
-func (fs *fileSystem) newNode(dir bool, mode uint32) *node {
+// newNode makes a file or directory, charged until it is freed.
+func (fs *fileSystem) newNode(dir bool, mode uint32) (*node, error) {
+	if err := fs.budget.charge(fsNodes, 1); err != nil {
+		return nil, err
+	}
 	fs.nextIno++
 	n := &node{ino: fs.nextIno, dir: dir, mode: mode}
 	if dir {
 		n.children = map[string]*node{}
 	}
-	return n
+	return n, nil
 }
 
 // clean makes p absolute (the working directory is /) and resolves . and
@@ -178,7 +186,10 @@ func (fs *fileSystem) mkdirAll(p string) (*node, error) {
 		}
 		next, ok := n.children[part]
 		if !ok {
-			next = fs.newNode(true, 0o755)
+			var err error
+			if next, err = fs.newNode(true, 0o755); err != nil {
+				return nil, fmt.Errorf("%s: more than %d files and directories", p, maxNodes)
+			}
 			n.children[part] = next
 		}
 		if !next.dir {
@@ -191,12 +202,6 @@ func (fs *fileSystem) mkdirAll(p string) (*node, error) {
 
 // add places a file with data at p, replacing nothing.
 func (fs *fileSystem) add(p string, data []byte, mode uint32) (*node, error) {
-	if fs.nextIno >= maxFiles {
-		return nil, fmt.Errorf("more than %d files", maxFiles)
-	}
-	if fs.held+int64(len(data)) > maxFileBytes {
-		return nil, fmt.Errorf("the program's files take more than %d bytes", maxFileBytes)
-	}
 	dir, name := path.Split(clean(p))
 	d, err := fs.mkdirAll(dir)
 	if err != nil {
@@ -205,11 +210,95 @@ func (fs *fileSystem) add(p string, data []byte, mode uint32) (*node, error) {
 	if _, ok := d.children[name]; ok {
 		return nil, fmt.Errorf("%s is given twice", p)
 	}
-	n := fs.newNode(false, mode)
+	if err := fs.budget.charge(fileBytes, int64(len(data))); err != nil {
+		return nil, fmt.Errorf("the program's files take more than %d bytes", maxFileBytes)
+	}
+	n, err := fs.newNode(false, mode)
+	if err != nil {
+		fs.budget.release(fileBytes, int64(len(data)))
+		return nil, fmt.Errorf("more than %d files and directories", maxNodes)
+	}
 	n.data = data
 	d.children[name] = n
-	fs.held += int64(len(data))
 	return n, nil
+}
+
+// shrinkSlack is how much capacity past its end a file's contents may
+// keep when they shrink before they move to an array that fits.
+const shrinkSlack = 64 << 10
+
+// resize makes n's contents size bytes long, zeros past the old end,
+// charging or releasing the difference (ENOSPC past the budget).
+// Contents that outgrow their array move to one with a quarter of
+// headroom, copied once: growing never holds a zeroed temporary beside
+// them, and a file of the whole budget holds at most 1.25 times it.
+func (k *Kernel) resize(n *node, size int64) error {
+	old := int64(len(n.data))
+	if size > old {
+		if err := k.budget.charge(fileBytes, size-old); err != nil {
+			return err
+		}
+	} else {
+		k.budget.release(fileBytes, old-size)
+	}
+	switch {
+	case size > int64(cap(n.data)):
+		grown := make([]byte, size, size+max(size/4, 64))
+		copy(grown, n.data)
+		k.moveContents(n, grown)
+	case size >= old:
+		n.data = n.data[:size]
+		clear(n.data[old:]) // what a shrink left past the end
+	case int64(cap(n.data))-size > shrinkSlack:
+		k.moveContents(n, bytes.Clone(n.data[:size]))
+	default:
+		n.data = n.data[:size]
+	}
+	return nil
+}
+
+// moveContents gives n new contents, and the mappings that held its old
+// ones the new: a mapping names the file it maps, whose contents those
+// are now (a probe resolves in them), and the old array is freed rather
+// than held outside the budget.
+func (k *Kernel) moveContents(n *node, data []byte) {
+	old := n.data
+	n.data = data
+	if n.mapped && cap(old) > 0 {
+		for p := range k.processes() {
+			for i := range p.as.files {
+				if m := &p.as.files[i]; cap(m.data) > 0 && &m.data[:1][0] == &old[:1][0] {
+					m.data = data
+				}
+			}
+		}
+	}
+}
+
+// unlinked is told that n left its directory (unlink, rmdir, a rename
+// over it): it is freed now, or when its last open file closes.
+func (k *Kernel) unlinked(n *node) {
+	n.removed = true
+	if n.opens == 0 {
+		k.free(n)
+	}
+}
+
+// closed is told that an open file of n closed.
+func (k *Kernel) closed(n *node) {
+	n.opens--
+	if n.removed && n.opens == 0 {
+		k.free(n)
+	}
+}
+
+// free releases a node no one can reach any more, and its contents.
+func (k *Kernel) free(n *node) {
+	if !n.dir && n.dev == nil {
+		k.budget.release(fileBytes, int64(len(n.data)))
+		k.moveContents(n, nil)
+	}
+	k.budget.release(fsNodes, 1)
 }
 
 // addHost reads f.Host into the tree at f.Guest, checking it against the

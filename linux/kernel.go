@@ -59,6 +59,9 @@ type Kernel struct {
 	fr    *frames
 	fs    *fileSystem
 	stats Stats
+	// budget is what the program holds on the host (budget.go), the
+	// file system's included.
+	budget *budget
 
 	threads  []*thread // in creation order: tid order
 	cur      int       // index of the running thread
@@ -161,7 +164,8 @@ func New(p Program) (*Kernel, error) {
 		return nil, err
 	}
 	p.Files = append([]File(nil), p.Files...)
-	fs := newFileSystem()
+	b := &budget{}
+	fs := newFileSystem(b)
 	if _, err := fs.add(p.Path, p.Image, 0o755); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
@@ -174,7 +178,8 @@ func New(p Program) (*Kernel, error) {
 	if err := fs.addSystem(); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
-	return &Kernel{prog: p, fs: fs, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
+	limitHeap()
+	return &Kernel{prog: p, fs: fs, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
 }
 
 // Program is the program the kernel runs, its files' sizes and hashes
@@ -222,7 +227,9 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 			return fmt.Errorf("linux: standard input %s is not one of the program's files", k.prog.Stdin)
 		}
 		init.fds[0].file = &openFile{node: n, path: k.prog.Stdin, flags: unix.O_RDONLY, refs: 1}
+		n.opens++
 	}
+	k.budget[processCount] = 1 // init
 	if err := k.initXSave(); err != nil {
 		return err
 	}

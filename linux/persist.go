@@ -63,7 +63,16 @@ type savedNode struct {
 
 type savedPipe struct {
 	Buf              []byte
+	Capacity         int // 0 in a checkpoint from before pipes had capacities: pipeCapacity
 	Readers, Writers int
+}
+
+// capacity is the saved pipe's capacity.
+func (p *savedPipe) capacity() int {
+	if p.Capacity == 0 {
+		return pipeCapacity
+	}
+	return p.Capacity
 }
 
 type savedFile struct {
@@ -96,6 +105,7 @@ type savedProc struct {
 	Sigactions [maxSignal + 1]savedSigaction
 	TimerAt    time.Duration
 	TimerEvery time.Duration
+	Subreaper  bool
 }
 
 type savedSigaction struct{ Handler, Flags, Restorer, Mask uint64 }
@@ -203,7 +213,7 @@ type saver struct {
 func (k *Kernel) save() (*savedKernel, error) {
 	f := k.fr
 	s := &savedKernel{
-		Version: stateVersion, NextIno: k.fs.nextIno, Held: k.fs.held,
+		Version: stateVersion, NextIno: k.fs.nextIno, Held: k.budget[fileBytes],
 		Frames: savedFrames{Next: f.next, Free: slices.Clone(f.free), Retired: slices.Clone(f.retired), Settled: f.settled, Shared: maps.Clone(f.shared)},
 		Cur:    k.cur, NextTID: k.nextTID, Resched: k.resched, Restart: k.restart, Returned: k.returned,
 		WaitSeq: k.waitSeq, Switches: k.switches, HogThread: -1, HogWaiting: k.hog.waiting, HogAt: k.hog.at,
@@ -260,7 +270,7 @@ func (sv *saver) pipe(p *pipe) int {
 		return i
 	}
 	sv.pipes[p] = len(sv.s.Pipes)
-	sv.s.Pipes = append(sv.s.Pipes, savedPipe{Buf: p.buf, Readers: p.readers, Writers: p.writers})
+	sv.s.Pipes = append(sv.s.Pipes, savedPipe{Buf: p.buf, Capacity: p.capacity, Readers: p.readers, Writers: p.writers})
 	return sv.pipes[p]
 }
 
@@ -289,7 +299,7 @@ func (sv *saver) proc(p *process) int {
 	sv.procs[p] = i
 	sv.s.Procs = append(sv.s.Procs, savedProc{})
 	sp := savedProc{PID: p.pid, Parent: -1, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
-		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: map[int]savedFD{}}
+		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: map[int]savedFD{}, Subreaper: p.subreaper}
 	for sig, a := range p.sigactions {
 		sp.Sigactions[sig] = savedSigaction{Handler: a.handler, Flags: a.flags, Restorer: a.restorer, Mask: a.mask}
 	}

@@ -40,9 +40,12 @@ func bootedKernel(t *testing.T) *Kernel {
 // left as it was.
 func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 	k := bootedKernel(t)
+	held := *k.budget
 	saved, err := k.SaveState()
 	require.NoError(t, err)
+	*k.budget = budget{}
 	require.NoError(t, k.RestoreState(saved))
+	require.Equal(t, held, *k.budget, "the budget counted from the restored state")
 	again, err := k.SaveState()
 	require.NoError(t, err)
 	require.Equal(t, decodeState(t, saved), decodeState(t, again), "restored, then saved again: the same state")

@@ -7,14 +7,25 @@ func init() {
 	register(unix.SYS_PIPE2, "pipe2", 2, sysPipe2)
 }
 
-// pipeCapacity is a pipe's buffer, Linux's default.
-const pipeCapacity = 64 << 10
+// A pipe's capacity: Linux's default, and what a pipe made while the
+// program's pipes hold more than pipe-user-pages-soft (16 384 pages) gets
+// instead (two pages).
+const (
+	pipeCapacity      = 64 << 10
+	smallPipeCapacity = 8 << 10
+	pipeSoftBytes     = 64 << 20
+)
 
 // pipe is a pipe's buffer and how many open files hold each end. A
 // reader of an empty pipe and a writer of a full one block on the pipe
 // and retry when it changes.
 type pipe struct {
-	buf              []byte
+	buf      []byte // what is written and not yet read
+	capacity int    // charged to the budget while either end is open
+	// store is the buffer's array, capacity long once the pipe is
+	// written: buf lies in it, moved to its start when there is no room
+	// after it, so a pipe never holds more than its capacity.
+	store            []byte
 	readers, writers int
 }
 
@@ -22,17 +33,28 @@ func sysPipe2(k *Kernel, a args) (uint64, error) {
 	if a[1]&^(unix.O_CLOEXEC|unix.O_NONBLOCK) != 0 {
 		return 0, unix.EINVAL
 	}
-	p := &pipe{readers: 1, writers: 1}
+	// Each open pipe charges its capacity, as Linux accounts a user's
+	// pipe pages: past the soft limit a new pipe is small, past the hard
+	// one (the budget's) pipe fails with ENFILE.
+	p := &pipe{capacity: pipeCapacity, readers: 1, writers: 1}
+	if k.budget[pipeBytes]+pipeCapacity > pipeSoftBytes {
+		p.capacity = smallPipeCapacity
+	}
+	if err := k.budget.charge(pipeBytes, int64(p.capacity)); err != nil {
+		return 0, err
+	}
 	cloexec := a[1]&unix.O_CLOEXEC != 0
 	r := &openFile{pipe: p, flags: unix.O_RDONLY | a[1]&unix.O_NONBLOCK}
 	w := &openFile{pipe: p, flags: unix.O_WRONLY | a[1]&unix.O_NONBLOCK}
 	fds := k.proc().fds
 	rfd, err := fds.install(r, cloexec, 0)
 	if err != nil {
+		k.budget.release(pipeBytes, int64(p.capacity))
 		return 0, err
 	}
 	wfd, err := fds.install(w, cloexec, 0)
 	if err != nil {
+		p.closeEnd(k, true) // the write end, never installed
 		fds.close(k, rfd)
 		return 0, err
 	}
@@ -74,12 +96,19 @@ func (p *pipe) write(k *Kernel, f *openFile, b []byte) (int, error) {
 			return 0, err
 		}
 		return 0, unix.EPIPE
-	case len(p.buf) >= pipeCapacity && f.flags&unix.O_NONBLOCK != 0:
+	case len(p.buf) >= p.capacity && f.flags&unix.O_NONBLOCK != 0:
 		return 0, unix.EAGAIN
-	case len(p.buf) >= pipeCapacity:
+	case len(p.buf) >= p.capacity:
 		return 0, k.blockOn(p)
 	}
-	n := min(len(b), pipeCapacity-len(p.buf))
+	n := min(len(b), p.capacity-len(p.buf))
+	if p.store == nil { // first written, or restored from a checkpoint
+		p.store = make([]byte, p.capacity)
+		p.buf = p.store[:copy(p.store, p.buf)]
+	}
+	if start := cap(p.store) - cap(p.buf); start+len(p.buf)+n > p.capacity {
+		p.buf = p.store[:copy(p.store, p.buf)]
+	}
 	p.buf = append(p.buf, b[:n]...)
 	k.pipeChanged(p)
 	return n, nil
@@ -91,6 +120,10 @@ func (p *pipe) closeEnd(k *Kernel, writer bool) {
 		p.writers--
 	} else {
 		p.readers--
+	}
+	if p.readers == 0 && p.writers == 0 {
+		k.budget.release(pipeBytes, int64(p.capacity))
+		p.buf, p.store = nil, nil
 	}
 	k.pipeChanged(p)
 }

@@ -112,7 +112,7 @@ func (k *Kernel) readiness(fd uint64, events int16) int16 {
 			r |= unix.POLLHUP
 		}
 	default:
-		if len(p.buf) < pipeCapacity {
+		if len(p.buf) < p.capacity {
 			r |= unix.POLLOUT
 		}
 		if p.readers == 0 {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,6 +23,9 @@ type process struct {
 	zombie   bool   // exited, not yet waited for
 	status   uint64 // its wait status once a zombie
 	execs    uint64 // counts its execs (AT_RANDOM differs for each)
+	// subreaper adopts the orphans among its descendants, as the first
+	// process does for the rest (PR_SET_CHILD_SUBREAPER).
+	subreaper bool
 	// sigactions are its signals' dispositions (index: the signal).
 	sigactions [maxSignal + 1]sigaction
 	timer      realTimer // alarm, setitimer (alarm.go)
@@ -29,9 +33,6 @@ type process struct {
 
 // proc is the running thread's process.
 func (k *Kernel) proc() *process { return k.current().proc }
-
-// maxProcesses bounds the processes a program can have at once.
-const maxProcesses = 256
 
 // execImage replaces p's address space with a new one running the ELF
 // file (at path) with argv and envp: the executable, its loader if it has
@@ -47,6 +48,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *node, argv, en
 			as.release()
 		}
 	}()
+	file.mapped = true // the image's mappings hold its contents
 	x, err := load(as, path, file.data, pieBase)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: %s: %w", path, err)
@@ -114,6 +116,7 @@ func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint6
 	if !ok {
 		return 0, fmt.Errorf("linux: no room for the loader %s", x.interp)
 	}
+	n.mapped = true
 	ld, err := load(as, x.interp, n.data, base)
 	if err != nil {
 		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
@@ -134,9 +137,15 @@ func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint6
 func (k *Kernel) fork() (*thread, error) {
 	parent := k.proc()
 	// Zombies count too: a parent that never waits cannot pile them up.
-	if len(k.processes()) >= maxProcesses || len(parent.children) >= maxProcesses {
-		return nil, unix.EAGAIN
+	if err := k.budget.charge(processCount, 1); err != nil {
+		return nil, err
 	}
+	charged := true
+	defer func() {
+		if charged {
+			k.budget.release(processCount, 1)
+		}
+	}()
 	as, err := parent.as.clone()
 	if err != nil {
 		return nil, memErr(err)
@@ -162,6 +171,7 @@ func (k *Kernel) fork() (*thread, error) {
 		return nil, err
 	}
 	k.fr.forgotten()
+	charged = false // the child holds it now, until it is reaped
 	if err := k.placeAll(child.pid, as, false); err != nil {
 		return nil, err
 	}
@@ -198,25 +208,74 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 	p.live = 0
 	p.fds.closeAll(k)
 	p.as.release()
+	// A zombie keeps its status, nothing of its image: not the
+	// bookkeeping release leaves, nor the file contents its mappings held.
+	p.as.files, p.as.fresh, p.as.tscSites, p.as.cow = nil, map[uint64]bool{}, map[uint64]uint8{}, map[uint64]bool{}
 	p.zombie, p.status = true, status
-	k.wakeAll(waitChild(p.parent))
-	for _, t := range k.threads {
-		if t.proc == p.parent && t.state != exited {
-			if err := k.signal(t, uint64(unix.SIGCHLD), siginfo(uint64(unix.SIGCHLD), 1, uint64(p.pid))); err != nil {
+	// Its children are orphans now: its nearest live ancestor that is a
+	// subreaper adopts them, else the program's first process, as init
+	// does; it is told of those that have exited.
+	reaper := p.parent
+	for reaper.parent != nil && !(reaper.subreaper && !reaper.zombie) {
+		reaper = reaper.parent
+	}
+	orphans := p.children
+	p.children = nil
+	for _, c := range orphans {
+		c.parent = reaper
+		reaper.children = append(reaper.children, c)
+	}
+	for _, c := range orphans {
+		if c.zombie {
+			if err := k.childExited(c); err != nil {
 				return err
 			}
-			break
 		}
+	}
+	if err := k.childExited(p); err != nil {
+		return err
 	}
 	k.resched = true
 	return nil
 }
 
-// reap finds a zombie child of p matching want (-1: any) and removes it.
-func (p *process) reap(want int64) (*process, bool) {
-	for i, c := range p.children {
+// childExited tells p's parent that p exited: its waiters wake and it
+// gets SIGCHLD — or, when it ignores SIGCHLD (SIG_IGN or SA_NOCLDWAIT),
+// p is reaped at once and leaves no zombie, as on Linux.
+func (k *Kernel) childExited(p *process) error {
+	parent := p.parent
+	if act := parent.sigactions[unix.SIGCHLD]; act.handler == sigIGN || act.flags&saNoCldWait != 0 {
+		parent.remove(p)
+		k.budget.release(processCount, 1)
+		k.wakeAll(waitChild(parent)) // a wait with no children left fails with ECHILD
+		return nil
+	}
+	k.wakeAll(waitChild(parent))
+	for _, t := range k.threads {
+		if t.proc == parent && t.state != exited {
+			return k.signal(t, uint64(unix.SIGCHLD), siginfo(uint64(unix.SIGCHLD), 1, uint64(p.pid)))
+		}
+	}
+	return nil
+}
+
+// saNoCldWait is SA_NOCLDWAIT: children that exit are reaped at once.
+const saNoCldWait = 2
+
+// remove drops c from p's children.
+func (p *process) remove(c *process) {
+	if i := slices.Index(p.children, c); i >= 0 {
+		p.children = slices.Delete(p.children, i, i+1)
+	}
+}
+
+// reap finds a zombie child of p matching want (-1: any) and removes it,
+// giving back its place among the program's processes.
+func (k *Kernel) reap(p *process, want int64) (*process, bool) {
+	for _, c := range p.children {
 		if c.zombie && (want == -1 || int64(c.pid) == want) {
-			p.children = append(p.children[:i], p.children[i+1:]...)
+			p.remove(c)
+			k.budget.release(processCount, 1)
 			return c, true
 		}
 	}

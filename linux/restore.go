@@ -51,8 +51,8 @@ func (k *Kernel) check(s *savedKernel) error {
 		return fmt.Errorf("%d threads (want 1 to %d)", len(s.Threads), maxThreads)
 	case len(s.Procs) == 0 || len(s.Procs) > maxProcesses+maxThreads: // live ones, and zombies whose threads are gone
 		return fmt.Errorf("%d processes (want 1 to %d)", len(s.Procs), maxProcesses+maxThreads)
-	case len(s.Nodes) == 0 || len(s.Nodes) > maxFiles || s.NextIno > maxFiles:
-		return fmt.Errorf("%d files, inode %d (at most %d)", len(s.Nodes), s.NextIno, maxFiles)
+	case len(s.Nodes) == 0 || len(s.Nodes) > maxNodes || s.NextIno > 1<<62:
+		return fmt.Errorf("%d files, inode %d (at most %d files)", len(s.Nodes), s.NextIno, maxNodes)
 	case s.Held < 0 || s.Held > maxFileBytes:
 		return fmt.Errorf("%d bytes of files held (at most %d)", s.Held, maxFileBytes)
 	case s.Cur < 0 || s.Cur >= len(s.Threads):
@@ -89,8 +89,8 @@ func (k *Kernel) check(s *savedKernel) error {
 		return fmt.Errorf("%d bytes of written files (at most %d)", held, maxFileBytes)
 	}
 	for i, p := range s.Pipes {
-		if len(p.Buf) > pipeCapacity || p.Readers < 0 || p.Writers < 0 {
-			return fmt.Errorf("pipe %d: %d bytes, %d readers, %d writers", i, len(p.Buf), p.Readers, p.Writers)
+		if c := p.capacity(); c != pipeCapacity && c != smallPipeCapacity || len(p.Buf) > c || p.Readers < 0 || p.Writers < 0 {
+			return fmt.Errorf("pipe %d: %d bytes of %d, %d readers, %d writers", i, len(p.Buf), p.Capacity, p.Readers, p.Writers)
 		}
 	}
 	for i, f := range s.Files {
@@ -254,7 +254,7 @@ func (r *restorer) restore() error {
 		}
 	}
 	for _, p := range s.Pipes {
-		r.pipes = append(r.pipes, &pipe{buf: p.Buf, readers: p.Readers, writers: p.Writers})
+		r.pipes = append(r.pipes, &pipe{buf: p.Buf, capacity: p.capacity(), readers: p.Readers, writers: p.Writers})
 	}
 	for _, f := range s.Files {
 		of := &openFile{path: f.Path, console: f.Console, refs: f.Refs, flags: f.Flags, off: f.Off, dirPos: f.DirPos}
@@ -299,7 +299,8 @@ func (r *restorer) restore() error {
 		threads[i] = t
 	}
 
-	k.fs = &fileSystem{root: r.nodes[0], nextIno: s.NextIno, held: s.Held}
+	k.fs = &fileSystem{root: r.nodes[0], nextIno: s.NextIno, budget: k.budget}
+	r.charge()
 	k.fr = fr
 	k.threads, k.cur, k.nextTID = threads, s.Cur, s.NextTID
 	k.resched, k.restart, k.returned = s.Resched, s.Restart, s.Returned
@@ -320,7 +321,7 @@ func orEmpty(m map[string]uint64) map[string]uint64 {
 }
 
 func (r *restorer) proc(p *process, sp *savedProc, fr *frames) {
-	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status,
+	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
 		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}, fds: fdTable{}}
 	if sp.Parent >= 0 {
 		p.parent = r.procs[sp.Parent]
@@ -354,6 +355,7 @@ func (r *restorer) proc(p *process, sp *savedProc, fr *frames) {
 		data := m.Data
 		if m.Node >= 0 {
 			data = r.nodes[m.Node].data
+			r.nodes[m.Node].mapped = true
 		}
 		as.files = append(as.files, Mapping{PID: sp.PID, Path: m.Path, Start: m.Start, End: m.End, Offset: m.Offset, Exec: m.Exec, data: data})
 	}
@@ -396,4 +398,45 @@ func (k *Kernel) replaceBreakpoints() error {
 		}
 	}
 	return nil
+}
+
+// charge sets the restored program's budget from what it holds: its
+// files and directories (removed ones still open included: only those are
+// saved), their contents, its open pipes and its processes, zombies
+// included. The nodes' open files are counted, and the ones gone from
+// the tree marked, so they are freed when the last closes.
+func (r *restorer) charge() {
+	b := r.k.budget
+	*b = budget{}
+	for _, f := range r.files {
+		if f.node != nil {
+			f.node.opens++
+		}
+	}
+	linked := map[*node]bool{}
+	var walk func(n *node)
+	walk = func(n *node) {
+		linked[n] = true
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(r.nodes[0])
+	for _, n := range r.nodes {
+		n.removed = !linked[n]
+		b[fsNodes]++
+		b[fileBytes] += int64(len(n.data))
+	}
+	for _, p := range r.pipes {
+		if p.readers > 0 || p.writers > 0 { // not one only a waiting thread still names
+			b[pipeBytes] += int64(p.capacity)
+		}
+	}
+	for _, p := range r.procs {
+		// Not reaped: the first process, or a child its parent still has
+		// (a reaped one is saved when an exited thread still names it).
+		if p.parent == nil || slices.Contains(p.parent.children, p) {
+			b[processCount]++
+		}
+	}
 }

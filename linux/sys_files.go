@@ -222,12 +222,10 @@ func (k *Kernel) writeFile(f *openFile, b []byte, off int64) (int, error) {
 	b = b[:min(int64(len(b)), maxFileSize-off)]
 	n := f.node
 	end := off + int64(len(b))
-	if grow := end - int64(len(n.data)); grow > 0 {
-		if grow > maxFileBytes-k.fs.held {
-			return 0, unix.ENOSPC
+	if end > int64(len(n.data)) {
+		if err := k.resize(n, end); err != nil {
+			return 0, err
 		}
-		k.fs.held += grow
-		n.data = append(n.data, make([]byte, grow)...)
 	}
 	n.written = true
 	return copy(n.data[off:], b), nil
@@ -492,10 +490,14 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EISDIR
 	}
 	if flags&unix.O_TRUNC != 0 && !n.dir && n.dev == nil && flags&unix.O_ACCMODE != unix.O_RDONLY {
-		k.fs.held -= int64(len(n.data))
-		n.data, n.written = nil, true
+		k.budget.release(fileBytes, int64(len(n.data)))
+		k.moveContents(n, nil)
+		n.written = true
 	}
 	fd, err := k.proc().fds.install(&openFile{node: n, path: p, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
+	if err == nil {
+		n.opens++
+	}
 	return uint64(fd), err
 }
 
@@ -635,18 +637,32 @@ func sysUnlinkat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.ENOTDIR
 	}
 	delete(e.dir.children, e.name)
+	k.unlinked(n)
 	return 0, nil
 }
 
 func sysMkdirat(k *Kernel, a args) (uint64, error) {
-	e, err := k.parentOf(a[0], a[1])
+	p, err := k.path(a[0], a[1])
+	if err != nil {
+		return 0, err
+	}
+	if len(p) >= unix.PathMax {
+		// Reached from a directory descriptor, deeper than a path can
+		// name: a directory here is found by its path.
+		return 0, unix.ENAMETOOLONG
+	}
+	e, err := k.fs.parent(p)
 	if err != nil {
 		return 0, err
 	}
 	if _, ok := e.dir.children[e.name]; ok || !e.named() {
 		return 0, unix.EEXIST
 	}
-	e.dir.children[e.name] = k.fs.newNode(true, uint32(a[2])&0o777)
+	n, err := k.fs.newNode(true, uint32(a[2])&0o777)
+	if err != nil {
+		return 0, err
+	}
+	e.dir.children[e.name] = n
 	return 0, nil
 }
 

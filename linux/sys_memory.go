@@ -124,6 +124,7 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 				return 0, err
 			}
 		}
+		file.node.mapped = true
 		m := Mapping{Path: file.path, Start: addr, End: addr + length, Offset: a[5], Exec: p&protExec != 0, data: file.node.data}
 		if err := k.mapped(k.proc(), m); err != nil {
 			return 0, err

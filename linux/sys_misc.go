@@ -71,6 +71,15 @@ func sysPrctl(k *Kernel, a args) (uint64, error) {
 		return 0, memErr(k.proc().as.write(a[1], []byte("prog\x00")))
 	case unix.PR_GET_DUMPABLE:
 		return 1, nil
+	case unix.PR_SET_CHILD_SUBREAPER:
+		k.proc().subreaper = a[1] != 0
+		return 0, nil
+	case unix.PR_GET_CHILD_SUBREAPER:
+		var b [4]byte
+		if k.proc().subreaper {
+			b[0] = 1
+		}
+		return 0, memErr(k.proc().as.write(a[1], b[:]))
 	}
 	return 0, unix.EINVAL
 }
@@ -107,16 +116,10 @@ func sysFtruncate(k *Kernel, a args) (uint64, error) {
 	if f.node == nil || f.node.dir || f.node.dev != nil || !f.writable() {
 		return 0, unix.EINVAL
 	}
-	if n > maxFileBytes || k.fs.held+n-int64(len(f.node.data)) > maxFileBytes {
+	if n > maxFileBytes || k.resize(f.node, n) != nil {
 		return 0, unix.EFBIG
 	}
-	k.fs.held += n - int64(len(f.node.data))
 	f.node.written = true
-	if n <= int64(len(f.node.data)) {
-		f.node.data = f.node.data[:n]
-	} else {
-		f.node.data = append(f.node.data, make([]byte, n-int64(len(f.node.data)))...)
-	}
 	return 0, nil
 }
 
@@ -182,6 +185,9 @@ func sysRenameat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL // a directory moved into itself would be a cycle
 	}
 	delete(from.dir.children, oldName)
+	if replaced := to.dir.children[newName]; replaced != nil && replaced != n {
+		k.unlinked(replaced)
+	}
 	to.dir.children[newName] = n
 	n.written = true
 	return 0, nil

@@ -83,7 +83,9 @@ func sysUname(k *Kernel, a args) (uint64, error) {
 // rlimits is RLIM_NLIMITS.
 const rlimits = 16
 
-// Resource limits: the stack is what the VMM maps; the rest unlimited.
+// Resource limits: the stack is what the VMM maps, descriptors and
+// processes are what the kernel bounds (fd.go, budget.go); the rest
+// unlimited.
 func sysPrlimit(k *Kernel, a args) (uint64, error) {
 	if a[0] != 0 && a[0] != pid {
 		return 0, unix.ESRCH
@@ -98,6 +100,8 @@ func sysPrlimit(k *Kernel, a args) (uint64, error) {
 			cur = stackSize
 		case unix.RLIMIT_NOFILE:
 			cur, max = 1024, 4096
+		case unix.RLIMIT_NPROC:
+			cur, max = maxProcesses, maxProcesses
 		}
 		var b [16]byte
 		binary.LittleEndian.PutUint64(b[:], cur)

@@ -194,7 +194,7 @@ func sysWait4(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	p := k.proc()
-	if c, ok := p.reap(want); ok {
+	if c, ok := k.reap(p, want); ok {
 		if a[1] != 0 {
 			var b [4]byte
 			binary.LittleEndian.PutUint32(b[:], uint32(c.status))
@@ -260,7 +260,7 @@ func sysWaitid(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EINVAL // only exits are waited for, and always reaped
 	}
 	p := k.proc()
-	if c, ok := p.reap(want); ok {
+	if c, ok := k.reap(p, want); ok {
 		if a[2] == 0 {
 			return 0, nil
 		}
