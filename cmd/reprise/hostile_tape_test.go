@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"os"
 	"path/filepath"
@@ -65,4 +66,87 @@ func TestForgedDigestIsNotPrintedWhole(t *testing.T) {
 	require.Contains(t, []int{exitDivergence, exitDamaged}, r.code, "a forged digest is a divergence or damage: %.2000s", r.stderr)
 	require.Less(t, len(r.stderr), 4096, "the message: %.2000s", r.stderr)
 	t.Logf("replay of a 1 MiB digest: exit %d, %d bytes on stderr", r.code, len(r.stderr))
+}
+
+// dirNames lists the names in dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// Nothing a replay, a recording or a merge writes replaces a file or
+// lands among other files: `replay --checkpoint-every --checkpoints TAPE
+// TAPE` truncated the tape (and then "replayed" 0 events, exit 0);
+// `record --checkpoints X -o X` refused but left X; --db and merge -o
+// wrote a DB into any directory. Each is refused, with nothing left
+// behind; adding a run to an existing event DB still works.
+func TestOutputsNeverOverwrite(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "s.tape")
+	r := runCLI(t, nil, "record", "--checkpoint-every", "10ms", "-o", tp, "syn_cont", "iters=100", "work=8000")
+	require.Equal(t, 0, r.code, r.stderr)
+	tape, err := os.ReadFile(tp)
+	require.NoError(t, err)
+
+	precious := filepath.Join(dir, "precious")
+	require.NoError(t, os.WriteFile(precious, []byte("precious"), 0o644))
+	for _, target := range []string{tp, precious, tp + ".ckpt"} {
+		before, err := os.ReadFile(target)
+		require.NoError(t, err)
+		r = runCLI(t, nil, "replay", "-q", "--checkpoint-every", "10ms", "--checkpoints", target, tp)
+		require.Equal(t, exitFailure, r.code, "--checkpoints %s: %s", target, r.stderr)
+		require.Contains(t, r.stderr, target+" exists; --checkpoint-every never overwrites a file")
+		after, err := os.ReadFile(target)
+		require.NoError(t, err)
+		require.Equal(t, before, after, target)
+	}
+	r = runCLI(t, nil, "replay", "-q", tp)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	same := filepath.Join(dir, "same")
+	r = runCLI(t, nil, "record", "--checkpoint-every", "10ms", "--checkpoints", same, "-o", filepath.Join(dir, ".", "same"), "syn_cont")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "name the same file")
+	require.NoFileExists(t, same)
+
+	others := filepath.Join(dir, "others")
+	require.NoError(t, os.Mkdir(others, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(others, "notes.txt"), []byte("mine"), 0o644))
+	r = runCLI(t, nil, "replay", "-q", "--db", others, tp)
+	require.Equal(t, exitFailure, r.code, r.stderr)
+	require.Contains(t, r.stderr, others+" holds files but no event database")
+	require.Equal(t, []string{"notes.txt"}, dirNames(t, others))
+
+	share := filepath.Join(dir, "share")
+	r = runCLI(t, nil, "replay", "-q", "--segment", "1/1", "--db", share, tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = runCLI(t, nil, "merge", "-o", others, share)
+	require.Equal(t, exitFailure, r.code, r.stderr)
+	require.Contains(t, r.stderr, others+" holds files but no event database")
+	require.Equal(t, []string{"notes.txt"}, dirNames(t, others))
+
+	// An event DB takes more runs; a directory made for a replay that
+	// stored nothing is removed.
+	seq := filepath.Join(dir, "seq")
+	for run := 1; run <= 2; run++ {
+		r = runCLI(t, nil, "replay", "-q", "--db", seq, tp)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stderr, fmt.Sprintf("run %d in %s", run, seq))
+	}
+	r = runCLI(t, nil, "merge", "-o", seq, share)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "run 3 in "+seq)
+	bad := filepath.Join(dir, "bad.tape")
+	require.NoError(t, os.WriteFile(bad, tape[:30], 0o644))
+	none := filepath.Join(dir, "none")
+	r = runCLI(t, nil, "replay", "-q", "--db", none, bad)
+	require.Equal(t, exitDamaged, r.code, r.stderr)
+	require.NoDirExists(t, none)
 }

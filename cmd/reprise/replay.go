@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -192,6 +193,15 @@ func checkpointOptions(o *replayer.Options, file string, every time.Duration, fr
 		if from != "" {
 			return &exitError{exitUsage, errors.New("--from starts at a checkpoint; --checkpoint-every writes them: one at a time")}
 		}
+		// As a recording never overwrites a tape, a replay never
+		// overwrites a file with checkpoints: --checkpoints naming the
+		// tape itself truncated it.
+		if _, err := os.Lstat(file); !errors.Is(err, fs.ErrNotExist) {
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			return &exitError{exitFailure, fmt.Errorf("%s exists; --checkpoint-every never overwrites a file: remove it or name another with --checkpoints", file)}
+		}
 		o.CheckpointEvery = every
 		return nil
 	}
@@ -325,12 +335,21 @@ func pthreadProbes(objs []*objfile.File) ([]probes.Spec, error) {
 
 // replayToDB replays into the DB at dir: whole, in `jobs` segments at
 // once, or the share `segment` ("I/N") of them.
-func replayToDB(ctx context.Context, opts replayer.Options, dir string, jobs int, segment string, stderr io.Writer) (*replayer.Result, *eventdb.Run, error) {
+func replayToDB(ctx context.Context, opts replayer.Options, dir string, jobs int, segment string, stderr io.Writer) (res *replayer.Result, run *eventdb.Run, err error) {
+	created, err := claimDBDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	db, err := eventdb.Open(dir, nil)
 	if err != nil {
 		return nil, nil, dbError(dir, err)
 	}
-	defer db.Close()
+	defer func() {
+		db.Close()
+		if created && run == nil {
+			os.RemoveAll(dir) // made for a replay that stored nothing
+		}
+	}()
 	switch {
 	case jobs > 0:
 		return replayer.ParallelToDB(ctx, opts, db, jobs)
@@ -388,4 +407,29 @@ func reportCheckpoints(w io.Writer, file string, taken []checkpoint.Summary) {
 	}
 	fmt.Fprintf(w, "reprise: wrote %d checkpoints to %s: the first %s, then %s each on average\n",
 		len(taken), file, humanBytes(taken[0].Bytes), humanBytes(avg))
+}
+
+// claimDBDir checks that an event DB may be written in dir: dir is absent
+// (created says so: it is made), an empty directory, or holds an event DB
+// that runs are added to. Anything else is refused before a byte is
+// written: --db and merge -o into a directory of other files wrote a DB
+// among them.
+func claimDBDir(dir string) (created bool, err error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, &exitError{exitFailure, fmt.Errorf("event database %s: %w", dir, err)}
+	case len(entries) == 0:
+		return false, nil
+	}
+	db, err := eventdb.Open(dir, &eventdb.Options{ReadOnly: true})
+	switch {
+	case err == nil:
+		return false, db.Close()
+	case errors.Is(err, eventdb.ErrNotDB):
+		return false, &exitError{exitFailure, fmt.Errorf("%s holds files but no event database; reprise writes one only into a new or empty directory, or adds runs to one it wrote", dir)}
+	}
+	return false, &exitError{exitFailure, dbError(dir, err)}
 }
