@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
@@ -149,4 +152,60 @@ func TestOutputsNeverOverwrite(t *testing.T) {
 	r = runCLI(t, nil, "replay", "-q", "--db", none, bad)
 	require.Equal(t, exitDamaged, r.code, r.stderr)
 	require.NoDirExists(t, none)
+}
+
+// scratchDirs lists the directories in tmp whose name starts with prefix.
+func scratchDirs(t *testing.T, tmp, prefix string) []string {
+	t.Helper()
+	var out []string
+	for _, name := range dirNames(t, tmp) {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// killWhenScratch starts reprise with args and TMPDIR=tmp, waits for a
+// directory starting with prefix to appear in tmp, and kills it with
+// SIGKILL there, as the OOM killer or a job scheduler would.
+func killWhenScratch(t *testing.T, tmp, prefix string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(reprise, args...)
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(time.Minute)
+	for len(scratchDirs(t, tmp, prefix)) == 0 {
+		require.True(t, time.Now().Before(deadline), "no %s* in %s: %s", prefix, tmp, errb.String())
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.NotEmpty(t, scratchDirs(t, tmp, prefix), "SIGKILL leaves the scratch directory")
+}
+
+// A split replay or a live run with a disk killed with SIGKILL cannot
+// remove its scratch directory (segment DBs: 62 MB each time; the disk
+// overlay); the next reprise to make one removes those of dead
+// processes, as stale trace instances are.
+func TestKilledReprisesScratchIsReaped(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tmp := t.TempDir(), t.TempDir()
+	tp := filepath.Join(dir, "s.tape")
+	r := runCLI(t, nil, "record", "--checkpoint-every", "10ms", "-o", tp, "syn_cont", "iters=300", "work=8000")
+	require.Equal(t, 0, r.code, r.stderr)
+	env := []string{"TMPDIR=" + tmp}
+
+	killWhenScratch(t, tmp, "reprise-segments", "replay", "-q", "--jobs", "2", "--db", filepath.Join(dir, "killed"), tp)
+	r = runCLI(t, env, "replay", "-q", "--jobs", "2", "--db", filepath.Join(dir, "db"), tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, scratchDirs(t, tmp, "reprise-segments"), "the killed replay's segments are removed")
+
+	base := baseImage(t, dir, 1<<16)
+	killWhenScratch(t, tmp, "reprise-overlay", "run", "--disk", base, "cpu", "digits=100000")
+	r = runCLI(t, env, "run", "--disk", base, "disk", "mode=read")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Empty(t, scratchDirs(t, tmp, "reprise-overlay"), "the killed run's overlay is removed")
 }
