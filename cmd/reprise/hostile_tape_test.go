@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
@@ -208,4 +210,99 @@ func TestKilledReprisesScratchIsReaped(t *testing.T) {
 	r = runCLI(t, env, "run", "--disk", base, "disk", "mode=read")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Empty(t, scratchDirs(t, tmp, "reprise-overlay"), "the killed run's overlay is removed")
+}
+
+// forgeFiles rewrites the Linux program files a tape's header lists.
+func forgeFiles(t *testing.T, raw []byte, edit func(files []any) []any) []byte {
+	return forgeHeader(t, raw, func(h map[string]any) {
+		l := h["linux"].(map[string]any)
+		l["files"] = edit(l["files"].([]any))
+	})
+}
+
+// A tape names its files by content, and a replay reads a host file only
+// if it is that content. A forged tape whose file had an all-zero
+// SHA-256 skipped the check: naming /proc/self/environ printed the
+// replaying user's environment, a secret file replayed into the guest.
+// Such a tape is damaged; a /proc file, or a file of another size or
+// hash, is refused before its bytes reach the guest; and a replay says
+// which host files it reads.
+func TestForgedTapeReadsNoHostFile(t *testing.T) {
+	bb := busybox(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.txt")
+	require.NoError(t, os.WriteFile(in, []byte("hello file\n"), 0o644))
+	tp := filepath.Join(dir, "cat.tape")
+	r := runCLI(t, nil, "record", "-o", tp, "--file", in+":/data/in.txt", "--", bb, "cat", "/data/in.txt")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "hello file\n", r.stdout)
+	r = runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, `reprise: replay reads 1 host files the tape names, each only if it is a regular file of the recorded size and SHA-256: "`+in+`"`)
+
+	raw, err := os.ReadFile(tp)
+	require.NoError(t, err)
+	secret := filepath.Join(dir, "shadow")
+	require.NoError(t, os.WriteFile(secret, []byte("root:TOP-SECRET-HASH:19000::::::\n"), 0o600))
+	const envSecret = "env-secret-4711"
+	zeros, empty := strings.Repeat("00", 32), sha256.Sum256(nil)
+	for _, tc := range []struct {
+		name, host string
+		size       int
+		sum        string
+		code       int
+		want       string
+	}{
+		{"environ, zero hash", "/proc/self/environ", 0, zeros, exitDamaged, `file "/data/in.txt" (host "/proc/self/environ") has no SHA-256 recorded`},
+		{"secret, zero hash", secret, 11, zeros, exitDamaged, "has no SHA-256 recorded"},
+		{"environ, the hash of nothing", "/proc/self/environ", 0, hex.EncodeToString(empty[:]), exitFailure, "/proc/self/environ, recorded as /data/in.txt, is on procfs"},
+		{"secret, another size", secret, 11, hex.EncodeToString(empty[:]), exitFailure, secret + " is not the file recorded as /data/in.txt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			forged := filepath.Join(t.TempDir(), "forged.tape")
+			require.NoError(t, os.WriteFile(forged, forgeFiles(t, raw, func(files []any) []any {
+				f := files[0].(map[string]any)
+				f["host"], f["size"], f["sha256"] = tc.host, tc.size, tc.sum
+				return files
+			}), 0o644))
+			r := runCLI(t, []string{"REPRISE_TEST_SECRET=" + envSecret}, "replay", forged)
+			require.Equal(t, tc.code, r.code, "stdout %q, stderr %s", r.stdout, r.stderr)
+			require.Contains(t, r.stderr, tc.want)
+			require.NotContains(t, r.stdout+r.stderr, envSecret)
+			require.NotContains(t, r.stdout+r.stderr, "TOP-SECRET")
+			require.NotContains(t, r.stderr, "replay matched")
+		})
+	}
+}
+
+// A file's mode is the tape's, not the replaying host's: a packed tape
+// whose program execs a --file binary failed (EACCES) where the file is
+// missing, or not executable, on the replaying machine.
+func TestReplayTakesModesFromTheTape(t *testing.T) {
+	bb := busybox(t)
+	dir := t.TempDir()
+	tool := filepath.Join(dir, "tool")
+	exe, err := os.ReadFile(bb)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tool, exe, 0o755))
+	packed, plain := filepath.Join(dir, "packed.tape"), filepath.Join(dir, "plain.tape")
+	for _, tp := range []string{packed, plain} {
+		args := []string{"record", "-o", tp, "--file", tool + ":/data/echo"}
+		if tp == packed {
+			args = append(args, "--pack")
+		}
+		r := runCLI(t, nil, append(args, "--", bb, "sh", "-c", "/data/echo the tool ran")...)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Equal(t, "the tool ran\n", r.stdout)
+	}
+
+	require.NoError(t, os.Chmod(tool, 0o644)) // the same bytes, not executable here
+	r := runCLI(t, nil, "replay", plain)
+	require.Equal(t, 0, r.code, "stdout %q, stderr %s", r.stdout, r.stderr)
+	require.Equal(t, "the tool ran\n", r.stdout)
+
+	require.NoError(t, os.Remove(tool)) // another machine
+	r = runCLI(t, nil, "replay", packed)
+	require.Equal(t, 0, r.code, "stdout %q, stderr %s", r.stdout, r.stderr)
+	require.Equal(t, "the tool ran\n", r.stdout)
 }

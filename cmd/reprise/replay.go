@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,6 +75,9 @@ machine, and reprise merge joins the N DBs into one run.`,
 			console := cmd.OutOrStdout()
 			if quiet {
 				console = io.Discard
+			}
+			if h, err := replayer.TapeHeader(args[0]); err == nil { // a damaged tape is reported below
+				reportHostFiles(cmd.ErrOrStderr(), "replay reads", h.Linux)
 			}
 			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk, SampleEvery: sample, SamplePeriod: period}
 			if err := checkpointOptions(&opts, ckptFile, ckptEvery, from, cmd.ErrOrStderr()); err != nil {
@@ -432,4 +436,34 @@ func claimDBDir(dir string) (created bool, err error) {
 		return false, &exitError{exitFailure, fmt.Errorf("%s holds files but no event database; reprise writes one only into a new or empty directory, or adds runs to one it wrote", dir)}
 	}
 	return false, &exitError{exitFailure, dbError(dir, err)}
+}
+
+// maxListedFiles bounds the host files reportHostFiles names: a tape may
+// list thousands.
+const maxListedFiles = 16
+
+// reportHostFiles says which host files a Linux program's tape makes
+// reprise read (those not packed in it): the tape names them, not the
+// user, so a replay or pack says what it reads, and that it reads each
+// only if it is still the file recorded.
+func reportHostFiles(w io.Writer, verb string, l *tape.Linux) {
+	if l == nil {
+		return
+	}
+	var names []string
+	for _, f := range l.Files {
+		if f.Data == nil {
+			names = append(names, strconv.Quote(f.Host)) // quoted: a forged name may hold control characters
+		}
+	}
+	n := len(names)
+	if n == 0 {
+		return
+	}
+	more := ""
+	if n > maxListedFiles {
+		names, more = names[:maxListedFiles], fmt.Sprintf(" and %d more", n-maxListedFiles)
+	}
+	fmt.Fprintf(w, "reprise: %s %d host files the tape names, each only if it is a regular file of the recorded size and SHA-256: %s%s\n",
+		verb, n, strings.Join(names, ", "), more)
 }
