@@ -247,9 +247,11 @@ func (h *Header) check() string {
 	return ""
 }
 
-// encodeHeader validates h and returns the file's first bytes: prefix,
-// header block and image block.
-func encodeHeader(h *Header) ([]byte, error) {
+// encodeHeader validates h and returns the file's first bytes, to be
+// written in order: prefix, header block and image block, then each
+// packed file's frame header and its contents, which are not copied (a
+// packed tape's files take up to MaxPackedBytes).
+func encodeHeader(h *Header) ([][]byte, error) {
 	if h == nil {
 		return nil, errors.New("tape: nil header")
 	}
@@ -309,8 +311,9 @@ func encodeHeader(h *Header) ([]byte, error) {
 	b = appendPrefix(b, FormatVersion)
 	b = appendFrame(b, tagHeader, 0, body)
 	b = appendFrame(b, tagImage, 0, h.Image.Bytes)
+	out := [][]byte{b}
 	if h.Linux == nil {
-		return b, nil
+		return out, nil
 	}
 	var packed int64
 	for i, f := range h.Linux.Files {
@@ -324,9 +327,11 @@ func encodeHeader(h *Header) ([]byte, error) {
 		case packed > MaxPackedBytes:
 			return nil, fmt.Errorf("tape: header: packed files take more than the %d bytes a tape holds", MaxPackedBytes)
 		}
-		b = appendFrame(b, tagFile, uint32(i), f.Data)
+		hdr := make([]byte, frameSize)
+		putFrame(hdr, tagFile, uint32(i), f.Data)
+		out = append(out, hdr, f.Data)
 	}
-	return b, nil
+	return out, nil
 }
 
 // decodeHeader parses a header block's body. It returns the header, the

@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -305,4 +307,76 @@ func TestReplayTakesModesFromTheTape(t *testing.T) {
 	r = runCLI(t, nil, "replay", packed)
 	require.Equal(t, 0, r.code, "stdout %q, stderr %s", r.stdout, r.stderr)
 	require.Equal(t, "the tool ran\n", r.stdout)
+}
+
+// packBounded runs reprise pack under an address-space limit, so that a
+// regression fails rather than takes the host's memory, and returns its
+// result and peak RSS in bytes.
+func packBounded(t *testing.T, tp, out string) (cliResult, int64) {
+	t.Helper()
+	kvmtest.RequireTools(t, "prlimit")
+	cmd := exec.Command("prlimit", fmt.Sprintf("--as=%d", 3<<29), "--", reprise, "pack", tp, "-o", out) // 1.5 GiB
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return cliResult{code, stdout.String(), stderr.String()}, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+}
+
+// reprise pack checks each file before holding it, reads a content once
+// however often the tape names it, and reads nothing when the files
+// cannot fit in a tape: a forged tape naming a 31 MB file 200 times had
+// every copy read (OOM-killed at 3 GB) before any hash was checked.
+func TestPackIsBounded(t *testing.T) {
+	bb := busybox(t)
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big")
+	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("31 MB of a file named many times\n"), 31<<20/33), 0o644))
+	tp := filepath.Join(dir, "t.tape")
+	r := runCLI(t, nil, "record", "-o", tp, "--file", big+":/data/big", "--", bb, "true")
+	require.Equal(t, 0, r.code, r.stderr)
+	raw, err := os.ReadFile(tp)
+	require.NoError(t, err)
+	copies := func(n int) string {
+		p := filepath.Join(dir, fmt.Sprintf("x%d.tape", n))
+		require.NoError(t, os.WriteFile(p, forgeFiles(t, raw, func(files []any) []any {
+			var out []any
+			for i := range n {
+				f := maps.Clone(files[0].(map[string]any))
+				f["guest"] = fmt.Sprintf("/data/big%d", i)
+				out = append(out, f)
+			}
+			return out
+		}), 0o644))
+		return p
+	}
+
+	out := filepath.Join(dir, "x200.packed")
+	r, rss := packBounded(t, copies(200), out)
+	t.Logf("200 copies: exit %d, peak RSS %d MiB", r.code, rss>>20)
+	require.Equal(t, exitFailure, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the files take more than the 1073741824 bytes a tape holds")
+	require.Less(t, rss, int64(100<<20), "nothing is read")
+	require.NoFileExists(t, out)
+
+	out = filepath.Join(dir, "x8.packed")
+	r, rss = packBounded(t, copies(8), out)
+	t.Logf("8 copies: exit %d, peak RSS %d MiB", r.code, rss>>20)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Less(t, rss, int64(160<<20), "the content is held once, and written from where it is held")
+	info := runCLI(t, nil, "info", out)
+	require.Equal(t, 0, info.code, info.stderr)
+
+	// A file that is not the recorded one is refused, and no tape written.
+	require.NoError(t, os.WriteFile(big, []byte("not the file\n"), 0o644))
+	out = filepath.Join(dir, "changed.packed")
+	r, _ = packBounded(t, tp, out)
+	require.Equal(t, exitFailure, r.code, r.stderr)
+	require.Contains(t, r.stderr, big+" is 13 bytes, not the ")
+	require.NoFileExists(t, out)
 }
