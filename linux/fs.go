@@ -181,7 +181,7 @@ func (fs *fileSystem) add(p string, data []byte, mode uint32) (*node, error) {
 // check: the file must be the one recorded, by size and hash, whether it
 // comes packed in the tape or from the host.
 func (fs *fileSystem) addHost(f *File, recorded bool) error {
-	if recorded && (f.Size < 0 || fs.held+f.Size > maxFileBytes) {
+	if recorded && (f.Size < 0 || f.Size > maxFileBytes-fs.held) {
 		return fmt.Errorf("%s: the program's files would take more than %d bytes", f.Guest, maxFileBytes)
 	}
 	var (
@@ -256,7 +256,16 @@ var pseudoFileSystems = map[int64]string{
 // not the recorded file is refused before its bytes reach the program,
 // and without saying what they are.
 func readRecorded(f *File) ([]byte, os.FileMode, error) {
-	file, st, err := regfile.Open(f.Host)
+	// Not even opened unless it is a regular file: opening a device can
+	// act on it (a tape drive rewinds).
+	st, err := os.Stat(f.Host)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s, recorded as %s, is not a regular file", f.Host, f.Guest)
+	}
+	file, st, err := regfile.Open(f.Host) // the file opened, checked again
 	if err != nil {
 		return nil, 0, err
 	}

@@ -259,6 +259,7 @@ func TestForgedTapeReadsNoHostFile(t *testing.T) {
 		{"secret, zero hash", secret, 11, zeros, exitDamaged, "has no SHA-256 recorded"},
 		{"environ, the hash of nothing", "/proc/self/environ", 0, hex.EncodeToString(empty[:]), exitFailure, "/proc/self/environ, recorded as /data/in.txt, is on procfs"},
 		{"secret, another size", secret, 11, hex.EncodeToString(empty[:]), exitFailure, secret + " is not the file recorded as /data/in.txt"},
+		{"a device", "/dev/zero", 11, hex.EncodeToString(empty[:]), exitFailure, "/dev/zero, recorded as /data/in.txt, is not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forged := filepath.Join(t.TempDir(), "forged.tape")
