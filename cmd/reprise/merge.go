@@ -86,7 +86,7 @@ they hold), in any order.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "event database to add the joined run to (created if absent)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "event database to add the joined run to (created if absent; never a directory of other files)")
 	return cmd
 }
 
