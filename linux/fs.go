@@ -217,11 +217,12 @@ func (fs *fileSystem) addHost(f *File, recorded bool) error {
 		}
 		// A recording's hash is taken when it asks (Kernel.Program): a
 		// live run never needs it.
-		f.Size, f.Mode, f.Data = int64(len(data)), mode, nil
+		f.Size, f.Mode = int64(len(data)), mode
 	}
 	if mode == 0 {
 		mode = 0o644 // a file packed before modes were kept
 	}
+	f.Data = nil // the tree holds the contents
 	_, err := fs.add(f.Guest, data, mode)
 	return err
 }
