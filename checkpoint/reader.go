@@ -193,6 +193,11 @@ func (cf *File) frameAt(off int64) ([4]byte, []byte, uint32, error) {
 	if size > maxFrame {
 		return tag, nil, 0, cf.corrupt(off, "a frame of %d bytes (at most %d)", size, maxFrame)
 	}
+	// The HEAD frame is a few hundred bytes of JSON: refuse a larger one
+	// before reading it, not after decoding megabytes of it.
+	if tag == tagHead && size > maxHead {
+		return tag, nil, 0, cf.corrupt(off, "a HEAD frame of %d bytes (at most %d)", size, maxHead)
+	}
 	body := make([]byte, size)
 	if n, _ := cf.f.ReadAt(body, off+12); n < int(size) {
 		return tag, nil, 0, cf.corrupt(off, "the file ends inside a %d-byte frame", size)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -26,7 +27,12 @@ type File struct {
 	Host   string // where it is on the host
 	Size   int64
 	SHA256 [32]byte
-	Data   []byte // its contents, when they come with it (a packed tape) rather than from Host
+	// Mode is the permission bits the program sees: 0o755 for a file
+	// the host lets its owner execute, else 0o644. A recording takes it
+	// from the host file, a replay from the tape: a packed tape replays
+	// where the file is not. 0 is a tape from before modes were kept.
+	Mode uint32
+	Data []byte // its contents, when they come with it (a packed tape) rather than from Host
 }
 
 // node is a file or directory of the program's file system: the host files
@@ -301,32 +307,126 @@ func (k *Kernel) free(n *node) {
 	k.budget.release(fsNodes, 1)
 }
 
-// addHost reads f.Host into the tree at f.Guest, checking it against the
-// recorded size and hash when they are set (a replay), else filling them
-// in (a recording).
-func (fs *fileSystem) addHost(f *File) error {
-	data := f.Data
-	if data == nil {
+// addHost reads f.Host into the tree at f.Guest. A recording (or a live
+// run) reads the file the user named and fills in its size and mode;
+// Kernel.Program takes the hash. A replay (recorded) never skips the
+// check: the file must be the one recorded, by size and hash, whether it
+// comes packed in the tape or from the host.
+func (fs *fileSystem) addHost(f *File, recorded bool) error {
+	if recorded && (f.Size < 0 || f.Size > maxFileBytes-fs.budget[fileBytes]) {
+		return fmt.Errorf("%s: the program's files would take more than %d bytes", f.Guest, maxFileBytes)
+	}
+	var (
+		data []byte
+		mode = f.Mode
+	)
+	switch {
+	case recorded && f.Data != nil:
+		data = f.Data
+		if int64(len(data)) != f.Size || sha256.Sum256(data) != f.SHA256 {
+			return fmt.Errorf("the packed file %s is not the file recorded (%d bytes; recorded %d bytes, sha256 %x…)", f.Guest, len(data), f.Size, f.SHA256[:6])
+		}
+	case recorded:
+		var host os.FileMode
 		var err error
-		if data, err = regfile.ReadFile(f.Host, maxFileBytes, "file"); err != nil {
+		if data, host, err = readRecorded(f); err != nil {
 			return err
 		}
-	}
-	if f.SHA256 != ([32]byte{}) {
-		if sum := sha256.Sum256(data); sum != f.SHA256 || int64(len(data)) != f.Size {
-			return fmt.Errorf("%s is not the file recorded as %s (%d bytes, sha256 %x…; recorded %d bytes, sha256 %x…)",
-				f.Host, f.Guest, len(data), sum[:6], f.Size, f.SHA256[:6])
+		if mode == 0 { // a tape from before modes were kept
+			mode = modeOf(host)
 		}
+	default:
+		data = f.Data
+		if data == nil {
+			var err error
+			if data, err = regfile.ReadFile(f.Host, maxFileBytes-fs.budget[fileBytes], "file"); err != nil {
+				return err
+			}
+		}
+		mode = 0o644
+		if st, err := os.Stat(f.Host); err == nil {
+			mode = modeOf(st.Mode())
+		}
+		// A recording's hash is taken when it asks (Kernel.Program): a
+		// live run never needs it.
+		f.Size, f.Mode = int64(len(data)), mode
 	}
-	// A recording's hash is taken when it asks (Kernel.Program): a live
-	// run never needs it.
-	f.Size, f.Data = int64(len(data)), nil
-	mode := uint32(0o644)
-	if st, err := os.Stat(f.Host); err == nil && st.Mode()&0o111 != 0 {
-		mode = 0o755
+	if mode == 0 {
+		mode = 0o644 // a file packed before modes were kept
 	}
+	f.Data = nil // the tree holds the contents
 	_, err := fs.add(f.Guest, data, mode)
 	return err
+}
+
+// modeOf is the permission bits the program sees for a host file of mode
+// m (File.Mode).
+func modeOf(m os.FileMode) uint32 {
+	if m&0o111 != 0 {
+		return 0o755
+	}
+	return 0o644
+}
+
+// pseudoFileSystems are the file systems whose files' sizes say nothing
+// of what reading them returns, and whose contents are the host's state
+// (a process's environment, the kernel's): nothing a tape can name by
+// content. statfs(2) f_type values.
+var pseudoFileSystems = map[int64]string{
+	unix.PROC_SUPER_MAGIC:    "procfs",
+	unix.SYSFS_MAGIC:         "sysfs",
+	unix.DEBUGFS_MAGIC:       "debugfs",
+	unix.TRACEFS_MAGIC:       "tracefs",
+	unix.SECURITYFS_MAGIC:    "securityfs",
+	unix.CGROUP_SUPER_MAGIC:  "cgroupfs",
+	unix.CGROUP2_SUPER_MAGIC: "cgroup2fs",
+}
+
+// readRecorded reads the host file a replay names only if it can be the
+// one recorded: a regular file (no FIFO or device: regfile.Open) not on a
+// pseudo file system, of the recorded size (no byte more is read), with
+// the recorded hash. A forged tape names any path it likes: whatever is
+// not the recorded file is refused before its bytes reach the program,
+// and without saying what they are.
+func readRecorded(f *File) ([]byte, os.FileMode, error) {
+	// Not even opened unless it is a regular file: opening a device can
+	// act on it (a tape drive rewinds).
+	st, err := os.Stat(f.Host)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s, recorded as %s, is not a regular file", f.Host, f.Guest)
+	}
+	file, st, err := regfile.Open(f.Host) // the file opened, checked again
+	if err != nil {
+		return nil, 0, err
+	}
+	defer file.Close()
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(int(file.Fd()), &sfs); err != nil {
+		return nil, 0, &fs.PathError{Op: "statfs", Path: f.Host, Err: err}
+	}
+	if name, ok := pseudoFileSystems[int64(sfs.Type)]; ok {
+		return nil, 0, fmt.Errorf("%s, recorded as %s, is on %s: not a file a tape can name by its contents", f.Host, f.Guest, name)
+	}
+	notRecorded := func(found string) error {
+		return fmt.Errorf("%s is not the file recorded as %s (%s; recorded %d bytes, sha256 %x…)", f.Host, f.Guest, found, f.Size, f.SHA256[:6])
+	}
+	if st.Size() != f.Size {
+		return nil, 0, notRecorded(fmt.Sprintf("%d bytes", st.Size()))
+	}
+	data := make([]byte, f.Size)
+	if _, err := io.ReadFull(file, data); err != nil {
+		return nil, 0, notRecorded(fmt.Sprintf("reading it: %v", err))
+	}
+	if n, _ := file.Read(make([]byte, 1)); n != 0 {
+		return nil, 0, notRecorded("it grew while it was read")
+	}
+	if sha256.Sum256(data) != f.SHA256 {
+		return nil, 0, notRecorded(fmt.Sprintf("%d bytes of other contents", f.Size))
+	}
+	return data, st.Mode(), nil
 }
 
 // Contents are the bytes of the file at the guest path p, as the program

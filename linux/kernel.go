@@ -42,6 +42,11 @@ type Program struct {
 	// Stdin is the guest path of the file (one of Files) the program reads
 	// as its standard input; "" leaves it empty.
 	Stdin string
+	// Recorded says Files are a recording's (a replay): each carries the
+	// size, hash and mode recorded, is refused unless it is still that
+	// file, and nothing is filled in. Otherwise New reads the files the
+	// user named and Program fills in what a recording keeps.
+	Recorded bool
 }
 
 // The identity a program runs as: an ordinary user, not root, so programs
@@ -171,7 +176,7 @@ func New(p Program) (*Kernel, error) {
 	}
 	p.Files = slices.DeleteFunc(p.Files, func(f File) bool { return clean(f.Guest) == clean(p.Path) }) // its own image wins
 	for i := range p.Files {
-		if err := fs.addHost(&p.Files[i]); err != nil {
+		if err := fs.addHost(&p.Files[i], p.Recorded); err != nil {
 			return nil, fmt.Errorf("linux: %w", err)
 		}
 	}
@@ -182,19 +187,21 @@ func New(p Program) (*Kernel, error) {
 	return &Kernel{prog: p, fs: fs, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
 }
 
-// Program is the program the kernel runs, its files' sizes and hashes
-// filled in: what a recording keeps. Call it before the program runs (it
-// hashes the files as they are then).
+// Program is the program the kernel runs, its files' sizes, modes and
+// hashes filled in: what a recording keeps. Call it before the program
+// runs (it hashes the files as they are then).
 func (k *Kernel) Program() Program {
 	p := k.prog
 	p.Files = append([]File(nil), p.Files...)
+	if p.Recorded {
+		return p // checked against what they are
+	}
 	for i := range p.Files {
 		f := &p.Files[i]
-		if f.SHA256 == ([32]byte{}) {
-			data, _ := k.Contents(f.Guest)
-			f.SHA256 = sha256.Sum256(data)
-		}
+		data, _ := k.Contents(f.Guest)
+		f.SHA256 = sha256.Sum256(data)
 	}
+	p.Recorded = true
 	return p
 }
 

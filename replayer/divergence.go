@@ -2,6 +2,7 @@ package replayer
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
@@ -61,5 +62,23 @@ func (e *engine) check(ev *tape.Event) error {
 }
 
 func (e *engine) diverge(ev *tape.Event, what, want, got string) error {
-	return &DivergenceError{Event: e.applied, Kind: ev.Kind, At: ev.Pos, What: what, Expected: want, Found: got, LastGood: e.last}
+	return &DivergenceError{Event: e.applied, Kind: ev.Kind, At: ev.Pos, What: what, Expected: bounded(want), Found: bounded(got), LastGood: e.last}
+}
+
+// maxStateText bounds what a divergence quotes of each state. The
+// expected one comes from the tape or a checkpoint file, which a forger
+// controls: a 1 MiB register digest was printed as 2 MB of hex.
+const maxStateText = 256
+
+// bounded is s, cut to maxStateText bytes (at a character's start) with
+// its full length said when longer.
+func bounded(s string) string {
+	if len(s) <= maxStateText {
+		return s
+	}
+	n := maxStateText
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes in all)", s[:n], len(s))
 }

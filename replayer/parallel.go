@@ -11,6 +11,7 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/eventdb"
+	"github.com/reprise-vm/reprise/internal/scratch"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -70,7 +71,7 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 		return nil, nil, err
 	}
 	jobs = max(1, min(jobs, total))
-	dir, err := os.MkdirTemp("", "reprise-segments")
+	dir, err := scratch.Dir("segments")
 	if err != nil {
 		return nil, nil, fmt.Errorf("replayer: %w", err)
 	}

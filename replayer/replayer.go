@@ -19,6 +19,7 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/internal/scratch"
 	"github.com/reprise-vm/reprise/internal/tick"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
@@ -275,7 +276,7 @@ func linuxKernel(path string, h *tape.Header) (*linux.Kernel, error) {
 		return nil, fmt.Errorf("replayer: the executable embedded in %s does not match its recorded SHA-256", path)
 	}
 	l := h.Linux
-	p := linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch, Stdin: l.Stdin}
+	p := linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch, Stdin: l.Stdin, Recorded: true}
 	for _, f := range l.Files {
 		p.Files = append(p.Files, linux.File(f)) // packed ones with their contents
 	}
@@ -316,7 +317,7 @@ func replayDisk(h *tape.Header, override string) (*vmm.DiskConfig, func(), error
 		return nil, nil, fmt.Errorf("replayer: disk base image %s is not the one recorded (%d bytes, sha256 %x…; recorded %d bytes, sha256 %x…)",
 			path, got.Bytes, got.SHA256[:6], h.Disk.Bytes, h.Disk.SHA256[:6])
 	}
-	dir, err := os.MkdirTemp("", "reprise-replay-disk")
+	dir, err := scratch.Dir("replay-disk")
 	if err != nil {
 		return nil, nil, fmt.Errorf("replayer: scratch overlay: %w", err)
 	}

@@ -61,13 +61,15 @@
 // eax, ebx, ecx, edx}), image ({name, sha256 in hex, size}), devices,
 // host, reprise, notes, and for a Linux program (version 4) linux: {path,
 // argv, env, random (hex), epoch, host_cpu, files (a list of {guest, host,
-// size, sha256, packed}), stdin}. A header is checked before it is used, by the
+// size, sha256, mode, packed}), stdin}. A header is checked before it is used, by the
 // writer and the reader alike: a known source, 1 to 256 CPUID entries,
 // mem_bytes 0 (the VMM's default) or a size guest RAM can have (a
 // multiple of 2 MiB from 8 MiB to 4 GiB), timer_hz at most 10000, a
 // command line shorter than 256 bytes, an absolute disk path, a Linux
 // program's argv and env within Linux's bounds, at most 4096 files with
-// absolute paths, stdin one of them; anything
+// absolute paths, a SHA-256 that is not all zeros and a mode of permission
+// bits only (absent in tapes written before modes were kept), stdin one
+// of them; anything
 // else is a *CorruptError at the header. The image frame's length must equal image.size,
 // and its bytes must hash to image.sha256. The format version lives only
 // in the prefix.

@@ -106,8 +106,13 @@ type File struct {
 	Guest  string
 	Host   string
 	Size   int64
-	SHA256 [32]byte
-	Data   []byte // the contents, if packed
+	SHA256 [32]byte // never zero: a replay checks every file against it
+	// Mode is the permission bits the program saw (0o644, 0o755): a
+	// replay, a packed tape's on another machine included, gives the
+	// file these, not the replaying host's. 0 in a tape from before
+	// modes were kept.
+	Mode uint32
+	Data []byte // the contents, if packed
 }
 
 // MaxFiles bounds the files a Linux program's header lists.
@@ -156,6 +161,7 @@ type fileJSON struct {
 	Host   string `json:"host"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`           // hex
+	Mode   uint32 `json:"mode,omitempty"`   // permission bits; absent before modes were kept
 	Packed bool   `json:"packed,omitempty"` // its contents follow the image, in a FILE frame
 }
 
@@ -216,6 +222,15 @@ func (h *Header) check() string {
 			if !filepath.IsAbs(f.Guest) || !filepath.IsAbs(f.Host) || f.Size < 0 || len(f.Guest) > abi.LinuxMaxPath || len(f.Host) > abi.LinuxMaxPath {
 				return fmt.Sprintf("Linux program file %q (host %q, %d bytes): paths must be absolute, the size not negative", f.Guest, f.Host, f.Size)
 			}
+			// A zero hash once meant "not recorded" and skipped the
+			// check: a tape naming /proc/self/environ printed the
+			// replaying user's environment.
+			if f.SHA256 == ([32]byte{}) {
+				return fmt.Sprintf("Linux program file %q (host %q) has no SHA-256 recorded", f.Guest, f.Host)
+			}
+			if f.Mode&^0o777 != 0 {
+				return fmt.Sprintf("Linux program file %q: mode %#o is not permission bits", f.Guest, f.Mode)
+			}
 		}
 		if !stdinListed {
 			return fmt.Sprintf("Linux program standard input %q is not one of its files", h.Linux.Stdin)
@@ -232,9 +247,11 @@ func (h *Header) check() string {
 	return ""
 }
 
-// encodeHeader validates h and returns the file's first bytes: prefix,
-// header block and image block.
-func encodeHeader(h *Header) ([]byte, error) {
+// encodeHeader validates h and returns the file's first bytes, to be
+// written in order: prefix, header block and image block, then each
+// packed file's frame header and its contents, which are not copied (a
+// packed tape's files take up to MaxPackedBytes).
+func encodeHeader(h *Header) ([][]byte, error) {
 	if h == nil {
 		return nil, errors.New("tape: nil header")
 	}
@@ -271,7 +288,7 @@ func encodeHeader(h *Header) ([]byte, error) {
 		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin}
 		for _, f := range l.Files {
 			j.Linux.Files = append(j.Linux.Files, fileJSON{Guest: f.Guest, Host: f.Host, Size: f.Size,
-				SHA256: hex.EncodeToString(f.SHA256[:]), Packed: f.Data != nil})
+				SHA256: hex.EncodeToString(f.SHA256[:]), Mode: f.Mode, Packed: f.Data != nil})
 		}
 	}
 	if h.Disk != nil {
@@ -294,8 +311,9 @@ func encodeHeader(h *Header) ([]byte, error) {
 	b = appendPrefix(b, FormatVersion)
 	b = appendFrame(b, tagHeader, 0, body)
 	b = appendFrame(b, tagImage, 0, h.Image.Bytes)
+	out := [][]byte{b}
 	if h.Linux == nil {
-		return b, nil
+		return out, nil
 	}
 	var packed int64
 	for i, f := range h.Linux.Files {
@@ -309,9 +327,11 @@ func encodeHeader(h *Header) ([]byte, error) {
 		case packed > MaxPackedBytes:
 			return nil, fmt.Errorf("tape: header: packed files take more than the %d bytes a tape holds", MaxPackedBytes)
 		}
-		b = appendFrame(b, tagFile, uint32(i), f.Data)
+		hdr := make([]byte, frameSize)
+		putFrame(hdr, tagFile, uint32(i), f.Data)
+		out = append(out, hdr, f.Data)
 	}
-	return b, nil
+	return out, nil
 }
 
 // decodeHeader parses a header block's body. It returns the header, the
@@ -365,7 +385,7 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 			return nil, 0, fmt.Sprintf("Linux program lists %d files, more than %d", len(l.Files), MaxFiles)
 		}
 		for _, f := range l.Files {
-			file := File{Guest: f.Guest, Host: f.Host, Size: f.Size}
+			file := File{Guest: f.Guest, Host: f.Host, Size: f.Size, Mode: f.Mode}
 			if f.Packed {
 				file.Data = []byte{} // its frame fills it in
 			}

@@ -68,10 +68,12 @@ func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 	return newWriter(w, head)
 }
 
-func newWriter(w io.Writer, head []byte) (*Writer, error) {
+func newWriter(w io.Writer, head [][]byte) (*Writer, error) {
 	tw := &Writer{w: w, buf: make([]byte, frameSize, frameSize+ChunkBytes+4<<10)}
-	if err := tw.write(head); err != nil {
-		return nil, err
+	for _, b := range head {
+		if err := tw.write(b); err != nil {
+			return nil, err
+		}
 	}
 	return tw, nil
 }

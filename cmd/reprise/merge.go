@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -55,11 +56,21 @@ they hold), in any order.`,
 			if next-1 != shares[0].total {
 				return &exitError{exitUsage, fmt.Errorf("segments %d to %d of %s are missing", next, shares[0].total, shares[0].run.Tape)}
 			}
+			created, err := claimDBDir(output)
+			if err != nil {
+				return err
+			}
 			out, err := eventdb.Open(output, nil)
 			if err != nil {
 				return &exitError{exitFailure, dbError(output, err)}
 			}
-			defer out.Close()
+			merged := false
+			defer func() {
+				out.Close()
+				if created && !merged {
+					os.RemoveAll(output) // made for a merge that stored nothing
+				}
+			}()
 			run, err := replayer.Merge(out, shares[0].run.Tape, func(yield func(*eventdb.DB, *eventdb.Run) bool) {
 				for _, s := range shares {
 					if !yield(s.db, &s.run) {
@@ -70,11 +81,12 @@ they hold), in any order.`,
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
+			merged = true
 			fmt.Fprintf(cmd.ErrOrStderr(), "reprise: run %d in %s: %d events, from %d shares\n", run.ID, output, run.Events, len(shares))
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "", "event database to add the joined run to (created if absent)")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "event database to add the joined run to (created if absent; never a directory of other files)")
 	return cmd
 }
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -34,8 +36,9 @@ it records.`,
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
-			err = tape.Pack(r, f, func(file *tape.File) ([]byte, error) {
-				return regfile.ReadFile(file.Host, tape.MaxPackedBytes, "file")
+			reportHostFiles(cmd.ErrOrStderr(), "pack reads", r.Header().Linux)
+			err = tape.Pack(r, f, func(file *tape.File) (io.ReadCloser, fs.FileInfo, error) {
+				return regfile.Open(file.Host)
 			})
 			if cerr := f.Close(); err == nil {
 				err = cerr

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -72,6 +74,9 @@ is recorded and replays).`,
 				return errors.New("record needs -o TAPE")
 			}
 			if err := checkJitter(jitter, int(mf.timerHz)); err != nil {
+				return err
+			}
+			if err := distinctOutputs(out, ckptFile, ckptEvery, &mf); err != nil {
 				return err
 			}
 			ctx, cancel := guestContext(cmd.Context(), timeout)
@@ -179,4 +184,45 @@ func checkJitter(jitter time.Duration, hz int) error {
 		return fmt.Errorf("--timer-jitter %v is not less than the tick period (%v at %d Hz)", jitter, time.Second/time.Duration(hz), hz)
 	}
 	return nil
+}
+
+// distinctOutputs refuses a recording whose tape, checkpoint file and disk
+// overlay are one file: each would be written over the other (`--checkpoints
+// X -o X` created the checkpoint file, then refused the tape, and left the
+// file behind). It runs before anything is written.
+func distinctOutputs(out, ckptFile string, ckptEvery time.Duration, mf *machineFlags) error {
+	outputs := [][2]string{{"-o", out}}
+	if ckptEvery != 0 {
+		outputs = append(outputs, [2]string{"--checkpoints", cmp.Or(ckptFile, out+".ckpt")})
+	}
+	if mf.disk != "" {
+		outputs = append(outputs, [2]string{"--overlay", cmp.Or(mf.overlay, out+".overlay")})
+	}
+	for i, a := range outputs {
+		for _, b := range outputs[:i] {
+			if samePlace(a[1], b[1]) {
+				return &exitError{exitUsage, fmt.Errorf("%s %s and %s %s name the same file: a recording writes each of them", b[0], b[1], a[0], a[1])}
+			}
+		}
+	}
+	return nil
+}
+
+// samePlace says whether paths a and b name the same directory entry:
+// the same name in the same directory, however each is spelled.
+func samePlace(a, b string) bool {
+	absA, errA := filepath.Abs(a)
+	absB, errB := filepath.Abs(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	if absA == absB {
+		return true
+	}
+	if filepath.Base(absA) != filepath.Base(absB) {
+		return false
+	}
+	dirA, errA := os.Stat(filepath.Dir(absA))
+	dirB, errB := os.Stat(filepath.Dir(absB))
+	return errA == nil && errB == nil && os.SameFile(dirA, dirB)
 }

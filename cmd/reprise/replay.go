@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,6 +75,9 @@ machine, and reprise merge joins the N DBs into one run.`,
 			console := cmd.OutOrStdout()
 			if quiet {
 				console = io.Discard
+			}
+			if h, err := replayer.TapeHeader(args[0]); err == nil { // a damaged tape is reported below
+				reportHostFiles(cmd.ErrOrStderr(), "replay reads", h.Linux)
 			}
 			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk, SampleEvery: sample, SamplePeriod: period}
 			if err := checkpointOptions(&opts, ckptFile, ckptEvery, from, cmd.ErrOrStderr()); err != nil {
@@ -163,8 +168,8 @@ machine, and reprise merge joins the N DBs into one run.`,
 	cmd.Flags().BoolVar(&locks, "locks", false, "probe the lock functions for lockstat and deadlock: the guest kit's, or a Linux program's pthread mutexes, reader-writer locks and condition waits")
 	cmd.Flags().Var(&countFlag{n: &sample, what: "branch counts between samples"}, "sample", "sample every N counts of the user-mode branch counter — loop iterations and calls (deterministic: identical in every replay)")
 	cmd.Flags().Var(newDurationFlag(&period, replayer.MinSamplePeriod, time.Hour, ""), "sample-period", "also sample every this long of replay time, wherever the guest is (e.g. 1ms; differs between replays)")
-	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent)")
-	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "the tape's checkpoint file (default: TAPE.ckpt)")
+	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent; never a directory of other files)")
+	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "the tape's checkpoint file (default: TAPE.ckpt; --checkpoint-every writes a new one, never an existing file)")
 	cmd.Flags().Var(newDurationFlag(&ckptEvery, 10*time.Millisecond, 24*time.Hour, ""), "checkpoint-every", "write a checkpoint every this much of the recording's time (e.g. 5s)")
 	cmd.Flags().IntVar(&jobs, "jobs", 0, "replay the segments between the tape's checkpoints this many at a time (with --db)")
 	cmd.Flags().StringVar(&segment, "segment", "", "replay share I of N of the segments between the tape's checkpoints into --db (I/N; join the N DBs with reprise merge)")
@@ -191,6 +196,15 @@ func checkpointOptions(o *replayer.Options, file string, every time.Duration, fr
 	if every != 0 {
 		if from != "" {
 			return &exitError{exitUsage, errors.New("--from starts at a checkpoint; --checkpoint-every writes them: one at a time")}
+		}
+		// As a recording never overwrites a tape, a replay never
+		// overwrites a file with checkpoints: --checkpoints naming the
+		// tape itself truncated it.
+		if _, err := os.Lstat(file); !errors.Is(err, fs.ErrNotExist) {
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			return &exitError{exitFailure, fmt.Errorf("%s exists; --checkpoint-every never overwrites a file: remove it or name another with --checkpoints", file)}
 		}
 		o.CheckpointEvery = every
 		return nil
@@ -325,12 +339,21 @@ func pthreadProbes(objs []*objfile.File) ([]probes.Spec, error) {
 
 // replayToDB replays into the DB at dir: whole, in `jobs` segments at
 // once, or the share `segment` ("I/N") of them.
-func replayToDB(ctx context.Context, opts replayer.Options, dir string, jobs int, segment string, stderr io.Writer) (*replayer.Result, *eventdb.Run, error) {
+func replayToDB(ctx context.Context, opts replayer.Options, dir string, jobs int, segment string, stderr io.Writer) (res *replayer.Result, run *eventdb.Run, err error) {
+	created, err := claimDBDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	db, err := eventdb.Open(dir, nil)
 	if err != nil {
 		return nil, nil, dbError(dir, err)
 	}
-	defer db.Close()
+	defer func() {
+		db.Close()
+		if created && run == nil {
+			os.RemoveAll(dir) // made for a replay that stored nothing
+		}
+	}()
 	switch {
 	case jobs > 0:
 		return replayer.ParallelToDB(ctx, opts, db, jobs)
@@ -388,4 +411,59 @@ func reportCheckpoints(w io.Writer, file string, taken []checkpoint.Summary) {
 	}
 	fmt.Fprintf(w, "reprise: wrote %d checkpoints to %s: the first %s, then %s each on average\n",
 		len(taken), file, humanBytes(taken[0].Bytes), humanBytes(avg))
+}
+
+// claimDBDir checks that an event DB may be written in dir: dir is absent
+// (created says so: it is made), an empty directory, or holds an event DB
+// that runs are added to. Anything else is refused before a byte is
+// written: --db and merge -o into a directory of other files wrote a DB
+// among them.
+func claimDBDir(dir string) (created bool, err error) {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case err != nil:
+		return false, &exitError{exitFailure, fmt.Errorf("event database %s: %w", dir, err)}
+	case len(entries) == 0:
+		return false, nil
+	}
+	db, err := eventdb.Open(dir, &eventdb.Options{ReadOnly: true})
+	switch {
+	case err == nil:
+		return false, db.Close()
+	case errors.Is(err, eventdb.ErrNotDB):
+		return false, &exitError{exitFailure, fmt.Errorf("%s holds files but no event database; reprise writes one only into a new or empty directory, or adds runs to one it wrote", dir)}
+	}
+	return false, &exitError{exitFailure, dbError(dir, err)}
+}
+
+// maxListedFiles bounds the host files reportHostFiles names: a tape may
+// list thousands.
+const maxListedFiles = 16
+
+// reportHostFiles says which host files a Linux program's tape makes
+// reprise read (those not packed in it): the tape names them, not the
+// user, so a replay or pack says what it reads, and that it reads each
+// only if it is still the file recorded.
+func reportHostFiles(w io.Writer, verb string, l *tape.Linux) {
+	if l == nil {
+		return
+	}
+	var names []string
+	for _, f := range l.Files {
+		if f.Data == nil {
+			names = append(names, strconv.Quote(f.Host)) // quoted: a forged name may hold control characters
+		}
+	}
+	n := len(names)
+	if n == 0 {
+		return
+	}
+	more := ""
+	if n > maxListedFiles {
+		names, more = names[:maxListedFiles], fmt.Sprintf(" and %d more", n-maxListedFiles)
+	}
+	fmt.Fprintf(w, "reprise: %s %d host files the tape names, each only if it is a regular file of the recorded size and SHA-256: %s%s\n",
+		verb, n, strings.Join(names, ", "), more)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/internal/scratch"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/vmm"
@@ -160,7 +161,7 @@ func runDisk(mf machineFlags) (*vmm.DiskConfig, func(), error) {
 	if mf.overlay != "" {
 		return &vmm.DiskConfig{Base: mf.disk, Overlay: mf.overlay}, func() {}, nil
 	}
-	dir, err := os.MkdirTemp("", "reprise-overlay")
+	dir, err := scratch.Dir("overlay")
 	if err != nil {
 		return nil, nil, err
 	}
