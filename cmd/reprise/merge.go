@@ -60,9 +60,9 @@ they hold), in any order.`,
 				return &exitError{exitFailure, dbError(output, err)}
 			}
 			defer out.Close()
-			run, err := replayer.Merge(out, shares[0].run.Tape, func(yield func(*eventdb.DB, *eventdb.Run) bool) {
+			run, err := replayer.Merge(out, shares[0].run.Tape, func(yield func(replayer.Part, error) bool) {
 				for _, s := range shares {
-					if !yield(s.db, &s.run) {
+					if !yield(replayer.Part{DB: s.db, Run: &s.run, Last: s.to == s.total}, nil) {
 						return
 					}
 				}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+)
+
+// Tests of what a split replay, a merge and a replay from a checkpoint do
+// with tapes, checkpoint files and segment DBs that were cut, interrupted
+// or forged (issue 24): never a run marked complete that is not, never a
+// replay that trusts what it did not check.
+
+// splitTape records syn_cont with checkpoints every 10 ms (the recording
+// takes them, TAPE.ckpt) and returns the tape's path.
+func splitTape(t *testing.T, dir string) string {
+	t.Helper()
+	kvmtest.Require(t)
+	tp := filepath.Join(dir, "s.tape")
+	r := runCLI(t, nil, "record", "--checkpoint-every", "10ms", "-o", tp, "syn_cont", "iters=300", "work=8000")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `wrote [3-9]\d* checkpoints to `, r.stderr)
+	return tp
+}
+
+// runOf is run 1 of the DB at dir as `reprise events` lists it: its event
+// count and whether it is complete.
+func runOf(t *testing.T, dir string) (events int, complete bool) {
+	t.Helper()
+	r := runCLI(t, nil, "events", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.GreaterOrEqual(t, len(lines), 2, r.stdout)
+	var id int
+	var c string
+	_, err := fmt.Sscan(lines[1], &id, &events, &c)
+	require.NoError(t, err, lines[1])
+	return events, c == "true"
+}
+
+// guestEvents are the guest's events of run 1 of the DB at dir, without
+// their arrival numbers (which count the host view's records too).
+func guestEvents(t *testing.T, dir string) []string {
+	t.Helper()
+	r := runCLI(t, nil, "events", "--json", "--run", "1", "--kind", "probe-entry,probe-return,switch,thread-create,thread-exit", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	var out []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var e map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		delete(e, "seq")
+		b, _ := json.Marshal(e)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// A tape cut by a killed recorder, with checkpoints past the cut: --jobs
+// 2 stores the guest events a replay from boot stores up to the cut (the
+// segment that reaches the cut is the last; those after start past it),
+// not the first segment's alone marked complete.
+func TestSplitReplayOfACutTape(t *testing.T) {
+	dir := t.TempDir()
+	tp := splitTape(t, dir)
+	raw, err := os.ReadFile(tp)
+	require.NoError(t, err)
+	cut := filepath.Join(dir, "cut.tape")
+	require.NoError(t, os.WriteFile(cut, raw[:len(raw)/2], 0o644))
+	ck, err := os.ReadFile(tp + ".ckpt")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(cut+".ckpt", ck, 0o644))
+
+	seq, par := filepath.Join(dir, "seq"), filepath.Join(dir, "par")
+	r := runCLI(t, nil, "replay", "-q", "--locks", "--db", seq, cut)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "tape ends after")
+	r = runCLI(t, nil, "replay", "-q", "--locks", "--jobs", "2", "--db", par, cut)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stderr, "tape ends after")
+	want := guestEvents(t, seq)
+	require.Greater(t, len(want), 100)
+	got := guestEvents(t, par)
+	require.Equal(t, len(want), len(got), "--jobs 2 of a cut tape: guest events")
+	require.Equal(t, want, got, "--jobs 2 of a cut tape")
+	_, complete := runOf(t, par)
+	require.True(t, complete)
+}
+
+// A split replay interrupted by SIGINT stores its run incomplete, says so,
+// and a tool reading it warns: never a run marked complete with the
+// segments merged before the interrupt.
+func TestInterruptedSplitReplayIsIncomplete(t *testing.T) {
+	dir := t.TempDir()
+	tp := splitTape(t, dir)
+	db := filepath.Join(dir, "db")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// One job: the segments replay one after the other, for seconds.
+	cmd := exec.CommandContext(ctx, reprise, "replay", "-q", "--locks", "--jobs", "1", "--db", db, tp)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	require.Error(t, err, "the replay ended before the interrupt: %s", stderr.String())
+	require.Equal(t, exitInterrupted, cmd.ProcessState.ExitCode(), stderr.String())
+	require.Regexp(t, `run 1 in .*: \d+ events \(incomplete\)`, stderr.String())
+	_, complete := runOf(t, db)
+	require.False(t, complete, "an interrupted replay's run")
+	r := runCLI(t, nil, "lockstat", db)
+	require.Regexp(t, `run 1 .*incomplete`, r.stderr)
+}
