@@ -2,8 +2,10 @@ package replayer
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"path/filepath"
@@ -44,8 +46,24 @@ func Group(segments, i, n int) (from, to int) {
 
 // SegmentsToDB replays segments [from, to) of o's tape into db as one
 // run, each segment after the other (a worker's share of a split
-// replay). The run's note says which segments it holds.
+// replay). The run's note says which segments it holds, of which tape
+// and checkpoints (SegmentNote).
 func SegmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, total int) (*Result, *eventdb.Run, error) {
+	split, err := SplitOf(o.Tape, o.Checkpoints)
+	if err != nil {
+		return nil, nil, err
+	}
+	if split.Segments != total {
+		return nil, nil, fmt.Errorf("replayer: %s splits the replay into %d segments, not %d", o.Checkpoints, split.Segments, total)
+	}
+	res, run, err := segmentsToDB(ctx, o, db, from, to, total)
+	if err != nil {
+		return res, run, err
+	}
+	return res, run, db.SetNote(run.ID, SegmentNote{From: from + 1, To: to, Split: split}.String())
+}
+
+func segmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, total int) (*Result, *eventdb.Run, error) {
 	if from < 0 || to > total || from >= to {
 		return nil, nil, fmt.Errorf("replayer: segments [%d, %d) of %d", from, to, total)
 	}
@@ -53,11 +71,79 @@ func SegmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, tota
 	if to == total {
 		o.Until = 0 // the last segment runs to the end
 	}
-	res, run, err := ToDB(ctx, o, db)
+	return ToDB(ctx, o, db)
+}
+
+// Split identifies a split replay: the tape by its content, and the
+// checkpoints its segments start and end at. Shares of one replay have
+// the same Split; reprise merge joins no others.
+type Split struct {
+	Tape        [32]byte // SHA-256 of the tape file
+	Checkpoints [32]byte // SHA-256 of the checkpoints' list: where each is
+	Segments    int
+}
+
+// SplitOf reads the tape and the checkpoint file that split its replay.
+func SplitOf(tapePath, checkpoints string) (Split, error) {
+	h, err := TapeHeader(tapePath)
 	if err != nil {
-		return res, run, err
+		return Split{}, err
 	}
-	return res, run, db.SetNote(run.ID, fmt.Sprintf("segments %d to %d of %d", from+1, to, total))
+	f, err := checkpoint.Open(checkpoints, checkpoint.RecordingOf(h))
+	if err != nil {
+		return Split{}, err
+	}
+	defer f.Close()
+	sums := f.Checkpoints()
+	ck := sha256.New()
+	for _, c := range sums {
+		fmt.Fprintf(ck, "%d %d %d %d %d\n", c.Time, c.Events, c.Pos.Exit, c.Pos.Branch, c.Stop)
+	}
+	t, err := os.Open(tapePath)
+	if err != nil {
+		return Split{}, fmt.Errorf("replayer: %w", err)
+	}
+	defer t.Close()
+	th := sha256.New()
+	if _, err := io.Copy(th, t); err != nil {
+		return Split{}, fmt.Errorf("replayer: hashing %s: %w", tapePath, err)
+	}
+	s := Split{Segments: len(sums) + 1}
+	th.Sum(s.Tape[:0])
+	ck.Sum(s.Checkpoints[:0])
+	return s, nil
+}
+
+// SegmentNote is the note of a share's run: the segments it holds
+// (1-based, inclusive) of which split.
+type SegmentNote struct {
+	From, To int
+	Split    Split
+}
+
+func (n SegmentNote) String() string {
+	return fmt.Sprintf("segments %d to %d of %d; tape sha256 %x; checkpoints sha256 %x", n.From, n.To, n.Split.Segments, n.Split.Tape, n.Split.Checkpoints)
+}
+
+// ParseSegmentNote reads a share's run note, and refuses one that names
+// no segments of a split: 1 <= From <= To <= Segments.
+func ParseSegmentNote(s string) (SegmentNote, error) {
+	var (
+		n      SegmentNote
+		tp, ck []byte
+	)
+	k, err := fmt.Sscanf(s, "segments %d to %d of %d; tape sha256 %x; checkpoints sha256 %x", &n.From, &n.To, &n.Split.Segments, &tp, &ck)
+	switch {
+	case k != 5 || err != nil:
+		return n, fmt.Errorf("note %q names no segments of a split replay", s)
+	case len(tp) != 32 || len(ck) != 32:
+		return n, fmt.Errorf("note %q: hashes of %d and %d bytes", s, len(tp), len(ck))
+	case n.From < 1 || n.From > n.To || n.To > n.Split.Segments:
+		return n, fmt.Errorf("note %q: segments %d to %d of %d", s, n.From, n.To, n.Split.Segments)
+	}
+	copy(n.Split.Tape[:], tp)
+	copy(n.Split.Checkpoints[:], ck)
+	return n, nil
 }
 
 // ParallelToDB replays o's tape into db as one run by replaying its
@@ -105,7 +191,7 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 					if s == total-1 {
 						so.Console = o.Console // the last segment's output is the end of the recording's
 					}
-					p.res, p.run, p.err = SegmentsToDB(ctx, so, p.db, s, s+1, total)
+					p.res, p.run, p.err = segmentsToDB(ctx, so, p.db, s, s+1, total)
 				}
 				close(p.done)
 			}
@@ -205,7 +291,7 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 		}
 		if first == nil {
 			first = r
-		} else if err := sameOptions(first, r); err != nil {
+		} else if err := SameOptions(first, r); err != nil {
 			return stopped(fmt.Errorf("replayer: merge: run %d: %w", r.ID, err))
 		}
 		syms, err := src.Symbols()
@@ -262,9 +348,9 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 	return &final, nil
 }
 
-// sameOptions checks that two parts' runs replayed with the same probes
+// SameOptions checks that two parts' runs replayed with the same probes
 // and sampling: a merged run has one probe table and one sampling.
-func sameOptions(a, b *eventdb.Run) error {
+func SameOptions(a, b *eventdb.Run) error {
 	if a.Sampling != b.Sampling {
 		return fmt.Errorf("sampled %q, another part %q", b.Sampling, a.Sampling)
 	}

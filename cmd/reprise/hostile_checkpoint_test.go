@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 )
 
@@ -122,4 +123,78 @@ func TestInterruptedSplitReplayIsIncomplete(t *testing.T) {
 	require.False(t, complete, "an interrupted replay's run")
 	r := runCLI(t, nil, "lockstat", db)
 	require.Regexp(t, `run 1 .*incomplete`, r.stderr)
+}
+
+// replayShare replays share i/n of the tape tp into the DB dir with extra flags.
+func replayShare(t *testing.T, tp, dir, i string, flags ...string) {
+	t.Helper()
+	r := runCLI(t, nil, append(append([]string{"replay", "-q", "--locks", "--segment", i, "--db", dir}, flags...), tp)...)
+	require.Equal(t, 0, r.code, r.stderr)
+}
+
+// setNote rewrites the note of run 1 of the DB at dir, as a forger would.
+func setNote(t *testing.T, dir string, edit func(string) string) {
+	t.Helper()
+	db, err := eventdb.Open(dir, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	r, err := db.Run(1)
+	require.NoError(t, err)
+	require.NoError(t, db.SetNote(1, edit(r.Note)))
+}
+
+// merge refuses shares that are not the shares of one split replay of the
+// tape they name: two recordings made at the same path, a note forged to
+// claim every segment (or none), shares that sampled differently. Each
+// was merged into one run marked complete.
+func TestMergeChecksTheShares(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	db := func(name string) string { return filepath.Join(dir, name) }
+	tp := db("p.tape")
+	record := func() {
+		r := runCLI(t, nil, "record", "--checkpoint-every", "400ms", "-o", tp, "periodic", "count=20")
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	record()
+	replayShare(t, tp, db("a1"), "1/2")
+	replayShare(t, tp, db("a2"), "2/2")
+	replayShare(t, tp, db("sampled2"), "2/2", "--sample", "50000")
+	r := runCLI(t, nil, "merge", "-o", db("ok"), db("a1"), db("a2"))
+	require.Equal(t, 0, r.code, r.stderr)
+
+	r = runCLI(t, nil, "merge", "-o", db("mixed"), db("a1"), db("sampled2"))
+	require.Equal(t, exitUsage, r.code, "shares that sampled differently: %s", r.stderr)
+
+	for _, forged := range []struct{ name, note string }{
+		{"all", "segments 1 to %[1]d of %[1]d"},
+		{"none", "segments 1 to 0 of 0"},
+	} {
+		name := "forged-" + forged.name
+		require.NoError(t, os.CopyFS(db(name), os.DirFS(db("a1"))))
+		setNote(t, db(name), func(note string) string {
+			var from, to, total int
+			_, err := fmt.Sscanf(note, "segments %d to %d of %d", &from, &to, &total)
+			require.NoError(t, err, note)
+			claim := fmt.Sprintf(forged.note, total)
+			if i := strings.Index(note, ";"); i >= 0 {
+				claim += note[i:] // the hashes as the replay wrote them
+			}
+			return claim
+		})
+		r = runCLI(t, nil, "merge", "-o", db("merged-"+forged.name), db(name))
+		require.Equal(t, exitUsage, r.code, "a share whose note claims %s: %s", forged.name, r.stderr)
+	}
+
+	// Another recording made at the same path: its shares are not the
+	// first one's (both split into 3 segments).
+	require.NoError(t, os.Remove(tp))
+	require.NoError(t, os.Remove(tp+".ckpt"))
+	record()
+	replayShare(t, tp, db("b2"), "2/2")
+	r = runCLI(t, nil, "merge", "-o", db("two"), db("a1"), db("b2"))
+	require.Equal(t, exitUsage, r.code, "shares of two recordings: %s", r.stderr)
+	require.Contains(t, r.stderr, "another split replay")
+	r = runCLI(t, nil, "merge", "-o", db("stale"), db("a1"), db("a2"))
+	require.Equal(t, exitUsage, r.code, "shares of the tape that was at the path: %s", r.stderr)
 }
