@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/eventdb"
@@ -197,4 +200,89 @@ func TestMergeChecksTheShares(t *testing.T) {
 	require.Contains(t, r.stderr, "another split replay")
 	r = runCLI(t, nil, "merge", "-o", db("stale"), db("a1"), db("a2"))
 	require.Equal(t, exitUsage, r.code, "shares of the tape that was at the path: %s", r.stderr)
+}
+
+// forgeCheckpoints rewrites every checkpoint of the checkpoint file at
+// path with edit, as a forger would: the file still verifies (every
+// frame's checksum is recomputed).
+func forgeCheckpoints(t *testing.T, path string, edit func(c map[string]any)) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	const magic = "reprise checkpoints\n"
+	require.True(t, bytes.HasPrefix(raw, []byte(magic)))
+	out := []byte(magic)
+	dec, err := zstd.NewReader(nil)
+	require.NoError(t, err)
+	defer dec.Close()
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	defer enc.Close()
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	for off := len(magic); off < len(raw); {
+		tag, size := string(raw[off:off+4]), int(binary.LittleEndian.Uint32(raw[off+4:]))
+		body := raw[off+12 : off+12+size]
+		off += 12 + size
+		if tag == "CKPT" {
+			meta, err := dec.DecodeAll(body, nil)
+			require.NoError(t, err)
+			var c map[string]any
+			d := json.NewDecoder(bytes.NewReader(meta))
+			d.UseNumber()
+			require.NoError(t, d.Decode(&c))
+			edit(c)
+			meta, err = json.Marshal(c)
+			require.NoError(t, err)
+			body = enc.EncodeAll(meta, nil)
+		}
+		out = append(out, tag...)
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(body)))
+		out = binary.LittleEndian.AppendUint32(out, crc32.Checksum(body, castagnoli))
+		out = append(out, body...)
+	}
+	require.NoError(t, os.WriteFile(path, out, 0o644))
+}
+
+// A checkpoint that verifies but names what the tape does not have is
+// refused before a replay from it starts: a stop of no kind a
+// checkpoint is taken at (the replay waited for it forever), tape
+// events past the tape's end (the replay skipped the whole tape and
+// exited 0, having checked nothing after the checkpoint).
+func TestForgedCheckpointsAreRefused(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "p.tape")
+	r := runCLI(t, nil, "record", "--checkpoint-every", "100ms", "-o", tp, "periodic", "count=20")
+	require.Equal(t, 0, r.code, r.stderr)
+	ck, err := os.ReadFile(tp + ".ckpt")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		edit func(c map[string]any)
+		want string
+	}{
+		{"stop kind", func(c map[string]any) { c["Machine"].(map[string]any)["LastStop"] = 99 }, "stop of kind"},
+		{"events applied", func(c map[string]any) {
+			c["Events"] = uint64(1) << 62
+			c["Engine"].(map[string]any)["Applied"] = uint64(1) << 62
+		}, "past the tape's end"},
+		{"last event", func(c map[string]any) {
+			last := c["Engine"].(map[string]any)["Last"].(map[string]any)
+			last["Branch"] = json.Number("12345")
+		}, "its last event was at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.NoError(t, os.WriteFile(tp+".ckpt", ck, 0o644))
+			forgeCheckpoints(t, tp+".ckpt", tc.edit)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, reprise, "replay", "-q", "--from", "5s", tp)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			require.NoError(t, ctx.Err(), "the replay from a forged checkpoint never ended")
+			require.Error(t, err, "a replay from a forged checkpoint: %s", stderr.String())
+			require.Contains(t, stderr.String(), tc.want)
+		})
+	}
 }
