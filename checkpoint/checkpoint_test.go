@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,10 +78,12 @@ func TestRoundTrip(t *testing.T) {
 	require.Error(t, err)
 }
 
-// A file of another recording is refused; a damaged file is refused with
-// the offset of the damage, whatever byte was hit, and a cut one too.
+// A file of another recording is refused; a damaged file is never used:
+// damage in its magic line or HEAD frame is refused with its offset;
+// damage after it, whatever byte was hit, and a cut, end the file there —
+// Damage names it with its offset, and the checkpoints before it load.
 func TestDamageIsRefused(t *testing.T) {
-	path, _ := write(t)
+	path, rams := write(t)
 	other := rec
 	other.Created = other.Created.Add(time.Second)
 	_, err := checkpoint.Open(path, other)
@@ -88,20 +91,31 @@ func TestDamageIsRefused(t *testing.T) {
 
 	good, err := os.ReadFile(path)
 	require.NoError(t, err)
+	damaged := func(what string, bad []byte) {
+		p := filepath.Join(t.TempDir(), "bad.ckpt")
+		require.NoError(t, os.WriteFile(p, bad, 0o644))
+		f, err := checkpoint.Open(p, rec)
+		var ce *checkpoint.CorruptError
+		if err != nil {
+			require.True(t, errors.As(err, &ce), "%s: %v", what, err)
+			return
+		}
+		defer f.Close()
+		require.True(t, errors.As(f.Damage(), &ce), "%s: %v", what, f.Damage())
+		require.Less(t, len(f.Checkpoints()), len(rams), what)
+		for i := range f.Checkpoints() {
+			ram := make([]byte, len(rams[i]))
+			_, _, err := f.Load(i, ram)
+			require.NoError(t, err, "%s: checkpoint %d", what, i)
+			require.Equal(t, rams[i], ram, "%s: checkpoint %d", what, i)
+		}
+	}
 	for _, at := range []int{0, 25, 40, len(good) / 3, len(good) / 2, len(good) - 5} {
 		bad := bytes.Clone(good)
 		bad[at] ^= 0x55
-		p := filepath.Join(t.TempDir(), "bad.ckpt")
-		require.NoError(t, os.WriteFile(p, bad, 0o644))
-		_, err := checkpoint.Open(p, rec)
-		var ce *checkpoint.CorruptError
-		require.True(t, errors.As(err, &ce), "byte %d: %v", at, err)
+		damaged(fmt.Sprintf("byte %d", at), bad)
 	}
 	for _, n := range []int{10, len(good) / 2, len(good) - 1} {
-		p := filepath.Join(t.TempDir(), "cut.ckpt")
-		require.NoError(t, os.WriteFile(p, good[:n], 0o644))
-		_, err := checkpoint.Open(p, rec)
-		var ce *checkpoint.CorruptError
-		require.True(t, errors.As(err, &ce), "cut at %d: %v", n, err)
+		damaged(fmt.Sprintf("cut at %d", n), good[:n])
 	}
 }

@@ -40,6 +40,7 @@ type File struct {
 	dec    *zstd.Decoder
 	blocks []pageBlock // PAGE frames in order
 	ckpts  []ckptFrame
+	damage error // where the index stopped, nil if at the file's end
 }
 
 // pageBlock is a PAGE frame: pages [first, first+count) of the file.
@@ -82,6 +83,11 @@ func (cf *File) Close() error {
 	return cf.f.Close()
 }
 
+// Damage is the damage the index stopped at, nil for a whole file: the
+// checkpoints listed are those before it, each whole (a recorder killed
+// while writing one leaves a file cut inside it).
+func (cf *File) Damage() error { return cf.damage }
+
 // Checkpoints lists the checkpoints in order.
 func (cf *File) Checkpoints() []Summary {
 	out := make([]Summary, len(cf.ckpts))
@@ -95,8 +101,18 @@ func (cf *File) corrupt(off int64, format string, args ...any) error {
 	return &CorruptError{Path: cf.path, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
-// index walks the frames.
+// index walks the frames. Damage after the HEAD frame ends the walk: the
+// checkpoints before it are kept, and it is the file's Damage.
 func (cf *File) index(rec Recording) error {
+	err := cf.walk(rec)
+	if IsDamaged(err) && cf.rec != (Recording{}) {
+		cf.damage = err
+		return nil
+	}
+	return err
+}
+
+func (cf *File) walk(rec Recording) error {
 	m := make([]byte, len(magic))
 	if _, err := io.ReadFull(cf.f, m); err != nil || !bytes.Equal(m, magic) {
 		return cf.corrupt(0, "not a reprise checkpoint file")

@@ -286,3 +286,40 @@ func TestForgedCheckpointsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A tape whose checkpoint file is damaged still replays — from boot,
+// checking the whole checkpoints before the damage, from one of them, or
+// split at them — and says what it ignored; one whose file has no whole
+// HEAD replays from boot without it.
+func TestDamagedCheckpointFileIsIgnored(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "p.tape")
+	r := runCLI(t, nil, "record", "--checkpoint-every", "100ms", "-o", tp, "periodic", "count=20")
+	require.Equal(t, 0, r.code, r.stderr)
+	full := r.stdout
+	ck, err := os.ReadFile(tp + ".ckpt")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(tp+".ckpt", ck[:len(ck)-3], 0o644)) // cut inside its last frame
+
+	r = runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, full, r.stdout)
+	require.Regexp(t, `warning: checkpoint file .*: at byte \d+: the file ends inside .*ignoring it`, r.stderr)
+	require.Contains(t, r.stderr, "replay matched")
+
+	r = runCLI(t, nil, "replay", "--from", "5s", tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `starting at checkpoint [1-9]`, r.stderr)
+	require.True(t, strings.HasSuffix(full, r.stdout))
+
+	r = runCLI(t, nil, "replay", "-q", "--jobs", "2", "--db", filepath.Join(dir, "db"), tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `run 1 in .*: \d+ events\n`, r.stderr)
+
+	require.NoError(t, os.WriteFile(tp+".ckpt", ck[:30], 0o644)) // not even its HEAD
+	r = runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, full, r.stdout)
+	require.Contains(t, r.stderr, "replaying without its checkpoints")
+}
