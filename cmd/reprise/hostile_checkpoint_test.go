@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -322,4 +323,45 @@ func TestDamagedCheckpointFileIsIgnored(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, full, r.stdout)
 	require.Contains(t, r.stderr, "replaying without its checkpoints")
+}
+
+// The checkpoints of a program that made directories and moved, grew and
+// shrank mappings with mremap restore: a replay from each, a split
+// replay and its shares merged all match. (Every one was refused: "file
+// 20 (inode 21) is not one of the program's".)
+func TestCheckpointsOfDirectoriesAndMremapRestore(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "musl-gcc")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "dirremap")
+	out, err := exec.Command("musl-gcc", "-static", "-O1", "-o", bin, filepath.Join("testdata", "dirremap.c")).CombinedOutput()
+	require.NoError(t, err, string(out))
+	tp := filepath.Join(dir, "d.tape")
+	r := runCLI(t, nil, "record", "--mem", "64M", "--checkpoint-every", "10ms", "-o", tp, "--", bin)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^sum \d+ size 65536\n$`, r.stdout)
+	require.Regexp(t, `wrote ([4-9]|\d\d+) checkpoints`, r.stderr)
+	full := r.stdout
+	starts := map[string]bool{}
+	for _, from := range []string{"20ms", "60ms", "120ms", "200ms", "400ms", "1h"} {
+		r := runCLI(t, nil, "replay", "--from", from, tp)
+		require.Equal(t, 0, r.code, "--from %s: %s", from, r.stderr)
+		require.Contains(t, r.stderr, "replay matched", from)
+		require.Equal(t, full, r.stdout, "--from %s", from) // one line, printed at the end
+		if m := regexp.MustCompile(`starting at checkpoint \d+`).FindString(r.stderr); m != "" {
+			starts[m] = true
+		}
+	}
+	require.GreaterOrEqual(t, len(starts), 3, "replays from different checkpoints")
+	db := func(name string) string { return filepath.Join(dir, name) }
+	for _, args := range [][]string{
+		{"--jobs", "2", "--db", db("par")},
+		{"--segment", "1/2", "--db", db("s1")},
+		{"--segment", "2/2", "--db", db("s2")},
+	} {
+		r := runCLI(t, nil, append(append([]string{"replay", "-q"}, args...), tp)...)
+		require.Equal(t, 0, r.code, "%v: %s", args, r.stderr)
+	}
+	r = runCLI(t, nil, "merge", "-o", db("merged"), db("s1"), db("s2"))
+	require.Equal(t, 0, r.code, r.stderr)
 }
