@@ -2,8 +2,10 @@ package checkpoint_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -117,5 +119,50 @@ func TestDamageIsRefused(t *testing.T) {
 	}
 	for _, n := range []int{10, len(good) / 2, len(good) - 1} {
 		damaged(fmt.Sprintf("cut at %d", n), good[:n])
+	}
+}
+
+// A checkpoint's size is never a reason to lose a recording: 72 MiB of
+// new pages zstd cannot compress (which it stores a little larger) go in
+// frames a file holds, and a machine state too large for a checkpoint is
+// skipped with a SkipError, the writer left usable for the next one.
+func TestLargeCheckpoints(t *testing.T) {
+	big := checkpoint.Recording{ImageSHA256: rec.ImageSHA256, Created: rec.Created, MemBytes: 72 << 20}
+	path := filepath.Join(t.TempDir(), "big.ckpt")
+	w, err := checkpoint.Create(path, big)
+	require.NoError(t, err)
+	ram := make([]byte, big.MemBytes)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i+8 <= len(ram); i += 8 {
+		binary.LittleEndian.PutUint64(ram[i:], r.Uint64())
+	}
+	cp := func(i int, kernel []byte) *checkpoint.Checkpoint {
+		return &checkpoint.Checkpoint{Time: time.Duration(i) * time.Second, Events: uint64(i), Pos: vmm.Position{Exit: uint64(i)},
+			Machine: &vmm.Snapshot{Exits: uint64(i), Kernel: kernel}, Engine: checkpoint.EngineState{Applied: uint64(i)}}
+	}
+	_, err = w.Add(cp(1, nil), ram, nil)
+	require.NoError(t, err, "72 MiB of new pages")
+
+	state := make([]byte, 70<<20) // base64 in the JSON: ~93 MiB that compress to more than a frame
+	for i := 0; i+8 <= len(state); i += 8 {
+		binary.LittleEndian.PutUint64(state[i:], r.Uint64())
+	}
+	_, err = w.Add(cp(2, state), ram, nil)
+	var skip *checkpoint.SkipError
+	require.True(t, errors.As(err, &skip), "%v", err)
+	_, err = w.Add(cp(3, nil), ram, nil)
+	require.NoError(t, err, "the checkpoint after a skipped one")
+	require.NoError(t, w.Close())
+
+	f, err := checkpoint.Open(path, big)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, f.Damage())
+	require.Len(t, f.Checkpoints(), 2)
+	got := make([]byte, big.MemBytes)
+	for i := range 2 {
+		_, _, err := f.Load(i, got)
+		require.NoError(t, err)
+		require.True(t, bytes.Equal(ram, got), "checkpoint %d's RAM", i)
 	}
 }

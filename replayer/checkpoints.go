@@ -3,6 +3,7 @@ package replayer
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/tape"
@@ -25,8 +26,10 @@ type checkpoints struct {
 	w     *checkpoint.Writer
 	due   checkpoint.Schedule
 	taken []checkpoint.Summary
-	start int // 1-based: the checkpoint the replay started from
-	until int // 1-based: the checkpoint the replay ends at (0: the end)
+	// skipped says when and why a due checkpoint was not taken.
+	skipped []string
+	start   int // 1-based: the checkpoint the replay started from
+	until   int // 1-based: the checkpoint the replay ends at (0: the end)
 
 	file  *checkpoint.File
 	known []checkpoint.Summary
@@ -139,6 +142,12 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 		return nil
 	}
 	sum, ok, err := c.w.Capture(m, t, e.engineState())
+	var skip *checkpoint.SkipError
+	if errors.As(err, &skip) {
+		c.skipped = append(c.skipped, fmt.Sprintf("record time %v: %s", t.Round(time.Millisecond), skip.Why))
+		c.due.Taken(t) // the next when due: not at every stop until then
+		return nil
+	}
 	if !ok {
 		return err
 	}

@@ -365,3 +365,24 @@ func TestCheckpointsOfDirectoriesAndMremapRestore(t *testing.T) {
 	r = runCLI(t, nil, "merge", "-o", db("merged"), db("s1"), db("s2"))
 	require.Equal(t, 0, r.code, r.stderr)
 }
+
+// A recording with --checkpoint-every of a program holding more written
+// files than a checkpoint holds goes on to the end without the
+// checkpoints it cannot take, and says so; the recording replays. (It
+// ended with exit 125 at the first, the rest of the run lost.)
+func TestOversizedCheckpointIsSkipped(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "musl-gcc")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bigstate")
+	out, err := exec.Command("musl-gcc", "-static", "-O1", "-o", bin, filepath.Join("testdata", "bigstate.c")).CombinedOutput()
+	require.NoError(t, err, string(out))
+	tp := filepath.Join(dir, "b.tape")
+	r := runCLI(t, nil, "record", "--mem", "64M", "--checkpoint-every", "500ms", "-o", tp, "--", bin, "files", "68")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Regexp(t, `^sum \d+\n$`, r.stdout)
+	require.Regexp(t, `warning: no checkpoint at record time [\d.]+m?s: the machine's state compresses to \d+ bytes, more than a frame holds`, r.stderr)
+	rep := runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Equal(t, r.stdout, rep.stdout)
+}

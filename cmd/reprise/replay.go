@@ -152,7 +152,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 			fmt.Fprintf(stderr, "reprise: replay matched: %d events, %d exits, %s; console and RAM identical (%v)\n",
 				res.Events, res.Stats.TotalExits(), describeEnd(res.End), res.Elapsed.Round(time.Millisecond))
 			reportProbeSites(stderr, res.ProbeSites)
-			reportCheckpoints(stderr, opts.Checkpoints, res.Checkpoints)
+			reportCheckpoints(stderr, opts.Checkpoints, res.Checkpoints, res.CheckpointsSkipped)
 			return nil
 		},
 	}
@@ -398,9 +398,13 @@ func reportProbeSites(w io.Writer, sites []replayer.ProbeSite) {
 	}
 }
 
-// reportCheckpoints says how many checkpoints a run wrote and their sizes:
+// reportCheckpoints warns of the checkpoints a run skipped, and says how
+// many it wrote and their sizes:
 // the first holds all of RAM, the others the pages that changed.
-func reportCheckpoints(w io.Writer, file string, taken []checkpoint.Summary) {
+func reportCheckpoints(w io.Writer, file string, taken []checkpoint.Summary, skipped []string) {
+	for _, s := range skipped {
+		fmt.Fprintf(w, "reprise: warning: no checkpoint at %s\n", s)
+	}
 	if len(taken) == 0 {
 		return
 	}
