@@ -5,12 +5,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/checkpoint"
@@ -165,4 +169,85 @@ func TestLargeCheckpoints(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(ram, got), "checkpoint %d's RAM", i)
 	}
+}
+
+// allocated is how many bytes f allocates on the heap.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// appendFrame appends a frame, its checksum right, to the file at path.
+func appendFrame(t *testing.T, path, tag string, body []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer f.Close()
+	h := append([]byte(tag), binary.LittleEndian.AppendUint32(nil, uint32(len(body)))...)
+	h = binary.LittleEndian.AppendUint32(h, crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+	_, err = f.Write(append(h, body...))
+	require.NoError(t, err)
+}
+
+// Opening a file costs its frames' headers and checksums, not what its
+// checkpoints hold: forged frames of a few KiB that decompress to 32 MiB
+// each (at 127 MiB, 40 of them took 888 MB and 51 s to open) are not
+// decompressed; one that declares more than a checkpoint holds is
+// refused before it is decompressed; and a checkpoint with 80 000 disk
+// chunks is indexed and read in linear time (quadratic, it took 14.7 s).
+func TestIndexCostIsBounded(t *testing.T) {
+	enc, err := zstd.NewWriter(nil)
+	require.NoError(t, err)
+	defer enc.Close()
+	path := filepath.Join(t.TempDir(), "forged.ckpt")
+	w, err := checkpoint.Create(path, rec)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	pages := strings.TrimSuffix(strings.Repeat("0,", int(rec.MemBytes/checkpoint.PageSize)), ",")
+	meta := []byte(`{"Time":0,"Events":0,"Pos":{"Exit":0,"Branch":0},"Stop":0,"Machine":{"Kernel":"` +
+		strings.Repeat("A", 32<<20) + `"},"Pages":[` + pages + `]}`)
+	body := enc.EncodeAll(meta, nil)
+	require.Less(t, len(body), 64<<10)
+	const frames = 8
+	for range frames {
+		appendFrame(t, path, "CKPT", body)
+	}
+	// A zstd frame that declares 129 MiB and holds nothing: magic, a
+	// single-segment header with an 8-byte size, an empty last raw block.
+	huge := binary.LittleEndian.AppendUint64([]byte{0x28, 0xB5, 0x2F, 0xFD, 0xE0}, 129<<20)
+	appendFrame(t, path, "CKPT", append(huge, 1, 0, 0))
+	n := allocated(func() {
+		f, err := checkpoint.Open(path, rec)
+		require.NoError(t, err)
+		require.Len(t, f.Checkpoints(), frames)
+		require.ErrorContains(t, f.Damage(), "decompresses to 135266304 bytes (at most")
+		require.NoError(t, f.Close())
+	})
+	require.Less(t, n, uint64(len(meta)), "bytes allocated to open %d frames of %d bytes", frames, len(meta))
+
+	// 80 000 disk chunks (one page's contents: the file holds it once).
+	chunks := filepath.Join(t.TempDir(), "chunks.ckpt")
+	w, err = checkpoint.Create(chunks, rec)
+	require.NoError(t, err)
+	disk := &checkpoint.Disk{Written: []uint64{1}, Chunks: map[uint64][]byte{}}
+	page := bytes.Repeat([]byte{7}, checkpoint.PageSize)
+	for i := range uint64(80_000) {
+		disk.Chunks[i] = page
+	}
+	_, err = w.Add(&checkpoint.Checkpoint{Machine: &vmm.Snapshot{}}, make([]byte, rec.MemBytes), disk)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	n = allocated(func() {
+		f, err := checkpoint.Open(chunks, rec)
+		require.NoError(t, err)
+		require.NoError(t, f.Damage())
+		_, err = f.Meta(0)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+	})
+	require.Less(t, n, uint64(64<<20), "bytes allocated to index and read 80 000 chunks")
 }
