@@ -227,9 +227,8 @@ func (cf *File) frameAt(off int64) ([4]byte, []byte, uint32, error) {
 const smallFrame = 64 << 10
 
 // inflate decompresses a frame's zstd body, refusing one of more than
-// limit bytes: the size its zstd
-// header declares is checked before a byte is decompressed, and the
-// decoder stops there whatever the body holds.
+// limit bytes: the size its zstd header declares is checked before a byte
+// is decompressed, and the decoder stops there whatever the body holds.
 func (cf *File) inflate(off int64, body []byte, limit int) ([]byte, error) {
 	var h zstd.Header
 	if err := h.Decode(body); err != nil {
