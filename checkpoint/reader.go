@@ -42,6 +42,7 @@ type File struct {
 	damage error         // where the index stopped, nil if at the file's end
 	pages  uint32        // page ids the file holds: 0 (zeros) to pages-1
 	sdec   *zstd.Decoder // the index's, reading the start of CKPT bodies
+	piece  []byte        // the index's buffer for checking PAGE frames
 }
 
 // pageBlock is a PAGE frame: pages [first, first+count) of the file.
@@ -209,15 +210,30 @@ func (cf *File) frameAt(off int64) ([4]byte, []byte, uint32, error) {
 	if size > maxFrame {
 		return tag, nil, 0, cf.corrupt(off, "a frame of %d bytes (at most %d)", size, maxFrame)
 	}
-	body := make([]byte, size)
-	if n, _ := cf.f.ReadAt(body, off+12); n < int(size) {
-		return tag, nil, 0, cf.corrupt(off, "the file ends inside a %d-byte frame", size)
-	}
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(h[8:]) {
-		return tag, nil, 0, cf.corrupt(off, "%s frame fails its checksum", tag[:])
-	}
+	// A PAGE body is checked a piece at a time, and only its page count
+	// kept: the index holds no frame's pages.
+	keep := size
 	if tag == tagPage {
-		return tag, body[:4], size, nil
+		keep = min(size, 4)
+	}
+	body := make([]byte, keep)
+	crc := crc32.New(castagnoli)
+	if cf.piece == nil {
+		cf.piece = make([]byte, 1<<20)
+	}
+	for at := uint32(0); at < size; {
+		buf := cf.piece[:min(uint32(len(cf.piece)), size-at)]
+		if at < keep {
+			buf = body[at:]
+		}
+		if n, _ := cf.f.ReadAt(buf, off+12+int64(at)); n < len(buf) {
+			return tag, nil, 0, cf.corrupt(off, "the file ends inside a %d-byte frame", size)
+		}
+		crc.Write(buf)
+		at += uint32(len(buf))
+	}
+	if crc.Sum32() != binary.LittleEndian.Uint32(h[8:]) {
+		return tag, nil, 0, cf.corrupt(off, "%s frame fails its checksum", tag[:])
 	}
 	return tag, body, size, nil
 }
