@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -40,6 +39,10 @@ type File struct {
 	dec    *zstd.Decoder
 	blocks []pageBlock // PAGE frames in order
 	ckpts  []ckptFrame
+	damage error         // where the index stopped, nil if at the file's end
+	pages  uint32        // page ids the file holds: 0 (zeros) to pages-1
+	sdec   *zstd.Decoder // the index's, reading the start of CKPT bodies
+	piece  []byte        // the index's buffer for checking PAGE frames
 }
 
 // pageBlock is a PAGE frame: pages [first, first+count) of the file.
@@ -63,12 +66,18 @@ func Open(path string, rec Recording) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxMeta+maxPagesInFrame*PageSize))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxMeta), zstd.WithDecodeAllCapLimit(true))
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	cf := &File{path: path, f: f, dec: dec}
+	sdec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxMeta))
+	if err != nil {
+		dec.Close()
+		f.Close()
+		return nil, err
+	}
+	cf := &File{path: path, f: f, dec: dec, sdec: sdec}
 	if err := cf.index(rec); err != nil {
 		cf.Close()
 		return nil, err
@@ -79,8 +88,14 @@ func Open(path string, rec Recording) (*File, error) {
 // Close closes the file.
 func (cf *File) Close() error {
 	cf.dec.Close()
+	cf.sdec.Close()
 	return cf.f.Close()
 }
+
+// Damage is the damage the index stopped at, nil for a whole file: the
+// checkpoints listed are those before it, each whole (a recorder killed
+// while writing one leaves a file cut inside it).
+func (cf *File) Damage() error { return cf.damage }
 
 // Checkpoints lists the checkpoints in order.
 func (cf *File) Checkpoints() []Summary {
@@ -95,14 +110,25 @@ func (cf *File) corrupt(off int64, format string, args ...any) error {
 	return &CorruptError{Path: cf.path, Offset: off, Msg: fmt.Sprintf(format, args...)}
 }
 
-// index walks the frames.
+// index walks the frames. Damage after the HEAD frame ends the walk: the
+// checkpoints before it are kept, and it is the file's Damage.
 func (cf *File) index(rec Recording) error {
+	err := cf.walk(rec)
+	if IsDamaged(err) && cf.rec != (Recording{}) {
+		cf.damage = err
+		return nil
+	}
+	return err
+}
+
+func (cf *File) walk(rec Recording) error {
 	m := make([]byte, len(magic))
 	if _, err := io.ReadFull(cf.f, m); err != nil || !bytes.Equal(m, magic) {
 		return cf.corrupt(0, "not a reprise checkpoint file")
 	}
 	off := int64(len(magic))
 	var pages uint32 = 1 // id 0 is the zero page
+	cf.pages = pages
 	sawHead := false
 	prev := off
 	for {
@@ -144,26 +170,17 @@ func (cf *File) index(rec Recording) error {
 			}
 			cf.blocks = append(cf.blocks, pageBlock{first: pages, count: n, off: bodyOff + 4, size: size - 4})
 			pages += n
+			cf.pages = pages
 		case tag == tagCkpt:
 			if len(cf.ckpts) >= maxCheckpoints {
 				return cf.corrupt(off, "more than %d checkpoints", maxCheckpoints)
 			}
-			c, err := cf.decodeCheckpoint(bodyOff, body)
+			sum, err := cf.summaryOf(bodyOff, body)
 			if err != nil {
 				return err
 			}
-			ids := c.Pages
-			if c.Disk != nil {
-				for _, ch := range c.Disk.Chunks {
-					ids = append(slices.Clip(ids), ch.Page)
-				}
-			}
-			for _, id := range ids {
-				if id >= pages {
-					return cf.corrupt(bodyOff, "checkpoint %d names page %d, which no earlier frame holds", len(cf.ckpts), id)
-				}
-			}
-			cf.ckpts = append(cf.ckpts, ckptFrame{off: bodyOff, size: size, sum: Summary{Time: c.Time, Events: c.Events, Pos: c.Pos, Stop: c.Stop, Bytes: off + 12 + int64(size) - prev}})
+			sum.Bytes = off + 12 + int64(size) - prev
+			cf.ckpts = append(cf.ckpts, ckptFrame{off: bodyOff, size: size, sum: sum})
 			prev = off + 12 + int64(size)
 		default:
 			return cf.corrupt(off, "unknown frame %q", tag[:])
@@ -198,27 +215,120 @@ func (cf *File) frameAt(off int64) ([4]byte, []byte, uint32, error) {
 	if tag == tagHead && size > maxHead {
 		return tag, nil, 0, cf.corrupt(off, "a HEAD frame of %d bytes (at most %d)", size, maxHead)
 	}
-	body := make([]byte, size)
-	if n, _ := cf.f.ReadAt(body, off+12); n < int(size) {
-		return tag, nil, 0, cf.corrupt(off, "the file ends inside a %d-byte frame", size)
-	}
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(h[8:]) {
-		return tag, nil, 0, cf.corrupt(off, "%s frame fails its checksum", tag[:])
-	}
+	// A PAGE body is checked a piece at a time, and only its page count
+	// kept: the index holds no frame's pages.
+	keep := size
 	if tag == tagPage {
-		return tag, body[:4], size, nil
+		keep = min(size, 4)
+	}
+	body := make([]byte, keep)
+	crc := crc32.New(castagnoli)
+	if cf.piece == nil {
+		cf.piece = make([]byte, 1<<20)
+	}
+	for at := uint32(0); at < size; {
+		buf := cf.piece[:min(uint32(len(cf.piece)), size-at)]
+		if at < keep {
+			buf = body[at:]
+		}
+		if n, _ := cf.f.ReadAt(buf, off+12+int64(at)); n < len(buf) {
+			return tag, nil, 0, cf.corrupt(off, "the file ends inside a %d-byte frame", size)
+		}
+		crc.Write(buf)
+		at += uint32(len(buf))
+	}
+	if crc.Sum32() != binary.LittleEndian.Uint32(h[8:]) {
+		return tag, nil, 0, cf.corrupt(off, "%s frame fails its checksum", tag[:])
 	}
 	return tag, body, size, nil
 }
 
+// smallFrame bounds a zstd frame that does not declare its size: the
+// writer's encoder declares it for all but the smallest (under 256 bytes).
+const smallFrame = 64 << 10
+
+// inflate decompresses a frame's zstd body, refusing one of more than
+// limit bytes: the size its zstd header declares is checked before a byte
+// is decompressed, and the decoder stops there whatever the body holds.
+func (cf *File) inflate(off int64, body []byte, limit int) ([]byte, error) {
+	var h zstd.Header
+	if err := h.Decode(body); err != nil {
+		return nil, cf.corrupt(off, "zstd frame: %v", err)
+	}
+	size := uint64(min(limit, smallFrame))
+	if h.HasFCS {
+		size = h.FrameContentSize
+	}
+	if size > uint64(limit) {
+		return nil, cf.corrupt(off, "a frame that decompresses to %d bytes (at most %d)", size, limit)
+	}
+	data, err := cf.dec.DecodeAll(body, make([]byte, 0, size))
+	if err != nil || h.HasFCS && uint64(len(data)) != size {
+		return nil, cf.corrupt(off, "a frame that does not decompress to the %d bytes it declares (%v)", size, err)
+	}
+	return data, nil
+}
+
+// summaryBytes bounds what the index decompresses of a CKPT body: the
+// start of its JSON, where the checkpoint is (Checkpoint's first fields).
+const summaryBytes = 4 << 10
+
+// summaryOf reads where a CKPT body's checkpoint is — the fields its JSON
+// begins with — decompressing only their bytes: opening a file costs its
+// frames' headers and checksums, not their state (which Load decodes and
+// checks).
+func (cf *File) summaryOf(off int64, body []byte) (Summary, error) {
+	var s Summary
+	bad := func(err error) (Summary, error) {
+		return s, cf.corrupt(off, "checkpoint does not begin with where it is: %v", err)
+	}
+	var h zstd.Header
+	if err := h.Decode(body); err != nil {
+		return bad(err)
+	}
+	if h.HasFCS && h.FrameContentSize > maxMeta {
+		return s, cf.corrupt(off, "a checkpoint that decompresses to %d bytes (at most %d)", h.FrameContentSize, maxMeta)
+	}
+	if err := cf.sdec.Reset(bytes.NewReader(body)); err != nil {
+		return bad(err)
+	}
+	d := json.NewDecoder(io.LimitReader(cf.sdec, summaryBytes))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return bad(fmt.Errorf("%v %v", t, err))
+	}
+	seen := map[string]bool{}
+	for len(seen) < 4 {
+		t, err := d.Token()
+		if err != nil {
+			return bad(err)
+		}
+		var field any
+		switch t {
+		case "Time":
+			field = &s.Time
+		case "Events":
+			field = &s.Events
+		case "Pos":
+			field = &s.Pos
+		case "Stop":
+			field = &s.Stop
+		}
+		if field == nil || seen[t.(string)] {
+			return bad(fmt.Errorf("field %v", t))
+		}
+		seen[t.(string)] = true
+		if err := d.Decode(field); err != nil {
+			return bad(err)
+		}
+	}
+	return s, nil
+}
+
 // decodeCheckpoint decompresses and decodes a CKPT body.
 func (cf *File) decodeCheckpoint(off int64, body []byte) (*checkpointBody, error) {
-	meta, err := cf.dec.DecodeAll(body, nil)
+	meta, err := cf.inflate(off, body, maxMeta)
 	if err != nil {
-		return nil, cf.corrupt(off, "checkpoint: %v", err)
-	}
-	if len(meta) > maxMeta {
-		return nil, cf.corrupt(off, "a checkpoint of %d bytes (at most %d)", len(meta), maxMeta)
+		return nil, err
 	}
 	var c checkpointBody
 	if err := json.Unmarshal(meta, &c); err != nil {
@@ -229,6 +339,18 @@ func (cf *File) decodeCheckpoint(off int64, body []byte) (*checkpointBody, error
 	}
 	if uint64(len(c.Pages))*PageSize != cf.rec.MemBytes {
 		return nil, cf.corrupt(off, "checkpoint of %d pages, for %d bytes of RAM", len(c.Pages), cf.rec.MemBytes)
+	}
+	for _, id := range c.Pages {
+		if id >= cf.pages {
+			return nil, cf.corrupt(off, "checkpoint names page %d, which the file does not hold", id)
+		}
+	}
+	if c.Disk != nil {
+		for _, ch := range c.Disk.Chunks {
+			if ch.Page >= cf.pages {
+				return nil, cf.corrupt(off, "checkpoint names page %d, which the file does not hold", ch.Page)
+			}
+		}
 	}
 	return &c, nil
 }
@@ -316,7 +438,7 @@ func (cf *File) readPages(ids []uint32, dst func(k int) []byte) error {
 		if _, err := cf.f.ReadAt(comp, blk.off); err != nil {
 			return cf.corrupt(blk.off, "reading pages: %v", err)
 		}
-		data, err := cf.dec.DecodeAll(comp, make([]byte, 0, int(blk.count)*PageSize))
+		data, err := cf.inflate(blk.off, comp, int(blk.count)*PageSize)
 		if err != nil || len(data) != int(blk.count)*PageSize {
 			return cf.corrupt(blk.off, "PAGE frame does not decompress to its %d pages", blk.count)
 		}

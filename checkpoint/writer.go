@@ -94,6 +94,18 @@ type Disk struct {
 	Chunks  map[uint64][]byte
 }
 
+// framePages is how many new pages a PAGE frame takes: half of what a
+// frame may hold, so that pages zstd cannot compress, which it stores a
+// few bytes larger, still fit in a frame.
+const framePages = maxPagesInFrame / 2
+
+// SkipError is a checkpoint the file does not take: too large, or one
+// too many. The writer stays usable, and a recording or a replay goes on
+// without that checkpoint: its size is never a reason to lose one.
+type SkipError struct{ Why string }
+
+func (e *SkipError) Error() string { return "checkpoint: skipped: " + e.Why }
+
 // pages stores page-sized pieces in the file, each distinct one once:
 // the ids of those it holds already are reused; new ones are written in
 // PAGE frames (flushed with flush).
@@ -113,7 +125,7 @@ func (p *pages) id(page []byte) uint32 {
 		id, w.next = w.next, w.next+1
 		w.ids[sum] = id
 		p.fresh = append(p.fresh, page...)
-		if len(p.fresh) == maxPagesInFrame*PageSize {
+		if len(p.fresh) == framePages*PageSize {
 			p.flush()
 		}
 	}
@@ -138,7 +150,7 @@ func (w *Writer) Add(c *Checkpoint, ram []byte, disk *Disk) (int64, error) {
 		return 0, fmt.Errorf("checkpoint: RAM of %d bytes is not whole pages", len(ram))
 	}
 	if w.count >= maxCheckpoints {
-		return 0, fmt.Errorf("checkpoint: more than %d checkpoints", maxCheckpoints)
+		return 0, &SkipError{fmt.Sprintf("the file holds %d checkpoints, as many as it can", maxCheckpoints)}
 	}
 	start := w.offset
 	body := checkpointBody{Checkpoint: *c, Pages: make([]uint32, len(ram)/PageSize)}
@@ -161,9 +173,13 @@ func (w *Writer) Add(c *Checkpoint, ram []byte, disk *Disk) (int64, error) {
 		return 0, fmt.Errorf("checkpoint: %w", err)
 	}
 	if len(meta) > maxMeta {
-		return 0, fmt.Errorf("checkpoint: the machine's state takes %d bytes, more than a checkpoint holds (%d)", len(meta), maxMeta)
+		return 0, &SkipError{fmt.Sprintf("the machine's state takes %d bytes, more than a checkpoint holds (%d)", len(meta), maxMeta)}
 	}
-	w.frame(tagCkpt, w.enc.EncodeAll(meta, nil))
+	comp := w.enc.EncodeAll(meta, nil)
+	if len(comp) > maxFrame {
+		return 0, &SkipError{fmt.Sprintf("the machine's state compresses to %d bytes, more than a frame holds (%d)", len(comp), maxFrame)}
+	}
+	w.frame(tagCkpt, comp)
 	w.count++
 	if err := w.flush(); err != nil {
 		return 0, err

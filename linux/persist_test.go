@@ -74,8 +74,11 @@ func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 		{"parent", func(s *savedKernel) { s.Procs[0].Parent = 4 }, "parent 4"},
 		{"file tree", func(s *savedKernel) { s.Nodes[0].Children["loop"] = 0 }, `entry "loop"`},
 		{"inode", func(s *savedKernel) { s.Nodes[1].Ino = s.Nodes[0].Ino }, "given twice"},
-		{"a file the program never had", func(s *savedKernel) { s.NextIno++; s.Nodes[1].Ino = s.NextIno }, "not one of the program's"},
+		{"a file the program never had", func(s *savedKernel) { s.NextIno++; givenFile(t, s).Ino = s.NextIno }, "not one of the program's"},
+		{"a given file made a directory", func(s *savedKernel) { givenFile(t, s).Dir = true }, "not one of the program's"},
 		{"written files", func(s *savedKernel) { s.Held = maxFileBytes + 1 }, "bytes of files held"},
+		{"code mapping's offset", func(s *savedKernel) { codeMapping(t, s).Offset += pageSize }, "is not the file's"},
+		{"code mapping's unaligned offset", func(s *savedKernel) { codeMapping(t, s).Offset++ }, "at offset"},
 		{"pipe", func(s *savedKernel) { s.Pipes = append(s.Pipes, savedPipe{Buf: make([]byte, pipeCapacity+1)}) }, "pipe 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,4 +101,31 @@ func decodeState(t *testing.T, b []byte) *savedKernel {
 	var s savedKernel
 	require.NoError(t, gob.NewDecoder(bytes.NewReader(b)).Decode(&s))
 	return &s
+}
+
+// codeMapping is the first executable file mapping of the state's first
+// process.
+func codeMapping(t *testing.T, s *savedKernel) *savedMapping {
+	t.Helper()
+	files := s.Procs[0].Space.Files
+	for i := range files {
+		if files[i].Exec {
+			return &files[i]
+		}
+	}
+	t.Fatal("no executable file mapping")
+	return nil
+}
+
+// givenFile is the first file of the state the program was given, not
+// a directory: its contents come from the tape, by its inode.
+func givenFile(t *testing.T, s *savedKernel) *savedNode {
+	t.Helper()
+	for i := range s.Nodes {
+		if n := &s.Nodes[i]; !n.Dir && !n.Written {
+			return n
+		}
+	}
+	t.Fatal("no file the program was given")
+	return nil
 }

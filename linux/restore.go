@@ -236,12 +236,12 @@ func (r *restorer) restore() error {
 	r.nodes = make([]*node, len(s.Nodes))
 	for i, sn := range s.Nodes {
 		n := &node{ino: sn.Ino, dir: sn.Dir, mode: sn.Mode, written: sn.Written, data: sn.Data}
-		if !sn.Written {
-			f, ok := r.fresh[sn.Ino]
-			if !ok || f.dir != sn.Dir {
-				return fmt.Errorf("file %d (inode %d) is not one of the program's", i, sn.Ino)
-			}
+		// A file the program did not write is one it was given, whose
+		// contents the tape names; a directory it made has none.
+		if f, ok := r.fresh[sn.Ino]; !sn.Written && ok && f.dir == sn.Dir {
 			n.data, n.dev = f.data, f.dev
+		} else if !sn.Written && (ok || !sn.Dir) {
+			return fmt.Errorf("file %d (inode %d) is not one of the program's", i, sn.Ino)
 		}
 		if sn.Dir {
 			n.children = map[string]*node{}
@@ -278,6 +278,9 @@ func (r *restorer) restore() error {
 	}
 	for i := range s.Procs {
 		r.proc(r.procs[i], &s.Procs[i], fr)
+		if err := r.checkCode(r.procs[i].as); err != nil {
+			return fmt.Errorf("process %d: %w", s.Procs[i].PID, err)
+		}
 	}
 	threads := make([]*thread, len(s.Threads))
 	for i, st := range s.Threads {
@@ -439,4 +442,49 @@ func (r *restorer) charge() {
 			b[processCount]++
 		}
 	}
+}
+
+// checkCode checks the executable file mappings of as against RAM, which
+// the replay checks against the tape: each byte of their pages is the
+// file's byte at the offset the mapping names, or zero (past a segment's
+// file part), or an RDTSC site's patch. Probes are placed, and their
+// hits named, by these offsets: a mapping that misplaces its file would
+// put them where the program never runs.
+func (r *restorer) checkCode(as *addressSpace) error {
+	ram := r.k.m.RAM().Bytes()
+	for _, m := range as.files {
+		if !m.Exec {
+			continue
+		}
+		if m.Offset%pageSize != 0 || m.Offset > uint64(len(m.data)) {
+			return fmt.Errorf("file mapping [%#x, %#x) of %q at offset %#x of %d bytes", m.Start, m.End, m.Path, m.Offset, len(m.data))
+		}
+		for va := m.Start; va < m.End; va += pageSize {
+			pa, ok := as.pages[va]
+			if !ok || as.protAt(va)&protWrite != 0 {
+				continue // the program may have written its own code there
+			}
+			got := ram[pa : pa+pageSize]
+			at := m.Offset + (va - m.Start)
+			for j, b := range got {
+				if b == 0 || as.patched(va+uint64(j)) {
+					continue
+				}
+				if at+uint64(j) >= uint64(len(m.data)) || m.data[at+uint64(j)] != b {
+					return fmt.Errorf("file mapping [%#x, %#x) of %q: the byte at %#x is not the file's at offset %#x", m.Start, m.End, m.Path, va+uint64(j), at+uint64(j))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// patched reports whether va is in an RDTSC site the kernel patched.
+func (as *addressSpace) patched(va uint64) bool {
+	for back := uint64(0); back < rdtscpLen && back <= va; back++ {
+		if n, ok := as.tscSites[va-back]; ok && uint64(n) > back {
+			return true
+		}
+	}
+	return false
 }

@@ -1,13 +1,15 @@
 package recorder
 
 import (
+	"errors"
+	"fmt"
+	"time"
+
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
-
-	"time"
 )
 
 // checkpoints are the ones a recording takes (Options.CheckpointEvery):
@@ -22,6 +24,8 @@ type checkpoints struct {
 	w     *checkpoint.Writer
 	due   checkpoint.Schedule
 	taken []checkpoint.Summary
+	// skipped says when and why a due checkpoint was not taken.
+	skipped []string
 	// What a replay has done with the tape so far, kept as the events
 	// are appended: the events applied, the last one's position, the
 	// record clock over them.
@@ -62,6 +66,12 @@ func (c *checkpoints) take(m *vmm.Machine, now time.Duration) error {
 	// and none has been written since this one.
 	st := checkpoint.EngineState{Applied: c.applied, Last: c.last, Target: target, Clock: c.clock, TraceDrained: m.TraceHead()}
 	sum, ok, err := c.w.Capture(m, now, st)
+	var skip *checkpoint.SkipError
+	if errors.As(err, &skip) {
+		c.skipped = append(c.skipped, fmt.Sprintf("record time %v: %s", now.Round(time.Millisecond), skip.Why))
+		c.due.Taken(now) // the next when due: not at every exit until then
+		return nil
+	}
 	if !ok {
 		return err
 	}

@@ -123,6 +123,9 @@ type Result struct {
 	Unimplemented string
 	// KeptWrites is how many files Options.KeepWrites received.
 	KeptWrites int
+	// CheckpointsSkipped says when and why the recording took no
+	// checkpoint where one was due.
+	CheckpointsSkipped []string
 }
 
 // ChoosePositionSource resolves the position source: swbc when the image counts
@@ -299,7 +302,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	}
 	out := &Result{Result: res, PositionSource: source, Tape: o.Output, Events: w.Events(), Bytes: w.Bytes(), HostRecords: log.hl.records}
 	if ckpt != nil {
-		out.Checkpoints = ckpt.taken
+		out.Checkpoints, out.CheckpointsSkipped = ckpt.taken, ckpt.skipped
 		if err := ckpt.w.Close(); err != nil {
 			return out, errors.Join(runErr, err)
 		}

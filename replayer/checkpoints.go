@@ -3,6 +3,7 @@ package replayer
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/tape"
@@ -25,8 +26,10 @@ type checkpoints struct {
 	w     *checkpoint.Writer
 	due   checkpoint.Schedule
 	taken []checkpoint.Summary
-	start int // 1-based: the checkpoint the replay started from
-	until int // 1-based: the checkpoint the replay ends at (0: the end)
+	// skipped says when and why a due checkpoint was not taken.
+	skipped []string
+	start   int // 1-based: the checkpoint the replay started from
+	until   int // 1-based: the checkpoint the replay ends at (0: the end)
 
 	file  *checkpoint.File
 	known []checkpoint.Summary
@@ -139,6 +142,12 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 		return nil
 	}
 	sum, ok, err := c.w.Capture(m, t, e.engineState())
+	var skip *checkpoint.SkipError
+	if errors.As(err, &skip) {
+		c.skipped = append(c.skipped, fmt.Sprintf("record time %v: %s", t.Round(time.Millisecond), skip.Why))
+		c.due.Taken(t) // the next when due: not at every stop until then
+		return nil
+	}
 	if !ok {
 		return err
 	}
@@ -224,6 +233,9 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 		return err
 	}
 	st := cp.Engine
+	if err := checkStop(cp); err != nil {
+		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
+	}
 	e.target = st.Target                                                       // what RAM holds: recordedRAMHash puts it back
 	if got, err := e.recordedRAMHash(false); err != nil || got != cp.RAMHash { // probes are placed after
 		return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
@@ -240,12 +252,11 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	if d := checkpoint.Digest(m.RegsDigest()); string(d) != string(cp.Digest) {
 		return fmt.Errorf("replayer: checkpoint %d: restored registers do not match its digest", i)
 	}
-	for e.applied < st.Applied {
-		if _, err := e.peek(); err != nil {
-			return fmt.Errorf("replayer: checkpoint %d is at tape event %d: %w", i, st.Applied, err)
-		}
-		e.script.Next()
-		e.applied++
+	if got := m.Position(); got != cp.Pos {
+		return fmt.Errorf("replayer: checkpoint %d: at %s, its machine at %s", i, fmtPos(atPos(cp.Pos)), fmtPos(atPos(got)))
+	}
+	if err := e.skipTo(cp); err != nil {
+		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
 	}
 	e.last, e.target = st.Last, st.Target
 	e.rtime = st.Clock
@@ -262,3 +273,55 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	}
 	return nil
 }
+
+// checkStop checks the kind of stop a checkpoint says it was taken at:
+// one where checkpoints are taken (a replay waits for no other), the
+// same in its summary and its machine.
+func checkStop(cp *checkpoint.Checkpoint) error {
+	if cp.Stop != vmm.StopGuestExit && cp.Stop != vmm.StopBranch || cp.Machine.LastStop != cp.Stop {
+		return fmt.Errorf("taken at a stop of kind %d (its machine's: %d), where no checkpoint is taken", cp.Stop, cp.Machine.LastStop)
+	}
+	return nil
+}
+
+// skipTo reads the tape up to checkpoint cp, checking that the tape has
+// the events the checkpoint says were applied — before its end event,
+// the last of them where the checkpoint says, none after it before its
+// position — so that a replay from it checks the rest of the tape, not
+// nothing. A tape that ends before is no cut of this replay: the
+// checkpoint is not of this tape.
+func (e *engine) skipTo(cp *checkpoint.Checkpoint) error {
+	st := &cp.Engine
+	var last tape.Position
+	for e.applied < st.Applied {
+		ev, err := e.peek()
+		if err != nil {
+			return fmt.Errorf("at tape event %d, past the tape's %d events: %v", st.Applied, e.applied, err)
+		}
+		if ev.Kind == tape.KindEnd {
+			return fmt.Errorf("at tape event %d, past the tape's end (event %d)", st.Applied, e.applied+1)
+		}
+		last = ev.Pos
+		e.script.Next()
+		e.applied++
+	}
+	at := atPos(cp.Pos)
+	if st.Applied > 0 && last != st.Last {
+		return fmt.Errorf("its last event was at %s, the tape's event %d is at %s", fmtPos(st.Last), st.Applied, fmtPos(last))
+	}
+	if before(at, last) {
+		return fmt.Errorf("at %s, before its last event at %s", fmtPos(at), fmtPos(last))
+	}
+	if next, err := e.peek(); err == nil && before(next.Pos, at) {
+		return fmt.Errorf("at %s, after the tape's next event at %s", fmtPos(at), fmtPos(next.Pos))
+	}
+	return nil
+}
+
+// before reports whether a comes before b.
+func before(a, b tape.Position) bool {
+	return a.Exit < b.Exit || a.Exit == b.Exit && a.Branch < b.Branch
+}
+
+// atPos is where p is, as a tape's position.
+func atPos(p vmm.Position) tape.Position { return tape.Position{Exit: p.Exit, Branch: p.Branch} }

@@ -2,11 +2,14 @@ package replayer
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/reprise-vm/reprise/checkpoint"
@@ -44,8 +47,24 @@ func Group(segments, i, n int) (from, to int) {
 
 // SegmentsToDB replays segments [from, to) of o's tape into db as one
 // run, each segment after the other (a worker's share of a split
-// replay). The run's note says which segments it holds.
+// replay). The run's note says which segments it holds, of which tape
+// and checkpoints (SegmentNote).
 func SegmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, total int) (*Result, *eventdb.Run, error) {
+	split, err := SplitOf(o.Tape, o.Checkpoints)
+	if err != nil {
+		return nil, nil, err
+	}
+	if split.Segments != total {
+		return nil, nil, fmt.Errorf("replayer: %s splits the replay into %d segments, not %d", o.Checkpoints, split.Segments, total)
+	}
+	res, run, err := segmentsToDB(ctx, o, db, from, to, total)
+	if err != nil {
+		return res, run, err
+	}
+	return res, run, db.SetNote(run.ID, SegmentNote{From: from + 1, To: to, Split: split}.String())
+}
+
+func segmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, total int) (*Result, *eventdb.Run, error) {
 	if from < 0 || to > total || from >= to {
 		return nil, nil, fmt.Errorf("replayer: segments [%d, %d) of %d", from, to, total)
 	}
@@ -53,11 +72,79 @@ func SegmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, tota
 	if to == total {
 		o.Until = 0 // the last segment runs to the end
 	}
-	res, run, err := ToDB(ctx, o, db)
+	return ToDB(ctx, o, db)
+}
+
+// Split identifies a split replay: the tape by its content, and the
+// checkpoints its segments start and end at. Shares of one replay have
+// the same Split; reprise merge joins no others.
+type Split struct {
+	Tape        [32]byte // SHA-256 of the tape file
+	Checkpoints [32]byte // SHA-256 of the checkpoints' list: where each is
+	Segments    int
+}
+
+// SplitOf reads the tape and the checkpoint file that split its replay.
+func SplitOf(tapePath, checkpoints string) (Split, error) {
+	h, err := TapeHeader(tapePath)
 	if err != nil {
-		return res, run, err
+		return Split{}, err
 	}
-	return res, run, db.SetNote(run.ID, fmt.Sprintf("segments %d to %d of %d", from+1, to, total))
+	f, err := checkpoint.Open(checkpoints, checkpoint.RecordingOf(h))
+	if err != nil {
+		return Split{}, err
+	}
+	defer f.Close()
+	sums := f.Checkpoints()
+	ck := sha256.New()
+	for _, c := range sums {
+		fmt.Fprintf(ck, "%d %d %d %d %d\n", c.Time, c.Events, c.Pos.Exit, c.Pos.Branch, c.Stop)
+	}
+	t, err := os.Open(tapePath)
+	if err != nil {
+		return Split{}, fmt.Errorf("replayer: %w", err)
+	}
+	defer t.Close()
+	th := sha256.New()
+	if _, err := io.Copy(th, t); err != nil {
+		return Split{}, fmt.Errorf("replayer: hashing %s: %w", tapePath, err)
+	}
+	s := Split{Segments: len(sums) + 1}
+	th.Sum(s.Tape[:0])
+	ck.Sum(s.Checkpoints[:0])
+	return s, nil
+}
+
+// SegmentNote is the note of a share's run: the segments it holds
+// (1-based, inclusive) of which split.
+type SegmentNote struct {
+	From, To int
+	Split    Split
+}
+
+func (n SegmentNote) String() string {
+	return fmt.Sprintf("segments %d to %d of %d; tape sha256 %x; checkpoints sha256 %x", n.From, n.To, n.Split.Segments, n.Split.Tape, n.Split.Checkpoints)
+}
+
+// ParseSegmentNote reads a share's run note, and refuses one that names
+// no segments of a split: 1 <= From <= To <= Segments.
+func ParseSegmentNote(s string) (SegmentNote, error) {
+	var (
+		n      SegmentNote
+		tp, ck []byte
+	)
+	k, err := fmt.Sscanf(s, "segments %d to %d of %d; tape sha256 %x; checkpoints sha256 %x", &n.From, &n.To, &n.Split.Segments, &tp, &ck)
+	switch {
+	case k != 5 || err != nil:
+		return n, fmt.Errorf("note %q names no segments of a split replay", s)
+	case len(tp) != 32 || len(ck) != 32:
+		return n, fmt.Errorf("note %q: hashes of %d and %d bytes", s, len(tp), len(ck))
+	case n.From < 1 || n.From > n.To || n.To > n.Split.Segments:
+		return n, fmt.Errorf("note %q: segments %d to %d of %d", s, n.From, n.To, n.Split.Segments)
+	}
+	copy(n.Split.Tape[:], tp)
+	copy(n.Split.Checkpoints[:], ck)
+	return n, nil
 }
 
 // ParallelToDB replays o's tape into db as one run by replaying its
@@ -105,7 +192,7 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 					if s == total-1 {
 						so.Console = o.Console // the last segment's output is the end of the recording's
 					}
-					p.res, p.run, p.err = SegmentsToDB(ctx, so, p.db, s, s+1, total)
+					p.res, p.run, p.err = segmentsToDB(ctx, so, p.db, s, s+1, total)
 				}
 				close(p.done)
 			}
@@ -120,67 +207,101 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 		}
 	}()
 	// The merge copies each segment's events as soon as it and those
-	// before it have ended, while later segments still replay.
-	failed := -1
-	run, err := Merge(db, o.Tape, func(yield func(*eventdb.DB, *eventdb.Run) bool) {
+	// before it have ended, while later segments still replay. A
+	// segment that reached the end of a cut tape is the replay's last:
+	// those after it start past the cut and have nothing to replay.
+	var last *part
+	run, err := Merge(db, o.Tape, func(yield func(Part, error) bool) {
 		for s := range parts {
-			<-parts[s].done
-			if parts[s].err != nil {
-				failed = s
+			p := &parts[s]
+			<-p.done
+			var cut *TapeCutError
+			cutHere := errors.As(p.err, &cut) && p.run != nil && p.run.Complete
+			if p.err != nil && !cutHere {
+				wg.Wait()
+				var errs []error
+				for s, p := range parts {
+					if p.err != nil {
+						errs = append(errs, fmt.Errorf("segment %d: %w", s+1, p.err))
+					}
+				}
+				yield(Part{}, errors.Join(errs...))
 				return
 			}
-			if !yield(parts[s].db, parts[s].run) {
+			last = p
+			if !yield(Part{DB: p.db, Run: p.run, Last: s == total-1 || cutHere}, nil) || cutHere {
 				return
 			}
 		}
 	})
-	if failed >= 0 {
-		wg.Wait()
-		var errs []error
-		for s, p := range parts {
-			if p.err != nil {
-				errs = append(errs, fmt.Errorf("segment %d: %w", s+1, p.err))
-			}
-		}
-		return nil, nil, errors.Join(errs...)
-	}
 	if err != nil {
-		return nil, nil, err
+		return nil, run, err
 	}
-	return parts[total-1].res, run, nil
+	return last.res, run, last.err // a cut tape's error says where it ends
+}
+
+// Part is one part of a split replay to merge: a complete run of its DB,
+// and whether it is the replay's last (it read the tape to its end).
+type Part struct {
+	DB   *eventdb.DB
+	Run  *eventdb.Run
+	Last bool
 }
 
 // Merge stores the runs parts yields — the segments of one replay, in
-// order, each a complete run of its DB — in db as one run: their events
-// in arrival order, their symbol tables joined, and the host view of the
-// last (the part that read the tape to its end). It copies each part as
-// it is yielded, so a caller can yield parts as they end. The run is
-// complete when every part was; a merge that stops early leaves it
-// incomplete.
-func Merge(db *eventdb.DB, tape string, parts iter.Seq2[*eventdb.DB, *eventdb.Run]) (*eventdb.Run, error) {
+// order, each a complete run of its DB, all with the same probes and
+// sampling — in db as one run: their events in arrival order, their
+// symbol tables joined, and the host view of the last (the part that
+// read the tape to its end). It copies each part as it is yielded, so a
+// caller can yield parts as they end. The run is complete only when the
+// last part yielded is the replay's last and nothing failed: a part's
+// error, or parts that stop before the last, leave it incomplete (with
+// the events copied) and return an error, and the run with it.
+func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.Run, error) {
 	var (
-		joined   symbolJoin
-		run      *eventdb.Run
-		in       *eventdb.Ingest
-		lastDB   *eventdb.DB
-		lastPart *eventdb.Run
+		joined symbolJoin
+		run    *eventdb.Run
+		in     *eventdb.Ingest
+		first  *eventdb.Run
+		last   Part
 	)
 	defer func() {
 		if in != nil {
 			in.Close() // after Finish, nothing
 		}
 	}()
-	for src, r := range parts {
+	stopped := func(err error) (*eventdb.Run, error) {
+		if in == nil {
+			return nil, err
+		}
+		if cerr := in.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return in.Run(), err
+	}
+	for p, err := range parts {
+		if err != nil {
+			return stopped(err)
+		}
+		src, r := p.DB, p.Run
+		if last.Last {
+			return stopped(fmt.Errorf("replayer: merge: run %d follows the replay's last part", r.ID))
+		}
 		if !r.Complete {
-			return nil, fmt.Errorf("replayer: merge: run %d of a part is incomplete", r.ID)
+			return stopped(fmt.Errorf("replayer: merge: run %d of a part is incomplete", r.ID))
+		}
+		if first == nil {
+			first = r
+		} else if err := SameOptions(first, r); err != nil {
+			return stopped(fmt.Errorf("replayer: merge: run %d: %w", r.ID, err))
 		}
 		syms, err := src.Symbols()
 		if err != nil {
-			return nil, fmt.Errorf("replayer: merge: %w", err)
+			return stopped(fmt.Errorf("replayer: merge: %w", err))
 		}
 		remap, err := joined.add(syms)
 		if err != nil {
-			return nil, fmt.Errorf("replayer: merge: run %d: %w", r.ID, err)
+			return stopped(fmt.Errorf("replayer: merge: run %d: %w", r.ID, err))
 		}
 		if in == nil {
 			abs, _ := filepath.Abs(tape)
@@ -196,33 +317,51 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[*eventdb.DB, *eventdb.Ru
 			}
 			if err := in.Add(e); err != nil {
 				_ = it.Close()
-				return nil, err
+				return stopped(err)
 			}
 		}
 		if err := it.Close(); err != nil {
-			return nil, fmt.Errorf("replayer: merge: %w", err)
+			return stopped(fmt.Errorf("replayer: merge: %w", err))
 		}
-		lastDB, lastPart = src, r
+		last = p
 	}
-	if in == nil {
+	switch {
+	case in == nil:
 		return nil, errors.New("replayer: merge: no part to merge")
+	case !last.Last:
+		return stopped(errors.New("replayer: merge: the parts end before the replay's last segment"))
 	}
 	if err := db.SetSymbols(joined.symbols()); err != nil {
-		return nil, err
+		return stopped(err)
 	}
-	if h, err := lastDB.Host(lastPart.ID); err == nil {
+	if h, err := last.DB.Host(last.Run.ID); err == nil {
 		if err := db.SetHost(run.ID, h); err != nil {
-			return nil, err
+			return stopped(err)
 		}
 	}
 	if err := in.Finish(); err != nil {
-		return nil, err
+		return run, err
 	}
 	final, err := db.Run(run.ID)
 	if err != nil {
 		return nil, err
 	}
 	return &final, nil
+}
+
+// SameOptions checks that two parts' runs replayed with the same probes
+// and sampling: a merged run has one probe table and one sampling.
+func SameOptions(a, b *eventdb.Run) error {
+	if a.Sampling != b.Sampling {
+		return fmt.Errorf("sampled %q, another part %q", b.Sampling, a.Sampling)
+	}
+	if !slices.EqualFunc(a.Probes, b.Probes, func(x, y eventdb.Probe) bool {
+		return x.ID == y.ID && x.Name == y.Name && x.Spec == y.Spec && x.Symbol == y.Symbol &&
+			x.Addr == y.Addr && x.Return == y.Return && slices.Equal(x.Args, y.Args)
+	}) {
+		return errors.New("its probes are not another part's")
+	}
+	return nil
 }
 
 // symbolJoin joins the symbol tables of a split replay's parts into the

@@ -103,8 +103,10 @@ type Result struct {
 	// TraceLost counts trace-ring records the guest overwrote before they
 	// were drained.
 	TraceLost uint64
-	// Checkpoints are the checkpoints the replay wrote.
-	Checkpoints []checkpoint.Summary
+	// Checkpoints are the checkpoints the replay wrote;
+	// CheckpointsSkipped says when and why it wrote none where one was due.
+	Checkpoints        []checkpoint.Summary
+	CheckpointsSkipped []string
 	// Segment says the replay ended at the checkpoint Options.Until
 	// named, not at the recording's end (End is nil).
 	Segment bool
@@ -218,7 +220,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	out := &Result{Result: res, Header: h, Events: eng.applied, Segment: segment}
 	if eng.ckpt != nil {
-		out.Checkpoints = eng.ckpt.taken
+		out.Checkpoints, out.CheckpointsSkipped = eng.ckpt.taken, eng.ckpt.skipped
 	}
 	if eng.trace != nil {
 		out.TraceLost = eng.trace.lost

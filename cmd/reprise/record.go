@@ -112,7 +112,7 @@ is recorded and replays).`,
 				if res.HostMissing != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: %s\n", res.HostMissing)
 				}
-				reportCheckpoints(cmd.ErrOrStderr(), cmp.Or(ckptFile, out+".ckpt"), res.Checkpoints)
+				reportCheckpoints(cmd.ErrOrStderr(), cmp.Or(ckptFile, out+".ckpt"), res.Checkpoints, res.CheckpointsSkipped)
 			}
 			var (
 				gf     *vmm.GuestFault

@@ -157,7 +157,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 			fmt.Fprintf(stderr, "reprise: replay matched: %d events, %d exits, %s; console and RAM identical (%v)\n",
 				res.Events, res.Stats.TotalExits(), describeEnd(res.End), res.Elapsed.Round(time.Millisecond))
 			reportProbeSites(stderr, res.ProbeSites)
-			reportCheckpoints(stderr, opts.Checkpoints, res.Checkpoints)
+			reportCheckpoints(stderr, opts.Checkpoints, res.Checkpoints, res.CheckpointsSkipped)
 			return nil
 		},
 	}
@@ -182,11 +182,23 @@ machine, and reprise merge joins the N DBs into one run.`,
 // before `from`.
 func checkpointOptions(o *replayer.Options, file string, every time.Duration, from string, stderr io.Writer) error {
 	if every == 0 && from == "" {
-		if file != "" {
-			o.Checkpoints = file // checked as the replay passes them
-		} else if _, err := os.Stat(o.Tape + ".ckpt"); err == nil {
-			o.Checkpoints = o.Tape + ".ckpt"
+		if file == "" {
+			if _, err := os.Stat(o.Tape + ".ckpt"); err != nil {
+				return nil
+			}
+			file = o.Tape + ".ckpt"
 		}
+		// Checked as the replay passes them: the whole ones. A file with
+		// none is no reason not to replay from boot.
+		f, err := openCheckpoints(o.Tape, file, stderr)
+		if err != nil && checkpoint.IsDamaged(err) {
+			fmt.Fprintf(stderr, "reprise: warning: %v: replaying without its checkpoints\n", err)
+			return nil
+		}
+		if err == nil {
+			f.Close()
+		}
+		o.Checkpoints = file // another error, the replay's to report
 		return nil
 	}
 	if file == "" {
@@ -209,7 +221,7 @@ func checkpointOptions(o *replayer.Options, file string, every time.Duration, fr
 		o.CheckpointEvery = every
 		return nil
 	}
-	start, at, err := startCheckpoint(o.Tape, file, from)
+	start, at, err := startCheckpoint(o.Tape, file, from, stderr)
 	if err != nil {
 		return err
 	}
@@ -224,13 +236,9 @@ func checkpointOptions(o *replayer.Options, file string, every time.Duration, fr
 
 // startCheckpoint is the 1-based index of the last checkpoint at or before
 // from (a duration, or EXIT:BRANCH), 0 when none is.
-func startCheckpoint(tapePath, file, from string) (int, checkpoint.Summary, error) {
+func startCheckpoint(tapePath, file, from string, stderr io.Writer) (int, checkpoint.Summary, error) {
 	var none checkpoint.Summary
-	h, err := replayer.TapeHeader(tapePath)
-	if err != nil {
-		return 0, none, &exitError{exitFailure, err}
-	}
-	f, err := checkpoint.Open(file, checkpoint.RecordingOf(h))
+	f, err := openCheckpoints(tapePath, file, stderr)
 	switch {
 	case checkpoint.IsDamaged(err):
 		return 0, none, &exitError{exitDamaged, err}
@@ -257,6 +265,24 @@ func startCheckpoint(tapePath, file, from string) (int, checkpoint.Summary, erro
 		}
 	}
 	return start, at, nil
+}
+
+// openCheckpoints opens the checkpoint file of the tape at tapePath, and
+// says what of it a replay ignores: the damage its index stopped at, and
+// all after it.
+func openCheckpoints(tapePath, file string, stderr io.Writer) (*checkpoint.File, error) {
+	h, err := replayer.TapeHeader(tapePath)
+	if err != nil {
+		return nil, err
+	}
+	f, err := checkpoint.Open(file, checkpoint.RecordingOf(h))
+	if err != nil {
+		return nil, err
+	}
+	if d := f.Damage(); d != nil {
+		fmt.Fprintf(stderr, "reprise: warning: %v: ignoring it and the rest of the file; using the %d whole checkpoints before it\n", d, len(f.Checkpoints()))
+	}
+	return f, nil
 }
 
 func describeEnd(e *vmm.End) string {
@@ -395,9 +421,13 @@ func reportProbeSites(w io.Writer, sites []replayer.ProbeSite) {
 	}
 }
 
-// reportCheckpoints says how many checkpoints a run wrote and their sizes:
+// reportCheckpoints warns of the checkpoints a run skipped, and says how
+// many it wrote and their sizes:
 // the first holds all of RAM, the others the pages that changed.
-func reportCheckpoints(w io.Writer, file string, taken []checkpoint.Summary) {
+func reportCheckpoints(w io.Writer, file string, taken []checkpoint.Summary, skipped []string) {
+	for _, s := range skipped {
+		fmt.Fprintf(w, "reprise: warning: no checkpoint at %s\n", s)
+	}
 	if len(taken) == 0 {
 		return
 	}
