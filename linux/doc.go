@@ -17,3 +17,10 @@
 // page-faults, and a fault is the program's bug, reported as a signal
 // would end it.
 package linux
+
+// Version is the personality's version, kept in a tape: it changes when
+// the same system calls would leave a program's memory or registers
+// otherwise than before (which frames back which pages, what a call
+// answers), so that a replay refuses a tape it would diverge from.
+// 3: page-table frames are reused, orphans are reparented, the budget.
+const Version = 3

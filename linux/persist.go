@@ -20,7 +20,7 @@ import (
 // from the same Program (the tape's) has them, under the same inodes.
 
 // stateVersion is the layout's version; another is refused.
-const stateVersion = 2
+const stateVersion = 3
 
 type savedKernel struct {
 	Version int

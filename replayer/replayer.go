@@ -278,6 +278,9 @@ func linuxKernel(path string, h *tape.Header) (*linux.Kernel, error) {
 		return nil, fmt.Errorf("replayer: the executable embedded in %s does not match its recorded SHA-256", path)
 	}
 	l := h.Linux
+	if l.Personality != linux.Version {
+		return nil, fmt.Errorf("replayer: %s was recorded by version %d of the Linux personality, this is version %d: replay it with the reprise that recorded it", path, l.Personality, linux.Version)
+	}
 	p := linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch, Stdin: l.Stdin, Recorded: true}
 	for _, f := range l.Files {
 		p.Files = append(p.Files, linux.File(f)) // packed ones with their contents

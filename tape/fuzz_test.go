@@ -81,7 +81,7 @@ func FuzzReader(f *testing.F) {
 func packedTape(tb testing.TB) []byte {
 	h := smallHeader()
 	data := []byte("packed bytes\n")
-	h.Linux = &Linux{Path: "/bin/x", Argv: []string{"x", "y"}, Env: []string{"A=b"}, Epoch: h.Created, Stdin: "/in",
+	h.Linux = &Linux{Path: "/bin/x", Argv: []string{"x", "y"}, Env: []string{"A=b"}, Epoch: h.Created, Stdin: "/in", Personality: 3,
 		Files: []File{{Guest: "/in", Host: "/host/in", Size: int64(len(data)), SHA256: sha256.Sum256(data), Data: data}}}
 	b, _, _ := hostTapeWith(tb, h)
 	return b

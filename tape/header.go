@@ -97,6 +97,11 @@ type Linux struct {
 	// Stdin is the guest path of the file (one of Files) that was its
 	// standard input, or "".
 	Stdin string
+	// Personality is the version of the Linux personality that recorded
+	// the program (linux.Version; 0 before versions were kept). Which
+	// frame backs which page is the personality's choice, so a replay by
+	// another would diverge: it is refused by name instead.
+	Personality int
 }
 
 // File is a host file a Linux program saw at a guest path. A packed
@@ -154,6 +159,8 @@ type linuxJSON struct {
 	HostCPU int        `json:"host_cpu"`
 	Files   []fileJSON `json:"files,omitempty"`
 	Stdin   string     `json:"stdin,omitempty"`
+	// Personality is absent in tapes from before it was kept (0).
+	Personality int `json:"personality,omitempty"`
 }
 
 type fileJSON struct {
@@ -285,7 +292,7 @@ func encodeHeader(h *Header) ([][]byte, error) {
 		Notes:    h.Notes,
 	}
 	if l := h.Linux; l != nil {
-		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin}
+		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin, Personality: l.Personality}
 		for _, f := range l.Files {
 			j.Linux.Files = append(j.Linux.Files, fileJSON{Guest: f.Guest, Host: f.Host, Size: f.Size,
 				SHA256: hex.EncodeToString(f.SHA256[:]), Mode: f.Mode, Packed: f.Data != nil})
@@ -374,7 +381,7 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		}
 	}
 	if l := j.Linux; l != nil {
-		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin}
+		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin, Personality: l.Personality}
 		if len(l.Random) != 2*len(h.Linux.Random) {
 			return nil, 0, fmt.Sprintf("Linux program random %q is not 32 hex digits", l.Random)
 		}

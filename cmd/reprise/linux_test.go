@@ -16,6 +16,7 @@ import (
 
 	"github.com/reprise-vm/reprise/internal/cprog"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/linux"
 )
 
 // An unmodified static Linux program runs, records, replays and shows in
@@ -404,4 +405,34 @@ func TestKilledLinuxRecorderLeavesReplayableTape(t *testing.T) {
 	rep := runCLI(t, nil, "replay", "-q", tp)
 	require.Equal(t, 0, rep.code, rep.stderr)
 	require.Contains(t, rep.stderr, "notice: tape ends after")
+}
+
+// A Linux tape names the personality that recorded it: one recorded by
+// another version (which would choose other frames for the same calls) is
+// refused by name, not replayed into a RAM-hash divergence.
+func TestOtherPersonalityIsRefused(t *testing.T) {
+	bb := busybox(t)
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "echo.tape")
+	r := runCLI(t, nil, "record", "-o", tp, "--", bb, "echo", "hi")
+	require.Equal(t, 0, r.code, r.stderr)
+	raw, err := os.ReadFile(tp)
+	require.NoError(t, err)
+	for name, v := range map[string]any{"older": linux.Version - 1, "unversioned": nil} {
+		forged := filepath.Join(dir, name+".tape")
+		require.NoError(t, os.WriteFile(forged, forgeHeader(t, raw, func(h map[string]any) {
+			l := h["linux"].(map[string]any)
+			require.EqualValues(t, linux.Version, l["personality"])
+			if v == nil {
+				delete(l, "personality")
+			} else {
+				l["personality"] = v
+			}
+		}), 0o644))
+		r = runCLI(t, nil, "replay", "-q", forged)
+		require.Equal(t, exitFailure, r.code, "%s: %s", name, r.stderr)
+		require.Contains(t, r.stderr, "of the Linux personality, this is version", name)
+	}
+	r = runCLI(t, nil, "replay", "-q", tp)
+	require.Equal(t, 0, r.code, r.stderr)
 }
