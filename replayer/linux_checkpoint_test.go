@@ -118,7 +118,10 @@ func recordLinuxCheckpoints(t *testing.T, bin string, argv ...string) (string, s
 func TestLinuxCheckpointsKeepVectorRegisters(t *testing.T) {
 	bin := cprog.Build(t, "gcc", "xstate", "-static", "-O1", "-pthread")
 	ck := filepath.Join(t.TempDir(), "prog.ckpt")
-	path, rec, console := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 40 * time.Millisecond, Checkpoints: ck}, nil, bin, "xstate")
+	// 256 MiB: nine threads' 8 MiB stacks are backed when mapped, and in
+	// 64 MiB a process whose siblings' threads still lived could not
+	// create its own (pthread_create: ENOMEM), depending on the timing.
+	path, rec, console := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 40 * time.Millisecond, Checkpoints: ck, MemBytes: 256 << 20}, nil, bin, "xstate")
 	require.Contains(t, console, "registers kept: 9 of 9 threads\n")
 	n := len(rec.Checkpoints)
 	require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")

@@ -48,7 +48,10 @@ func recordLinuxOptions(t *testing.T, o recorder.Options, files []linux.File, bi
 	o.Linux = &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"}, Files: deps,
 		Random: [16]byte{1, 2, 3}, Epoch: time.Unix(1700000000, 0)}
 	o.Output = filepath.Join(t.TempDir(), "prog.tape")
-	o.MemBytes, o.TimerHz, o.Host = 64<<20, 250, recorder.HostOff
+	if o.MemBytes == 0 {
+		o.MemBytes = 64 << 20
+	}
+	o.TimerHz, o.Host = 250, recorder.HostOff
 	var out bytes.Buffer
 	o.Console = &out
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

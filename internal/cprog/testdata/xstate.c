@@ -168,8 +168,13 @@ static void *run(void *arg) {
    and in *frames how many saw good frames. */
 static int process(int index, int *frames) {
 	pthread_t t[threads];
-	for (long i = 0; i < threads; i++)
-		pthread_create(&t[i], 0, run, (void *)(index * threads + i + 1));
+	for (long i = 0; i < threads; i++) {
+		int err = pthread_create(&t[i], 0, run, (void *)(index * threads + i + 1));
+		if (err) {
+			fprintf(stderr, "xstate: process %d: pthread_create: %s\n", index, strerror(err));
+			_exit(100);
+		}
+	}
 	int kept = 0;
 	*frames = 0;
 	for (int i = 0; i < threads; i++) {
