@@ -69,8 +69,11 @@ func TestForgedDigestIsNotPrintedWhole(t *testing.T) {
 	forgeFirstCheckpoint(t, tp+".ckpt", func(c map[string]any) {
 		c["Digest"] = bytes.Repeat([]byte{0xAB}, 1<<20) // JSON: base64, as []byte is
 	})
+	// The checkpoint file is damaged from there on: a plain replay says
+	// it ignores it and replays from boot; the message stays short.
 	r = runCLI(t, nil, "replay", "-q", tp)
-	require.Contains(t, []int{exitDivergence, exitDamaged}, r.code, "a forged digest is a divergence or damage: %.2000s", r.stderr)
+	require.Equal(t, 0, r.code, "%.2000s", r.stderr)
+	require.Contains(t, r.stderr, "field Digest: ignoring it")
 	require.Less(t, len(r.stderr), 4096, "the message: %.2000s", r.stderr)
 	t.Logf("replay of a 1 MiB digest: exit %d, %d bytes on stderr", r.code, len(r.stderr))
 }
