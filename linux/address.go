@@ -302,7 +302,14 @@ const (
 // (a page that had one keeps its contents), and records the range. Where
 // the ranges or the frames fall short it changes nothing.
 func (as *addressSpace) mapRange(start, end uint64, p prot) error {
-	undo, err := as.respan(start, end, p, true, mapLimit)
+	return as.setRange(start, end, p, mapLimit)
+}
+
+// setRange records [start, end) as mapped with p (within limit's count
+// of ranges) and gives its pages p, undoing the first if the second falls
+// short of frames.
+func (as *addressSpace) setRange(start, end uint64, p prot, limit int) error {
+	undo, err := as.respan(start, end, p, true, limit)
 	if err != nil {
 		return err
 	}
@@ -428,15 +435,7 @@ func (as *addressSpace) protect(start, end uint64, p prot) error {
 	if !as.covered(start, end) {
 		return errUnmapped
 	}
-	undo, err := as.respan(start, end, p, true, splitLimit)
-	if err != nil {
-		return err
-	}
-	if err := as.protectPages(start, end, p); err != nil {
-		undo()
-		return err
-	}
-	return nil
+	return as.setRange(start, end, p, splitLimit)
 }
 
 var errUnmapped = fmt.Errorf("range not mapped")

@@ -69,6 +69,13 @@ func runCLIIn(t *testing.T, dir string, args ...string) cliResult {
 	t.Helper()
 	cmd := exec.Command(reprise, args...)
 	cmd.Dir = dir
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd, a reprise however started, and returns its exit
+// status and output; a failure to start it fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) cliResult {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -321,16 +321,8 @@ func packBounded(t *testing.T, tp, out string) (cliResult, int64) {
 	t.Helper()
 	kvmtest.RequireTools(t, "prlimit")
 	cmd := exec.Command("prlimit", fmt.Sprintf("--as=%d", 3<<30), "--", reprise, "pack", tp, "-o", out)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return cliResult{code, stdout.String(), stderr.String()}, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
+	r := runCmd(t, cmd)
+	return r, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
 }
 
 // reprise pack checks each file before holding it, reads a content once
