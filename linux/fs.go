@@ -462,28 +462,38 @@ func Mount(host, guest string) ([]File, error) {
 		return []File{{Guest: clean(guest), Host: abs}}, nil
 	}
 	var out []File
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == abs {
-				return err
-			}
-			return nil // an unreadable entry below: not the program's to see
-		}
-		if d.IsDir() {
-			return nil
-		}
+	err = walkFiles(abs, func(p, rel string) error {
 		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
 			return nil // not a regular file: not something a program reads whole
 		}
 		if len(out) >= maxFiles {
 			return fmt.Errorf("%s holds more than %d files", host, maxFiles)
 		}
-		rel, err := filepath.Rel(abs, p)
-		if err != nil {
-			return err
-		}
 		out = append(out, File{Guest: clean(path.Join(guest, filepath.ToSlash(rel))), Host: p})
 		return nil
 	})
 	return out, err
+}
+
+// walkFiles calls fn with the path, and the path relative to abs, of
+// every entry below the directory abs that is not a directory (Mount,
+// MountRoot). An unreadable entry below abs is skipped: not the
+// program's to see.
+func walkFiles(abs string, fn func(p, rel string) error) error {
+	return filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == abs {
+				return err
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(abs, p)
+		if err != nil {
+			return err
+		}
+		return fn(p, rel)
+	})
 }

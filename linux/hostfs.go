@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -42,20 +41,7 @@ func MountRoot(root string) ([]File, error) {
 	defer unix.Close(dir)
 	var out []File
 	var held int64
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == abs {
-				return err
-			}
-			return nil // an unreadable entry below: not the program's to see
-		}
-		if d.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(abs, p)
-		if err != nil {
-			return err
-		}
+	err = walkFiles(abs, func(p, rel string) error {
 		f, err := openInRoot(dir, abs, rel)
 		if f == nil || err != nil {
 			return err
