@@ -3,10 +3,11 @@ package linux
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/reprise-vm/reprise/abi"
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/reprise-vm/reprise/abi"
 
 	"github.com/reprise-vm/reprise/vmm/memory"
 	"github.com/reprise-vm/reprise/vmm/x86"

@@ -26,59 +26,9 @@ const (
 	futexClockRealtime = 256
 )
 
-func init() {
-	register(unix.SYS_FUTEX, "futex", 6, sysFutex)
-}
-
-func sysFutex(k *Kernel, a args) (uint64, error) {
-	addr, op, val := a[0], a[1], uint32(a[2])
-	if addr%4 != 0 {
-		return 0, unix.EINVAL
-	}
-	switch op & futexCmdMask {
-	case futexWait:
-		return k.futexWaitOn(addr, val, ^uint32(0), a[3], false, op&futexClockRealtime != 0)
-	case futexWaitBitset:
-		if a[5] == 0 {
-			return 0, unix.EINVAL
-		}
-		return k.futexWaitOn(addr, val, uint32(a[5]), a[3], true, op&futexClockRealtime != 0)
-	case futexWake:
-		return k.futexWake(addr, int(val), ^uint32(0)), nil
-	case futexWakeBitset:
-		if a[5] == 0 {
-			return 0, unix.EINVAL
-		}
-		return k.futexWake(addr, int(val), uint32(a[5])), nil
-	case futexRequeue, futexCmpRequeue:
-		if op&futexCmdMask == futexCmpRequeue {
-			cur, err := k.loadUint32(addr)
-			if err != nil {
-				return 0, err
-			}
-			if cur != uint32(a[5]) {
-				return 0, unix.EAGAIN
-			}
-		}
-		woken := k.futexWake(addr, int(val), ^uint32(0))
-		moved := uint64(0)
-		for _, t := range k.threads {
-			if moved >= a[3] {
-				break
-			}
-			if k.waitsOn(t, addr) {
-				t.futexAddr = a[4]
-				moved++
-			}
-		}
-		return woken + moved, nil
-	}
-	return 0, unix.ENOSYS
-}
-
-func (k *Kernel) loadUint32(addr uint64) (uint32, error) {
+func (t *thread) loadUint32(addr uint64) (uint32, error) {
 	var b [4]byte
-	if err := k.proc().as.read(addr, b[:]); err != nil {
+	if err := t.proc.as.read(addr, b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	return binary.LittleEndian.Uint32(b[:]), nil
@@ -87,8 +37,8 @@ func (k *Kernel) loadUint32(addr uint64) (uint32, error) {
 // futexWaitOn blocks the current thread on addr if it still holds val,
 // until a wake matching mask or the timeout at ts (relative, or absolute
 // on the chosen clock).
-func (k *Kernel) futexWaitOn(addr uint64, val, mask uint32, ts uint64, absolute, realtime bool) (uint64, error) {
-	cur, err := k.loadUint32(addr)
+func (t *thread) futexWaitOn(addr uint64, val, mask uint32, ts uint64, absolute, realtime bool) (uint64, error) {
+	cur, err := t.loadUint32(addr)
 	if err != nil {
 		return 0, err
 	}
@@ -97,7 +47,7 @@ func (k *Kernel) futexWaitOn(addr uint64, val, mask uint32, ts uint64, absolute,
 	}
 	var deadline time.Duration
 	if ts != 0 {
-		d, err := k.readTimespec(ts)
+		d, err := t.readTimespec(ts)
 		if err != nil {
 			return 0, err
 		}
@@ -105,7 +55,7 @@ func (k *Kernel) futexWaitOn(addr uint64, val, mask uint32, ts uint64, absolute,
 		if realtime {
 			clk = unix.CLOCK_REALTIME
 		}
-		now, err := k.now(clk)
+		now, err := t.k.now(clk)
 		if err != nil {
 			return 0, err
 		}
@@ -115,15 +65,14 @@ func (k *Kernel) futexWaitOn(addr uint64, val, mask uint32, ts uint64, absolute,
 		if d <= 0 {
 			return 0, unix.ETIMEDOUT
 		}
-		mono, err := k.now(unix.CLOCK_MONOTONIC)
+		mono, err := t.k.now(unix.CLOCK_MONOTONIC)
 		if err != nil {
 			return 0, err
 		}
 		deadline = mono + d
 	}
-	t := k.current()
 	t.futexAddr, t.futexMask = addr, mask
-	k.block(deadline, unix.ETIMEDOUT)
+	t.k.block(deadline, unix.ETIMEDOUT)
 	return 0, nil // what a wake returns; a timeout replaces it
 }
 

@@ -2,11 +2,6 @@ package linux
 
 import "golang.org/x/sys/unix"
 
-func init() {
-	register(unix.SYS_PIPE, "pipe", 1, func(k *Kernel, a args) (uint64, error) { return sysPipe2(k, args{a[0], 0}) })
-	register(unix.SYS_PIPE2, "pipe2", 2, sysPipe2)
-}
-
 // A pipe's capacity: Linux's default, and what a pipe made while the
 // program's pipes hold more than pipe-user-pages-soft (16 384 pages) gets
 // instead (two pages).
@@ -29,46 +24,6 @@ type pipe struct {
 	readers, writers int
 }
 
-func sysPipe2(k *Kernel, a args) (uint64, error) {
-	if a[1]&^(unix.O_CLOEXEC|unix.O_NONBLOCK) != 0 {
-		return 0, unix.EINVAL
-	}
-	// Each open pipe charges its capacity, as Linux accounts a user's
-	// pipe pages: past the soft limit a new pipe is small, past the hard
-	// one (the budget's) pipe fails with ENFILE.
-	p := &pipe{capacity: pipeCapacity, readers: 1, writers: 1}
-	if k.budget[pipeBytes]+pipeCapacity > pipeSoftBytes {
-		p.capacity = smallPipeCapacity
-	}
-	if err := k.budget.charge(pipeBytes, int64(p.capacity)); err != nil {
-		return 0, err
-	}
-	cloexec := a[1]&unix.O_CLOEXEC != 0
-	r := &openFile{pipe: p, flags: unix.O_RDONLY | a[1]&unix.O_NONBLOCK}
-	w := &openFile{pipe: p, flags: unix.O_WRONLY | a[1]&unix.O_NONBLOCK}
-	fds := k.proc().fds
-	rfd, err := fds.install(r, cloexec, 0)
-	if err != nil {
-		k.budget.release(pipeBytes, int64(p.capacity))
-		return 0, err
-	}
-	wfd, err := fds.install(w, cloexec, 0)
-	if err != nil {
-		p.closeEnd(k, true) // the write end, never installed
-		fds.close(k, rfd)
-		return 0, err
-	}
-	var b [8]byte
-	b[0], b[1], b[2], b[3] = byte(rfd), byte(rfd>>8), byte(rfd>>16), byte(rfd>>24)
-	b[4], b[5], b[6], b[7] = byte(wfd), byte(wfd>>8), byte(wfd>>16), byte(wfd>>24)
-	if err := k.proc().as.write(a[0], b[:]); err != nil {
-		fds.close(k, rfd)
-		fds.close(k, wfd)
-		return 0, memErr(err)
-	}
-	return 0, nil
-}
-
 // read takes up to len(b) bytes; an empty pipe with writers blocks.
 func (p *pipe) read(k *Kernel, f *openFile, b []byte) (int, error) {
 	if len(p.buf) == 0 {
@@ -78,7 +33,7 @@ func (p *pipe) read(k *Kernel, f *openFile, b []byte) (int, error) {
 		case f.flags&unix.O_NONBLOCK != 0:
 			return 0, unix.EAGAIN
 		}
-		return 0, k.blockOn(p)
+		return 0, k.current().blockOn(p)
 	}
 	n := copy(b, p.buf)
 	p.buf = p.buf[n:]
@@ -99,7 +54,7 @@ func (p *pipe) write(k *Kernel, f *openFile, b []byte) (int, error) {
 	case len(p.buf) >= p.capacity && f.flags&unix.O_NONBLOCK != 0:
 		return 0, unix.EAGAIN
 	case len(p.buf) >= p.capacity:
-		return 0, k.blockOn(p)
+		return 0, k.current().blockOn(p)
 	}
 	n := min(len(b), p.capacity-len(p.buf))
 	if p.store == nil { // first written, or restored from a checkpoint

@@ -284,7 +284,7 @@ func (r *restorer) restore() error {
 	}
 	threads := make([]*thread, len(s.Threads))
 	for i, st := range s.Threads {
-		t := &thread{tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, xsave: st.XSave,
+		t := &thread{k: k, tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, xsave: st.XSave,
 			fsBase: st.FSBase, clearTID: st.ClearTID, futexAddr: st.FutexAddr, futexMask: st.FutexMask, deadline: st.Deadline,
 			wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
 			sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,

@@ -94,27 +94,3 @@ func (s *altStack) set(next altStack, sp uint64) error {
 	*s = next
 	return nil
 }
-
-// sysSigaltstack is sigaltstack(ss, old_ss): the old stack as it was,
-// the new one set.
-func sysSigaltstack(k *Kernel, a args) (uint64, error) {
-	t := k.current()
-	sp := k.m.VCPU().SyncedRegs().RSP
-	var b [stackTBytes]byte
-	old := t.altstack
-	if a[0] != 0 {
-		if err := t.proc.as.read(a[0], b[:]); err != nil {
-			return 0, memErr(err)
-		}
-		if err := t.altstack.set(altStackOf(b[:]), sp); err != nil {
-			return 0, err
-		}
-	}
-	if a[1] != 0 {
-		old.report(b[:], sp)
-		if err := t.proc.as.write(a[1], b[:]); err != nil {
-			return 0, memErr(err)
-		}
-	}
-	return 0, nil
-}

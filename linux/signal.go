@@ -8,18 +8,6 @@ import (
 	"github.com/reprise-vm/reprise/kvm"
 )
 
-func init() {
-	register(unix.SYS_RT_SIGACTION, "rt_sigaction", 4, sysRtSigaction)
-	register(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", 4, sysRtSigprocmask)
-	register(unix.SYS_RT_SIGRETURN, "rt_sigreturn", 0, sysRtSigreturn)
-	register(unix.SYS_SIGALTSTACK, "sigaltstack", 2, sysSigaltstack)
-	register(unix.SYS_PAUSE, "pause", 0, func(k *Kernel, a args) (uint64, error) { return 0, k.blockOn(sigWait{}) })
-	register(unix.SYS_RT_SIGSUSPEND, "rt_sigsuspend", 2, sysRtSigsuspend)
-	register(unix.SYS_TGKILL, "tgkill", 3, func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[1])), a[2], true) })
-	register(unix.SYS_TKILL, "tkill", 2, func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], true) })
-	register(unix.SYS_KILL, "kill", 2, func(k *Kernel, a args) (uint64, error) { return k.kill(int64(int32(a[0])), a[1], false) })
-}
-
 // Signals are delivered to handlers as Linux delivers them: a frame on the
 // thread's stack (struct rt_sigframe: the return address of the handler's
 // SA_RESTORER, a ucontext with the interrupted registers, mask and FPU
@@ -61,87 +49,22 @@ var unblockable = sigbit(uint64(unix.SIGKILL)) | sigbit(uint64(unix.SIGSTOP))
 // ignoredByDefault are the signals whose default action is to do nothing.
 var ignoredByDefault = sigbit(uint64(unix.SIGCHLD)) | sigbit(uint64(unix.SIGURG)) | sigbit(uint64(unix.SIGWINCH)) | sigbit(uint64(unix.SIGCONT))
 
-func sysRtSigaction(k *Kernel, a args) (uint64, error) {
-	sig := a[0]
-	if sig == 0 || sig > maxSignal || a[3] != 8 {
-		return 0, unix.EINVAL
-	}
-	p := k.proc()
-	if a[2] != 0 {
-		old := p.sigactions[sig]
-		var b [32]byte
-		for i, v := range []uint64{old.handler, old.flags, old.restorer, old.mask} {
-			binary.LittleEndian.PutUint64(b[i*8:], v)
-		}
-		if err := p.as.write(a[2], b[:]); err != nil {
-			return 0, memErr(err)
-		}
-	}
-	if a[1] != 0 {
-		if sigbit(sig)&unblockable != 0 {
-			return 0, unix.EINVAL
-		}
-		var b [32]byte
-		if err := p.as.read(a[1], b[:]); err != nil {
-			return 0, memErr(err)
-		}
-		le := binary.LittleEndian
-		act := sigaction{handler: le.Uint64(b[:]), flags: le.Uint64(b[8:]), restorer: le.Uint64(b[16:]), mask: le.Uint64(b[24:])}
-		if act.handler > sigIGN && act.flags&saRestorer == 0 {
-			return 0, unix.EINVAL // x86-64 handlers return through their restorer
-		}
-		p.sigactions[sig] = act
-	}
-	return 0, nil
-}
-
-func sysRtSigprocmask(k *Kernel, a args) (uint64, error) {
-	t := k.current()
-	if a[3] != 8 {
-		return 0, unix.EINVAL
-	}
-	if a[2] != 0 {
-		if err := k.proc().as.putUint64(a[2], t.sigmask); err != nil {
-			return 0, memErr(err)
-		}
-	}
-	if a[1] == 0 {
-		return 0, nil
-	}
-	var b [8]byte
-	if err := k.proc().as.read(a[1], b[:]); err != nil {
-		return 0, memErr(err)
-	}
-	set := binary.LittleEndian.Uint64(b[:]) &^ unblockable
-	switch a[0] {
-	case unix.SIG_BLOCK:
-		t.sigmask |= set
-	case unix.SIG_UNBLOCK:
-		t.sigmask &^= set
-	case unix.SIG_SETMASK:
-		t.sigmask = set
-	default:
-		return 0, unix.EINVAL
-	}
-	return 0, nil
-}
-
 // kill sends sig to the thread tid (thread), or to the process whose pid
 // it is, where its first thread not blocking it takes it.
-func (k *Kernel) kill(id int64, sig uint64, toThread bool) (uint64, error) {
+func (t *thread) kill(id int64, sig uint64, toThread bool) (uint64, error) {
 	if sig > maxSignal {
 		return 0, unix.EINVAL
 	}
 	var target *thread
-	for _, t := range k.threads {
-		if t.state == exited {
+	for _, o := range t.k.threads {
+		if o.state == exited {
 			continue
 		}
 		switch {
-		case toThread && int64(t.tid) == id:
-			target = t
-		case !toThread && (id == -1 || id == 0 || int64(t.proc.pid) == id) && target == nil:
-			target = t
+		case toThread && int64(o.tid) == id:
+			target = o
+		case !toThread && (id == -1 || id == 0 || int64(o.proc.pid) == id) && target == nil:
+			target = o
 		}
 	}
 	if target == nil {
@@ -150,7 +73,7 @@ func (k *Kernel) kill(id int64, sig uint64, toThread bool) (uint64, error) {
 	if sig == 0 {
 		return 0, nil
 	}
-	return 0, k.signal(target, sig, siginfo(sig, siTkill, uint64(k.proc().pid)))
+	return 0, t.k.signal(target, sig, siginfo(sig, siTkill, uint64(t.proc.pid)))
 }
 
 // siginfo is a struct siginfo for a signal sent by pid (si_pid, si_uid),
@@ -193,30 +116,6 @@ func (k *Kernel) signal(t *thread, sig uint64, info [128]byte) error {
 // sigWait is what pause and rt_sigsuspend wait on: only a signal wakes
 // them, and they always return EINTR.
 type sigWait struct{}
-
-// sysRtSigsuspend waits for a signal with the mask set given, the
-// thread's own mask coming back when the handler returns.
-func sysRtSigsuspend(k *Kernel, a args) (uint64, error) {
-	if a[1] != 8 {
-		return 0, unix.EINVAL
-	}
-	var b [8]byte
-	if err := k.proc().as.read(a[0], b[:]); err != nil {
-		return 0, memErr(err)
-	}
-	t := k.current()
-	if t.waitKey == nil { // not reissued after a wake that was no signal
-		t.savedMask, t.suspended = t.sigmask, true
-		t.sigmask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
-	}
-	if t.pending&^t.sigmask != 0 {
-		// A signal the new mask lets through is pending already (a child
-		// that exited while SIGCHLD was blocked): its handler runs now.
-		t.waitKey = nil
-		return 0, unix.EINTR
-	}
-	return 0, k.blockOn(sigWait{})
-}
 
 // interrupt wakes a thread blocked in a call for a signal: a call that
 // restarts when woken runs again if restart says so; otherwise, and for
@@ -339,52 +238,4 @@ func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction)
 	regs.RFLAGS &^= 1 << 10 // DF clear, as the ABI wants on entry
 	k.m.VCPU().MarkRegsDirty()
 	return nil
-}
-
-// sysRtSigreturn restores the context the handler's frame saved (the
-// handler returned through its restorer: the frame's ucontext is at rsp):
-// registers, signal mask, extended state and alternate stack. A frame it
-// cannot read or restore kills the process with SIGSEGV, as Linux's
-// badframe path does.
-func sysRtSigreturn(k *Kernel, a args) (uint64, error) {
-	c := k.m.VCPU()
-	regs := c.SyncedRegs()
-	t := k.current()
-	bad := func() (uint64, error) { return 0, k.killProcess(t.proc, uint64(unix.SIGSEGV)) }
-	uc := make([]byte, 304)
-	if err := t.proc.as.read(regs.RSP, uc); err != nil {
-		return bad()
-	}
-	le := binary.LittleEndian
-	mc := uc[40:]
-	get := func(i int) uint64 { return le.Uint64(mc[i*8:]) }
-	saved := kvm.Regs{R8: get(0), R9: get(1), R10: get(2), R11: get(3), R12: get(4), R13: get(5), R14: get(6), R15: get(7),
-		RDI: get(8), RSI: get(9), RBP: get(10), RBX: get(11), RDX: get(12), RAX: get(13), RCX: get(14), RSP: get(15), RIP: get(16)}
-	// The program's own flags only: no IOPL, no VM, interrupts on.
-	const userFlags = 0xcd5 | 1<<10 | 1<<18 | 1<<21 // CF PF AF ZF SF TF DF OF, AC, ID
-	saved.RFLAGS = get(17)&userFlags | 1<<9 | 1<<1
-	xsave := k.xsave.initial() // no fpstate: the initial state, as Linux
-	if fp := le.Uint64(mc[184:]); fp != 0 {
-		legacy := make([]byte, legacyBytes)
-		if err := t.proc.as.read(fp, legacy); err != nil {
-			return bad()
-		}
-		b := make([]byte, k.xsave.frameSize(legacy))
-		if err := t.proc.as.read(fp, b); err != nil {
-			return bad()
-		}
-		var ok bool
-		if xsave, ok = k.xsave.fromFrame(b); !ok {
-			return bad()
-		}
-	}
-	if err := c.SetXSave(&xsave); err != nil {
-		return 0, err
-	}
-	t.sigmask = le.Uint64(uc[296:]) &^ unblockable
-	_ = t.altstack.set(altStackOf(uc[16:]), saved.RSP) // what it refuses is ignored, as Linux's restore_altstack does
-	*regs = saved
-	c.MarkRegsDirty()
-	k.returned = true // the registers are the restored context's: Exit leaves them
-	return 0, nil
 }

@@ -7,57 +7,46 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(unix.SYS_READ, "read", 3, sysRead)
-	register(unix.SYS_PREAD64, "pread64", 4, sysPread)
-	register(unix.SYS_READV, "readv", 3, sysReadv)
-	register(unix.SYS_WRITE, "write", 3, sysWrite)
-	register(unix.SYS_PWRITE64, "pwrite64", 4, sysPwrite)
-	register(unix.SYS_WRITEV, "writev", 3, sysWritev)
-	register(unix.SYS_LSEEK, "lseek", 3, sysLseek)
-	register(unix.SYS_CLOSE, "close", 1, sysClose)
-	register(unix.SYS_OPENAT, "openat", 4, sysOpenat)
-	register(unix.SYS_OPEN, "open", 3, func(k *Kernel, a args) (uint64, error) { return sysOpenat(k, args{atFDCWD, a[0], a[1], a[2]}) })
-	register(unix.SYS_CREAT, "creat", 2, func(k *Kernel, a args) (uint64, error) {
-		return sysOpenat(k, args{atFDCWD, a[0], unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, a[1]})
-	})
-	register(unix.SYS_IOCTL, "ioctl", 3, sysIoctl)
-	register(unix.SYS_FCNTL, "fcntl", 3, sysFcntl)
-	register(unix.SYS_DUP, "dup", 1, func(k *Kernel, a args) (uint64, error) { return sysFcntl(k, args{a[0], unix.F_DUPFD, 0}) })
-	register(unix.SYS_DUP2, "dup2", 2, func(k *Kernel, a args) (uint64, error) { return k.dup3(a[0], a[1], 0, true) })
-	register(unix.SYS_DUP3, "dup3", 3, func(k *Kernel, a args) (uint64, error) { return k.dup3(a[0], a[1], a[2], false) })
-	register(unix.SYS_GETDENTS64, "getdents64", 3, sysGetdents64)
-	register(unix.SYS_UNLINK, "unlink", 1, func(k *Kernel, a args) (uint64, error) { return sysUnlinkat(k, args{atFDCWD, a[0], 0}) })
-	register(unix.SYS_UNLINKAT, "unlinkat", 3, sysUnlinkat)
-	register(unix.SYS_RMDIR, "rmdir", 1, func(k *Kernel, a args) (uint64, error) {
-		return sysUnlinkat(k, args{atFDCWD, a[0], unix.AT_REMOVEDIR})
-	})
-	register(unix.SYS_MKDIR, "mkdir", 2, func(k *Kernel, a args) (uint64, error) { return sysMkdirat(k, args{atFDCWD, a[0], a[1]}) })
-	register(unix.SYS_MKDIRAT, "mkdirat", 3, sysMkdirat)
-	register(unix.SYS_ACCESS, "access", 2, func(k *Kernel, a args) (uint64, error) { return sysFaccessat(k, args{atFDCWD, a[0], a[1]}) })
-	register(unix.SYS_FACCESSAT, "faccessat", 3, sysFaccessat)
-	register(unix.SYS_FACCESSAT2, "faccessat2", 4, sysFaccessat)
-	register(unix.SYS_READLINK, "readlink", 3, func(k *Kernel, a args) (uint64, error) { return sysReadlinkat(k, args{atFDCWD, a[0], a[1], a[2]}) })
-	register(unix.SYS_READLINKAT, "readlinkat", 4, sysReadlinkat)
-	register(unix.SYS_GETCWD, "getcwd", 2, sysGetcwd)
-	register(unix.SYS_CHDIR, "chdir", 1, sysChdir)
-	register(unix.SYS_SENDFILE, "sendfile", 4, sysSendfile)
+func sysOpen(t *thread, a args) (uint64, error) { return sysOpenat(t, args{atFDCWD, a[0], a[1], a[2]}) }
+
+func sysCreat(t *thread, a args) (uint64, error) {
+	return sysOpenat(t, args{atFDCWD, a[0], unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, a[1]})
+}
+
+func sysDup(t *thread, a args) (uint64, error) { return sysFcntl(t, args{a[0], unix.F_DUPFD, 0}) }
+
+func sysDup2(t *thread, a args) (uint64, error) { return t.dup3(a[0], a[1], 0, true) }
+
+func sysDup3(t *thread, a args) (uint64, error) { return t.dup3(a[0], a[1], a[2], false) }
+
+func sysUnlink(t *thread, a args) (uint64, error) { return sysUnlinkat(t, args{atFDCWD, a[0], 0}) }
+
+func sysRmdir(t *thread, a args) (uint64, error) {
+	return sysUnlinkat(t, args{atFDCWD, a[0], unix.AT_REMOVEDIR})
+}
+
+func sysMkdir(t *thread, a args) (uint64, error) { return sysMkdirat(t, args{atFDCWD, a[0], a[1]}) }
+
+func sysAccess(t *thread, a args) (uint64, error) { return sysFaccessat(t, args{atFDCWD, a[0], a[1]}) }
+
+func sysReadlink(t *thread, a args) (uint64, error) {
+	return sysReadlinkat(t, args{atFDCWD, a[0], a[1], a[2]})
 }
 
 // sysSendfile copies up to count bytes from in_fd (at *offset if given,
 // which then advances, else at and advancing its own offset) to out_fd,
 // checking its arguments in the order Linux's do_sendfile does.
-func sysSendfile(k *Kernel, a args) (uint64, error) {
+func sysSendfile(t *thread, a args) (uint64, error) {
 	count := a[3]
 	var at int64
 	if a[2] != 0 {
 		var b [8]byte
-		if err := k.proc().as.read(a[2], b[:]); err != nil {
+		if err := t.proc.as.read(a[2], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 		at = int64(binary.LittleEndian.Uint64(b[:]))
 	}
-	fds := k.proc().fds
+	fds := t.proc.fds
 	in, err := fds.get(a[1])
 	switch {
 	case err != nil:
@@ -90,11 +79,11 @@ func sysSendfile(k *Kernel, a args) (uint64, error) {
 		}
 	}
 	buf := make([]byte, min(count, maxIO))
-	n, err := k.readFile(in, buf, at)
+	n, err := t.k.readFile(in, buf, at)
 	if err != nil {
 		return 0, err
 	}
-	w, err := k.writeFile(out, buf[:n], out.off)
+	w, err := t.k.writeFile(out, buf[:n], out.off)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +91,7 @@ func sysSendfile(k *Kernel, a args) (uint64, error) {
 		out.off += int64(w)
 	}
 	if a[2] != 0 {
-		return uint64(w), memErr(k.proc().as.putUint64(a[2], uint64(at+int64(w))))
+		return uint64(w), memErr(t.proc.as.putUint64(a[2], uint64(at+int64(w))))
 	}
 	in.off = at + int64(w)
 	return uint64(w), nil
@@ -140,8 +129,8 @@ func verifyArea(pos int64, count uint64) error {
 
 // path reads a path argument. Relative paths resolve from dirfd, which
 // must be AT_FDCWD (the working directory is /) or an open directory.
-func (k *Kernel) path(dirfd, va uint64) (string, error) {
-	p, err := k.proc().as.readString(va, unix.PathMax)
+func (t *thread) path(dirfd, va uint64) (string, error) {
+	p, err := t.proc.as.readString(va, unix.PathMax)
 	if err != nil {
 		return "", memErr(err)
 	}
@@ -151,14 +140,14 @@ func (k *Kernel) path(dirfd, va uint64) (string, error) {
 	if p[0] == '/' || dirfd == atFDCWD {
 		return p, nil
 	}
-	d, err := k.proc().fds.get(dirfd)
+	d, err := t.proc.fds.get(dirfd)
 	if err != nil {
 		return "", err
 	}
 	if d.node == nil || !d.node.dir {
 		return "", unix.ENOTDIR
 	}
-	dir, ok := k.dirPath(d.node)
+	dir, ok := t.k.dirPath(d.node)
 	if !ok {
 		return "", unix.ENOENT
 	}
@@ -239,11 +228,11 @@ func (f *openFile) seekable() bool { return f.node != nil }
 // rw moves up to n bytes between the guest buffer at va and the file fd:
 // at *pos (pread, pwrite), or at and advancing the file's offset (pos
 // nil). Its arguments are checked in the order Linux checks them.
-func (k *Kernel) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
+func (t *thread) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
 	if pos != nil && *pos < 0 {
 		return 0, unix.EINVAL // before the descriptor
 	}
-	f, err := k.proc().fds.get(fd)
+	f, err := t.proc.fds.get(fd)
 	switch {
 	case err != nil:
 		return 0, err
@@ -272,14 +261,14 @@ func (k *Kernel) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
 	b := make([]byte, min(n, maxIO))
 	var done int
 	if write {
-		if err := k.proc().as.read(va, b); err != nil {
+		if err := t.proc.as.read(va, b); err != nil {
 			return 0, memErr(err)
 		}
-		done, err = k.writeFile(f, b, at)
+		done, err = t.k.writeFile(f, b, at)
 	} else {
-		done, err = k.readFile(f, b, at)
+		done, err = t.k.readFile(f, b, at)
 		if err == nil {
-			err = memErr(k.proc().as.write(va, b[:done]))
+			err = memErr(t.proc.as.write(va, b[:done]))
 		}
 	}
 	if err != nil {
@@ -291,15 +280,15 @@ func (k *Kernel) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
 	return uint64(done), nil
 }
 
-func sysRead(k *Kernel, a args) (uint64, error)  { return k.rw(a[0], a[1], a[2], nil, false) }
-func sysWrite(k *Kernel, a args) (uint64, error) { return k.rw(a[0], a[1], a[2], nil, true) }
-func sysPread(k *Kernel, a args) (uint64, error) {
+func sysRead(t *thread, a args) (uint64, error)  { return t.rw(a[0], a[1], a[2], nil, false) }
+func sysWrite(t *thread, a args) (uint64, error) { return t.rw(a[0], a[1], a[2], nil, true) }
+func sysPread(t *thread, a args) (uint64, error) {
 	pos := int64(a[3])
-	return k.rw(a[0], a[1], a[2], &pos, false)
+	return t.rw(a[0], a[1], a[2], &pos, false)
 }
-func sysPwrite(k *Kernel, a args) (uint64, error) {
+func sysPwrite(t *thread, a args) (uint64, error) {
 	pos := int64(a[3])
-	return k.rw(a[0], a[1], a[2], &pos, true)
+	return t.rw(a[0], a[1], a[2], &pos, true)
 }
 
 // maxIOV is IOV_MAX.
@@ -313,8 +302,8 @@ type iovec struct{ base, len uint64 }
 // as a ssize_t is EINVAL, one outside user space EFAULT, and the total is
 // clamped to MAX_RW_COUNT. Then it moves segment by segment, stopping at a
 // short transfer.
-func (k *Kernel) vectored(fd, va, count uint64, write bool) (uint64, error) {
-	f, err := k.proc().fds.get(fd)
+func (t *thread) vectored(fd, va, count uint64, write bool) (uint64, error) {
+	f, err := t.proc.fds.get(fd)
 	switch {
 	case err != nil:
 		return 0, err
@@ -326,7 +315,7 @@ func (k *Kernel) vectored(fd, va, count uint64, write bool) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	raw := make([]byte, count*16)
-	if err := k.proc().as.read(va, raw); err != nil {
+	if err := t.proc.as.read(va, raw); err != nil {
 		return 0, memErr(err)
 	}
 	segs := make([]iovec, count)
@@ -365,7 +354,7 @@ func (k *Kernel) vectored(fd, va, count uint64, write bool) (uint64, error) {
 			continue
 		}
 		want := min(s.len, maxIO-done)
-		n, err := k.rw(fd, s.base, want, nil, write)
+		n, err := t.rw(fd, s.base, want, nil, write)
 		if err != nil {
 			if done > 0 {
 				return done, nil
@@ -380,14 +369,14 @@ func (k *Kernel) vectored(fd, va, count uint64, write bool) (uint64, error) {
 	return done, nil
 }
 
-func sysReadv(k *Kernel, a args) (uint64, error)  { return k.vectored(a[0], a[1], a[2], false) }
-func sysWritev(k *Kernel, a args) (uint64, error) { return k.vectored(a[0], a[1], a[2], true) }
+func sysReadv(t *thread, a args) (uint64, error)  { return t.vectored(a[0], a[1], a[2], false) }
+func sysWritev(t *thread, a args) (uint64, error) { return t.vectored(a[0], a[1], a[2], true) }
 
 // sysLseek moves a file's offset as tmpfs does (generic_file_llseek_size
 // up to MAX_LFS_FILESIZE; a directory's as dcache_dir_lseek). A device's
 // offset stays 0 (null_lseek); a pipe or the console has none.
-func sysLseek(k *Kernel, a args) (uint64, error) {
-	f, err := k.proc().fds.get(a[0])
+func sysLseek(t *thread, a args) (uint64, error) {
+	f, err := t.proc.fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
@@ -443,11 +432,11 @@ func seekDir(f *openFile, off int64, whence uint64) (uint64, error) {
 	return uint64(off), nil
 }
 
-func sysClose(k *Kernel, a args) (uint64, error) {
-	if _, err := k.proc().fds.get(a[0]); err != nil {
+func sysClose(t *thread, a args) (uint64, error) {
+	if _, err := t.proc.fds.get(a[0]); err != nil {
 		return 0, err
 	}
-	k.proc().fds.close(k, int(a[0]))
+	t.proc.fds.close(t.k, int(a[0]))
 	return 0, nil
 }
 
@@ -455,15 +444,15 @@ func sysClose(k *Kernel, a args) (uint64, error) {
 // open refuses in its order: O_CREAT with a trailing slash (EISDIR), an
 // existing file with O_CREAT|O_EXCL, a directory with O_CREAT or for
 // writing, a file with O_DIRECTORY.
-func sysOpenat(k *Kernel, a args) (uint64, error) {
-	p, err := k.path(a[0], a[1])
+func sysOpenat(t *thread, a args) (uint64, error) {
+	p, err := t.path(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
 	flags := a[2]
 	creat := flags&unix.O_CREAT != 0
 	if creat {
-		e, err := k.fs.parent(p)
+		e, err := t.k.fs.parent(p)
 		if err != nil {
 			return 0, err
 		}
@@ -471,10 +460,10 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 			return 0, unix.EISDIR
 		}
 	}
-	n, err := k.fs.lookup(p)
+	n, err := t.k.fs.lookup(p)
 	switch {
 	case err == unix.ENOENT && creat:
-		if n, err = k.fs.add(p, nil, uint32(a[3])&0o777); err != nil {
+		if n, err = t.k.fs.add(p, nil, uint32(a[3])&0o777); err != nil {
 			return 0, unix.ENOSPC
 		}
 		n.written = true
@@ -490,11 +479,11 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.EISDIR
 	}
 	if flags&unix.O_TRUNC != 0 && !n.dir && n.dev == nil && flags&unix.O_ACCMODE != unix.O_RDONLY {
-		k.budget.release(fileBytes, int64(len(n.data)))
-		k.moveContents(n, nil)
+		t.k.budget.release(fileBytes, int64(len(n.data)))
+		t.k.moveContents(n, nil)
 		n.written = true
 	}
-	fd, err := k.proc().fds.install(&openFile{node: n, path: p, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
+	fd, err := t.proc.fds.install(&openFile{node: n, path: p, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
 	if err == nil {
 		n.opens++
 	}
@@ -502,25 +491,25 @@ func sysOpenat(k *Kernel, a args) (uint64, error) {
 }
 
 // sysIoctl: no descriptor is a terminal.
-func sysIoctl(k *Kernel, a args) (uint64, error) {
-	if _, err := k.proc().fds.get(a[0]); err != nil {
+func sysIoctl(t *thread, a args) (uint64, error) {
+	if _, err := t.proc.fds.get(a[0]); err != nil {
 		return 0, err
 	}
 	return 0, unix.ENOTTY
 }
 
-func sysFcntl(k *Kernel, a args) (uint64, error) {
-	f, err := k.proc().fds.get(a[0])
+func sysFcntl(t *thread, a args) (uint64, error) {
+	f, err := t.proc.fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	e := k.proc().fds[int(a[0])]
+	e := t.proc.fds[int(a[0])]
 	switch a[1] {
 	case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
 		if a[2] >= maxFDs {
 			return 0, unix.EINVAL
 		}
-		fd, err := k.proc().fds.install(f, a[1] == unix.F_DUPFD_CLOEXEC, int(a[2]))
+		fd, err := t.proc.fds.install(f, a[1] == unix.F_DUPFD_CLOEXEC, int(a[2]))
 		return uint64(fd), err
 	case unix.F_GETFD:
 		if e.cloexec {
@@ -540,8 +529,8 @@ func sysFcntl(k *Kernel, a args) (uint64, error) {
 	return 0, unix.EINVAL
 }
 
-func (k *Kernel) dup3(oldfd, newfd, flags uint64, dup2 bool) (uint64, error) {
-	f, err := k.proc().fds.get(oldfd)
+func (t *thread) dup3(oldfd, newfd, flags uint64, dup2 bool) (uint64, error) {
+	f, err := t.proc.fds.get(oldfd)
 	if err != nil {
 		return 0, err
 	}
@@ -553,14 +542,14 @@ func (k *Kernel) dup3(oldfd, newfd, flags uint64, dup2 bool) (uint64, error) {
 	case oldfd == newfd || flags&^unix.O_CLOEXEC != 0:
 		return 0, unix.EINVAL
 	}
-	k.proc().fds.close(k, int(newfd))
+	t.proc.fds.close(t.k, int(newfd))
 	f.refs++
-	k.proc().fds[int(newfd)] = &fdEntry{file: f, cloexec: flags&unix.O_CLOEXEC != 0}
+	t.proc.fds[int(newfd)] = &fdEntry{file: f, cloexec: flags&unix.O_CLOEXEC != 0}
 	return newfd, nil
 }
 
-func sysGetdents64(k *Kernel, a args) (uint64, error) {
-	f, err := k.proc().fds.get(a[0])
+func sysGetdents64(t *thread, a args) (uint64, error) {
+	f, err := t.proc.fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
@@ -593,24 +582,24 @@ func sysGetdents64(k *Kernel, a args) (uint64, error) {
 		copy(rec[19:], name)
 		out = append(out, rec...)
 	}
-	return uint64(len(out)), memErr(k.proc().as.write(a[1], out))
+	return uint64(len(out)), memErr(t.proc.as.write(a[1], out))
 }
 
 // parentOf resolves a path argument to the entry it creates, removes or
 // renames.
-func (k *Kernel) parentOf(dirfd, va uint64) (entry, error) {
-	p, err := k.path(dirfd, va)
+func (t *thread) parentOf(dirfd, va uint64) (entry, error) {
+	p, err := t.path(dirfd, va)
 	if err != nil {
 		return entry{}, err
 	}
-	return k.fs.parent(p)
+	return t.k.fs.parent(p)
 }
 
 // sysUnlinkat removes a file, or (AT_REMOVEDIR) an empty directory, with
 // Linux's errors for the root, "." and "..", and for a trailing slash
 // after a file.
-func sysUnlinkat(k *Kernel, a args) (uint64, error) {
-	e, err := k.parentOf(a[0], a[1])
+func sysUnlinkat(t *thread, a args) (uint64, error) {
+	e, err := t.parentOf(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
@@ -637,12 +626,12 @@ func sysUnlinkat(k *Kernel, a args) (uint64, error) {
 		return 0, unix.ENOTDIR
 	}
 	delete(e.dir.children, e.name)
-	k.unlinked(n)
+	t.k.unlinked(n)
 	return 0, nil
 }
 
-func sysMkdirat(k *Kernel, a args) (uint64, error) {
-	p, err := k.path(a[0], a[1])
+func sysMkdirat(t *thread, a args) (uint64, error) {
+	p, err := t.path(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
@@ -651,14 +640,14 @@ func sysMkdirat(k *Kernel, a args) (uint64, error) {
 		// name: a directory here is found by its path.
 		return 0, unix.ENAMETOOLONG
 	}
-	e, err := k.fs.parent(p)
+	e, err := t.k.fs.parent(p)
 	if err != nil {
 		return 0, err
 	}
 	if _, ok := e.dir.children[e.name]; ok || !e.named() {
 		return 0, unix.EEXIST
 	}
-	n, err := k.fs.newNode(true, uint32(a[2])&0o777)
+	n, err := t.k.fs.newNode(true, uint32(a[2])&0o777)
 	if err != nil {
 		return 0, err
 	}
@@ -666,12 +655,12 @@ func sysMkdirat(k *Kernel, a args) (uint64, error) {
 	return 0, nil
 }
 
-func sysFaccessat(k *Kernel, a args) (uint64, error) {
-	p, err := k.path(a[0], a[1])
+func sysFaccessat(t *thread, a args) (uint64, error) {
+	p, err := t.path(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
-	n, err := k.fs.lookup(p)
+	n, err := t.k.fs.lookup(p)
 	if err != nil {
 		return 0, err
 	}
@@ -683,47 +672,89 @@ func sysFaccessat(k *Kernel, a args) (uint64, error) {
 
 // sysReadlinkat reads /proc/self/exe, the one link there is. Its size is
 // an int, and one not positive is EINVAL before the path is read.
-func sysReadlinkat(k *Kernel, a args) (uint64, error) {
+func sysReadlinkat(t *thread, a args) (uint64, error) {
 	size := int32(a[3])
 	if size <= 0 {
 		return 0, unix.EINVAL
 	}
-	p, err := k.path(a[0], a[1])
+	p, err := t.path(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
 	if p != "/proc/self/exe" {
-		if _, err := k.fs.lookup(p); err != nil {
+		if _, err := t.k.fs.lookup(p); err != nil {
 			return 0, err
 		}
 		return 0, unix.EINVAL // not a link: there are none
 	}
-	target := []byte(k.prog.Path)
+	target := []byte(t.k.prog.Path)
 	n := min(uint64(len(target)), uint64(size))
-	return n, memErr(k.proc().as.write(a[2], target[:n]))
+	return n, memErr(t.proc.as.write(a[2], target[:n]))
 }
 
-func sysGetcwd(k *Kernel, a args) (uint64, error) {
+func sysGetcwd(t *thread, a args) (uint64, error) {
 	if a[1] < 2 {
 		return 0, unix.ERANGE
 	}
-	return 2, memErr(k.proc().as.write(a[0], []byte("/\x00")))
+	return 2, memErr(t.proc.as.write(a[0], []byte("/\x00")))
 }
 
 // sysChdir: the working directory stays /; changing it is refused.
-func sysChdir(k *Kernel, a args) (uint64, error) {
-	p, err := k.path(atFDCWD, a[0])
+func sysChdir(t *thread, a args) (uint64, error) {
+	p, err := t.path(atFDCWD, a[0])
 	if err != nil {
 		return 0, err
 	}
-	n, err := k.fs.lookup(p)
+	n, err := t.k.fs.lookup(p)
 	switch {
 	case err != nil:
 		return 0, err
 	case !n.dir:
 		return 0, unix.ENOTDIR
-	case n != k.fs.root:
+	case n != t.k.fs.root:
 		return 0, unix.EACCES
+	}
+	return 0, nil
+}
+
+func sysPipe(t *thread, a args) (uint64, error) { return sysPipe2(t, args{a[0], 0}) }
+
+func sysPipe2(t *thread, a args) (uint64, error) {
+	if a[1]&^(unix.O_CLOEXEC|unix.O_NONBLOCK) != 0 {
+		return 0, unix.EINVAL
+	}
+	// Each open pipe charges its capacity, as Linux accounts a user's
+	// pipe pages: past the soft limit a new pipe is small, past the hard
+	// one (the budget's) pipe fails with ENFILE.
+	p := &pipe{capacity: pipeCapacity, readers: 1, writers: 1}
+	if t.k.budget[pipeBytes]+pipeCapacity > pipeSoftBytes {
+		p.capacity = smallPipeCapacity
+	}
+	if err := t.k.budget.charge(pipeBytes, int64(p.capacity)); err != nil {
+		return 0, err
+	}
+	cloexec := a[1]&unix.O_CLOEXEC != 0
+	r := &openFile{pipe: p, flags: unix.O_RDONLY | a[1]&unix.O_NONBLOCK}
+	w := &openFile{pipe: p, flags: unix.O_WRONLY | a[1]&unix.O_NONBLOCK}
+	fds := t.proc.fds
+	rfd, err := fds.install(r, cloexec, 0)
+	if err != nil {
+		t.k.budget.release(pipeBytes, int64(p.capacity))
+		return 0, err
+	}
+	wfd, err := fds.install(w, cloexec, 0)
+	if err != nil {
+		p.closeEnd(t.k, true) // the write end, never installed
+		fds.close(t.k, rfd)
+		return 0, err
+	}
+	var b [8]byte
+	b[0], b[1], b[2], b[3] = byte(rfd), byte(rfd>>8), byte(rfd>>16), byte(rfd>>24)
+	b[4], b[5], b[6], b[7] = byte(wfd), byte(wfd>>8), byte(wfd>>16), byte(wfd>>24)
+	if err := t.proc.as.write(a[0], b[:]); err != nil {
+		fds.close(t.k, rfd)
+		fds.close(t.k, wfd)
+		return 0, memErr(err)
 	}
 	return 0, nil
 }

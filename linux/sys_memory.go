@@ -4,21 +4,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(unix.SYS_BRK, "brk", 1, sysBrk)
-	register(unix.SYS_MMAP, "mmap", 6, sysMmap)
-	register(unix.SYS_MUNMAP, "munmap", 2, sysMunmap)
-	register(unix.SYS_MPROTECT, "mprotect", 3, sysMprotect)
-	register(unix.SYS_MADVISE, "madvise", 3, sysMadvise)
-}
-
 // maxHeap bounds how far brk moves the heap past the executable.
 const maxHeap = 1 << 40
 
 // sysBrk moves the end of the heap; it answers the current end when asked
 // for something it cannot do, as Linux does.
-func sysBrk(k *Kernel, a args) (uint64, error) {
-	start, cur := k.proc().brk[0], k.proc().brk[1]
+func sysBrk(t *thread, a args) (uint64, error) {
+	start, cur := t.proc.brk[0], t.proc.brk[1]
 	want := a[0]
 	if want < start || want > start+maxHeap {
 		return cur, nil
@@ -26,18 +18,18 @@ func sysBrk(k *Kernel, a args) (uint64, error) {
 	oldTop, newTop := pageUp(cur), pageUp(want)
 	switch {
 	case newTop > oldTop:
-		if !k.proc().as.free(oldTop, newTop) {
+		if !t.proc.as.free(oldTop, newTop) {
 			return cur, nil
 		}
-		if err := k.proc().as.mapRange(oldTop, newTop, protRead|protWrite); err != nil {
+		if err := t.proc.as.mapRange(oldTop, newTop, protRead|protWrite); err != nil {
 			return cur, nil
 		}
 	case newTop < oldTop:
-		if err := k.proc().as.unmap(newTop, oldTop); err != nil {
+		if err := t.proc.as.unmap(newTop, oldTop); err != nil {
 			return cur, nil
 		}
 	}
-	k.proc().brk[1] = want
+	t.proc.brk[1] = want
 	return want, nil
 }
 
@@ -58,7 +50,7 @@ func protFromLinux(p uint64) (prot, bool) {
 	return out, true
 }
 
-func sysMmap(k *Kernel, a args) (uint64, error) {
+func sysMmap(t *thread, a args) (uint64, error) {
 	addr, length, flags := a[0], pageUp(a[1]), a[3]
 	p, ok := protFromLinux(a[2])
 	switch {
@@ -69,7 +61,7 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 	}
 	var file *openFile
 	if flags&unix.MAP_ANONYMOUS == 0 {
-		f, err := k.proc().fds.get(a[4])
+		f, err := t.proc.fds.get(a[4])
 		if err != nil {
 			return 0, err
 		}
@@ -93,13 +85,13 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 		if _, ok := checkRange(addr, length); !ok {
 			return 0, unix.EINVAL
 		}
-		if flags&unix.MAP_FIXED_NOREPLACE != 0 && !k.proc().as.free(addr, addr+length) {
+		if flags&unix.MAP_FIXED_NOREPLACE != 0 && !t.proc.as.free(addr, addr+length) {
 			return 0, unix.EEXIST
 		}
-		if err := k.proc().as.unmap(addr, addr+length); err != nil {
+		if err := t.proc.as.unmap(addr, addr+length); err != nil {
 			return 0, memErr(err)
 		}
-	case addr != 0 && addr&pageMask == 0 && k.proc().as.free(addr, addr+length):
+	case addr != 0 && addr&pageMask == 0 && t.proc.as.free(addr, addr+length):
 		if _, ok := checkRange(addr, length); !ok {
 			addr = 0
 		}
@@ -108,11 +100,11 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 	}
 	if addr == 0 {
 		var ok bool
-		if addr, ok = k.proc().as.findFree(length); !ok {
+		if addr, ok = t.proc.as.findFree(length); !ok {
 			return 0, unix.ENOMEM
 		}
 	}
-	if err := k.proc().as.mapRange(addr, addr+length, p); err != nil {
+	if err := t.proc.as.mapRange(addr, addr+length, p); err != nil {
 		return 0, memErr(err)
 	}
 	if file != nil {
@@ -120,45 +112,45 @@ func sysMmap(k *Kernel, a args) (uint64, error) {
 		// zeros (Linux would raise SIGBUS there, past the last page).
 		if off := a[5]; off < uint64(len(file.node.data)) {
 			data := file.node.data[off:]
-			if err := k.proc().as.load(addr, data[:min(uint64(len(data)), length)]); err != nil {
+			if err := t.proc.as.load(addr, data[:min(uint64(len(data)), length)]); err != nil {
 				return 0, err
 			}
 		}
 		file.node.mapped = true
 		m := Mapping{Path: file.path, Start: addr, End: addr + length, Offset: a[5], Exec: p&protExec != 0, data: file.node.data}
-		if err := k.mapped(k.proc(), m); err != nil {
+		if err := t.k.mapped(t.proc, m); err != nil {
 			return 0, err
 		}
 	}
 	return addr, nil
 }
 
-func sysMunmap(k *Kernel, a args) (uint64, error) {
+func sysMunmap(t *thread, a args) (uint64, error) {
 	end, ok := checkRange(a[0], pageUp(a[1]))
 	if !ok {
 		return 0, unix.EINVAL
 	}
-	return 0, memErr(k.proc().as.unmap(a[0], end))
+	return 0, memErr(t.proc.as.unmap(a[0], end))
 }
 
-func sysMprotect(k *Kernel, a args) (uint64, error) {
+func sysMprotect(t *thread, a args) (uint64, error) {
 	p, ok := protFromLinux(a[2])
 	end, ok2 := checkRange(a[0], pageUp(a[1]))
 	if !ok || !ok2 {
 		return 0, unix.EINVAL
 	}
-	return 0, memErr(k.proc().as.protect(a[0], end, p))
+	return 0, memErr(t.proc.as.protect(a[0], end, p))
 }
 
 // sysMadvise: advice is taken as a hint and ignored, except that
 // MADV_DONTNEED empties private anonymous pages, which programs rely on.
-func sysMadvise(k *Kernel, a args) (uint64, error) {
+func sysMadvise(t *thread, a args) (uint64, error) {
 	end, ok := checkRange(a[0], pageUp(a[1]))
 	if !ok {
 		return 0, unix.EINVAL
 	}
 	if a[2] == unix.MADV_DONTNEED {
-		return 0, memErr(k.proc().as.zero(a[0], end))
+		return 0, memErr(t.proc.as.zero(a[0], end))
 	}
 	return 0, nil
 }

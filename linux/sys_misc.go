@@ -6,47 +6,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(unix.SYS_UMASK, "umask", 1, constant(0o022))
-	register(unix.SYS_SETPGID, "setpgid", 2, constant(0))
-	register(unix.SYS_GETPGID, "getpgid", 1, constant(pid))
-	register(unix.SYS_GETPGRP, "getpgrp", 0, constant(pid))
-	register(unix.SYS_GETSID, "getsid", 1, constant(pid))
-	register(unix.SYS_SETSID, "setsid", 0, func(k *Kernel, a args) (uint64, error) { return 0, unix.EPERM })
-	register(unix.SYS_GETGROUPS, "getgroups", 2, constant(0))
-	register(unix.SYS_SETUID, "setuid", 1, setID(uid))
-	register(unix.SYS_SETGID, "setgid", 1, setID(gid))
-	register(unix.SYS_PRCTL, "prctl", 5, sysPrctl)
-	register(unix.SYS_SYSINFO, "sysinfo", 1, sysSysinfo)
-	register(unix.SYS_GETRUSAGE, "getrusage", 2, func(k *Kernel, a args) (uint64, error) {
-		return 0, memErr(k.proc().as.write(a[1], make([]byte, 144)))
-	})
-	register(unix.SYS_FSYNC, "fsync", 1, fdOnly)
-	register(unix.SYS_FDATASYNC, "fdatasync", 1, fdOnly)
-	register(unix.SYS_FTRUNCATE, "ftruncate", 2, sysFtruncate)
-	register(unix.SYS_MREMAP, "mremap", 5, sysMremap)
-	register(unix.SYS_SOCKET, "socket", 3, func(*Kernel, args) (uint64, error) { return 0, unix.EAFNOSUPPORT })
-	register(unix.SYS_CONNECT, "connect", 3, nil)
-	register(unix.SYS_EPOLL_CREATE1, "epoll_create1", 1, nil)
-	register(unix.SYS_RENAME, "rename", 2, func(k *Kernel, a args) (uint64, error) { return sysRenameat(k, args{atFDCWD, a[0], atFDCWD, a[1]}) })
-	register(unix.SYS_RENAMEAT, "renameat", 4, sysRenameat)
-	register(unix.SYS_RENAMEAT2, "renameat2", 5, sysRenameat)
-	register(unix.SYS_FADVISE64, "fadvise64", 4, fdOnly)
-	// No file has extended attributes: getting one finds none, listing
-	// them lists none.
-	register(unix.SYS_GETXATTR, "getxattr", 4, func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
-	register(unix.SYS_LGETXATTR, "lgetxattr", 4, func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
-	register(unix.SYS_FGETXATTR, "fgetxattr", 4, func(*Kernel, args) (uint64, error) { return 0, unix.ENODATA })
-	register(unix.SYS_LISTXATTR, "listxattr", 3, constant(0))
-	register(unix.SYS_LLISTXATTR, "llistxattr", 3, constant(0))
-	register(unix.SYS_FLISTXATTR, "flistxattr", 3, constant(0))
-	register(unix.SYS_UTIMENSAT, "utimensat", 4, constant(0)) // times are the program's epoch, always
-	register(unix.SYS_FCHMOD, "fchmod", 2, fdOnly)
+func sysSetsid(t *thread, a args) (uint64, error) { return 0, unix.EPERM }
+
+func sysGetrusage(t *thread, a args) (uint64, error) {
+	return 0, memErr(t.proc.as.write(a[1], make([]byte, 144)))
 }
+
+func sysSocket(*thread, args) (uint64, error) { return 0, unix.EAFNOSUPPORT }
+
+func sysRename(t *thread, a args) (uint64, error) {
+	return sysRenameat(t, args{atFDCWD, a[0], atFDCWD, a[1]})
+}
+
+func sysGetxattr(*thread, args) (uint64, error) { return 0, unix.ENODATA }
+
+func sysLgetxattr(*thread, args) (uint64, error) { return 0, unix.ENODATA }
+
+func sysFgetxattr(*thread, args) (uint64, error) { return 0, unix.ENODATA }
 
 // setID accepts changing to the identity the program already has.
 func setID(have uint64) handler {
-	return func(k *Kernel, a args) (uint64, error) {
+	return func(t *thread, a args) (uint64, error) {
 		if uint64(uint32(a[0])) != have {
 			return 0, unix.EPERM
 		}
@@ -56,67 +36,67 @@ func setID(have uint64) handler {
 
 // fdOnly is a call that checks its descriptor and does nothing more (the
 // program's files are in memory: nothing to sync).
-func fdOnly(k *Kernel, a args) (uint64, error) {
-	_, err := k.proc().fds.get(a[0])
+func fdOnly(t *thread, a args) (uint64, error) {
+	_, err := t.proc.fds.get(a[0])
 	return 0, err
 }
 
 // sysPrctl: naming a thread, and asking about it, are accepted; the rest
 // is not supported.
-func sysPrctl(k *Kernel, a args) (uint64, error) {
+func sysPrctl(t *thread, a args) (uint64, error) {
 	switch a[0] {
 	case unix.PR_SET_NAME, unix.PR_SET_PDEATHSIG, unix.PR_SET_DUMPABLE:
 		return 0, nil
 	case unix.PR_GET_NAME:
-		return 0, memErr(k.proc().as.write(a[1], []byte("prog\x00")))
+		return 0, memErr(t.proc.as.write(a[1], []byte("prog\x00")))
 	case unix.PR_GET_DUMPABLE:
 		return 1, nil
 	case unix.PR_SET_CHILD_SUBREAPER:
-		k.proc().subreaper = a[1] != 0
+		t.proc.subreaper = a[1] != 0
 		return 0, nil
 	case unix.PR_GET_CHILD_SUBREAPER:
 		var b [4]byte
-		if k.proc().subreaper {
+		if t.proc.subreaper {
 			b[0] = 1
 		}
-		return 0, memErr(k.proc().as.write(a[1], b[:]))
+		return 0, memErr(t.proc.as.write(a[1], b[:]))
 	}
 	return 0, unix.EINVAL
 }
 
 // sysSysinfo describes the guest: its RAM, one CPU, its uptime.
-func sysSysinfo(k *Kernel, a args) (uint64, error) {
-	t, err := k.m.Clock()
+func sysSysinfo(t *thread, a args) (uint64, error) {
+	up, err := t.k.m.Clock()
 	if err != nil {
 		return 0, err
 	}
 	var b [112]byte
 	le := binary.LittleEndian
-	le.PutUint64(b[0:], uint64(t.Seconds()))
-	ram := k.m.RAM().Size()
-	le.PutUint64(b[32:], ram)                    // totalram
-	le.PutUint64(b[40:], ram-k.fr.inUse())       // freeram
-	le.PutUint16(b[80:], uint16(len(k.threads))) // procs
-	le.PutUint32(b[104:], 1)                     // mem_unit
-	return 0, memErr(k.proc().as.write(a[0], b[:]))
+	le.PutUint64(b[0:], uint64(up.Seconds()))
+	ram := t.k.m.RAM().Size()
+	le.PutUint64(b[32:], ram)                      // totalram
+	le.PutUint64(b[40:], ram-t.k.fr.inUse())       // freeram
+	le.PutUint16(b[80:], uint16(len(t.k.threads))) // procs
+	le.PutUint32(b[104:], 1)                       // mem_unit
+	return 0, memErr(t.proc.as.write(a[0], b[:]))
 }
 
 // sysFtruncate sets a file's size. A negative length is EINVAL before the
 // descriptor is looked at, as on Linux; one past what the program's files
 // may hold is EFBIG.
-func sysFtruncate(k *Kernel, a args) (uint64, error) {
+func sysFtruncate(t *thread, a args) (uint64, error) {
 	n := int64(a[1])
 	if n < 0 {
 		return 0, unix.EINVAL
 	}
-	f, err := k.proc().fds.get(a[0])
+	f, err := t.proc.fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
 	if f.node == nil || f.node.dir || f.node.dev != nil || !f.writable() {
 		return 0, unix.EINVAL
 	}
-	if n > maxFileBytes || k.resize(f.node, n) != nil {
+	if n > maxFileBytes || t.k.resize(f.node, n) != nil {
 		return 0, unix.EFBIG
 	}
 	f.node.written = true
@@ -126,10 +106,10 @@ func sysFtruncate(k *Kernel, a args) (uint64, error) {
 // sysMremap resizes a mapping: shrinking unmaps its tail, growing extends
 // it in place when the pages after it are free and below the top of user
 // space, else (MREMAP_MAYMOVE) moves it, its frames with it.
-func sysMremap(k *Kernel, a args) (uint64, error) {
+func sysMremap(t *thread, a args) (uint64, error) {
 	old, oldLen, newLen, flags := a[0], pageUp(a[1]), pageUp(a[2]), a[3]
 	const mayMove = 1
-	as := k.proc().as
+	as := t.proc.as
 	if _, ok := checkRange(old, oldLen); !ok || newLen == 0 || newLen > maxUserAddr || flags&^mayMove != 0 {
 		return 0, unix.EINVAL // MREMAP_FIXED and DONTUNMAP included
 	}
@@ -155,15 +135,15 @@ func sysMremap(k *Kernel, a args) (uint64, error) {
 // sysRenameat moves an entry; an existing file at the new name is
 // replaced. renameat2's flags other than none are not supported; renameat,
 // which takes no flags, finds a[4] zero (the dispatcher clears it).
-func sysRenameat(k *Kernel, a args) (uint64, error) {
+func sysRenameat(t *thread, a args) (uint64, error) {
 	if a[4] != 0 {
 		return 0, unix.EINVAL
 	}
-	from, err := k.parentOf(a[0], a[1])
+	from, err := t.parentOf(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
-	to, err := k.parentOf(a[2], a[3])
+	to, err := t.parentOf(a[2], a[3])
 	if err != nil {
 		return 0, err
 	}
@@ -186,7 +166,7 @@ func sysRenameat(k *Kernel, a args) (uint64, error) {
 	}
 	delete(from.dir.children, oldName)
 	if replaced := to.dir.children[newName]; replaced != nil && replaced != n {
-		k.unlinked(replaced)
+		t.k.unlinked(replaced)
 	}
 	to.dir.children[newName] = n
 	n.written = true

@@ -6,12 +6,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(unix.SYS_FSTAT, "fstat", 2, sysFstat)
-	register(unix.SYS_NEWFSTATAT, "newfstatat", 4, sysNewfstatat)
-	register(unix.SYS_STAT, "stat", 2, func(k *Kernel, a args) (uint64, error) { return sysNewfstatat(k, args{atFDCWD, a[0], a[1], 0}) })
-	register(unix.SYS_LSTAT, "lstat", 2, func(k *Kernel, a args) (uint64, error) { return sysNewfstatat(k, args{atFDCWD, a[0], a[1], 0}) })
-	register(unix.SYS_STATX, "statx", 5, sysStatx)
+func sysStat(t *thread, a args) (uint64, error) {
+	return sysNewfstatat(t, args{atFDCWD, a[0], a[1], 0})
+}
+
+func sysLstat(t *thread, a args) (uint64, error) {
+	return sysNewfstatat(t, args{atFDCWD, a[0], a[1], 0})
 }
 
 // Device numbers the stat calls report.
@@ -72,49 +72,49 @@ func (k *Kernel) stat(a attrs) []byte {
 	return b[:]
 }
 
-func sysFstat(k *Kernel, a args) (uint64, error) {
-	f, err := k.proc().fds.get(a[0])
+func sysFstat(t *thread, a args) (uint64, error) {
+	f, err := t.proc.fds.get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(k.proc().as.write(a[1], k.stat(attrsOf(f, nil))))
+	return 0, memErr(t.proc.as.write(a[1], t.k.stat(attrsOf(f, nil))))
 }
 
 // statTarget resolves the stat calls' (dirfd, path, AT_EMPTY_PATH).
-func (k *Kernel) statTarget(dirfd, path, flags uint64) (attrs, error) {
-	p, err := k.proc().as.readString(path, unix.PathMax)
+func (t *thread) statTarget(dirfd, path, flags uint64) (attrs, error) {
+	p, err := t.proc.as.readString(path, unix.PathMax)
 	if err != nil {
 		return attrs{}, memErr(err)
 	}
 	if p == "" && flags&unix.AT_EMPTY_PATH != 0 {
-		f, err := k.proc().fds.get(dirfd)
+		f, err := t.proc.fds.get(dirfd)
 		if err != nil {
 			return attrs{}, err
 		}
 		return attrsOf(f, nil), nil
 	}
-	full, err := k.path(dirfd, path)
+	full, err := t.path(dirfd, path)
 	if err != nil {
 		return attrs{}, err
 	}
-	n, err := k.fs.lookup(full)
+	n, err := t.k.fs.lookup(full)
 	if err != nil {
 		return attrs{}, err
 	}
 	return attrsOf(nil, n), nil
 }
 
-func sysNewfstatat(k *Kernel, a args) (uint64, error) {
-	at, err := k.statTarget(a[0], a[1], a[3])
+func sysNewfstatat(t *thread, a args) (uint64, error) {
+	at, err := t.statTarget(a[0], a[1], a[3])
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(k.proc().as.write(a[2], k.stat(at)))
+	return 0, memErr(t.proc.as.write(a[2], t.k.stat(at)))
 }
 
 // sysStatx fills struct statx with what stat reports.
-func sysStatx(k *Kernel, a args) (uint64, error) {
-	at, err := k.statTarget(a[0], a[1], a[2])
+func sysStatx(t *thread, a args) (uint64, error) {
+	at, err := t.statTarget(a[0], a[1], a[2])
 	if err != nil {
 		return 0, err
 	}
@@ -129,7 +129,7 @@ func sysStatx(k *Kernel, a args) (uint64, error) {
 	le.PutUint64(b[32:], at.ino)
 	le.PutUint64(b[40:], uint64(at.size))
 	le.PutUint64(b[48:], uint64((at.size+511)/512))
-	sec := uint64(k.prog.Epoch.Unix())
+	sec := uint64(t.k.prog.Epoch.Unix())
 	for _, off := range []int{64, 80, 96, 112} { // atime, btime, ctime, mtime
 		le.PutUint64(b[off:], sec)
 	}
@@ -137,5 +137,5 @@ func sysStatx(k *Kernel, a args) (uint64, error) {
 	le.PutUint32(b[132:], uint32(at.rdev&0xff))
 	le.PutUint32(b[136:], uint32(at.dev>>8))
 	le.PutUint32(b[140:], uint32(at.dev&0xff))
-	return 0, memErr(k.proc().as.write(a[4], b[:]))
+	return 0, memErr(t.proc.as.write(a[4], b[:]))
 }

@@ -10,15 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(unix.SYS_CLONE, "clone", 5, sysClone)
-	register(unix.SYS_CLONE3, "clone3", 2, fallback) // glibc falls back to clone
-	register(unix.SYS_FORK, "fork", 0, func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
-	register(unix.SYS_VFORK, "vfork", 0, func(k *Kernel, a args) (uint64, error) { return sysClone(k, args{uint64(unix.SIGCHLD)}) })
-	register(unix.SYS_EXECVE, "execve", 3, sysExecve)
-	register(unix.SYS_WAIT4, "wait4", 4, sysWait4)
-	register(unix.SYS_WAITID, "waitid", 5, sysWaitid)
-}
+func sysFork(t *thread, a args) (uint64, error) { return sysClone(t, args{uint64(unix.SIGCHLD)}) }
+
+func sysVfork(t *thread, a args) (uint64, error) { return sysClone(t, args{uint64(unix.SIGCHLD)}) }
 
 // threadFlags are the clone flags of a thread as pthread_create makes it
 // (glibc 0x3d0f00, musl 0x7d0f00 with CLONE_DETACHED): the address space,
@@ -39,10 +33,10 @@ const forkFlags = unix.CLONE_CHILD_SETTID | unix.CLONE_CHILD_CLEARTID | unix.CLO
 // Without CLONE_THREAD it makes a process (a fork; a vfork's shared memory
 // is a copy here, which a vfork child that only execs or exits cannot
 // tell).
-func sysClone(k *Kernel, a args) (uint64, error) {
+func sysClone(t *thread, a args) (uint64, error) {
 	flags, stack, parentTID, childTID, tls := a[0], a[1], a[2], a[3], a[4]
 	if flags&unix.CLONE_THREAD == 0 {
-		return k.forkClone(flags, stack, parentTID, childTID)
+		return t.forkClone(flags, stack, parentTID, childTID)
 	}
 	if flags&threadFlags != threadFlags {
 		return 0, unix.EINVAL
@@ -50,7 +44,7 @@ func sysClone(k *Kernel, a args) (uint64, error) {
 	if flags&^cloneKnown != 0 {
 		return 0, unix.EINVAL
 	}
-	c := k.m.VCPU()
+	c := t.k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0
 	regs.RIP, regs.RFLAGS = regs.RCX, regs.R11 // after the SYSCALL, as the parent
@@ -61,38 +55,38 @@ func sysClone(k *Kernel, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	fs := k.current().fsBase
+	fs := t.fsBase
 	if flags&unix.CLONE_SETTLS != 0 {
 		if tls >= maxUserAddr {
 			return 0, unix.EPERM
 		}
 		fs = tls
 	}
-	t, err := k.spawn(k.proc(), regs, xsave, fs)
+	child, err := t.k.spawn(t.proc, regs, xsave, fs)
 	if err != nil {
 		return 0, err
 	}
-	t.sigmask = k.current().sigmask
-	return uint64(t.tid), k.cloneTIDs(t, flags, parentTID, childTID)
+	child.sigmask = t.sigmask
+	return uint64(child.tid), t.cloneTIDs(child, flags, parentTID, childTID)
 }
 
-func (k *Kernel) forkClone(flags, stack, parentTID, childTID uint64) (uint64, error) {
+func (t *thread) forkClone(flags, stack, parentTID, childTID uint64) (uint64, error) {
 	if flags&^forkFlags != 0 {
 		return 0, unix.EINVAL
 	}
-	t, err := k.fork()
+	child, err := t.k.fork()
 	if err != nil {
 		return 0, err
 	}
 	if stack != 0 {
-		t.regs.RSP = stack
+		child.regs.RSP = stack
 	}
-	return uint64(t.tid), k.cloneTIDs(t, flags, parentTID, childTID)
+	return uint64(child.tid), t.cloneTIDs(child, flags, parentTID, childTID)
 }
 
 // readStrings reads a NULL-terminated array of strings (argv, envp),
 // within Linux's bounds; a NULL array is empty.
-func (k *Kernel) readStrings(va uint64) ([]string, error) {
+func (t *thread) readStrings(va uint64) ([]string, error) {
 	var out []string
 	if va == 0 {
 		return nil, nil
@@ -103,14 +97,14 @@ func (k *Kernel) readStrings(va uint64) ([]string, error) {
 			return nil, unix.E2BIG
 		}
 		var b [8]byte
-		if err := k.proc().as.read(va+uint64(i)*8, b[:]); err != nil {
+		if err := t.proc.as.read(va+uint64(i)*8, b[:]); err != nil {
 			return nil, memErr(err)
 		}
 		p := binary.LittleEndian.Uint64(b[:])
 		if p == 0 {
 			return out, nil
 		}
-		s, err := k.proc().as.readString(p, abi.LinuxMaxArgBytes-total)
+		s, err := t.proc.as.readString(p, abi.LinuxMaxArgBytes-total)
 		if err != nil {
 			return nil, unix.E2BIG
 		}
@@ -121,17 +115,17 @@ func (k *Kernel) readStrings(va uint64) ([]string, error) {
 
 // sysExecve replaces the process's image with the executable at path,
 // from the program's file system; /proc/self/exe is its own executable.
-func sysExecve(k *Kernel, a args) (uint64, error) {
-	execfn, err := k.path(atFDCWD, a[0])
+func sysExecve(t *thread, a args) (uint64, error) {
+	execfn, err := t.path(atFDCWD, a[0])
 	if err != nil {
 		return 0, err
 	}
 	path := execfn
 	if path == "/proc/self/exe" {
-		path = k.proc().exe
+		path = t.proc.exe
 	}
 	// The file first, as Linux does, then the strings.
-	n, err := k.fs.lookup(path)
+	n, err := t.k.fs.lookup(path)
 	switch {
 	case err != nil:
 		return 0, err
@@ -140,11 +134,11 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 	case n.mode&0o111 == 0 || n.dev != nil || len(n.data) < 4 || string(n.data[:4]) != "\x7fELF":
 		return 0, unix.ENOEXEC
 	}
-	argv, err := k.readStrings(a[1])
+	argv, err := t.readStrings(a[1])
 	if err != nil {
 		return 0, err
 	}
-	envp, err := k.readStrings(a[2])
+	envp, err := t.readStrings(a[2])
 	if err != nil {
 		return 0, err
 	}
@@ -154,28 +148,28 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 	if err := abi.CheckLinuxArgs(argv, envp); err != nil {
 		return 0, unix.E2BIG
 	}
-	p, t := k.proc(), k.current()
-	for _, other := range k.threads {
+	p := t.proc
+	for _, other := range t.k.threads {
 		if other.proc == p && other != t && other.state != exited {
 			other.state = exited
-			k.forgetReturns(other.tid)
+			t.k.forgetReturns(other.tid)
 			p.live--
 		}
 	}
-	k.forgetReturns(t.tid) // they were in the image exec replaces
-	entry, sp, err := k.execImage(p, clean(path), execfn, n, argv, envp)
+	t.k.forgetReturns(t.tid) // they were in the image exec replaces
+	entry, sp, err := t.k.execImage(p, clean(path), execfn, n, argv, envp)
 	switch {
 	case errors.Is(err, errNoMemory):
 		return 0, unix.ENOMEM
 	case err != nil:
 		return 0, unix.ENOEXEC
 	}
-	p.fds.closeOnExec(k)
+	p.fds.closeOnExec(t.k)
 	t.fsBase, t.clearTID, t.altstack = 0, 0, altStack{}
-	if err := k.resetXSave(); err != nil {
+	if err := t.k.resetXSave(); err != nil {
 		return 0, err
 	}
-	regs := k.m.VCPU().SyncedRegs()
+	regs := t.k.m.VCPU().SyncedRegs()
 	*regs = kvm.Regs{RSP: sp, RFLAGS: regs.R11}
 	// Exit sets RIP from RCX, as after any system call.
 	regs.RCX, regs.R11 = entry, 0x202
@@ -185,7 +179,7 @@ func sysExecve(k *Kernel, a args) (uint64, error) {
 // wait4 status options.
 const wnohang = 1
 
-func sysWait4(k *Kernel, a args) (uint64, error) {
+func sysWait4(t *thread, a args) (uint64, error) {
 	want := int64(int32(a[0])) // pid_t
 	switch {
 	case want == 0 || want < -1:
@@ -193,8 +187,8 @@ func sysWait4(k *Kernel, a args) (uint64, error) {
 	case a[2]&^(wnohang|unix.WUNTRACED|unix.WCONTINUED|unix.WALL|unix.WCLONE) != 0:
 		return 0, unix.EINVAL
 	}
-	p := k.proc()
-	if c, ok := k.reap(p, want); ok {
+	p := t.proc
+	if c, ok := t.k.reap(p, want); ok {
 		if a[1] != 0 {
 			var b [4]byte
 			binary.LittleEndian.PutUint32(b[:], uint32(c.status))
@@ -210,27 +204,27 @@ func sysWait4(k *Kernel, a args) (uint64, error) {
 	case a[2]&wnohang != 0:
 		return 0, nil
 	}
-	return 0, k.blockOn(waitChild(p))
+	return 0, t.blockOn(waitChild(p))
 }
 
-// cloneTIDs does what clone's TID flags ask for the new thread t: its tid
-// stored in the parent's memory and in the child's, and the word its exit
-// clears.
-func (k *Kernel) cloneTIDs(t *thread, flags, parentTID, childTID uint64) error {
+// cloneTIDs does what clone's TID flags ask for t's new thread child: its
+// tid stored in the parent's memory and in the child's, and the word its
+// exit clears.
+func (t *thread) cloneTIDs(child *thread, flags, parentTID, childTID uint64) error {
 	var tid [4]byte
-	binary.LittleEndian.PutUint32(tid[:], uint32(t.tid))
+	binary.LittleEndian.PutUint32(tid[:], uint32(child.tid))
 	if flags&unix.CLONE_PARENT_SETTID != 0 {
-		if err := k.proc().as.write(parentTID, tid[:]); err != nil {
+		if err := t.proc.as.write(parentTID, tid[:]); err != nil {
 			return memErr(err)
 		}
 	}
 	if flags&unix.CLONE_CHILD_SETTID != 0 {
-		if err := t.proc.as.write(childTID, tid[:]); err != nil {
+		if err := child.proc.as.write(childTID, tid[:]); err != nil {
 			return memErr(err)
 		}
 	}
 	if flags&unix.CLONE_CHILD_CLEARTID != 0 {
-		t.clearTID = childTID
+		child.clearTID = childTID
 	}
 	return nil
 }
@@ -247,7 +241,7 @@ const (
 
 // sysWaitid waits for a child to exit, as wait4 does, and describes it in
 // a siginfo (SIGCHLD, CLD_EXITED or CLD_KILLED, pid, status).
-func sysWaitid(k *Kernel, a args) (uint64, error) {
+func sysWaitid(t *thread, a args) (uint64, error) {
 	want := int64(-1)
 	switch a[0] {
 	case pAll:
@@ -259,8 +253,8 @@ func sysWaitid(k *Kernel, a args) (uint64, error) {
 	if a[3]&wExited == 0 || a[3]&wNowait != 0 {
 		return 0, unix.EINVAL // only exits are waited for, and always reaped
 	}
-	p := k.proc()
-	if c, ok := k.reap(p, want); ok {
+	p := t.proc
+	if c, ok := t.k.reap(p, want); ok {
 		if a[2] == 0 {
 			return 0, nil
 		}
@@ -281,5 +275,51 @@ func sysWaitid(k *Kernel, a args) (uint64, error) {
 		}
 		return 0, nil
 	}
-	return 0, k.blockOn(waitChild(p))
+	return 0, t.blockOn(waitChild(p))
+}
+
+func sysFutex(t *thread, a args) (uint64, error) {
+	addr, op, val := a[0], a[1], uint32(a[2])
+	if addr%4 != 0 {
+		return 0, unix.EINVAL
+	}
+	switch op & futexCmdMask {
+	case futexWait:
+		return t.futexWaitOn(addr, val, ^uint32(0), a[3], false, op&futexClockRealtime != 0)
+	case futexWaitBitset:
+		if a[5] == 0 {
+			return 0, unix.EINVAL
+		}
+		return t.futexWaitOn(addr, val, uint32(a[5]), a[3], true, op&futexClockRealtime != 0)
+	case futexWake:
+		return t.k.futexWake(addr, int(val), ^uint32(0)), nil
+	case futexWakeBitset:
+		if a[5] == 0 {
+			return 0, unix.EINVAL
+		}
+		return t.k.futexWake(addr, int(val), uint32(a[5])), nil
+	case futexRequeue, futexCmpRequeue:
+		if op&futexCmdMask == futexCmpRequeue {
+			cur, err := t.loadUint32(addr)
+			if err != nil {
+				return 0, err
+			}
+			if cur != uint32(a[5]) {
+				return 0, unix.EAGAIN
+			}
+		}
+		woken := t.k.futexWake(addr, int(val), ^uint32(0))
+		moved := uint64(0)
+		for _, w := range t.k.threads {
+			if moved >= a[3] {
+				break
+			}
+			if t.k.waitsOn(w, addr) {
+				w.futexAddr = a[4]
+				moved++
+			}
+		}
+		return woken + moved, nil
+	}
+	return 0, unix.ENOSYS
 }

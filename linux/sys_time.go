@@ -7,15 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(unix.SYS_CLOCK_GETTIME, "clock_gettime", 2, sysClockGettime)
-	register(unix.SYS_GETTIMEOFDAY, "gettimeofday", 2, sysGettimeofday)
-	register(unix.SYS_TIME, "time", 1, sysTime)
-	register(unix.SYS_NANOSLEEP, "nanosleep", 2, sysNanosleep)
-	register(unix.SYS_CLOCK_NANOSLEEP, "clock_nanosleep", 4, sysClockNanosleep)
-	register(unix.SYS_GETRANDOM, "getrandom", 3, sysGetrandom)
-}
-
 // Every time a program reads is an input: there is no vDSO, so each read
 // is a system call, answered from the machine's exact clock (recorded,
 // replayed). CLOCK_REALTIME is the program's epoch plus that clock.
@@ -60,9 +51,9 @@ func waitOf(sec, nsec int64) time.Duration {
 
 // readTimespec reads a struct timespec: any seconds Linux's
 // timespec64_valid accepts (cut to maxWait), else EINVAL.
-func (k *Kernel) readTimespec(va uint64) (time.Duration, error) {
+func (t *thread) readTimespec(va uint64) (time.Duration, error) {
 	var b [16]byte
-	if err := k.proc().as.read(va, b[:]); err != nil {
+	if err := t.proc.as.read(va, b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
@@ -72,60 +63,60 @@ func (k *Kernel) readTimespec(va uint64) (time.Duration, error) {
 	return waitOf(sec, nsec), nil
 }
 
-func sysClockGettime(k *Kernel, a args) (uint64, error) {
+func sysClockGettime(t *thread, a args) (uint64, error) {
 	if !validClock(a[0]) {
 		return 0, unix.EINVAL
 	}
-	t, err := k.now(a[0])
+	now, err := t.k.now(a[0])
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(k.proc().as.write(a[1], timespec(t)))
+	return 0, memErr(t.proc.as.write(a[1], timespec(now)))
 }
 
-func sysGettimeofday(k *Kernel, a args) (uint64, error) {
+func sysGettimeofday(t *thread, a args) (uint64, error) {
 	if a[0] == 0 {
 		return 0, nil
 	}
-	t, err := k.now(unix.CLOCK_REALTIME)
+	now, err := t.k.now(unix.CLOCK_REALTIME)
 	if err != nil {
 		return 0, err
 	}
 	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(t/time.Second))
-	binary.LittleEndian.PutUint64(b[8:], uint64(t%time.Second/time.Microsecond))
-	return 0, memErr(k.proc().as.write(a[0], b[:]))
+	binary.LittleEndian.PutUint64(b[:], uint64(now/time.Second))
+	binary.LittleEndian.PutUint64(b[8:], uint64(now%time.Second/time.Microsecond))
+	return 0, memErr(t.proc.as.write(a[0], b[:]))
 }
 
-func sysTime(k *Kernel, a args) (uint64, error) {
-	t, err := k.now(unix.CLOCK_REALTIME)
+func sysTime(t *thread, a args) (uint64, error) {
+	now, err := t.k.now(unix.CLOCK_REALTIME)
 	if err != nil {
 		return 0, err
 	}
-	s := uint64(t / time.Second)
+	s := uint64(now / time.Second)
 	if a[0] != 0 {
-		if err := k.proc().as.putUint64(a[0], s); err != nil {
+		if err := t.proc.as.putUint64(a[0], s); err != nil {
 			return 0, memErr(err)
 		}
 	}
 	return s, nil
 }
 
-func sysNanosleep(k *Kernel, a args) (uint64, error) {
-	return sysClockNanosleep(k, args{unix.CLOCK_MONOTONIC, 0, a[0], a[1]})
+func sysNanosleep(t *thread, a args) (uint64, error) {
+	return sysClockNanosleep(t, args{unix.CLOCK_MONOTONIC, 0, a[0], a[1]})
 }
 
 // sysClockNanosleep puts the program to sleep until the clock reaches the
 // deadline: it wakes at the first tick at or past it (Interrupt).
-func sysClockNanosleep(k *Kernel, a args) (uint64, error) {
+func sysClockNanosleep(t *thread, a args) (uint64, error) {
 	if !validClock(a[0]) {
 		return 0, unix.EINVAL
 	}
-	d, err := k.readTimespec(a[2])
+	d, err := t.readTimespec(a[2])
 	if err != nil {
 		return 0, err
 	}
-	now, err := k.now(a[0])
+	now, err := t.k.now(a[0])
 	if err != nil {
 		return 0, err
 	}
@@ -137,9 +128,9 @@ func sysClockNanosleep(k *Kernel, a args) (uint64, error) {
 		return 0, nil
 	}
 	if isRealtime(a[0]) {
-		deadline -= time.Duration(k.prog.Epoch.UnixNano())
+		deadline -= time.Duration(t.k.prog.Epoch.UnixNano())
 	}
-	k.block(deadline, 0)
+	t.k.block(deadline, 0)
 	return 0, nil
 }
 
@@ -147,7 +138,7 @@ func sysClockNanosleep(k *Kernel, a args) (uint64, error) {
 // must for a large request to Linux too.
 const maxRandom = 256
 
-func sysGetrandom(k *Kernel, a args) (uint64, error) {
+func sysGetrandom(t *thread, a args) (uint64, error) {
 	if a[2]&^(unix.GRND_NONBLOCK|unix.GRND_RANDOM|unix.GRND_INSECURE) != 0 {
 		return 0, unix.EINVAL
 	}
@@ -156,8 +147,51 @@ func sysGetrandom(k *Kernel, a args) (uint64, error) {
 		return 0, nil
 	}
 	b := make([]byte, n)
-	if err := k.m.Entropy(b); err != nil {
+	if err := t.k.m.Entropy(b); err != nil {
 		return 0, err
 	}
-	return n, memErr(k.proc().as.write(a[0], b))
+	return n, memErr(t.proc.as.write(a[0], b))
+}
+
+// sysAlarm arms the timer in whole seconds, an unsigned int: the
+// argument's upper bits are not Linux's to read.
+func sysAlarm(t *thread, a args) (uint64, error) {
+	old, err := t.setRealTimer(time.Duration(uint32(a[0]))*time.Second, 0)
+	if err != nil {
+		return 0, err
+	}
+	return uint64((old.at + time.Second - 1) / time.Second), nil // seconds left, rounded up
+}
+
+func sysSetitimer(t *thread, a args) (uint64, error) {
+	if a[0] != unix.ITIMER_REAL {
+		return 0, unix.EINVAL // virtual and profiling timers: CPU time is not tracked
+	}
+	var b [32]byte
+	if err := t.proc.as.read(a[1], b[:]); err != nil {
+		return 0, memErr(err)
+	}
+	interval, value := timeval(b[:16]), timeval(b[16:])
+	if interval < 0 || value < 0 {
+		return 0, unix.EINVAL
+	}
+	old, err := t.setRealTimer(value, interval)
+	if err != nil {
+		return 0, err
+	}
+	if a[2] != 0 {
+		return 0, memErr(t.proc.as.write(a[2], itimerval(old)))
+	}
+	return 0, nil
+}
+
+func sysGetitimer(t *thread, a args) (uint64, error) {
+	if a[0] != unix.ITIMER_REAL {
+		return 0, unix.EINVAL
+	}
+	left, err := t.realTimerLeft()
+	if err != nil {
+		return 0, err
+	}
+	return 0, memErr(t.proc.as.write(a[1], itimerval(left)))
 }

@@ -3,6 +3,7 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -13,36 +14,8 @@ import (
 // args are a system call's six arguments (rdi, rsi, rdx, r10, r8, r9).
 type args [6]uint64
 
-// handler serves one system call. It returns the value for rax, or an
-// errno, or an error that ends the run (the program exited, or the VMM
-// failed).
-type handler func(k *Kernel, a args) (uint64, error)
-
 // errno is a system call's failure, returned to the program as -errno.
 type errno = unix.Errno
-
-// sysCall is a registered system call: its name, how many arguments it
-// takes (Linux's count on x86-64), and its handler (nil: ENOSYS).
-type sysCall struct {
-	name  string
-	nargs int
-	fn    handler
-}
-
-// syscalls maps a system call number to its registration.
-var syscalls = map[uint64]sysCall{}
-
-// register adds a system call that takes nargs arguments; the tables live
-// beside the calls (sys_*.go).
-func register(nr uintptr, name string, nargs int, fn handler) {
-	if _, dup := syscalls[uint64(nr)]; dup {
-		panic("linux: system call " + name + " registered twice")
-	}
-	if nargs < 0 || nargs > len(args{}) {
-		panic("linux: system call " + name + " takes " + itoa(uint64(nargs)) + " arguments")
-	}
-	syscalls[uint64(nr)] = sysCall{name, nargs, fn}
-}
 
 func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 	nr := r.RAX
@@ -60,10 +33,10 @@ func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 	// left there: a handler must never see them.
 	a := args{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
 	clear(a[sc.nargs:])
-	tid := k.current().tid
-	ret, err := sc.fn(k, a)
+	t := k.current()
+	ret, err := sc.fn(t, a)
 	if k.trace != nil {
-		fmt.Fprintf(k.trace, "[%d] %s(%s) = %#x %v\n", tid, name, a.format(sc.nargs), ret, err)
+		fmt.Fprintf(k.trace, "[%d] %s(%s) = %#x %v\n", t.tid, name, a.format(sc.nargs), ret, err)
 	}
 	if errors.Is(err, errRestart) {
 		k.restart = true
@@ -108,17 +81,11 @@ func memErr(err error) error {
 	return err
 }
 
-func unknownName(nr uint64) string { return "syscall " + itoa(nr) }
-
-func itoa(v uint64) string {
-	if v == 0 {
-		return "0"
+// unknownName names a call the table does not have: by its Linux name,
+// or by number for one Linux does not have either.
+func unknownName(nr uint64) string {
+	if name, ok := syscallNames[nr]; ok {
+		return name
 	}
-	var b [20]byte
-	i := len(b)
-	for ; v > 0; v /= 10 {
-		i--
-		b[i] = byte('0' + v%10)
-	}
-	return string(b[i:])
+	return "syscall " + strconv.FormatUint(nr, 10)
 }

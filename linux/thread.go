@@ -26,6 +26,7 @@ const (
 // the engine delivers there, so a replay switches exactly where its
 // recording did.
 type thread struct {
+	k        *Kernel // the kernel it runs on
 	tid      int
 	proc     *process
 	state    threadState
@@ -225,7 +226,7 @@ func (k *Kernel) spawn(p *process, regs kvm.Regs, xsave kvm.XSave, fsBase uint64
 		return nil, unix.EAGAIN
 	}
 	k.nextTID++
-	t := &thread{tid: k.nextTID, proc: p, regs: regs, xsave: xsave, fsBase: fsBase}
+	t := &thread{k: k, tid: k.nextTID, proc: p, regs: regs, xsave: xsave, fsBase: fsBase}
 	k.threads = append(k.threads, t)
 	p.live++
 	return t, nil
@@ -257,11 +258,10 @@ var errRestart = errors.New("restart when woken")
 
 // blockOn blocks the current thread until key is woken; its call then
 // runs again (errRestart).
-func (k *Kernel) blockOn(key any) error {
-	t := k.current()
-	k.waitSeq++
-	t.state, t.waitKey, t.waitSeq, t.deadline = blocked, key, k.waitSeq, 0
-	k.resched = true
+func (t *thread) blockOn(key any) error {
+	t.k.waitSeq++
+	t.state, t.waitKey, t.waitSeq, t.deadline = blocked, key, t.k.waitSeq, 0
+	t.k.resched = true
 	return errRestart
 }
 

@@ -7,45 +7,40 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func init() {
-	register(unix.SYS_POLL, "poll", 3, sysPoll)
-	register(unix.SYS_PPOLL, "ppoll", 5, sysPpoll)
-}
-
 // pollEvent is what a thread in poll waits on: any pipe's change.
 type pollEvent struct{}
 
 // maxPollFDs bounds one poll's descriptors (RLIMIT_NOFILE).
 const maxPollFDs = maxFDs
 
-func sysPoll(k *Kernel, a args) (uint64, error) {
+func sysPoll(t *thread, a args) (uint64, error) {
 	timeout := time.Duration(-1)
 	if ms := int32(a[2]); ms >= 0 {
 		timeout = time.Duration(ms) * time.Millisecond
 	}
-	return k.poll(a[0], a[1], timeout)
+	return t.poll(a[0], a[1], timeout)
 }
 
-func sysPpoll(k *Kernel, a args) (uint64, error) {
+func sysPpoll(t *thread, a args) (uint64, error) {
 	timeout := time.Duration(-1)
 	if a[2] != 0 {
-		d, err := k.readTimespec(a[2])
+		d, err := t.readTimespec(a[2])
 		if err != nil {
 			return 0, err
 		}
 		timeout = d
 	}
-	return k.poll(a[0], a[1], timeout)
+	return t.poll(a[0], a[1], timeout)
 }
 
 // poll reports the descriptors that are ready; with none, it waits (up
 // to timeout; negative: for ever) for a pipe to change and looks again.
-func (k *Kernel) poll(va, n uint64, timeout time.Duration) (uint64, error) {
+func (t *thread) poll(va, n uint64, timeout time.Duration) (uint64, error) {
 	if n > maxPollFDs {
 		return 0, unix.EINVAL
 	}
 	fds := make([]byte, n*8)
-	if err := k.proc().as.read(va, fds); err != nil {
+	if err := t.proc.as.read(va, fds); err != nil {
 		return 0, memErr(err)
 	}
 	ready := uint64(0)
@@ -55,23 +50,22 @@ func (k *Kernel) poll(va, n uint64, timeout time.Duration) (uint64, error) {
 		fd, events := int32(le.Uint32(e)), int16(le.Uint16(e[4:]))
 		revents := int16(0)
 		if fd >= 0 {
-			revents = k.readiness(uint64(fd), events)
+			revents = t.readiness(uint64(fd), events)
 		}
 		le.PutUint16(e[6:], uint16(revents))
 		if revents != 0 {
 			ready++
 		}
 	}
-	if ready > 0 || timeout == 0 || k.timeUp() {
-		return ready, memErr(k.proc().as.write(va, fds))
+	if ready > 0 || timeout == 0 || t.timeUp() {
+		return ready, memErr(t.proc.as.write(va, fds))
 	}
-	return k.waitReady(timeout)
+	return t.waitReady(timeout)
 }
 
 // timeUp reports, once, whether the running thread's poll or select has
 // reached its timeout: it reports what it finds then, without waiting.
-func (k *Kernel) timeUp() bool {
-	t := k.current()
+func (t *thread) timeUp() bool {
 	up := t.timedOut
 	t.timedOut = false
 	return up
@@ -79,24 +73,23 @@ func (k *Kernel) timeUp() bool {
 
 // waitReady waits (up to timeout; negative: for ever) for a pipe to
 // change, and the call looks again.
-func (k *Kernel) waitReady(timeout time.Duration) (uint64, error) {
+func (t *thread) waitReady(timeout time.Duration) (uint64, error) {
 	if timeout < 0 {
-		return 0, k.blockOn(pollEvent{})
+		return 0, t.blockOn(pollEvent{})
 	}
-	now, err := k.now(unix.CLOCK_MONOTONIC)
+	now, err := t.k.now(unix.CLOCK_MONOTONIC)
 	if err != nil {
 		return 0, err
 	}
-	err = k.blockOn(pollEvent{})
-	t := k.current()
+	err = t.blockOn(pollEvent{})
 	t.deadline, t.wakeErr = now+timeout, 0 // a tick past it ends the wait: 0 ready
 	return 0, err
 }
 
 // readiness is what fd is ready for, of events (POLLIN, POLLOUT), with
 // POLLHUP, POLLERR and POLLNVAL as Linux reports them.
-func (k *Kernel) readiness(fd uint64, events int16) int16 {
-	f, err := k.proc().fds.get(fd)
+func (t *thread) readiness(fd uint64, events int16) int16 {
+	f, err := t.proc.fds.get(fd)
 	if err != nil {
 		return unix.POLLNVAL
 	}
@@ -128,36 +121,35 @@ func (k *Kernel) readiness(fd uint64, events int16) int16 {
 	return r & (events | unix.POLLHUP | unix.POLLERR)
 }
 
-func init() {
-	register(unix.SYS_SELECT, "select", 5, func(k *Kernel, a args) (uint64, error) {
-		timeout := time.Duration(-1)
-		if a[4] != 0 {
-			var b [16]byte
-			if err := k.proc().as.read(a[4], b[:]); err != nil {
-				return 0, memErr(err)
-			}
-			if timeout = timeval(b[:]); timeout < 0 {
-				return 0, unix.EINVAL
-			}
+func sysSelect(t *thread, a args) (uint64, error) {
+	timeout := time.Duration(-1)
+	if a[4] != 0 {
+		var b [16]byte
+		if err := t.proc.as.read(a[4], b[:]); err != nil {
+			return 0, memErr(err)
 		}
-		return k.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
-	})
-	register(unix.SYS_PSELECT6, "pselect6", 6, func(k *Kernel, a args) (uint64, error) {
-		timeout := time.Duration(-1)
-		if a[4] != 0 {
-			d, err := k.readTimespec(a[4])
-			if err != nil {
-				return 0, err
-			}
-			timeout = d
+		if timeout = timeval(b[:]); timeout < 0 {
+			return 0, unix.EINVAL
 		}
-		return k.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
-	})
+	}
+	return t.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
+}
+
+func sysPselect6(t *thread, a args) (uint64, error) {
+	timeout := time.Duration(-1)
+	if a[4] != 0 {
+		d, err := t.readTimespec(a[4])
+		if err != nil {
+			return 0, err
+		}
+		timeout = d
+	}
+	return t.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
 }
 
 // selectFDs is select over the read, write and except sets at sets (0:
 // none) of descriptors below n, as poll does it.
-func (k *Kernel) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uint64, error) {
+func (t *thread) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uint64, error) {
 	if n > maxFDs {
 		return 0, unix.EINVAL
 	}
@@ -169,7 +161,7 @@ func (k *Kernel) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uin
 			continue
 		}
 		b := make([]byte, words*8)
-		if err := k.proc().as.read(va, b); err != nil {
+		if err := t.proc.as.read(va, b); err != nil {
 			return 0, memErr(err)
 		}
 		for w := range in[i] {
@@ -183,7 +175,7 @@ func (k *Kernel) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uin
 			if in[i][fd/64]&(1<<(fd%64)) == 0 {
 				continue
 			}
-			r := k.readiness(fd, events[i])
+			r := t.readiness(fd, events[i])
 			if r&unix.POLLNVAL != 0 {
 				return 0, unix.EBADF
 			}
@@ -193,8 +185,8 @@ func (k *Kernel) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uin
 			}
 		}
 	}
-	if ready == 0 && timeout != 0 && !k.timeUp() {
-		return k.waitReady(timeout)
+	if ready == 0 && timeout != 0 && !t.timeUp() {
+		return t.waitReady(timeout)
 	}
 	for i, va := range sets {
 		if va == 0 {
@@ -204,7 +196,7 @@ func (k *Kernel) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uin
 		for w, v := range out[i] {
 			binary.LittleEndian.PutUint64(b[w*8:], v)
 		}
-		if err := k.proc().as.write(va, b); err != nil {
+		if err := t.proc.as.write(va, b); err != nil {
 			return 0, memErr(err)
 		}
 	}
