@@ -97,17 +97,20 @@ for name in busybox tar pipeline xstate; do
 done
 note "replays: $total, diverged: $diverged"
 
-runs=0 faults=0
+runs=0 faults=0 stale=0
 want="done 1000"
 for ((i = 0; i < live; i++)); do
 	runs=$((runs + 1))
-	out=$("$reprise" run --file "$work/t" -- "$bb" sh -c "$(loop 1000)" 2>"$work/err")
+	out=$("$reprise" run --stats --file "$work/t" -- "$bb" sh -c "$(loop 1000)" 2>"$work/err")
 	if [[ $? -ne 0 || $out != "$want" ]]; then
 		faults=$((faults + 1))
 		failed "live run $i: $(head -c 300 "$work/err") ${out:0:100}"
 	fi
+	# Faults of the host's stale translations, retried (linux/stale.go).
+	n=$(sed -n 's/^faults of stale host translations retried: //p' "$work/err")
+	stale=$((stale + ${n:-0}))
 done
-note "live runs of the 1000-iteration fork+exec loop: $runs, failed: $faults"
+note "live runs of the 1000-iteration fork+exec loop: $runs, failed: $faults, stale host translations retried: $stale"
 
 for ((i = 0; i < ci; i++)); do
 	clone=$work/clone$i

@@ -210,16 +210,17 @@ func (k *Kernel) placeAll(pid int, as *addressSpace, restored bool) error {
 	return nil
 }
 
-// DebugTrap reports whether the exit at port is a debug trap — a
-// breakpoint (#BP) or a single step (#DB) — which, like the kit's probe
-// hits, are never the guest's own exits: they do not count in positions,
-// so a replay with probes sees the recording's.
-func (k *Kernel) DebugTrap(port uint16) bool {
+// HostTrap reports whether the exit at port is a trap that is not the
+// program's own: a debug trap — a breakpoint (#BP) or a single step (#DB)
+// — or a fault of a stale translation (stale.go). Like the kit's probe
+// hits they do not count in positions, so a replay, with probes or
+// without the host's fault, sees the recording's.
+func (k *Kernel) HostTrap(port uint16) bool {
 	if port != abi.PortTrap {
 		return false
 	}
 	v, err := k.m.RAM().Uint64(k.m.VCPU().SyncedRegs().RSP)
-	return err == nil && (v == 1 || v == 3)
+	return err == nil && (v == 1 || v == 3 || v == 14 && k.staleFault())
 }
 
 // The trap frame's slots the stub leaves at RSP.

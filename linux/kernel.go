@@ -77,6 +77,7 @@ type Kernel struct {
 	switches uint64
 	restart  bool      // the call being served blocked and runs again when woken
 	returned bool      // rt_sigreturn restored the registers: the call sets none
+	stale    staleAt   // the fault last retried for a stale translation (stale.go)
 	trace    io.Writer // if set, every system call is written here
 	bp       *breakpoints
 	xsave    xsaveLayout // the guest CPU's XSAVE image (xstate.go)
@@ -103,6 +104,9 @@ type Stats struct {
 	// Warnings say what the run could not do as the program expected,
 	// once each: a thread that kept the CPU from runnable ones.
 	Warnings []string
+	// StaleTranslations counts the faults retried after dropping KVM's
+	// stale translations (stale.go).
+	StaleTranslations uint64
 }
 
 // Check says whether p is a program the personality can start: an x86-64
@@ -155,6 +159,9 @@ func (s Stats) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %s=%d", c.name, c.n)
 	}
 	fmt.Fprintln(w)
+	if s.StaleTranslations > 0 {
+		fmt.Fprintf(w, "faults of stale host translations retried: %d\n", s.StaleTranslations)
+	}
 	for _, warning := range s.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
@@ -330,6 +337,9 @@ func (k *Kernel) enter(entry, sp uint64) error {
 func (k *Kernel) Exit(port uint16) error {
 	k.noteRunning()
 	k.current().retryAt = 0 // it made the exit: the write it retried has run
+	if port != abi.PortTrap {
+		k.stale = staleAt{} // the retried instruction ran
+	}
 	if port == abi.PortTrap {
 		if err := k.trap(); err != nil {
 			return err
@@ -447,8 +457,12 @@ func (k *Kernel) trap() error {
 	if n := k.proc().as.tscSites[frame[2]]; vector == 6 && n != 0 {
 		return k.emulateTSC(regs, frame[2], n)
 	}
+	if vector == 14 && k.staleFault() {
+		return k.retryStale(frame[2], c.SyncedSregs().CR2)
+	}
+	persisted := vector == 14 && k.stale == staleAt{frame[2], c.SyncedSregs().CR2}
+	k.stale = staleAt{}
 	// A user write to a present copy-on-write page: copy it, retry.
-	const pfPresent, pfWrite, pfUser = 1, 2, 4
 	if cr2 := c.SyncedSregs().CR2; vector == 14 && frame[1]&(pfPresent|pfWrite|pfUser) == pfPresent|pfWrite|pfUser {
 		if as := k.proc().as; as.cow[cr2&^pageMask] {
 			if err := as.breakCOWFault(cr2 &^ pageMask); err != nil {
@@ -467,6 +481,9 @@ func (k *Kernel) trap() error {
 	what := fmt.Sprintf("%s (error code %#x)", vmm.ExceptionName(vector), frame[1])
 	if vector == 14 {
 		what += fmt.Sprintf(" at address %#x", cr2)
+	}
+	if persisted {
+		what += " (its page tables allow the access: a stale host translation that dropping KVM's did not clear)"
 	}
 	return k.m.Trap(fmt.Sprintf("the program got %s: %s", signalFor(vector), what), int(vector), faulting, uint16(frame[3]), cr2)
 }

@@ -28,10 +28,11 @@ type Kernel interface {
 	// Interrupt takes an interrupt the engine delivered: the guest CPU
 	// takes none itself. clock is the time a timer tick carries.
 	Interrupt(vector uint8, clock time.Duration) error
-	// DebugTrap reports whether the OUT to port the guest just made is a
-	// debug trap (a breakpoint or a single step): the engine's, like a
+	// HostTrap reports whether the OUT to port the guest just made is a
+	// trap that is not the guest's own (a breakpoint or a single step, a
+	// fault the host's stale translation caused): the engine's, like a
 	// probe hit, not counted among the guest's exits.
-	DebugTrap(port uint16) bool
+	HostTrap(port uint16) bool
 	// Runnable reports whether the guest has something to run. If not,
 	// the machine idles at this exit until an interrupt changes that.
 	Runnable() bool

@@ -160,7 +160,7 @@ func (m *Machine) classify(reason kvm.ExitReason) Stop {
 			return StopProbe // probes exist only in replays: never the guest's
 		case io.Port == abi.PortProbe && io.Out:
 			return StopProbe // the same probes, patched to exit from CPL3
-		case m.kernel != nil && io.Out && m.kernel.DebugTrap(io.Port):
+		case m.kernel != nil && io.Out && m.kernel.HostTrap(io.Port):
 			return StopProbe
 		}
 	}

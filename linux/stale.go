@@ -1,0 +1,81 @@
+package linux
+
+import (
+	"github.com/reprise-vm/reprise/vmm/x86"
+)
+
+// Stale translations. On the PVM hosts reprise is tested on, KVM shadows
+// the guest's page tables and PVM tags the host TLB by the shadow root's
+// host address; a root KVM frees and later allocates again at the same
+// address can find the TLB entries of the address space that had it
+// before. A program then faults on an access its page tables allow: a
+// bash loop of 1000 fork+execs under `stress-ng --cpu 2 --vm 1` took, in
+// about one run in ten, a write fault at its entry point on a stack page
+// mapped writable, frame held once (bench/stress.sh). Such a fault is the
+// host's, not the program's: the VMM drops every translation KVM holds
+// (Machine.DropTranslations, which flushes the TLB) and the instruction
+// runs again. It is not counted among the program's exits (HostTrap), so
+// a replay, which may not meet it, finds the recording's positions; the
+// frames the program holds do not change, so neither does its memory.
+
+// Page-fault error code bits.
+const (
+	pfPresent = 1 << 0
+	pfWrite   = 1 << 1
+	pfUser    = 1 << 2
+	pfFetch   = 1 << 4
+)
+
+// staleAt is a fault retried after dropping KVM's translations: its RIP
+// and address. The same fault again right after means the tables are not
+// what the program's accesses meet: it is reported as the program's.
+type staleAt struct{ rip, addr uint64 }
+
+// staleFault reports whether the page fault the trap stub holds is one
+// the running process's page tables do not explain, and that has not
+// just been retried: a user access to a page they map present and user,
+// writable for a write, to a frame of the process's own.
+func (k *Kernel) staleFault() bool {
+	c := k.m.VCPU()
+	regs, sregs := c.SyncedRegs(), c.SyncedSregs()
+	code, err1 := k.m.RAM().Uint64(regs.RSP + 8)
+	rip, err2 := k.m.RAM().Uint64(regs.RSP + frameRIP)
+	if err1 != nil || err2 != nil || code&pfUser == 0 {
+		return false
+	}
+	if (staleAt{rip, sregs.CR2}) == k.stale {
+		return false
+	}
+	as := k.proc().as
+	if as == nil || sregs.CR3 != as.cr3() {
+		return false
+	}
+	va := sregs.CR2 &^ pageMask
+	pte, err := as.leaf(va)
+	want := uint64(x86.PTEPresent | x86.PTEUser)
+	if code&pfWrite != 0 {
+		if as.cow[va] {
+			return false // copy-on-write: the program's to take (trap)
+		}
+		want |= x86.PTEWrite
+	}
+	return err == nil && pte&want == want && code&pfFetch == 0
+}
+
+// retryStale drops KVM's translations and has the stub's IRETQ run the
+// faulting instruction again.
+func (k *Kernel) retryStale(rip, addr uint64) error {
+	k.stale = staleAt{rip, addr}
+	k.stats.StaleTranslations++
+	return k.m.DropTranslations()
+}
+
+// leaf is va's page-table entry in the tables the guest runs on, 0 if
+// none.
+func (as *addressSpace) leaf(va uint64) (uint64, error) {
+	table, err := as.tableAt(va, 0)
+	if err != nil || table == 0 {
+		return 0, err
+	}
+	return as.ram.Uint64(table + entryIndex(va, 0)*8)
+}
