@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -55,7 +55,7 @@ const MaxFileBytes = 256 << 20
 // Open reads and validates the image at path, a regular file of at most
 // MaxFileBytes.
 func Open(path string) (*Image, error) {
-	raw, err := regfile.ReadFile(path, MaxFileBytes, "guest image")
+	raw, err := userfile.ReadFile(path, MaxFileBytes, "guest image")
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -267,7 +267,7 @@ func debugSymbols(id string) (string, []ranked, bool) {
 	if _, err := os.Stat(path); err != nil {
 		return "", nil, false
 	}
-	data, err := regfile.ReadFile(path, maxDebugFile, "debug file")
+	data, err := userfile.ReadFile(path, maxDebugFile, "debug file")
 	if err != nil {
 		return "", nil, false
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/elfimage"
-	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/pmu"
 	"github.com/reprise-vm/reprise/tape"

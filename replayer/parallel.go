@@ -14,7 +14,7 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/eventdb"
-	"github.com/reprise-vm/reprise/internal/scratch"
+	"github.com/reprise-vm/reprise/host/scratch"
 	"github.com/reprise-vm/reprise/symtab"
 )
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/elfimage"
-	"github.com/reprise-vm/reprise/internal/scratch"
-	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/host/scratch"
+	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/probes"

@@ -11,7 +11,7 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/cost"
 	"github.com/reprise-vm/reprise/elfimage"
-	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/vmm"
 )

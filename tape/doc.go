@@ -2,7 +2,7 @@
 // a header describing the machine, then append-only chunks of events. The
 // recorder writes it with a Writer; the replayer and `reprise info` read
 // it with a Reader or Summarize. From reprise it imports only abi (the
-// limits a header is checked against) and internal/regfile.
+// limits a header is checked against) and internal/userfile.
 //
 // # Guarantees
 //

@@ -19,7 +19,7 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elfimage"
 	"github.com/reprise-vm/reprise/guest"
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/linux"
 )
 
@@ -146,7 +146,7 @@ func resolveGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, targ
 // openGuest reads the file at path: a kit image if it has the kit's
 // vector table, else a Linux program started as argv0 with rest.
 func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, error) {
-	raw, err := regfile.ReadFile(path, elfimage.MaxFileBytes, "guest image or program")
+	raw, err := userfile.ReadFile(path, elfimage.MaxFileBytes, "guest image or program")
 	if err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
