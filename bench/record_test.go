@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
@@ -20,7 +20,7 @@ func recordTo(tb testing.TB, image, cmdline, path string) *recorder.Result {
 
 func recordHost(tb testing.TB, image, cmdline, path string, host recorder.HostMode) *recorder.Result {
 	tb.Helper()
-	img, err := elfimage.Open(image)
+	img, err := elffile.OpenImage(image)
 	if err != nil {
 		tb.Fatal(err)
 	}

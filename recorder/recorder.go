@@ -21,7 +21,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/pmu"
@@ -39,7 +39,7 @@ const DefaultFlushInterval = 250 * time.Millisecond
 type Options struct {
 	// Image is a guest image that brings its own kernel (the kit's);
 	// Linux, a Linux program run by the Linux personality. One is set.
-	Image          *elfimage.Image
+	Image          *elffile.Image
 	Linux          *linux.Program
 	Cmdline        string
 	MemBytes       uint64
@@ -131,7 +131,7 @@ type Result struct {
 // ChoosePositionSource resolves the position source: swbc when the image counts
 // branches, else exit-sync; pmu only on request, and only where a PMU can
 // count guest branches.
-func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.PositionSource, error) {
+func ChoosePositionSource(want tape.PositionSource, img *elffile.Image) (tape.PositionSource, error) {
 	switch want {
 	case Auto, "":
 		if vmm.BranchCounterOf(img) != vmm.CounterNone {
@@ -176,7 +176,7 @@ func chooseLinuxSource(want tape.PositionSource, image []byte) (tape.PositionSou
 // checkHook checks that img keeps a software branch counter the machine
 // can use: in r15, or in a hook that has a size, by which the machine
 // tells the hook's exits from the guest's own writes to the port.
-func checkHook(img *elfimage.Image) error {
+func checkHook(img *elffile.Image) error {
 	if img == nil {
 		return errors.New("recorder: no image to find a software branch counter in: use the exit-sync position source")
 	}

@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/linux"
-	"github.com/reprise-vm/reprise/objfile"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/symtab"
 	"github.com/reprise-vm/reprise/tape"
@@ -47,7 +46,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	}
 	sampling := strings.Join(modes, "; ")
 	var mapped *mappedSymbols
-	tidSym, haveTID := elfimage.Symbol{}, false
+	tidSym, haveTID := elffile.Symbol{}, false
 	if h.Linux != nil {
 		// The symbols are those of the files the program maps: stored
 		// when the replay has seen them all.
@@ -73,7 +72,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	// Finish, Close does nothing.
 	defer in.Close()
 	if mapped != nil {
-		o.OnMapping = func(m linux.Mapping, f *objfile.File, pos vmm.Position, at time.Duration) error {
+		o.OnMapping = func(m linux.Mapping, f *elffile.File, pos vmm.Position, at time.Duration) error {
 			index := len(mapped.maps)
 			if err := mapped.add(m, f); err != nil || index == len(mapped.maps) {
 				return err // past the bound: not kept
@@ -188,7 +187,7 @@ type mappedSymbols struct {
 	objs  []eventdb.Object
 }
 
-func (c *mappedSymbols) add(m linux.Mapping, f *objfile.File) error {
+func (c *mappedSymbols) add(m linux.Mapping, f *elffile.File) error {
 	if len(c.maps) < maxMappings {
 		em := eventdb.Mapping{PID: uint32(m.PID), Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Exec: m.Exec}
 		if f != nil {
@@ -239,7 +238,7 @@ func TapeHeader(path string) (*tape.Header, error) {
 
 // imageSymbols is the table tools name addresses with, keyed by the
 // image's SHA-256 so that a DB never mixes recordings of two images.
-func imageSymbols(img *elfimage.Image) *eventdb.Symbols {
+func imageSymbols(img *elffile.Image) *eventdb.Symbols {
 	return &eventdb.Symbols{Image: fmt.Sprintf("%x", img.SHA256), Table: img.SymbolTable()}
 }
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/vmm"
@@ -80,7 +80,7 @@ type ProbeSite struct {
 }
 
 // placement says how each site was patched, by address.
-func (ps *patches) placement(img *elfimage.Image) []ProbeSite {
+func (ps *patches) placement(img *elffile.Image) []ProbeSite {
 	out := make([]ProbeSite, 0, len(ps.placed))
 	for _, p := range ps.placed {
 		s := ProbeSite{Addr: p.site.Addr, Where: img.Describe(p.site.Addr), Patch: p.how, Hits: p.hits}

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/host/scratch"
 	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/kvm"
@@ -34,7 +34,7 @@ type Options struct {
 	// Image is the tape's guest image, if the caller has it already (from
 	// TapeImage, to resolve probes against): it is not decoded and hashed
 	// again. Nil: the replay decodes the one the tape embeds.
-	Image   *elfimage.Image
+	Image   *elffile.Image
 	Console io.Writer // the guest's console output, as it is replayed
 	KVMPath string
 	// Progress, if set, receives a one-line progress report a few times a
@@ -125,7 +125,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer r.Close()
 	h := r.Header()
-	var img *elfimage.Image
+	var img *elffile.Image
 	var kernel vmm.Kernel
 	var affinity []int
 	sc := &script{r: r}
@@ -248,8 +248,8 @@ func showProgress(w io.Writer, sc *script, start, size int64) (stop func()) {
 
 // embeddedImage decodes the guest image a tape carries and checks it
 // against the recorded hash.
-func embeddedImage(path string, h *tape.Header) (*elfimage.Image, error) {
-	img, err := elfimage.Parse(path+":"+h.Image.Name, h.Image.Bytes)
+func embeddedImage(path string, h *tape.Header) (*elffile.Image, error) {
+	img, err := elffile.ParseImage(path+":"+h.Image.Name, h.Image.Bytes)
 	if err != nil {
 		return nil, fmt.Errorf("replayer: the image embedded in %s: %w", path, err)
 	}
@@ -261,7 +261,7 @@ func embeddedImage(path string, h *tape.Header) (*elfimage.Image, error) {
 
 // image is the replay's guest image: o.Image if it is the tape's, else
 // the one the tape embeds.
-func (o *Options) image(h *tape.Header) (*elfimage.Image, error) {
+func (o *Options) image(h *tape.Header) (*elffile.Image, error) {
 	if o.Image == nil {
 		return embeddedImage(o.Tape, h)
 	}
@@ -294,7 +294,7 @@ func linuxKernel(path string, h *tape.Header) (*linux.Kernel, error) {
 
 // TapeImage is the guest image recorded in the tape at path (probe specs
 // are resolved against it).
-func TapeImage(path string) (*elfimage.Image, error) {
+func TapeImage(path string) (*elffile.Image, error) {
 	r, err := tape.Open(path)
 	if err != nil {
 		return nil, err

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
 )
 
@@ -35,7 +35,7 @@ func (c BranchCounter) String() string {
 }
 
 // BranchCounterOf says how img counts branches.
-func BranchCounterOf(img *elfimage.Image) BranchCounter {
+func BranchCounterOf(img *elffile.Image) BranchCounter {
 	if img == nil {
 		return CounterNone
 	}

@@ -14,10 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
-	"github.com/reprise-vm/reprise/objfile"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
@@ -89,7 +88,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 				opts.Progress = os.Stderr
 			}
 			probing := locks || len(probeSpecs) > 0 || probeFile != ""
-			var objs []*objfile.File // a Linux program's files: where its probes are
+			var objs []*elffile.File // a Linux program's files: where its probes are
 			var err error
 			if probing {
 				objs, err = replayer.TapeObjects(args[0])
@@ -297,7 +296,7 @@ func describeEnd(e *vmm.End) string {
 
 // probePlan parses the probe specs and resolves them against the image the
 // tape embeds, which it returns for the replay to use as is.
-func probePlan(tapePath string, specs []string, file string) (*elfimage.Image, *probes.Plan, error) {
+func probePlan(tapePath string, specs []string, file string) (*elffile.Image, *probes.Plan, error) {
 	var all []probes.Spec
 	if len(specs) > 0 {
 		s, err := probes.ParseSpecs(specs)
@@ -324,7 +323,7 @@ func probePlan(tapePath string, specs []string, file string) (*elfimage.Image, *
 // linuxProbeSet parses the probe specs for a Linux program's replay (with
 // the C library's lock probes if locks) and checks them against the
 // program's executable and libraries, objs.
-func linuxProbeSet(objs []*objfile.File, specs []string, file string, locks bool) (*probes.Set, error) {
+func linuxProbeSet(objs []*elffile.File, specs []string, file string, locks bool) (*probes.Set, error) {
 	var all []probes.Spec
 	if len(specs) > 0 {
 		s, err := probes.ParseSpecs(specs)
@@ -356,7 +355,7 @@ func linuxProbeSet(objs []*objfile.File, specs []string, file string, locks bool
 
 // pthreadProbes are the C library's lock probes for a program made of
 // objs: musl's or glibc's set, without the functions its C library lacks.
-func pthreadProbes(objs []*objfile.File) ([]probes.Spec, error) {
+func pthreadProbes(objs []*elffile.File) ([]probes.Spec, error) {
 	if !probes.Defines(objs, "pthread_mutex_lock") {
 		return nil, errors.New("--locks: the program's files define no pthread_mutex_lock (a static program without threads, or a C library reprise does not know)")
 	}
