@@ -70,10 +70,10 @@ func BenchmarkRecordOverhead(b *testing.B) {
 	}
 }
 
-// BenchmarkHostTracing: the cost of the host view (DESIGN.md §9) — the
-// same workload recorded with no host view, with the VMM's timestamps
-// only, and with host scheduling from tracefs too, side by side, timed
-// over the workload; plus the host view's bytes per second of guest
+// BenchmarkHostTracing: the cost of the host view (docs/architecture.md, "The
+// host view") — the same workload recorded with no host view, with the VMM's
+// timestamps only, and with host scheduling from tracefs too, side by side,
+// timed over the workload; plus the host view's bytes per second of guest
 // execution. Without tracefs the full mode equals vmm and says so.
 func BenchmarkHostTracing(b *testing.B) {
 	k := kit(b)

@@ -1,7 +1,8 @@
-// Package recorder records a guest run to a tape: it runs the machine in
-// Record mode, where every nondeterministic input is logged at a position a
-// replay can find again, and writes the events as they come, flushing whole
-// chunks often so a recorder killed at any moment leaves a replayable tape.
+// Package recorder records a guest run to a tape: it runs the machine under
+// the recording engine (engine.go), where every nondeterministic input is
+// logged at a position a replay can find again, and writes the events as
+// they come, flushing whole chunks often so a recorder killed at any moment
+// leaves a replayable tape.
 package recorder
 
 import (

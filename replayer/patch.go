@@ -42,8 +42,8 @@ type ProbeHandler func(h *ProbeHit, mem vmm.GuestMemory) error
 // guest's registers and memory are exactly what executing them in place
 // gives; only the patched bytes, the copies and the kernel's #BP stack
 // differ, and the engine restores all three before the machine hashes RAM
-// at the end (DESIGN.md §7). The recorded run never had them: probes cost
-// only the replays that use them.
+// at the end (docs/architecture.md, "Probes and sampling"). The recorded run
+// never had them: probes cost only the replays that use them.
 const trampolineSlot = 32
 
 // patches are the probe sites of one replay, patched into guest memory.

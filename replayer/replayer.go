@@ -1,8 +1,8 @@
 // Package replayer re-executes a recorded guest run from its tape: it
 // rebuilds the machine from the tape header alone (the image is embedded,
-// the CPUID table recorded), runs it in Replay mode, where every input comes
-// from the tape and every event is checked against the guest's state, and
-// compares the end state with the recorded one.
+// the CPUID table recorded), runs it under the tape engine (engine.go),
+// where every input comes from the tape and every event is checked against
+// the guest's state, and compares the end state with the recorded one.
 package replayer
 
 import (

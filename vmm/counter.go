@@ -9,7 +9,7 @@ import (
 )
 
 // BranchCounter is how an image keeps the software branch counter
-// (DESIGN.md §4).
+// (docs/architecture.md, "Position sources").
 type BranchCounter uint8
 
 const (

@@ -8,12 +8,12 @@ import (
 	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
-// Engine decides a machine's nondeterministic inputs (DESIGN.md §3): where
-// they come from and where in the guest's execution they are delivered.
-// The machine and its devices are the same under every engine. Without
-// one (Config.Engine nil) the machine runs live: inputs from the host,
-// delivered as soon as the guest can take them, nothing kept. The recorder
-// and the replayer bring their own.
+// Engine decides a machine's nondeterministic inputs
+// (docs/architecture.md, "One machine, three engines"): where they come from
+// and where in the guest's execution they are delivered. The machine and its
+// devices are the same under every engine. Without one (Config.Engine nil)
+// the machine runs live: inputs from the host, delivered as soon as the guest
+// can take them, nothing kept. The recorder and the replayer bring their own.
 //
 // Every method but Attach runs on the vCPU thread, between KVM_RUNs.
 type Engine interface {
