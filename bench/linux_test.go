@@ -268,7 +268,12 @@ func BenchmarkLinuxDiagnosis(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			tp := filepath.Join(b.TempDir(), p.name+".tape")
 			p.record(b, tp)
-			objs, err := replayer.TapeObjects(tp)
+			rec, err := replayer.OpenRecording(tp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			objs, err := rec.Objects()
+			rec.Close()
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -15,21 +15,23 @@ import (
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/symtab"
-	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
-// ToDB replays o.Tape with its probe plan and sampling and writes what
+// ToDB replays o's tape with its probe plan and sampling and writes what
 // they see into db as a new run: one event per probe hit (with its thread,
 // position, record time and arguments) and per sample (RIP and stack).
 // The run is marked complete only if the replay matched its recording; a
 // diverged or interrupted replay leaves an incomplete run with the events
 // it produced. o.OnHit, o.OnSample, o.OnTrace and o.OnHost are replaced.
 func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run, error) {
-	h, err := TapeHeader(o.Tape)
+	rec, done, err := o.recording()
 	if err != nil {
 		return nil, nil, err
 	}
+	defer done()
+	o.Recording = rec
+	h := rec.Header
 	var table []eventdb.Probe
 	switch {
 	case o.Plan != nil:
@@ -53,7 +55,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		mapped = &mappedSymbols{image: fmt.Sprintf("%x", h.Image.SHA256), seen: map[string]bool{}}
 	} else {
 		if o.Image == nil {
-			if o.Image, err = TapeImage(o.Tape); err != nil {
+			if o.Image, err = rec.Image(); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -62,7 +64,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		}
 		tidSym, haveTID = o.Image.Lookup(currentTIDSymbol)
 	}
-	abs, _ := filepath.Abs(o.Tape)
+	abs, _ := filepath.Abs(rec.Path)
 	run, in, err := db.NewRun(abs, table, sampling)
 	if err != nil {
 		return nil, nil, err
@@ -135,7 +137,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		return res, run, err // the run stays incomplete
 	}
 	if o.Until == 0 {
-		if herr := host.finish(db, run.ID, o.Tape); herr != nil {
+		if herr := host.finish(db, run.ID, rec.Path); herr != nil {
 			return res, run, herr // the run stays incomplete
 		}
 	}
@@ -224,16 +226,6 @@ func (c *mappedSymbols) symbols() *eventdb.Symbols {
 	s := eventdb.NewSymbols(c.image, c.syms)
 	s.Mappings, s.Objects = c.maps, c.objs
 	return s
-}
-
-// TapeHeader reads the header of the tape at path.
-func TapeHeader(path string) (*tape.Header, error) {
-	r, err := tape.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.Header(), nil
 }
 
 // imageSymbols is the table tools name addresses with, keyed by the

@@ -226,7 +226,10 @@ func TestReplayImageFromTheCaller(t *testing.T) {
 	img := kitImage(t)
 	rec := record(t, img, "hello", recorder.Auto)
 	require.NoError(t, rec.err)
-	tapeImg, err := replayer.TapeImage(rec.path)
+	tapeRec, err := replayer.OpenRecording(rec.path)
+	require.NoError(t, err)
+	defer tapeRec.Close()
+	tapeImg, err := tapeRec.Image()
 	require.NoError(t, err)
 	var out bytes.Buffer
 	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Image: tapeImg, Console: &out})

@@ -36,6 +36,9 @@ type linuxProbes struct {
 	recordTime func(vmm.Position) time.Duration
 
 	files map[string]*objectProbes // by path
+	// parsed is a file parsed already from the same contents (its
+	// recording's: Recording.parsedAs), or nil.
+	parsed func(path string, data []byte) *elffile.File
 	// returns are the probe lists a return watch stands for (the
 	// cookie of linux.Break.WatchReturn indexes it).
 	returns [][]*probes.Probe
@@ -54,8 +57,8 @@ type objectSite struct {
 	ret    bool
 }
 
-func newLinuxProbes(k *linux.Kernel, set *probes.Set, onHit func(Hit) error, onMap MappingHandler) *linuxProbes {
-	return &linuxProbes{k: k, set: set, onHit: onHit, onMap: onMap, files: map[string]*objectProbes{}}
+func newLinuxProbes(k *linux.Kernel, set *probes.Set, onHit func(Hit) error, onMap MappingHandler, parsed func(path string, data []byte) *elffile.File) *linuxProbes {
+	return &linuxProbes{k: k, set: set, onHit: onHit, onMap: onMap, files: map[string]*objectProbes{}, parsed: parsed}
 }
 
 // sample fills in a sample of the running thread: the program's own
@@ -185,10 +188,13 @@ func (lp *linuxProbes) object(path string, data []byte) (*objectProbes, error) {
 	if o, ok := lp.files[path]; ok && o.size == len(data) {
 		return o, nil
 	}
-	f, err := elffile.Parse(path, data)
-	if err != nil {
-		lp.files[path] = &objectProbes{size: len(data)}
-		return lp.files[path], nil // not ELF: nothing to probe or name
+	f := lp.parsed(path, data)
+	if f == nil {
+		var err error
+		if f, err = elffile.Parse(path, data); err != nil {
+			lp.files[path] = &objectProbes{size: len(data)}
+			return lp.files[path], nil // not ELF: nothing to probe or name
+		}
 	}
 	o := &objectProbes{file: f, size: len(data), sites: map[uint64]*objectSite{}}
 	if lp.set != nil {
@@ -301,34 +307,4 @@ func (lp *linuxProbes) siteOf(b *linux.Break) *objectSite {
 		return nil
 	}
 	return o.sites[vaddr]
-}
-
-// TapeObjects are the ELF files of the Linux program the tape at path
-// recorded: its executable and the files it was given that are ELF files
-// (its loader and libraries), what probes are checked against before a
-// replay. A kit tape has none.
-func TapeObjects(path string) ([]*elffile.File, error) {
-	h, err := TapeHeader(path)
-	if err != nil || h.Linux == nil {
-		return nil, err
-	}
-	k, err := linuxKernel(path, h)
-	if err != nil {
-		return nil, err
-	}
-	exe, err := elffile.Parse(h.Linux.Path, h.Image.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("replayer: %w", err)
-	}
-	objs := []*elffile.File{exe}
-	for _, f := range h.Linux.Files {
-		data, ok := k.Contents(f.Guest)
-		if !ok || len(data) < 4 || string(data[:4]) != "\x7fELF" {
-			continue
-		}
-		if o, err := elffile.Parse(f.Guest, data); err == nil {
-			objs = append(objs, o)
-		}
-	}
-	return objs, nil
 }
