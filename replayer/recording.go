@@ -15,8 +15,10 @@ import (
 // resolved against its image or its program's files, the replay itself —
 // each a step that once opened the tape by its path again, and read its
 // header and embedded image (up to 256 MiB) again each time. Its image
-// and a Linux program's files are parsed, and its Linux kernel built
-// (every host file the tape names read and hashed), at most once.
+// and a Linux program's files are parsed at most once, and the Linux
+// kernel built to find those files (every host file the tape names read
+// and hashed) is the first replay's; only later replays of the same
+// Recording (a split replay's other segments) build their own.
 type Recording struct {
 	Path   string
 	Header *tape.Header
@@ -45,7 +47,7 @@ func OpenRecording(path string) (*Recording, error) {
 	return &Recording{Path: path, Header: r.Header(), tape: r}, nil
 }
 
-// Close closes the tape. The Readers events returned end with it.
+// Close closes the tape: the replays that read it must have ended.
 func (r *Recording) Close() error { return r.tape.Close() }
 
 // events reads the tape's events from the first, for one replay.
