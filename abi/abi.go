@@ -28,14 +28,14 @@ const (
 	TSSRSP0       = TSS + 4
 )
 
-// The register branch counter's countdown region (DESIGN.md §4): code
-// built for it keeps a pointer in r15 that every counted block moves down
-// one byte and loads through. The region's pages all map CounterZero, but
-// its lowest, the guard, maps CounterGuard, where there is no RAM: the
-// load that reaches it is an MMIO exit, exactly at the count the VMM
-// placed r15 for. The tables alias: every PD slot but the guard's names
-// one PT, every PDPT slot but the guard's one PD, so 512 GiB of counts cost
-// five pages.
+// The register branch counter's countdown region (docs/architecture.md,
+// "Position sources"): code built for it keeps a pointer in r15 that every
+// counted block moves down one byte and loads through. The region's pages all
+// map CounterZero, but its lowest, the guard, maps CounterGuard, where there
+// is no RAM: the load that reaches it is an MMIO exit, exactly at the count
+// the VMM placed r15 for. The tables alias: every PD slot but the guard's
+// names one PT, every PDPT slot but the guard's one PD, so 512 GiB of counts
+// cost five pages.
 const (
 	CounterTables = 0x30000        // 5 pages: PDPT, guard PD, PD, guard PT, PT
 	CounterZero   = 0x35000        // read-only zeros: what every count loads

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/vmm"
@@ -39,7 +39,7 @@ func kit(tb testing.TB) *guest.Kit {
 // tb unless the guest exits 0.
 func boot(tb testing.TB, image, cmdline string, hz int) (*vmm.Result, string) {
 	tb.Helper()
-	img, err := elfimage.Open(image)
+	img, err := elffile.OpenImage(image)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/cprog"
@@ -76,7 +76,7 @@ func BenchmarkCheckpoints(b *testing.B) {
 // splitReplay times a replay with lock probes and sampling into a DB,
 // sequential and with two jobs.
 func splitReplay(b *testing.B, path, ck, image string) (seq, par time.Duration) {
-	img, err := elfimage.Open(image)
+	img, err := elffile.OpenImage(image)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func splitReplay(b *testing.B, path, ck, image string) (seq, par time.Duration) 
 // guest's clock stands still while one is written: the cost is host time.
 func BenchmarkRecordCheckpoints(b *testing.B) {
 	k := kit(b)
-	img, err := elfimage.Open(k.Image())
+	img, err := elffile.OpenImage(k.Image())
 	if err != nil {
 		b.Fatal(err)
 	}

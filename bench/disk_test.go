@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/vmm"
 )
@@ -26,7 +26,7 @@ func BenchmarkDiskThroughput(b *testing.B) {
 	if err := os.WriteFile(base, data, 0o444); err != nil {
 		b.Fatal(err)
 	}
-	img, err := elfimage.Open(k.Image())
+	img, err := elffile.OpenImage(k.Image())
 	if err != nil {
 		b.Fatal(err)
 	}

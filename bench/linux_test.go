@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
-	"github.com/reprise-vm/reprise/objfile"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
@@ -268,7 +268,12 @@ func BenchmarkLinuxDiagnosis(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			tp := filepath.Join(b.TempDir(), p.name+".tape")
 			p.record(b, tp)
-			objs, err := replayer.TapeObjects(tp)
+			rec, err := replayer.OpenRecording(tp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			objs, err := rec.Objects()
+			rec.Close()
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -300,7 +305,7 @@ func BenchmarkLinuxDiagnosis(b *testing.B) {
 }
 
 // pthreadSet is the probe set --locks uses for a program of objs.
-func pthreadSet(b *testing.B, objs []*objfile.File) *probes.Set {
+func pthreadSet(b *testing.B, objs []*elffile.File) *probes.Set {
 	b.Helper()
 	specs, err := probes.Available(lockops.PthreadProbes(probes.Defines(objs, "gnu_get_libc_version")), objs)
 	if err != nil {

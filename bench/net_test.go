@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/tape"
@@ -49,7 +49,7 @@ func blast(b *testing.B, port, n, size, window int) time.Duration {
 // and the tape it costs per MiB of network input.
 func BenchmarkUDPReceive(b *testing.B) {
 	k := kit(b)
-	img, err := elfimage.Open(k.Image())
+	img, err := elffile.OpenImage(k.Image())
 	if err != nil {
 		b.Fatal(err)
 	}

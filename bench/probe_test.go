@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
 func plan(b *testing.B, image string, specs ...string) *probes.Plan {
-	img, err := elfimage.Open(image)
+	img, err := elffile.OpenImage(image)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/cost"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/vmm"
@@ -126,13 +126,13 @@ func (s *shares) err(want map[string]float64) float64 {
 // sampleShares attributes samples to the function their code is in (self)
 // in one image.
 type sampleShares struct {
-	img   *elfimage.Image
+	img   *elffile.Image
 	model *cost.Model
 }
 
 func sharesOf(tb testing.TB, image string, hook bool) *sampleShares {
 	tb.Helper()
-	img, err := elfimage.Open(image)
+	img, err := elffile.OpenImage(image)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
@@ -20,7 +20,7 @@ func recordTo(tb testing.TB, image, cmdline, path string) *recorder.Result {
 
 func recordHost(tb testing.TB, image, cmdline, path string, host recorder.HostMode) *recorder.Result {
 	tb.Helper()
-	img, err := elfimage.Open(image)
+	img, err := elffile.OpenImage(image)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,10 +70,10 @@ func BenchmarkRecordOverhead(b *testing.B) {
 	}
 }
 
-// BenchmarkHostTracing: the cost of the host view (DESIGN.md §9) — the
-// same workload recorded with no host view, with the VMM's timestamps
-// only, and with host scheduling from tracefs too, side by side, timed
-// over the workload; plus the host view's bytes per second of guest
+// BenchmarkHostTracing: the cost of the host view (docs/architecture.md, "The
+// host view") — the same workload recorded with no host view, with the VMM's
+// timestamps only, and with host scheduling from tracefs too, side by side,
+// timed over the workload; plus the host view's bytes per second of guest
 // execution. Without tracefs the full mode equals vmm and says so.
 func BenchmarkHostTracing(b *testing.B) {
 	k := kit(b)

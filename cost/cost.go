@@ -26,7 +26,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 )
 
 const (
@@ -45,7 +45,7 @@ const (
 // Model estimates the intervals of one image's code. It keeps what it
 // decoded and estimated; it is not safe for concurrent use.
 type Model struct {
-	img   *elfimage.Image
+	img   *elffile.Image
 	hook  uint64 // the trace-pc hook's address: a call to it is a count (0: the register counter)
 	insts map[uint64]x86asm.Inst
 	memo  map[uint64]Estimate
@@ -53,7 +53,7 @@ type Model struct {
 
 // New returns a model of img's code, which counts with the register
 // counter, or, if hook is not 0, by calls to the trace-pc hook at hook.
-func New(img *elfimage.Image, hook uint64) *Model {
+func New(img *elffile.Image, hook uint64) *Model {
 	return &Model{img: img, hook: hook, insts: make(map[uint64]x86asm.Inst), memo: make(map[uint64]Estimate)}
 }
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/cost"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 )
 
@@ -110,7 +110,7 @@ counter: .quad 0
 
 func TestIntervals(t *testing.T) {
 	kvmtest.RequireTools(t, "cc")
-	img, err := elfimage.Open(kvmtest.AsmImage(t, testCode))
+	img, err := elffile.OpenImage(kvmtest.AsmImage(t, testCode))
 	require.NoError(t, err)
 	at := func(name string, after uint64) uint64 {
 		sym, ok := img.Lookup(name)

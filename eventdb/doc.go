@@ -1,9 +1,10 @@
-// Package eventdb stores the events of replays (DESIGN.md §7–§9) in Pebble
-// and lets tools range-scan them. One DB holds one recording; each replay
-// of that recording with a probe set is a Run, numbered 1, 2, … and never
-// reused. The replayer feeds a run through an Ingest; tools pick a run
-// with ChooseRun (one rule for all of them) and read it with Query,
-// Merged and Export. The package imports nothing from reprise.
+// Package eventdb stores the events of replays (docs/architecture.md, "Probes
+// and sampling" and "Diagnosis tools") in Pebble and lets tools range-scan
+// them. One DB holds one recording; each replay of that recording with a
+// probe set is a Run, numbered 1, 2, … and never reused. The replayer feeds a
+// run through an Ingest; tools pick a run with ChooseRun (one rule for all of
+// them) and read it with Query, Merged and Export. The package imports
+// nothing from reprise.
 //
 //	db, err := eventdb.Open(dir, nil)
 //	run, in, err := db.NewRun(tapePath, probes, "swbc every 100000")

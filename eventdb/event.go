@@ -109,8 +109,8 @@ func ParseKind(s string) (Kind, error) {
 }
 
 // Position is an execution position: the ordinal of the VM exit and the
-// branch count within it (DESIGN.md §4). It orders the events of one
-// thread.
+// branch count within it (docs/architecture.md, "Position sources"). It
+// orders the events of one thread.
 type Position struct{ Exit, Branch uint64 }
 
 // Compare returns -1, 0 or +1 as p is before, at or after q.

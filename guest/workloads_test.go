@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/vmm"
@@ -46,7 +46,7 @@ func run(t *testing.T, image, cmdline string) boot {
 // runWithDisk boots with disk attached (nil: none).
 func runWithDisk(t *testing.T, image, cmdline string, disk *vmm.DiskConfig) boot {
 	t.Helper()
-	img, err := elfimage.Open(image)
+	img, err := elffile.OpenImage(image)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	m, err := vmm.New(vmm.Config{Image: img, Cmdline: cmdline, Console: &out, Disk: disk})
@@ -267,7 +267,7 @@ func TestBranchCounterExitsAtTarget(t *testing.T) {
 		{k.HookImage(), 1 << 62, 0},
 		{k.PlainImage(), 1000, 0},
 	} {
-		img, err := elfimage.Open(tc.image)
+		img, err := elffile.OpenImage(tc.image)
 		require.NoError(t, err)
 		m, err := vmm.New(vmm.Config{Image: img, Cmdline: "cpu digits=300"})
 		require.NoError(t, err)

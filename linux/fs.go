@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 )
 
 // File is a host file the program sees at a guest path. Its contents are
@@ -339,7 +339,7 @@ func (fs *fileSystem) addHost(f *File, recorded bool) error {
 		data = f.Data
 		if data == nil {
 			var err error
-			if data, err = regfile.ReadFile(f.Host, maxFileBytes-fs.budget[fileBytes], "file"); err != nil {
+			if data, err = userfile.ReadFile(f.Host, maxFileBytes-fs.budget[fileBytes], "file"); err != nil {
 				return err
 			}
 		}
@@ -383,7 +383,7 @@ var pseudoFileSystems = map[int64]string{
 }
 
 // readRecorded reads the host file a replay names only if it can be the
-// one recorded: a regular file (no FIFO or device: regfile.Open) not on a
+// one recorded: a regular file (no FIFO or device: userfile.Open) not on a
 // pseudo file system, of the recorded size (no byte more is read), with
 // the recorded hash. A forged tape names any path it likes: whatever is
 // not the recorded file is refused before its bytes reach the program,
@@ -398,7 +398,7 @@ func readRecorded(f *File) ([]byte, os.FileMode, error) {
 	if !st.Mode().IsRegular() {
 		return nil, 0, fmt.Errorf("%s, recorded as %s, is not a regular file", f.Host, f.Guest)
 	}
-	file, st, err := regfile.Open(f.Host) // the file opened, checked again
+	file, st, err := userfile.Open(f.Host) // the file opened, checked again
 	if err != nil {
 		return nil, 0, err
 	}

@@ -78,9 +78,10 @@ func Detect() error {
 // branchAttr describes the counter: the raw event, counting the guest's user
 // mode only (exclude_host: not while the host runs, exclude_kernel: not at
 // guest CPL0), pinned so it is never multiplexed away, sampling every period
-// events. Only CPL3 guest code takes asynchronous events (DESIGN.md §4: the
-// guest kernel runs with interrupts off), and user-only counting of one's own
-// threads is allowed at the default perf_event_paranoid of 2.
+// events. Only CPL3 guest code takes asynchronous events
+// (docs/architecture.md, "Position sources": the guest kernel runs with
+// interrupts off), and user-only counting of one's own threads is allowed at
+// the default perf_event_paranoid of 2.
 func branchAttr(ev Event, period uint64) unix.PerfEventAttr {
 	return unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_RAW,

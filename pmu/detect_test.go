@@ -10,8 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestDetect runs the real probe. On the test machines (no PMU, DESIGN.md
-// §11) it must fail and say so; on a host with a PMU it may succeed.
+// TestDetect runs the real probe. On the test machines (no PMU:
+// docs/architecture.md, "Position sources") it must fail and say so; on a
+// host with a PMU it may succeed.
 func TestDetect(t *testing.T) {
 	err := Detect()
 	t.Logf("Detect() = %v", err)

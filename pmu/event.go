@@ -1,13 +1,14 @@
 // Package pmu positions asynchronous events by counting the guest's retired
 // conditional branches with the hardware PMU, as rr and InSight do
-// (DESIGN.md §4, position source "pmu"): record logs (branches, RIP, RCX) at
-// each injection; replay programs an overflow a little early and then
-// breakpoints and single-steps to the exact point (RunTo).
+// (position source "pmu", docs/architecture.md "Position sources"): record
+// logs (branches, RIP, RCX) at each injection; replay programs an overflow a
+// little early and then breakpoints and single-steps to the exact point
+// (RunTo).
 //
 // Detect says whether this host can count guest-mode branches and, if not,
 // exactly why. Counter is the per-vCPU perf event. The stepping logic is pure
 // Go behind the CPU interface, so it is tested against a simulated CPU: the
-// test machines have no PMU (DESIGN.md §11).
+// test machines have no PMU (docs/architecture.md, "Position sources").
 package pmu
 
 import (

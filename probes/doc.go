@@ -1,9 +1,9 @@
-// Package probes is the pure part of replay probes (DESIGN.md §7): the
-// spec language, resolution against the guest image, and the plan the VMM
-// executes. During a replay only, the VMM writes int3 over each Site of
-// the plan; a hit reports the site's probes with their arguments, read
-// from the guest's registers and memory at that point. The recorded run
-// never paid for any of it.
+// Package probes is the pure part of replay probes (docs/architecture.md,
+// "Probes and sampling"): the spec language, resolution against the guest
+// image, and the plan the VMM executes. During a replay only, the VMM writes
+// int3 over each Site of the plan; a hit reports the site's probes with their
+// arguments, read from the guest's registers and memory at that point. The
+// recorded run never paid for any of it.
 //
 // # Specs
 //

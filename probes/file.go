@@ -10,7 +10,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 )
 
 // maxFileBytes bounds a probe file: thousands of probes fit in far less.
@@ -20,7 +20,7 @@ const maxFileBytes = 16 << 20
 // extension, else by its content. See the package documentation for the
 // schema.
 func ParseFile(path string) ([]Spec, error) {
-	data, err := regfile.ReadFile(path, maxFileBytes, "probe file")
+	data, err := userfile.ReadFile(path, maxFileBytes, "probe file")
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
 	}

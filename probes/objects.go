@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/reprise-vm/reprise/objfile"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -62,7 +62,7 @@ func (s *Set) Probe(id uint32) (*Probe, bool) {
 // defines, at f's virtual addresses, sorted. A %return probe's site is
 // its function's entry (the replay watches the return from there). A
 // probe whose @OBJECT names f is an error if f cannot satisfy it.
-func (s *Set) In(f *objfile.File) ([]Site, error) {
+func (s *Set) In(f *elffile.File) ([]Site, error) {
 	var errs []error
 	var sites []Site
 	at := map[uint64]int{}
@@ -106,7 +106,7 @@ func (s *Set) In(f *objfile.File) ([]Site, error) {
 // satisfied by one of them, unless its @OBJECT names none of them (a
 // library the program opens at run time). The error joins one error per
 // probe, naming the files searched.
-func (s *Set) Check(files []*objfile.File) error {
+func (s *Set) Check(files []*elffile.File) error {
 	found := make([]bool, len(s.specs))
 	var errs []error
 	for _, f := range files {
@@ -138,7 +138,7 @@ func (s *Set) Check(files []*objfile.File) error {
 	return errors.Join(errs...)
 }
 
-func matchesAny(files []*objfile.File, name string) bool {
+func matchesAny(files []*elffile.File, name string) bool {
 	for _, f := range files {
 		if f.Matches(name) {
 			return true
@@ -148,7 +148,7 @@ func matchesAny(files []*objfile.File, name string) bool {
 }
 
 // nearestIn are the names closest to name among files' symbols.
-func nearestIn(files []*objfile.File, name string) []string {
+func nearestIn(files []*elffile.File, name string) []string {
 	var out []string
 	for _, f := range files {
 		out = append(out, nearest(objectCode{f}, name, 3)...)
@@ -157,14 +157,14 @@ func nearestIn(files []*objfile.File, name string) []string {
 }
 
 // objectCode is a program's file as code.
-type objectCode struct{ f *objfile.File }
+type objectCode struct{ f *elffile.File }
 
 func (o objectCode) SymbolTable() *symtab.Table { return o.f.Symbols }
 
 func (o objectCode) execBytes(addr uint64) (uint64, []byte, bool) { return o.f.ExecSegment(addr) }
 
 // Defines reports whether one of files defines symbol.
-func Defines(files []*objfile.File, symbol string) bool {
+func Defines(files []*elffile.File, symbol string) bool {
 	for _, f := range files {
 		if _, ok := f.Symbols.Lookup(symbol); ok {
 			return true
@@ -176,7 +176,7 @@ func Defines(files []*objfile.File, symbol string) bool {
 // Available parses texts and keeps the specs whose symbol one of files
 // defines: a standard set (the C library's lock probes) trimmed to what
 // a program's C library has.
-func Available(texts []string, files []*objfile.File) ([]Spec, error) {
+func Available(texts []string, files []*elffile.File) ([]Spec, error) {
 	var keep []string
 	for _, text := range texts {
 		s, err := ParseSpec(text)

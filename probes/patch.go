@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 )
 
 // Patch is how the VMM patches a site so that its hits reach it.
@@ -58,7 +58,7 @@ const ExitPatchLen = 2
 //
 // Whether a thread stands inside the patched bytes when the patch goes
 // in is the VMM's to check: it knows where threads are.
-func ChoosePatches(img *elfimage.Image, sites []Site) {
+func ChoosePatches(img *elffile.Image, sites []Site) {
 	cm := sweep(img)
 	at := make(map[uint64]bool, len(sites))
 	for _, s := range sites {
@@ -104,7 +104,7 @@ type codeMap struct {
 // its code with labels; what no symbol names — the constants the
 // segments also hold — is not code. A function that does not decode
 // leaves its branches unknown; a label that does not decode is data.
-func sweep(img *elfimage.Image) *codeMap {
+func sweep(img *elffile.Image) *codeMap {
 	cm := &codeMap{targets: map[uint64]bool{}, portEnds: map[uint64]bool{}, indirect: map[uint64]bool{}}
 	syms := img.Symbols()
 	for i, sym := range syms {
@@ -116,7 +116,7 @@ func sweep(img *elfimage.Image) *codeMap {
 		end := seg.Addr + uint64(len(seg.Data))
 		if sym.Size != 0 {
 			end = min(end, sym.Addr+sym.Size)
-		} else if j := slices.IndexFunc(syms[i+1:], func(n elfimage.Symbol) bool { return n.Addr > sym.Addr }); j >= 0 {
+		} else if j := slices.IndexFunc(syms[i+1:], func(n elffile.Symbol) bool { return n.Addr > sym.Addr }); j >= 0 {
 			end = min(end, syms[i+1+j].Addr)
 		}
 		for pc := sym.Addr; pc < end; {
@@ -135,7 +135,7 @@ func sweep(img *elfimage.Image) *codeMap {
 }
 
 // note records where inst, at pc, can send control.
-func (cm *codeMap) note(img *elfimage.Image, pc uint64, inst x86asm.Inst) {
+func (cm *codeMap) note(img *elffile.Image, pc uint64, inst x86asm.Inst) {
 	n := uint64(inst.Len)
 	if isPortAccess(inst.Op) {
 		cm.portEnds[pc+n] = true
@@ -158,7 +158,7 @@ func (cm *codeMap) note(img *elfimage.Image, pc uint64, inst x86asm.Inst) {
 
 // exitPatch returns the instructions after s that its exit patch
 // displaces, or why s cannot have one.
-func (cm *codeMap) exitPatch(img *elfimage.Image, s *Site, sites map[uint64]bool) ([]Site, string) {
+func (cm *codeMap) exitPatch(img *elffile.Image, s *Site, sites map[uint64]bool) ([]Site, string) {
 	if cm.portEnds[s.Addr] {
 		return nil, "a port access ends where it starts, whose exit could pass for the site's"
 	}

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 )
 
 // Plan is what a replay executes: the probes users asked for and the
@@ -16,7 +16,7 @@ import (
 type Plan struct {
 	Probes []Probe // Probes[i].ID == i
 	Sites  []Site  // sorted by Addr, one per address
-	img    *elfimage.Image
+	img    *elffile.Image
 }
 
 // Probe is a resolved probe: what the user asked for, with its address.
@@ -155,7 +155,7 @@ func (p *Plan) ReturnSite(retAddr uint64) (Site, error) {
 }
 
 // afterCall reports whether some call instruction ends at addr.
-func afterCall(img *elfimage.Image, addr uint64) bool {
+func afterCall(img *elffile.Image, addr uint64) bool {
 	seg, ok := img.ExecSegment(addr - 1)
 	if !ok {
 		return false

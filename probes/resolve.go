@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -38,7 +38,7 @@ func (e *ResolveError) Error() string {
 
 // Resolve places specs in img and plans their sites. Every spec is
 // checked; the error joins one error per bad spec.
-func Resolve(specs []Spec, img *elfimage.Image) (*Plan, error) {
+func Resolve(specs []Spec, img *elffile.Image) (*Plan, error) {
 	if img == nil {
 		return nil, errors.New("probes: no guest image to resolve against")
 	}
@@ -139,8 +139,8 @@ func resolveOne(s *Spec, img code) (Site, error) {
 }
 
 // function finds the one function symbol called name.
-func function(img code, name string) (elfimage.Symbol, error) {
-	var funcs []elfimage.Symbol
+func function(img code, name string) (elffile.Symbol, error) {
+	var funcs []elffile.Symbol
 	other := false
 	for _, s := range img.SymbolTable().All() {
 		if s.Name != name {
@@ -162,9 +162,9 @@ func function(img code, name string) (elfimage.Symbol, error) {
 		for i, f := range funcs {
 			addrs[i] = fmt.Sprintf("%#x", f.Addr)
 		}
-		return elfimage.Symbol{}, fmt.Errorf("%d functions are named %s (at %s); rename all but one to probe it", len(funcs), name, strings.Join(addrs, ", "))
+		return elffile.Symbol{}, fmt.Errorf("%d functions are named %s (at %s); rename all but one to probe it", len(funcs), name, strings.Join(addrs, ", "))
 	case other:
-		return elfimage.Symbol{}, fmt.Errorf("%s is not a function (a data or untyped symbol; asm code needs .type %s, @function)", name, name)
+		return elffile.Symbol{}, fmt.Errorf("%s is not a function (a data or untyped symbol; asm code needs .type %s, @function)", name, name)
 	}
 	msg := fmt.Sprintf("unknown symbol %q", name)
 	if near := nearest(img, name, 5); len(near) > 0 {
@@ -172,7 +172,7 @@ func function(img code, name string) (elfimage.Symbol, error) {
 	} else {
 		msg += " (no function has a similar name)"
 	}
-	return elfimage.Symbol{}, errors.New(msg)
+	return elffile.Symbol{}, errors.New(msg)
 }
 
 // nextSymbol is the address of the first symbol above addr.
@@ -284,7 +284,7 @@ type code interface {
 }
 
 // guestImage is a guest kit image as code.
-type guestImage struct{ *elfimage.Image }
+type guestImage struct{ *elffile.Image }
 
 func (k guestImage) execBytes(addr uint64) (uint64, []byte, bool) {
 	seg, ok := k.ExecSegment(addr)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 )
 
 // The instruction classes of testdata/insts.S, one function each.
@@ -132,7 +132,7 @@ func TestResolveCompiledCode(t *testing.T) {
 }
 
 // boundaries decodes f and lists its instruction offsets.
-func boundaries(t *testing.T, img *elfimage.Image, f elfimage.Symbol) []uint64 {
+func boundaries(t *testing.T, img *elffile.Image, f elffile.Symbol) []uint64 {
 	t.Helper()
 	seg, ok := img.ExecSegment(f.Addr)
 	require.True(t, ok)

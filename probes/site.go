@@ -8,7 +8,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -19,7 +19,7 @@ const maxInstLen = 15
 // an instruction boundary, and checks that the VMM can probe it: execute
 // it out of line or emulate it without the guest noticing. The result has
 // no Probes.
-func DecodeSite(img *elfimage.Image, addr uint64) (Site, error) {
+func DecodeSite(img *elffile.Image, addr uint64) (Site, error) {
 	seg, ok := img.ExecSegment(addr)
 	if !ok {
 		return Site{}, fmt.Errorf("probes: %s is not in the code of an executable segment", img.Describe(addr))

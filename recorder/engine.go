@@ -171,7 +171,7 @@ func (e *engine) inject(vector uint8, where tape.Where) error {
 	// The frames delivered with the interrupt, at its position.
 	for _, f := range d.Frames {
 		fe := *ev
-		fe.Kind, fe.Vector, fe.Value, fe.Data = tape.KindNetRX, 0, uint64(f.At), f.Data
+		fe.Kind, fe.Vector, fe.Value, fe.Data = tape.KindNetRX, 0, uint64(e.m.RunTime(f.At)), f.Data
 		if err := e.append(&fe); err != nil {
 			return err
 		}

@@ -1,7 +1,8 @@
-// Package recorder records a guest run to a tape: it runs the machine in
-// Record mode, where every nondeterministic input is logged at a position a
-// replay can find again, and writes the events as they come, flushing whole
-// chunks often so a recorder killed at any moment leaves a replayable tape.
+// Package recorder records a guest run to a tape: it runs the machine under
+// the recording engine (engine.go), where every nondeterministic input is
+// logged at a position a replay can find again, and writes the events as
+// they come, flushing whole chunks often so a recorder killed at any moment
+// leaves a replayable tape.
 package recorder
 
 import (
@@ -21,8 +22,8 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/elfimage"
-	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/elffile"
+	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/pmu"
 	"github.com/reprise-vm/reprise/tape"
@@ -39,7 +40,7 @@ const DefaultFlushInterval = 250 * time.Millisecond
 type Options struct {
 	// Image is a guest image that brings its own kernel (the kit's);
 	// Linux, a Linux program run by the Linux personality. One is set.
-	Image          *elfimage.Image
+	Image          *elffile.Image
 	Linux          *linux.Program
 	Cmdline        string
 	MemBytes       uint64
@@ -131,7 +132,7 @@ type Result struct {
 // ChoosePositionSource resolves the position source: swbc when the image counts
 // branches, else exit-sync; pmu only on request, and only where a PMU can
 // count guest branches.
-func ChoosePositionSource(want tape.PositionSource, img *elfimage.Image) (tape.PositionSource, error) {
+func ChoosePositionSource(want tape.PositionSource, img *elffile.Image) (tape.PositionSource, error) {
 	switch want {
 	case Auto, "":
 		if vmm.BranchCounterOf(img) != vmm.CounterNone {
@@ -176,7 +177,7 @@ func chooseLinuxSource(want tape.PositionSource, image []byte) (tape.PositionSou
 // checkHook checks that img keeps a software branch counter the machine
 // can use: in r15, or in a hook that has a size, by which the machine
 // tells the hook's exits from the guest's own writes to the port.
-func checkHook(img *elfimage.Image) error {
+func checkHook(img *elffile.Image) error {
 	if img == nil {
 		return errors.New("recorder: no image to find a software branch counter in: use the exit-sync position source")
 	}

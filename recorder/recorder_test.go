@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/pmu"
@@ -17,14 +17,14 @@ import (
 func TestChoosePositionSource(t *testing.T) {
 	k, err := guest.Build(context.Background())
 	require.NoError(t, err)
-	counted, err := elfimage.Open(k.Image())
+	counted, err := elffile.OpenImage(k.Image())
 	require.NoError(t, err)
-	plain, err := elfimage.Open(k.PlainImage())
+	plain, err := elffile.OpenImage(k.PlainImage())
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
 		want tape.PositionSource
-		img  *elfimage.Image
+		img  *elffile.Image
 		got  tape.PositionSource
 		err  string
 	}{
@@ -58,7 +58,7 @@ func TestChoosePositionSource(t *testing.T) {
 // The machine tells the hook's exits from user code's own writes to the
 // port by the hook's extent, so a recording needs the symbol's size.
 func TestUnsizedHookIsRefused(t *testing.T) {
-	img, err := elfimage.Open(kvmtest.AsmImage(t, `
+	img, err := elffile.OpenImage(kvmtest.AsmImage(t, `
 .globl _start, __sanitizer_cov_trace_pc
 _start:
 __sanitizer_cov_trace_pc:

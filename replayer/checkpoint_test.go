@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/probes"
@@ -203,7 +203,7 @@ func TestParallelReplayStoresTheSequentialRun(t *testing.T) {
 // checkpointedLocks records syn_cont, replays it writing a checkpoint
 // every 15 ms, and resolves the kit's lock probes: what the tests of
 // replays from checkpoints with probes start from.
-func checkpointedLocks(t *testing.T) (*elfimage.Image, recording, string, *replayer.Result, *probes.Plan) {
+func checkpointedLocks(t *testing.T) (*elffile.Image, recording, string, *replayer.Result, *probes.Plan) {
 	t.Helper()
 	img := kitImage(t)
 	rec := record(t, img, "syn_cont iters=300 work=8000", recorder.Auto)

@@ -10,27 +10,28 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/linux"
-	"github.com/reprise-vm/reprise/objfile"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/symtab"
-	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
-// ToDB replays o.Tape with its probe plan and sampling and writes what
+// ToDB replays o's tape with its probe plan and sampling and writes what
 // they see into db as a new run: one event per probe hit (with its thread,
 // position, record time and arguments) and per sample (RIP and stack).
 // The run is marked complete only if the replay matched its recording; a
 // diverged or interrupted replay leaves an incomplete run with the events
 // it produced. o.OnHit, o.OnSample, o.OnTrace and o.OnHost are replaced.
 func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run, error) {
-	h, err := TapeHeader(o.Tape)
+	rec, done, err := o.recording()
 	if err != nil {
 		return nil, nil, err
 	}
+	defer done()
+	o.Recording = rec
+	h := rec.Header
 	var table []eventdb.Probe
 	switch {
 	case o.Plan != nil:
@@ -47,14 +48,14 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	}
 	sampling := strings.Join(modes, "; ")
 	var mapped *mappedSymbols
-	tidSym, haveTID := elfimage.Symbol{}, false
+	tidSym, haveTID := elffile.Symbol{}, false
 	if h.Linux != nil {
 		// The symbols are those of the files the program maps: stored
 		// when the replay has seen them all.
 		mapped = &mappedSymbols{image: fmt.Sprintf("%x", h.Image.SHA256), seen: map[string]bool{}}
 	} else {
 		if o.Image == nil {
-			if o.Image, err = TapeImage(o.Tape); err != nil {
+			if o.Image, err = rec.Image(); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -63,7 +64,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		}
 		tidSym, haveTID = o.Image.Lookup(currentTIDSymbol)
 	}
-	abs, _ := filepath.Abs(o.Tape)
+	abs, _ := filepath.Abs(rec.Path)
 	run, in, err := db.NewRun(abs, table, sampling)
 	if err != nil {
 		return nil, nil, err
@@ -73,7 +74,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	// Finish, Close does nothing.
 	defer in.Close()
 	if mapped != nil {
-		o.OnMapping = func(m linux.Mapping, f *objfile.File, pos vmm.Position, at time.Duration) error {
+		o.OnMapping = func(m linux.Mapping, f *elffile.File, pos vmm.Position, at time.Duration) error {
 			index := len(mapped.maps)
 			if err := mapped.add(m, f); err != nil || index == len(mapped.maps) {
 				return err // past the bound: not kept
@@ -136,7 +137,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		return res, run, err // the run stays incomplete
 	}
 	if o.Until == 0 {
-		if herr := host.finish(db, run.ID, o.Tape); herr != nil {
+		if herr := host.finish(db, run.ID, rec.Path); herr != nil {
 			return res, run, herr // the run stays incomplete
 		}
 	}
@@ -188,7 +189,7 @@ type mappedSymbols struct {
 	objs  []eventdb.Object
 }
 
-func (c *mappedSymbols) add(m linux.Mapping, f *objfile.File) error {
+func (c *mappedSymbols) add(m linux.Mapping, f *elffile.File) error {
 	if len(c.maps) < maxMappings {
 		em := eventdb.Mapping{PID: uint32(m.PID), Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path, Exec: m.Exec}
 		if f != nil {
@@ -227,19 +228,9 @@ func (c *mappedSymbols) symbols() *eventdb.Symbols {
 	return s
 }
 
-// TapeHeader reads the header of the tape at path.
-func TapeHeader(path string) (*tape.Header, error) {
-	r, err := tape.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return r.Header(), nil
-}
-
 // imageSymbols is the table tools name addresses with, keyed by the
 // image's SHA-256 so that a DB never mixes recordings of two images.
-func imageSymbols(img *elfimage.Image) *eventdb.Symbols {
+func imageSymbols(img *elffile.Image) *eventdb.Symbols {
 	return &eventdb.Symbols{Image: fmt.Sprintf("%x", img.SHA256), Table: img.SymbolTable()}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/recorder"
@@ -49,18 +49,18 @@ func noisy(f func()) {
 	wg.Wait()
 }
 
-func kitImage(t *testing.T) *elfimage.Image {
+func kitImage(t *testing.T) *elffile.Image {
 	t.Helper()
 	return openKit(t, (*guest.Kit).Image)
 }
 
 // openKit builds the guest kit and opens one of its images.
-func openKit(t *testing.T, which func(*guest.Kit) string) *elfimage.Image {
+func openKit(t *testing.T, which func(*guest.Kit) string) *elffile.Image {
 	t.Helper()
 	kvmtest.Require(t)
 	k, err := guest.Build(context.Background())
 	require.NoError(t, err)
-	img, err := elfimage.Open(which(k))
+	img, err := elffile.OpenImage(which(k))
 	require.NoError(t, err)
 	return img
 }
@@ -72,13 +72,13 @@ type recording struct {
 	err     error
 }
 
-func record(t *testing.T, img *elfimage.Image, cmdline string, source tape.PositionSource) recording {
+func record(t *testing.T, img *elffile.Image, cmdline string, source tape.PositionSource) recording {
 	t.Helper()
 	return recordWithDisk(t, img, cmdline, source, "")
 }
 
 // recordWithDisk records with a disk whose base image is diskBase ("": none).
-func recordWithDisk(t *testing.T, img *elfimage.Image, cmdline string, source tape.PositionSource, diskBase string) recording {
+func recordWithDisk(t *testing.T, img *elffile.Image, cmdline string, source tape.PositionSource, diskBase string) recording {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "run.tape")
 	var out bytes.Buffer
@@ -226,7 +226,10 @@ func TestReplayImageFromTheCaller(t *testing.T) {
 	img := kitImage(t)
 	rec := record(t, img, "hello", recorder.Auto)
 	require.NoError(t, rec.err)
-	tapeImg, err := replayer.TapeImage(rec.path)
+	tapeRec, err := replayer.OpenRecording(rec.path)
+	require.NoError(t, err)
+	defer tapeRec.Close()
+	tapeImg, err := tapeRec.Image()
 	require.NoError(t, err)
 	var out bytes.Buffer
 	res, err := replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Image: tapeImg, Console: &out})
@@ -236,7 +239,7 @@ func TestReplayImageFromTheCaller(t *testing.T) {
 
 	k, err := guest.Build(context.Background())
 	require.NoError(t, err)
-	plain, err := elfimage.Open(k.PlainImage())
+	plain, err := elffile.OpenImage(k.PlainImage())
 	require.NoError(t, err)
 	_, err = replayer.Replay(context.Background(), replayer.Options{Tape: rec.path, Image: plain, Console: &out})
 	require.ErrorContains(t, err, "is not the image recorded in")

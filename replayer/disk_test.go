@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/recorder"
@@ -144,7 +144,7 @@ func TestDiskInFlightAndFloodReplay(t *testing.T) {
 		{"flood", kvmtest.DiskFloodAsm, 1000 - abi.DiskMaxQueued},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			img, err := elfimage.Open(kvmtest.AsmImage(t, tc.src))
+			img, err := elffile.OpenImage(kvmtest.AsmImage(t, tc.src))
 			require.NoError(t, err)
 			path := filepath.Join(t.TempDir(), "disk.tape")
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

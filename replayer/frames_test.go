@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
 )
 
@@ -17,19 +17,19 @@ import (
 func TestUnbuiltFrame(t *testing.T) {
 	k, err := guest.Build(context.Background())
 	require.NoError(t, err)
-	open := func(path string) *elfimage.Image {
-		img, err := elfimage.Open(path)
+	open := func(path string) *elffile.Image {
+		img, err := elffile.OpenImage(path)
 		require.NoError(t, err)
 		return img
 	}
 	r15, hook := open(k.Image()), open(k.HookImage())
-	sym := func(img *elfimage.Image, name string) uint64 {
+	sym := func(img *elffile.Image, name string) uint64 {
 		s, ok := img.Lookup(name)
 		require.True(t, ok, name)
 		return s.Addr
 	}
 	for _, tc := range []struct {
-		img    *elfimage.Image
+		img    *elffile.Image
 		rip    uint64
 		off    uint64
 		before bool

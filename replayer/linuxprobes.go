@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/linux"
-	"github.com/reprise-vm/reprise/objfile"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/vmm"
 )
@@ -17,7 +17,7 @@ import (
 // MappingHandler is told of every file a Linux program maps, in order,
 // with the file's symbols (nil when the file is no ELF file), where and
 // when (record time) the program mapped it.
-type MappingHandler func(m linux.Mapping, f *objfile.File, pos vmm.Position, at time.Duration) error
+type MappingHandler func(m linux.Mapping, f *elffile.File, pos vmm.Position, at time.Duration) error
 
 // linuxProbes places a probe set in a Linux program (linux.Breakpoints):
 // in every file the program maps that defines a probe's symbol, when it
@@ -36,6 +36,9 @@ type linuxProbes struct {
 	recordTime func(vmm.Position) time.Duration
 
 	files map[string]*objectProbes // by path
+	// parsed is a file parsed already from the same contents (its
+	// recording's: Recording.parsedAs), or nil.
+	parsed func(path string, data []byte) *elffile.File
 	// returns are the probe lists a return watch stands for (the
 	// cookie of linux.Break.WatchReturn indexes it).
 	returns [][]*probes.Probe
@@ -43,7 +46,7 @@ type linuxProbes struct {
 
 // objectProbes is one file and where the set's probes are in it.
 type objectProbes struct {
-	file  *objfile.File
+	file  *elffile.File
 	size  int
 	sites map[uint64]*objectSite // by the file's virtual address
 }
@@ -54,8 +57,8 @@ type objectSite struct {
 	ret    bool
 }
 
-func newLinuxProbes(k *linux.Kernel, set *probes.Set, onHit func(Hit) error, onMap MappingHandler) *linuxProbes {
-	return &linuxProbes{k: k, set: set, onHit: onHit, onMap: onMap, files: map[string]*objectProbes{}}
+func newLinuxProbes(k *linux.Kernel, set *probes.Set, onHit func(Hit) error, onMap MappingHandler, parsed func(path string, data []byte) *elffile.File) *linuxProbes {
+	return &linuxProbes{k: k, set: set, onHit: onHit, onMap: onMap, files: map[string]*objectProbes{}, parsed: parsed}
 }
 
 // sample fills in a sample of the running thread: the program's own
@@ -69,13 +72,13 @@ func (lp *linuxProbes) sample(s *Sample) {
 		err := lp.m.ReadVirt(addr, b[:])
 		return binary.LittleEndian.Uint64(b[:]), err
 	}
-	s.Stack = objfile.Unwind(objfile.Regs{RIP: regs.RIP, RSP: regs.RSP, RBP: regs.RBP}, mem, lp.locator(lp.k.FileAt), maxStackDepth)
+	s.Stack = elffile.Unwind(elffile.Regs{RIP: regs.RIP, RSP: regs.RSP, RBP: regs.RBP}, mem, lp.locator(lp.k.FileAt), maxStackDepth)
 }
 
 // locator finds the parsed file mapped executable at a pc, through the
 // mappings fileAt names, and the base it is loaded at.
-func (lp *linuxProbes) locator(fileAt func(va uint64) *linux.Mapping) objfile.Locate {
-	return func(pc uint64) (*objfile.File, uint64, bool) {
+func (lp *linuxProbes) locator(fileAt func(va uint64) *linux.Mapping) elffile.Locate {
+	return func(pc uint64) (*elffile.File, uint64, bool) {
 		m := fileAt(pc)
 		if m == nil || !m.Exec {
 			return nil, 0, false
@@ -111,7 +114,7 @@ func (lp *linuxProbes) Resumed(b *linux.Break) error {
 	}
 	calls := map[[2]uint64]call{}
 	locate := lp.locator(b.FileAt)
-	for i, f := range objfile.Frames(objfile.Regs{RIP: b.Regs.RIP, RSP: b.Regs.RSP, RBP: b.Regs.RBP}, b.ReadUint64, locate, maxStackDepth) {
+	for i, f := range elffile.Frames(elffile.Regs{RIP: b.Regs.RIP, RSP: b.Regs.RSP, RBP: b.Regs.RBP}, b.ReadUint64, locate, maxStackDepth) {
 		pc := f.PC
 		if i > 0 {
 			pc-- // a return address: the call is the byte before
@@ -185,10 +188,13 @@ func (lp *linuxProbes) object(path string, data []byte) (*objectProbes, error) {
 	if o, ok := lp.files[path]; ok && o.size == len(data) {
 		return o, nil
 	}
-	f, err := objfile.Parse(path, data)
-	if err != nil {
-		lp.files[path] = &objectProbes{size: len(data)}
-		return lp.files[path], nil // not ELF: nothing to probe or name
+	f := lp.parsed(path, data)
+	if f == nil {
+		var err error
+		if f, err = elffile.Parse(path, data); err != nil {
+			lp.files[path] = &objectProbes{size: len(data)}
+			return lp.files[path], nil // not ELF: nothing to probe or name
+		}
 	}
 	o := &objectProbes{file: f, size: len(data), sites: map[uint64]*objectSite{}}
 	if lp.set != nil {
@@ -301,34 +307,4 @@ func (lp *linuxProbes) siteOf(b *linux.Break) *objectSite {
 		return nil
 	}
 	return o.sites[vaddr]
-}
-
-// TapeObjects are the ELF files of the Linux program the tape at path
-// recorded: its executable and the files it was given that are ELF files
-// (its loader and libraries), what probes are checked against before a
-// replay. A kit tape has none.
-func TapeObjects(path string) ([]*objfile.File, error) {
-	h, err := TapeHeader(path)
-	if err != nil || h.Linux == nil {
-		return nil, err
-	}
-	k, err := linuxKernel(path, h)
-	if err != nil {
-		return nil, err
-	}
-	exe, err := objfile.Parse(h.Linux.Path, h.Image.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("replayer: %w", err)
-	}
-	objs := []*objfile.File{exe}
-	for _, f := range h.Linux.Files {
-		data, ok := k.Contents(f.Guest)
-		if !ok || len(data) < 4 || string(data[:4]) != "\x7fELF" {
-			continue
-		}
-		if o, err := objfile.Parse(f.Guest, data); err == nil {
-			objs = append(objs, o)
-		}
-	}
-	return objs, nil
 }

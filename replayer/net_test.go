@@ -19,7 +19,7 @@ import (
 	"github.com/gopacket/gopacket/pcapgo"
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/tape"
@@ -69,7 +69,7 @@ func send(t *testing.T, port, senders, per int) uint64 {
 	return sum
 }
 
-func recordUDP(t *testing.T, img *elfimage.Image, path string, net *vmm.NetConfig, port, count int, feed func()) (string, *recorder.Result) {
+func recordUDP(t *testing.T, img *elffile.Image, path string, net *vmm.NetConfig, port, count int, feed func()) (string, *recorder.Result) {
 	t.Helper()
 	console := kvmtest.NewConsole("truth: port=")
 	type out struct {

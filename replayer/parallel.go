@@ -14,7 +14,7 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/eventdb"
-	"github.com/reprise-vm/reprise/internal/scratch"
+	"github.com/reprise-vm/reprise/host/scratch"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -27,11 +27,12 @@ import (
 // Segments is how many segments the checkpoint file of o splits the
 // replay into.
 func Segments(o Options) (int, error) {
-	h, err := TapeHeader(o.Tape)
+	rec, done, err := o.recording()
 	if err != nil {
 		return 0, err
 	}
-	f, err := checkpoint.Open(o.Checkpoints, checkpoint.RecordingOf(h))
+	defer done()
+	f, err := checkpoint.Open(o.Checkpoints, checkpoint.RecordingOf(rec.Header))
 	if err != nil {
 		return 0, err
 	}
@@ -50,7 +51,13 @@ func Group(segments, i, n int) (from, to int) {
 // replay). The run's note says which segments it holds, of which tape
 // and checkpoints (SegmentNote).
 func SegmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, total int) (*Result, *eventdb.Run, error) {
-	split, err := SplitOf(o.Tape, o.Checkpoints)
+	rec, done, err := o.recording()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	o.Recording = rec
+	split, err := SplitOf(rec, o.Checkpoints)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,12 +92,8 @@ type Split struct {
 }
 
 // SplitOf reads the tape and the checkpoint file that split its replay.
-func SplitOf(tapePath, checkpoints string) (Split, error) {
-	h, err := TapeHeader(tapePath)
-	if err != nil {
-		return Split{}, err
-	}
-	f, err := checkpoint.Open(checkpoints, checkpoint.RecordingOf(h))
+func SplitOf(rec *Recording, checkpoints string) (Split, error) {
+	f, err := checkpoint.Open(checkpoints, checkpoint.RecordingOf(rec.Header))
 	if err != nil {
 		return Split{}, err
 	}
@@ -100,14 +103,13 @@ func SplitOf(tapePath, checkpoints string) (Split, error) {
 	for _, c := range sums {
 		fmt.Fprintf(ck, "%d %d %d %d %d\n", c.Time, c.Events, c.Pos.Exit, c.Pos.Branch, c.Stop)
 	}
-	t, err := os.Open(tapePath)
+	t, err := rec.tape.Whole()
 	if err != nil {
 		return Split{}, fmt.Errorf("replayer: %w", err)
 	}
-	defer t.Close()
 	th := sha256.New()
 	if _, err := io.Copy(th, t); err != nil {
-		return Split{}, fmt.Errorf("replayer: hashing %s: %w", tapePath, err)
+		return Split{}, fmt.Errorf("replayer: hashing %s: %w", rec.Path, err)
 	}
 	s := Split{Segments: len(sums) + 1}
 	th.Sum(s.Tape[:0])
@@ -153,6 +155,12 @@ func ParseSegmentNote(s string) (SegmentNote, error) {
 // boot would store, in its arrival order (host-view records, which a
 // replay stores as it reads the tape, come with the last segment's).
 func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Result, *eventdb.Run, error) {
+	rec, done, err := o.recording()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
+	o.Recording = rec // the segments' replays share it: one tape opened
 	total, err := Segments(o)
 	if err != nil {
 		return nil, nil, err
@@ -211,7 +219,7 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 	// segment that reached the end of a cut tape is the replay's last:
 	// those after it start past the cut and have nothing to replay.
 	var last *part
-	run, err := Merge(db, o.Tape, func(yield func(Part, error) bool) {
+	run, err := Merge(db, rec.Path, func(yield func(Part, error) bool) {
 		for s := range parts {
 			p := &parts[s]
 			<-p.done

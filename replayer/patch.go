@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/vmm"
@@ -42,8 +42,8 @@ type ProbeHandler func(h *ProbeHit, mem vmm.GuestMemory) error
 // guest's registers and memory are exactly what executing them in place
 // gives; only the patched bytes, the copies and the kernel's #BP stack
 // differ, and the engine restores all three before the machine hashes RAM
-// at the end (DESIGN.md §7). The recorded run never had them: probes cost
-// only the replays that use them.
+// at the end (docs/architecture.md, "Probes and sampling"). The recorded run
+// never had them: probes cost only the replays that use them.
 const trampolineSlot = 32
 
 // patches are the probe sites of one replay, patched into guest memory.
@@ -80,7 +80,7 @@ type ProbeSite struct {
 }
 
 // placement says how each site was patched, by address.
-func (ps *patches) placement(img *elfimage.Image) []ProbeSite {
+func (ps *patches) placement(img *elffile.Image) []ProbeSite {
 	out := make([]ProbeSite, 0, len(ps.placed))
 	for _, p := range ps.placed {
 		s := ProbeSite{Addr: p.site.Addr, Where: img.Describe(p.site.Addr), Patch: p.how, Hits: p.hits}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/probes"
@@ -138,7 +138,7 @@ func TestThreadInsideKeepsInt3(t *testing.T) {
 	kvmtest.Require(t)
 	k, err := guest.Build(context.Background())
 	require.NoError(t, err)
-	img, err := elfimage.Open(k.HookImage()) // its mutex_lock starts with a 1-byte push
+	img, err := elffile.OpenImage(k.HookImage()) // its mutex_lock starts with a 1-byte push
 	require.NoError(t, err)
 	specs, err := probes.ParseSpecs([]string{"mutex_lock", "mutex_unlock"})
 	require.NoError(t, err)

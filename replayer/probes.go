@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/vmm"
@@ -32,7 +32,7 @@ type Hit struct {
 // reports their hits. Entry probes are at their sites; a %return probe of
 // function F is at the return addresses of the direct calls to F
 // (returnSites), where retval (rax) is F's return value.
-func planSites(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) ([]probes.Site, ProbeHandler, error) {
+func planSites(plan *probes.Plan, img *elffile.Image, onHit func(Hit) error) ([]probes.Site, ProbeHandler, error) {
 	entry := map[uint64][]*probes.Probe{}   // entry probes by site
 	returns := map[uint64][]*probes.Probe{} // return probes by return site
 	var sites []probes.Site
@@ -89,7 +89,7 @@ func planSites(plan *probes.Plan, img *elfimage.Image, onHit func(Hit) error) ([
 }
 
 // currentThread reads the running guest thread's id (0 if unknown).
-func currentThread(mem vmm.GuestMemory, sym elfimage.Symbol, ok bool) uint32 {
+func currentThread(mem vmm.GuestMemory, sym elffile.Symbol, ok bool) uint32 {
 	var b [4]byte
 	if !ok || mem.ReadVirt(sym.Addr, b[:]) != nil {
 		return 0

@@ -1,8 +1,8 @@
 // Package replayer re-executes a recorded guest run from its tape: it
 // rebuilds the machine from the tape header alone (the image is embedded,
-// the CPUID table recorded), runs it in Replay mode, where every input comes
-// from the tape and every event is checked against the guest's state, and
-// compares the end state with the recorded one.
+// the CPUID table recorded), runs it under the tape engine (engine.go),
+// where every input comes from the tape and every event is checked against
+// the guest's state, and compares the end state with the recorded one.
 package replayer
 
 import (
@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/elfimage"
-	"github.com/reprise-vm/reprise/internal/scratch"
-	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/elffile"
+	"github.com/reprise-vm/reprise/host/scratch"
+	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/probes"
@@ -30,11 +30,15 @@ import (
 
 // Options describe a replay.
 type Options struct {
-	Tape string
-	// Image is the tape's guest image, if the caller has it already (from
-	// TapeImage, to resolve probes against): it is not decoded and hashed
-	// again. Nil: the replay decodes the one the tape embeds.
-	Image   *elfimage.Image
+	// Tape is the tape's path. Recording, if set, is that tape opened
+	// already (OpenRecording), shared with the caller's other steps — a
+	// command opens its tape once; nil: the replay opens Tape.
+	Tape      string
+	Recording *Recording
+	// Image is the tape's guest image, if the caller has it already (the
+	// kit's own): it is not decoded and hashed again. Nil: the one the
+	// tape embeds (Recording.Image, decoded once per Recording).
+	Image   *elffile.Image
 	Console io.Writer // the guest's console output, as it is replayed
 	KVMPath string
 	// Progress, if set, receives a one-line progress report a few times a
@@ -114,25 +118,31 @@ type Result struct {
 	ProbeSites []ProbeSite
 }
 
-// Replay replays the tape at o.Tape. It returns a *DivergenceError if
-// the guest stopped matching the recording, a *TapeCutError if the tape
-// ended before the recording did (everything before was replayed and
-// checked), and the tape's own error if its header is damaged.
+// Replay replays o's tape (o.Recording, or the one at o.Tape). It
+// returns a *DivergenceError if the guest stopped matching the
+// recording, a *TapeCutError if the tape ended before the recording did
+// (everything before was replayed and checked), and the tape's own error
+// if its header is damaged.
 func Replay(ctx context.Context, o Options) (*Result, error) {
-	r, err := tape.Open(o.Tape)
+	rec, done, err := o.recording()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	r, err := rec.events()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	h := r.Header()
-	var img *elfimage.Image
+	h := rec.Header
+	var img *elffile.Image
 	var kernel vmm.Kernel
 	var affinity []int
 	sc := &script{r: r}
 	eng := &engine{script: sc, rtime: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}}
 	if h.Linux != nil {
 		affinity = []int{h.Linux.HostCPU}
-		k, err := linuxKernel(o.Tape, h)
+		k, err := rec.takeKernel()
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +153,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 			return nil, errors.New("replayer: a Linux program is sampled by time (SamplePeriod): its positions count no branches")
 		}
 		if o.Set != nil || o.OnMapping != nil || o.SamplePeriod != 0 {
-			eng.linux = newLinuxProbes(k, o.Set, o.OnHit, o.OnMapping)
+			eng.linux = newLinuxProbes(k, o.Set, o.OnHit, o.OnMapping, rec.parsedAs)
 			eng.linux.resuming = o.Start > 0
 			k.SetBreakpoints(eng.linux)
 			eng.kernel = k
@@ -151,7 +161,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		kernel = k
 	} else if o.Set != nil {
 		return nil, errors.New("replayer: a probes.Set is for Linux programs; the kit's probes are a probes.Plan (Options.Plan)")
-	} else if img, err = o.image(h); err != nil {
+	} else if img, err = o.image(rec); err != nil {
 		return nil, err
 	}
 	disk, cleanup, err := replayDisk(h, o.DiskBase)
@@ -198,9 +208,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer m.Close()
 	if o.Progress != nil {
-		if st, err := os.Stat(o.Tape); err == nil {
-			defer showProgress(o.Progress, sc, r.Offset(), st.Size())()
-		}
+		defer showProgress(o.Progress, sc, r.Offset(), rec.tape.Size())()
 	}
 	stopSampling := func() {}
 	if eng.sampler != nil {
@@ -246,27 +254,26 @@ func showProgress(w io.Writer, sc *script, start, size int64) (stop func()) {
 	}
 }
 
-// embeddedImage decodes the guest image a tape carries and checks it
-// against the recorded hash.
-func embeddedImage(path string, h *tape.Header) (*elfimage.Image, error) {
-	img, err := elfimage.Parse(path+":"+h.Image.Name, h.Image.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("replayer: the image embedded in %s: %w", path, err)
+// recording is the tape the options name, opened: o.Recording, or Tape
+// opened for this call and closed by done.
+func (o *Options) recording() (rec *Recording, done func(), err error) {
+	if o.Recording != nil {
+		return o.Recording, func() {}, nil
 	}
-	if img.SHA256 != h.Image.SHA256 {
-		return nil, fmt.Errorf("replayer: the image embedded in %s does not match its recorded SHA-256", path)
+	if rec, err = OpenRecording(o.Tape); err != nil {
+		return nil, nil, err
 	}
-	return img, nil
+	return rec, func() { rec.Close() }, nil
 }
 
 // image is the replay's guest image: o.Image if it is the tape's, else
 // the one the tape embeds.
-func (o *Options) image(h *tape.Header) (*elfimage.Image, error) {
+func (o *Options) image(rec *Recording) (*elffile.Image, error) {
 	if o.Image == nil {
-		return embeddedImage(o.Tape, h)
+		return rec.Image()
 	}
-	if o.Image.SHA256 != h.Image.SHA256 {
-		return nil, fmt.Errorf("replayer: %s is not the image recorded in %s", o.Image.Path, o.Tape)
+	if o.Image.SHA256 != rec.Header.Image.SHA256 {
+		return nil, fmt.Errorf("replayer: %s is not the image recorded in %s", o.Image.Path, rec.Path)
 	}
 	return o.Image, nil
 }
@@ -290,17 +297,6 @@ func linuxKernel(path string, h *tape.Header) (*linux.Kernel, error) {
 		return nil, fmt.Errorf("replayer: %s: %w", path, err)
 	}
 	return k, nil
-}
-
-// TapeImage is the guest image recorded in the tape at path (probe specs
-// are resolved against it).
-func TapeImage(path string) (*elfimage.Image, error) {
-	r, err := tape.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return embeddedImage(path, r.Header())
 }
 
 // replayDisk finds the recording's disk base image, checks it is the one

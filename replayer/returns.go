@@ -4,7 +4,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 )
 
 // returnSites finds the return addresses of a function: the instruction
@@ -13,7 +13,7 @@ import (
 // that needs no one-shot sites. Calls through pointers are not found (a
 // limitation the docs state), and an instruction after a call that is also
 // a jump target would report spurious returns.
-func returnSites(img *elfimage.Image, fn uint64) []uint64 {
+func returnSites(img *elffile.Image, fn uint64) []uint64 {
 	var sites []uint64
 	for _, sym := range img.Symbols() {
 		if !sym.Func || sym.Size == 0 || sym.Addr < abi.UserBase {
@@ -39,7 +39,7 @@ func returnSites(img *elfimage.Image, fn uint64) []uint64 {
 
 // codeOf returns the image's bytes of [addr, addr+n) if a segment holds
 // them all.
-func codeOf(img *elfimage.Image, addr, n uint64) []byte {
+func codeOf(img *elffile.Image, addr, n uint64) []byte {
 	for _, s := range img.Segments {
 		if addr >= s.Addr && addr+n <= s.Addr+uint64(len(s.Data)) {
 			return s.Data[addr-s.Addr : addr-s.Addr+n]

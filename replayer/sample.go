@@ -10,8 +10,8 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/cost"
-	"github.com/reprise-vm/reprise/elfimage"
-	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/elffile"
+	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/vmm"
 )
@@ -183,7 +183,7 @@ var frameSetup = []byte{0x55, 0x48, 0x89, 0xe5}
 // push %rbp (or anywhere in one without that prologue) at [rsp], between
 // the push and the mov at [rsp+8]. ok is false once the frame is built,
 // or where the code is not the image's.
-func unbuiltFrame(img *elfimage.Image, rip uint64) (off uint64, ok bool) {
+func unbuiltFrame(img *elffile.Image, rip uint64) (off uint64, ok bool) {
 	if img == nil {
 		return 0, false
 	}

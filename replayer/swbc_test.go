@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
@@ -75,7 +75,7 @@ ticks: .quad 0
 func recordWideHook(t *testing.T) (path string, events []*tape.Event, rec *recorder.Result) {
 	t.Helper()
 	kvmtest.Require(t)
-	img, err := elfimage.Open(kvmtest.AsmImage(t, wideHookAsm))
+	img, err := elffile.OpenImage(kvmtest.AsmImage(t, wideHookAsm))
 	require.NoError(t, err)
 	path = filepath.Join(t.TempDir(), "wide.tape")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -21,7 +21,7 @@ type TraceRecord struct {
 	Ticks uint64 // the guest's tick count when written
 	// Pos is where the kernel wrote the record: its branch count, and the
 	// exits made before it (the ring is drained at every guest exit).
-	// Time is that position's record time (recordClock).
+	// Time is that position's record time (tape.RecordClock).
 	Pos  vmm.Position
 	Time time.Duration
 }

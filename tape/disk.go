@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 )
 
 // DescribeDisk identifies a base image for a tape header: its absolute
@@ -16,7 +16,7 @@ func DescribeDisk(path string) (*Disk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tape: disk base image: %w", err)
 	}
-	f, _, err := regfile.Open(abs)
+	f, _, err := userfile.Open(abs)
 	if err != nil {
 		return nil, fmt.Errorf("tape: disk base image: %w", err)
 	}

@@ -1,8 +1,9 @@
-// Package tape is the on-disk recording of one guest run (DESIGN.md §5):
-// a header describing the machine, then append-only chunks of events. The
-// recorder writes it with a Writer; the replayer and `reprise info` read
-// it with a Reader or Summarize. From reprise it imports only abi (the
-// limits a header is checked against) and internal/regfile.
+// Package tape is the on-disk recording of one guest run
+// (docs/architecture.md, "Record and replay"): a header describing the
+// machine, then append-only chunks of events. The recorder writes it with a
+// Writer; the replayer and `reprise info` read it with a Reader or Summarize.
+// From reprise it imports only abi (the limits a header is checked against)
+// and host/userfile.
 //
 // # Guarantees
 //

@@ -24,7 +24,8 @@ import (
 //	   executable run by the Linux personality
 const FormatVersion = 4
 
-// PositionSource names how asynchronous events are positioned (DESIGN.md §4).
+// PositionSource names how asynchronous events are positioned
+// (docs/architecture.md, "Position sources").
 type PositionSource string
 
 const (

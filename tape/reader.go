@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
+	"sync/atomic"
 )
 
 // Reader reads a tape sequentially. Next returns each event in order, then
@@ -22,7 +24,9 @@ import (
 // to its size.
 type Reader struct {
 	r     io.Reader
-	c     io.Closer // closed by Close if Open opened the file
+	c     io.Closer   // closed by Close if Open opened the file
+	file  io.ReaderAt // the file Open opened, for Events and Whole
+	size  int64       // its size when opened
 	h     *Header
 	off   int64 // bytes consumed
 	start int64 // where the chunks start: the size of the file header
@@ -47,20 +51,63 @@ type Reader struct {
 
 var errReaderClosed = errors.New("tape: reader closed")
 
+// opens counts the tapes Open has opened in this process.
+var opens atomic.Int64
+
+// Opens is how many tapes Open has opened in this process: a command
+// opens its tape once and reads it through that one Reader (Events,
+// Whole), which tests check by this count.
+func Opens() int64 { return opens.Load() }
+
 // Open opens the tape at path and reads and validates its header.
 func Open(path string) (*Reader, error) {
+	opens.Add(1)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("tape: %w", err)
 	}
-	r, err := NewReader(f)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("tape: %w", err)
+	}
+	// Read through a section, not the file's own offset, so that Events
+	// and Whole can read the same file at theirs meanwhile; unbounded, as
+	// the file itself is (a tape may still grow).
+	r, err := NewReader(io.NewSectionReader(f, 0, math.MaxInt64))
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	r.c = f
+	r.c, r.file, r.size = f, f, st.Size()
 	return r, nil
 }
+
+// Events is a new Reader of the events of the tape r read the header of,
+// from the first chunk on: the header is r's, not read again, and the
+// file is r's, read at the new Reader's own offsets (several replays of
+// one tape read it at once). It needs a Reader that Open made, and ends
+// with it: closing it leaves the file open, and closing r closes the
+// file for both.
+func (r *Reader) Events() (*Reader, error) {
+	if r.file == nil {
+		return nil, errors.New("tape: Events needs a tape Open opened")
+	}
+	return &Reader{r: io.NewSectionReader(r.file, r.start, math.MaxInt64), h: r.h, off: r.start, start: r.start, chunk: -1}, nil
+}
+
+// Whole is the whole tape file Open opened (to hash it), read at its own
+// offsets.
+func (r *Reader) Whole() (io.Reader, error) {
+	if r.file == nil {
+		return nil, errors.New("tape: Whole needs a tape Open opened")
+	}
+	return io.NewSectionReader(r.file, 0, math.MaxInt64), nil
+}
+
+// Size is the size of the file Open opened, when it was opened (0 for a
+// Reader NewReader made).
+func (r *Reader) Size() int64 { return r.size }
 
 // NewReader reads and validates a tape's header from r.
 func NewReader(r io.Reader) (*Reader, error) {

@@ -3,7 +3,6 @@ package tape
 import (
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -35,12 +34,7 @@ func Summarize(path string) (*Summary, error) {
 		return nil, err
 	}
 	defer r.Close()
-	s := &Summary{Header: r.Header(), ByKind: make(map[Kind]uint64), headerBytes: r.start}
-	if f, ok := r.c.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil {
-			s.Size = fi.Size()
-		}
-	}
+	s := &Summary{Header: r.Header(), ByKind: make(map[Kind]uint64), headerBytes: r.start, Size: r.Size()}
 	var last *Event
 	for {
 		e, err := r.Next()

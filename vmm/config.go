@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
 )
 
@@ -19,7 +19,7 @@ const (
 
 // Config describes a machine. Zero fields take the defaults above.
 type Config struct {
-	Image    *elfimage.Image
+	Image    *elffile.Image
 	MemBytes uint64
 	// TimerHz is the tick rate the guest kernel is asked to program; a
 	// negative value asks for no timer at all.

@@ -79,7 +79,11 @@ func (m *Machine) LastStop() Stop { return m.lastStop }
 
 // Now is the run's own clock: the time since Run started, less the
 // time it was paused.
-func (m *Machine) Now() time.Duration { return time.Since(m.start) - m.paused }
+func (m *Machine) Now() time.Duration { return m.RunTime(time.Now()) }
+
+// RunTime restates a host instant (a received frame's arrival) on the
+// run's own clock. Called on the vCPU thread: the pauses are its own.
+func (m *Machine) RunTime(t time.Time) time.Duration { return t.Sub(m.start) - m.paused }
 
 // Paused runs f with the run's clock stopped, as a VM paused for a
 // snapshot: the guest then sees no time pass (at most one timer tick comes
@@ -137,8 +141,8 @@ func (m *Machine) Deliver(vector uint8) (*Delivery, error) {
 	}
 	var data [][]byte
 	if vector == abi.IRQBase+abi.IRQNIC && m.net != nil {
-		for _, f := range m.net.Take(m.nic.RXFree()) {
-			d.Frames = append(d.Frames, Frame{Data: f.Data, At: f.At.Sub(m.start) - m.paused})
+		d.Frames = m.net.Take(m.nic.RXFree())
+		for _, f := range d.Frames {
 			data = append(data, f.Data)
 		}
 	}

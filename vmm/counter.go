@@ -4,12 +4,12 @@ import (
 	"fmt"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
 )
 
 // BranchCounter is how an image keeps the software branch counter
-// (DESIGN.md §4).
+// (docs/architecture.md, "Position sources").
 type BranchCounter uint8
 
 const (
@@ -35,7 +35,7 @@ func (c BranchCounter) String() string {
 }
 
 // BranchCounterOf says how img counts branches.
-func BranchCounterOf(img *elfimage.Image) BranchCounter {
+func BranchCounterOf(img *elffile.Image) BranchCounter {
 	if img == nil {
 		return CounterNone
 	}

@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
-// Engine decides a machine's nondeterministic inputs (DESIGN.md §3): where
-// they come from and where in the guest's execution they are delivered.
-// The machine and its devices are the same under every engine. Without
-// one (Config.Engine nil) the machine runs live: inputs from the host,
-// delivered as soon as the guest can take them, nothing kept. The recorder
-// and the replayer bring their own.
+// Engine decides a machine's nondeterministic inputs
+// (docs/architecture.md, "One machine, three engines"): where they come from
+// and where in the guest's execution they are delivered. The machine and its
+// devices are the same under every engine. Without one (Config.Engine nil)
+// the machine runs live: inputs from the host, delivered as soon as the guest
+// can take them, nothing kept. The recorder and the replayer bring their own.
 //
 // Every method but Attach runs on the vCPU thread, between KVM_RUNs.
 type Engine interface {
@@ -106,13 +107,7 @@ type Position struct{ Exit, Branch uint64 }
 // recording logs it, a replay supplies it to Inject.
 type Delivery struct {
 	Vector uint8
-	Clock  time.Duration // the timer's: the guest's new time
-	Frames []Frame       // the NIC's: the frames received
-	Digest []byte        // the completion's digest (disk, NIC)
-}
-
-// Frame is a received frame and when it arrived (since the run's start).
-type Frame struct {
-	Data []byte
-	At   time.Duration
+	Clock  time.Duration   // the timer's: the guest's new time
+	Frames []netback.Frame // the NIC's: the frames received, stamped on the host's clock (RunTime restates it)
+	Digest []byte          // the completion's digest (disk, NIC)
 }

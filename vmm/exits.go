@@ -43,8 +43,9 @@ func (m *Machine) handleIO() error {
 
 // countBranchExit counts an exit through the branch counter's port: the
 // hook's at the target, the repeatable point the engine asked for
-// (DESIGN.md §4); the hook's elsewhere, a stray (see classify); or user
-// code's own write to the port, a harmless guest exit.
+// (docs/architecture.md, "Position sources"); the hook's elsewhere, a stray
+// (see classify); or user code's own write to the port, a harmless guest
+// exit.
 func (m *Machine) countBranchExit() {
 	switch {
 	case m.lastStop == StopBranch:

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/vmm/memory"
 	"github.com/reprise-vm/reprise/vmm/x86"
@@ -71,7 +71,7 @@ func (m *Machine) BranchCount() (uint64, error) { return m.ram.Uint64(abi.SWBCCo
 func (m *Machine) RAM() *memory.RAM { return m.ram }
 
 // Image is the guest image the machine booted.
-func (m *Machine) Image() *elfimage.Image { return m.cfg.Image }
+func (m *Machine) Image() *elffile.Image { return m.cfg.Image }
 
 // DirtyPages fetches and clears the dirty-page bitmap (Config.TrackDirty):
 // bit n of word n/64 is the 4 KiB page at n*4096.

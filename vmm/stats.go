@@ -52,24 +52,14 @@ func (s *Stats) TotalExits() uint64 {
 
 // Print writes a human-readable summary.
 func (s *Stats) Print(w io.Writer) {
-	type kv struct {
-		name string
-		n    uint64
-	}
-	var exits []kv
-	var total uint64
+	exits := map[string]uint64{}
 	for r, n := range s.Exits {
 		if n != 0 {
-			exits = append(exits, kv{kvm.ExitReason(r).String(), n})
-			total += n
+			exits[kvm.ExitReason(r).String()] = n
 		}
 	}
-	sort.Slice(exits, func(i, j int) bool { return exits[i].n > exits[j].n })
-	fmt.Fprintf(w, "exits: %d", total)
-	for _, e := range exits {
-		fmt.Fprintf(w, "  %s=%d", e.name, e.n)
-	}
-	fmt.Fprintf(w, "\ninterrupts injected: %d  kicks: %d  EINTR: %d  hypercalls: %d  idle: %v\n",
+	PrintCounts(w, "exits", exits)
+	fmt.Fprintf(w, "interrupts injected: %d  kicks: %d  EINTR: %d  hypercalls: %d  idle: %v\n",
 		s.Injected, s.KicksSent, s.Interrupted, s.Hypercalls, s.Halted.Round(time.Millisecond))
 	if s.SWBCExits != 0 || s.SWBCStray != 0 || s.SWBCMissed != 0 {
 		fmt.Fprintf(w, "branch-counter exits: %d  stray: %d  kicked at the target: %d  targets missed: %d\n",
@@ -82,4 +72,28 @@ func (s *Stats) Print(w io.Writer) {
 	if s.MSRDenied != 0 || s.UnassignedMMIO != 0 {
 		fmt.Fprintf(w, "denied MSR accesses: %d  unassigned MMIO: %d\n", s.MSRDenied, s.UnassignedMMIO)
 	}
+}
+
+// PrintCounts writes one line of counts by name, "what: TOTAL  name=n …",
+// most frequent first (ties by name, so the line is the same every run):
+// the machine's exits, and a kernel's system calls.
+func PrintCounts(w io.Writer, what string, counts map[string]uint64) {
+	type kv struct {
+		name string
+		n    uint64
+	}
+	var all []kv
+	var total uint64
+	for name, n := range counts {
+		all = append(all, kv{name, n})
+		total += n
+	}
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].n > all[j].n || all[i].n == all[j].n && all[i].name < all[j].name
+	})
+	fmt.Fprintf(w, "%s: %d", what, total)
+	for _, c := range all {
+		fmt.Fprintf(w, "  %s=%d", c.name, c.n)
+	}
+	fmt.Fprintln(w)
 }

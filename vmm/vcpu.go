@@ -131,7 +131,7 @@ func (m *Machine) loop() error {
 //
 // The hook's exit is always the VMM's: at the target it is the stop the
 // engine asked for; anywhere else the target moved between the hook's
-// compare and its exit (liveSource.arm no longer does that), a point that
+// compare and its exit (the recorder's engine.arm no longer does that), a point that
 // depends on when the VMM wrote the target, so no replay finds it again: it
 // is treated like a kick, an arbitrary point, and counted in SWBCStray.
 // Only the guest's own writes to the port, outside the hook, are its exits.

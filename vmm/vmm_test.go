@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/kvm"
 )
@@ -20,7 +20,7 @@ import (
 func asmMachine(t *testing.T, src string, cfg Config) *Machine {
 	t.Helper()
 	kvmtest.Require(t)
-	img, err := elfimage.Open(kvmtest.AsmImage(t, src))
+	img, err := elffile.OpenImage(kvmtest.AsmImage(t, src))
 	require.NoError(t, err)
 	cfg.Image = img
 	m, err := New(cfg)
@@ -153,7 +153,7 @@ func TestContextCancelStopsSpinningGuest(t *testing.T) {
 func TestImageMustNotOverlapSystemArea(t *testing.T) {
 	kvmtest.Require(t)
 	dir := kvmtest.AsmImage(t, ".globl _start\n_start: hlt\n")
-	img, err := elfimage.Open(dir)
+	img, err := elffile.OpenImage(dir)
 	require.NoError(t, err)
 	img.Segments[0].Addr = abi.GDT
 	_, err = New(Config{Image: img})

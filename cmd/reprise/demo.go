@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/probes"
@@ -85,7 +85,7 @@ func runDemo(ctx context.Context, out, errOut io.Writer, dir string) error {
 	if err != nil {
 		return err
 	}
-	img, err := elfimage.Open(kit.Image())
+	img, err := elffile.OpenImage(kit.Image())
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func demoDeadlock(out io.Writer, db *eventdb.DB, dir string, run *eventdb.Run) e
 
 // demoRecordReplay records a workload, then replays it with the kit's lock
 // probes (and sampling) into a new DB, which it returns open.
-func demoRecordReplay(ctx context.Context, out, errOut io.Writer, img *elfimage.Image, workload, tapePath, dbDir string, sampleEvery uint64) (*eventdb.DB, *eventdb.Run, error) {
+func demoRecordReplay(ctx context.Context, out, errOut io.Writer, img *elffile.Image, workload, tapePath, dbDir string, sampleEvery uint64) (*eventdb.DB, *eventdb.Run, error) {
 	done := demoStep(out, fmt.Sprintf("reprise record -o %s %s", tapePath, workload))
 	res, err := recorder.Record(ctx, recorder.Options{Image: img, Cmdline: workload, Output: tapePath, Console: io.Discard, PositionSource: recorder.Auto, Overwrite: true})
 	if err != nil {

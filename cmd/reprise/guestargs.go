@@ -17,9 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/linux"
 )
 
@@ -86,7 +86,7 @@ func flagArgs(cmd *cobra.Command) []string {
 // (a bundled workload, or an image built against abi.h) with its command
 // line, or a Linux program for the Linux personality.
 type guestSpec struct {
-	img     *elfimage.Image
+	img     *elffile.Image
 	cmdline string
 	linux   *linux.Program
 }
@@ -136,7 +136,7 @@ func resolveGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, targ
 	if f.plain {
 		path = kit.PlainImage()
 	}
-	img, err := elfimage.Open(path)
+	img, err := elffile.OpenImage(path)
 	if err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
@@ -146,11 +146,11 @@ func resolveGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, targ
 // openGuest reads the file at path: a kit image if it has the kit's
 // vector table, else a Linux program started as argv0 with rest.
 func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, error) {
-	raw, err := regfile.ReadFile(path, elfimage.MaxFileBytes, "guest image or program")
+	raw, err := userfile.ReadFile(path, elffile.MaxImageBytes, "guest image or program")
 	if err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
-	img, err := elfimage.Parse(path, raw)
+	img, err := elffile.ParseImage(path, raw)
 	switch {
 	case err == nil && bringsKernel(img):
 		return &guestSpec{img: img, cmdline: strings.Join(rest, " ")}, nil
@@ -229,7 +229,7 @@ func programFiles(image []byte, flags []string, root string) ([]linux.File, erro
 // kernel (a kit image, or one built against abi.h): it has the kit's
 // vector table, or its code starts in the kernel window, where no Linux
 // executable is linked.
-func bringsKernel(img *elfimage.Image) bool {
+func bringsKernel(img *elffile.Image) bool {
 	if _, ok := img.Lookup(abi.VectorsSymbol); ok {
 		return true
 	}

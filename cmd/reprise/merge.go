@@ -160,7 +160,12 @@ func coverage(shares []share, ckptFile string) error {
 	if next-1 != first.Split.Segments {
 		return fmt.Errorf("segments %d to %d of %s are missing", next, first.Split.Segments, tp)
 	}
-	split, err := replayer.SplitOf(tp, ckptFile)
+	rec, err := replayer.OpenRecording(tp)
+	if err != nil {
+		return fmt.Errorf("checking the shares against their tape: %w", err)
+	}
+	defer rec.Close()
+	split, err := replayer.SplitOf(rec, ckptFile)
 	if err != nil {
 		return fmt.Errorf("checking the shares against their tape: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/tape"
 )
 
@@ -38,7 +38,7 @@ it records.`,
 			}
 			reportHostFiles(cmd.ErrOrStderr(), "pack reads", r.Header().Linux)
 			err = tape.Pack(r, f, func(file *tape.File) (io.ReadCloser, fs.FileInfo, error) {
-				return regfile.Open(file.Host)
+				return userfile.Open(file.Host)
 			})
 			if cerr := f.Close(); err == nil {
 				err = cerr

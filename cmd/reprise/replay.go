@@ -14,10 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
-	"github.com/reprise-vm/reprise/objfile"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
@@ -76,10 +75,18 @@ machine, and reprise merge joins the N DBs into one run.`,
 			if quiet {
 				console = io.Discard
 			}
-			if h, err := replayer.TapeHeader(args[0]); err == nil { // a damaged tape is reported below
-				reportHostFiles(cmd.ErrOrStderr(), "replay reads", h.Linux)
+			// Opened once: every step below reads this one (its header,
+			// image, program files, kernel), none opens the path again.
+			rec, err := replayer.OpenRecording(args[0])
+			switch {
+			case tape.IsDamaged(err):
+				return &exitError{exitDamaged, err}
+			case err != nil:
+				return &exitError{exitFailure, err}
 			}
-			opts := replayer.Options{Tape: args[0], Console: console, DiskBase: disk, SampleEvery: sample, SamplePeriod: period}
+			defer rec.Close()
+			reportHostFiles(cmd.ErrOrStderr(), "replay reads", rec.Header.Linux)
+			opts := replayer.Options{Tape: args[0], Recording: rec, Console: console, DiskBase: disk, SampleEvery: sample, SamplePeriod: period}
 			if err := checkpointOptions(&opts, ckptFile, ckptEvery, from, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
@@ -89,10 +96,9 @@ machine, and reprise merge joins the N DBs into one run.`,
 				opts.Progress = os.Stderr
 			}
 			probing := locks || len(probeSpecs) > 0 || probeFile != ""
-			var objs []*objfile.File // a Linux program's files: where its probes are
-			var err error
+			var objs []*elffile.File // a Linux program's files: where its probes are
 			if probing {
-				objs, err = replayer.TapeObjects(args[0])
+				objs, err = rec.Objects()
 			}
 			switch {
 			case tape.IsDamaged(err):
@@ -109,11 +115,11 @@ machine, and reprise merge joins the N DBs into one run.`,
 				if locks {
 					probeSpecs = append(probeSpecs, guest.LockProbes...)
 				}
-				img, plan, err := probePlan(args[0], probeSpecs, probeFile)
+				plan, err := probePlan(rec, probeSpecs, probeFile)
 				if err != nil {
 					return &exitError{exitUsage, err}
 				}
-				opts.Image, opts.Plan = img, plan
+				opts.Plan = plan
 			}
 			if (jobs != 0 || segment != "") && (dbDir == "" || opts.Checkpoints == "" || opts.CheckpointEvery != 0 || opts.Start != 0) {
 				return &exitError{exitUsage, errors.New("--jobs and --segment replay the segments between a tape's checkpoints into a DB: they need --db and the checkpoints (TAPE.ckpt or --checkpoints), not --from or --checkpoint-every")}
@@ -179,7 +185,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 
 // checkpointOptions sets the replay's checkpoint file and what it does
 // with it: write checkpoints every `every`, or start from the last one
-// before `from`.
+// before `from`. o.Recording is the tape, opened.
 func checkpointOptions(o *replayer.Options, file string, every time.Duration, from string, stderr io.Writer) error {
 	if every == 0 && from == "" {
 		if file == "" {
@@ -190,7 +196,7 @@ func checkpointOptions(o *replayer.Options, file string, every time.Duration, fr
 		}
 		// Checked as the replay passes them: the whole ones. A file with
 		// none is no reason not to replay from boot.
-		f, err := openCheckpoints(o.Tape, file, stderr)
+		f, err := openCheckpoints(o.Recording.Header, file, stderr)
 		if err != nil && checkpoint.IsDamaged(err) {
 			fmt.Fprintf(stderr, "reprise: warning: %v: replaying without its checkpoints\n", err)
 			return nil
@@ -221,7 +227,7 @@ func checkpointOptions(o *replayer.Options, file string, every time.Duration, fr
 		o.CheckpointEvery = every
 		return nil
 	}
-	start, at, err := startCheckpoint(o.Tape, file, from, stderr)
+	start, at, err := startCheckpoint(o.Recording.Header, file, from, stderr)
 	if err != nil {
 		return err
 	}
@@ -236,9 +242,9 @@ func checkpointOptions(o *replayer.Options, file string, every time.Duration, fr
 
 // startCheckpoint is the 1-based index of the last checkpoint at or before
 // from (a duration, or EXIT:BRANCH), 0 when none is.
-func startCheckpoint(tapePath, file, from string, stderr io.Writer) (int, checkpoint.Summary, error) {
+func startCheckpoint(h *tape.Header, file, from string, stderr io.Writer) (int, checkpoint.Summary, error) {
 	var none checkpoint.Summary
-	f, err := openCheckpoints(tapePath, file, stderr)
+	f, err := openCheckpoints(h, file, stderr)
 	switch {
 	case checkpoint.IsDamaged(err):
 		return 0, none, &exitError{exitDamaged, err}
@@ -267,14 +273,10 @@ func startCheckpoint(tapePath, file, from string, stderr io.Writer) (int, checkp
 	return start, at, nil
 }
 
-// openCheckpoints opens the checkpoint file of the tape at tapePath, and
-// says what of it a replay ignores: the damage its index stopped at, and
-// all after it.
-func openCheckpoints(tapePath, file string, stderr io.Writer) (*checkpoint.File, error) {
-	h, err := replayer.TapeHeader(tapePath)
-	if err != nil {
-		return nil, err
-	}
+// openCheckpoints opens the checkpoint file of the tape whose header is h,
+// and says what of it a replay ignores: the damage its index stopped at,
+// and all after it.
+func openCheckpoints(h *tape.Header, file string, stderr io.Writer) (*checkpoint.File, error) {
 	f, err := checkpoint.Open(file, checkpoint.RecordingOf(h))
 	if err != nil {
 		return nil, err
@@ -296,35 +298,34 @@ func describeEnd(e *vmm.End) string {
 }
 
 // probePlan parses the probe specs and resolves them against the image the
-// tape embeds, which it returns for the replay to use as is.
-func probePlan(tapePath string, specs []string, file string) (*elfimage.Image, *probes.Plan, error) {
+// recording embeds.
+func probePlan(rec *replayer.Recording, specs []string, file string) (*probes.Plan, error) {
 	var all []probes.Spec
 	if len(specs) > 0 {
 		s, err := probes.ParseSpecs(specs)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		all = append(all, s...)
 	}
 	if file != "" {
 		s, err := probes.ParseFile(file)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		all = append(all, s...)
 	}
-	img, err := replayer.TapeImage(tapePath)
+	img, err := rec.Image()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	plan, err := probes.Resolve(all, img)
-	return img, plan, err
+	return probes.Resolve(all, img)
 }
 
 // linuxProbeSet parses the probe specs for a Linux program's replay (with
 // the C library's lock probes if locks) and checks them against the
 // program's executable and libraries, objs.
-func linuxProbeSet(objs []*objfile.File, specs []string, file string, locks bool) (*probes.Set, error) {
+func linuxProbeSet(objs []*elffile.File, specs []string, file string, locks bool) (*probes.Set, error) {
 	var all []probes.Spec
 	if len(specs) > 0 {
 		s, err := probes.ParseSpecs(specs)
@@ -356,7 +357,7 @@ func linuxProbeSet(objs []*objfile.File, specs []string, file string, locks bool
 
 // pthreadProbes are the C library's lock probes for a program made of
 // objs: musl's or glibc's set, without the functions its C library lacks.
-func pthreadProbes(objs []*objfile.File) ([]probes.Spec, error) {
+func pthreadProbes(objs []*elffile.File) ([]probes.Spec, error) {
 	if !probes.Defines(objs, "pthread_mutex_lock") {
 		return nil, errors.New("--locks: the program's files define no pthread_mutex_lock (a static program without threads, or a C library reprise does not know)")
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reprise-vm/reprise/abi"
-	"github.com/reprise-vm/reprise/internal/scratch"
+	"github.com/reprise-vm/reprise/host/scratch"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/vmm"

@@ -1,11 +1,12 @@
 /*
- * The software branch counter hook (DESIGN.md §4). All CPL3 code of
- * kit-tracepc.elf is built with -fsanitize-coverage=trace-pc, which calls
- * this at every basic block (kit.elf counts in r15 instead, see
- * tools/count.awk); it counts in the per-vCPU swbc page and makes a synchronous
- * exit (outb to REPRISE_PORT_SWBC, opened to CPL3 by the TSS I/O bitmap)
- * when the count reaches the target the VMM wrote. kit-plain.elf does not
- * link it: an image without this symbol keeps no branch counter.
+ * The software branch counter hook (docs/architecture.md, "Position
+ * sources"). All CPL3 code of kit-tracepc.elf is built with
+ * -fsanitize-coverage=trace-pc, which calls this at every basic block
+ * (kit.elf counts in r15 instead, see tools/count.awk); it counts in the
+ * per-vCPU swbc page and makes a synchronous exit (outb to REPRISE_PORT_SWBC,
+ * opened to CPL3 by the TSS I/O bitmap) when the count reaches the target the
+ * VMM wrote. kit-plain.elf does not link it: an image without this symbol
+ * keeps no branch counter.
  *
  * Three properties matter, and the order of the instructions gives them:
  *
@@ -15,7 +16,7 @@
  *   misses a target set between the compare and the store, forever.) Once
  *   the compare has met the target, the exit follows without reading it
  *   again: the VMM must not move a target the count has reached before the
- *   guest has stopped there (liveSource.arm), or the exit comes at a count
+ *   guest has stopped there (the recorder's engine.arm), or the exit comes at a count
  *   it no longer expects — a kick can land between the compare and the
  *   out, for as long as the host keeps the vCPU thread preempted there.
  * - The state left behind depends on the count alone, never on the target,

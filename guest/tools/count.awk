@@ -1,5 +1,6 @@
-# count.awk: the register branch counter's instrumentation pass (DESIGN.md
-# §4) over the compiler's assembly output (cc -S, AT&T syntax). It inserts
+# count.awk: the register branch counter's instrumentation pass
+# (docs/architecture.md, "Position sources") over the compiler's assembly
+# output (cc -S, AT&T syntax). It inserts
 #     lea -1(%r15), %r15; movzbl (%r15), %r14d
 # (neither touches the flags, so they fit anywhere) at every function entry,
 # at every loop head (a label some later jump in the file goes back to),

@@ -1,9 +1,9 @@
-// Package hostview is what a recording saw of its host (DESIGN.md §9):
-// the VMM's own vCPU entries and exits with exit reasons, idle waits,
-// hypervisor events (vCPU creation, interrupt lines asserted and
-// delivered, the virtual timer programmed and firing), and the host
-// scheduler's view of the vCPU threads and of every thread that ran on a
-// host CPU (from package tracefs).
+// Package hostview is what a recording saw of its host
+// (docs/architecture.md, "The host view"): the VMM's own vCPU entries and
+// exits with exit reasons, idle waits, hypervisor events (vCPU creation,
+// interrupt lines asserted and delivered, the virtual timer programmed and
+// firing), and the host scheduler's view of the vCPU threads and of every
+// thread that ran on a host CPU (from package tracefs).
 //
 // None of it is an input of the guest: a replay does not need it and
 // cannot reproduce it. The recorder stores it beside the events, in the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
-	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/probes"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/eventdb"
 	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
@@ -48,7 +48,7 @@ func Replay(t testing.TB, cmdline string, o Options) *Replayed {
 // Recorded is a workload recorded on the guest kit.
 type Recorded struct {
 	Tape   string
-	Image  *elfimage.Image
+	Image  *elffile.Image
 	Truths []guest.Truth
 	Result *recorder.Result
 }
@@ -69,14 +69,14 @@ func Record(t testing.TB, dir, name, cmdline string) *Recorded {
 }
 
 // Kit builds (or finds cached) the guest kit and opens its image.
-func Kit(t testing.TB) *elfimage.Image {
+func Kit(t testing.TB) *elffile.Image {
 	t.Helper()
 	kvmtest.Require(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	k, err := guest.Build(ctx)
 	require.NoError(t, err)
-	img, err := elfimage.Open(k.Image())
+	img, err := elffile.OpenImage(k.Image())
 	require.NoError(t, err)
 	return img
 }

@@ -1,5 +1,6 @@
 // Package deadlock finds potential deadlocks in a run's lock operations
-// (DESIGN.md §9), after Agarwal and Stoller as InSight applies it:
+// (docs/architecture.md, "Diagnosis tools"), after Agarwal and Stoller as
+// InSight applies it:
 //
 //   - Each thread's acquisitions form a lock tree: a path from the root to
 //     a node is a stack of locks the thread held at once.

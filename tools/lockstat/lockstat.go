@@ -1,6 +1,7 @@
-// Package lockstat is the lock contention tool (DESIGN.md §9): a
-// mutrace / perf-lock style table per lock and a per-thread breakdown,
-// computed from a run's lock operations (package lockops).
+// Package lockstat is the lock contention tool (docs/architecture.md,
+// "Diagnosis tools"): a mutrace / perf-lock style table per lock and a
+// per-thread breakdown, computed from a run's lock operations (package
+// lockops).
 //
 // Definitions, chosen to match what the guest kit's mutex counts itself:
 // an acquisition is contended when, as the thread asked, another thread

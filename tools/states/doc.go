@@ -14,7 +14,8 @@
 //
 // Guest thread states come from the guest kernel's context switches
 // (eventdb.KindSwitch) and their reasons; their times are record times
-// interpolated between the tape's events (DESIGN.md §4).
+// interpolated between the tape's events (docs/architecture.md, "The guest
+// kit": the trace ring's record times).
 //
 // Everything is on the recording's time line (eventdb.Event.Time); Align
 // moves another recording's run onto it through the two host views'

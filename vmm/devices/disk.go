@@ -24,13 +24,13 @@ const (
 // interrupt — happens at one instant that the machine chooses: Complete
 // runs when the machine injects the completion interrupt, so recording can
 // place it at a repeatable position and replay can apply it at the same one
-// (DESIGN.md §3, after InSight).
+// (docs/architecture.md, "Devices with DMA", after InSight).
 //
 // The host I/O runs on a worker goroutine, which raises the interrupt line
 // when a result is ready. A disk built without a raise function is
 // synchronous: Complete performs the oldest request itself. Replay uses
-// that; since both modes perform the requests in the same order on a store
-// that starts from the same base image, they read the same data.
+// that; since recording and replay perform the requests in the same order
+// on a store that starts from the same base image, they read the same data.
 //
 // Every address in a descriptor is guest-controlled and checked: a bad
 // request completes with REPRISE_DISK_ERROR; a descriptor that is not in

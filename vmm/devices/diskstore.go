@@ -7,7 +7,7 @@ import (
 	"math/bits"
 	"os"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 )
 
 // SectorSize is the disk's sector size.
@@ -27,7 +27,7 @@ type DiskStore struct {
 // overlay file at overlayPath. A base whose size is not a multiple of the
 // sector size has its tail ignored.
 func OpenDiskStore(basePath, overlayPath string) (*DiskStore, error) {
-	base, st, err := regfile.Open(basePath)
+	base, st, err := userfile.Open(basePath)
 	if err != nil {
 		return nil, fmt.Errorf("disk: base image: %w", err)
 	}

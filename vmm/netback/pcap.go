@@ -10,7 +10,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 )
 
 // Pcap feeds the Ethernet frames of a capture file to the guest, at the
@@ -32,7 +32,7 @@ const MaxCaptureBytes = 256 << 20
 
 // OpenPcap reads the capture at path and starts feeding it.
 func OpenPcap(path string, raise func()) (*Pcap, error) {
-	f, st, err := regfile.Open(path)
+	f, st, err := userfile.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("netback: capture: %w", err)
 	}

@@ -63,7 +63,7 @@ func BuildPageTables(ram *memory.RAM) error {
 		switch {
 		case ok:
 		case p >= abi.ProbeArea && p < abi.ProbeArea+abi.ProbeAreaSize:
-			perm = PTEPresent | PTEUser // the same in every mode, used only by replays with probes
+			perm = PTEPresent | PTEUser // the same in every run, live, recorded or replayed; used only by replays with probes
 		default:
 			perm = PTEPresent | PTEWrite
 		}

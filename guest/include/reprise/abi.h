@@ -27,7 +27,7 @@
 #define REPRISE_COUNTER_TABLES 0x30000 /* 5 pages: the register branch counter's page tables */
 #define REPRISE_COUNTER_ZERO   0x35000 /* read-only zeros every counted block loads */
 #define REPRISE_COUNTER_GUARD_TOP 0x8000000FFFULL /* the guard page's top byte (virtual) */
-#define REPRISE_PROBE_AREA  0x1F0000 /* 64 KiB, user read/execute in every mode: where a
+#define REPRISE_PROBE_AREA  0x1F0000 /* 64 KiB, user read/execute in every run: where a
                                         replay puts the out-of-line copies of probed
                                         instructions. The guest must not use it. */
 #define REPRISE_PROBE_AREA_SIZE 0x10000
@@ -166,10 +166,10 @@ struct reprise_clock {
 	uint64_t ticks;    /* timer interrupts injected so far */
 };
 
-/* Software branch counter (DESIGN.md §4): the trace-pc hook increments count
- * and does `outb $REPRISE_PORT_SWBC` when count == target. With the register
- * counter, count is the VMM's at its last stop, and the count now is
- * armed - (r15 - REPRISE_COUNTER_GUARD_TOP). */
+/* Software branch counter (docs/architecture.md, "Position sources"): the
+ * trace-pc hook increments count and does `outb $REPRISE_PORT_SWBC` when
+ * count == target. With the register counter, count is the VMM's at its last
+ * stop, and the count now is armed - (r15 - REPRISE_COUNTER_GUARD_TOP). */
 struct reprise_swbc {
 	uint64_t count;
 	uint64_t target;   /* ~0 = never */

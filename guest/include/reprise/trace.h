@@ -1,7 +1,8 @@
 /*
- * The guest kernel's trace ring (DESIGN.md §7): events the kernel appends
- * to a ring in kernel memory at no exit cost; the VMM reads it (during
- * replay, or at the end of a run) through the ELF symbol `reprise_trace_ring`.
+ * The guest kernel's trace ring (docs/architecture.md, "The guest kit"):
+ * events the kernel appends to a ring in kernel memory at no exit cost; the
+ * VMM reads it (during replay, or at the end of a run) through the ELF symbol
+ * `reprise_trace_ring`.
  *
  * Layout (little-endian, all offsets fixed):
  *

@@ -1,4 +1,4 @@
-package elfimage_test
+package elffile_test
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprise-vm/reprise/elfimage"
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 )
 
@@ -127,7 +127,7 @@ func validImage(t testing.TB) (string, []byte) { return buildELF(t, "-static", "
 
 func TestParseValidImage(t *testing.T) {
 	path, raw := validImage(t)
-	img, err := elfimage.Open(path)
+	img, err := elffile.OpenImage(path)
 	require.NoError(t, err)
 	require.Equal(t, path, img.Path)
 	require.Equal(t, uint64(addrStart), img.Entry)
@@ -153,7 +153,7 @@ func TestParseValidImage(t *testing.T) {
 	require.Equal(t, data.End(), hi)
 
 	// Parse of the same bytes agrees with Open.
-	img2, err := elfimage.Parse("x", raw)
+	img2, err := elffile.ParseImage("x", raw)
 	require.NoError(t, err)
 	require.Equal(t, img.Segments, img2.Segments)
 	require.Equal(t, img.Symbols(), img2.Symbols())
@@ -161,7 +161,7 @@ func TestParseValidImage(t *testing.T) {
 
 func TestSymbols(t *testing.T) {
 	_, raw := validImage(t)
-	img, err := elfimage.Parse("img", raw)
+	img, err := elffile.ParseImage("img", raw)
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
@@ -305,9 +305,9 @@ func TestParseRejects(t *testing.T) {
 		{"elf32 by hand", elf32Header(), "ELFCLASS32"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			img, err := elfimage.Parse("bad.elf", tc.raw)
+			img, err := elffile.ParseImage("bad.elf", tc.raw)
 			require.Nil(t, img)
-			var fe *elfimage.FormatError
+			var fe *elffile.FormatError
 			require.ErrorAs(t, err, &fe)
 			require.Equal(t, "bad.elf", fe.Path)
 			require.Contains(t, err.Error(), tc.want)
@@ -323,14 +323,14 @@ func TestParseTruncated(t *testing.T) {
 	_, valid := validImage(t)
 	rejected := 0
 	for n := 0; n < len(valid); n++ {
-		img, err := elfimage.Parse("t", valid[:n])
+		img, err := elffile.ParseImage("t", valid[:n])
 		if err != nil {
 			rejected++
 			require.Nil(t, img)
 		}
 	}
 	require.Greater(t, rejected, len(valid)/2)
-	_, err := elfimage.Parse("t", valid[:len(valid)-1])
+	_, err := elffile.ParseImage("t", valid[:len(valid)-1])
 	require.Error(t, err, "the section headers are at the end; losing a byte breaks them")
 }
 
@@ -345,7 +345,7 @@ func TestParseHugeFileSize(t *testing.T) {
 		binary.LittleEndian.PutUint64(raw[h+phFilesz:], size)
 		binary.LittleEndian.PutUint64(raw[h+phMemsz:], size)
 		var err error
-		require.NotPanics(t, func() { _, err = elfimage.Parse("huge", raw) })
+		require.NotPanics(t, func() { _, err = elffile.ParseImage("huge", raw) })
 		require.Error(t, err)
 	}
 }
@@ -367,7 +367,7 @@ func TestParseRejectsRealBuilds(t *testing.T) {
 			if err != nil {
 				t.Skipf("toolchain cannot build this variant (the hand-made header case covers the check): %v", err)
 			}
-			_, err = elfimage.Parse("v.elf", raw)
+			_, err = elffile.ParseImage("v.elf", raw)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -381,7 +381,7 @@ func TestParseBSSOnlySegment(t *testing.T) {
 	h := loadHeaders(raw)[1]
 	memsz := binary.LittleEndian.Uint64(raw[h+phMemsz:])
 	binary.LittleEndian.PutUint64(raw[h+phFilesz:], 0)
-	img, err := elfimage.Parse("bss.elf", raw)
+	img, err := elffile.ParseImage("bss.elf", raw)
 	require.NoError(t, err)
 	require.Len(t, img.Segments, 2)
 	require.Empty(t, img.Segments[1].Data)
@@ -390,7 +390,7 @@ func TestParseBSSOnlySegment(t *testing.T) {
 }
 
 func TestOpenMissingFile(t *testing.T) {
-	_, err := elfimage.Open(filepath.Join(t.TempDir(), "none.elf"))
+	_, err := elffile.OpenImage(filepath.Join(t.TempDir(), "none.elf"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
@@ -425,7 +425,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("not an elf"))
 
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		img, err := elfimage.Parse("fuzz", raw)
+		img, err := elffile.ParseImage("fuzz", raw)
 		if err != nil {
 			if img != nil {
 				t.Fatal("image returned with an error")

@@ -1,4 +1,4 @@
-package objfile_test
+package elffile_test
 
 import (
 	"math/rand"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
-	"github.com/reprise-vm/reprise/objfile"
 )
 
 const source = `
@@ -34,11 +34,11 @@ func build(t *testing.T, flags ...string) string {
 	return out
 }
 
-func parse(t *testing.T, path string) *objfile.File {
+func parse(t *testing.T, path string) *elffile.File {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	f, err := objfile.Parse(path, data)
+	f, err := elffile.Parse(path, data)
 	require.NoError(t, err)
 	return f
 }
@@ -72,9 +72,9 @@ func TestSeparateDebugFileByBuildID(t *testing.T) {
 	_, ok := stripped.Symbols.Lookup("helper")
 	require.False(t, ok, "a static function has no dynamic symbol")
 
-	old := objfile.DebugRoot
-	objfile.DebugRoot = root
-	defer func() { objfile.DebugRoot = old }()
+	old := elffile.DebugRoot
+	elffile.DebugRoot = root
+	defer func() { elffile.DebugRoot = old }()
 	withDebug := parse(t, bin)
 	require.Equal(t, dbg, withDebug.DebugFile)
 	h, ok := withDebug.Symbols.Lookup("helper")
@@ -101,7 +101,7 @@ func TestBase(t *testing.T) {
 	require.False(t, ok, "an offset no segment holds")
 }
 
-func mustLookup(t *testing.T, f *objfile.File, name string) uint64 {
+func mustLookup(t *testing.T, f *elffile.File, name string) uint64 {
 	t.Helper()
 	s, ok := f.Symbols.Lookup(name)
 	require.True(t, ok, name)
@@ -117,14 +117,14 @@ func FuzzParseAndUnwind(f *testing.F) {
 	}
 	f.Add([]byte("\x7fELF\x02\x01\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		o, err := objfile.Parse("fuzz", data)
+		o, err := elffile.Parse("fuzz", data)
 		if err != nil {
 			return
 		}
 		mem := func(addr uint64) (uint64, error) { return addr + 8, nil }
-		locate := func(pc uint64) (*objfile.File, uint64, bool) { return o, 0, true }
+		locate := func(pc uint64) (*elffile.File, uint64, bool) { return o, 0, true }
 		for _, s := range o.Symbols.All()[:min(len(o.Symbols.All()), 16)] {
-			objfile.Unwind(objfile.Regs{RIP: s.Addr, RSP: 0x1000, RBP: 0x2000}, mem, locate, 8)
+			elffile.Unwind(elffile.Regs{RIP: s.Addr, RSP: 0x1000, RBP: 0x2000}, mem, locate, 8)
 		}
 		o.Base(0x1000, 0)
 		o.Span()
@@ -143,14 +143,14 @@ func TestCorruptedFiles(t *testing.T) {
 		for k := 0; k < 1+r.Intn(8); k++ {
 			data[r.Intn(len(data))] = byte(r.Intn(256))
 		}
-		o, err := objfile.Parse("corrupt", data)
+		o, err := elffile.Parse("corrupt", data)
 		if err != nil {
 			continue
 		}
 		mem := func(addr uint64) (uint64, error) { return addr + 8, nil }
-		locate := func(uint64) (*objfile.File, uint64, bool) { return o, 0, true }
+		locate := func(uint64) (*elffile.File, uint64, bool) { return o, 0, true }
 		for _, s := range o.Symbols.All()[:min(len(o.Symbols.All()), 16)] {
-			objfile.Unwind(objfile.Regs{RIP: s.Addr, RSP: 0x1000, RBP: 0x2000}, mem, locate, 8)
+			elffile.Unwind(elffile.Regs{RIP: s.Addr, RSP: 0x1000, RBP: 0x2000}, mem, locate, 8)
 		}
 	}
 }

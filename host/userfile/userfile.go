@@ -1,10 +1,10 @@
-// Package regfile opens the files a user names for reprise to read —
+// Package userfile opens the files a user names for reprise to read —
 // guest images, disk base images, packet captures, probe files — and
 // refuses anything but a regular file before reading a byte of it: a FIFO
 // would block the reader and a device such as /dev/zero would never end.
 // ReadFile also bounds how much it reads, so a huge file is refused
 // before it is loaded.
-package regfile
+package userfile
 
 import (
 	"bytes"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/reprise-vm/reprise/internal/tick"
+	"github.com/reprise-vm/reprise/host/tick"
 )
 
 // fn runs repeatedly until stop, and never after stop has returned, even

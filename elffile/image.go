@@ -1,7 +1,8 @@
-// Package elfimage reads a guest image: a static x86-64 ELF executable whose
-// PT_LOAD segments are placed at their physical addresses. It keeps the
-// symbol table, which probes and profiles resolve against.
-package elfimage
+// A guest image (Image): a static x86-64 ELF executable whose PT_LOAD
+// segments are placed at their physical addresses, with its symbol table,
+// which probes and profiles resolve against.
+
+package elffile
 
 import (
 	"bytes"
@@ -11,7 +12,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -48,22 +49,22 @@ type FormatError struct {
 
 func (e *FormatError) Error() string { return fmt.Sprintf("guest image %s: %s", e.Path, e.Msg) }
 
-// MaxFileBytes is the largest image file Open reads: as much as a tape
+// MaxImageBytes is the largest image file OpenImage reads: as much as a tape
 // embeds. A larger file is refused before it is read.
-const MaxFileBytes = 256 << 20
+const MaxImageBytes = 256 << 20
 
-// Open reads and validates the image at path, a regular file of at most
-// MaxFileBytes.
-func Open(path string) (*Image, error) {
-	raw, err := regfile.ReadFile(path, MaxFileBytes, "guest image")
+// OpenImage reads and validates the image at path, a regular file of at most
+// MaxImageBytes.
+func OpenImage(path string) (*Image, error) {
+	raw, err := userfile.ReadFile(path, MaxImageBytes, "guest image")
 	if err != nil {
 		return nil, fmt.Errorf("guest image: %w", err)
 	}
-	return Parse(path, raw)
+	return ParseImage(path, raw)
 }
 
-// Parse validates raw as a guest image; path is only used in messages.
-func Parse(path string, raw []byte) (*Image, error) {
+// ParseImage validates raw as a guest image; path is only used in messages.
+func ParseImage(path string, raw []byte) (*Image, error) {
 	bad := func(format string, args ...any) error {
 		return &FormatError{Path: path, Msg: fmt.Sprintf(format, args...)}
 	}

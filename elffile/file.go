@@ -1,9 +1,18 @@
-// Package objfile reads the ELF files a Linux program maps — its
-// executable and shared libraries — for what naming addresses in them
-// needs: symbols (.symtab when present, else .dynsym, or a separate debug
-// file found by build-id), the loadable segments that relate file
-// offsets to the file's virtual addresses, and the build-id.
-package objfile
+// Package elffile reads ELF files, the two kinds reprise meets:
+//
+//   - a guest image (Image, image.go): a static x86-64 executable whose
+//     PT_LOAD segments are placed at their physical addresses, and its
+//     symbol table, which probes and profiles resolve against;
+//   - the files a Linux program maps (File, file.go) — its executable,
+//     loader and shared libraries — for what naming addresses in them
+//     needs: symbols (.symtab when present, else .dynsym, or a separate
+//     debug file found by build-id), the loadable segments that relate
+//     file offsets to the file's virtual addresses, the build-id, and the
+//     call-frame information the stack unwinder uses (unwind.go).
+//
+// The symbol tables are package symtab's, which the event database keeps
+// without any ELF.
+package elffile
 
 import (
 	"bytes"
@@ -17,7 +26,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/symtab"
 )
 
@@ -267,7 +276,7 @@ func debugSymbols(id string) (string, []ranked, bool) {
 	if _, err := os.Stat(path); err != nil {
 		return "", nil, false
 	}
-	data, err := regfile.ReadFile(path, maxDebugFile, "debug file")
+	data, err := userfile.ReadFile(path, maxDebugFile, "debug file")
 	if err != nil {
 		return "", nil, false
 	}

@@ -1,4 +1,4 @@
-package regfile_test
+package userfile_test
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/reprise-vm/reprise/internal/regfile"
+	"github.com/reprise-vm/reprise/host/userfile"
 )
 
 // Nothing but a regular file is opened, and a FIFO nobody writes to does
@@ -31,7 +31,7 @@ func TestOpenRefusesWhatIsNotARegularFile(t *testing.T) {
 		sock:        "no such device or address", // a socket cannot even be opened
 	} {
 		done := make(chan error, 1)
-		go func() { _, _, err := regfile.Open(path); done <- err }()
+		go func() { _, _, err := userfile.Open(path); done <- err }()
 		select {
 		case err := <-done:
 			require.ErrorContains(t, err, want, path)
@@ -39,18 +39,18 @@ func TestOpenRefusesWhatIsNotARegularFile(t *testing.T) {
 			t.Fatalf("opening %s blocked", path)
 		}
 	}
-	_, _, err = regfile.Open(filepath.Join(dir, "missing"))
+	_, _, err = userfile.Open(filepath.Join(dir, "missing"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
 func TestReadFileBounds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(path, []byte("0123456789"), 0o644))
-	b, err := regfile.ReadFile(path, 10, "test file")
+	b, err := userfile.ReadFile(path, 10, "test file")
 	require.NoError(t, err)
 	require.Equal(t, "0123456789", string(b))
-	_, err = regfile.ReadFile(path, 9, "test file")
+	_, err = userfile.ReadFile(path, 9, "test file")
 	require.ErrorContains(t, err, "is 10 bytes, more than the 9 bytes a test file may have")
-	_, err = regfile.ReadFile("/dev/zero", 1<<20, "test file")
+	_, err = userfile.ReadFile("/dev/zero", 1<<20, "test file")
 	require.ErrorContains(t, err, "character device")
 }
