@@ -255,3 +255,53 @@ func TestRecordingCheckpoints(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayFromARecordersStaleTarget replays from a checkpoint the
+// recorder took while the branch-counter target in guest RAM was one the
+// guest had already passed (met, or never set: 0): the recorder keeps
+// what RAM holds, and a replay resumed there must not take that target
+// for one its guest went past without stopping ("expected a stop at
+// branch 0"). Such a checkpoint comes by timing, so recordings are made
+// until one holds it.
+func TestReplayFromARecordersStaleTarget(t *testing.T) {
+	img := kitImage(t)
+	for attempt := 1; attempt <= 12; attempt++ {
+		dir := t.TempDir()
+		path, ck := filepath.Join(dir, "run.tape"), filepath.Join(dir, "run.ckpt")
+		var out bytes.Buffer
+		var err error
+		noisy(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			_, err = recorder.Record(ctx, recorder.Options{Image: img, Cmdline: "cpu digits=3000", Output: path, Console: &out,
+				PositionSource: recorder.Auto, CheckpointEvery: 10 * time.Millisecond, Checkpoints: ck})
+		})
+		require.NoError(t, err)
+		r, err := tape.Open(path)
+		require.NoError(t, err)
+		h := r.Header()
+		require.NoError(t, r.Close())
+		f, err := checkpoint.Open(ck, checkpoint.RecordingOf(h))
+		require.NoError(t, err)
+		stale := -1
+		for i := range f.Checkpoints() {
+			cp, err := f.Meta(i)
+			require.NoError(t, err)
+			if cp.Engine.Target < cp.Pos.Branch {
+				stale = i
+				break
+			}
+		}
+		require.NoError(t, f.Close())
+		if stale < 0 {
+			continue
+		}
+		t.Logf("attempt %d: checkpoint %d holds a target behind its count", attempt, stale+1)
+		var rest bytes.Buffer
+		_, err = replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &rest, Checkpoints: ck, Start: stale + 1})
+		require.NoError(t, err)
+		require.True(t, strings.HasSuffix(out.String(), rest.String()), "the output from checkpoint %d on", stale+1)
+		return
+	}
+	t.Fatal("no recording took a checkpoint with a target behind its count in 12 attempts")
+}

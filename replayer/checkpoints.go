@@ -259,6 +259,14 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
 	}
 	e.last, e.target = st.Last, st.Target
+	if e.target < cp.Pos.Branch {
+		// A recorder's checkpoint keeps the target word RAM holds, and
+		// that may be one the guest already met, or 0 before any: no
+		// stop is pending there, as none is at boot, where the word is
+		// 0 too. Taken for a pending stop it would read as one the guest
+		// went past (checkTarget). RAM keeps the word, as recorded.
+		e.target = vmm.NoBranchTarget
+	}
 	e.rtime = st.Clock
 	if e.trace != nil {
 		e.trace.drained, e.trace.lost = st.TraceDrained, st.TraceLost
