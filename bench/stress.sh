@@ -104,7 +104,9 @@ for ((i = 0; i < live; i++)); do
 	out=$("$reprise" run --stats --file "$work/t" -- "$bb" sh -c "$(loop 1000)" 2>"$work/err")
 	if [[ $? -ne 0 || $out != "$want" ]]; then
 		faults=$((faults + 1))
-		failed "live run $i: $(head -c 300 "$work/err") ${out:0:100}"
+		keep=${TMPDIR:-/tmp}/stress-live-$i.err
+		cp "$work/err" "$keep"
+		failed "live run $i (stderr in $keep): $(grep -v -e '^exits:' -e '^interrupts' -e '^system calls:' -e 'elapsed$' "$work/err" | head -c 400) ${out:0:100}"
 	fi
 	# Faults of the host's stale translations, retried (linux/stale.go).
 	n=$(sed -n 's/^faults of stale host translations retried: //p' "$work/err")
