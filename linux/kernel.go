@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -141,24 +140,7 @@ func (s Stats) Unimplemented() string {
 // Print writes the counts, most frequent first, and the calls answered
 // ENOSYS.
 func (s Stats) Print(w io.Writer) {
-	type kv struct {
-		name string
-		n    uint64
-	}
-	var calls []kv
-	var total uint64
-	for name, n := range s.Calls {
-		calls = append(calls, kv{name, n})
-		total += n
-	}
-	sort.Slice(calls, func(i, j int) bool {
-		return calls[i].n > calls[j].n || calls[i].n == calls[j].n && calls[i].name < calls[j].name
-	})
-	fmt.Fprintf(w, "system calls: %d", total)
-	for _, c := range calls {
-		fmt.Fprintf(w, "  %s=%d", c.name, c.n)
-	}
-	fmt.Fprintln(w)
+	vmm.PrintCounts(w, "system calls", s.Calls)
 	if s.StaleTranslations > 0 {
 		fmt.Fprintf(w, "faults of stale host translations retried: %d\n", s.StaleTranslations)
 	}
