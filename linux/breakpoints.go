@@ -5,29 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/vmm/memory"
 )
-
-// Mapping is a file mapped into a process: what names the addresses in
-// it.
-type Mapping struct {
-	PID        int
-	Path       string
-	Start, End uint64 // [Start, End), page-aligned
-	Offset     uint64 // the file offset mapped at Start
-	Exec       bool   // mapped executable
-	// Restored is set when a mapping made before a checkpoint is told of
-	// again, after the program was restored from it.
-	Restored bool
-	data     []byte // the file's contents when it was mapped
-}
-
-// FileOffset is the file offset of va in m.
-func (m *Mapping) FileOffset(va uint64) uint64 { return va - m.Start + m.Offset }
 
 // Breakpoints is told of a program's file mappings and stops the program
 // where it asks: a replay's probes. Nothing it does changes what the
@@ -88,14 +70,14 @@ func (b *Break) WatchReturnAt(cookie, ret, rsp uint64) error {
 		k.bp.unwatch(k, ws[0])
 		ws = ws[1:]
 	}
-	pa, ok := b.proc.as.pages[ret&^pageMask]
+	pa, ok := b.proc.as.Frame(ret &^ pageMask)
 	if !ok {
 		return nil
 	}
 	w.pa = pa + ret&pageMask
 	k.bp.returns[b.TID] = append(ws, w)
 	k.bp.temp[w.pa]++
-	return k.fr.patch(w.pa, false)
+	return k.fr.Patch(w.pa, false)
 }
 
 // ReadUint64 reads a word of the thread's memory.
@@ -109,7 +91,7 @@ func (b *Break) ReadUint64(va uint64) (uint64, error) {
 
 // FileAt is the file mapping of the thread's process that holds va, nil
 // if none does.
-func (b *Break) FileAt(va uint64) *Mapping { return b.proc.as.fileAt(va) }
+func (b *Break) FileAt(va uint64) *Mapping { return b.proc.as.FileAt(va) }
 
 // returnWatch is a return a thread is watched for.
 type returnWatch struct {
@@ -122,7 +104,7 @@ type returnWatch struct {
 
 // breakpoints are the kernel's side of a Breakpoints: which thread is
 // being stepped over an int3, which returns are watched. The int3s
-// themselves are the frames' (frames.patch).
+// themselves are the frames' (mm.Frames.Patch).
 type breakpoints struct {
 	on      Breakpoints
 	temp    map[uint64]int // the int3s returns are watched at, with their holds
@@ -162,9 +144,9 @@ func (k *Kernel) SetBreakpoints(b Breakpoints) {
 
 // mapped records a new file mapping of p, tells the breakpoints and
 // places the ones they ask for.
-func (k *Kernel) mapped(p *process, m Mapping) error {
+func (k *Kernel) mapped(p *process, m Mapping, data []byte) error {
 	m.PID = p.pid
-	p.as.addFile(m)
+	m = p.as.AddFile(m, data)
 	if k.bp == nil {
 		return nil
 	}
@@ -174,16 +156,16 @@ func (k *Kernel) mapped(p *process, m Mapping) error {
 // placeIn tells the breakpoints of mapping m in as and places the ones
 // they ask for.
 func (k *Kernel) placeIn(as *addressSpace, m Mapping) error {
-	addrs, err := k.bp.on.Mapped(m, m.data)
+	addrs, err := k.bp.on.Mapped(m, m.Data())
 	if err != nil {
 		return err
 	}
 	for _, va := range addrs {
-		pa, ok := as.pages[va&^pageMask]
+		pa, ok := as.Frame(va &^ pageMask)
 		if va < m.Start || va >= m.End || !ok {
 			return fmt.Errorf("linux: breakpoint %#x is outside the mapping of %s at [%#x, %#x)", va, m.Path, m.Start, m.End)
 		}
-		if err := k.fr.patch(pa+va&pageMask, true); err != nil {
+		if err := k.fr.Patch(pa+va&pageMask, true); err != nil {
 			return err
 		}
 	}
@@ -195,13 +177,11 @@ func (k *Kernel) placeIn(as *addressSpace, m Mapping) error {
 // those of a program restored from a checkpoint — and places the ones
 // they ask for.
 func (k *Kernel) placeAll(pid int, as *addressSpace, restored bool) error {
-	for i := range as.files {
-		as.files[i].PID = pid
-	}
+	as.SetPID(pid)
 	if k.bp == nil {
 		return nil
 	}
-	for _, m := range as.files {
+	for _, m := range as.Files() {
 		m.Restored = restored
 		if err := k.placeIn(as, m); err != nil {
 			return err
@@ -248,7 +228,7 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 		}
 		bp.step = nil
 		if s.site || bp.temp[s.pa] > 0 {
-			if err := k.fr.patch(s.pa, s.site); err != nil {
+			if err := k.fr.Patch(s.pa, s.site); err != nil {
 				return true, err
 			}
 		}
@@ -262,12 +242,12 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 		return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
 	}
 	at := rip - 1 // past the int3
-	pa, ok := k.proc().as.pages[at&^pageMask]
+	pa, ok := k.proc().as.Frame(at &^ pageMask)
 	if !ok {
 		return false, nil
 	}
 	pa += at & pageMask
-	ours, site := k.fr.at(pa)
+	ours, site := k.fr.PatchedAt(pa)
 	if !ours {
 		return false, nil // the program's own int3
 	}
@@ -279,7 +259,7 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	if hit.RFLAGS, err = ram.Uint64(regs.RSP + frameRFLAGS); err != nil {
 		return true, err
 	}
-	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: &hit, Mapping: k.proc().as.fileAt(at), k: k, proc: k.proc()}
+	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: &hit, Mapping: k.proc().as.FileAt(at), k: k, proc: k.proc()}
 	if bp.temp[pa] > 0 {
 		if err := bp.returned(k, b, pa); err != nil {
 			return true, err
@@ -293,7 +273,7 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	}
 	// Step over: the original instruction in place, one instruction
 	// with the trap flag, then the int3 back (the #DB above).
-	if err := k.fr.unpatch(pa); err != nil {
+	if err := k.fr.Unpatch(pa); err != nil {
 		return true, err
 	}
 	bp.step = &stepOver{tid: b.TID, pa: pa, site: site, tf: hit.RFLAGS&rflagsTF != 0}
@@ -333,8 +313,8 @@ func (bp *breakpoints) unwatch(k *Kernel, w returnWatch) {
 		return
 	}
 	delete(bp.temp, w.pa)
-	if _, site := k.fr.at(w.pa); !site {
-		_ = k.fr.unpatch(w.pa)
+	if _, site := k.fr.PatchedAt(w.pa); !site {
+		_ = k.fr.Unpatch(w.pa)
 	}
 }
 
@@ -365,7 +345,7 @@ func (k *Kernel) RemoveBreakpoints() error {
 	} else {
 		clear(stack)
 	}
-	return k.fr.unpatchAll()
+	return k.fr.UnpatchAll()
 }
 
 // WithoutBreakpoints runs f with RAM as the recording has it here — the
@@ -387,52 +367,12 @@ func (k *Kernel) WithoutBreakpoints(f func() error) error {
 	} else {
 		clear(stack)
 	}
-	if err := k.fr.writePatched(func(p patchedByte) byte { return p.orig }); err != nil {
+	if err := k.fr.ShowOriginals(); err != nil {
 		return err
 	}
 	err = f()
 	copy(stack, ours)
-	return errors.Join(err, k.fr.writePatched(func(patchedByte) byte { return int3 }))
-}
-
-// fileAt is the file mapping holding va, nil if none.
-func (as *addressSpace) fileAt(va uint64) *Mapping {
-	i := sort.Search(len(as.files), func(i int) bool { return as.files[i].End > va })
-	if i == len(as.files) || as.files[i].Start > va {
-		return nil
-	}
-	m := as.files[i]
-	return &m
-}
-
-// addFile records a file mapping, replacing what it covers.
-func (as *addressSpace) addFile(m Mapping) {
-	as.carveFiles(m.Start, m.End)
-	as.files = append(as.files, m)
-	sort.Slice(as.files, func(i, j int) bool { return as.files[i].Start < as.files[j].Start })
-}
-
-// carveFiles removes [start, end) from the file mappings.
-func (as *addressSpace) carveFiles(start, end uint64) {
-	out := as.files[:0:0]
-	for _, m := range as.files {
-		if m.End <= start || m.Start >= end {
-			out = append(out, m)
-			continue
-		}
-		if m.Start < start {
-			lo := m
-			lo.End = start
-			out = append(out, lo)
-		}
-		if m.End > end {
-			hi := m
-			hi.Offset += end - m.Start
-			hi.Start = end
-			out = append(out, hi)
-		}
-	}
-	as.files = out
+	return errors.Join(err, k.fr.ShowPatches())
 }
 
 // CurrentThread is the running thread's id.
@@ -440,7 +380,7 @@ func (k *Kernel) CurrentThread() int { return k.current().tid }
 
 // FileAt is the file mapping of the running process that holds va, nil
 // if none does.
-func (k *Kernel) FileAt(va uint64) *Mapping { return k.proc().as.fileAt(va) }
+func (k *Kernel) FileAt(va uint64) *Mapping { return k.proc().as.FileAt(va) }
 
 // UserRegs are the program's registers where the vCPU, stopped with
 // regs, left it: in the SYSCALL stub, at the instruction after its

@@ -12,7 +12,7 @@
 // at CPL0 and returns with SYSRET. Exceptions go through an IDT whose
 // stubs exit to abi.PortTrap.
 //
-// The VMM builds and owns the page tables (address.go): every page a
+// The VMM builds and owns the page tables (package mm): every page a
 // program maps is backed when it is mapped, so a running program never
 // page-faults, and a fault is the program's bug, reported as a signal
 // would end it.

@@ -272,11 +272,7 @@ func (k *Kernel) moveContents(n *node, data []byte) {
 	n.data = data
 	if n.mapped && cap(old) > 0 {
 		for p := range k.processes() {
-			for i := range p.as.files {
-				if m := &p.as.files[i]; cap(m.data) > 0 && &m.data[:1][0] == &old[:1][0] {
-					m.data = data
-				}
-			}
+			p.as.MoveData(old, data)
 		}
 	}
 }

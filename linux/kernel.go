@@ -16,6 +16,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/vmm"
 	"github.com/reprise-vm/reprise/vmm/devices"
 	"github.com/reprise-vm/reprise/vmm/x86"
@@ -61,7 +62,7 @@ const (
 type Kernel struct {
 	prog  Program
 	m     *vmm.Machine
-	fr    *frames
+	fr    *mm.Frames
 	fs    *fileSystem
 	stats Stats
 	// budget is what the program holds on the host (budget.go), the
@@ -216,7 +217,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 			return fmt.Errorf("linux: %w", err)
 		}
 	}
-	k.fr = newFrames(ram, k.m.DropTranslations)
+	k.fr = mm.NewFrames(ram, k.m.DropTranslations)
 	init := &process{pid: pid, fds: newFDTable()}
 	if k.prog.Stdin != "" {
 		n, err := k.fs.lookup(k.prog.Stdin)
@@ -292,9 +293,9 @@ func (k *Kernel) enter(entry, sp uint64) error {
 	}
 	s = x86.UserModeSregs(s)
 	s.CR4 |= x86.CR4OSXSAVE // as Linux: XGETBV and the AVX state, and CPUID says so
-	s.CR3 = k.proc().as.cr3()
-	k.proc().as.published()
-	k.fr.ran()
+	s.CR3 = k.proc().as.CR3()
+	k.proc().as.Published()
+	k.fr.Ran()
 	if err := c.SetSregs(s); err != nil {
 		return err
 	}
@@ -408,12 +409,12 @@ func (k *Kernel) loadAddressSpace() {
 	c := k.m.VCPU()
 	sregs := c.SyncedSregs()
 	as := k.proc().as
-	if fs := k.current().fsBase; sregs.FS.Base != fs || sregs.CR3 != as.cr3() {
-		sregs.CR3, sregs.FS.Base = as.cr3(), fs
+	if fs := k.current().fsBase; sregs.FS.Base != fs || sregs.CR3 != as.CR3() {
+		sregs.CR3, sregs.FS.Base = as.CR3(), fs
 		c.MarkSregsDirty()
 	}
-	as.published()
-	k.fr.ran()
+	as.Published()
+	k.fr.Ran()
 }
 
 // trap ends the program on an exception, as the signal Linux would send
@@ -436,7 +437,7 @@ func (k *Kernel) trap() error {
 		}
 		defer k.bp.keepDebugStack(k.m.RAM()) // the program's own trap: its frame is the recording's too
 	}
-	if n := k.proc().as.tscSites[frame[2]]; vector == 6 && n != 0 {
+	if n := k.proc().as.Site(frame[2]); vector == 6 && n != 0 {
 		return k.emulateTSC(regs, frame[2], n)
 	}
 	if vector == 14 && k.staleFault() {
@@ -446,8 +447,8 @@ func (k *Kernel) trap() error {
 	k.stale = staleAt{}
 	// A user write to a present copy-on-write page: copy it, retry.
 	if cr2 := c.SyncedSregs().CR2; vector == 14 && frame[1]&(pfPresent|pfWrite|pfUser) == pfPresent|pfWrite|pfUser {
-		if as := k.proc().as; as.cow[cr2&^pageMask] {
-			if err := as.breakCOWFault(cr2 &^ pageMask); err != nil {
+		if as := k.proc().as; as.COW(cr2 &^ pageMask) {
+			if err := as.BreakCOWFault(cr2 &^ pageMask); err != nil {
 				return k.killProcess(k.proc(), uint64(unix.SIGSEGV)) // no frame to copy into
 			}
 			k.current().retryAt = frame[2]

@@ -115,13 +115,13 @@ func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, 
 		if p.Off > uint64(len(raw)) || p.Filesz > uint64(len(raw))-p.Off {
 			return nil, fmt.Errorf("segment %d: file range %#x+%#x is outside the %d-byte file", i, p.Off, p.Filesz, len(raw))
 		}
-		if err := as.mapRange(start&^pageMask, end, protOf(p.Flags)); err != nil {
+		if err := as.Map(start&^pageMask, end, protOf(p.Flags)); err != nil {
 			return nil, err
 		}
-		if err := as.load(start, raw[p.Off:p.Off+p.Filesz]); err != nil {
+		if err := as.Load(start, raw[p.Off:p.Off+p.Filesz]); err != nil {
 			return nil, err
 		}
-		as.addFile(Mapping{Path: path, Start: start &^ pageMask, End: end, Offset: p.Off - start&pageMask, Exec: p.Flags&elf.PF_X != 0, data: raw})
+		as.AddFile(Mapping{Path: path, Start: start &^ pageMask, End: end, Offset: p.Off - start&pageMask, Exec: p.Flags&elf.PF_X != 0}, raw)
 		x.brk = max(x.brk, end)
 		if off := phoff(raw); x.phdr == 0 && off >= p.Off && off < p.Off+p.Filesz {
 			x.phdr = start + off - p.Off // the headers are in this segment

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/mm"
 )
 
 // The personality's state, for a checkpoint (vmm.KernelState): every
@@ -24,7 +25,7 @@ const stateVersion = 3
 
 type savedKernel struct {
 	Version int
-	Frames  savedFrames
+	Frames  mm.SavedFrames
 	Nodes   []savedNode // Nodes[0] is the root
 	NextIno uint64
 	Held    int64
@@ -40,14 +41,6 @@ type savedKernel struct {
 	HogAt                      time.Duration
 	Calls, Unsupported         map[string]uint64
 	Warnings                   []string
-}
-
-type savedFrames struct {
-	Next    uint64
-	Free    []uint64
-	Retired []uint64 // frames.retired, the first Settled of them settled
-	Settled int
-	Shared  map[uint64]int
 }
 
 // savedNode is a file or directory. A node the program never wrote has no
@@ -94,7 +87,7 @@ type savedProc struct {
 	PID        int
 	Parent     int // index into Procs, -1 for none
 	Children   []int
-	Space      *savedSpace // nil for none
+	Space      *mm.SavedSpace // nil for none
 	FDs        map[int]savedFD
 	Brk        [2]uint64
 	Exe        string
@@ -109,33 +102,6 @@ type savedProc struct {
 }
 
 type savedSigaction struct{ Handler, Flags, Restorer, Mask uint64 }
-
-type savedSpace struct {
-	Root     uint64
-	Fresh    []uint64
-	Pages    map[uint64]uint64
-	VMAs     []savedVMA
-	Tables   []uint64
-	TSCSites map[uint64]uint8 // address: length
-	COW      []uint64
-	Files    []savedMapping
-}
-
-type savedVMA struct {
-	Start, End uint64
-	Prot       uint8
-}
-
-// savedMapping is a file mapping. Its contents are node Node's (an index)
-// when they were the same at the checkpoint, else Data.
-type savedMapping struct {
-	Path       string
-	Start, End uint64
-	Offset     uint64
-	Exec       bool
-	Node       int
-	Data       []byte
-}
 
 type savedThread struct {
 	TID       int
@@ -186,7 +152,7 @@ const (
 // SaveState returns the personality's state, between two entries, with no
 // breakpoints placed (a replay with probes takes no checkpoints).
 func (k *Kernel) SaveState() ([]byte, error) {
-	if len(k.fr.patched) > 0 {
+	if k.fr.Patched() {
 		return nil, fmt.Errorf("linux: state saved with breakpoints placed")
 	}
 	s, err := k.save()
@@ -211,10 +177,9 @@ type saver struct {
 }
 
 func (k *Kernel) save() (*savedKernel, error) {
-	f := k.fr
 	s := &savedKernel{
 		Version: stateVersion, NextIno: k.fs.nextIno, Held: k.budget[fileBytes],
-		Frames: savedFrames{Next: f.next, Free: slices.Clone(f.free), Retired: slices.Clone(f.retired), Settled: f.settled, Shared: maps.Clone(f.shared)},
+		Frames: k.fr.Save(),
 		Cur:    k.cur, NextTID: k.nextTID, Resched: k.resched, Restart: k.restart, Returned: k.returned,
 		WaitSeq: k.waitSeq, Switches: k.switches, HogThread: -1, HogWaiting: k.hog.waiting, HogAt: k.hog.at,
 		Calls: maps.Clone(k.stats.Calls), Unsupported: maps.Clone(k.stats.Unsupported), Warnings: slices.Clone(k.stats.Warnings),
@@ -314,38 +279,21 @@ func (sv *saver) proc(p *process) int {
 		sp.FDs[fd] = savedFD{File: sv.file(e.file), Cloexec: e.cloexec}
 	}
 	if p.as != nil {
-		sp.Space = sv.space(p.as)
+		sp.Space = p.as.Save(sv.sameAs)
 	}
 	sv.s.Procs[i] = sp
 	return i
 }
 
-func (sv *saver) space(as *addressSpace) *savedSpace {
-	s := &savedSpace{Root: as.root, Fresh: slices.Sorted(maps.Keys(as.fresh)), Pages: maps.Clone(as.pages),
-		Tables: slices.Clone(as.tables), TSCSites: maps.Clone(as.tscSites), COW: slices.Sorted(maps.Keys(as.cow))}
-	for _, v := range as.vmas {
-		s.VMAs = append(s.VMAs, savedVMA{Start: v.start, End: v.end, Prot: uint8(v.prot)})
-	}
-	for _, m := range as.files {
-		sm := savedMapping{Path: m.Path, Start: m.Start, End: m.End, Offset: m.Offset, Exec: m.Exec, Node: -1}
-		if n := sv.sameAs(m); n != nil {
-			sm.Node = sv.node(n)
-		} else {
-			sm.Data = m.data
-		}
-		s.Files = append(s.Files, sm)
-	}
-	return s
-}
-
-// sameAs is a node whose contents a mapping's are, if one is numbered.
-func (sv *saver) sameAs(m Mapping) *node {
+// sameAs is the index of a numbered node whose contents are data (a
+// mapping's), -1 if none is.
+func (sv *saver) sameAs(data []byte) int {
 	for _, n := range sv.order {
-		if !n.dir && n.dev == nil && bytes.Equal(n.data, m.data) {
-			return n
+		if !n.dir && n.dev == nil && bytes.Equal(n.data, data) {
+			return sv.node(n)
 		}
 	}
-	return nil
+	return -1
 }
 
 func (sv *saver) wait(key any) (savedWait, error) {

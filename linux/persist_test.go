@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -105,7 +106,7 @@ func decodeState(t *testing.T, b []byte) *savedKernel {
 
 // codeMapping is the first executable file mapping of the state's first
 // process.
-func codeMapping(t *testing.T, s *savedKernel) *savedMapping {
+func codeMapping(t *testing.T, s *savedKernel) *mm.SavedMapping {
 	t.Helper()
 	files := s.Procs[0].Space.Files
 	for i := range files {

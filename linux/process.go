@@ -39,13 +39,13 @@ func (k *Kernel) proc() *process { return k.current().proc }
 // one, its stack. execfn is the name it was run by, as the program gave
 // it (AT_EXECFN). It returns the entry point and stack pointer.
 func (k *Kernel) execImage(p *process, path, execfn string, file *node, argv, envp []string) (entry, sp uint64, err error) {
-	as, err := newAddressSpace(k.m.RAM(), k.fr)
+	as, err := newAddressSpace(k.fr)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: address space: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			as.release()
+			as.Release()
 		}
 	}()
 	file.mapped = true // the image's mappings hold its contents
@@ -62,7 +62,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *node, argv, en
 			return 0, 0, err
 		}
 	}
-	if err := as.mapRange(userTop-stackSize, userTop, protRead|protWrite); err != nil {
+	if err := as.Map(userTop-stackSize, userTop, protRead|protWrite); err != nil {
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
 	sp, err = stackImage(as, userTop, x, &initialStack{execfn: execfn, argv: argv, envp: envp, random: k.random(p),
@@ -74,7 +74,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *node, argv, en
 		return 0, 0, err
 	}
 	if p.as != nil {
-		p.as.release()
+		p.as.Release()
 	}
 	p.as, p.brk, p.exe = as, [2]uint64{x.brk, x.brk}, path
 	p.execs++
@@ -112,7 +112,7 @@ func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint6
 	if err != nil {
 		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
 	}
-	base, ok := as.findFree(size)
+	base, ok := as.FindFree(size)
 	if !ok {
 		return 0, fmt.Errorf("linux: no room for the loader %s", x.interp)
 	}
@@ -161,7 +161,7 @@ func (k *Kernel) fork() (*thread, error) {
 	}
 	t, err := k.spawn(child, regs, xsave, k.current().fsBase)
 	if err != nil {
-		as.release()
+		as.Release()
 		return nil, err
 	}
 	t.sigmask, t.altstack = k.current().sigmask, k.current().altstack
@@ -170,7 +170,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err := k.m.DropTranslations(); err != nil { // the parent's writable pages are copy-on-write now
 		return nil, err
 	}
-	k.fr.forgotten()
+	k.fr.Forgotten()
 	charged = false // the child holds it now, until it is reaped
 	if err := k.placeAll(child.pid, as, false); err != nil {
 		return nil, err
@@ -207,10 +207,7 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 	}
 	p.live = 0
 	p.fds.closeAll(k)
-	p.as.release()
-	// A zombie keeps its status, nothing of its image: not the
-	// bookkeeping release leaves, nor the file contents its mappings held.
-	p.as.files, p.as.fresh, p.as.tscSites, p.as.cow = nil, map[uint64]bool{}, map[uint64]uint8{}, map[uint64]bool{}
+	p.as.Release() // a zombie keeps its status, nothing of its image
 	p.zombie, p.status = true, status
 	// Its children are orphans now: its nearest live ancestor that is a
 	// subreaper adopts them, else the program's first process, as init

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
-	"maps"
 	"slices"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/linux/mm"
 )
 
 // RestoreState puts the personality in the state SaveState returned, on a
@@ -60,23 +59,8 @@ func (k *Kernel) check(s *savedKernel) error {
 	case s.HogThread < -1 || s.HogThread >= len(s.Threads):
 		return fmt.Errorf("hog thread %d of %d", s.HogThread, len(s.Threads))
 	}
-	fr := &s.Frames
-	if fr.Next < firstFree || fr.Next > ram || fr.Next%pageSize != 0 {
-		return fmt.Errorf("frames end at %#x (want %#x to %#x, page-aligned)", fr.Next, firstFree, ram)
-	}
-	inUse := func(pa uint64) bool { return pa >= firstFree && pa < fr.Next && pa%pageSize == 0 }
-	for _, pa := range slices.Concat(fr.Free, fr.Retired) {
-		if !inUse(pa) {
-			return fmt.Errorf("free frame %#x outside [%#x, %#x)", pa, firstFree, fr.Next)
-		}
-	}
-	if fr.Settled < 0 || fr.Settled > len(fr.Retired) {
-		return fmt.Errorf("%d of %d retired frames settled", fr.Settled, len(fr.Retired))
-	}
-	for pa, n := range fr.Shared {
-		if !inUse(pa) || n < 2 || n > maxProcesses {
-			return fmt.Errorf("shared frame %#x held %d times", pa, n)
-		}
+	if err := s.Frames.Check(ram, maxProcesses); err != nil {
+		return err
 	}
 	if err := checkNodes(s); err != nil {
 		return err
@@ -99,7 +83,7 @@ func (k *Kernel) check(s *savedKernel) error {
 		}
 	}
 	for i := range s.Procs {
-		if err := checkProc(s, &s.Procs[i], inUse); err != nil {
+		if err := checkProc(s, &s.Procs[i]); err != nil {
 			return fmt.Errorf("process %d: %w", s.Procs[i].PID, err)
 		}
 	}
@@ -168,7 +152,7 @@ func checkNodes(s *savedKernel) error {
 	return nil
 }
 
-func checkProc(s *savedKernel, p *savedProc, inUse func(uint64) bool) error {
+func checkProc(s *savedKernel, p *savedProc) error {
 	if !index(p.Parent, len(s.Procs)) || p.Live < 0 || p.Live > len(s.Threads) || len(p.FDs) > maxFDs || p.Space == nil {
 		return fmt.Errorf("parent %d, %d live threads, %d descriptors", p.Parent, p.Live, len(p.FDs))
 	}
@@ -182,42 +166,7 @@ func checkProc(s *savedKernel, p *savedProc, inUse func(uint64) bool) error {
 			return fmt.Errorf("descriptor %d: open file %d of %d", fd, e.File, len(s.Files))
 		}
 	}
-	as := p.Space
-	if !inUse(as.Root) {
-		return fmt.Errorf("page-table root %#x", as.Root)
-	}
-	for _, list := range [][]uint64{as.Tables, as.Fresh} {
-		for _, pa := range list {
-			if !inUse(pa) {
-				return fmt.Errorf("page table %#x", pa)
-			}
-		}
-	}
-	for va, pa := range as.Pages {
-		if va%pageSize != 0 || va >= maxUserAddr || !inUse(pa) {
-			return fmt.Errorf("page %#x in frame %#x", va, pa)
-		}
-	}
-	for _, va := range slices.Concat(slices.Collect(maps.Keys(as.TSCSites)), as.COW) {
-		if va >= maxUserAddr || as.TSCSites[va] != 0 && as.TSCSites[va] != rdtscLen && as.TSCSites[va] != rdtscpLen {
-			return fmt.Errorf("address %#x", va)
-		}
-	}
-	var end uint64
-	for _, v := range as.VMAs {
-		if v.Start < end || v.End <= v.Start || v.Start%pageSize != 0 || v.End%pageSize != 0 || v.End > maxUserAddr {
-			return fmt.Errorf("range [%#x, %#x) after %#x", v.Start, v.End, end)
-		}
-		end = v.End
-	}
-	end = 0
-	for _, m := range as.Files {
-		if m.Start < end || m.End <= m.Start || m.End > maxUserAddr || !index(m.Node, len(s.Nodes)) || len(m.Path) > abi.LinuxMaxPath {
-			return fmt.Errorf("file mapping [%#x, %#x) of %q after %#x", m.Start, m.End, m.Path, end)
-		}
-		end = m.End
-	}
-	return nil
+	return p.Space.Check(mm.Limits{InUse: s.Frames.InUse, Nodes: len(s.Nodes), SiteLen: func(n uint8) bool { return n == rdtscLen || n == rdtscpLen }})
 }
 
 // restorer builds the kernel's parts from a checked state.
@@ -266,19 +215,14 @@ func (r *restorer) restore() error {
 		}
 		r.files = append(r.files, of)
 	}
-	fr := newFrames(k.m.RAM(), k.m.DropTranslations)
-	fr.next, fr.free = s.Frames.Next, slices.Clone(s.Frames.Free)
-	fr.retired, fr.settled = slices.Clone(s.Frames.Retired), s.Frames.Settled
-	for pa, n := range s.Frames.Shared {
-		fr.shared[pa] = n
-	}
+	fr := mm.RestoreFrames(k.m.RAM(), k.m.DropTranslations, &s.Frames)
 	r.procs = make([]*process, len(s.Procs))
 	for i := range s.Procs {
 		r.procs[i] = &process{}
 	}
 	for i := range s.Procs {
 		r.proc(r.procs[i], &s.Procs[i], fr)
-		if err := r.checkCode(r.procs[i].as); err != nil {
+		if err := r.procs[i].as.CheckCode(); err != nil {
 			return fmt.Errorf("process %d: %w", s.Procs[i].PID, err)
 		}
 	}
@@ -323,7 +267,7 @@ func orEmpty(m map[string]uint64) map[string]uint64 {
 	return m
 }
 
-func (r *restorer) proc(p *process, sp *savedProc, fr *frames) {
+func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
 	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
 		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}, fds: fdTable{}}
 	if sp.Parent >= 0 {
@@ -338,31 +282,10 @@ func (r *restorer) proc(p *process, sp *savedProc, fr *frames) {
 	for fd, e := range sp.FDs {
 		p.fds[fd] = &fdEntry{file: r.files[e.File], cloexec: e.Cloexec}
 	}
-	ss := sp.Space
-	as := &addressSpace{ram: fr.ram, fr: fr, root: ss.Root, fresh: map[uint64]bool{}, pages: map[uint64]uint64{},
-		tables: slices.Clone(ss.Tables), tscSites: map[uint64]uint8{}, cow: map[uint64]bool{}}
-	for _, pa := range ss.Fresh {
-		as.fresh[pa] = true
-	}
-	for va, pa := range ss.Pages {
-		as.pages[va] = pa
-	}
-	maps.Copy(as.tscSites, ss.TSCSites)
-	for _, va := range ss.COW {
-		as.cow[va] = true
-	}
-	for _, v := range ss.VMAs {
-		as.vmas = append(as.vmas, vma{start: v.Start, end: v.End, prot: prot(v.Prot)})
-	}
-	for _, m := range ss.Files {
-		data := m.Data
-		if m.Node >= 0 {
-			data = r.nodes[m.Node].data
-			r.nodes[m.Node].mapped = true
-		}
-		as.files = append(as.files, Mapping{PID: sp.PID, Path: m.Path, Start: m.Start, End: m.End, Offset: m.Offset, Exec: m.Exec, data: data})
-	}
-	p.as = as
+	p.as = &addressSpace{mm.RestoreSpace(fr, sp.Space, sp.PID, func(node int) []byte {
+		r.nodes[node].mapped = true
+		return r.nodes[node].data
+	})}
 }
 
 // replaceBreakpoints places a replay's breakpoints again in a restored
@@ -442,49 +365,4 @@ func (r *restorer) charge() {
 			b[processCount]++
 		}
 	}
-}
-
-// checkCode checks the executable file mappings of as against RAM, which
-// the replay checks against the tape: each byte of their pages is the
-// file's byte at the offset the mapping names, or zero (past a segment's
-// file part), or an RDTSC site's patch. Probes are placed, and their
-// hits named, by these offsets: a mapping that misplaces its file would
-// put them where the program never runs.
-func (r *restorer) checkCode(as *addressSpace) error {
-	ram := r.k.m.RAM().Bytes()
-	for _, m := range as.files {
-		if !m.Exec {
-			continue
-		}
-		if m.Offset%pageSize != 0 || m.Offset > uint64(len(m.data)) {
-			return fmt.Errorf("file mapping [%#x, %#x) of %q at offset %#x of %d bytes", m.Start, m.End, m.Path, m.Offset, len(m.data))
-		}
-		for va := m.Start; va < m.End; va += pageSize {
-			pa, ok := as.pages[va]
-			if !ok || as.protAt(va)&protWrite != 0 {
-				continue // the program may have written its own code there
-			}
-			got := ram[pa : pa+pageSize]
-			at := m.Offset + (va - m.Start)
-			for j, b := range got {
-				if b == 0 || as.patched(va+uint64(j)) {
-					continue
-				}
-				if at+uint64(j) >= uint64(len(m.data)) || m.data[at+uint64(j)] != b {
-					return fmt.Errorf("file mapping [%#x, %#x) of %q: the byte at %#x is not the file's at offset %#x", m.Start, m.End, m.Path, va+uint64(j), at+uint64(j))
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// patched reports whether va is in an RDTSC site the kernel patched.
-func (as *addressSpace) patched(va uint64) bool {
-	for back := uint64(0); back < rdtscpLen && back <= va; back++ {
-		if n, ok := as.tscSites[va-back]; ok && uint64(n) > back {
-			return true
-		}
-	}
-	return false
 }

@@ -47,14 +47,14 @@ func (k *Kernel) staleFault() bool {
 		return false
 	}
 	as := k.proc().as
-	if as == nil || sregs.CR3 != as.cr3() {
+	if as == nil || sregs.CR3 != as.CR3() {
 		return false
 	}
 	va := sregs.CR2 &^ pageMask
-	pte, err := as.leaf(va)
+	pte, err := as.Leaf(va)
 	want := uint64(x86.PTEPresent | x86.PTEUser)
 	if code&pfWrite != 0 {
-		if as.cow[va] {
+		if as.COW(va) {
 			return false // copy-on-write: the program's to take (trap)
 		}
 		want |= x86.PTEWrite
@@ -68,14 +68,4 @@ func (k *Kernel) retryStale(rip, addr uint64) error {
 	k.stale = staleAt{rip, addr}
 	k.stats.StaleTranslations++
 	return k.m.DropTranslations()
-}
-
-// leaf is va's page-table entry in the tables the guest runs on, 0 if
-// none.
-func (as *addressSpace) leaf(va uint64) (uint64, error) {
-	table, err := as.tableAt(va, 0)
-	if err != nil || table == 0 {
-		return 0, err
-	}
-	return as.ram.Uint64(table + entryIndex(va, 0)*8)
 }

@@ -18,14 +18,14 @@ func sysBrk(t *thread, a args) (uint64, error) {
 	oldTop, newTop := pageUp(cur), pageUp(want)
 	switch {
 	case newTop > oldTop:
-		if !t.proc.as.free(oldTop, newTop) {
+		if !t.proc.as.Free(oldTop, newTop) {
 			return cur, nil
 		}
-		if err := t.proc.as.mapRange(oldTop, newTop, protRead|protWrite); err != nil {
+		if err := t.proc.as.Map(oldTop, newTop, protRead|protWrite); err != nil {
 			return cur, nil
 		}
 	case newTop < oldTop:
-		if err := t.proc.as.unmap(newTop, oldTop); err != nil {
+		if err := t.proc.as.Unmap(newTop, oldTop); err != nil {
 			return cur, nil
 		}
 	}
@@ -85,13 +85,13 @@ func sysMmap(t *thread, a args) (uint64, error) {
 		if _, ok := checkRange(addr, length); !ok {
 			return 0, unix.EINVAL
 		}
-		if flags&unix.MAP_FIXED_NOREPLACE != 0 && !t.proc.as.free(addr, addr+length) {
+		if flags&unix.MAP_FIXED_NOREPLACE != 0 && !t.proc.as.Free(addr, addr+length) {
 			return 0, unix.EEXIST
 		}
-		if err := t.proc.as.unmap(addr, addr+length); err != nil {
+		if err := t.proc.as.Unmap(addr, addr+length); err != nil {
 			return 0, memErr(err)
 		}
-	case addr != 0 && addr&pageMask == 0 && t.proc.as.free(addr, addr+length):
+	case addr != 0 && addr&pageMask == 0 && t.proc.as.Free(addr, addr+length):
 		if _, ok := checkRange(addr, length); !ok {
 			addr = 0
 		}
@@ -100,11 +100,11 @@ func sysMmap(t *thread, a args) (uint64, error) {
 	}
 	if addr == 0 {
 		var ok bool
-		if addr, ok = t.proc.as.findFree(length); !ok {
+		if addr, ok = t.proc.as.FindFree(length); !ok {
 			return 0, unix.ENOMEM
 		}
 	}
-	if err := t.proc.as.mapRange(addr, addr+length, p); err != nil {
+	if err := t.proc.as.Map(addr, addr+length, p); err != nil {
 		return 0, memErr(err)
 	}
 	if file != nil {
@@ -112,13 +112,13 @@ func sysMmap(t *thread, a args) (uint64, error) {
 		// zeros (Linux would raise SIGBUS there, past the last page).
 		if off := a[5]; off < uint64(len(file.node.data)) {
 			data := file.node.data[off:]
-			if err := t.proc.as.load(addr, data[:min(uint64(len(data)), length)]); err != nil {
+			if err := t.proc.as.Load(addr, data[:min(uint64(len(data)), length)]); err != nil {
 				return 0, err
 			}
 		}
 		file.node.mapped = true
-		m := Mapping{Path: file.path, Start: addr, End: addr + length, Offset: a[5], Exec: p&protExec != 0, data: file.node.data}
-		if err := t.k.mapped(t.proc, m); err != nil {
+		m := Mapping{Path: file.path, Start: addr, End: addr + length, Offset: a[5], Exec: p&protExec != 0}
+		if err := t.k.mapped(t.proc, m, file.node.data); err != nil {
 			return 0, err
 		}
 	}
@@ -130,7 +130,7 @@ func sysMunmap(t *thread, a args) (uint64, error) {
 	if !ok {
 		return 0, unix.EINVAL
 	}
-	return 0, memErr(t.proc.as.unmap(a[0], end))
+	return 0, memErr(t.proc.as.Unmap(a[0], end))
 }
 
 func sysMprotect(t *thread, a args) (uint64, error) {
@@ -139,7 +139,7 @@ func sysMprotect(t *thread, a args) (uint64, error) {
 	if !ok || !ok2 {
 		return 0, unix.EINVAL
 	}
-	return 0, memErr(t.proc.as.protect(a[0], end, p))
+	return 0, memErr(t.proc.as.Protect(a[0], end, p))
 }
 
 // sysMadvise: advice is taken as a hint and ignored, except that
@@ -150,7 +150,7 @@ func sysMadvise(t *thread, a args) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	if a[2] == unix.MADV_DONTNEED {
-		return 0, memErr(t.proc.as.zero(a[0], end))
+		return 0, memErr(t.proc.as.Zero(a[0], end))
 	}
 	return 0, nil
 }

@@ -75,7 +75,7 @@ func sysSysinfo(t *thread, a args) (uint64, error) {
 	le.PutUint64(b[0:], uint64(up.Seconds()))
 	ram := t.k.m.RAM().Size()
 	le.PutUint64(b[32:], ram)                      // totalram
-	le.PutUint64(b[40:], ram-t.k.fr.inUse())       // freeram
+	le.PutUint64(b[40:], ram-t.k.fr.InUse())       // freeram
 	le.PutUint16(b[80:], uint16(len(t.k.threads))) // procs
 	le.PutUint32(b[104:], 1)                       // mem_unit
 	return 0, memErr(t.proc.as.write(a[0], b[:]))
@@ -113,23 +113,23 @@ func sysMremap(t *thread, a args) (uint64, error) {
 	if _, ok := checkRange(old, oldLen); !ok || newLen == 0 || newLen > maxUserAddr || flags&^mayMove != 0 {
 		return 0, unix.EINVAL // MREMAP_FIXED and DONTUNMAP included
 	}
-	if !as.covered(old, old+oldLen) {
+	if !as.Covered(old, old+oldLen) {
 		return 0, unix.EFAULT
 	}
-	p := as.protAt(old)
+	p := as.ProtAt(old)
 	switch {
 	case newLen <= oldLen:
-		return old, memErr(as.unmap(old+newLen, old+oldLen))
-	case old+newLen <= maxUserAddr && as.free(old+oldLen, old+newLen):
-		return old, memErr(as.mapRange(old+oldLen, old+newLen, p))
+		return old, memErr(as.Unmap(old+newLen, old+oldLen))
+	case old+newLen <= maxUserAddr && as.Free(old+oldLen, old+newLen):
+		return old, memErr(as.Map(old+oldLen, old+newLen, p))
 	case flags&mayMove == 0:
 		return 0, unix.ENOMEM
 	}
-	to, ok := as.findFree(newLen)
+	to, ok := as.FindFree(newLen)
 	if !ok {
 		return 0, unix.ENOMEM
 	}
-	return to, memErr(as.remap(old, oldLen, to, newLen, p))
+	return to, memErr(as.Remap(old, oldLen, to, newLen, p))
 }
 
 // sysRenameat moves an entry; an existing file at the new name is

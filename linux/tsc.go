@@ -59,10 +59,10 @@ func (k *Kernel) patchTSC(as *addressSpace, x *executable, file *node) error {
 		}
 	}
 	for _, s := range sites {
-		if err := as.load(start+s.offset, ud2[:]); err != nil {
+		if err := as.Load(start+s.offset, ud2[:]); err != nil {
 			return err
 		}
-		as.tscSites[start+s.offset] = s.len
+		as.AddSite(start+s.offset, s.len)
 	}
 	return nil
 }

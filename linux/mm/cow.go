@@ -1,0 +1,95 @@
+package mm
+
+// Copy-on-write: a fork's child gets the parent's frames, shared, each
+// writable page of either mapped read-only until one of them writes it.
+
+// Clone is a fork's copy of the address space: the same ranges over the
+// same frames, a writable page of either mapped read-only until one of
+// them writes it (copy-on-write; BreakCOW).
+func (as *Space) Clone() (*Space, error) {
+	c, err := New(as.fr)
+	if err != nil {
+		return nil, err
+	}
+	c.vmas = as.vmas.clone()
+	c.files = as.files.clone()
+	for va, n := range as.sites {
+		c.sites[va] = n
+	}
+	for _, va := range as.pageAddrs() {
+		pa := as.pages[va]
+		as.fr.share(pa)
+		c.pages[va] = pa
+	}
+	for _, v := range as.vmas.list {
+		if err := c.protectPages(v.Start, v.End, v.Prot); err != nil {
+			c.Release()
+			return nil, err
+		}
+		if v.Prot&ProtWrite == 0 {
+			continue // the parent's read-only pages stay as they are
+		}
+		if err := as.protectPages(v.Start, v.End, v.Prot); err != nil {
+			c.Release()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// breakCOW gives a copy-on-write page a frame of its own, for a write the
+// VMM makes (a system call's result, a signal frame): the new entry goes
+// in as any other change does (setPTE, a new root). A translation the
+// guest kept of the shared frame would otherwise stay: KVM's shadow of a
+// published table does not see the VMM's writes, so the program would go
+// on reading the frame it no longer owns — the old contents, then the
+// other holder's writes.
+func (as *Space) breakCOW(va uint64) error {
+	if as.cow[va] && 1+tablesFor([]uint64{va}) > as.fr.available() {
+		return ErrNoMemory // before the frame changes under the entry
+	}
+	pa, err := as.ownFrame(va)
+	if err != nil || pa == 0 {
+		return err
+	}
+	return as.setPTE(va, pa|leafFlags(as.ProtAt(va)))
+}
+
+// BreakCOWFault breaks copy-on-write for the program's own write that
+// faulted, from the trap stub: the entry is rewritten in place, which
+// needs no new root (the stub runs on the special registers as they are).
+// The stale translation cannot be used: the write the stub goes back to
+// faults into KVM on it, and KVM walks the tables again and finds this
+// entry.
+func (as *Space) BreakCOWFault(va uint64) error {
+	pa, err := as.ownFrame(va)
+	if err != nil || pa == 0 {
+		return err
+	}
+	return as.upgradePTE(va, pa|leafFlags(as.ProtAt(va)))
+}
+
+// ownFrame gives the copy-on-write page at va a frame of its own — the
+// shared one's copy, or the frame itself once no one else holds it — and
+// returns it, or 0 if va is not copy-on-write. Mapping it writable is the
+// caller's.
+func (as *Space) ownFrame(va uint64) (uint64, error) {
+	if !as.cow[va] {
+		return 0, nil
+	}
+	pa := as.pages[va]
+	if as.fr.holders(pa) > 1 {
+		cp, err := as.fr.alloc()
+		if err != nil {
+			return 0, err
+		}
+		if err := as.copyFrame(pa, cp); err != nil {
+			return 0, err
+		}
+		as.fr.copied(pa, cp)
+		as.fr.drop(pa)
+		as.pages[va], pa = cp, cp
+	}
+	delete(as.cow, va)
+	return pa, nil
+}

@@ -1,0 +1,63 @@
+package mm
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/reprise-vm/reprise/vmm/memory"
+)
+
+// SavedFrames is the allocator in a checkpoint. Its field names are the
+// checkpoint's gob layout: keep them.
+type SavedFrames struct {
+	Next    uint64
+	Free    []uint64
+	Retired []uint64 // Frames.retired, the first Settled of them settled
+	Settled int
+	Shared  map[uint64]int
+}
+
+// Save is the allocator's state. The int3s are not saved: a checkpoint is
+// taken with none placed (Patched).
+func (f *Frames) Save() SavedFrames {
+	return SavedFrames{Next: f.next, Free: slices.Clone(f.free), Retired: slices.Clone(f.retired), Settled: f.settled, Shared: maps.Clone(f.shared)}
+}
+
+// Check refuses a saved allocator whose frames lie outside the ramSize
+// bytes of RAM, or that has a frame held by more than maxHolders.
+func (s *SavedFrames) Check(ramSize uint64, maxHolders int) error {
+	if s.Next < FirstFree || s.Next > ramSize || s.Next%PageSize != 0 {
+		return fmt.Errorf("frames end at %#x (want %#x to %#x, page-aligned)", s.Next, FirstFree, ramSize)
+	}
+	for _, pa := range slices.Concat(s.Free, s.Retired) {
+		if !s.InUse(pa) {
+			return fmt.Errorf("free frame %#x outside [%#x, %#x)", pa, FirstFree, s.Next)
+		}
+	}
+	if s.Settled < 0 || s.Settled > len(s.Retired) {
+		return fmt.Errorf("%d of %d retired frames settled", s.Settled, len(s.Retired))
+	}
+	for pa, n := range s.Shared {
+		if !s.InUse(pa) || n < 2 || n > maxHolders {
+			return fmt.Errorf("shared frame %#x held %d times", pa, n)
+		}
+	}
+	return nil
+}
+
+// InUse reports whether pa is a frame the saved allocator has handed out
+// at some time.
+func (s *SavedFrames) InUse(pa uint64) bool {
+	return pa >= FirstFree && pa < s.Next && pa%PageSize == 0
+}
+
+// RestoreFrames is the allocator of a checked SavedFrames, over the
+// restored ram.
+func RestoreFrames(ram *memory.RAM, forget func() error, s *SavedFrames) *Frames {
+	f := NewFrames(ram, forget)
+	f.next, f.free = s.Next, slices.Clone(s.Free)
+	f.retired, f.settled = slices.Clone(s.Retired), s.Settled
+	maps.Copy(f.shared, s.Shared)
+	return f
+}
