@@ -3,7 +3,7 @@ package linux
 import (
 	"runtime/debug"
 
-	"golang.org/x/sys/unix"
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // What a program holds in the host's memory besides its guest RAM, and
@@ -15,7 +15,7 @@ import (
 //	file contents   1 GiB       ENOSPC (a tmpfs full); the contents of a file
 //	                            truncated or removed while a mapping or an
 //	                            open descriptor still holds it stay charged
-//	                            until they are no longer held (fs.go)
+//	                            until they are no longer held (vfs)
 //	pipe buffers    256 MiB     ENFILE from pipe (pipe-user-pages-hard): each
 //	                            pipe charges its capacity while open, 64 KiB,
 //	                            8 KiB past 64 MiB (pipe-user-pages-soft)
@@ -26,12 +26,12 @@ import (
 //	                            subreaper or the first process, which reaps
 //	                            them
 //
-// Threads (1024, thread.go) and descriptors (4096 a process, fd.go) are
-// bounded where they are made. A new kind is one more resource below,
-// with its bound and error in limits, charged where it is made and
-// released where it goes: the count of mappings, for one, which costs
-// host memory across all processes (256 of 65 530 mappings each would be
-// some 2 GiB of bookkeeping).
+// Threads (1024, thread.go) and descriptors (4096 a process, vfs/fd.go)
+// are bounded where they are made. A new kind is one more resource in
+// vfs/budget.go, with its bound and error in limits, charged where it is
+// made and released where it goes: the count of mappings, for one, which
+// costs host memory across all processes (256 of 65 530 mappings each
+// would be some 2 GiB of bookkeeping).
 //
 // Host memory stays within HostMemoryBound: guest RAM, plus twice the
 // bytes held (a file's contents are copied once as it grows past its
@@ -40,62 +40,25 @@ import (
 // HostOverhead for everything counted rather than sized (nodes,
 // processes, descriptors, threads) and the VMM itself.
 
-// resource is one kind of thing a program holds on the host.
-type resource int
+// The resources and their bounds are vfs's (vfs/budget.go): the tree
+// and pipes charge there, and the kernel charges processes.
+type budget = vfs.Budget
 
 const (
-	fileBytes resource = iota
-	pipeBytes
-	fsNodes
-	processCount
-	resources
+	fileBytes    = vfs.FileBytes
+	processCount = vfs.Processes
+	maxFileBytes = vfs.MaxFileBytes
+	maxProcesses = vfs.MaxProcesses
 )
-
-// Bounds on what a program holds at once.
-const (
-	maxFileBytes = 1 << 30   // every file's contents, together
-	maxPipeBytes = 256 << 20 // every open pipe's capacity, together
-	maxNodes     = 1 << 16   // files and directories
-	// maxProcesses bounds the processes a program has at once, zombies
-	// included.
-	maxProcesses = 256
-)
-
-// limits are the bounds and the errors a charge past them fails with.
-var limits = [resources]struct {
-	max int64
-	err unix.Errno
-}{
-	fileBytes:    {maxFileBytes, unix.ENOSPC},
-	pipeBytes:    {maxPipeBytes, unix.ENFILE},
-	fsNodes:      {maxNodes, unix.ENOSPC},
-	processCount: {maxProcesses, unix.EAGAIN},
-}
 
 // HostOverhead bounds the host memory of what is counted rather than
 // sized, and of the VMM: measured at under 350 MiB with every count at
 // its bound (TestHostile*).
 const HostOverhead = 512 << 20
 
-// budget is what a program holds of each resource.
-type budget [resources]int64
-
-// charge takes n more of r, or fails with r's error if that would pass
-// its bound.
-func (b *budget) charge(r resource, n int64) error {
-	if n > limits[r].max-b[r] {
-		return limits[r].err
-	}
-	b[r] += n
-	return nil
-}
-
-// release gives back n of r.
-func (b *budget) release(r resource, n int64) { b[r] -= n }
-
 // MaxHeldBytes is the most a program holds of what is sized: file
 // contents and pipe buffers.
-const MaxHeldBytes = maxFileBytes + maxPipeBytes
+const MaxHeldBytes = maxFileBytes + vfs.MaxPipeBytes
 
 // HostMemoryBound is the most host memory (resident) a run of a Linux
 // program with ramBytes of guest RAM holds while the program holds held
@@ -108,7 +71,7 @@ func HostMemoryBound(ramBytes, held int64) int64 {
 // heapLimit is the Go heap's soft limit while a program runs: its garbage
 // (contents a file outgrew, pipes closed) is collected before the heap
 // passes what the program may hold, with room for the VMM.
-const heapLimit = maxFileBytes + maxFileBytes/4 + maxPipeBytes + HostOverhead
+const heapLimit = maxFileBytes + maxFileBytes/4 + vfs.MaxPipeBytes + HostOverhead
 
 // limitHeap lowers the Go runtime's memory limit to heapLimit, unless it
 // is lower already (GOMEMLIMIT). The limit is the process's: programs

@@ -8,6 +8,8 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // libraryDirs are where the dynamic loader looks for libraries without a
@@ -45,10 +47,10 @@ func Dependencies(image []byte, given ...File) ([]File, error) {
 	}
 	isGiven := map[string]bool{}
 	for _, g := range given {
-		isGiven[clean(g.Guest)] = true
+		isGiven[vfs.Clean(g.Guest)] = true
 	}
 	var out []File
-	if !isGiven[clean(interp)] {
+	if !isGiven[vfs.Clean(interp)] {
 		if err := checkLoader(interp); err != nil {
 			return nil, err
 		}
@@ -71,10 +73,10 @@ func Dependencies(image []byte, given ...File) ([]File, error) {
 		}
 		if path.Base(name) != name {
 			// The loader opens a path as it is, in the guest.
-			if isGiven[clean(name)] {
+			if isGiven[vfs.Clean(name)] {
 				continue
 			}
-			return nil, fmt.Errorf("linux: the program needs the library %q, a path rather than a name: reprise finds libraries by name in %v and reads no other host file; give it with --file HOST:%s", name, libraryDirs, clean(name))
+			return nil, fmt.Errorf("linux: the program needs the library %q, a path rather than a name: reprise finds libraries by name in %v and reads no other host file; give it with --file HOST:%s", name, libraryDirs, vfs.Clean(name))
 		}
 		host, err := findLibrary(name)
 		if err != nil {
@@ -118,7 +120,7 @@ func checkLoader(interp string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("linux: the program's loader %q (PT_INTERP) is not in a library folder %v: reprise reads no other host file as a loader; give it with --file HOST:%s", interp, libraryDirs, clean(interp))
+	return fmt.Errorf("linux: the program's loader %q (PT_INTERP) is not in a library folder %v: reprise reads no other host file as a loader; give it with --file HOST:%s", interp, libraryDirs, vfs.Clean(interp))
 }
 
 // neededBy lists the libraries the library at host names (DT_NEEDED).

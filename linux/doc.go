@@ -23,4 +23,7 @@ package linux
 // otherwise than before (which frames back which pages, what a call
 // answers), so that a replay refuses a tape it would diverge from.
 // 3: page-table frames are reused, orphans are reparented, the budget.
-const Version = 3
+// 4: per-file wait queues: a thread in poll or select is woken by a
+// change of the files it polls only, no longer by every pipe's change, so
+// a program that polls is scheduled otherwise (fewer spurious wake-ups).
+const Version = 4

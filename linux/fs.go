@@ -1,21 +1,18 @@
 package linux
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path"
 	"path/filepath"
-	"slices"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/host/userfile"
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // File is a host file the program sees at a guest path. Its contents are
@@ -35,281 +32,23 @@ type File struct {
 	Data []byte // its contents, when they come with it (a packed tape) rather than from Host
 }
 
-// node is a file or directory of the program's file system: the host files
-// it was given, read-only in spirit (a write copies them into memory), the
-// directories leading to them, and what the program itself creates.
-type node struct {
-	ino      uint64
-	dir      bool
-	mode     uint32           // permission bits
-	data     []byte           // a file's contents
-	children map[string]*node // a directory's entries
-	dev      device           // a device file's behaviour, or nil
-	written  bool             // the program created or changed it (KeepWrites)
-	opens    int              // open file descriptions of it (fd.go)
-	removed  bool             // gone from the tree; freed when no longer open
-	mapped   bool             // its contents were mapped (Mapping.data holds them)
-}
-
-// device is what a device file does on read and write.
-type device interface {
-	read(k *Kernel, b []byte) (int, error)
-	write(b []byte) (int, error)
-}
-
-// fileSystem is the tree the program's paths resolve in. Its nodes and
-// their contents are charged to the program's budget (budget.go).
-type fileSystem struct {
-	root    *node
-	nextIno uint64
-	budget  *budget
-}
-
-// Bounds on the host files a program is given, and on the directories
-// leading to them.
-const (
-	maxFiles     = 4096
-	maxPathDepth = 64
+// The tree, open files and descriptors are vfs's.
+type (
+	node     = vfs.Node
+	openFile = vfs.OpenFile
+	fdTable  = vfs.FDTable
 )
 
-func newFileSystem(b *budget) *fileSystem {
-	fs := &fileSystem{budget: b}
-	fs.root, _ = fs.newNode(true, 0o755) // the first node always fits
-	return fs
-}
-
-// newNode makes a file or directory, charged until it is freed.
-func (fs *fileSystem) newNode(dir bool, mode uint32) (*node, error) {
-	if err := fs.budget.charge(fsNodes, 1); err != nil {
-		return nil, err
-	}
-	fs.nextIno++
-	n := &node{ino: fs.nextIno, dir: dir, mode: mode}
-	if dir {
-		n.children = map[string]*node{}
-	}
-	return n, nil
-}
-
-// clean makes p absolute (the working directory is /) and resolves . and
-// .. lexically; symbolic links do not exist here.
-func clean(p string) string {
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p
-	}
-	return path.Clean(p)
-}
-
-// maxNameLen is NAME_MAX: the longest name of a directory entry.
-const maxNameLen = 255
-
-// lookup finds the node at p as Linux's path walk does, component by
-// component rather than by cleaning p first: every component a name, "."
-// or ".." follows must be a directory ("/etc/passwd/.." is ENOTDIR, not
-// /etc), ".." at the root stays there, and a trailing slash asks for a
-// directory. A relative p starts at the root, the working directory.
-func (fs *fileSystem) lookup(p string) (*node, error) {
-	if p == "" {
-		return nil, unix.ENOENT
-	}
-	walked := []*node{fs.root} // the directories passed, for ".."
-	for _, part := range strings.Split(p, "/") {
-		at := walked[len(walked)-1]
-		if !at.dir {
-			return nil, unix.ENOTDIR
-		}
-		switch part {
-		case "", ".":
-		case "..":
-			if len(walked) > 1 {
-				walked = walked[:len(walked)-1]
-			}
-		default:
-			if len(part) > maxNameLen {
-				return nil, unix.ENAMETOOLONG
-			}
-			next, ok := at.children[part]
-			if !ok {
-				return nil, unix.ENOENT
-			}
-			walked = append(walked, next)
-		}
-	}
-	return walked[len(walked)-1], nil
-}
-
-// entry is the last component of a path a call creates, removes or
-// renames: the directory it is (or would be) in, its name, and whether the
-// path ended in a slash, which asks for a directory.
-type entry struct {
-	dir   *node
-	name  string // "" for the root itself, or "." or "..": no entry to make or remove
-	slash bool
-}
-
-// named reports whether e names an entry of its directory, not the root,
-// "." or "..", which Linux's calls that create or remove refuse.
-func (e entry) named() bool { return e.name != "" && e.name != "." && e.name != ".." }
-
-// parent finds the directory p's last component is in, walking the rest
-// of p as lookup does.
-func (fs *fileSystem) parent(p string) (entry, error) {
-	if p == "" {
-		return entry{}, unix.ENOENT
-	}
-	trimmed := strings.TrimRight(p, "/")
-	e := entry{slash: len(trimmed) < len(p)}
-	dir := "/"
-	if i := strings.LastIndex(trimmed, "/"); i >= 0 {
-		dir, e.name = trimmed[:i+1], trimmed[i+1:]
-	} else {
-		e.name = trimmed
-	}
-	if len(e.name) > maxNameLen {
-		return entry{}, unix.ENAMETOOLONG
-	}
-	d, err := fs.lookup(dir)
-	if err != nil {
-		return entry{}, err
-	}
-	if !d.dir {
-		return entry{}, unix.ENOTDIR
-	}
-	e.dir = d
-	return e, nil
-}
-
-// mkdirAll makes the directories of p, as the ones leading to a host file.
-func (fs *fileSystem) mkdirAll(p string) (*node, error) {
-	n := fs.root
-	parts := strings.Split(strings.TrimPrefix(clean(p), "/"), "/")
-	if len(parts) > maxPathDepth {
-		return nil, fmt.Errorf("path %s is deeper than %d", p, maxPathDepth)
-	}
-	for _, part := range parts {
-		if part == "" {
-			continue
-		}
-		next, ok := n.children[part]
-		if !ok {
-			var err error
-			if next, err = fs.newNode(true, 0o755); err != nil {
-				return nil, fmt.Errorf("%s: more than %d files and directories", p, maxNodes)
-			}
-			n.children[part] = next
-		}
-		if !next.dir {
-			return nil, fmt.Errorf("%s: %s is a file", p, part)
-		}
-		n = next
-	}
-	return n, nil
-}
-
-// add places a file with data at p, replacing nothing.
-func (fs *fileSystem) add(p string, data []byte, mode uint32) (*node, error) {
-	dir, name := path.Split(clean(p))
-	d, err := fs.mkdirAll(dir)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := d.children[name]; ok {
-		return nil, fmt.Errorf("%s is given twice", p)
-	}
-	if err := fs.budget.charge(fileBytes, int64(len(data))); err != nil {
-		return nil, fmt.Errorf("the program's files take more than %d bytes", maxFileBytes)
-	}
-	n, err := fs.newNode(false, mode)
-	if err != nil {
-		fs.budget.release(fileBytes, int64(len(data)))
-		return nil, fmt.Errorf("more than %d files and directories", maxNodes)
-	}
-	n.data = data
-	d.children[name] = n
-	return n, nil
-}
-
-// shrinkSlack is how much capacity past its end a file's contents may
-// keep when they shrink before they move to an array that fits.
-const shrinkSlack = 64 << 10
-
-// resize makes n's contents size bytes long, zeros past the old end,
-// charging or releasing the difference (ENOSPC past the budget).
-// Contents that outgrow their array move to one with a quarter of
-// headroom, copied once: growing never holds a zeroed temporary beside
-// them, and a file of the whole budget holds at most 1.25 times it.
-func (k *Kernel) resize(n *node, size int64) error {
-	old := int64(len(n.data))
-	if size > old {
-		if err := k.budget.charge(fileBytes, size-old); err != nil {
-			return err
-		}
-	} else {
-		k.budget.release(fileBytes, old-size)
-	}
-	switch {
-	case size > int64(cap(n.data)):
-		grown := make([]byte, size, size+max(size/4, 64))
-		copy(grown, n.data)
-		k.moveContents(n, grown)
-	case size >= old:
-		n.data = n.data[:size]
-		clear(n.data[old:]) // what a shrink left past the end
-	case int64(cap(n.data))-size > shrinkSlack:
-		k.moveContents(n, bytes.Clone(n.data[:size]))
-	default:
-		n.data = n.data[:size]
-	}
-	return nil
-}
-
-// moveContents gives n new contents, and the mappings that held its old
-// ones the new: a mapping names the file it maps, whose contents those
-// are now (a probe resolves in them), and the old array is freed rather
-// than held outside the budget.
-func (k *Kernel) moveContents(n *node, data []byte) {
-	old := n.data
-	n.data = data
-	if n.mapped && cap(old) > 0 {
-		for p := range k.processes() {
-			p.as.MoveData(old, data)
-		}
-	}
-}
-
-// unlinked is told that n left its directory (unlink, rmdir, a rename
-// over it): it is freed now, or when its last open file closes.
-func (k *Kernel) unlinked(n *node) {
-	n.removed = true
-	if n.opens == 0 {
-		k.free(n)
-	}
-}
-
-// closed is told that an open file of n closed.
-func (k *Kernel) closed(n *node) {
-	n.opens--
-	if n.removed && n.opens == 0 {
-		k.free(n)
-	}
-}
-
-// free releases a node no one can reach any more, and its contents.
-func (k *Kernel) free(n *node) {
-	if !n.dir && n.dev == nil {
-		k.budget.release(fileBytes, int64(len(n.data)))
-		k.moveContents(n, nil)
-	}
-	k.budget.release(fsNodes, 1)
-}
+// maxFiles bounds the host files a program is given.
+const maxFiles = 4096
 
 // addHost reads f.Host into the tree at f.Guest. A recording (or a live
 // run) reads the file the user named and fills in its size and mode;
 // Kernel.Program takes the hash. A replay (recorded) never skips the
 // check: the file must be the one recorded, by size and hash, whether it
 // comes packed in the tape or from the host.
-func (fs *fileSystem) addHost(f *File, recorded bool) error {
-	if recorded && (f.Size < 0 || f.Size > maxFileBytes-fs.budget[fileBytes]) {
+func addHost(fs *vfs.FileSystem, b *budget, f *File, recorded bool) error {
+	if recorded && (f.Size < 0 || f.Size > maxFileBytes-b[fileBytes]) {
 		return fmt.Errorf("%s: the program's files would take more than %d bytes", f.Guest, maxFileBytes)
 	}
 	var (
@@ -335,7 +74,7 @@ func (fs *fileSystem) addHost(f *File, recorded bool) error {
 		data = f.Data
 		if data == nil {
 			var err error
-			if data, err = userfile.ReadFile(f.Host, maxFileBytes-fs.budget[fileBytes], "file"); err != nil {
+			if data, err = userfile.ReadFile(f.Host, maxFileBytes-b[fileBytes], "file"); err != nil {
 				return err
 			}
 		}
@@ -351,7 +90,7 @@ func (fs *fileSystem) addHost(f *File, recorded bool) error {
 		mode = 0o644 // a file packed before modes were kept
 	}
 	f.Data = nil // the tree holds the contents
-	_, err := fs.add(f.Guest, data, mode)
+	_, err := fs.Add(f.Guest, data, mode)
 	return err
 }
 
@@ -425,19 +164,25 @@ func readRecorded(f *File) ([]byte, os.FileMode, error) {
 	return data, st.Mode(), nil
 }
 
+// remap gives the mappings that held a file's old contents the new: a
+// mapping names the file it maps, whose contents those are now (a probe
+// resolves in them), and the old array is freed rather than held outside
+// the budget (vfs.Remap).
+func (k *Kernel) remap(old, data []byte) {
+	for p := range k.processes() {
+		p.as.MoveData(old, data)
+	}
+}
+
 // Contents are the bytes of the file at the guest path p, as the program
 // started with them (before it runs): what packing a tape stores.
 func (k *Kernel) Contents(p string) ([]byte, bool) {
-	n, err := k.fs.lookup(p)
-	if err != nil || n.dir || n.dev != nil {
+	n, err := k.fs.Lookup(p)
+	if err != nil || !n.IsRegular() {
 		return nil, false
 	}
-	return n.data, true
+	return n.Contents(), true
 }
-
-// names is a directory's entries, sorted: getdents returns them in this
-// order, the same in every replay.
-func (n *node) names() []string { return slices.Sorted(maps.Keys(n.children)) }
 
 // Mount lists the host files under host — a file, or a directory walked
 // recursively (regular files only; symbolic links followed to them) — at
@@ -455,7 +200,7 @@ func Mount(host, guest string) ([]File, error) {
 		return nil, err
 	}
 	if !st.IsDir() {
-		return []File{{Guest: clean(guest), Host: abs}}, nil
+		return []File{{Guest: vfs.Clean(guest), Host: abs}}, nil
 	}
 	var out []File
 	err = walkFiles(abs, func(p, rel string) error {
@@ -465,7 +210,7 @@ func Mount(host, guest string) ([]File, error) {
 		if len(out) >= maxFiles {
 			return fmt.Errorf("%s holds more than %d files", host, maxFiles)
 		}
-		out = append(out, File{Guest: clean(path.Join(guest, filepath.ToSlash(rel))), Host: p})
+		out = append(out, File{Guest: vfs.Clean(path.Join(guest, filepath.ToSlash(rel))), Host: p})
 		return nil
 	})
 	return out, err

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // Where the program's files meet the host's: a --root directory read as a
@@ -57,7 +59,7 @@ func MountRoot(root string) ([]File, error) {
 		if held += int64(len(data)); held > maxFileBytes {
 			return fmt.Errorf("%s holds more than %d bytes", root, maxFileBytes)
 		}
-		out = append(out, File{Guest: clean(filepath.ToSlash(rel)), Host: realPath(f, p), Data: data})
+		out = append(out, File{Guest: vfs.Clean(filepath.ToSlash(rel)), Host: realPath(f, p), Data: data})
 		return nil
 	})
 	return out, err
@@ -127,14 +129,14 @@ func (k *Kernel) KeepWrites(dir string) (int, error) {
 	n := 0
 	var refused []error
 	holds := map[*node]bool{}
-	writesBelow(k.fs.root, holds)
+	writesBelow(k.fs.Root(), holds)
 	var walk func(at *node, fd int, p string)
 	walk = func(at *node, fd int, p string) {
-		for _, name := range at.names() {
-			c := at.children[name]
+		for _, name := range at.Names() {
+			c, _ := at.Child(name)
 			full := filepath.Join(dir, p, name)
 			switch {
-			case c.dir && holds[c]:
+			case c.Dir && holds[c]:
 				sub, err := keptDir(fd, name, full)
 				if err != nil {
 					refused = append(refused, err)
@@ -142,7 +144,7 @@ func (k *Kernel) KeepWrites(dir string) (int, error) {
 				}
 				walk(c, sub, path.Join(p, name))
 				unix.Close(sub)
-			case !c.dir && c.written && c.dev == nil:
+			case c.IsRegular() && c.Written:
 				if err := keepFile(fd, name, c, full); err != nil {
 					refused = append(refused, err)
 					continue
@@ -151,7 +153,7 @@ func (k *Kernel) KeepWrites(dir string) (int, error) {
 			}
 		}
 	}
-	walk(k.fs.root, top, "")
+	walk(k.fs.Root(), top, "")
 	return n, errors.Join(refused...)
 }
 
@@ -160,8 +162,9 @@ func (k *Kernel) KeepWrites(dir string) (int, error) {
 // are made), and reports whether d does.
 func writesBelow(d *node, holds map[*node]bool) bool {
 	found := false
-	for _, c := range d.children {
-		if c.dir && writesBelow(c, holds) || !c.dir && c.written && c.dev == nil {
+	for _, name := range d.Names() {
+		c, _ := d.Child(name)
+		if c.Dir && writesBelow(c, holds) || c.IsRegular() && c.Written {
 			found = true
 		}
 	}
@@ -193,11 +196,11 @@ func keptDir(fd int, name, full string) (int, error) {
 // keepFile writes n's contents to name in the directory fd: to a new file
 // beside it first, then renamed over it.
 func keepFile(fd int, name string, n *node, full string) error {
-	tmp, f, err := createBeside(fd, name, n.mode&0o777)
+	tmp, f, err := createBeside(fd, name, n.Mode&0o777)
 	if err != nil {
 		return &os.PathError{Op: "create", Path: full, Err: err}
 	}
-	_, err = f.Write(n.data)
+	_, err = f.Write(n.Contents())
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -216,7 +219,7 @@ func keepFile(fd int, name string, n *node, full string) error {
 func createBeside(fd int, name string, mode uint32) (string, *os.File, error) {
 	for i := 0; ; i++ {
 		tmp := "." + strings.TrimPrefix(name, ".") + ".reprise-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(i)
-		if len(tmp) > maxNameLen {
+		if len(tmp) > vfs.MaxNameLen {
 			tmp = ".reprise-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(i)
 		}
 		f, err := unix.Openat2(fd, tmp, &unix.OpenHow{

@@ -17,6 +17,7 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux/mm"
+	"github.com/reprise-vm/reprise/linux/vfs"
 	"github.com/reprise-vm/reprise/vmm"
 	"github.com/reprise-vm/reprise/vmm/devices"
 	"github.com/reprise-vm/reprise/vmm/x86"
@@ -63,11 +64,13 @@ type Kernel struct {
 	prog  Program
 	m     *vmm.Machine
 	fr    *mm.Frames
-	fs    *fileSystem
+	fs    *vfs.FileSystem
 	stats Stats
 	// budget is what the program holds on the host (budget.go), the
 	// file system's included.
 	budget *budget
+	// console is the standard streams' file.
+	console *vfs.Console
 
 	threads  []*thread // in creation order: tid order
 	cur      int       // index of the running thread
@@ -161,21 +164,24 @@ func New(p Program) (*Kernel, error) {
 	}
 	p.Files = append([]File(nil), p.Files...)
 	b := &budget{}
-	fs := newFileSystem(b)
-	if _, err := fs.add(p.Path, p.Image, 0o755); err != nil {
+	k := &Kernel{prog: p, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
+	k.console = vfs.NewConsole(console{k})
+	fs := vfs.New(b, k.remap)
+	if _, err := fs.Add(p.Path, p.Image, 0o755); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
-	p.Files = slices.DeleteFunc(p.Files, func(f File) bool { return clean(f.Guest) == clean(p.Path) }) // its own image wins
+	p.Files = slices.DeleteFunc(p.Files, func(f File) bool { return vfs.Clean(f.Guest) == vfs.Clean(p.Path) }) // its own image wins
 	for i := range p.Files {
-		if err := fs.addHost(&p.Files[i], p.Recorded); err != nil {
+		if err := addHost(fs, b, &p.Files[i], p.Recorded); err != nil {
 			return nil, fmt.Errorf("linux: %w", err)
 		}
 	}
-	if err := fs.addSystem(); err != nil {
+	if err := fs.AddSystem(entropy{k}, maxRandom, systemFiles); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
 	limitHeap()
-	return &Kernel{prog: p, fs: fs, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}, nil
+	k.prog, k.fs = p, fs
+	return k, nil
 }
 
 // Program is the program the kernel runs, its files' sizes, modes and
@@ -218,14 +224,13 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		}
 	}
 	k.fr = mm.NewFrames(ram, k.m.DropTranslations)
-	init := &process{pid: pid, fds: newFDTable()}
+	init := &process{pid: pid, fds: vfs.NewFDTable(k.console)}
 	if k.prog.Stdin != "" {
-		n, err := k.fs.lookup(k.prog.Stdin)
-		if err != nil || n.dir || n.dev != nil {
+		n, err := k.fs.Lookup(k.prog.Stdin)
+		if err != nil || !n.IsRegular() {
 			return fmt.Errorf("linux: standard input %s is not one of the program's files", k.prog.Stdin)
 		}
-		init.fds[0].file = &openFile{node: n, path: k.prog.Stdin, flags: unix.O_RDONLY, refs: 1}
-		n.opens++
+		init.fds.Set(0, k.fs.Open(n, k.prog.Stdin, unix.O_RDONLY), false)
 	}
 	k.budget[processCount] = 1 // init
 	if err := k.initXSave(); err != nil {
@@ -235,7 +240,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	if _, err := k.spawn(init, kvm.Regs{}, k.xsave.initial(), 0); err != nil { // the main thread: tid = pid
 		return err
 	}
-	exe, err := k.fs.lookup(k.prog.Path)
+	exe, err := k.fs.Lookup(k.prog.Path)
 	if err != nil {
 		return fmt.Errorf("linux: %s: %w", k.prog.Path, err)
 	}

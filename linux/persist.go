@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux/mm"
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // The personality's state, for a checkpoint (vmm.KernelState): every
@@ -21,16 +22,19 @@ import (
 // from the same Program (the tape's) has them, under the same inodes.
 
 // stateVersion is the layout's version; another is refused.
-const stateVersion = 3
+//
+// 4: a thread blocked in a read, write, poll or select names the files it
+// waits on (savedWait.Files): per-file wait queues replaced poll's one key.
+const stateVersion = 4
 
 type savedKernel struct {
 	Version int
 	Frames  mm.SavedFrames
-	Nodes   []savedNode // Nodes[0] is the root
+	Nodes   []vfs.SavedNode // Nodes[0] is the root
 	NextIno uint64
 	Held    int64
-	Pipes   []savedPipe
-	Files   []savedFile
+	Pipes   []vfs.SavedPipe
+	Files   []vfs.SavedFile
 	Procs   []savedProc
 	Threads []savedThread
 
@@ -43,52 +47,12 @@ type savedKernel struct {
 	Warnings                   []string
 }
 
-// savedNode is a file or directory. A node the program never wrote has no
-// Data: the new kernel's node of the same inode has it.
-type savedNode struct {
-	Ino      uint64
-	Dir      bool
-	Mode     uint32
-	Written  bool
-	Data     []byte
-	Children map[string]int // indices into Nodes
-}
-
-type savedPipe struct {
-	Buf              []byte
-	Capacity         int // 0 in a checkpoint from before pipes had capacities: pipeCapacity
-	Readers, Writers int
-}
-
-// capacity is the saved pipe's capacity.
-func (p *savedPipe) capacity() int {
-	if p.Capacity == 0 {
-		return pipeCapacity
-	}
-	return p.Capacity
-}
-
-type savedFile struct {
-	Node, Pipe int // indices, -1 for none
-	Path       string
-	Console    bool
-	Refs       int
-	Flags      uint64
-	Off        int64
-	DirPos     int
-}
-
-type savedFD struct {
-	File    int // index into Files
-	Cloexec bool
-}
-
 type savedProc struct {
 	PID        int
 	Parent     int // index into Procs, -1 for none
 	Children   []int
 	Space      *mm.SavedSpace // nil for none
-	FDs        map[int]savedFD
+	FDs        map[int]vfs.SavedFD
 	Brk        [2]uint64
 	Exe        string
 	Live       int
@@ -135,16 +99,17 @@ type savedAltStack struct {
 
 // savedWait is what a blocked thread waits on (thread.waitKey).
 type savedWait struct {
-	Kind waitKind
-	Ref  int // the pipe's or the process's index
+	Kind  waitKind
+	Ref   int   // the child's process index
+	Files []int // the open files waited on (waitFiles), indices into Files
 }
 
 type waitKind uint8
 
 const (
-	waitNone waitKind = iota
-	waitPipe
-	waitPoll
+	waitNone  waitKind = iota
+	waitFiles          // a read, write, poll or select: Files
+	_                  // 2: poll's one key, before version 4
 	waitSignal
 	waitChildOf
 )
@@ -166,26 +131,23 @@ func (k *Kernel) SaveState() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// saver numbers the shared parts of the state as it meets them.
+// saver numbers the shared parts of the state as it meets them: the
+// file system's (vfs.Saver) and the processes.
 type saver struct {
-	nodes map[*node]int
-	order []*node // by index
-	pipes map[*pipe]int
-	files map[*openFile]int
+	*vfs.Saver
 	procs map[*process]int
 	s     *savedKernel
 }
 
 func (k *Kernel) save() (*savedKernel, error) {
 	s := &savedKernel{
-		Version: stateVersion, NextIno: k.fs.nextIno, Held: k.budget[fileBytes],
+		Version: stateVersion, NextIno: k.fs.NextIno(), Held: k.budget[fileBytes],
 		Frames: k.fr.Save(),
 		Cur:    k.cur, NextTID: k.nextTID, Resched: k.resched, Restart: k.restart, Returned: k.returned,
 		WaitSeq: k.waitSeq, Switches: k.switches, HogThread: -1, HogWaiting: k.hog.waiting, HogAt: k.hog.at,
 		Calls: maps.Clone(k.stats.Calls), Unsupported: maps.Clone(k.stats.Unsupported), Warnings: slices.Clone(k.stats.Warnings),
 	}
-	sv := &saver{nodes: map[*node]int{}, pipes: map[*pipe]int{}, files: map[*openFile]int{}, procs: map[*process]int{}, s: s}
-	sv.node(k.fs.root)
+	sv := &saver{Saver: vfs.NewSaver(k.fs.Root()), procs: map[*process]int{}, s: s}
 	for _, t := range k.threads {
 		sv.proc(t.proc)
 	}
@@ -193,7 +155,7 @@ func (k *Kernel) save() (*savedKernel, error) {
 		if t == k.hog.thread {
 			s.HogThread = i
 		}
-		w, err := sv.wait(t.waitKey)
+		w, err := sv.wait(t.waitKey, t.waitOn)
 		if err != nil {
 			return nil, fmt.Errorf("linux: thread %d: %w", t.tid, err)
 		}
@@ -205,54 +167,8 @@ func (k *Kernel) save() (*savedKernel, error) {
 			AltStack: savedAltStack{t.altstack.sp, t.altstack.size, t.altstack.flags}, RetryAt: t.retryAt,
 		})
 	}
+	s.Nodes, s.Pipes, s.Files = sv.Nodes, sv.Pipes, sv.Files
 	return s, nil
-}
-
-// node numbers n and everything under it.
-func (sv *saver) node(n *node) int {
-	if i, ok := sv.nodes[n]; ok {
-		return i
-	}
-	i := len(sv.s.Nodes)
-	sv.nodes[n] = i
-	sv.order = append(sv.order, n)
-	sv.s.Nodes = append(sv.s.Nodes, savedNode{Ino: n.ino, Dir: n.dir, Mode: n.mode, Written: n.written})
-	if n.written {
-		sv.s.Nodes[i].Data = n.data
-	}
-	if n.dir {
-		children := map[string]int{}
-		for _, name := range slices.Sorted(maps.Keys(n.children)) {
-			children[name] = sv.node(n.children[name])
-		}
-		sv.s.Nodes[i].Children = children
-	}
-	return i
-}
-
-func (sv *saver) pipe(p *pipe) int {
-	if i, ok := sv.pipes[p]; ok {
-		return i
-	}
-	sv.pipes[p] = len(sv.s.Pipes)
-	sv.s.Pipes = append(sv.s.Pipes, savedPipe{Buf: p.buf, Capacity: p.capacity, Readers: p.readers, Writers: p.writers})
-	return sv.pipes[p]
-}
-
-func (sv *saver) file(f *openFile) int {
-	if i, ok := sv.files[f]; ok {
-		return i
-	}
-	sf := savedFile{Node: -1, Pipe: -1, Path: f.path, Console: f.console, Refs: f.refs, Flags: f.flags, Off: f.off, DirPos: f.dirPos}
-	if f.node != nil {
-		sf.Node = sv.node(f.node)
-	}
-	if f.pipe != nil {
-		sf.Pipe = sv.pipe(f.pipe)
-	}
-	sv.files[f] = len(sv.s.Files)
-	sv.s.Files = append(sv.s.Files, sf)
-	return sv.files[f]
 }
 
 // proc numbers p, its parent and its children.
@@ -264,7 +180,7 @@ func (sv *saver) proc(p *process) int {
 	sv.procs[p] = i
 	sv.s.Procs = append(sv.s.Procs, savedProc{})
 	sp := savedProc{PID: p.pid, Parent: -1, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
-		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: map[int]savedFD{}, Subreaper: p.subreaper}
+		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: sv.FDs(p.fds), Subreaper: p.subreaper}
 	for sig, a := range p.sigactions {
 		sp.Sigactions[sig] = savedSigaction{Handler: a.handler, Flags: a.flags, Restorer: a.restorer, Mask: a.mask}
 	}
@@ -273,10 +189,6 @@ func (sv *saver) proc(p *process) int {
 	}
 	for _, c := range p.children {
 		sp.Children = append(sp.Children, sv.proc(c))
-	}
-	for _, fd := range p.fds.sorted() {
-		e := p.fds[fd]
-		sp.FDs[fd] = savedFD{File: sv.file(e.file), Cloexec: e.cloexec}
 	}
 	if p.as != nil {
 		sp.Space = p.as.Save(sv.sameAs)
@@ -288,22 +200,22 @@ func (sv *saver) proc(p *process) int {
 // sameAs is the index of a numbered node whose contents are data (a
 // mapping's), -1 if none is.
 func (sv *saver) sameAs(data []byte) int {
-	for _, n := range sv.order {
-		if !n.dir && n.dev == nil && bytes.Equal(n.data, data) {
-			return sv.node(n)
-		}
+	if n := sv.SameAs(data); n != nil {
+		return sv.Node(n)
 	}
 	return -1
 }
 
-func (sv *saver) wait(key any) (savedWait, error) {
+func (sv *saver) wait(key any, on []*openFile) (savedWait, error) {
 	switch key := key.(type) {
 	case nil:
 		return savedWait{}, nil
-	case *pipe:
-		return savedWait{Kind: waitPipe, Ref: sv.pipe(key)}, nil
-	case pollEvent:
-		return savedWait{Kind: waitPoll}, nil
+	case fileWait:
+		w := savedWait{Kind: waitFiles, Files: []int{}}
+		for _, f := range on {
+			w.Files = append(w.Files, sv.File(f))
+		}
+		return w, nil
 	case sigWait:
 		return savedWait{Kind: waitSignal}, nil
 	case waitChild:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux/mm"
+	"github.com/reprise-vm/reprise/linux/vfs"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -61,7 +62,7 @@ func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 		{"running thread", func(s *savedKernel) { s.Cur = 5 }, "running thread 5"},
 		{"thread's process", func(s *savedKernel) { s.Threads[0].Proc = 7 }, "process 7 of 1"},
 		{"thread state", func(s *savedKernel) { s.Threads[0].State = 9 }, "state 9"},
-		{"wait on a pipe", func(s *savedKernel) { s.Threads[0].Wait = savedWait{Kind: waitPipe, Ref: 3} }, "waits on"},
+		{"wait on a pipe", func(s *savedKernel) { s.Threads[0].Wait = savedWait{Kind: waitFiles, Files: []int{99}} }, "waits on"},
 		{"XSAVE component", func(s *savedKernel) { s.Threads[0].XSave.Region[128] = 1 << 18 }, "XSAVE image"},
 		{"compacted XSAVE", func(s *savedKernel) { s.Threads[0].XSave.Region[131] = 1 << 31 }, "XSAVE image"},
 		{"MXCSR", func(s *savedKernel) { s.Threads[0].XSave.Region[6] = 1 << 20 }, "XSAVE image"},
@@ -71,7 +72,7 @@ func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 		{"settled frames", func(s *savedKernel) { s.Frames.Settled = len(s.Frames.Retired) + 1 }, "retired frames settled"},
 		{"page outside RAM", func(s *savedKernel) { s.Procs[0].Space.Pages[0x400000] = 1 << 40 }, "page 0x400000"},
 		{"page-table root", func(s *savedKernel) { s.Procs[0].Space.Root = 0 }, "page-table root"},
-		{"descriptor", func(s *savedKernel) { s.Procs[0].FDs[1] = savedFD{File: 99} }, "open file 99"},
+		{"descriptor", func(s *savedKernel) { s.Procs[0].FDs[1] = vfs.SavedFD{File: 99} }, "open file 99"},
 		{"parent", func(s *savedKernel) { s.Procs[0].Parent = 4 }, "parent 4"},
 		{"file tree", func(s *savedKernel) { s.Nodes[0].Children["loop"] = 0 }, `entry "loop"`},
 		{"inode", func(s *savedKernel) { s.Nodes[1].Ino = s.Nodes[0].Ino }, "given twice"},
@@ -80,7 +81,7 @@ func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 		{"written files", func(s *savedKernel) { s.Held = maxFileBytes + 1 }, "bytes of files held"},
 		{"code mapping's offset", func(s *savedKernel) { codeMapping(t, s).Offset += pageSize }, "is not the file's"},
 		{"code mapping's unaligned offset", func(s *savedKernel) { codeMapping(t, s).Offset++ }, "at offset"},
-		{"pipe", func(s *savedKernel) { s.Pipes = append(s.Pipes, savedPipe{Buf: make([]byte, pipeCapacity+1)}) }, "pipe 0"},
+		{"pipe", func(s *savedKernel) { s.Pipes = append(s.Pipes, vfs.SavedPipe{Buf: make([]byte, vfs.PipeCapacity+1)}) }, "pipe 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := decodeState(t, saved)
@@ -120,7 +121,7 @@ func codeMapping(t *testing.T, s *savedKernel) *mm.SavedMapping {
 
 // givenFile is the first file of the state the program was given, not
 // a directory: its contents come from the tape, by its inode.
-func givenFile(t *testing.T, s *savedKernel) *savedNode {
+func givenFile(t *testing.T, s *savedKernel) *vfs.SavedNode {
 	t.Helper()
 	for i := range s.Nodes {
 		if n := &s.Nodes[i]; !n.Dir && !n.Written {

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // process is one program image running in its own address space, with its
@@ -38,7 +40,7 @@ func (k *Kernel) proc() *process { return k.current().proc }
 // file (at path) with argv and envp: the executable, its loader if it has
 // one, its stack. execfn is the name it was run by, as the program gave
 // it (AT_EXECFN). It returns the entry point and stack pointer.
-func (k *Kernel) execImage(p *process, path, execfn string, file *node, argv, envp []string) (entry, sp uint64, err error) {
+func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv, envp []string) (entry, sp uint64, err error) {
 	as, err := newAddressSpace(k.fr)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: address space: %w", err)
@@ -48,8 +50,8 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *node, argv, en
 			as.Release()
 		}
 	}()
-	file.mapped = true // the image's mappings hold its contents
-	x, err := load(as, path, file.data, pieBase)
+	file.Mapped = true // the image's mappings hold its contents
+	x, err := load(as, path, file.Contents(), pieBase)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: %s: %w", path, err)
 	}
@@ -104,11 +106,11 @@ func (k *Kernel) random(p *process) [randomBytes]byte {
 // loadInterp loads the dynamic loader x asks for into as, below the mmap
 // area's top as Linux does, and returns its entry point.
 func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint64, error) {
-	n, err := k.fs.lookup(x.interp)
-	if err != nil || n.dir || n.dev != nil {
+	n, err := k.fs.Lookup(x.interp)
+	if err != nil || !n.IsRegular() {
 		return 0, fmt.Errorf("linux: %s needs its loader %s, which the program's files do not hold (reprise adds the host's by default)", path, x.interp)
 	}
-	size, err := span(n.data)
+	size, err := span(n.Contents())
 	if err != nil {
 		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
 	}
@@ -116,8 +118,8 @@ func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint6
 	if !ok {
 		return 0, fmt.Errorf("linux: no room for the loader %s", x.interp)
 	}
-	n.mapped = true
-	ld, err := load(as, x.interp, n.data, base)
+	n.Mapped = true
+	ld, err := load(as, x.interp, n.Contents(), base)
 	if err != nil {
 		return 0, fmt.Errorf("linux: loader %s: %w", x.interp, err)
 	}
@@ -137,20 +139,20 @@ func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint6
 func (k *Kernel) fork() (*thread, error) {
 	parent := k.proc()
 	// Zombies count too: a parent that never waits cannot pile them up.
-	if err := k.budget.charge(processCount, 1); err != nil {
+	if err := k.budget.Charge(processCount, 1); err != nil {
 		return nil, err
 	}
 	charged := true
 	defer func() {
 		if charged {
-			k.budget.release(processCount, 1)
+			k.budget.Release(processCount, 1)
 		}
 	}()
 	as, err := parent.as.clone()
 	if err != nil {
 		return nil, memErr(err)
 	}
-	child := &process{parent: parent, as: as, fds: parent.fds.clone(), brk: parent.brk, exe: parent.exe, sigactions: parent.sigactions}
+	child := &process{parent: parent, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, sigactions: parent.sigactions}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0
@@ -202,11 +204,12 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 	for _, t := range k.threads {
 		if t.proc == p && t.state != exited {
 			t.state = exited
+			t.leaveQueues()
 			k.forgetReturns(t.tid)
 		}
 	}
 	p.live = 0
-	p.fds.closeAll(k)
+	p.fds.CloseAll()
 	p.as.Release() // a zombie keeps its status, nothing of its image
 	p.zombie, p.status = true, status
 	// Its children are orphans now: its nearest live ancestor that is a
@@ -243,7 +246,7 @@ func (k *Kernel) childExited(p *process) error {
 	parent := p.parent
 	if act := parent.sigactions[unix.SIGCHLD]; act.handler == sigIGN || act.flags&saNoCldWait != 0 {
 		parent.remove(p)
-		k.budget.release(processCount, 1)
+		k.budget.Release(processCount, 1)
 		k.wakeAll(waitChild(parent)) // a wait with no children left fails with ECHILD
 		return nil
 	}
@@ -272,7 +275,7 @@ func (k *Kernel) reap(p *process, want int64) (*process, bool) {
 	for _, c := range p.children {
 		if c.zombie && (want == -1 || int64(c.pid) == want) {
 			p.remove(c)
-			k.budget.release(processCount, 1)
+			k.budget.Release(processCount, 1)
 			return c, true
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/linux/mm"
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // RestoreState puts the personality in the state SaveState returned, on a
@@ -24,15 +25,7 @@ func (k *Kernel) RestoreState(b []byte) error {
 	if err := k.check(&s); err != nil {
 		return fmt.Errorf("linux: state: %w", err)
 	}
-	r := &restorer{k: k, s: &s, fresh: map[uint64]*node{}}
-	var walk func(n *node)
-	walk = func(n *node) {
-		r.fresh[n.ino] = n
-		for _, c := range n.children {
-			walk(c)
-		}
-	}
-	walk(k.fs.root)
+	r := &restorer{k: k, s: &s}
 	if err := r.restore(); err != nil {
 		return fmt.Errorf("linux: state: %w", err)
 	}
@@ -50,8 +43,6 @@ func (k *Kernel) check(s *savedKernel) error {
 		return fmt.Errorf("%d threads (want 1 to %d)", len(s.Threads), maxThreads)
 	case len(s.Procs) == 0 || len(s.Procs) > maxProcesses+maxThreads: // live ones, and zombies whose threads are gone
 		return fmt.Errorf("%d processes (want 1 to %d)", len(s.Procs), maxProcesses+maxThreads)
-	case len(s.Nodes) == 0 || len(s.Nodes) > maxNodes || s.NextIno > 1<<62:
-		return fmt.Errorf("%d files, inode %d (at most %d files)", len(s.Nodes), s.NextIno, maxNodes)
 	case s.Held < 0 || s.Held > maxFileBytes:
 		return fmt.Errorf("%d bytes of files held (at most %d)", s.Held, maxFileBytes)
 	case s.Cur < 0 || s.Cur >= len(s.Threads):
@@ -62,25 +53,8 @@ func (k *Kernel) check(s *savedKernel) error {
 	if err := s.Frames.Check(ram, maxProcesses); err != nil {
 		return err
 	}
-	if err := checkNodes(s); err != nil {
+	if err := vfs.Check(s.Nodes, s.NextIno, s.Pipes, s.Files); err != nil {
 		return err
-	}
-	var held int64
-	for _, n := range s.Nodes {
-		held += int64(len(n.Data))
-	}
-	if held > maxFileBytes {
-		return fmt.Errorf("%d bytes of written files (at most %d)", held, maxFileBytes)
-	}
-	for i, p := range s.Pipes {
-		if c := p.capacity(); c != pipeCapacity && c != smallPipeCapacity || len(p.Buf) > c || p.Readers < 0 || p.Writers < 0 {
-			return fmt.Errorf("pipe %d: %d bytes of %d, %d readers, %d writers", i, len(p.Buf), p.Capacity, p.Readers, p.Writers)
-		}
-	}
-	for i, f := range s.Files {
-		if !index(f.Node, len(s.Nodes)) || !index(f.Pipe, len(s.Pipes)) || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
-			return fmt.Errorf("open file %d: node %d, pipe %d, %d references, offset %d", i, f.Node, f.Pipe, f.Refs, f.Off)
-		}
 	}
 	for i := range s.Procs {
 		if err := checkProc(s, &s.Procs[i]); err != nil {
@@ -102,21 +76,21 @@ func (k *Kernel) check(s *savedKernel) error {
 			return fmt.Errorf("thread %d: an XSAVE image KVM_SET_XSAVE would refuse", t.TID)
 		}
 		tids[t.TID] = true
-		if w := t.Wait; !w.valid(len(s.Pipes), len(s.Procs)) {
+		if w := t.Wait; !w.valid(len(s.Files), len(s.Procs)) {
 			return fmt.Errorf("thread %d: waits on %d %d", t.TID, w.Kind, w.Ref)
 		}
 	}
 	return nil
 }
 
-// valid reports whether w names a wait kind and, for a pipe or a child,
-// one of them.
-func (w savedWait) valid(pipes, procs int) bool {
+// valid reports whether w names a wait kind and, for files or a child,
+// ones there are.
+func (w savedWait) valid(files, procs int) bool {
 	switch w.Kind {
-	case waitNone, waitPoll, waitSignal:
+	case waitNone, waitSignal:
 		return true
-	case waitPipe:
-		return w.Ref >= 0 && w.Ref < pipes
+	case waitFiles:
+		return len(w.Files) <= vfs.MaxFDs && !slices.ContainsFunc(w.Files, func(i int) bool { return i < 0 || i >= files })
 	case waitChildOf:
 		return w.Ref >= 0 && w.Ref < procs
 	}
@@ -126,34 +100,8 @@ func (w savedWait) valid(pipes, procs int) bool {
 // index reports whether i is an index of n things, or -1 for none.
 func index(i, n int) bool { return i >= -1 && i < n }
 
-// checkNodes checks that the nodes form a tree under Nodes[0], a
-// directory, each with its own inode.
-func checkNodes(s *savedKernel) error {
-	if !s.Nodes[0].Dir {
-		return fmt.Errorf("the root is not a directory")
-	}
-	parents := make([]int, len(s.Nodes))
-	inos := map[uint64]bool{}
-	for i, n := range s.Nodes {
-		if n.Ino == 0 || n.Ino > s.NextIno || inos[n.Ino] {
-			return fmt.Errorf("file %d: inode %d (next %d), or given twice", i, n.Ino, s.NextIno)
-		}
-		inos[n.Ino] = true
-		if !n.Dir && len(n.Children) > 0 || n.Dir && len(n.Data) > 0 {
-			return fmt.Errorf("file %d: a directory with contents, or a file with entries", i)
-		}
-		for name, c := range n.Children {
-			if c <= 0 || c >= len(s.Nodes) || parents[c] != 0 || name == "" || name == "." || name == ".." || bytes.ContainsRune([]byte(name), '/') {
-				return fmt.Errorf("file %d: entry %q is file %d", i, name, c)
-			}
-			parents[c] = i + 1
-		}
-	}
-	return nil
-}
-
 func checkProc(s *savedKernel, p *savedProc) error {
-	if !index(p.Parent, len(s.Procs)) || p.Live < 0 || p.Live > len(s.Threads) || len(p.FDs) > maxFDs || p.Space == nil {
+	if !index(p.Parent, len(s.Procs)) || p.Live < 0 || p.Live > len(s.Threads) || len(p.FDs) > vfs.MaxFDs || p.Space == nil {
 		return fmt.Errorf("parent %d, %d live threads, %d descriptors", p.Parent, p.Live, len(p.FDs))
 	}
 	for _, c := range p.Children {
@@ -161,10 +109,8 @@ func checkProc(s *savedKernel, p *savedProc) error {
 			return fmt.Errorf("child %d of %d", c, len(s.Procs))
 		}
 	}
-	for fd, e := range p.FDs {
-		if fd < 0 || fd >= maxFDs || e.File < 0 || e.File >= len(s.Files) {
-			return fmt.Errorf("descriptor %d: open file %d of %d", fd, e.File, len(s.Files))
-		}
+	if err := vfs.CheckFDs(p.FDs, len(s.Files)); err != nil {
+		return err
 	}
 	return p.Space.Check(mm.Limits{InUse: s.Frames.InUse, Nodes: len(s.Nodes), SiteLen: func(n uint8) bool { return n == rdtscLen || n == rdtscpLen }})
 }
@@ -173,48 +119,17 @@ func checkProc(s *savedKernel, p *savedProc) error {
 type restorer struct {
 	k     *Kernel
 	s     *savedKernel
-	fresh map[uint64]*node // the new kernel's nodes, by inode
-	nodes []*node
-	pipes []*pipe
-	files []*openFile
+	fs    *vfs.Restored
 	procs []*process
 }
 
 func (r *restorer) restore() error {
 	k, s := r.k, r.s
-	r.nodes = make([]*node, len(s.Nodes))
-	for i, sn := range s.Nodes {
-		n := &node{ino: sn.Ino, dir: sn.Dir, mode: sn.Mode, written: sn.Written, data: sn.Data}
-		// A file the program did not write is one it was given, whose
-		// contents the tape names; a directory it made has none.
-		if f, ok := r.fresh[sn.Ino]; !sn.Written && ok && f.dir == sn.Dir {
-			n.data, n.dev = f.data, f.dev
-		} else if !sn.Written && (ok || !sn.Dir) {
-			return fmt.Errorf("file %d (inode %d) is not one of the program's", i, sn.Ino)
-		}
-		if sn.Dir {
-			n.children = map[string]*node{}
-		}
-		r.nodes[i] = n
+	fs, err := vfs.Restore(k.fs, s.Nodes, s.NextIno, s.Pipes, s.Files, k.console, k.remap)
+	if err != nil {
+		return err
 	}
-	for i, sn := range s.Nodes {
-		for name, c := range sn.Children {
-			r.nodes[i].children[name] = r.nodes[c]
-		}
-	}
-	for _, p := range s.Pipes {
-		r.pipes = append(r.pipes, &pipe{buf: p.Buf, capacity: p.capacity(), readers: p.Readers, writers: p.Writers})
-	}
-	for _, f := range s.Files {
-		of := &openFile{path: f.Path, console: f.Console, refs: f.Refs, flags: f.Flags, off: f.Off, dirPos: f.DirPos}
-		if f.Node >= 0 {
-			of.node = r.nodes[f.Node]
-		}
-		if f.Pipe >= 0 {
-			of.pipe = r.pipes[f.Pipe]
-		}
-		r.files = append(r.files, of)
-	}
+	r.fs = fs
 	fr := mm.RestoreFrames(k.m.RAM(), k.m.DropTranslations, &s.Frames)
 	r.procs = make([]*process, len(s.Procs))
 	for i := range s.Procs {
@@ -234,10 +149,13 @@ func (r *restorer) restore() error {
 			sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,
 			altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt}
 		switch st.Wait.Kind {
-		case waitPipe:
-			t.waitKey = r.pipes[st.Wait.Ref]
-		case waitPoll:
-			t.waitKey = pollEvent{}
+		case waitFiles:
+			files := make([]*openFile, len(st.Wait.Files))
+			for j, f := range st.Wait.Files {
+				files[j] = fs.Files[f]
+			}
+			t.waitKey = fileWait{}
+			t.waitOnFiles(files)
 		case waitSignal:
 			t.waitKey = sigWait{}
 		case waitChildOf:
@@ -246,7 +164,7 @@ func (r *restorer) restore() error {
 		threads[i] = t
 	}
 
-	k.fs = &fileSystem{root: r.nodes[0], nextIno: s.NextIno, budget: k.budget}
+	k.fs = fs.FS
 	r.charge()
 	k.fr = fr
 	k.threads, k.cur, k.nextTID = threads, s.Cur, s.NextTID
@@ -269,7 +187,7 @@ func orEmpty(m map[string]uint64) map[string]uint64 {
 
 func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
 	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
-		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}, fds: fdTable{}}
+		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}}
 	if sp.Parent >= 0 {
 		p.parent = r.procs[sp.Parent]
 	}
@@ -279,13 +197,8 @@ func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
 	for sig, a := range sp.Sigactions {
 		p.sigactions[sig] = sigaction{handler: a.Handler, flags: a.Flags, restorer: a.Restorer, mask: a.Mask}
 	}
-	for fd, e := range sp.FDs {
-		p.fds[fd] = &fdEntry{file: r.files[e.File], cloexec: e.Cloexec}
-	}
-	p.as = &addressSpace{mm.RestoreSpace(fr, sp.Space, sp.PID, func(node int) []byte {
-		r.nodes[node].mapped = true
-		return r.nodes[node].data
-	})}
+	p.fds = r.fs.FDs(sp.FDs)
+	p.as = &addressSpace{mm.RestoreSpace(fr, sp.Space, sp.PID, r.fs.Mapped)}
 }
 
 // replaceBreakpoints places a replay's breakpoints again in a restored
@@ -334,30 +247,7 @@ func (k *Kernel) replaceBreakpoints() error {
 func (r *restorer) charge() {
 	b := r.k.budget
 	*b = budget{}
-	for _, f := range r.files {
-		if f.node != nil {
-			f.node.opens++
-		}
-	}
-	linked := map[*node]bool{}
-	var walk func(n *node)
-	walk = func(n *node) {
-		linked[n] = true
-		for _, c := range n.children {
-			walk(c)
-		}
-	}
-	walk(r.nodes[0])
-	for _, n := range r.nodes {
-		n.removed = !linked[n]
-		b[fsNodes]++
-		b[fileBytes] += int64(len(n.data))
-	}
-	for _, p := range r.pipes {
-		if p.readers > 0 || p.writers > 0 { // not one only a waiting thread still names
-			b[pipeBytes] += int64(p.capacity)
-		}
-	}
+	r.fs.Charge(b)
 	for _, p := range r.procs {
 		// Not reaped: the first process, or a child its parent still has
 		// (a reaped one is saved when an exited thread still names it).

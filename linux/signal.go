@@ -125,7 +125,8 @@ func (k *Kernel) interrupt(t *thread, restart bool) {
 		restart = false // pause and sigsuspend always return EINTR
 	}
 	restarting := t.waitKey != nil
-	t.state, t.waitKey, t.deadline, t.futexAddr = runnable, nil, 0, 0
+	t.stopWaiting()
+	t.state, t.deadline, t.futexAddr = runnable, 0, 0
 	if restarting && restart {
 		return // its RIP is on the SYSCALL: it runs again after the handler
 	}

@@ -2,9 +2,10 @@ package linux
 
 import (
 	"encoding/binary"
-	"math"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 func sysOpen(t *thread, a args) (uint64, error) { return sysOpenat(t, args{atFDCWD, a[0], a[1], a[2]}) }
@@ -47,53 +48,53 @@ func sysSendfile(t *thread, a args) (uint64, error) {
 		at = int64(binary.LittleEndian.Uint64(b[:]))
 	}
 	fds := t.proc.fds
-	in, err := fds.get(a[1])
+	in, err := fds.Get(a[1])
 	switch {
 	case err != nil:
 		return 0, err
-	case !in.readable():
+	case !in.Readable():
 		return 0, unix.EBADF
-	case a[2] != 0 && !in.seekable():
+	case a[2] != 0 && !in.Seekable():
 		return 0, unix.ESPIPE
 	case a[2] == 0:
-		at = in.off
+		at = in.Off
 	}
 	if err := verifyArea(at, count); err != nil {
 		return 0, err
 	}
 	count = min(count, maxRWCount) // before the output's check
-	out, err := fds.get(a[0])
+	out, err := fds.Get(a[0])
 	switch {
 	case err != nil:
 		return 0, err
-	case !out.writable():
+	case !out.Writable():
 		return 0, unix.EBADF
-	case out.pipe == nil && out.flags&unix.O_APPEND != 0:
+	case !out.IsPipe() && out.Flags&unix.O_APPEND != 0:
 		return 0, unix.EINVAL // splice refuses to append
-	case in.node == nil || in.node.dir:
+	case in.Node() == nil || in.Node().Dir:
 		return 0, unix.EINVAL // nothing to splice from
 	}
-	if out.seekable() {
-		if err := verifyArea(out.off, count); err != nil {
+	if out.Seekable() {
+		if err := verifyArea(out.Off, count); err != nil {
 			return 0, err
 		}
 	}
 	buf := make([]byte, min(count, maxIO))
-	n, err := t.k.readFile(in, buf, at)
+	n, err := t.readFile(in, buf, at)
 	if err != nil {
 		return 0, err
 	}
-	w, err := t.k.writeFile(out, buf[:n], out.off)
+	w, err := t.writeFile(out, buf[:n], out.Off)
 	if err != nil {
 		return 0, err
 	}
-	if out.seekable() {
-		out.off += int64(w)
+	if out.Seekable() {
+		out.Off += int64(w)
 	}
 	if a[2] != 0 {
 		return uint64(w), memErr(t.proc.as.putUint64(a[2], uint64(at+int64(w))))
 	}
-	in.off = at + int64(w)
+	in.Off = at + int64(w)
 	return uint64(w), nil
 }
 
@@ -108,7 +109,7 @@ const (
 	// maxFileSize is the largest offset and file size, tmpfs's
 	// (MAX_LFS_FILESIZE): the program's files are in memory. Before that
 	// the 1 GiB of all files runs out (ENOSPC).
-	maxFileSize = math.MaxInt64
+	maxFileSize = vfs.MaxFileSize
 	// maxRWCount is MAX_RW_COUNT, the most one call moves.
 	maxRWCount = 0x7ffff000
 )
@@ -140,90 +141,47 @@ func (t *thread) path(dirfd, va uint64) (string, error) {
 	if p[0] == '/' || dirfd == atFDCWD {
 		return p, nil
 	}
-	d, err := t.proc.fds.get(dirfd)
+	d, err := t.proc.fds.Get(dirfd)
 	if err != nil {
 		return "", err
 	}
-	if d.node == nil || !d.node.dir {
+	if d.Node() == nil || !d.Node().Dir {
 		return "", unix.ENOTDIR
 	}
-	dir, ok := t.k.dirPath(d.node)
+	dir, ok := t.k.fs.DirPath(d.Node())
 	if !ok {
 		return "", unix.ENOENT
 	}
 	return dir + "/" + p, nil
 }
 
-// dirPath finds the path of directory n (directories are few and shallow).
-func (k *Kernel) dirPath(n *node) (string, bool) {
-	var walk func(at *node, p string) (string, bool)
-	walk = func(at *node, p string) (string, bool) {
-		if at == n {
-			return p, true
-		}
-		for name, c := range at.children {
-			if c.dir {
-				if found, ok := walk(c, p+"/"+name); ok {
-					return found, true
-				}
-			}
-		}
-		return "", false
+// readFile reads f at off for t: a read that would block waits on f's
+// queue and runs again when it changes.
+func (t *thread) readFile(f *openFile, b []byte, off int64) (int, error) {
+	n, err := f.Read(b, off)
+	if err == vfs.ErrWouldBlock {
+		return 0, t.blockOnFiles(f)
 	}
-	return walk(k.fs.root, "")
+	return n, err
 }
 
-func (k *Kernel) readFile(f *openFile, b []byte, off int64) (int, error) {
-	switch {
-	case !f.readable():
-		return 0, unix.EBADF
-	case f.pipe != nil:
-		return f.pipe.read(k, f, b)
-	case f.console:
-		return 0, nil // stdin is empty
-	case f.node.dir:
-		return 0, unix.EISDIR
-	case f.node.dev != nil:
-		return f.node.dev.read(k, b)
-	}
-	if off >= int64(len(f.node.data)) {
-		return 0, nil
-	}
-	return copy(b, f.node.data[off:]), nil
-}
-
-func (k *Kernel) writeFile(f *openFile, b []byte, off int64) (int, error) {
-	switch {
-	case !f.writable():
-		return 0, unix.EBADF
-	case f.pipe != nil:
-		return f.pipe.write(k, f, b)
-	case f.console:
-		return k.m.Console().Write(b)
-	case f.node.dev != nil:
-		return f.node.dev.write(b)
-	case len(b) == 0:
-		return 0, nil // nothing written, the file not extended
-	case off >= maxFileSize:
-		return 0, unix.EFBIG
-	}
-	// generic_write_checks: what fits below the largest offset.
-	b = b[:min(int64(len(b)), maxFileSize-off)]
-	n := f.node
-	end := off + int64(len(b))
-	if end > int64(len(n.data)) {
-		if err := k.resize(n, end); err != nil {
+// writeFile writes b to f at off for t: a write that would block waits
+// as readFile does; one to a pipe no one reads raises SIGPIPE and fails
+// with EPIPE.
+func (t *thread) writeFile(f *openFile, b []byte, off int64) (int, error) {
+	n, err := f.Write(b, off)
+	switch err {
+	case vfs.ErrWouldBlock:
+		return 0, t.blockOnFiles(f)
+	case vfs.ErrNoReaders:
+		sig := uint64(unix.SIGPIPE)
+		if err := t.k.signal(t, sig, siginfo(sig, siUser, uint64(t.proc.pid))); err != nil {
 			return 0, err
 		}
+		return 0, unix.EPIPE
 	}
-	n.written = true
-	return copy(n.data[off:], b), nil
+	return n, err
 }
-
-// seekable reports whether f has a position (Linux's FMODE_LSEEK and
-// FMODE_PREAD): a file, directory or device has; a pipe or the console
-// has not.
-func (f *openFile) seekable() bool { return f.node != nil }
 
 // rw moves up to n bytes between the guest buffer at va and the file fd:
 // at *pos (pread, pwrite), or at and advancing the file's offset (pos
@@ -232,31 +190,31 @@ func (t *thread) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
 	if pos != nil && *pos < 0 {
 		return 0, unix.EINVAL // before the descriptor
 	}
-	f, err := t.proc.fds.get(fd)
+	f, err := t.proc.fds.Get(fd)
 	switch {
 	case err != nil:
 		return 0, err
-	case pos != nil && !f.seekable():
+	case pos != nil && !f.Seekable():
 		return 0, unix.ESPIPE
-	case write && !f.writable(), !write && !f.readable():
+	case write && !f.Writable(), !write && !f.Readable():
 		return 0, unix.EBADF
 	case !userRange(va, n):
 		return 0, unix.EFAULT
 	}
-	at := f.off
+	at := f.Off
 	if pos != nil {
 		at = *pos
 	}
-	if f.seekable() {
+	if f.Seekable() {
 		if err := verifyArea(at, n); err != nil {
 			return 0, err
 		}
 	}
-	if n == 0 && f.pipe != nil {
+	if n == 0 && f.IsPipe() {
 		return 0, nil // neither blocks nor raises SIGPIPE
 	}
-	if write && f.flags&unix.O_APPEND != 0 && f.node != nil {
-		at = int64(len(f.node.data)) // pwrite too, as on Linux
+	if write && f.Flags&unix.O_APPEND != 0 && f.Node() != nil {
+		at = f.Node().Size() // pwrite too, as on Linux
 	}
 	b := make([]byte, min(n, maxIO))
 	var done int
@@ -264,9 +222,9 @@ func (t *thread) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
 		if err := t.proc.as.read(va, b); err != nil {
 			return 0, memErr(err)
 		}
-		done, err = t.k.writeFile(f, b, at)
+		done, err = t.writeFile(f, b, at)
 	} else {
-		done, err = t.k.readFile(f, b, at)
+		done, err = t.readFile(f, b, at)
 		if err == nil {
 			err = memErr(t.proc.as.write(va, b[:done]))
 		}
@@ -274,8 +232,8 @@ func (t *thread) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if pos == nil && f.seekable() {
-		f.off = at + int64(done)
+	if pos == nil && f.Seekable() {
+		f.Off = at + int64(done)
 	}
 	return uint64(done), nil
 }
@@ -303,11 +261,11 @@ type iovec struct{ base, len uint64 }
 // clamped to MAX_RW_COUNT. Then it moves segment by segment, stopping at a
 // short transfer.
 func (t *thread) vectored(fd, va, count uint64, write bool) (uint64, error) {
-	f, err := t.proc.fds.get(fd)
+	f, err := t.proc.fds.Get(fd)
 	switch {
 	case err != nil:
 		return 0, err
-	case write && !f.writable(), !write && !f.readable():
+	case write && !f.Writable(), !write && !f.Readable():
 		return 0, unix.EBADF
 	case count == 0:
 		return 0, nil
@@ -340,8 +298,8 @@ func (t *thread) vectored(fd, va, count uint64, write bool) (uint64, error) {
 	if total == 0 {
 		return 0, nil
 	}
-	if f.seekable() {
-		if err := verifyArea(f.off, total); err != nil {
+	if f.Seekable() {
+		if err := verifyArea(f.Off, total); err != nil {
 			return 0, err
 		}
 	}
@@ -372,71 +330,22 @@ func (t *thread) vectored(fd, va, count uint64, write bool) (uint64, error) {
 func sysReadv(t *thread, a args) (uint64, error)  { return t.vectored(a[0], a[1], a[2], false) }
 func sysWritev(t *thread, a args) (uint64, error) { return t.vectored(a[0], a[1], a[2], true) }
 
-// sysLseek moves a file's offset as tmpfs does (generic_file_llseek_size
-// up to MAX_LFS_FILESIZE; a directory's as dcache_dir_lseek). A device's
-// offset stays 0 (null_lseek); a pipe or the console has none.
+// sysLseek moves a file's offset: each kind of file moves its own
+// (vfs: a regular file's as tmpfs does, a directory's as
+// dcache_dir_lseek, a device's stays 0); a pipe or the console has none.
 func sysLseek(t *thread, a args) (uint64, error) {
-	f, err := t.proc.fds.get(a[0])
+	f, err := t.proc.fds.Get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	off, whence := int64(a[1]), a[2]
-	switch {
-	case whence > unix.SEEK_HOLE: // SEEK_MAX
-		return 0, unix.EINVAL
-	case !f.seekable():
-		return 0, unix.ESPIPE
-	case f.node.dev != nil:
-		return 0, nil
-	case f.node.dir:
-		return seekDir(f, off, whence)
-	}
-	size := int64(len(f.node.data))
-	switch whence {
-	case unix.SEEK_CUR:
-		if off == 0 {
-			return uint64(f.off), nil
-		}
-		off += f.off // wraps negative past the largest offset, as in C
-	case unix.SEEK_END:
-		off += size
-	case unix.SEEK_DATA, unix.SEEK_HOLE:
-		// A file here has no holes: its data runs to its end.
-		if off < 0 || off >= size {
-			return 0, unix.ENXIO
-		}
-		if whence == unix.SEEK_HOLE {
-			off = size
-		}
-	}
-	if off < 0 {
-		return 0, unix.EINVAL
-	}
-	f.off = off
-	return uint64(off), nil
-}
-
-// seekDir moves a directory's position, which getdents reads from.
-func seekDir(f *openFile, off int64, whence uint64) (uint64, error) {
-	switch whence {
-	case unix.SEEK_CUR:
-		off += int64(f.dirPos)
-	case unix.SEEK_SET:
-	default:
-		return 0, unix.EINVAL
-	}
-	if off < 0 {
-		return 0, unix.EINVAL
-	}
-	f.dirPos = int(min(off, 1<<30))
-	return uint64(off), nil
+	return f.Lseek(int64(a[1]), a[2])
 }
 
 func sysClose(t *thread, a args) (uint64, error) {
-	if _, err := t.proc.fds.get(a[0]); err != nil {
+	if _, err := t.proc.fds.Get(a[0]); err != nil {
 		return 0, err
 	}
-	t.proc.fds.close(t.k, int(a[0]))
+	t.proc.fds.Close(int(a[0]))
 	return 0, nil
 }
 
@@ -452,118 +361,118 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 	flags := a[2]
 	creat := flags&unix.O_CREAT != 0
 	if creat {
-		e, err := t.k.fs.parent(p)
+		e, err := t.k.fs.Parent(p)
 		if err != nil {
 			return 0, err
 		}
-		if e.slash && e.named() {
+		if e.Slash && e.Named() {
 			return 0, unix.EISDIR
 		}
 	}
-	n, err := t.k.fs.lookup(p)
+	n, err := t.k.fs.Lookup(p)
 	switch {
 	case err == unix.ENOENT && creat:
-		if n, err = t.k.fs.add(p, nil, uint32(a[3])&0o777); err != nil {
+		if n, err = t.k.fs.Add(p, nil, uint32(a[3])&0o777); err != nil {
 			return 0, unix.ENOSPC
 		}
-		n.written = true
+		n.Written = true
 	case err != nil:
 		return 0, err
 	case creat && flags&unix.O_EXCL != 0:
 		return 0, unix.EEXIST
-	case creat && n.dir:
+	case creat && n.Dir:
 		return 0, unix.EISDIR
-	case flags&unix.O_DIRECTORY != 0 && !n.dir:
+	case flags&unix.O_DIRECTORY != 0 && !n.Dir:
 		return 0, unix.ENOTDIR
-	case n.dir && flags&unix.O_ACCMODE != unix.O_RDONLY:
+	case n.Dir && flags&unix.O_ACCMODE != unix.O_RDONLY:
 		return 0, unix.EISDIR
 	}
-	if flags&unix.O_TRUNC != 0 && !n.dir && n.dev == nil && flags&unix.O_ACCMODE != unix.O_RDONLY {
-		t.k.budget.release(fileBytes, int64(len(n.data)))
-		t.k.moveContents(n, nil)
-		n.written = true
+	if flags&unix.O_TRUNC != 0 && n.IsRegular() && flags&unix.O_ACCMODE != unix.O_RDONLY {
+		t.k.fs.Discard(n)
+		n.Written = true
 	}
-	fd, err := t.proc.fds.install(&openFile{node: n, path: p, flags: flags}, flags&unix.O_CLOEXEC != 0, 0)
-	if err == nil {
-		n.opens++
+	f := t.k.fs.Open(n, p, flags)
+	fd, err := t.proc.fds.Install(f, flags&unix.O_CLOEXEC != 0, 0)
+	if err != nil {
+		f.Release() // never installed
 	}
 	return uint64(fd), err
 }
 
-// sysIoctl: no descriptor is a terminal.
+// sysIoctl asks the file (no kind here is a terminal).
 func sysIoctl(t *thread, a args) (uint64, error) {
-	if _, err := t.proc.fds.get(a[0]); err != nil {
+	f, err := t.proc.fds.Get(a[0])
+	if err != nil {
 		return 0, err
 	}
-	return 0, unix.ENOTTY
+	return f.Ioctl(a[1], a[2])
 }
 
 func sysFcntl(t *thread, a args) (uint64, error) {
-	f, err := t.proc.fds.get(a[0])
+	f, err := t.proc.fds.Get(a[0])
 	if err != nil {
 		return 0, err
 	}
 	e := t.proc.fds[int(a[0])]
 	switch a[1] {
 	case unix.F_DUPFD, unix.F_DUPFD_CLOEXEC:
-		if a[2] >= maxFDs {
+		if a[2] >= vfs.MaxFDs {
 			return 0, unix.EINVAL
 		}
-		fd, err := t.proc.fds.install(f, a[1] == unix.F_DUPFD_CLOEXEC, int(a[2]))
+		fd, err := t.proc.fds.Install(f, a[1] == unix.F_DUPFD_CLOEXEC, int(a[2]))
 		return uint64(fd), err
 	case unix.F_GETFD:
-		if e.cloexec {
+		if e.Cloexec {
 			return unix.FD_CLOEXEC, nil
 		}
 		return 0, nil
 	case unix.F_SETFD:
-		e.cloexec = a[2]&unix.FD_CLOEXEC != 0
+		e.Cloexec = a[2]&unix.FD_CLOEXEC != 0
 		return 0, nil
 	case unix.F_GETFL:
-		return f.flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_CLOEXEC), nil
+		return f.Flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_CLOEXEC), nil
 	case unix.F_SETFL:
 		const settable = unix.O_APPEND | unix.O_NONBLOCK
-		f.flags = f.flags&^settable | a[2]&settable
+		f.Flags = f.Flags&^settable | a[2]&settable
 		return 0, nil
 	}
 	return 0, unix.EINVAL
 }
 
 func (t *thread) dup3(oldfd, newfd, flags uint64, dup2 bool) (uint64, error) {
-	f, err := t.proc.fds.get(oldfd)
+	f, err := t.proc.fds.Get(oldfd)
 	if err != nil {
 		return 0, err
 	}
 	switch {
-	case newfd >= maxFDs:
+	case newfd >= vfs.MaxFDs:
 		return 0, unix.EBADF
 	case oldfd == newfd && dup2:
 		return newfd, nil
 	case oldfd == newfd || flags&^unix.O_CLOEXEC != 0:
 		return 0, unix.EINVAL
 	}
-	t.proc.fds.close(t.k, int(newfd))
-	f.refs++
-	t.proc.fds[int(newfd)] = &fdEntry{file: f, cloexec: flags&unix.O_CLOEXEC != 0}
+	t.proc.fds.Set(int(newfd), f, flags&unix.O_CLOEXEC != 0)
 	return newfd, nil
 }
 
 func sysGetdents64(t *thread, a args) (uint64, error) {
-	f, err := t.proc.fds.get(a[0])
+	f, err := t.proc.fds.Get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	if f.node == nil || !f.node.dir {
+	dir := f.Node()
+	if dir == nil || !dir.Dir {
 		return 0, unix.ENOTDIR
 	}
-	names := append([]string{".", ".."}, f.node.names()...)
+	names := append([]string{".", ".."}, dir.Names()...)
 	var out []byte
-	for ; f.dirPos < len(names); f.dirPos++ {
-		name := names[f.dirPos]
-		ino, typ := f.node.ino, uint8(unix.DT_DIR)
-		if c, ok := f.node.children[name]; ok {
-			ino = c.ino
-			if !c.dir {
+	for ; f.DirPos < len(names); f.DirPos++ {
+		name := names[f.DirPos]
+		ino, typ := dir.Ino, uint8(unix.DT_DIR)
+		if c, ok := dir.Child(name); ok {
+			ino = c.Ino
+			if !c.Dir {
 				typ = unix.DT_REG
 			}
 		}
@@ -576,7 +485,7 @@ func sysGetdents64(t *thread, a args) (uint64, error) {
 		}
 		rec := make([]byte, reclen)
 		binary.LittleEndian.PutUint64(rec, ino)
-		binary.LittleEndian.PutUint64(rec[8:], uint64(f.dirPos+1)) // d_off: the next entry's position
+		binary.LittleEndian.PutUint64(rec[8:], uint64(f.DirPos+1)) // d_off: the next entry's position
 		binary.LittleEndian.PutUint16(rec[16:], uint16(reclen))
 		rec[18] = typ
 		copy(rec[19:], name)
@@ -587,12 +496,12 @@ func sysGetdents64(t *thread, a args) (uint64, error) {
 
 // parentOf resolves a path argument to the entry it creates, removes or
 // renames.
-func (t *thread) parentOf(dirfd, va uint64) (entry, error) {
+func (t *thread) parentOf(dirfd, va uint64) (vfs.Entry, error) {
 	p, err := t.path(dirfd, va)
 	if err != nil {
-		return entry{}, err
+		return vfs.Entry{}, err
 	}
-	return t.k.fs.parent(p)
+	return t.k.fs.Parent(p)
 }
 
 // sysUnlinkat removes a file, or (AT_REMOVEDIR) an empty directory, with
@@ -603,31 +512,7 @@ func sysUnlinkat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	rmdir := a[2]&unix.AT_REMOVEDIR != 0
-	switch {
-	case !rmdir && !e.named():
-		return 0, unix.EISDIR
-	case rmdir && e.name == ".":
-		return 0, unix.EINVAL
-	case rmdir && e.name == "..":
-		return 0, unix.ENOTEMPTY
-	case rmdir && e.name == "":
-		return 0, unix.EBUSY
-	}
-	n, ok := e.dir.children[e.name]
-	switch {
-	case !ok:
-		return 0, unix.ENOENT
-	case n.dir && !rmdir:
-		return 0, unix.EISDIR
-	case n.dir && len(n.children) > 0:
-		return 0, unix.ENOTEMPTY
-	case !n.dir && (rmdir || e.slash):
-		return 0, unix.ENOTDIR
-	}
-	delete(e.dir.children, e.name)
-	t.k.unlinked(n)
-	return 0, nil
+	return 0, t.k.fs.Remove(e, a[2]&unix.AT_REMOVEDIR != 0)
 }
 
 func sysMkdirat(t *thread, a args) (uint64, error) {
@@ -640,19 +525,11 @@ func sysMkdirat(t *thread, a args) (uint64, error) {
 		// name: a directory here is found by its path.
 		return 0, unix.ENAMETOOLONG
 	}
-	e, err := t.k.fs.parent(p)
+	e, err := t.k.fs.Parent(p)
 	if err != nil {
 		return 0, err
 	}
-	if _, ok := e.dir.children[e.name]; ok || !e.named() {
-		return 0, unix.EEXIST
-	}
-	n, err := t.k.fs.newNode(true, uint32(a[2])&0o777)
-	if err != nil {
-		return 0, err
-	}
-	e.dir.children[e.name] = n
-	return 0, nil
+	return 0, t.k.fs.Mkdir(e, uint32(a[2])&0o777)
 }
 
 func sysFaccessat(t *thread, a args) (uint64, error) {
@@ -660,11 +537,11 @@ func sysFaccessat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := t.k.fs.lookup(p)
+	n, err := t.k.fs.Lookup(p)
 	if err != nil {
 		return 0, err
 	}
-	if a[2]&unix.X_OK != 0 && !n.dir && n.mode&0o111 == 0 {
+	if a[2]&unix.X_OK != 0 && !n.Dir && n.Mode&0o111 == 0 {
 		return 0, unix.EACCES
 	}
 	return 0, nil
@@ -682,7 +559,7 @@ func sysReadlinkat(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	if p != "/proc/self/exe" {
-		if _, err := t.k.fs.lookup(p); err != nil {
+		if _, err := t.k.fs.Lookup(p); err != nil {
 			return 0, err
 		}
 		return 0, unix.EINVAL // not a link: there are none
@@ -705,13 +582,13 @@ func sysChdir(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := t.k.fs.lookup(p)
+	n, err := t.k.fs.Lookup(p)
 	switch {
 	case err != nil:
 		return 0, err
-	case !n.dir:
+	case !n.Dir:
 		return 0, unix.ENOTDIR
-	case n != t.k.fs.root:
+	case n != t.k.fs.Root():
 		return 0, unix.EACCES
 	}
 	return 0, nil
@@ -723,37 +600,30 @@ func sysPipe2(t *thread, a args) (uint64, error) {
 	if a[1]&^(unix.O_CLOEXEC|unix.O_NONBLOCK) != 0 {
 		return 0, unix.EINVAL
 	}
-	// Each open pipe charges its capacity, as Linux accounts a user's
-	// pipe pages: past the soft limit a new pipe is small, past the hard
-	// one (the budget's) pipe fails with ENFILE.
-	p := &pipe{capacity: pipeCapacity, readers: 1, writers: 1}
-	if t.k.budget[pipeBytes]+pipeCapacity > pipeSoftBytes {
-		p.capacity = smallPipeCapacity
-	}
-	if err := t.k.budget.charge(pipeBytes, int64(p.capacity)); err != nil {
+	r, w, err := vfs.NewPipe(t.k.budget, a[1])
+	if err != nil {
 		return 0, err
 	}
 	cloexec := a[1]&unix.O_CLOEXEC != 0
-	r := &openFile{pipe: p, flags: unix.O_RDONLY | a[1]&unix.O_NONBLOCK}
-	w := &openFile{pipe: p, flags: unix.O_WRONLY | a[1]&unix.O_NONBLOCK}
 	fds := t.proc.fds
-	rfd, err := fds.install(r, cloexec, 0)
+	rfd, err := fds.Install(r, cloexec, 0)
 	if err != nil {
-		t.k.budget.release(pipeBytes, int64(p.capacity))
+		r.Release() // neither end installed
+		w.Release()
 		return 0, err
 	}
-	wfd, err := fds.install(w, cloexec, 0)
+	wfd, err := fds.Install(w, cloexec, 0)
 	if err != nil {
-		p.closeEnd(t.k, true) // the write end, never installed
-		fds.close(t.k, rfd)
+		w.Release() // the write end, never installed
+		fds.Close(rfd)
 		return 0, err
 	}
 	var b [8]byte
 	b[0], b[1], b[2], b[3] = byte(rfd), byte(rfd>>8), byte(rfd>>16), byte(rfd>>24)
 	b[4], b[5], b[6], b[7] = byte(wfd), byte(wfd>>8), byte(wfd>>16), byte(wfd>>24)
 	if err := t.proc.as.write(a[0], b[:]); err != nil {
-		fds.close(t.k, rfd)
-		fds.close(t.k, wfd)
+		fds.Close(rfd)
+		fds.Close(wfd)
 		return 0, memErr(err)
 	}
 	return 0, nil

@@ -61,12 +61,12 @@ func sysMmap(t *thread, a args) (uint64, error) {
 	}
 	var file *openFile
 	if flags&unix.MAP_ANONYMOUS == 0 {
-		f, err := t.proc.fds.get(a[4])
+		f, err := t.proc.fds.Get(a[4])
 		if err != nil {
 			return 0, err
 		}
 		switch {
-		case f.node == nil || f.node.dir || f.node.dev != nil:
+		case f.Node() == nil || !f.Node().IsRegular():
 			return 0, unix.ENODEV
 		case a[5]&pageMask != 0:
 			return 0, unix.EINVAL
@@ -74,7 +74,7 @@ func sysMmap(t *thread, a args) (uint64, error) {
 			return 0, unix.EOVERFLOW // past the largest offset (file_mmap_ok)
 		case flags&unix.MAP_SHARED != 0 && a[2]&unix.PROT_WRITE != 0:
 			return 0, unix.ENODEV // writes through a shared mapping would not reach the file
-		case !f.readable():
+		case !f.Readable():
 			return 0, unix.EACCES
 		}
 		file = f
@@ -110,15 +110,15 @@ func sysMmap(t *thread, a args) (uint64, error) {
 	if file != nil {
 		// A private copy of the file's pages; past the end of the file,
 		// zeros (Linux would raise SIGBUS there, past the last page).
-		if off := a[5]; off < uint64(len(file.node.data)) {
-			data := file.node.data[off:]
+		if off := a[5]; off < uint64(file.Node().Size()) {
+			data := file.Node().Contents()[off:]
 			if err := t.proc.as.Load(addr, data[:min(uint64(len(data)), length)]); err != nil {
 				return 0, err
 			}
 		}
-		file.node.mapped = true
-		m := Mapping{Path: file.path, Start: addr, End: addr + length, Offset: a[5], Exec: p&protExec != 0}
-		if err := t.k.mapped(t.proc, m, file.node.data); err != nil {
+		file.Node().Mapped = true
+		m := Mapping{Path: file.Path, Start: addr, End: addr + length, Offset: a[5], Exec: p&protExec != 0}
+		if err := t.k.mapped(t.proc, m, file.Node().Contents()); err != nil {
 			return 0, err
 		}
 	}

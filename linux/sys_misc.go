@@ -37,7 +37,7 @@ func setID(have uint64) handler {
 // fdOnly is a call that checks its descriptor and does nothing more (the
 // program's files are in memory: nothing to sync).
 func fdOnly(t *thread, a args) (uint64, error) {
-	_, err := t.proc.fds.get(a[0])
+	_, err := t.proc.fds.Get(a[0])
 	return 0, err
 }
 
@@ -89,17 +89,17 @@ func sysFtruncate(t *thread, a args) (uint64, error) {
 	if n < 0 {
 		return 0, unix.EINVAL
 	}
-	f, err := t.proc.fds.get(a[0])
+	f, err := t.proc.fds.Get(a[0])
 	if err != nil {
 		return 0, err
 	}
-	if f.node == nil || f.node.dir || f.node.dev != nil || !f.writable() {
+	if f.Node() == nil || !f.Node().IsRegular() || !f.Writable() {
 		return 0, unix.EINVAL
 	}
-	if n > maxFileBytes || t.k.resize(f.node, n) != nil {
+	if n > maxFileBytes || t.k.fs.Resize(f.Node(), n) != nil {
 		return 0, unix.EFBIG
 	}
-	f.node.written = true
+	f.Node().Written = true
 	return 0, nil
 }
 
@@ -147,41 +147,5 @@ func sysRenameat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !from.named() || !to.named() {
-		return 0, unix.EBUSY // the root, "." or ".."
-	}
-	oldName, newName := from.name, to.name
-	n, ok := from.dir.children[oldName]
-	switch {
-	case !ok:
-		return 0, unix.ENOENT
-	case !n.dir && (from.slash || to.slash):
-		return 0, unix.ENOTDIR
-	case to.dir.children[newName] != nil && to.dir.children[newName].dir != n.dir:
-		return 0, unix.EISDIR
-	case n.dir && to.dir.children[newName] != nil && len(to.dir.children[newName].children) > 0:
-		return 0, unix.ENOTEMPTY
-	case n.dir && holds(n, to.dir):
-		return 0, unix.EINVAL // a directory moved into itself would be a cycle
-	}
-	delete(from.dir.children, oldName)
-	if replaced := to.dir.children[newName]; replaced != nil && replaced != n {
-		t.k.unlinked(replaced)
-	}
-	to.dir.children[newName] = n
-	n.written = true
-	return 0, nil
-}
-
-// holds reports whether directory d is dir or lies below it.
-func holds(dir, d *node) bool {
-	if dir == d {
-		return true
-	}
-	for _, c := range dir.children {
-		if c.dir && holds(c, d) {
-			return true
-		}
-	}
-	return false
+	return 0, t.k.fs.Rename(from, to)
 }

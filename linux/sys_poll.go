@@ -5,13 +5,12 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
-// pollEvent is what a thread in poll waits on: any pipe's change.
-type pollEvent struct{}
-
 // maxPollFDs bounds one poll's descriptors (RLIMIT_NOFILE).
-const maxPollFDs = maxFDs
+const maxPollFDs = vfs.MaxFDs
 
 func sysPoll(t *thread, a args) (uint64, error) {
 	timeout := time.Duration(-1)
@@ -34,7 +33,8 @@ func sysPpoll(t *thread, a args) (uint64, error) {
 }
 
 // poll reports the descriptors that are ready; with none, it waits (up
-// to timeout; negative: for ever) for a pipe to change and looks again.
+// to timeout; negative: for ever) for one of them to change and looks
+// again.
 func (t *thread) poll(va, n uint64, timeout time.Duration) (uint64, error) {
 	if n > maxPollFDs {
 		return 0, unix.EINVAL
@@ -44,13 +44,16 @@ func (t *thread) poll(va, n uint64, timeout time.Duration) (uint64, error) {
 		return 0, memErr(err)
 	}
 	ready := uint64(0)
+	var polled []*openFile
 	le := binary.LittleEndian
 	for i := uint64(0); i < n; i++ {
 		e := fds[i*8:]
 		fd, events := int32(le.Uint32(e)), int16(le.Uint16(e[4:]))
 		revents := int16(0)
 		if fd >= 0 {
-			revents = t.readiness(uint64(fd), events)
+			var f *openFile
+			revents, f = t.readiness(uint64(fd), events)
+			polled = appendFile(polled, f)
 		}
 		le.PutUint16(e[6:], uint16(revents))
 		if revents != 0 {
@@ -60,7 +63,7 @@ func (t *thread) poll(va, n uint64, timeout time.Duration) (uint64, error) {
 	if ready > 0 || timeout == 0 || t.timeUp() {
 		return ready, memErr(t.proc.as.write(va, fds))
 	}
-	return t.waitReady(timeout)
+	return t.waitReady(timeout, polled)
 }
 
 // timeUp reports, once, whether the running thread's poll or select has
@@ -71,54 +74,39 @@ func (t *thread) timeUp() bool {
 	return up
 }
 
-// waitReady waits (up to timeout; negative: for ever) for a pipe to
-// change, and the call looks again.
-func (t *thread) waitReady(timeout time.Duration) (uint64, error) {
+// waitReady waits (up to timeout; negative: for ever) for one of the
+// polled files to change, and the call looks again.
+func (t *thread) waitReady(timeout time.Duration, polled []*openFile) (uint64, error) {
 	if timeout < 0 {
-		return 0, t.blockOn(pollEvent{})
+		return 0, t.blockOnFiles(polled...)
 	}
 	now, err := t.k.now(unix.CLOCK_MONOTONIC)
 	if err != nil {
 		return 0, err
 	}
-	err = t.blockOn(pollEvent{})
+	err = t.blockOnFiles(polled...)
 	t.deadline, t.wakeErr = now+timeout, 0 // a tick past it ends the wait: 0 ready
 	return 0, err
 }
 
 // readiness is what fd is ready for, of events (POLLIN, POLLOUT), with
-// POLLHUP, POLLERR and POLLNVAL as Linux reports them.
-func (t *thread) readiness(fd uint64, events int16) int16 {
-	f, err := t.proc.fds.get(fd)
+// POLLHUP, POLLERR and POLLNVAL as Linux reports them, and its file (nil
+// for a descriptor not open).
+func (t *thread) readiness(fd uint64, events int16) (int16, *openFile) {
+	f, err := t.proc.fds.Get(fd)
 	if err != nil {
-		return unix.POLLNVAL
+		return unix.POLLNVAL, nil
 	}
-	var r int16
-	switch p := f.pipe; {
-	case p == nil: // files and the console never make a reader or writer wait
-		r = unix.POLLIN | unix.POLLOUT
-	case f.readable():
-		if len(p.buf) > 0 {
-			r |= unix.POLLIN
-		}
-		if p.writers == 0 {
-			r |= unix.POLLHUP
-		}
-	default:
-		if len(p.buf) < p.capacity {
-			r |= unix.POLLOUT
-		}
-		if p.readers == 0 {
-			r |= unix.POLLERR
-		}
+	return int16(f.Readiness(vfs.Events(events))), f
+}
+
+// appendFile adds f to the files a poll waits on if its readiness can
+// change (it has a queue); a file polled twice is registered once.
+func appendFile(polled []*openFile, f *openFile) []*openFile {
+	if f == nil || f.Queue() == nil {
+		return polled
 	}
-	if !f.readable() {
-		r &^= unix.POLLIN
-	}
-	if !f.writable() {
-		r &^= unix.POLLOUT
-	}
-	return r & (events | unix.POLLHUP | unix.POLLERR)
+	return append(polled, f)
 }
 
 func sysSelect(t *thread, a args) (uint64, error) {
@@ -150,7 +138,7 @@ func sysPselect6(t *thread, a args) (uint64, error) {
 // selectFDs is select over the read, write and except sets at sets (0:
 // none) of descriptors below n, as poll does it.
 func (t *thread) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uint64, error) {
-	if n > maxFDs {
+	if n > vfs.MaxFDs {
 		return 0, unix.EINVAL
 	}
 	words := (n + 63) / 64
@@ -169,13 +157,15 @@ func (t *thread) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uin
 		}
 	}
 	ready := uint64(0)
+	var polled []*openFile
 	events := [3]int16{unix.POLLIN, unix.POLLOUT, unix.POLLPRI}
 	for fd := uint64(0); fd < n; fd++ {
 		for i := range in {
 			if in[i][fd/64]&(1<<(fd%64)) == 0 {
 				continue
 			}
-			r := t.readiness(fd, events[i])
+			r, f := t.readiness(fd, events[i])
+			polled = appendFile(polled, f)
 			if r&unix.POLLNVAL != 0 {
 				return 0, unix.EBADF
 			}
@@ -186,7 +176,7 @@ func (t *thread) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uin
 		}
 	}
 	if ready == 0 && timeout != 0 && !t.timeUp() {
-		return t.waitReady(timeout)
+		return t.waitReady(timeout, polled)
 	}
 	for i, va := range sets {
 		if va == 0 {

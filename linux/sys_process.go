@@ -76,7 +76,7 @@ func sysUname(t *thread, a args) (uint64, error) {
 const rlimits = 16
 
 // Resource limits: the stack is what the VMM maps, descriptors and
-// processes are what the kernel bounds (fd.go, budget.go); the rest
+// processes are what the kernel bounds (vfs/fd.go, budget.go); the rest
 // unlimited.
 func sysPrlimit(t *thread, a args) (uint64, error) {
 	if a[0] != 0 && a[0] != pid {

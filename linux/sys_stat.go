@@ -29,20 +29,20 @@ type attrs struct {
 
 // attrsOf describes an open file or a node (f nil).
 func attrsOf(f *openFile, n *node) attrs {
-	if f != nil && (f.console || f.pipe != nil) {
+	if f != nil && f.IsStream() {
 		// A pipe, as when a program's output is piped on the host: the C
 		// library buffers it the same way.
 		return attrs{dev: pipeDev, ino: 1, nlink: 1, mode: unix.S_IFIFO | 0o600}
 	}
 	if f != nil {
-		n = f.node
+		n = f.Node()
 	}
-	a := attrs{dev: rootDev, ino: n.ino, nlink: 1, mode: n.mode, size: int64(len(n.data))}
+	a := attrs{dev: rootDev, ino: n.Ino, nlink: 1, mode: n.Mode, size: n.Size()}
 	switch {
-	case n.dir:
+	case n.Dir:
 		a.mode |= unix.S_IFDIR
 		a.nlink, a.size = 2, pageSize
-	case n.dev != nil:
+	case n.IsDevice():
 		a.mode |= unix.S_IFCHR
 		a.rdev, a.size = unix.Mkdev(1, 3), 0
 	default:
@@ -73,7 +73,7 @@ func (k *Kernel) stat(a attrs) []byte {
 }
 
 func sysFstat(t *thread, a args) (uint64, error) {
-	f, err := t.proc.fds.get(a[0])
+	f, err := t.proc.fds.Get(a[0])
 	if err != nil {
 		return 0, err
 	}
@@ -87,7 +87,7 @@ func (t *thread) statTarget(dirfd, path, flags uint64) (attrs, error) {
 		return attrs{}, memErr(err)
 	}
 	if p == "" && flags&unix.AT_EMPTY_PATH != 0 {
-		f, err := t.proc.fds.get(dirfd)
+		f, err := t.proc.fds.Get(dirfd)
 		if err != nil {
 			return attrs{}, err
 		}
@@ -97,7 +97,7 @@ func (t *thread) statTarget(dirfd, path, flags uint64) (attrs, error) {
 	if err != nil {
 		return attrs{}, err
 	}
-	n, err := t.k.fs.lookup(full)
+	n, err := t.k.fs.Lookup(full)
 	if err != nil {
 		return attrs{}, err
 	}

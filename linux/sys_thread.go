@@ -6,6 +6,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/vfs"
 
 	"golang.org/x/sys/unix"
 )
@@ -125,13 +126,13 @@ func sysExecve(t *thread, a args) (uint64, error) {
 		path = t.proc.exe
 	}
 	// The file first, as Linux does, then the strings.
-	n, err := t.k.fs.lookup(path)
+	n, err := t.k.fs.Lookup(path)
 	switch {
 	case err != nil:
 		return 0, err
-	case n.dir:
+	case n.Dir:
 		return 0, unix.EACCES
-	case n.mode&0o111 == 0 || n.dev != nil || len(n.data) < 4 || string(n.data[:4]) != "\x7fELF":
+	case n.Mode&0o111 == 0 || n.IsDevice() || n.Size() < 4 || string(n.Contents()[:4]) != "\x7fELF":
 		return 0, unix.ENOEXEC
 	}
 	argv, err := t.readStrings(a[1])
@@ -152,19 +153,20 @@ func sysExecve(t *thread, a args) (uint64, error) {
 	for _, other := range t.k.threads {
 		if other.proc == p && other != t && other.state != exited {
 			other.state = exited
+			other.leaveQueues()
 			t.k.forgetReturns(other.tid)
 			p.live--
 		}
 	}
 	t.k.forgetReturns(t.tid) // they were in the image exec replaces
-	entry, sp, err := t.k.execImage(p, clean(path), execfn, n, argv, envp)
+	entry, sp, err := t.k.execImage(p, vfs.Clean(path), execfn, n, argv, envp)
 	switch {
 	case errors.Is(err, errNoMemory):
 		return 0, unix.ENOMEM
 	case err != nil:
 		return 0, unix.ENOEXEC
 	}
-	p.fds.closeOnExec(t.k)
+	p.fds.CloseOnExec()
 	t.fsBase, t.clearTID, t.altstack = 0, 0, altStack{}
 	if err := t.k.resetXSave(); err != nil {
 		return 0, err

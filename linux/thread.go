@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // threadState is where a thread is in its life.
@@ -46,7 +47,10 @@ type thread struct {
 	// waitKey, for a thread blocked in a call that restarts when woken
 	// (a pipe read or write, a wait for a child), is what it waits on.
 	waitKey any
-	warned  bool // watchHog has warned of it
+	// waitOn are the files on whose queues a thread waiting on files
+	// (waitKey fileWait{}) is registered.
+	waitOn []*openFile
+	warned bool // watchHog has warned of it
 	// timedOut tells a reissued call that its wait's time is up (poll).
 	timedOut bool
 	// Signals: the blocked mask, those pending, and their siginfo;
@@ -116,7 +120,8 @@ func (k *Kernel) tick(clock time.Duration) {
 				// A call reissued when woken (poll, select) runs once more,
 				// told its time is up: it reports what is ready, likely
 				// nothing.
-				t.state, t.waitKey, t.deadline, t.timedOut = runnable, nil, 0, true
+				t.stopWaiting()
+				t.state, t.deadline, t.timedOut = runnable, 0, true
 				continue
 			}
 			k.wake(t, negErrno(t.wakeErr))
@@ -263,6 +268,51 @@ func (t *thread) blockOn(key any) error {
 	t.state, t.waitKey, t.waitSeq, t.deadline = blocked, key, t.k.waitSeq, 0
 	t.k.resched = true
 	return errRestart
+}
+
+// fileWait is what a thread blocked on files waits on: a change of any
+// of t.waitOn, whose queues it is registered on.
+type fileWait struct{}
+
+// blockOnFiles blocks the current thread until a file of files changes
+// (a pipe read or write, poll, select); its call then runs again.
+func (t *thread) blockOnFiles(files ...*openFile) error {
+	t.waitOnFiles(files)
+	return t.blockOn(fileWait{})
+}
+
+// waitOnFiles registers t on the queues of files (those with one).
+func (t *thread) waitOnFiles(files []*openFile) {
+	for _, f := range files {
+		if q := f.Queue(); q != nil {
+			q.Register(t, vfs.AllEvents)
+			t.waitOn = append(t.waitOn, f)
+		}
+	}
+}
+
+// Notify is a change of a file t waits on (vfs.Waiter): t runs again.
+func (t *thread) Notify(vfs.Events) {
+	if t.state == blocked && t.waitKey == (fileWait{}) {
+		t.stopWaiting()
+		t.state = runnable
+		t.k.resched = true
+	}
+}
+
+// stopWaiting ends t's wait.
+func (t *thread) stopWaiting() {
+	t.leaveQueues()
+	t.waitKey = nil
+}
+
+// leaveQueues unregisters t from the queues it waits on: its wait ended,
+// or it exited (a queue holds no thread that is gone).
+func (t *thread) leaveQueues() {
+	for _, f := range t.waitOn {
+		f.Queue().Unregister(t)
+	}
+	t.waitOn = nil
 }
 
 // wakeAll makes every thread blocked on key runnable, to retry its call.

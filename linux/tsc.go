@@ -45,13 +45,13 @@ func (k *Kernel) patchTSC(as *addressSpace, x *executable, file *node) error {
 		return fmt.Errorf(".text section [%#x, %#x) of %d bytes", start, end, end-start)
 	}
 	sites, ok := k.tscSites[file]
-	if !ok || file.written {
+	if !ok || file.Written {
 		code := make([]byte, end-start)
 		if err := as.read(start, code); err != nil {
 			return err
 		}
 		sites = findTSC(code, start, x.funcs)
-		if !file.written {
+		if !file.Written {
 			if k.tscSites == nil {
 				k.tscSites = map[*node][]tscSite{}
 			}

@@ -1,0 +1,52 @@
+package vfs
+
+import "golang.org/x/sys/unix"
+
+// Resource is one kind of thing a program holds on the host. Bounds and
+// the reasons for them are described in linux/budget.go.
+type Resource int
+
+const (
+	FileBytes Resource = iota
+	PipeBytes
+	Nodes
+	Processes
+	Resources
+)
+
+// Bounds on what a program holds at once.
+const (
+	MaxFileBytes = 1 << 30   // every file's contents, together
+	MaxPipeBytes = 256 << 20 // every open pipe's capacity, together
+	MaxNodes     = 1 << 16   // files and directories
+	// MaxProcesses bounds the processes a program has at once, zombies
+	// included.
+	MaxProcesses = 256
+)
+
+// limits are the bounds and the errors a charge past them fails with.
+var limits = [Resources]struct {
+	max int64
+	err unix.Errno
+}{
+	FileBytes: {MaxFileBytes, unix.ENOSPC},
+	PipeBytes: {MaxPipeBytes, unix.ENFILE},
+	Nodes:     {MaxNodes, unix.ENOSPC},
+	Processes: {MaxProcesses, unix.EAGAIN},
+}
+
+// Budget is what a program holds of each resource.
+type Budget [Resources]int64
+
+// Charge takes n more of r, or fails with r's error if that would pass
+// its bound.
+func (b *Budget) Charge(r Resource, n int64) error {
+	if n > limits[r].max-b[r] {
+		return limits[r].err
+	}
+	b[r] += n
+	return nil
+}
+
+// Release gives back n of r.
+func (b *Budget) Release(r Resource, n int64) { b[r] -= n }

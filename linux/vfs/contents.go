@@ -1,0 +1,84 @@
+package vfs
+
+import "bytes"
+
+// shrinkSlack is how much capacity past its end a file's contents may
+// keep when they shrink before they move to an array that fits.
+const shrinkSlack = 64 << 10
+
+// Resize makes n's contents size bytes long, zeros past the old end,
+// charging or releasing the difference (ENOSPC past the budget).
+// Contents that outgrow their array move to one with a quarter of
+// headroom, copied once: growing never holds a zeroed temporary beside
+// them, and a file of the whole budget holds at most 1.25 times it.
+func (fs *FileSystem) Resize(n *Node, size int64) error {
+	old := int64(len(n.data))
+	if size > old {
+		if err := fs.budget.Charge(FileBytes, size-old); err != nil {
+			return err
+		}
+	} else {
+		fs.budget.Release(FileBytes, old-size)
+	}
+	switch {
+	case size > int64(cap(n.data)):
+		grown := make([]byte, size, size+max(size/4, 64))
+		copy(grown, n.data)
+		fs.moveContents(n, grown)
+	case size >= old:
+		n.data = n.data[:size]
+		clear(n.data[old:]) // what a shrink left past the end
+	case int64(cap(n.data))-size > shrinkSlack:
+		fs.moveContents(n, bytes.Clone(n.data[:size]))
+	default:
+		n.data = n.data[:size]
+	}
+	return nil
+}
+
+// Discard empties n's contents (O_TRUNC), releasing them.
+func (fs *FileSystem) Discard(n *Node) {
+	fs.budget.Release(FileBytes, int64(len(n.data)))
+	fs.moveContents(n, nil)
+}
+
+// moveContents gives n new contents, and the mappings that held its old
+// ones the new: a mapping names the file it maps, whose contents those
+// are now (a probe resolves in them), and the old array is freed rather
+// than held outside the budget.
+func (fs *FileSystem) moveContents(n *Node, data []byte) {
+	old := n.data
+	n.data = data
+	if n.Mapped && cap(old) > 0 && fs.remap != nil {
+		fs.remap(old, data)
+	}
+}
+
+// unlinked is told that n left its directory (unlink, rmdir, a rename
+// over it): it is freed now, or when its last open file closes.
+func (fs *FileSystem) unlinked(n *Node) {
+	n.removed = true
+	if n.opens == 0 {
+		fs.free(n)
+	}
+}
+
+// opened is told that an open file of n was made.
+func (n *Node) opened() { n.opens++ }
+
+// closed is told that an open file of n closed.
+func (fs *FileSystem) closed(n *Node) {
+	n.opens--
+	if n.removed && n.opens == 0 {
+		fs.free(n)
+	}
+}
+
+// free releases a node no one can reach any more, and its contents.
+func (fs *FileSystem) free(n *Node) {
+	if !n.Dir && n.dev == nil {
+		fs.budget.Release(FileBytes, int64(len(n.data)))
+		fs.moveContents(n, nil)
+	}
+	fs.budget.Release(Nodes, 1)
+}

@@ -1,0 +1,77 @@
+package vfs
+
+import "golang.org/x/sys/unix"
+
+// Mkdir makes the directory e names, with Linux's EEXIST for an existing
+// entry, the root, "." and "..".
+func (fs *FileSystem) Mkdir(e Entry, mode uint32) error {
+	if _, ok := e.Dir.children[e.Name]; ok || !e.Named() {
+		return unix.EEXIST
+	}
+	n, err := fs.NewNode(true, mode)
+	if err != nil {
+		return err
+	}
+	e.Dir.children[e.Name] = n
+	return nil
+}
+
+// Remove removes the file, or (rmdir) the empty directory, e names, with
+// Linux's errors for the root, "." and "..", and for a trailing slash
+// after a file.
+func (fs *FileSystem) Remove(e Entry, rmdir bool) error {
+	switch {
+	case !rmdir && !e.Named():
+		return unix.EISDIR
+	case rmdir && e.Name == ".":
+		return unix.EINVAL
+	case rmdir && e.Name == "..":
+		return unix.ENOTEMPTY
+	case rmdir && e.Name == "":
+		return unix.EBUSY
+	}
+	n, ok := e.Dir.children[e.Name]
+	switch {
+	case !ok:
+		return unix.ENOENT
+	case n.Dir && !rmdir:
+		return unix.EISDIR
+	case n.Dir && len(n.children) > 0:
+		return unix.ENOTEMPTY
+	case !n.Dir && (rmdir || e.Slash):
+		return unix.ENOTDIR
+	}
+	delete(e.Dir.children, e.Name)
+	fs.unlinked(n)
+	return nil
+}
+
+// Rename moves the entry from names to the entry to names, replacing a
+// file or empty directory there, with Linux's errors in its order.
+func (fs *FileSystem) Rename(from, to Entry) error {
+	if !from.Named() || !to.Named() {
+		return unix.EBUSY // the root, "." or ".."
+	}
+	oldName, newName := from.Name, to.Name
+	n, ok := from.Dir.children[oldName]
+	replaced := to.Dir.children[newName]
+	switch {
+	case !ok:
+		return unix.ENOENT
+	case !n.Dir && (from.Slash || to.Slash):
+		return unix.ENOTDIR
+	case replaced != nil && replaced.Dir != n.Dir:
+		return unix.EISDIR
+	case n.Dir && replaced != nil && len(replaced.children) > 0:
+		return unix.ENOTEMPTY
+	case n.Dir && n.Holds(to.Dir):
+		return unix.EINVAL // a directory moved into itself would be a cycle
+	}
+	delete(from.Dir.children, oldName)
+	if replaced != nil && replaced != n {
+		fs.unlinked(replaced)
+	}
+	to.Dir.children[newName] = n
+	n.Written = true
+	return nil
+}

@@ -1,0 +1,103 @@
+package vfs
+
+import "fmt"
+
+// A new kind of file saves its part in SavedFile (File.save) and is
+// made again from it here (Restored.file).
+
+// SavedFile is an open file: of a node, a pipe or the console.
+type SavedFile struct {
+	Node, Pipe int // indices, -1 for none
+	Path       string
+	Console    bool
+	Refs       int
+	Flags      uint64
+	Off        int64
+	DirPos     int
+}
+
+// SavedFD is a descriptor.
+type SavedFD struct {
+	File    int // index into the open files
+	Cloexec bool
+}
+
+// File numbers f and what it is of.
+func (sv *Saver) File(f *OpenFile) int {
+	if i, ok := sv.files[f]; ok {
+		return i
+	}
+	sf := SavedFile{Node: -1, Pipe: -1, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
+	f.impl.save(sv, &sf)
+	sv.files[f] = len(sv.Files)
+	sv.Files = append(sv.Files, sf)
+	return sv.files[f]
+}
+
+// FDs saves a descriptor table.
+func (sv *Saver) FDs(t FDTable) map[int]SavedFD {
+	fds := map[int]SavedFD{}
+	for _, fd := range t.Sorted() {
+		e := t[fd]
+		fds[fd] = SavedFD{File: sv.File(e.File), Cloexec: e.Cloexec}
+	}
+	return fds
+}
+
+// checkFiles refuses an open file naming a node or pipe there is not, or
+// of no kind or of two.
+func checkFiles(files []SavedFile, nodes, pipes int) error {
+	for i, f := range files {
+		if !index(f.Node, nodes) || !index(f.Pipe, pipes) || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
+			return fmt.Errorf("open file %d: node %d, pipe %d, %d references, offset %d", i, f.Node, f.Pipe, f.Refs, f.Off)
+		}
+		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console); kinds != 1 {
+			return fmt.Errorf("open file %d: of %d kinds of file, not one", i, kinds)
+		}
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// CheckFDs refuses a descriptor table naming an open file not among n.
+func CheckFDs(fds map[int]SavedFD, n int) error {
+	if len(fds) > MaxFDs {
+		return fmt.Errorf("%d descriptors", len(fds))
+	}
+	for fd, e := range fds {
+		if fd < 0 || fd >= MaxFDs || e.File < 0 || e.File >= n {
+			return fmt.Errorf("descriptor %d: open file %d of %d", fd, e.File, n)
+		}
+	}
+	return nil
+}
+
+// file is a saved open file, of the kind it names.
+func (r *Restored) file(f SavedFile, console *Console) *OpenFile {
+	var impl File
+	switch {
+	case f.Node >= 0:
+		impl = r.FS.kindOf(r.Nodes[f.Node])
+	case f.Pipe >= 0:
+		of := OpenFile{Flags: f.Flags}
+		impl = &PipeEnd{p: r.Pipes[f.Pipe], writer: of.Writable()}
+	default:
+		impl = console
+	}
+	return &OpenFile{impl: impl, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
+}
+
+// FDs is a restored descriptor table.
+func (r *Restored) FDs(fds map[int]SavedFD) FDTable {
+	t := FDTable{}
+	for fd, e := range fds {
+		t[fd] = &FDEntry{File: r.Files[e.File], Cloexec: e.Cloexec}
+	}
+	return t
+}

@@ -1,0 +1,211 @@
+package vfs
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// FileSystem is the tree the program's paths resolve in. Its nodes and
+// their contents are charged to the program's budget.
+type FileSystem struct {
+	root    *Node
+	nextIno uint64
+	budget  *Budget
+	remap   Remap
+}
+
+// Remap is told that a mapped node's contents moved from old to new
+// (they grew, shrank or were freed), so the mappings holding old hold new.
+type Remap func(old, new []byte)
+
+// Bounds on the directories leading to a host file.
+const (
+	maxPathDepth = 64
+	// MaxNameLen is NAME_MAX: the longest name of a directory entry.
+	MaxNameLen = 255
+)
+
+// New makes a file system with an empty root, charged to b; remap is
+// told when mapped contents move.
+func New(b *Budget, remap Remap) *FileSystem {
+	fs := &FileSystem{budget: b, remap: remap}
+	fs.root, _ = fs.NewNode(true, 0o755) // the first node always fits
+	return fs
+}
+
+// Root is the root directory.
+func (fs *FileSystem) Root() *Node { return fs.root }
+
+// NewNode makes a file or directory, charged until it is freed, in no
+// directory yet.
+func (fs *FileSystem) NewNode(dir bool, mode uint32) (*Node, error) {
+	if err := fs.budget.Charge(Nodes, 1); err != nil {
+		return nil, err
+	}
+	fs.nextIno++
+	n := &Node{Ino: fs.nextIno, Dir: dir, Mode: mode}
+	if dir {
+		n.children = map[string]*Node{}
+	}
+	return n, nil
+}
+
+// Clean makes p absolute (the working directory is /) and resolves . and
+// .. lexically; symbolic links do not exist here.
+func Clean(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return path.Clean(p)
+}
+
+// Lookup finds the node at p as Linux's path walk does, component by
+// component rather than by cleaning p first: every component a name, "."
+// or ".." follows must be a directory ("/etc/passwd/.." is ENOTDIR, not
+// /etc), ".." at the root stays there, and a trailing slash asks for a
+// directory. A relative p starts at the root, the working directory.
+func (fs *FileSystem) Lookup(p string) (*Node, error) {
+	if p == "" {
+		return nil, unix.ENOENT
+	}
+	walked := []*Node{fs.root} // the directories passed, for ".."
+	for _, part := range strings.Split(p, "/") {
+		at := walked[len(walked)-1]
+		if !at.Dir {
+			return nil, unix.ENOTDIR
+		}
+		switch part {
+		case "", ".":
+		case "..":
+			if len(walked) > 1 {
+				walked = walked[:len(walked)-1]
+			}
+		default:
+			if len(part) > MaxNameLen {
+				return nil, unix.ENAMETOOLONG
+			}
+			next, ok := at.children[part]
+			if !ok {
+				return nil, unix.ENOENT
+			}
+			walked = append(walked, next)
+		}
+	}
+	return walked[len(walked)-1], nil
+}
+
+// Entry is the last component of a path a call creates, removes or
+// renames: the directory it is (or would be) in, its name, and whether the
+// path ended in a slash, which asks for a directory.
+type Entry struct {
+	Dir   *Node
+	Name  string // "" for the root itself, or "." or "..": no entry to make or remove
+	Slash bool
+}
+
+// Named reports whether e names an entry of its directory, not the root,
+// "." or "..", which Linux's calls that create or remove refuse.
+func (e Entry) Named() bool { return e.Name != "" && e.Name != "." && e.Name != ".." }
+
+// Parent finds the directory p's last component is in, walking the rest
+// of p as Lookup does.
+func (fs *FileSystem) Parent(p string) (Entry, error) {
+	if p == "" {
+		return Entry{}, unix.ENOENT
+	}
+	trimmed := strings.TrimRight(p, "/")
+	e := Entry{Slash: len(trimmed) < len(p)}
+	dir := "/"
+	if i := strings.LastIndex(trimmed, "/"); i >= 0 {
+		dir, e.Name = trimmed[:i+1], trimmed[i+1:]
+	} else {
+		e.Name = trimmed
+	}
+	if len(e.Name) > MaxNameLen {
+		return Entry{}, unix.ENAMETOOLONG
+	}
+	d, err := fs.Lookup(dir)
+	if err != nil {
+		return Entry{}, err
+	}
+	if !d.Dir {
+		return Entry{}, unix.ENOTDIR
+	}
+	e.Dir = d
+	return e, nil
+}
+
+// MkdirAll makes the directories of p, as the ones leading to a host file.
+func (fs *FileSystem) MkdirAll(p string) (*Node, error) {
+	n := fs.root
+	parts := strings.Split(strings.TrimPrefix(Clean(p), "/"), "/")
+	if len(parts) > maxPathDepth {
+		return nil, fmt.Errorf("path %s is deeper than %d", p, maxPathDepth)
+	}
+	for _, part := range parts {
+		if part == "" {
+			continue
+		}
+		next, ok := n.children[part]
+		if !ok {
+			var err error
+			if next, err = fs.NewNode(true, 0o755); err != nil {
+				return nil, fmt.Errorf("%s: more than %d files and directories", p, MaxNodes)
+			}
+			n.children[part] = next
+		}
+		if !next.Dir {
+			return nil, fmt.Errorf("%s: %s is a file", p, part)
+		}
+		n = next
+	}
+	return n, nil
+}
+
+// Add places a file with data at p, replacing nothing.
+func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
+	dir, name := path.Split(Clean(p))
+	d, err := fs.MkdirAll(dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := d.children[name]; ok {
+		return nil, fmt.Errorf("%s is given twice", p)
+	}
+	if err := fs.budget.Charge(FileBytes, int64(len(data))); err != nil {
+		return nil, fmt.Errorf("the program's files take more than %d bytes", MaxFileBytes)
+	}
+	n, err := fs.NewNode(false, mode)
+	if err != nil {
+		fs.budget.Release(FileBytes, int64(len(data)))
+		return nil, fmt.Errorf("more than %d files and directories", MaxNodes)
+	}
+	n.data = data
+	d.children[name] = n
+	return n, nil
+}
+
+// DirPath finds the path of directory n (directories are few and shallow).
+func (fs *FileSystem) DirPath(n *Node) (string, bool) {
+	var walk func(at *Node, p string) (string, bool)
+	walk = func(at *Node, p string) (string, bool) {
+		if at == n {
+			return p, true
+		}
+		for name, c := range at.children {
+			if c.Dir {
+				if found, ok := walk(c, p+"/"+name); ok {
+					return found, true
+				}
+			}
+		}
+		return "", false
+	}
+	return walk(fs.root, "")
+}
+
+// NextIno is the inode the next node gets.
+func (fs *FileSystem) NextIno() uint64 { return fs.nextIno }

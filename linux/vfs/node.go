@@ -1,0 +1,65 @@
+package vfs
+
+import (
+	"maps"
+	"slices"
+)
+
+// Node is a file or directory of the program's file system: the host
+// files it was given, read-only in spirit (a write copies them into
+// memory), the directories leading to them, the device files, and what
+// the program itself creates.
+type Node struct {
+	Ino     uint64
+	Dir     bool
+	Mode    uint32 // permission bits
+	Written bool   // the program created or changed it (KeepWrites)
+	// Mapped says a mapping of the program's holds its contents: when
+	// they move, FileSystem's Remap is told.
+	Mapped   bool
+	data     []byte           // a file's contents
+	children map[string]*Node // a directory's entries
+	dev      Device           // a device file's behaviour, or nil
+	opens    int              // open files of it
+	removed  bool             // gone from the tree; freed when no longer open
+}
+
+// Contents are a file's bytes. The slice is the node's: a caller that
+// keeps it (a mapping) sets Mapped.
+func (n *Node) Contents() []byte { return n.data }
+
+// Size is the length of a file's contents.
+func (n *Node) Size() int64 { return int64(len(n.data)) }
+
+// IsDevice reports whether n is a device file.
+func (n *Node) IsDevice() bool { return n.dev != nil }
+
+// IsRegular reports whether n is a regular file: neither a directory nor
+// a device.
+func (n *Node) IsRegular() bool { return !n.Dir && n.dev == nil }
+
+// Child is a directory's entry name.
+func (n *Node) Child(name string) (*Node, bool) {
+	c, ok := n.children[name]
+	return c, ok
+}
+
+// Entries is how many entries a directory has.
+func (n *Node) Entries() int { return len(n.children) }
+
+// Names is a directory's entries, sorted: getdents returns them in this
+// order, the same in every replay.
+func (n *Node) Names() []string { return slices.Sorted(maps.Keys(n.children)) }
+
+// Holds reports whether directory d is n or lies below it.
+func (n *Node) Holds(d *Node) bool {
+	if n == d {
+		return true
+	}
+	for _, c := range n.children {
+		if c.Dir && c.Holds(d) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,152 @@
+package vfs
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+// state is what a Saver saved of a tree and descriptor table.
+type state struct {
+	nodes   []SavedNode
+	nextIno uint64
+	pipes   []SavedPipe
+	files   []SavedFile
+	fds     map[int]SavedFD
+}
+
+func save(fs *FileSystem, fds FDTable) state {
+	sv := NewSaver(fs.Root())
+	saved := sv.FDs(fds)
+	return state{sv.Nodes, fs.NextIno(), sv.Pipes, sv.Files, saved}
+}
+
+// A tree with a written file, a removed one still open, a pipe with bytes
+// in it, the console and a directory restores to the same state, holding
+// the same budget.
+func TestSaveRestore(t *testing.T) {
+	fs, b := tree(t)
+	var out bytes.Buffer
+	console := NewConsole(&out)
+	fds := NewFDTable(console)
+	n, err := fs.Add("/tmp/w", nil, 0o600)
+	require.NoError(t, err)
+	f := fs.Open(n, "/tmp/w", unix.O_RDWR)
+	_, err = f.Write([]byte("written"), 0)
+	require.NoError(t, err)
+	f.Off = 3
+	_, err = fds.Install(f, true, 0)
+	require.NoError(t, err)
+	gone, _ := fs.Lookup("/etc/passwd")
+	_, err = fds.Install(fs.Open(gone, "/etc/passwd", unix.O_RDONLY), false, 0)
+	require.NoError(t, err)
+	e, _ := fs.Parent("/etc/passwd")
+	require.NoError(t, fs.Remove(e, false))
+	r, w, err := NewPipe(b, 0)
+	require.NoError(t, err)
+	_, err = w.Write([]byte("in the pipe"), 0)
+	require.NoError(t, err)
+	_, err = fds.Install(r, false, 0)
+	require.NoError(t, err)
+	_, err = fds.Install(w, false, 0)
+	require.NoError(t, err)
+	root := fs.Root()
+	_, err = fds.Install(fs.Open(root, "/", unix.O_RDONLY), false, 0)
+	require.NoError(t, err)
+
+	s := save(fs, fds)
+	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
+	require.NoError(t, CheckFDs(s.fds, len(s.files)))
+
+	fresh, rb := tree(t) // what a new kernel made from the same program has
+	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil)
+	require.NoError(t, err)
+	*rb = Budget{} // counted again from what the state holds, as the kernel does
+	restored.Charge(rb)
+	require.Equal(t, *b, *rb, "the budget counted from the restored state")
+	rfds := restored.FDs(s.fds)
+	require.Equal(t, s, save(restored.FS, rfds), "restored, then saved again: the same state")
+
+	// The restored files work: the pipe has its bytes, the removed file
+	// is freed when its descriptor closes.
+	buf := make([]byte, 32)
+	pr, _ := rfds.Get(5)
+	got, err := pr.Read(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, "in the pipe", string(buf[:got]))
+	nodes := rb[Nodes]
+	rfds.Close(4)
+	require.Equal(t, nodes-1, rb[Nodes])
+	_, err = rfds[1].File.Write([]byte("out"), 0)
+	require.NoError(t, err)
+	require.Equal(t, "out", out.String())
+}
+
+// A forged state is refused, with an error that names what is wrong.
+func TestForgedState(t *testing.T) {
+	fs, b := tree(t)
+	fds := NewFDTable(NewConsole(&bytes.Buffer{}))
+	r, _, err := NewPipe(b, 0)
+	require.NoError(t, err)
+	_, err = fds.Install(r, false, 0)
+	require.NoError(t, err)
+	n, _ := fs.Lookup("/bin/sh")
+	_, err = fds.Install(fs.Open(n, "/bin/sh", unix.O_RDONLY), false, 0)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		forge func(s *state)
+		want  string
+	}{
+		{"no root", func(s *state) { s.nodes = nil }, "0 files"},
+		{"root a file", func(s *state) { s.nodes[0].Dir = false; s.nodes[0].Children = nil }, "root is not a directory"},
+		{"loop", func(s *state) { s.nodes[0].Children["loop"] = 0 }, `entry "loop"`},
+		{"two parents", func(s *state) { s.nodes[1].Children["again"] = 1 }, `entry "again"`},
+		{"a slash in a name", func(s *state) {
+			s.nodes[0].Children["a/b"] = s.nodes[0].Children["etc"]
+			delete(s.nodes[0].Children, "etc")
+		}, `entry "a/b"`},
+		{"inode twice", func(s *state) { s.nodes[1].Ino = s.nodes[0].Ino }, "given twice"},
+		{"inode past the next", func(s *state) { s.nodes[1].Ino = s.nextIno + 1 }, "given twice"},
+		{"a directory with contents", func(s *state) { s.nodes[1].Data = []byte("x") }, "a directory with contents"},
+		{"pipe overfull", func(s *state) { s.pipes[0].Buf = make([]byte, PipeCapacity+1) }, "pipe 0"},
+		{"pipe capacity", func(s *state) { s.pipes[0].Capacity = 12345 }, "pipe 0"},
+		{"pipe readers", func(s *state) { s.pipes[0].Readers = -1 }, "pipe 0"},
+		{"file's node", func(s *state) { s.files[3].Node = 99 }, "open file 3"},
+		{"file's pipe", func(s *state) { s.files[3].Pipe = 5 }, "open file 3"},
+		{"negative offset", func(s *state) { s.files[3].Off = -1 }, "open file 3"},
+		{"two kinds", func(s *state) { s.files[3].Console = true }, "2 kinds"},
+		{"no kind", func(s *state) { s.files[3].Pipe = -1 }, "0 kinds"},
+		{"descriptor", func(s *state) { s.fds[7] = SavedFD{File: 99} }, "open file 99"},
+		{"descriptor number", func(s *state) { s.fds[MaxFDs] = SavedFD{} }, "descriptor 4096"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := save(fs, fds)
+			tc.forge(&s)
+			err := Check(s.nodes, s.nextIno, s.pipes, s.files)
+			if err == nil {
+				err = CheckFDs(s.fds, len(s.files))
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+
+	// A file the program never wrote must be one it was given, by inode.
+	s := save(fs, fds)
+	other, _ := tree(t)
+	_, err = other.Add("/more", nil, 0o644)
+	require.NoError(t, err)
+	s.nextIno++
+	for i := range s.nodes {
+		if !s.nodes[i].Dir {
+			s.nodes[i].Ino = s.nextIno
+			break
+		}
+	}
+	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
+	fresh, _ := tree(t)
+	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil)
+	require.ErrorContains(t, err, "not one of the program's")
+}

@@ -1,0 +1,147 @@
+package vfs
+
+import "fmt"
+
+// The file system's part of a checkpoint, as plain values, with what
+// several parts share (a node, an open file in two descriptor tables, a
+// pipe's two ends) named by its index. Files the program never wrote are
+// not kept: a file system made from the same program has them, under the
+// same inodes. The field names are the checkpoint's layout (gob).
+
+// Saver numbers the nodes, pipes and open files of a state as it meets
+// them; Nodes, Pipes and Files are what it saved, by index.
+type Saver struct {
+	nodes map[*Node]int
+	order []*Node // by index
+	pipes map[*Pipe]int
+	files map[*OpenFile]int
+	Nodes []SavedNode
+	Pipes []SavedPipe
+	Files []SavedFile
+}
+
+// NewSaver starts a state with the tree under root: root is node 0.
+func NewSaver(root *Node) *Saver {
+	sv := &Saver{nodes: map[*Node]int{}, pipes: map[*Pipe]int{}, files: map[*OpenFile]int{}}
+	sv.Node(root)
+	return sv
+}
+
+// Check refuses saved nodes, pipes and open files that do not fit
+// together or would take the file system outside its bounds: the state
+// comes from a file, as untrusted as a tape.
+func Check(nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile) error {
+	if len(nodes) == 0 || len(nodes) > MaxNodes || nextIno > 1<<62 {
+		return fmt.Errorf("%d files, inode %d (at most %d files)", len(nodes), nextIno, MaxNodes)
+	}
+	if err := checkNodes(nodes, nextIno); err != nil {
+		return err
+	}
+	var held int64
+	for _, n := range nodes {
+		held += int64(len(n.Data))
+	}
+	if held > MaxFileBytes {
+		return fmt.Errorf("%d bytes of written files (at most %d)", held, MaxFileBytes)
+	}
+	if err := checkPipes(pipes); err != nil {
+		return err
+	}
+	return checkFiles(files, len(nodes), len(pipes))
+}
+
+// index reports whether i is an index of n things, or -1 for none.
+func index(i, n int) bool { return i >= -1 && i < n }
+
+// Restored is a checked state's file system, its nodes, pipes and open
+// files by index.
+type Restored struct {
+	FS    *FileSystem
+	Nodes []*Node
+	Pipes []*Pipe
+	Files []*OpenFile
+}
+
+// Restore builds a checked state's file system. fresh is the tree a new
+// kernel made from the same program: the files the program never wrote,
+// and the devices, come from it, by inode. The restored tree charges
+// fresh's budget (Charge counts it again) and tells remap of moved mapped
+// contents.
+func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile, console *Console, remap Remap) (*Restored, error) {
+	given := map[uint64]*Node{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		given[n.Ino] = n
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(fresh.root)
+	r := &Restored{Nodes: make([]*Node, len(nodes))}
+	for i, sn := range nodes {
+		n := &Node{Ino: sn.Ino, Dir: sn.Dir, Mode: sn.Mode, Written: sn.Written, data: sn.Data}
+		// A file the program did not write is one it was given, whose
+		// contents the tape names; a directory it made has none.
+		if f, ok := given[sn.Ino]; !sn.Written && ok && f.Dir == sn.Dir {
+			n.data, n.dev = f.data, f.dev
+		} else if !sn.Written && (ok || !sn.Dir) {
+			return nil, fmt.Errorf("file %d (inode %d) is not one of the program's", i, sn.Ino)
+		}
+		if sn.Dir {
+			n.children = map[string]*Node{}
+		}
+		r.Nodes[i] = n
+	}
+	for i, sn := range nodes {
+		for name, c := range sn.Children {
+			r.Nodes[i].children[name] = r.Nodes[c]
+		}
+	}
+	r.FS = &FileSystem{root: r.Nodes[0], nextIno: nextIno, budget: fresh.budget, remap: remap}
+	for _, p := range pipes {
+		r.Pipes = append(r.Pipes, p.restore(fresh.budget))
+	}
+	for _, f := range files {
+		r.Files = append(r.Files, r.file(f, console))
+	}
+	return r, nil
+}
+
+// Charge adds to b what the restored file system holds: its files and
+// directories (removed ones still open included: only those are saved),
+// their contents and its open pipes. The nodes' open files are counted,
+// and the ones gone from the tree marked, so they are freed when the last
+// closes.
+func (r *Restored) Charge(b *Budget) {
+	for _, f := range r.Files {
+		if n := f.Node(); n != nil {
+			n.opens++
+		}
+	}
+	linked := map[*Node]bool{}
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		linked[n] = true
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(r.Nodes[0])
+	for _, n := range r.Nodes {
+		n.removed = !linked[n]
+		b[Nodes]++
+		b[FileBytes] += int64(len(n.data))
+	}
+	for _, p := range r.Pipes {
+		if p.readers > 0 || p.writers > 0 { // not one only a waiting thread still names
+			b[PipeBytes] += int64(p.capacity)
+		}
+	}
+}
+
+// Mapped marks node i as one whose contents a restored mapping holds, and
+// returns them.
+func (r *Restored) Mapped(i int) []byte {
+	r.Nodes[i].Mapped = true
+	return r.Nodes[i].data
+}
