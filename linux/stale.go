@@ -8,15 +8,17 @@ import (
 // the guest's page tables and PVM tags the host TLB by the shadow root's
 // host address; a root KVM frees and later allocates again at the same
 // address can find the TLB entries of the address space that had it
-// before. A program then faults on an access its page tables allow: a
-// bash loop of 1000 fork+execs under `stress-ng --cpu 2 --vm 1` took, in
-// about one run in ten, a write fault at its entry point on a stack page
-// mapped writable, frame held once (bench/stress.sh). Such a fault is the
-// host's, not the program's: the VMM drops every translation KVM holds
-// (Machine.DropTranslations, which flushes the TLB) and the instruction
-// runs again. It is not counted among the program's exits (HostTrap), so
-// a replay, which may not meet it, finds the recording's positions; the
-// frames the program holds do not change, so neither does its memory.
+// before. A program then faults where its page tables say it should not:
+// busybox's loop of 1000 fork+execs under `stress-ng --cpu 2 --vm 1`
+// took, in about one run in ten, a write fault at a new image's entry
+// point on a stack page mapped writable and held once, or on a heap page
+// the new image has not mapped at all, which the CPU saw present
+// (bench/stress.sh). Such a fault is the host's, not the program's: the
+// VMM drops every translation KVM holds (Machine.DropTranslations, which
+// flushes the TLB) and the instruction runs again. It is not counted
+// among the program's exits (HostTrap), so a replay, which may not meet
+// it, finds the recording's positions; the frames the program holds do
+// not change, so neither does its memory.
 
 // Page-fault error code bits.
 const (
@@ -33,14 +35,16 @@ type staleAt struct{ rip, addr uint64 }
 
 // staleFault reports whether the page fault the trap stub holds is one
 // the running process's page tables do not explain, and that has not
-// just been retried: a user access to a page they map present and user,
-// writable for a write, to a frame of the process's own.
+// just been retried: the CPU saw the page present where the tables map
+// nothing (an old address space's entry), or the tables allow the access
+// — present and user, writable and not copy-on-write for a write, no
+// fetch — that faulted.
 func (k *Kernel) staleFault() bool {
 	c := k.m.VCPU()
 	regs, sregs := c.SyncedRegs(), c.SyncedSregs()
 	code, err1 := k.m.RAM().Uint64(regs.RSP + 8)
 	rip, err2 := k.m.RAM().Uint64(regs.RSP + frameRIP)
-	if err1 != nil || err2 != nil || code&pfUser == 0 {
+	if err1 != nil || err2 != nil || code&pfUser == 0 || code&pfFetch != 0 {
 		return false
 	}
 	if (staleAt{rip, sregs.CR2}) == k.stale {
@@ -52,6 +56,12 @@ func (k *Kernel) staleFault() bool {
 	}
 	va := sregs.CR2 &^ pageMask
 	pte, err := as.Leaf(va)
+	if err != nil {
+		return false
+	}
+	if pte&x86.PTEPresent == 0 {
+		return code&pfPresent != 0 // seen present: not these tables' entry
+	}
 	want := uint64(x86.PTEPresent | x86.PTEUser)
 	if code&pfWrite != 0 {
 		if as.COW(va) {
@@ -59,7 +69,7 @@ func (k *Kernel) staleFault() bool {
 		}
 		want |= x86.PTEWrite
 	}
-	return err == nil && pte&want == want && code&pfFetch == 0
+	return pte&want == want
 }
 
 // retryStale drops KVM's translations and has the stub's IRETQ run the
