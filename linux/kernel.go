@@ -471,7 +471,7 @@ func (k *Kernel) trap() error {
 		what += fmt.Sprintf(" at address %#x", cr2)
 	}
 	if persisted {
-		what += " (its page tables allow the access: a stale host translation that dropping KVM's did not clear)"
+		what += " (not what its page tables say: a stale host translation that dropping KVM's did not clear)"
 	}
 	return k.m.Trap(fmt.Sprintf("the program got %s: %s", signalFor(vector), what), int(vector), faulting, uint16(frame[3]), cr2)
 }
