@@ -122,6 +122,9 @@ type Result struct {
 	// Unimplemented lists the system calls a Linux program made that were
 	// answered ENOSYS (linux.Stats.Unimplemented).
 	Unimplemented string
+	// StaleTranslations counts a Linux program's faults of the host's
+	// stale translations, retried (linux.Stats).
+	StaleTranslations uint64
 	// KeptWrites is how many files Options.KeepWrites received.
 	KeptWrites int
 	// CheckpointsSkipped says when and why the recording took no
@@ -309,7 +312,8 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	if k, ok := kernel.(*linux.Kernel); ok {
-		out.Warnings, out.Unimplemented = k.Stats().Warnings, k.Stats().Unimplemented()
+		st := k.Stats()
+		out.Warnings, out.Unimplemented, out.StaleTranslations = st.Warnings, st.Unimplemented(), st.StaleTranslations
 		if o.KeepWrites != "" {
 			if out.KeptWrites, err = k.KeepWrites(o.KeepWrites); err != nil {
 				return out, errors.Join(runErr, fmt.Errorf("recorder: keeping writes in %s: %w", o.KeepWrites, err))

@@ -102,6 +102,9 @@ is recorded and replays).`,
 				if res.Unimplemented != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: system calls answered ENOSYS: %s\n", res.Unimplemented)
 				}
+				if res.StaleTranslations > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: faults of stale host translations retried: %d\n", res.StaleTranslations)
+				}
 				if mf.keep != "" {
 					fmt.Fprintf(cmd.ErrOrStderr(), "reprise: kept %d written files in %s\n", res.KeptWrites, mf.keep)
 				}
