@@ -328,14 +328,14 @@ func (ck *callKernel) prepare(t *testing.T) uint64 {
 	require.Less(t, s, uint64(maxUserAddr), "mmap of the scratch area: %#x", s)
 	as := ck.k.proc().as
 	for off, str := range scratchStrings {
-		require.NoError(t, as.write(s+off, append([]byte(str), 0)))
+		require.NoError(t, as.Write(s+off, append([]byte(str), 0)))
 	}
 	put := func(off uint64, words ...uint64) {
 		b := make([]byte, 8*len(words))
 		for i, w := range words {
 			binary.LittleEndian.PutUint64(b[i*8:], w)
 		}
-		require.NoError(t, as.write(s+off, b))
+		require.NoError(t, as.Write(s+off, b))
 	}
 	put(offIOV, s+offBuf, 16)
 	put(offTimer, 0, 0, 100, 0)

@@ -8,8 +8,13 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/vmm/memory"
 )
+
+// Mapping is a file mapped into a process: what names the addresses in
+// it (mm.Mapping).
+type Mapping = mm.Mapping
 
 // Breakpoints is told of a program's file mappings and stops the program
 // where it asks: a replay's probes. Nothing it does changes what the
@@ -83,7 +88,7 @@ func (b *Break) WatchReturnAt(cookie, ret, rsp uint64) error {
 // ReadUint64 reads a word of the thread's memory.
 func (b *Break) ReadUint64(va uint64) (uint64, error) {
 	var w [8]byte
-	if err := b.proc.as.read(va, w[:]); err != nil {
+	if err := b.proc.as.Read(va, w[:]); err != nil {
 		return 0, err
 	}
 	return binary.LittleEndian.Uint64(w[:]), nil
@@ -155,7 +160,7 @@ func (k *Kernel) mapped(p *process, m Mapping, data []byte) error {
 
 // placeIn tells the breakpoints of mapping m in as and places the ones
 // they ask for.
-func (k *Kernel) placeIn(as *addressSpace, m Mapping) error {
+func (k *Kernel) placeIn(as *mm.Space, m Mapping) error {
 	addrs, err := k.bp.on.Mapped(m, m.Data())
 	if err != nil {
 		return err
@@ -176,7 +181,7 @@ func (k *Kernel) placeIn(as *addressSpace, m Mapping) error {
 // space — a new image's, the ones a fork's child inherits, or (restored)
 // those of a program restored from a checkpoint — and places the ones
 // they ask for.
-func (k *Kernel) placeAll(pid int, as *addressSpace, restored bool) error {
+func (k *Kernel) placeAll(pid int, as *mm.Space, restored bool) error {
 	as.SetPID(pid)
 	if k.bp == nil {
 		return nil
@@ -404,4 +409,42 @@ func (k *Kernel) UserRegs(regs kvm.Regs) kvm.Regs {
 		}
 	}
 	return regs
+}
+
+// replaceBreakpoints places a replay's breakpoints again in a restored
+// program: the restored RAM has none.
+func (k *Kernel) replaceBreakpoints() error {
+	if k.bp == nil {
+		return nil
+	}
+	k.SetBreakpoints(k.bp.on)
+	k.bp.keepDebugStack(k.m.RAM())
+	live, placed := k.processes(), map[*process]bool{}
+	for _, t := range k.threads {
+		p := t.proc
+		if !live[p] || placed[p] {
+			continue
+		}
+		placed[p] = true
+		if err := k.placeAll(p.pid, p.as, true); err != nil {
+			return err
+		}
+	}
+	for _, t := range k.threads {
+		if t.state == exited {
+			continue
+		}
+		regs := t.regs
+		if t == k.current() {
+			r, err := k.m.VCPU().Regs()
+			if err != nil {
+				return err
+			}
+			regs = k.UserRegs(r)
+		}
+		if err := k.bp.on.Resumed(&Break{TID: t.tid, PID: t.proc.pid, Regs: &regs, k: k, proc: t.proc}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

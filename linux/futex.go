@@ -28,7 +28,7 @@ const (
 
 func (t *thread) loadUint32(addr uint64) (uint32, error) {
 	var b [4]byte
-	if err := t.proc.as.read(addr, b[:]); err != nil {
+	if err := t.proc.as.Read(addr, b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	return binary.LittleEndian.Uint32(b[:]), nil

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/reprise-vm/reprise/linux/mm"
 )
 
 // Auxiliary vector entry types (the ones a program is given).
@@ -68,7 +70,7 @@ func parseELF(r io.ReaderAt) (*elf.File, error) {
 
 // load maps the PT_LOAD segments of the ELF file raw (at path) into as:
 // at their addresses for ET_EXEC, at base plus them for ET_DYN.
-func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, error) {
+func load(as *mm.Space, path string, raw []byte, base uint64) (*executable, error) {
 	f, err := parseELF(bytes.NewReader(raw))
 	if err != nil {
 		return nil, err
@@ -108,7 +110,7 @@ func load(as *addressSpace, path string, raw []byte, base uint64) (*executable, 
 	}
 	for i, p := range loads {
 		start := base + p.Vaddr
-		end, ok := checkRange(start&^pageMask, pageUp(start+p.Memsz)-start&^pageMask)
+		end, ok := mm.CheckRange(start&^pageMask, pageUp(start+p.Memsz)-start&^pageMask)
 		if !ok || p.Filesz > p.Memsz || p.Vaddr+p.Memsz < p.Vaddr {
 			return nil, fmt.Errorf("segment %d at %#x+%#x is outside the program's address space [%#x, %#x)", i, start, p.Memsz, uint64(minUserAddr), uint64(maxUserAddr))
 		}
@@ -178,16 +180,16 @@ func span(raw []byte) (uint64, error) {
 // valid ELF64 file, so its header is there).
 func phoff(raw []byte) uint64 { return binary.LittleEndian.Uint64(raw[0x20:]) }
 
-func protOf(f elf.ProgFlag) prot {
-	var p prot
+func protOf(f elf.ProgFlag) mm.Prot {
+	var p mm.Prot
 	if f&elf.PF_R != 0 {
-		p |= protRead
+		p |= mm.ProtRead
 	}
 	if f&elf.PF_W != 0 {
-		p |= protWrite
+		p |= mm.ProtWrite
 	}
 	if f&elf.PF_X != 0 {
-		p |= protExec | protRead
+		p |= mm.ProtExec | mm.ProtRead
 	}
 	return p
 }
@@ -228,7 +230,7 @@ const (
 //
 // Programs count on the strings being followed by more stack: glibc's
 // tunables parser reads past the end of the environment's last string.
-func stackImage(as *addressSpace, top uint64, x *executable, s *initialStack) (uint64, error) {
+func stackImage(as *mm.Space, top uint64, x *executable, s *initialStack) (uint64, error) {
 	strBytes := uint64(len(s.execfn)) + 1 + endMarker
 	for _, list := range [][]string{s.argv, s.envp} {
 		for _, str := range list {
@@ -275,7 +277,7 @@ func stackImage(as *addressSpace, top uint64, x *executable, s *initialStack) (u
 	copy(b[fn-sp:], s.execfn)
 	copy(b[plat-sp:], elfPlatform)
 	copy(b[rnd-sp:], s.random[:])
-	return sp, as.write(sp, b)
+	return sp, as.Write(sp, b)
 }
 
 // Linux sizes AT_MINSIGSTKSZ for the largest signal frame of any ABI it

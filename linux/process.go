@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
@@ -16,7 +17,7 @@ import (
 type process struct {
 	pid      int
 	parent   *process
-	as       *addressSpace
+	as       *mm.Space
 	fds      fdTable
 	brk      [2]uint64 // the heap: [start, current end)
 	exe      string    // /proc/self/exe
@@ -41,7 +42,7 @@ func (k *Kernel) proc() *process { return k.current().proc }
 // one, its stack. execfn is the name it was run by, as the program gave
 // it (AT_EXECFN). It returns the entry point and stack pointer.
 func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv, envp []string) (entry, sp uint64, err error) {
-	as, err := newAddressSpace(k.fr)
+	as, err := mm.New(k.fr)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: address space: %w", err)
 	}
@@ -64,7 +65,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 			return 0, 0, err
 		}
 	}
-	if err := as.Map(userTop-stackSize, userTop, protRead|protWrite); err != nil {
+	if err := as.Map(userTop-stackSize, userTop, mm.ProtRead|mm.ProtWrite); err != nil {
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
 	sp, err = stackImage(as, userTop, x, &initialStack{execfn: execfn, argv: argv, envp: envp, random: k.random(p),
@@ -105,7 +106,7 @@ func (k *Kernel) random(p *process) [randomBytes]byte {
 
 // loadInterp loads the dynamic loader x asks for into as, below the mmap
 // area's top as Linux does, and returns its entry point.
-func (k *Kernel) loadInterp(as *addressSpace, path string, x *executable) (uint64, error) {
+func (k *Kernel) loadInterp(as *mm.Space, path string, x *executable) (uint64, error) {
 	n, err := k.fs.Lookup(x.interp)
 	if err != nil || !n.IsRegular() {
 		return 0, fmt.Errorf("linux: %s needs its loader %s, which the program's files do not hold (reprise adds the host's by default)", path, x.interp)
@@ -148,7 +149,7 @@ func (k *Kernel) fork() (*thread, error) {
 			k.budget.Release(processCount, 1)
 		}
 	}()
-	as, err := parent.as.clone()
+	as, err := parent.as.Clone()
 	if err != nil {
 		return nil, memErr(err)
 	}
@@ -247,10 +248,10 @@ func (k *Kernel) childExited(p *process) error {
 	if act := parent.sigactions[unix.SIGCHLD]; act.handler == sigIGN || act.flags&saNoCldWait != 0 {
 		parent.remove(p)
 		k.budget.Release(processCount, 1)
-		k.wakeAll(waitChild(parent)) // a wait with no children left fails with ECHILD
+		k.wakeAll(waitChild{parent}) // a wait with no children left fails with ECHILD
 		return nil
 	}
-	k.wakeAll(waitChild(parent))
+	k.wakeAll(waitChild{parent})
 	for _, t := range k.threads {
 		if t.proc == parent && t.state != exited {
 			return k.signal(t, uint64(unix.SIGCHLD), siginfo(uint64(unix.SIGCHLD), 1, uint64(p.pid)))
@@ -293,4 +294,4 @@ func (p *process) hasChild(want int64) bool {
 }
 
 // waitChild is what a parent waiting for its children blocks on.
-type waitChild *process
+type waitChild struct{ parent *process }

@@ -200,7 +200,7 @@ func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction)
 	if (nested || entering) && !t.altstack.holds(sp) || sp > top {
 		return k.killProcess(t.proc, uint64(unix.SIGSEGV)) // the alternate stack overflowed
 	}
-	if err := as.write(fp, fpstate); err != nil {
+	if err := as.Write(fp, fpstate); err != nil {
 		return k.killProcess(t.proc, uint64(unix.SIGSEGV)) // no stack to take the frame
 	}
 	f := make([]byte, frameBytes)
@@ -224,7 +224,7 @@ func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction)
 	le.PutUint64(uc[296:], mask)
 	info := t.infos[sig]
 	copy(f[312:], info[:])
-	if err := as.write(sp, f); err != nil {
+	if err := as.Write(sp, f); err != nil {
 		return k.killProcess(t.proc, uint64(unix.SIGSEGV))
 	}
 	if t.altstack.flags&ssAutodisarm != 0 {

@@ -42,7 +42,7 @@ func sysSendfile(t *thread, a args) (uint64, error) {
 	var at int64
 	if a[2] != 0 {
 		var b [8]byte
-		if err := t.proc.as.read(a[2], b[:]); err != nil {
+		if err := t.proc.as.Read(a[2], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 		at = int64(binary.LittleEndian.Uint64(b[:]))
@@ -92,7 +92,7 @@ func sysSendfile(t *thread, a args) (uint64, error) {
 		out.Off += int64(w)
 	}
 	if a[2] != 0 {
-		return uint64(w), memErr(t.proc.as.putUint64(a[2], uint64(at+int64(w))))
+		return uint64(w), memErr(t.proc.as.PutUint64(a[2], uint64(at+int64(w))))
 	}
 	in.Off = at + int64(w)
 	return uint64(w), nil
@@ -131,7 +131,7 @@ func verifyArea(pos int64, count uint64) error {
 // path reads a path argument. Relative paths resolve from dirfd, which
 // must be AT_FDCWD (the working directory is /) or an open directory.
 func (t *thread) path(dirfd, va uint64) (string, error) {
-	p, err := t.proc.as.readString(va, unix.PathMax)
+	p, err := t.proc.as.ReadString(va, unix.PathMax)
 	if err != nil {
 		return "", memErr(err)
 	}
@@ -219,14 +219,14 @@ func (t *thread) rw(fd, va, n uint64, pos *int64, write bool) (uint64, error) {
 	b := make([]byte, min(n, maxIO))
 	var done int
 	if write {
-		if err := t.proc.as.read(va, b); err != nil {
+		if err := t.proc.as.Read(va, b); err != nil {
 			return 0, memErr(err)
 		}
 		done, err = t.writeFile(f, b, at)
 	} else {
 		done, err = t.readFile(f, b, at)
 		if err == nil {
-			err = memErr(t.proc.as.write(va, b[:done]))
+			err = memErr(t.proc.as.Write(va, b[:done]))
 		}
 	}
 	if err != nil {
@@ -273,7 +273,7 @@ func (t *thread) vectored(fd, va, count uint64, write bool) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	raw := make([]byte, count*16)
-	if err := t.proc.as.read(va, raw); err != nil {
+	if err := t.proc.as.Read(va, raw); err != nil {
 		return 0, memErr(err)
 	}
 	segs := make([]iovec, count)
@@ -491,7 +491,7 @@ func sysGetdents64(t *thread, a args) (uint64, error) {
 		copy(rec[19:], name)
 		out = append(out, rec...)
 	}
-	return uint64(len(out)), memErr(t.proc.as.write(a[1], out))
+	return uint64(len(out)), memErr(t.proc.as.Write(a[1], out))
 }
 
 // parentOf resolves a path argument to the entry it creates, removes or
@@ -566,14 +566,14 @@ func sysReadlinkat(t *thread, a args) (uint64, error) {
 	}
 	target := []byte(t.k.prog.Path)
 	n := min(uint64(len(target)), uint64(size))
-	return n, memErr(t.proc.as.write(a[2], target[:n]))
+	return n, memErr(t.proc.as.Write(a[2], target[:n]))
 }
 
 func sysGetcwd(t *thread, a args) (uint64, error) {
 	if a[1] < 2 {
 		return 0, unix.ERANGE
 	}
-	return 2, memErr(t.proc.as.write(a[0], []byte("/\x00")))
+	return 2, memErr(t.proc.as.Write(a[0], []byte("/\x00")))
 }
 
 // sysChdir: the working directory stays /; changing it is refused.
@@ -621,7 +621,7 @@ func sysPipe2(t *thread, a args) (uint64, error) {
 	var b [8]byte
 	b[0], b[1], b[2], b[3] = byte(rfd), byte(rfd>>8), byte(rfd>>16), byte(rfd>>24)
 	b[4], b[5], b[6], b[7] = byte(wfd), byte(wfd>>8), byte(wfd>>16), byte(wfd>>24)
-	if err := t.proc.as.write(a[0], b[:]); err != nil {
+	if err := t.proc.as.Write(a[0], b[:]); err != nil {
 		fds.Close(rfd)
 		fds.Close(wfd)
 		return 0, memErr(err)

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"github.com/reprise-vm/reprise/linux/mm"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,7 +22,7 @@ func sysBrk(t *thread, a args) (uint64, error) {
 		if !t.proc.as.Free(oldTop, newTop) {
 			return cur, nil
 		}
-		if err := t.proc.as.Map(oldTop, newTop, protRead|protWrite); err != nil {
+		if err := t.proc.as.Map(oldTop, newTop, mm.ProtRead|mm.ProtWrite); err != nil {
 			return cur, nil
 		}
 	case newTop < oldTop:
@@ -33,19 +34,19 @@ func sysBrk(t *thread, a args) (uint64, error) {
 	return want, nil
 }
 
-func protFromLinux(p uint64) (prot, bool) {
+func protFromLinux(p uint64) (mm.Prot, bool) {
 	if p&^(unix.PROT_READ|unix.PROT_WRITE|unix.PROT_EXEC) != 0 {
 		return 0, false
 	}
-	out := prot(0)
+	out := mm.Prot(0)
 	if p&unix.PROT_READ != 0 {
-		out |= protRead
+		out |= mm.ProtRead
 	}
 	if p&unix.PROT_WRITE != 0 {
-		out |= protWrite | protRead // x86 pages cannot be write-only
+		out |= mm.ProtWrite | mm.ProtRead // x86 pages cannot be write-only
 	}
 	if p&unix.PROT_EXEC != 0 {
-		out |= protExec | protRead
+		out |= mm.ProtExec | mm.ProtRead
 	}
 	return out, true
 }
@@ -82,7 +83,7 @@ func sysMmap(t *thread, a args) (uint64, error) {
 	fixed := flags&(unix.MAP_FIXED|unix.MAP_FIXED_NOREPLACE) != 0
 	switch {
 	case fixed:
-		if _, ok := checkRange(addr, length); !ok {
+		if _, ok := mm.CheckRange(addr, length); !ok {
 			return 0, unix.EINVAL
 		}
 		if flags&unix.MAP_FIXED_NOREPLACE != 0 && !t.proc.as.Free(addr, addr+length) {
@@ -92,7 +93,7 @@ func sysMmap(t *thread, a args) (uint64, error) {
 			return 0, memErr(err)
 		}
 	case addr != 0 && addr&pageMask == 0 && t.proc.as.Free(addr, addr+length):
-		if _, ok := checkRange(addr, length); !ok {
+		if _, ok := mm.CheckRange(addr, length); !ok {
 			addr = 0
 		}
 	default:
@@ -117,7 +118,7 @@ func sysMmap(t *thread, a args) (uint64, error) {
 			}
 		}
 		file.Node().Mapped = true
-		m := Mapping{Path: file.Path, Start: addr, End: addr + length, Offset: a[5], Exec: p&protExec != 0}
+		m := Mapping{Path: file.Path, Start: addr, End: addr + length, Offset: a[5], Exec: p&mm.ProtExec != 0}
 		if err := t.k.mapped(t.proc, m, file.Node().Contents()); err != nil {
 			return 0, err
 		}
@@ -126,7 +127,7 @@ func sysMmap(t *thread, a args) (uint64, error) {
 }
 
 func sysMunmap(t *thread, a args) (uint64, error) {
-	end, ok := checkRange(a[0], pageUp(a[1]))
+	end, ok := mm.CheckRange(a[0], pageUp(a[1]))
 	if !ok {
 		return 0, unix.EINVAL
 	}
@@ -135,7 +136,7 @@ func sysMunmap(t *thread, a args) (uint64, error) {
 
 func sysMprotect(t *thread, a args) (uint64, error) {
 	p, ok := protFromLinux(a[2])
-	end, ok2 := checkRange(a[0], pageUp(a[1]))
+	end, ok2 := mm.CheckRange(a[0], pageUp(a[1]))
 	if !ok || !ok2 {
 		return 0, unix.EINVAL
 	}
@@ -145,7 +146,7 @@ func sysMprotect(t *thread, a args) (uint64, error) {
 // sysMadvise: advice is taken as a hint and ignored, except that
 // MADV_DONTNEED empties private anonymous pages, which programs rely on.
 func sysMadvise(t *thread, a args) (uint64, error) {
-	end, ok := checkRange(a[0], pageUp(a[1]))
+	end, ok := mm.CheckRange(a[0], pageUp(a[1]))
 	if !ok {
 		return 0, unix.EINVAL
 	}

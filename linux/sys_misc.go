@@ -3,13 +3,14 @@ package linux
 import (
 	"encoding/binary"
 
+	"github.com/reprise-vm/reprise/linux/mm"
 	"golang.org/x/sys/unix"
 )
 
 func sysSetsid(t *thread, a args) (uint64, error) { return 0, unix.EPERM }
 
 func sysGetrusage(t *thread, a args) (uint64, error) {
-	return 0, memErr(t.proc.as.write(a[1], make([]byte, 144)))
+	return 0, memErr(t.proc.as.Write(a[1], make([]byte, 144)))
 }
 
 func sysSocket(*thread, args) (uint64, error) { return 0, unix.EAFNOSUPPORT }
@@ -48,7 +49,7 @@ func sysPrctl(t *thread, a args) (uint64, error) {
 	case unix.PR_SET_NAME, unix.PR_SET_PDEATHSIG, unix.PR_SET_DUMPABLE:
 		return 0, nil
 	case unix.PR_GET_NAME:
-		return 0, memErr(t.proc.as.write(a[1], []byte("prog\x00")))
+		return 0, memErr(t.proc.as.Write(a[1], []byte("prog\x00")))
 	case unix.PR_GET_DUMPABLE:
 		return 1, nil
 	case unix.PR_SET_CHILD_SUBREAPER:
@@ -59,7 +60,7 @@ func sysPrctl(t *thread, a args) (uint64, error) {
 		if t.proc.subreaper {
 			b[0] = 1
 		}
-		return 0, memErr(t.proc.as.write(a[1], b[:]))
+		return 0, memErr(t.proc.as.Write(a[1], b[:]))
 	}
 	return 0, unix.EINVAL
 }
@@ -78,7 +79,7 @@ func sysSysinfo(t *thread, a args) (uint64, error) {
 	le.PutUint64(b[40:], ram-t.k.fr.InUse())       // freeram
 	le.PutUint16(b[80:], uint16(len(t.k.threads))) // procs
 	le.PutUint32(b[104:], 1)                       // mem_unit
-	return 0, memErr(t.proc.as.write(a[0], b[:]))
+	return 0, memErr(t.proc.as.Write(a[0], b[:]))
 }
 
 // sysFtruncate sets a file's size. A negative length is EINVAL before the
@@ -110,7 +111,7 @@ func sysMremap(t *thread, a args) (uint64, error) {
 	old, oldLen, newLen, flags := a[0], pageUp(a[1]), pageUp(a[2]), a[3]
 	const mayMove = 1
 	as := t.proc.as
-	if _, ok := checkRange(old, oldLen); !ok || newLen == 0 || newLen > maxUserAddr || flags&^mayMove != 0 {
+	if _, ok := mm.CheckRange(old, oldLen); !ok || newLen == 0 || newLen > maxUserAddr || flags&^mayMove != 0 {
 		return 0, unix.EINVAL // MREMAP_FIXED and DONTUNMAP included
 	}
 	if !as.Covered(old, old+oldLen) {

@@ -40,7 +40,7 @@ func (t *thread) poll(va, n uint64, timeout time.Duration) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	fds := make([]byte, n*8)
-	if err := t.proc.as.read(va, fds); err != nil {
+	if err := t.proc.as.Read(va, fds); err != nil {
 		return 0, memErr(err)
 	}
 	ready := uint64(0)
@@ -61,7 +61,7 @@ func (t *thread) poll(va, n uint64, timeout time.Duration) (uint64, error) {
 		}
 	}
 	if ready > 0 || timeout == 0 || t.timeUp() {
-		return ready, memErr(t.proc.as.write(va, fds))
+		return ready, memErr(t.proc.as.Write(va, fds))
 	}
 	return t.waitReady(timeout, polled)
 }
@@ -113,7 +113,7 @@ func sysSelect(t *thread, a args) (uint64, error) {
 	timeout := time.Duration(-1)
 	if a[4] != 0 {
 		var b [16]byte
-		if err := t.proc.as.read(a[4], b[:]); err != nil {
+		if err := t.proc.as.Read(a[4], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 		if timeout = timeval(b[:]); timeout < 0 {
@@ -149,7 +149,7 @@ func (t *thread) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uin
 			continue
 		}
 		b := make([]byte, words*8)
-		if err := t.proc.as.read(va, b); err != nil {
+		if err := t.proc.as.Read(va, b); err != nil {
 			return 0, memErr(err)
 		}
 		for w := range in[i] {
@@ -186,7 +186,7 @@ func (t *thread) selectFDs(n uint64, sets [3]uint64, timeout time.Duration) (uin
 		for w, v := range out[i] {
 			binary.LittleEndian.PutUint64(b[w*8:], v)
 		}
-		if err := t.proc.as.write(va, b); err != nil {
+		if err := t.proc.as.Write(va, b); err != nil {
 			return 0, memErr(err)
 		}
 	}

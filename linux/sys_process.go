@@ -55,7 +55,7 @@ func sysArchPrctl(t *thread, a args) (uint64, error) {
 		t.fsBase = a[1]
 		return 0, nil
 	case archGetFS:
-		return 0, memErr(t.proc.as.putUint64(a[1], t.fsBase))
+		return 0, memErr(t.proc.as.PutUint64(a[1], t.fsBase))
 	}
 	return 0, unix.EINVAL // CET and the rest: not supported, as on a CPU without them
 }
@@ -69,7 +69,7 @@ func sysUname(t *thread, a args) (uint64, error) {
 	for i, f := range utsname {
 		copy(b[i*65:], f)
 	}
-	return 0, memErr(t.proc.as.write(a[0], b[:]))
+	return 0, memErr(t.proc.as.Write(a[0], b[:]))
 }
 
 // rlimits is RLIM_NLIMITS.
@@ -98,7 +98,7 @@ func sysPrlimit(t *thread, a args) (uint64, error) {
 		var b [16]byte
 		binary.LittleEndian.PutUint64(b[:], cur)
 		binary.LittleEndian.PutUint64(b[8:], max)
-		if err := t.proc.as.write(a[3], b[:]); err != nil {
+		if err := t.proc.as.Write(a[3], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 	}
@@ -110,5 +110,5 @@ func sysSchedGetaffinity(t *thread, a args) (uint64, error) {
 	if a[1] < 8 || a[1]%8 != 0 {
 		return 0, unix.EINVAL
 	}
-	return 8, memErr(t.proc.as.putUint64(a[2], 1))
+	return 8, memErr(t.proc.as.PutUint64(a[2], 1))
 }

@@ -31,7 +31,7 @@ func sysRtSigaction(t *thread, a args) (uint64, error) {
 		for i, v := range []uint64{old.handler, old.flags, old.restorer, old.mask} {
 			binary.LittleEndian.PutUint64(b[i*8:], v)
 		}
-		if err := p.as.write(a[2], b[:]); err != nil {
+		if err := p.as.Write(a[2], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 	}
@@ -40,7 +40,7 @@ func sysRtSigaction(t *thread, a args) (uint64, error) {
 			return 0, unix.EINVAL
 		}
 		var b [32]byte
-		if err := p.as.read(a[1], b[:]); err != nil {
+		if err := p.as.Read(a[1], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 		le := binary.LittleEndian
@@ -58,7 +58,7 @@ func sysRtSigprocmask(t *thread, a args) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	if a[2] != 0 {
-		if err := t.proc.as.putUint64(a[2], t.sigmask); err != nil {
+		if err := t.proc.as.PutUint64(a[2], t.sigmask); err != nil {
 			return 0, memErr(err)
 		}
 	}
@@ -66,7 +66,7 @@ func sysRtSigprocmask(t *thread, a args) (uint64, error) {
 		return 0, nil
 	}
 	var b [8]byte
-	if err := t.proc.as.read(a[1], b[:]); err != nil {
+	if err := t.proc.as.Read(a[1], b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	set := binary.LittleEndian.Uint64(b[:]) &^ unblockable
@@ -90,7 +90,7 @@ func sysRtSigsuspend(t *thread, a args) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	var b [8]byte
-	if err := t.proc.as.read(a[0], b[:]); err != nil {
+	if err := t.proc.as.Read(a[0], b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	if t.waitKey == nil { // not reissued after a wake that was no signal
@@ -116,7 +116,7 @@ func sysRtSigreturn(t *thread, a args) (uint64, error) {
 	regs := c.SyncedRegs()
 	bad := func() (uint64, error) { return 0, t.k.killProcess(t.proc, uint64(unix.SIGSEGV)) }
 	uc := make([]byte, 304)
-	if err := t.proc.as.read(regs.RSP, uc); err != nil {
+	if err := t.proc.as.Read(regs.RSP, uc); err != nil {
 		return bad()
 	}
 	le := binary.LittleEndian
@@ -130,11 +130,11 @@ func sysRtSigreturn(t *thread, a args) (uint64, error) {
 	xsave := t.k.xsave.initial() // no fpstate: the initial state, as Linux
 	if fp := le.Uint64(mc[184:]); fp != 0 {
 		legacy := make([]byte, legacyBytes)
-		if err := t.proc.as.read(fp, legacy); err != nil {
+		if err := t.proc.as.Read(fp, legacy); err != nil {
 			return bad()
 		}
 		b := make([]byte, t.k.xsave.frameSize(legacy))
-		if err := t.proc.as.read(fp, b); err != nil {
+		if err := t.proc.as.Read(fp, b); err != nil {
 			return bad()
 		}
 		var ok bool
@@ -160,7 +160,7 @@ func sysSigaltstack(t *thread, a args) (uint64, error) {
 	var b [stackTBytes]byte
 	old := t.altstack
 	if a[0] != 0 {
-		if err := t.proc.as.read(a[0], b[:]); err != nil {
+		if err := t.proc.as.Read(a[0], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 		if err := t.altstack.set(altStackOf(b[:]), sp); err != nil {
@@ -169,7 +169,7 @@ func sysSigaltstack(t *thread, a args) (uint64, error) {
 	}
 	if a[1] != 0 {
 		old.report(b[:], sp)
-		if err := t.proc.as.write(a[1], b[:]); err != nil {
+		if err := t.proc.as.Write(a[1], b[:]); err != nil {
 			return 0, memErr(err)
 		}
 	}

@@ -77,12 +77,12 @@ func sysFstat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(t.proc.as.write(a[1], t.k.stat(attrsOf(f, nil))))
+	return 0, memErr(t.proc.as.Write(a[1], t.k.stat(attrsOf(f, nil))))
 }
 
 // statTarget resolves the stat calls' (dirfd, path, AT_EMPTY_PATH).
 func (t *thread) statTarget(dirfd, path, flags uint64) (attrs, error) {
-	p, err := t.proc.as.readString(path, unix.PathMax)
+	p, err := t.proc.as.ReadString(path, unix.PathMax)
 	if err != nil {
 		return attrs{}, memErr(err)
 	}
@@ -109,7 +109,7 @@ func sysNewfstatat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(t.proc.as.write(a[2], t.k.stat(at)))
+	return 0, memErr(t.proc.as.Write(a[2], t.k.stat(at)))
 }
 
 // sysStatx fills struct statx with what stat reports.
@@ -137,5 +137,5 @@ func sysStatx(t *thread, a args) (uint64, error) {
 	le.PutUint32(b[132:], uint32(at.rdev&0xff))
 	le.PutUint32(b[136:], uint32(at.dev>>8))
 	le.PutUint32(b[140:], uint32(at.dev&0xff))
-	return 0, memErr(t.proc.as.write(a[4], b[:]))
+	return 0, memErr(t.proc.as.Write(a[4], b[:]))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/linux/vfs"
 
 	"golang.org/x/sys/unix"
@@ -98,14 +99,14 @@ func (t *thread) readStrings(va uint64) ([]string, error) {
 			return nil, unix.E2BIG
 		}
 		var b [8]byte
-		if err := t.proc.as.read(va+uint64(i)*8, b[:]); err != nil {
+		if err := t.proc.as.Read(va+uint64(i)*8, b[:]); err != nil {
 			return nil, memErr(err)
 		}
 		p := binary.LittleEndian.Uint64(b[:])
 		if p == 0 {
 			return out, nil
 		}
-		s, err := t.proc.as.readString(p, abi.LinuxMaxArgBytes-total)
+		s, err := t.proc.as.ReadString(p, abi.LinuxMaxArgBytes-total)
 		if err != nil {
 			return nil, unix.E2BIG
 		}
@@ -161,7 +162,7 @@ func sysExecve(t *thread, a args) (uint64, error) {
 	t.k.forgetReturns(t.tid) // they were in the image exec replaces
 	entry, sp, err := t.k.execImage(p, vfs.Clean(path), execfn, n, argv, envp)
 	switch {
-	case errors.Is(err, errNoMemory):
+	case errors.Is(err, mm.ErrNoMemory):
 		return 0, unix.ENOMEM
 	case err != nil:
 		return 0, unix.ENOEXEC
@@ -194,7 +195,7 @@ func sysWait4(t *thread, a args) (uint64, error) {
 		if a[1] != 0 {
 			var b [4]byte
 			binary.LittleEndian.PutUint32(b[:], uint32(c.status))
-			if err := p.as.write(a[1], b[:]); err != nil {
+			if err := p.as.Write(a[1], b[:]); err != nil {
 				return 0, memErr(err)
 			}
 		}
@@ -206,7 +207,7 @@ func sysWait4(t *thread, a args) (uint64, error) {
 	case a[2]&wnohang != 0:
 		return 0, nil
 	}
-	return 0, t.blockOn(waitChild(p))
+	return 0, t.blockOn(waitChild{p})
 }
 
 // cloneTIDs does what clone's TID flags ask for t's new thread child: its
@@ -216,12 +217,12 @@ func (t *thread) cloneTIDs(child *thread, flags, parentTID, childTID uint64) err
 	var tid [4]byte
 	binary.LittleEndian.PutUint32(tid[:], uint32(child.tid))
 	if flags&unix.CLONE_PARENT_SETTID != 0 {
-		if err := t.proc.as.write(parentTID, tid[:]); err != nil {
+		if err := t.proc.as.Write(parentTID, tid[:]); err != nil {
 			return memErr(err)
 		}
 	}
 	if flags&unix.CLONE_CHILD_SETTID != 0 {
-		if err := child.proc.as.write(childTID, tid[:]); err != nil {
+		if err := child.proc.as.Write(childTID, tid[:]); err != nil {
 			return memErr(err)
 		}
 	}
@@ -266,18 +267,18 @@ func sysWaitid(t *thread, a args) (uint64, error) {
 		}
 		info := siginfo(uint64(unix.SIGCHLD), code, uint64(c.pid))
 		binary.LittleEndian.PutUint32(info[24:], uint32(status))
-		return 0, memErr(p.as.write(a[2], info[:]))
+		return 0, memErr(p.as.Write(a[2], info[:]))
 	}
 	switch {
 	case !p.hasChild(want):
 		return 0, unix.ECHILD
 	case a[3]&wnohang != 0:
 		if a[2] != 0 {
-			return 0, memErr(p.as.write(a[2], make([]byte, 128)))
+			return 0, memErr(p.as.Write(a[2], make([]byte, 128)))
 		}
 		return 0, nil
 	}
-	return 0, t.blockOn(waitChild(p))
+	return 0, t.blockOn(waitChild{p})
 }
 
 func sysFutex(t *thread, a args) (uint64, error) {

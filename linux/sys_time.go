@@ -53,7 +53,7 @@ func waitOf(sec, nsec int64) time.Duration {
 // timespec64_valid accepts (cut to maxWait), else EINVAL.
 func (t *thread) readTimespec(va uint64) (time.Duration, error) {
 	var b [16]byte
-	if err := t.proc.as.read(va, b[:]); err != nil {
+	if err := t.proc.as.Read(va, b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	sec, nsec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
@@ -71,7 +71,7 @@ func sysClockGettime(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(t.proc.as.write(a[1], timespec(now)))
+	return 0, memErr(t.proc.as.Write(a[1], timespec(now)))
 }
 
 func sysGettimeofday(t *thread, a args) (uint64, error) {
@@ -85,7 +85,7 @@ func sysGettimeofday(t *thread, a args) (uint64, error) {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(now/time.Second))
 	binary.LittleEndian.PutUint64(b[8:], uint64(now%time.Second/time.Microsecond))
-	return 0, memErr(t.proc.as.write(a[0], b[:]))
+	return 0, memErr(t.proc.as.Write(a[0], b[:]))
 }
 
 func sysTime(t *thread, a args) (uint64, error) {
@@ -95,7 +95,7 @@ func sysTime(t *thread, a args) (uint64, error) {
 	}
 	s := uint64(now / time.Second)
 	if a[0] != 0 {
-		if err := t.proc.as.putUint64(a[0], s); err != nil {
+		if err := t.proc.as.PutUint64(a[0], s); err != nil {
 			return 0, memErr(err)
 		}
 	}
@@ -150,7 +150,7 @@ func sysGetrandom(t *thread, a args) (uint64, error) {
 	if err := t.k.m.Entropy(b); err != nil {
 		return 0, err
 	}
-	return n, memErr(t.proc.as.write(a[0], b))
+	return n, memErr(t.proc.as.Write(a[0], b))
 }
 
 // sysAlarm arms the timer in whole seconds, an unsigned int: the
@@ -168,7 +168,7 @@ func sysSetitimer(t *thread, a args) (uint64, error) {
 		return 0, unix.EINVAL // virtual and profiling timers: CPU time is not tracked
 	}
 	var b [32]byte
-	if err := t.proc.as.read(a[1], b[:]); err != nil {
+	if err := t.proc.as.Read(a[1], b[:]); err != nil {
 		return 0, memErr(err)
 	}
 	interval, value := timeval(b[:16]), timeval(b[16:])
@@ -180,7 +180,7 @@ func sysSetitimer(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	if a[2] != 0 {
-		return 0, memErr(t.proc.as.write(a[2], itimerval(old)))
+		return 0, memErr(t.proc.as.Write(a[2], itimerval(old)))
 	}
 	return 0, nil
 }
@@ -193,5 +193,5 @@ func sysGetitimer(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(t.proc.as.write(a[1], itimerval(left)))
+	return 0, memErr(t.proc.as.Write(a[1], itimerval(left)))
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/mm"
 )
 
 // args are a system call's six arguments (rdi, rsi, rdx, r10, r8, r9).
@@ -46,7 +47,7 @@ func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 	if errors.As(err, &e) {
 		return negErrno(e), nil
 	}
-	if errors.Is(err, errNoMemory) {
+	if errors.Is(err, mm.ErrNoMemory) {
 		// Guest RAM ran out under a call that needed a frame (a page
 		// it writes that a fork shares, a table): the program's
 		// failure, not the run's.
@@ -69,13 +70,13 @@ func negErrno(e errno) uint64 { return uint64(-int64(e)) }
 // memErr turns an address-space failure into the errno Linux gives.
 func memErr(err error) error {
 	switch {
-	case errors.Is(err, errFault):
+	case errors.Is(err, mm.ErrFault):
 		return unix.EFAULT
-	case errors.Is(err, errNoMemory):
+	case errors.Is(err, mm.ErrNoMemory):
 		return unix.ENOMEM
-	case errors.Is(err, errUnmapped), errors.Is(err, errMapCount):
+	case errors.Is(err, mm.ErrUnmapped), errors.Is(err, mm.ErrMapCount):
 		return unix.ENOMEM
-	case errors.Is(err, errNameTooLong):
+	case errors.Is(err, mm.ErrNameTooLong):
 		return unix.ENAMETOOLONG
 	}
 	return err

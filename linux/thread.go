@@ -46,7 +46,7 @@ type thread struct {
 	waitSeq   uint64 // when it blocked: futex waiters wake in this order
 	// waitKey, for a thread blocked in a call that restarts when woken
 	// (a pipe read or write, a wait for a child), is what it waits on.
-	waitKey any
+	waitKey waitKey
 	// waitOn are the files on whose queues a thread waiting on files
 	// (waitKey fileWait{}) is registered.
 	waitOn []*openFile
@@ -243,7 +243,7 @@ func (k *Kernel) spawn(p *process, regs kvm.Regs, xsave kvm.XSave, fsBase uint64
 func (k *Kernel) exitThread(status uint64) error {
 	t := k.current()
 	if t.clearTID != 0 {
-		if err := k.proc().as.write(t.clearTID, make([]byte, 4)); err == nil {
+		if err := k.proc().as.Write(t.clearTID, make([]byte, 4)); err == nil {
 			k.futexWake(t.clearTID, 1, ^uint32(0))
 		}
 	}
@@ -261,9 +261,17 @@ func (k *Kernel) exitThread(status uint64) error {
 // and makes it issue the same call again when woken.
 var errRestart = errors.New("restart when woken")
 
+// A waitKey is what a thread blocked in a call that restarts waits on:
+// fileWait, sigWait or waitChild. Each says how a checkpoint holds it
+// (thread_persist.go), so a kind of wait a checkpoint cannot hold does
+// not compile.
+type waitKey interface {
+	saved(sv *saver, t *thread) savedWait
+}
+
 // blockOn blocks the current thread until key is woken; its call then
 // runs again (errRestart).
-func (t *thread) blockOn(key any) error {
+func (t *thread) blockOn(key waitKey) error {
 	t.k.waitSeq++
 	t.state, t.waitKey, t.waitSeq, t.deadline = blocked, key, t.k.waitSeq, 0
 	t.k.resched = true
@@ -316,7 +324,7 @@ func (t *thread) leaveQueues() {
 }
 
 // wakeAll makes every thread blocked on key runnable, to retry its call.
-func (k *Kernel) wakeAll(key any) {
+func (k *Kernel) wakeAll(key waitKey) {
 	for _, t := range k.threads {
 		if t.state == blocked && t.waitKey != nil && t.waitKey == key {
 			t.state, t.waitKey = runnable, nil

@@ -6,6 +6,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/mm"
 )
 
 // Programs read the time-stamp counter: glibc's dynamic loader as it
@@ -36,7 +37,7 @@ type tscSite struct {
 
 // patchTSC replaces the RDTSCs and RDTSCPs in x's .text, loaded in as
 // from file.
-func (k *Kernel) patchTSC(as *addressSpace, x *executable, file *node) error {
+func (k *Kernel) patchTSC(as *mm.Space, x *executable, file *node) error {
 	start, end := x.text[0], x.text[1]
 	switch {
 	case start == 0 && end == 0:
@@ -47,7 +48,7 @@ func (k *Kernel) patchTSC(as *addressSpace, x *executable, file *node) error {
 	sites, ok := k.tscSites[file]
 	if !ok || file.Written {
 		code := make([]byte, end-start)
-		if err := as.read(start, code); err != nil {
+		if err := as.Read(start, code); err != nil {
 			return err
 		}
 		sites = findTSC(code, start, x.funcs)

@@ -4,13 +4,95 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
+	"maps"
 	"slices"
-
-	"golang.org/x/sys/unix"
+	"time"
 
 	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/linux/vfs"
 )
+
+// The personality's state, for a checkpoint (vmm.KernelState): every
+// process, thread, open file, pipe and file the program wrote, as plain
+// values, with what several of them share (a process's parent, an open
+// file in two descriptor tables, a pipe's two ends, a node) named by its
+// index. With guest RAM and the machine's snapshot it resumes the program
+// exactly. Files the program never wrote are not kept: a kernel made by New
+// from the same Program (the tape's) has them, under the same inodes.
+//
+// Each part is saved, checked and restored beside its type: the file
+// system in vfs (*_persist.go), frames and address spaces in mm, processes
+// in process_persist.go, threads and their waits in thread_persist.go.
+// This file holds the kernel's own fields and the order of the whole.
+
+// stateVersion is the layout's version; another is refused.
+//
+// 4: a thread blocked in a read, write, poll or select names the files it
+// waits on (savedWait.Files): per-file wait queues replaced poll's one key.
+const stateVersion = 4
+
+type savedKernel struct {
+	Version int
+	Frames  mm.SavedFrames
+	Nodes   []vfs.SavedNode // Nodes[0] is the root
+	NextIno uint64
+	Held    int64
+	Pipes   []vfs.SavedPipe
+	Files   []vfs.SavedFile
+	Procs   []savedProc
+	Threads []savedThread
+
+	Cur, NextTID               int
+	Resched, Restart, Returned bool
+	WaitSeq, Switches          uint64
+	HogThread, HogWaiting      int // HogThread: an index into Threads, -1 for none
+	HogAt                      time.Duration
+	Calls, Unsupported         map[string]uint64
+	Warnings                   []string
+}
+
+// SaveState returns the personality's state, between two entries, with no
+// breakpoints placed (a replay with probes takes no checkpoints).
+func (k *Kernel) SaveState() ([]byte, error) {
+	if k.fr.Patched() {
+		return nil, fmt.Errorf("linux: state saved with breakpoints placed")
+	}
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(k.save()); err != nil {
+		return nil, fmt.Errorf("linux: saving state: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// saver numbers the shared parts of the state as it meets them: the
+// file system's (vfs.Saver) and the processes.
+type saver struct {
+	*vfs.Saver
+	procs map[*process]int
+	s     *savedKernel
+}
+
+func (k *Kernel) save() *savedKernel {
+	s := &savedKernel{
+		Version: stateVersion, NextIno: k.fs.NextIno(), Held: k.budget[fileBytes],
+		Frames: k.fr.Save(),
+		Cur:    k.cur, NextTID: k.nextTID, Resched: k.resched, Restart: k.restart, Returned: k.returned,
+		WaitSeq: k.waitSeq, Switches: k.switches, HogThread: -1, HogWaiting: k.hog.waiting, HogAt: k.hog.at,
+		Calls: maps.Clone(k.stats.Calls), Unsupported: maps.Clone(k.stats.Unsupported), Warnings: slices.Clone(k.stats.Warnings),
+	}
+	sv := &saver{Saver: vfs.NewSaver(k.fs.Root()), procs: map[*process]int{}, s: s}
+	for _, t := range k.threads {
+		sv.proc(t.proc)
+	}
+	for i, t := range k.threads {
+		if t == k.hog.thread {
+			s.HogThread = i
+		}
+		s.Threads = append(s.Threads, sv.thread(t))
+	}
+	s.Nodes, s.Pipes, s.Files = sv.Nodes, sv.Pipes, sv.Files
+	return s
+}
 
 // RestoreState puts the personality in the state SaveState returned, on a
 // kernel New made from the same Program and booted, after guest RAM and
@@ -35,7 +117,6 @@ func (k *Kernel) RestoreState(b []byte) error {
 // check refuses a state whose parts do not fit together or would take
 // the kernel outside its bounds.
 func (k *Kernel) check(s *savedKernel) error {
-	ram := k.m.RAM().Size()
 	switch {
 	case s.Version != stateVersion:
 		return fmt.Errorf("version %d, not %d", s.Version, stateVersion)
@@ -50,7 +131,7 @@ func (k *Kernel) check(s *savedKernel) error {
 	case s.HogThread < -1 || s.HogThread >= len(s.Threads):
 		return fmt.Errorf("hog thread %d of %d", s.HogThread, len(s.Threads))
 	}
-	if err := s.Frames.Check(ram, maxProcesses); err != nil {
+	if err := s.Frames.Check(k.m.RAM().Size(), maxProcesses); err != nil {
 		return err
 	}
 	if err := vfs.Check(s.Nodes, s.NextIno, s.Pipes, s.Files); err != nil {
@@ -62,58 +143,21 @@ func (k *Kernel) check(s *savedKernel) error {
 		}
 	}
 	tids := map[int]bool{}
-	for _, t := range s.Threads {
-		switch {
-		case t.TID <= 0 || t.TID > s.NextTID || tids[t.TID]:
+	for i := range s.Threads {
+		t := &s.Threads[i]
+		if t.TID <= 0 || t.TID > s.NextTID || tids[t.TID] {
 			return fmt.Errorf("thread id %d (next %d), or given twice", t.TID, s.NextTID)
-		case t.Proc < 0 || t.Proc >= len(s.Procs):
-			return fmt.Errorf("thread %d: process %d of %d", t.TID, t.Proc, len(s.Procs))
-		case t.State < int(runnable) || t.State > int(exited):
-			return fmt.Errorf("thread %d: state %d", t.TID, t.State)
-		case len(t.Infos) > maxSignal:
-			return fmt.Errorf("thread %d: %d pending signals' information", t.TID, len(t.Infos))
-		case !k.xsave.valid(&t.XSave):
-			return fmt.Errorf("thread %d: an XSAVE image KVM_SET_XSAVE would refuse", t.TID)
 		}
 		tids[t.TID] = true
-		if w := t.Wait; !w.valid(len(s.Files), len(s.Procs)) {
-			return fmt.Errorf("thread %d: waits on %d %d", t.TID, w.Kind, w.Ref)
+		if err := k.checkThread(s, t); err != nil {
+			return fmt.Errorf("thread %d: %w", t.TID, err)
 		}
 	}
 	return nil
 }
 
-// valid reports whether w names a wait kind and, for files or a child,
-// ones there are.
-func (w savedWait) valid(files, procs int) bool {
-	switch w.Kind {
-	case waitNone, waitSignal:
-		return true
-	case waitFiles:
-		return len(w.Files) <= vfs.MaxFDs && !slices.ContainsFunc(w.Files, func(i int) bool { return i < 0 || i >= files })
-	case waitChildOf:
-		return w.Ref >= 0 && w.Ref < procs
-	}
-	return false
-}
-
 // index reports whether i is an index of n things, or -1 for none.
 func index(i, n int) bool { return i >= -1 && i < n }
-
-func checkProc(s *savedKernel, p *savedProc) error {
-	if !index(p.Parent, len(s.Procs)) || p.Live < 0 || p.Live > len(s.Threads) || len(p.FDs) > vfs.MaxFDs || p.Space == nil {
-		return fmt.Errorf("parent %d, %d live threads, %d descriptors", p.Parent, p.Live, len(p.FDs))
-	}
-	for _, c := range p.Children {
-		if c < 0 || c >= len(s.Procs) {
-			return fmt.Errorf("child %d of %d", c, len(s.Procs))
-		}
-	}
-	if err := vfs.CheckFDs(p.FDs, len(s.Files)); err != nil {
-		return err
-	}
-	return p.Space.Check(mm.Limits{InUse: s.Frames.InUse, Nodes: len(s.Nodes), SiteLen: func(n uint8) bool { return n == rdtscLen || n == rdtscpLen }})
-}
 
 // restorer builds the kernel's parts from a checked state.
 type restorer struct {
@@ -142,26 +186,8 @@ func (r *restorer) restore() error {
 		}
 	}
 	threads := make([]*thread, len(s.Threads))
-	for i, st := range s.Threads {
-		t := &thread{k: k, tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, xsave: st.XSave,
-			fsBase: st.FSBase, clearTID: st.ClearTID, futexAddr: st.FutexAddr, futexMask: st.FutexMask, deadline: st.Deadline,
-			wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
-			sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,
-			altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt}
-		switch st.Wait.Kind {
-		case waitFiles:
-			files := make([]*openFile, len(st.Wait.Files))
-			for j, f := range st.Wait.Files {
-				files[j] = fs.Files[f]
-			}
-			t.waitKey = fileWait{}
-			t.waitOnFiles(files)
-		case waitSignal:
-			t.waitKey = sigWait{}
-		case waitChildOf:
-			t.waitKey = waitChild(r.procs[st.Wait.Ref])
-		}
-		threads[i] = t
+	for i := range s.Threads {
+		threads[i] = r.thread(&s.Threads[i])
 	}
 
 	k.fs = fs.FS
@@ -183,60 +209,6 @@ func orEmpty(m map[string]uint64) map[string]uint64 {
 		return map[string]uint64{}
 	}
 	return m
-}
-
-func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
-	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
-		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}}
-	if sp.Parent >= 0 {
-		p.parent = r.procs[sp.Parent]
-	}
-	for _, c := range sp.Children {
-		p.children = append(p.children, r.procs[c])
-	}
-	for sig, a := range sp.Sigactions {
-		p.sigactions[sig] = sigaction{handler: a.Handler, flags: a.Flags, restorer: a.Restorer, mask: a.Mask}
-	}
-	p.fds = r.fs.FDs(sp.FDs)
-	p.as = &addressSpace{mm.RestoreSpace(fr, sp.Space, sp.PID, r.fs.Mapped)}
-}
-
-// replaceBreakpoints places a replay's breakpoints again in a restored
-// program: the restored RAM has none.
-func (k *Kernel) replaceBreakpoints() error {
-	if k.bp == nil {
-		return nil
-	}
-	k.SetBreakpoints(k.bp.on)
-	k.bp.keepDebugStack(k.m.RAM())
-	live, placed := k.processes(), map[*process]bool{}
-	for _, t := range k.threads {
-		p := t.proc
-		if !live[p] || placed[p] {
-			continue
-		}
-		placed[p] = true
-		if err := k.placeAll(p.pid, p.as, true); err != nil {
-			return err
-		}
-	}
-	for _, t := range k.threads {
-		if t.state == exited {
-			continue
-		}
-		regs := t.regs
-		if t == k.current() {
-			r, err := k.m.VCPU().Regs()
-			if err != nil {
-				return err
-			}
-			regs = k.UserRegs(r)
-		}
-		if err := k.bp.on.Resumed(&Break{TID: t.tid, PID: t.proc.pid, Regs: &regs, k: k, proc: t.proc}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // charge sets the restored program's budget from what it holds: its

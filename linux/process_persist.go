@@ -1,0 +1,103 @@
+package linux
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/reprise-vm/reprise/linux/mm"
+	"github.com/reprise-vm/reprise/linux/vfs"
+)
+
+// A process in a checkpoint (save_restore.go): what it shares with others
+// (its parent, children, open files, mapped files) by index.
+type savedProc struct {
+	PID        int
+	Parent     int // index into Procs, -1 for none
+	Children   []int
+	Space      *mm.SavedSpace // nil for none
+	FDs        map[int]vfs.SavedFD
+	Brk        [2]uint64
+	Exe        string
+	Live       int
+	Zombie     bool
+	Status     uint64
+	Execs      uint64
+	Sigactions [maxSignal + 1]savedSigaction
+	TimerAt    time.Duration
+	TimerEvery time.Duration
+	Subreaper  bool
+}
+
+type savedSigaction struct{ Handler, Flags, Restorer, Mask uint64 }
+
+// proc numbers p, its parent and its children.
+func (sv *saver) proc(p *process) int {
+	if i, ok := sv.procs[p]; ok {
+		return i
+	}
+	i := len(sv.s.Procs)
+	sv.procs[p] = i
+	sv.s.Procs = append(sv.s.Procs, savedProc{})
+	sp := savedProc{PID: p.pid, Parent: -1, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
+		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: sv.FDs(p.fds), Subreaper: p.subreaper}
+	for sig, a := range p.sigactions {
+		sp.Sigactions[sig] = savedSigaction{Handler: a.handler, Flags: a.flags, Restorer: a.restorer, Mask: a.mask}
+	}
+	if p.parent != nil {
+		sp.Parent = sv.proc(p.parent)
+	}
+	for _, c := range p.children {
+		sp.Children = append(sp.Children, sv.proc(c))
+	}
+	if p.as != nil {
+		sp.Space = p.as.Save(sv.sameAs)
+	}
+	sv.s.Procs[i] = sp
+	return i
+}
+
+// sameAs is the index of a numbered node whose contents are data (a
+// mapping's), -1 if none is.
+func (sv *saver) sameAs(data []byte) int {
+	if n := sv.SameAs(data); n != nil {
+		return sv.Node(n)
+	}
+	return -1
+}
+
+func checkProc(s *savedKernel, p *savedProc) error {
+	if !index(p.Parent, len(s.Procs)) || p.Live < 0 || p.Live > len(s.Threads) || len(p.FDs) > vfs.MaxFDs || p.Space == nil {
+		return fmt.Errorf("parent %d, %d live threads, %d descriptors", p.Parent, p.Live, len(p.FDs))
+	}
+	for _, c := range p.Children {
+		if c < 0 || c >= len(s.Procs) {
+			return fmt.Errorf("child %d of %d", c, len(s.Procs))
+		}
+	}
+	if err := vfs.CheckFDs(p.FDs, len(s.Files)); err != nil {
+		return err
+	}
+	return p.Space.Check(mm.Limits{InUse: s.Frames.InUse, Nodes: len(s.Nodes), SiteLen: func(n uint8) bool { return n == rdtscLen || n == rdtscpLen }})
+}
+
+// proc fills p from its checked state; the processes it names are
+// allocated already (restorer.procs).
+func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
+	*p = process{pid: sp.PID, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
+		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}}
+	if sp.Parent >= 0 {
+		p.parent = r.procs[sp.Parent]
+	}
+	for _, c := range sp.Children {
+		p.children = append(p.children, r.procs[c])
+	}
+	for sig, a := range sp.Sigactions {
+		p.sigactions[sig] = sigaction{handler: a.Handler, flags: a.Flags, restorer: a.Restorer, mask: a.Mask}
+	}
+	p.fds = r.fs.FDs(sp.FDs)
+	p.as = mm.RestoreSpace(fr, sp.Space, sp.PID, r.fs.Mapped)
+}
+
+func (w waitChild) saved(sv *saver, _ *thread) savedWait {
+	return savedWait{Kind: waitChildOf, Ref: sv.proc(w.parent)}
+}
