@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -62,6 +63,7 @@ const (
 // Kernel is the Linux personality of one machine (vmm.Kernel).
 type Kernel struct {
 	prog  Program
+	exe   exeFacts
 	m     *vmm.Machine
 	fr    *mm.Frames
 	fs    *vfs.FileSystem
@@ -115,21 +117,34 @@ type Stats struct {
 // Check says whether p is a program the personality can start: an x86-64
 // Linux executable, arguments and environment within Linux's bounds.
 func Check(p *Program) error {
+	_, err := inspect(p)
+	return err
+}
+
+// inspect checks p (Check) and reads what the kernel needs of its
+// executable besides loading it: the file is parsed once, here.
+func inspect(p *Program) (exeFacts, error) {
 	if err := abi.CheckLinuxArgs(p.Argv, p.Env); err != nil {
-		return fmt.Errorf("linux: %w", err)
+		return exeFacts{}, fmt.Errorf("linux: %w", err)
 	}
 	if p.Path == "" || len(p.Path) > abi.LinuxMaxPath {
-		return fmt.Errorf("linux: executable path of %d bytes (want 1 to %d)", len(p.Path), abi.LinuxMaxPath)
+		return exeFacts{}, fmt.Errorf("linux: executable path of %d bytes (want 1 to %d)", len(p.Path), abi.LinuxMaxPath)
 	}
 	f, err := elf.NewFile(bytes.NewReader(p.Image))
 	if err != nil {
-		return fmt.Errorf("linux: %s is not an ELF executable: %w", p.Path, err)
+		return exeFacts{}, fmt.Errorf("linux: %s is not an ELF executable: %w", p.Path, err)
 	}
 	defer f.Close()
 	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 || (f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN) {
-		return fmt.Errorf("linux: %s is a %v %v %v file, not an x86-64 executable", p.Path, f.Class, f.Machine, f.Type)
+		return exeFacts{}, fmt.Errorf("linux: %s is a %v %v %v file, not an x86-64 executable", p.Path, f.Class, f.Machine, f.Type)
 	}
-	return nil
+	return exeFacts{pie: f.Type == elf.ET_DYN, hook: branchHook(f)}, nil
+}
+
+// exeFacts are what the kernel knows of its executable before it loads it.
+type exeFacts struct {
+	pie  bool       // ET_DYN: loaded at pieBase
+	hook hookSymbol // its software branch counter's hook, if it has one
 }
 
 // Unimplemented lists the calls answered ENOSYS with their counts, or "".
@@ -159,20 +174,28 @@ func (s Stats) Print(w io.Writer) {
 // New checks a program, reads its files, and returns a kernel that runs
 // it.
 func New(p Program) (*Kernel, error) {
-	if err := Check(&p); err != nil {
+	exe, err := inspect(&p)
+	if err != nil {
 		return nil, err
 	}
 	p.Files = append([]File(nil), p.Files...)
+	p.Files = slices.DeleteFunc(p.Files, func(f File) bool { return vfs.Clean(f.Guest) == vfs.Clean(p.Path) }) // its own image wins
+	return build(p, exe, func(fs *vfs.FileSystem, b *budget, f *File) error { return addHost(fs, b, f, p.Recorded) })
+}
+
+// build makes the kernel of p, its files added by add.
+func build(p Program, facts exeFacts, add func(*vfs.FileSystem, *budget, *File) error) (*Kernel, error) {
 	b := &budget{}
-	k := &Kernel{prog: p, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
+	k := &Kernel{prog: p, exe: facts, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
 	k.console = vfs.NewConsole(console{k})
 	fs := vfs.New(b, k.remap)
-	if _, err := fs.Add(p.Path, p.Image, 0o755); err != nil {
+	exe, err := fs.Add(p.Path, p.Image, 0o755)
+	if err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
-	p.Files = slices.DeleteFunc(p.Files, func(f File) bool { return vfs.Clean(f.Guest) == vfs.Clean(p.Path) }) // its own image wins
+	exe.Share() // the Program's (a tape header's): a write to it copies it
 	for i := range p.Files {
-		if err := addHost(fs, b, &p.Files[i], p.Recorded); err != nil {
+		if err := add(fs, b, &p.Files[i]); err != nil {
 			return nil, fmt.Errorf("linux: %w", err)
 		}
 	}
@@ -182,6 +205,31 @@ func New(p Program) (*Kernel, error) {
 	limitHeap()
 	k.prog, k.fs = p, fs
 	return k, nil
+}
+
+// Fresh is a kernel for another run of k's program, which has not booted:
+// its files are those k read and checked, shared until one of the two
+// writes to one, not read from the host and hashed again (a split
+// replay's segments each run one). Not safe to call concurrently.
+func (k *Kernel) Fresh() (*Kernel, error) {
+	if k.m != nil {
+		return nil, errors.New("linux: a fresh kernel is made from one that has not booted")
+	}
+	p := k.prog
+	p.Files = slices.Clone(p.Files)
+	return build(p, k.exe, func(fs *vfs.FileSystem, _ *budget, f *File) error {
+		n, err := k.fs.Lookup(f.Guest)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Guest, err)
+		}
+		m, err := fs.Add(f.Guest, n.Contents(), n.Mode)
+		if err != nil {
+			return err
+		}
+		n.Share()
+		m.Share()
+		return nil
+	})
 }
 
 // Program is the program the kernel runs, its files' sizes, modes and

@@ -1,7 +1,6 @@
 package linux
 
 import (
-	"bytes"
 	"debug/elf"
 	"fmt"
 
@@ -34,44 +33,47 @@ var BranchCounterHook = fmt.Sprintf(`	.text
 	.section .note.GNU-stack, "", @progbits
 `, vmm.SWBCHookSymbol, abi.SWBCCountOff, abi.SWBCTargetOff, abi.PortSWBC)
 
-// BranchHook finds the instrumentation hook in the ELF file image: its
-// link-time address and size; ok is false for a program without one.
-func BranchHook(image []byte) (addr, size uint64, ok bool, err error) {
-	f, err := elf.NewFile(bytes.NewReader(image))
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("linux: not an ELF file: %w", err)
-	}
-	defer f.Close()
+// hookSymbol is the instrumentation hook of an executable: its link-time
+// address and size; Found is false for a program without one.
+type hookSymbol struct {
+	Addr, Size uint64
+	Found      bool
+}
+
+func branchHook(f *elf.File) hookSymbol {
 	syms, err := f.Symbols()
 	if err != nil {
-		return 0, 0, false, nil // stripped: no hook to find
+		return hookSymbol{} // stripped: no hook to find
 	}
 	for _, s := range syms {
 		if s.Name == vmm.SWBCHookSymbol && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-			return s.Value, s.Size, true, nil
+			return hookSymbol{s.Value, s.Size, true}
 		}
 	}
-	return 0, 0, false, nil
+	return hookSymbol{}
+}
+
+// BranchHook is the program's instrumentation hook, at its link-time
+// address; ok is false for a program without one.
+func (k *Kernel) BranchHook() (addr, size uint64, ok bool) {
+	h := k.exe.hook
+	return h.Addr, h.Size, h.Found
 }
 
 // setBranchHook tells the machine where the program's hook is, if it has
 // one: at its link-time address, moved by pieBase for a PIE.
 func (k *Kernel) setBranchHook() error {
-	addr, size, ok, err := BranchHook(k.prog.Image)
-	if err != nil || !ok {
-		return err
+	h := k.exe.hook
+	if !h.Found {
+		return nil
 	}
-	if size == 0 {
+	if h.Size == 0 {
 		return fmt.Errorf("linux: %s: the %s symbol has no size", k.prog.Path, vmm.SWBCHookSymbol)
 	}
-	f, err := elf.NewFile(bytes.NewReader(k.prog.Image))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if f.Type == elf.ET_DYN {
+	addr := h.Addr
+	if k.exe.pie {
 		addr += pieBase
 	}
-	k.m.SetBranchHook(addr, addr+size)
+	k.m.SetBranchHook(addr, addr+h.Size)
 	return nil
 }

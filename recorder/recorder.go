@@ -157,11 +157,8 @@ func ChoosePositionSource(want tape.PositionSource, img *elffile.Image) (tape.Po
 
 // chooseLinuxSource is ChoosePositionSource for a Linux program: swbc
 // when it was built with reprise's instrumentation (reprise cc).
-func chooseLinuxSource(want tape.PositionSource, image []byte) (tape.PositionSource, error) {
-	_, size, hasHook, err := linux.BranchHook(image)
-	if err != nil {
-		return "", err
-	}
+func chooseLinuxSource(want tape.PositionSource, k *linux.Kernel) (tape.PositionSource, error) {
+	_, size, hasHook := k.BranchHook()
 	switch want {
 	case Auto, "":
 		if hasHook {
@@ -208,19 +205,23 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 	if o.CheckpointEvery < 0 {
 		return nil, errors.New("recorder: a negative checkpoint interval")
 	}
-	source, err := ChoosePositionSource(o.PositionSource, o.Image)
-	if o.Linux != nil {
-		source, err = chooseLinuxSource(o.PositionSource, o.Linux.Image)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var kernel vmm.Kernel
-	var affinity []int
-	hostCPU := 0
-	if o.Linux != nil {
+	var (
+		source   tape.PositionSource
+		err      error
+		kernel   vmm.Kernel
+		affinity []int
+		hostCPU  int
+	)
+	if o.Linux == nil {
+		if source, err = ChoosePositionSource(o.PositionSource, o.Image); err != nil {
+			return nil, err
+		}
+	} else {
 		k, err := linux.New(*o.Linux)
 		if err != nil {
+			return nil, err
+		}
+		if source, err = chooseLinuxSource(o.PositionSource, k); err != nil {
 			return nil, err
 		}
 		prog := k.Program() // its files' sizes and hashes filled in

@@ -15,10 +15,10 @@ import (
 // resolved against its image or its program's files, the replay itself —
 // each a step that once opened the tape by its path again, and read its
 // header and embedded image (up to 256 MiB) again each time. Its image
-// and a Linux program's files are parsed at most once, and the Linux
-// kernel built to find those files (every host file the tape names read
-// and hashed) is the first replay's; only later replays of the same
-// Recording (a split replay's other segments) build their own.
+// and a Linux program's files are parsed at most once, and the host files
+// the tape names are read and hashed once, into a kernel that never runs:
+// every replay of the Recording (a split replay's segments) runs a fresh
+// copy of it, whose files share its contents until written.
 type Recording struct {
 	Path   string
 	Header *tape.Header
@@ -26,7 +26,7 @@ type Recording struct {
 
 	mu     sync.Mutex // a split replay's segments start at once
 	image  *elffile.Image
-	kernel *linux.Kernel // built, not yet run: the next replay's
+	kernel *linux.Kernel // never run: replays run fresh copies of it
 	files  []parsedFile  // a Linux program's ELF files, once parsed
 	parsed bool
 }
@@ -94,18 +94,14 @@ func (r *Recording) Objects() ([]*elffile.File, error) {
 }
 
 // parseLocked parses the program's ELF files, once: the executable the
-// tape embeds and the files of the kernel built for the next replay.
+// tape embeds and the files of its kernel.
 func (r *Recording) parseLocked() error {
 	if r.parsed {
 		return nil
 	}
 	h := r.Header
-	if r.kernel == nil {
-		k, err := linuxKernel(r.Path, h)
-		if err != nil {
-			return err
-		}
-		r.kernel = k
+	if err := r.kernelLocked(); err != nil {
+		return err
 	}
 	exe, err := elffile.Parse(h.Linux.Path, h.Image.Bytes)
 	if err != nil {
@@ -139,15 +135,31 @@ func (r *Recording) parsedAs(path string, data []byte) *elffile.File {
 	return nil
 }
 
-// takeKernel is the Linux personality for a replay of the program: the
-// one Objects built if no replay has taken it yet (a kernel runs once),
-// else a new one.
+// kernelLocked builds the program's kernel, once: its host files read
+// and checked against their recorded hashes.
+func (r *Recording) kernelLocked() error {
+	if r.kernel != nil {
+		return nil
+	}
+	k, err := linuxKernel(r.Path, r.Header)
+	if err != nil {
+		return err
+	}
+	r.kernel = k
+	return nil
+}
+
+// takeKernel is the Linux personality for a replay of the program: a
+// fresh copy of the Recording's kernel (a kernel runs once).
 func (r *Recording) takeKernel() (*linux.Kernel, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if k := r.kernel; k != nil {
-		r.kernel = nil
-		return k, nil
+	if err := r.kernelLocked(); err != nil {
+		return nil, err
 	}
-	return linuxKernel(r.Path, r.Header)
+	k, err := r.kernel.Fresh()
+	if err != nil {
+		return nil, fmt.Errorf("replayer: %s: %w", r.Path, err)
+	}
+	return k, nil
 }

@@ -12,6 +12,7 @@ const shrinkSlack = 64 << 10
 // headroom, copied once: growing never holds a zeroed temporary beside
 // them, and a file of the whole budget holds at most 1.25 times it.
 func (fs *FileSystem) Resize(n *Node, size int64) error {
+	fs.own(n) // growing within the array clears bytes past the end
 	old := int64(len(n.data))
 	if size > old {
 		if err := fs.budget.Charge(FileBytes, size-old); err != nil {
@@ -48,9 +49,16 @@ func (fs *FileSystem) Discard(n *Node) {
 // than held outside the budget.
 func (fs *FileSystem) moveContents(n *Node, data []byte) {
 	old := n.data
-	n.data = data
+	n.data, n.shared = data, false
 	if n.Mapped && cap(old) > 0 && fs.remap != nil {
 		fs.remap(old, data)
+	}
+}
+
+// own gives n contents of its own before they change, if they are shared.
+func (fs *FileSystem) own(n *Node) {
+	if n.shared {
+		fs.moveContents(n, bytes.Clone(n.data))
 	}
 }
 

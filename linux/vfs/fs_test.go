@@ -136,3 +136,33 @@ func TestRemap(t *testing.T) {
 	require.Len(t, moved, 1)
 	require.Equal(t, n.Contents(), moved[0][1])
 }
+
+// Contents shared with another holder (a tape's image, another kernel's
+// tree) are copied before a write or a resize changes them; the other
+// holder never sees the change, and a mapping follows the copy.
+func TestSharedContentsCopiedOnWrite(t *testing.T) {
+	image := make([]byte, 8, 16) // room to grow in place
+	copy(image, "original")
+	var moved int
+	fs := New(&Budget{}, func(old, new []byte) { moved++ })
+	n, err := fs.Add("/f", image, 0o644)
+	require.NoError(t, err)
+	n.Share()
+	n.Mapped = true
+	f := fs.Open(n, "/f", unix.O_RDWR)
+	_, err = f.Write([]byte("X"), 0)
+	require.NoError(t, err)
+	require.Equal(t, "Xriginal", string(n.Contents()))
+	require.Equal(t, "original", string(image), "the other holder's bytes")
+	require.Equal(t, 1, moved, "the mapping was handed the copy")
+	_, err = f.Write([]byte("Y"), 1)
+	require.NoError(t, err)
+	require.Equal(t, 1, moved, "copied once")
+
+	m, err := fs.Add("/g", image[:4], 0o644)
+	require.NoError(t, err)
+	m.Share()
+	require.NoError(t, fs.Resize(m, 8)) // within the shared array's capacity
+	require.Equal(t, "orig\x00\x00\x00\x00", string(m.Contents()))
+	require.Equal(t, "original", string(image), "a resize cleared the other holder's bytes")
+}

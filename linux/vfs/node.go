@@ -16,8 +16,11 @@ type Node struct {
 	Written bool   // the program created or changed it (KeepWrites)
 	// Mapped says a mapping of the program's holds its contents: when
 	// they move, FileSystem's Remap is told.
-	Mapped   bool
-	data     []byte           // a file's contents
+	Mapped bool
+	data   []byte // a file's contents
+	// shared says data is held elsewhere too (the Program's image,
+	// another kernel's tree): copied before it changes.
+	shared   bool
 	children map[string]*Node // a directory's entries
 	dev      Device           // a device file's behaviour, or nil
 	opens    int              // open files of it
@@ -27,6 +30,10 @@ type Node struct {
 // Contents are a file's bytes. The slice is the node's: a caller that
 // keeps it (a mapping) sets Mapped.
 func (n *Node) Contents() []byte { return n.data }
+
+// Share says n's contents are held elsewhere too: the first change
+// copies them, so the other holders never see it.
+func (n *Node) Share() { n.shared = true }
 
 // Size is the length of a file's contents.
 func (n *Node) Size() int64 { return int64(len(n.data)) }

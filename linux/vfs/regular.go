@@ -68,6 +68,7 @@ func (r *regular) Write(_ *OpenFile, b []byte, off int64) (int, error) {
 			return 0, err
 		}
 	}
+	r.fs.own(n)
 	n.Written = true
 	return copy(n.data[off:], b), nil
 }
