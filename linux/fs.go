@@ -13,24 +13,15 @@ import (
 
 	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/linux/vfs"
+	"github.com/reprise-vm/reprise/tape"
 )
 
-// File is a host file the program sees at a guest path. Its contents are
-// an input, named by their hash like a disk's base image: a recording
-// keeps Size and SHA256, and a replay reads the file again and refuses it
-// if they differ.
-type File struct {
-	Guest  string // absolute path in the guest
-	Host   string // where it is on the host
-	Size   int64
-	SHA256 [32]byte
-	// Mode is the permission bits the program sees: 0o755 for a file
-	// the host lets its owner execute, else 0o644. A recording takes it
-	// from the host file, a replay from the tape: a packed tape replays
-	// where the file is not. 0 is a tape from before modes were kept.
-	Mode uint32
-	Data []byte // its contents, when they come with it (a packed tape) rather than from Host
-}
+// File is a host file the program sees at a guest path: the tape's type,
+// which a recording keeps as it is. Its contents are an input, named by
+// their hash like a disk's base image: a recording keeps Size and SHA256,
+// and a replay reads the file again, or takes its packed Data, and
+// refuses it if they differ.
+type File = tape.File
 
 // The tree, open files and descriptors are vfs's.
 type (

@@ -388,10 +388,7 @@ func header(o Options, source tape.PositionSource, hostCPU int) *tape.Header {
 		Reprise:        "dev",
 	}
 	if p := o.Linux; p != nil {
-		h.Linux = &tape.Linux{Path: p.Path, Argv: p.Argv, Env: p.Env, Random: p.Random, Epoch: p.Epoch, HostCPU: hostCPU, Stdin: p.Stdin, Personality: linux.Version}
-		for _, f := range p.Files {
-			h.Linux.Files = append(h.Linux.Files, tape.File(f))
-		}
+		h.Linux = p.Header(hostCPU)
 	}
 	if h.MemBytes == 0 {
 		h.MemBytes = vmm.DefaultMemBytes

@@ -288,11 +288,7 @@ func linuxKernel(path string, h *tape.Header) (*linux.Kernel, error) {
 	if l.Personality != linux.Version {
 		return nil, fmt.Errorf("replayer: %s was recorded by version %d of the Linux personality, this is version %d: replay it with the reprise that recorded it", path, l.Personality, linux.Version)
 	}
-	p := linux.Program{Path: l.Path, Image: h.Image.Bytes, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch, Stdin: l.Stdin, Recorded: true}
-	for _, f := range l.Files {
-		p.Files = append(p.Files, linux.File(f)) // packed ones with their contents
-	}
-	k, err := linux.New(p)
+	k, err := linux.New(linux.RecordedProgram(l, h.Image.Bytes))
 	if err != nil {
 		return nil, fmt.Errorf("replayer: %s: %w", path, err)
 	}

@@ -109,8 +109,8 @@ type Linux struct {
 // file's contents are in the tape (Data; FILE frames after the image), so
 // the tape replays where the host file is not.
 type File struct {
-	Guest  string
-	Host   string
+	Guest  string // absolute path in the guest
+	Host   string // where it is on the host
 	Size   int64
 	SHA256 [32]byte // never zero: a replay checks every file against it
 	// Mode is the permission bits the program saw (0o644, 0o755): a
@@ -118,7 +118,7 @@ type File struct {
 	// file these, not the replaying host's. 0 in a tape from before
 	// modes were kept.
 	Mode uint32
-	Data []byte // the contents, if packed
+	Data []byte // the contents, if packed (or given rather than read from Host)
 }
 
 // MaxFiles bounds the files a Linux program's header lists.
