@@ -297,9 +297,9 @@ func describeEnd(e *vmm.End) string {
 	return "stopped where the recording was stopped"
 }
 
-// probePlan parses the probe specs and resolves them against the image the
-// recording embeds.
-func probePlan(rec *replayer.Recording, specs []string, file string) (*probes.Plan, error) {
+// parseProbes parses the probe specs given on the command line and in
+// file (none if "").
+func parseProbes(specs []string, file string) ([]probes.Spec, error) {
 	var all []probes.Spec
 	if len(specs) > 0 {
 		s, err := probes.ParseSpecs(specs)
@@ -314,6 +314,16 @@ func probePlan(rec *replayer.Recording, specs []string, file string) (*probes.Pl
 			return nil, err
 		}
 		all = append(all, s...)
+	}
+	return all, nil
+}
+
+// probePlan parses the probe specs and resolves them against the image the
+// recording embeds.
+func probePlan(rec *replayer.Recording, specs []string, file string) (*probes.Plan, error) {
+	all, err := parseProbes(specs, file)
+	if err != nil {
+		return nil, err
 	}
 	img, err := rec.Image()
 	if err != nil {
@@ -326,20 +336,9 @@ func probePlan(rec *replayer.Recording, specs []string, file string) (*probes.Pl
 // the C library's lock probes if locks) and checks them against the
 // program's executable and libraries, objs.
 func linuxProbeSet(objs []*elffile.File, specs []string, file string, locks bool) (*probes.Set, error) {
-	var all []probes.Spec
-	if len(specs) > 0 {
-		s, err := probes.ParseSpecs(specs)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, s...)
-	}
-	if file != "" {
-		s, err := probes.ParseFile(file)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, s...)
+	all, err := parseProbes(specs, file)
+	if err != nil {
+		return nil, err
 	}
 	if locks {
 		s, err := pthreadProbes(objs)
