@@ -55,6 +55,8 @@ var linuxCalls = map[string]linuxCall{
 	"set_robust_list": {273, 2}, "utimensat": {280, 4}, "epoll_create1": {291, 1}, "dup3": {292, 3},
 	"pipe2": {293, 2}, "prlimit64": {302, 4}, "renameat2": {316, 5}, "getrandom": {318, 3},
 	"statx": {332, 5}, "rseq": {334, 4}, "clone3": {435, 2}, "faccessat2": {439, 4},
+	"epoll_create": {213, 1}, "epoll_wait": {232, 4}, "epoll_ctl": {233, 4}, "epoll_pwait": {281, 6},
+	"eventfd": {284, 1}, "eventfd2": {290, 2}, "epoll_pwait2": {441, 6},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -118,6 +120,7 @@ const (
 	offOffset    = 0x3800 // sendfile's offset: 0
 	offPipeFDs   = 0x3900
 	offFutex     = 0x3a00 // a futex word: 0
+	offEpollEv   = 0x3b00 // an epoll_event: EPOLLIN|EPOLLOUT, data 0x1234
 	offStack     = 0x8000
 	offMap       = 0xc000 // 8 KiB the memory calls remap
 )
@@ -141,8 +144,10 @@ const (
 // s, small sizes, and nothing that blocks.
 func callCases(s uint64) []callCase {
 	const (
-		cwd   = atFDCWD
-		fdNew = 8 // creat's: after openat's and open's
+		cwd       = atFDCWD
+		fdNew     = 8 // creat's: after openat's and open's
+		fdEpoll   = 9 // epoll_create1's: after dup's
+		fdEventfd = 12
 	)
 	return []callCase{
 		{name: "read", a: args{fdExe, s + offBuf, 64}},
@@ -215,7 +220,14 @@ func callCases(s uint64) []callCase {
 		{name: "getrusage", a: args{unix.RUSAGE_SELF, s + offOut}},
 		{name: "socket", a: args{unix.AF_INET, unix.SOCK_STREAM, 0}},
 		{name: "connect", a: args{fdExe, s + offOut, 16}},
-		{name: "epoll_create1", a: args{0}},
+		{name: "epoll_create1", a: args{0}}, // fdEpoll
+		{name: "epoll_create", a: args{1}},
+		{name: "eventfd", a: args{3}},
+		{name: "eventfd2", a: args{0, unix.EFD_NONBLOCK | unix.EFD_SEMAPHORE}}, // fdEventfd
+		{name: "epoll_ctl", a: args{fdEpoll, unix.EPOLL_CTL_ADD, fdEventfd, s + offEpollEv}},
+		{name: "epoll_wait", a: args{fdEpoll, s + offOut, 4, 0}},
+		{name: "epoll_pwait", a: args{fdEpoll, s + offOut, 4, 0, 0, 8}},
+		{name: "epoll_pwait2", a: args{fdEpoll, s + offOut, 4, s + offZeroTime, 0, 8}},
 		{name: "getpid"},
 		{name: "gettid"},
 		{name: "getppid"},
@@ -344,6 +356,7 @@ func (ck *callKernel) prepare(t *testing.T) uint64 {
 	put(offAltStack, s+offStack, 0, 0x2000)
 	put(offPollFD, fdFile|uint64(unix.POLLIN|unix.POLLOUT)<<32)
 	put(offFDSet, 1<<fdFile)
+	put(offEpollEv, unix.EPOLLIN|unix.EPOLLOUT|0x1234<<32, 0)
 	for _, o := range []struct {
 		fd uint64
 		a  args

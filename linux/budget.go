@@ -25,6 +25,8 @@ import (
 //	                            included; orphans are reparented to their
 //	                            subreaper or the first process, which reaps
 //	                            them
+//	epoll watches   65 536      ENOSPC from epoll_ctl (max_user_watches): the
+//	                            files all epoll instances watch together
 //
 // Threads (1024, thread.go) and descriptors (4096 a process, vfs/fd.go)
 // are bounded where they are made. A new kind is one more resource in

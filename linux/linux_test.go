@@ -448,6 +448,23 @@ func TestGoProgram(t *testing.T) {
 	asOnHost(t, cprog.BuildGo(t, "goroutines"), "goroutines", time.Millisecond)
 }
 
+// epoll and eventfd answer as Linux does: level- and edge-triggered and
+// one-shot items, hang-ups, the item of a closed file going away, the
+// errors, a timeout, a thread woken by another's eventfd write, nested
+// instances — the host's output, live, recorded and replayed.
+func TestEpoll(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "epoll.c", "-static", "-O1", "-pthread"), "epoll", 0)
+}
+
+// A Go program that sleeps, waits on timers and a ticker, reads a file and
+// collects garbage — its runtime's netpoller on epoll_pwait and an
+// eventfd — prints what it prints on the host, live, recorded with the
+// timer jittered and replayed. Before epoll it died at its first sleep
+// ("epollcreate failed").
+func TestGoTimers(t *testing.T) {
+	asOnHost(t, cprog.BuildGo(t, "gotimers"), "gotimers", 2*time.Millisecond)
+}
+
 // runProgramLive runs p under the Linux personality, live, and returns
 // the result and the console output: runLive for a program with its own
 // guest path and files.

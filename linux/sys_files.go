@@ -369,7 +369,7 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 			return 0, unix.EISDIR
 		}
 	}
-	n, err := t.k.fs.Lookup(p)
+	n, err := t.lookup(p)
 	switch {
 	case err == unix.ENOENT && creat:
 		if n, err = t.k.fs.Add(p, nil, uint32(a[3])&0o777); err != nil {
@@ -537,7 +537,7 @@ func sysFaccessat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := t.k.fs.Lookup(p)
+	n, err := t.lookup(p)
 	if err != nil {
 		return 0, err
 	}
@@ -574,6 +574,16 @@ func sysGetcwd(t *thread, a args) (uint64, error) {
 		return 0, unix.ERANGE
 	}
 	return 2, memErr(t.proc.as.Write(a[0], []byte("/\x00")))
+}
+
+// lookup finds the node at the absolute path p, following
+// /proc/self/exe, the one link there is, to the process's executable
+// (execve follows it itself: the path it runs is the target's).
+func (t *thread) lookup(p string) (*node, error) {
+	if p == "/proc/self/exe" {
+		p = t.proc.exe
+	}
+	return t.k.fs.Lookup(p)
 }
 
 // sysChdir: the working directory stays /; changing it is refused.

@@ -97,7 +97,11 @@ func (t *thread) statTarget(dirfd, path, flags uint64) (attrs, error) {
 	if err != nil {
 		return attrs{}, err
 	}
-	n, err := t.k.fs.Lookup(full)
+	lookup := t.lookup
+	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
+		lookup = t.k.fs.Lookup
+	}
+	n, err := lookup(full)
 	if err != nil {
 		return attrs{}, err
 	}

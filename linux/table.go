@@ -114,12 +114,15 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_TIME:              {"time", 1, sysTime},                          // 201
 	unix.SYS_FUTEX:             {"futex", 6, sysFutex},                        // 202
 	unix.SYS_SCHED_GETAFFINITY: {"sched_getaffinity", 3, sysSchedGetaffinity}, // 204
+	unix.SYS_EPOLL_CREATE:      {"epoll_create", 1, sysEpollCreate},           // 213
 	unix.SYS_GETDENTS64:        {"getdents64", 3, sysGetdents64},              // 217
 	unix.SYS_SET_TID_ADDRESS:   {"set_tid_address", 1, sysSetTIDAddress},      // 218
 	unix.SYS_FADVISE64:         {"fadvise64", 4, fdOnly},                      // 221
 	unix.SYS_CLOCK_GETTIME:     {"clock_gettime", 2, sysClockGettime},         // 228
 	unix.SYS_CLOCK_NANOSLEEP:   {"clock_nanosleep", 4, sysClockNanosleep},     // 230
 	unix.SYS_EXIT_GROUP:        {"exit_group", 1, sysExitGroup},               // 231
+	unix.SYS_EPOLL_WAIT:        {"epoll_wait", 4, sysEpollWait},               // 232
+	unix.SYS_EPOLL_CTL:         {"epoll_ctl", 4, sysEpollCtl},                 // 233
 	unix.SYS_TGKILL:            {"tgkill", 3, sysTgkill},                      // 234
 	unix.SYS_WAITID:            {"waitid", 5, sysWaitid},                      // 247
 	unix.SYS_OPENAT:            {"openat", 4, sysOpenat},                      // 257
@@ -133,7 +136,10 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_PPOLL:             {"ppoll", 5, sysPpoll},                        // 271
 	unix.SYS_SET_ROBUST_LIST:   {"set_robust_list", 2, constant(0)},           // 273
 	unix.SYS_UTIMENSAT:         {"utimensat", 4, constant(0)},                 // 280: times are the program's epoch, always
-	unix.SYS_EPOLL_CREATE1:     {"epoll_create1", 1, nil},                     // 291
+	unix.SYS_EPOLL_PWAIT:       {"epoll_pwait", 6, sysEpollPwait},             // 281
+	unix.SYS_EVENTFD:           {"eventfd", 1, sysEventfd},                    // 284
+	unix.SYS_EVENTFD2:          {"eventfd2", 2, sysEventfd2},                  // 290
+	unix.SYS_EPOLL_CREATE1:     {"epoll_create1", 1, sysEpollCreate1},         // 291
 	unix.SYS_DUP3:              {"dup3", 3, sysDup3},                          // 292
 	unix.SYS_PIPE2:             {"pipe2", 2, sysPipe2},                        // 293
 	unix.SYS_PRLIMIT64:         {"prlimit64", 4, sysPrlimit},                  // 302
@@ -143,4 +149,5 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_RSEQ:              {"rseq", 4, fallback},                         // 334: or the kernel would write the CPU number into the program
 	unix.SYS_CLONE3:            {"clone3", 2, fallback},                       // 435: glibc falls back to clone
 	unix.SYS_FACCESSAT2:        {"faccessat2", 4, sysFaccessat},               // 439
+	unix.SYS_EPOLL_PWAIT2:      {"epoll_pwait2", 6, sysEpollPwait2},           // 441
 }

@@ -141,25 +141,39 @@ func TestLinuxCheckpointsKeepVectorRegisters(t *testing.T) {
 // runtime takes SIGURG on its signal stack) replays from each of its
 // checkpoints to the recorded end.
 func TestLinuxCheckpointsKeepAltStacks(t *testing.T) {
-	for _, tc := range []struct {
-		name, bin, want string
-	}{
-		{"altloop", cprog.Build(t, "gcc", "altloop", "-static", "-O1"), "on the alternate stack: 1000 of 1000, off it: 0\n"},
-		{"goroutines", cprog.BuildGo(t, "goroutines"), "rounds 200 checksum"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ck := filepath.Join(t.TempDir(), "prog.ckpt")
-			path, rec, console := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 30 * time.Millisecond, Checkpoints: ck}, nil, tc.bin, tc.name)
-			require.Contains(t, console, tc.want)
-			n := len(rec.Checkpoints)
-			require.GreaterOrEqual(t, n, 2, "checkpoints taken while recording (at its exits)")
-			for _, i := range slices.Compact([]int{1, n / 2, n}) {
-				var part bytes.Buffer
-				res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
-				require.NoError(t, err, "from checkpoint %d of %d", i, n)
-				require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
-				require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
-			}
-		})
+	t.Run("altloop", func(t *testing.T) {
+		replaysFromRecordersCheckpoints(t, cprog.Build(t, "gcc", "altloop", "-static", "-O1"), "altloop", "on the alternate stack: 1000 of 1000, off it: 0\n")
+	})
+	t.Run("goroutines", func(t *testing.T) {
+		replaysFromRecordersCheckpoints(t, cprog.BuildGo(t, "goroutines"), "goroutines", "rounds 200 checksum")
+	})
+}
+
+// A Go program whose runtime sleeps in epoll_pwait, its eventfd and
+// timers watched by its epoll instance, replays from each of its
+// checkpoints: the instance's items and ready list are in them. (128 MiB:
+// every page a program maps is backed when mapped, and the Go runtime's
+// reservations outgrow 64.)
+func TestLinuxCheckpointsKeepEpoll(t *testing.T) {
+	replaysFromRecordersCheckpoints(t, cprog.BuildGo(t, "gotimers"), "gotimers", "ticks 10\n")
+}
+
+// replaysFromRecordersCheckpoints records bin with a checkpoint every 30 ms,
+// requires want in its output, and replays it from its first, middle and
+// last checkpoints to the recorded end: the same RAM, the output from
+// there on.
+func replaysFromRecordersCheckpoints(t *testing.T, bin, name, want string) {
+	t.Helper()
+	ck := filepath.Join(t.TempDir(), "prog.ckpt")
+	path, rec, console := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 30 * time.Millisecond, Checkpoints: ck, MemBytes: 128 << 20}, nil, bin, name)
+	require.Contains(t, console, want)
+	n := len(rec.Checkpoints)
+	require.GreaterOrEqual(t, n, 2, "checkpoints taken while recording (at its exits)")
+	for _, i := range slices.Compact([]int{1, n / 2, n}) {
+		var part bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
+		require.NoError(t, err, "from checkpoint %d of %d", i, n)
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
+		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
 	}
 }

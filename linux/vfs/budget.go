@@ -11,6 +11,7 @@ const (
 	PipeBytes
 	Nodes
 	Processes
+	Watches
 	Resources
 )
 
@@ -22,6 +23,9 @@ const (
 	// MaxProcesses bounds the processes a program has at once, zombies
 	// included.
 	MaxProcesses = 256
+	// MaxWatches bounds the files all epoll instances watch together
+	// (Linux's max_user_watches, ENOSPC).
+	MaxWatches = 1 << 16
 )
 
 // limits are the bounds and the errors a charge past them fails with.
@@ -33,6 +37,7 @@ var limits = [Resources]struct {
 	PipeBytes: {MaxPipeBytes, unix.ENFILE},
 	Nodes:     {MaxNodes, unix.ENOSPC},
 	Processes: {MaxProcesses, unix.EAGAIN},
+	Watches:   {MaxWatches, unix.ENOSPC},
 }
 
 // Budget is what a program holds of each resource.

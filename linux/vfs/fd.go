@@ -48,7 +48,7 @@ func (t FDTable) Close(fd int) {
 	delete(t, fd)
 	e.File.Refs--
 	if e.File.Refs == 0 {
-		e.File.impl.Release()
+		e.File.Release()
 	}
 }
 
@@ -100,6 +100,11 @@ func (t FDTable) Set(fd int, f *OpenFile, cloexec bool) {
 	t[fd] = &FDEntry{File: f, Cloexec: cloexec}
 }
 
-// Release drops an open file no descriptor refers to (one made and never
-// installed).
-func (f *OpenFile) Release() { f.impl.Release() }
+// Release drops an open file no descriptor refers to any more (or one
+// made and never installed): epoll stops watching it.
+func (f *OpenFile) Release() {
+	for _, it := range slices.Clone(f.watchers) {
+		it.remove()
+	}
+	f.impl.Release()
+}

@@ -50,6 +50,9 @@ type OpenFile struct {
 	Flags  uint64 // O_ACCMODE, O_APPEND, O_NONBLOCK
 	Off    int64
 	DirPos int // the next directory entry getdents returns
+	// watchers are the epoll items that watch it, removed when it is
+	// released, as Linux removes them when the file's last reference goes.
+	watchers []*epollItem
 }
 
 // NewOpenFile opens impl with flags, referred to by no descriptor yet.

@@ -5,11 +5,14 @@ import "fmt"
 // A new kind of file saves its part in SavedFile (File.save) and is
 // made again from it here (Restored.file).
 
-// SavedFile is an open file: of a node, a pipe or the console.
+// SavedFile is an open file: of a node, a pipe, the console, an eventfd
+// or an epoll instance.
 type SavedFile struct {
 	Node, Pipe int // indices, -1 for none
 	Path       string
 	Console    bool
+	EventFD    *SavedEventFD
+	Epoll      *SavedEpoll
 	Refs       int
 	Flags      uint64
 	Off        int64
@@ -51,11 +54,19 @@ func checkFiles(files []SavedFile, nodes, pipes int) error {
 		if !index(f.Node, nodes) || !index(f.Pipe, pipes) || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
 			return fmt.Errorf("open file %d: node %d, pipe %d, %d references, offset %d", i, f.Node, f.Pipe, f.Refs, f.Off)
 		}
-		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console); kinds != 1 {
+		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil); kinds != 1 {
 			return fmt.Errorf("open file %d: of %d kinds of file, not one", i, kinds)
 		}
+		if f.EventFD != nil && !f.EventFD.valid() {
+			return fmt.Errorf("open file %d: an eventfd counting %d", i, f.EventFD.Count)
+		}
+		if f.Epoll != nil {
+			if err := f.Epoll.check(i, len(files)); err != nil {
+				return fmt.Errorf("open file %d: epoll: %w", i, err)
+			}
+		}
 	}
-	return nil
+	return checkEpollNesting(files)
 }
 
 func btoi(b bool) int {
@@ -87,10 +98,28 @@ func (r *Restored) file(f SavedFile, console *Console) *OpenFile {
 	case f.Pipe >= 0:
 		of := OpenFile{Flags: f.Flags}
 		impl = &PipeEnd{p: r.Pipes[f.Pipe], writer: of.Writable()}
+	case f.EventFD != nil:
+		impl = f.EventFD.restore()
+	case f.Epoll != nil:
+		impl = &Epoll{items: map[epollKey]*epollItem{}, budget: r.FS.budget}
 	default:
 		impl = console
 	}
-	return &OpenFile{impl: impl, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
+	of := &OpenFile{impl: impl, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
+	if ep, ok := impl.(*Epoll); ok {
+		ep.self = of
+	}
+	return of
+}
+
+// link gives the restored epoll instances their items, once every open
+// file is restored.
+func (r *Restored) link(files []SavedFile) {
+	for i, f := range files {
+		if f.Epoll != nil {
+			f.Epoll.restore(EpollOf(r.Files[i]), r.Files)
+		}
+	}
 }
 
 // FDs is a restored descriptor table.

@@ -104,6 +104,7 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 	for _, f := range files {
 		r.Files = append(r.Files, r.file(f, console))
 	}
+	r.link(files)
 	return r, nil
 }
 
@@ -117,6 +118,7 @@ func (r *Restored) Charge(b *Budget) {
 		if n := f.Node(); n != nil {
 			n.opens++
 		}
+		b[Watches] += int64(len(f.watchers))
 	}
 	linked := map[*Node]bool{}
 	var walk func(n *Node)
