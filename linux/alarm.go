@@ -50,8 +50,10 @@ func (t *thread) realTimerLeft() (realTimer, error) {
 	return left, nil
 }
 
-// fireTimers sends SIGALRM to each process whose timer is due at clock.
+// fireTimers sends SIGALRM to each process whose timer is due at clock,
+// and counts the timerfds' expirations.
 func (k *Kernel) fireTimers(clock time.Duration) error {
+	k.expireTimerfds(clock)
 	for _, t := range k.threads {
 		p := t.proc
 		if t.state == exited || p.timer.at == 0 || clock < p.timer.at {

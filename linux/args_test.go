@@ -57,6 +57,7 @@ var linuxCalls = map[string]linuxCall{
 	"statx": {332, 5}, "rseq": {334, 4}, "clone3": {435, 2}, "faccessat2": {439, 4},
 	"epoll_create": {213, 1}, "epoll_wait": {232, 4}, "epoll_ctl": {233, 4}, "epoll_pwait": {281, 6},
 	"eventfd": {284, 1}, "eventfd2": {290, 2}, "epoll_pwait2": {441, 6},
+	"timerfd_create": {283, 2}, "timerfd_settime": {286, 4}, "timerfd_gettime": {287, 2},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -228,6 +229,9 @@ func callCases(s uint64) []callCase {
 		{name: "epoll_wait", a: args{fdEpoll, s + offOut, 4, 0}},
 		{name: "epoll_pwait", a: args{fdEpoll, s + offOut, 4, 0, 0, 8}},
 		{name: "epoll_pwait2", a: args{fdEpoll, s + offOut, 4, s + offZeroTime, 0, 8}},
+		{name: "timerfd_create", a: args{unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK}}, // fdEventfd+1
+		{name: "timerfd_settime", a: args{fdEventfd + 1, 0, s + offTimer, s + offOut}},
+		{name: "timerfd_gettime", a: args{fdEventfd + 1, s + offOut}},
 		{name: "getpid"},
 		{name: "gettid"},
 		{name: "getppid"},

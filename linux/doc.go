@@ -26,4 +26,6 @@ package linux
 // 4: per-file wait queues: a thread in poll or select is woken by a
 // change of the files it polls only, no longer by every pipe's change, so
 // a program that polls is scheduled otherwise (fewer spurious wake-ups).
-const Version = 4
+// 5: epoll, eventfd and timerfd, which answered ENOSYS; open and stat of
+// /proc/self/exe.
+const Version = 5

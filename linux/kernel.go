@@ -86,6 +86,9 @@ type Kernel struct {
 	trace    io.Writer // if set, every system call is written here
 	bp       *breakpoints
 	xsave    xsaveLayout // the guest CPU's XSAVE image (xstate.go)
+	// timerfds are the program's open timerfds, in creation order
+	// (sys_timerfd.go).
+	timerfds []*openFile
 	// tscSites are the RDTSCs found in each executable file the program
 	// never wrote (tsc.go), so an image is decoded once, not at each exec.
 	tscSites map[*node][]tscSite

@@ -456,6 +456,14 @@ func TestEpoll(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "epoll.c", "-static", "-O1", "-pthread"), "epoll", 0)
 }
 
+// timerfd answers as Linux does, on the recorded clock: one-shot and
+// periodic timers, absolute times on both clocks, gettime, disarming, a
+// timerfd in epoll, the errors — the host's output, live, recorded with
+// the timer jittered and replayed.
+func TestTimerfd(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "timerfd.c", "-static", "-O1"), "timerfd", 2*time.Millisecond)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

@@ -73,6 +73,8 @@ func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 		{"page outside RAM", func(s *savedKernel) { s.Procs[0].Space.Pages[0x400000] = 1 << 40 }, "page 0x400000"},
 		{"page-table root", func(s *savedKernel) { s.Procs[0].Space.Root = 0 }, "page-table root"},
 		{"descriptor", func(s *savedKernel) { s.Procs[0].FDs[1] = vfs.SavedFD{File: 99} }, "open file 99"},
+		{"timerfd of no file", func(s *savedKernel) { s.TimerFDs = []int{99} }, "timerfd 99"},
+		{"timerfd of a file", func(s *savedKernel) { s.TimerFDs = []int{0} }, "timerfd 0"},
 		{"parent", func(s *savedKernel) { s.Procs[0].Parent = 4 }, "parent 4"},
 		{"file tree", func(s *savedKernel) { s.Nodes[0].Children["loop"] = 0 }, `entry "loop"`},
 		{"inode", func(s *savedKernel) { s.Nodes[1].Ino = s.Nodes[0].Ino }, "given twice"},

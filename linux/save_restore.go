@@ -29,7 +29,9 @@ import (
 //
 // 4: a thread blocked in a read, write, poll or select names the files it
 // waits on (savedWait.Files): per-file wait queues replaced poll's one key.
-const stateVersion = 4
+// 5: epoll instances, eventfds and timerfds among the open files; the
+// kernel's timerfds in creation order (TimerFDs).
+const stateVersion = 5
 
 type savedKernel struct {
 	Version int
@@ -41,6 +43,9 @@ type savedKernel struct {
 	Files   []vfs.SavedFile
 	Procs   []savedProc
 	Threads []savedThread
+	// TimerFDs are the open timerfds, in creation order: indices into
+	// Files.
+	TimerFDs []int
 
 	Cur, NextTID               int
 	Resched, Restart, Returned bool
@@ -89,6 +94,11 @@ func (k *Kernel) save() *savedKernel {
 			s.HogThread = i
 		}
 		s.Threads = append(s.Threads, sv.thread(t))
+	}
+	for _, f := range k.timerfds {
+		if !vfs.TimerFDOf(f).Closed() {
+			s.TimerFDs = append(s.TimerFDs, sv.File(f))
+		}
 	}
 	s.Nodes, s.Pipes, s.Files = sv.Nodes, sv.Pipes, sv.Files
 	return s
@@ -142,6 +152,13 @@ func (k *Kernel) check(s *savedKernel) error {
 			return fmt.Errorf("process %d: %w", s.Procs[i].PID, err)
 		}
 	}
+	timers := map[int]bool{}
+	for _, i := range s.TimerFDs {
+		if i < 0 || i >= len(s.Files) || s.Files[i].TimerFD == nil || timers[i] {
+			return fmt.Errorf("timerfd %d of %d open files, or given twice", i, len(s.Files))
+		}
+		timers[i] = true
+	}
 	tids := map[int]bool{}
 	for i := range s.Threads {
 		t := &s.Threads[i]
@@ -191,6 +208,10 @@ func (r *restorer) restore() error {
 	}
 
 	k.fs = fs.FS
+	k.timerfds = nil
+	for _, i := range s.TimerFDs {
+		k.timerfds = append(k.timerfds, fs.Files[i])
+	}
 	r.charge()
 	k.fr = fr
 	k.threads, k.cur, k.nextTID = threads, s.Cur, s.NextTID

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -204,6 +205,9 @@ func TestEpollSaveRestore(t *testing.T) {
 		{"item twice", func(s *state) { items(s)[1] = items(s)[0] }, "item of file"},
 		{"ready twice", func(s *state) { s.files[epi].Epoll.Ready = []int{0, 0} }, "ready item 0"},
 		{"eventfd past its most", func(s *state) { s.files[evi].EventFD.Count = 1<<64 - 1 }, "an eventfd counting"},
+		{"timerfd before time", func(s *state) {
+			s.files[evi] = SavedFile{Node: -1, Pipe: -1, TimerFD: &SavedTimerFD{At: -1}}
+		}, "a timerfd at"},
 		{"two kinds", func(s *state) { s.files[evi].Console = true }, "2 kinds"},
 		{"a cycle", func(s *state) {
 			s.files[evi] = SavedFile{Node: -1, Pipe: -1, Epoll: &SavedEpoll{Items: []SavedEpollItem{{File: epi, FD: 9}}}}
@@ -216,4 +220,36 @@ func TestEpollSaveRestore(t *testing.T) {
 			require.ErrorContains(t, Check(s.nodes, s.nextIno, s.pipes, s.files), tc.want)
 		})
 	}
+}
+
+// A timerfd counts the expirations due at each tick it is given, periodic
+// ones included, wakes its readers, and drops them when set again.
+func TestTimerFD(t *testing.T) {
+	f, tf := NewTimerFD(unix.CLOCK_MONOTONIC, unix.O_NONBLOCK)
+	b := make([]byte, 8)
+	_, err := f.Read(b, 0)
+	require.Equal(t, unix.EAGAIN, err, "disarmed")
+	var w waiter
+	f.Queue().Register(&w, AllEvents)
+	tf.Set(10*time.Millisecond, 4*time.Millisecond)
+	require.True(t, tf.Expire(9*time.Millisecond))
+	require.Empty(t, w.told, "not yet due")
+	require.True(t, tf.Expire(19*time.Millisecond)) // due at 10, 14, 18
+	require.Equal(t, []Events{EventIn}, w.told)
+	require.Equal(t, EventIn, f.Readiness(EventIn))
+	at, interval := tf.Setting()
+	require.Equal(t, 22*time.Millisecond, at, "the next period")
+	require.Equal(t, 4*time.Millisecond, interval)
+	n, err := f.Read(b, 0)
+	require.NoError(t, err)
+	require.Equal(t, 8, n)
+	require.EqualValues(t, 3, binary.LittleEndian.Uint64(b))
+	tf.Expire(30 * time.Millisecond)
+	tf.Set(0, time.Second)
+	_, err = f.Read(b, 0)
+	require.Equal(t, unix.EAGAIN, err, "set again: the expirations not read are dropped")
+	at, interval = tf.Setting()
+	require.Zero(t, at+interval, "disarmed, period and all")
+	f.Release()
+	require.False(t, tf.Expire(time.Hour), "closed: no longer ticked")
 }

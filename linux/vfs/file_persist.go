@@ -5,14 +5,15 @@ import "fmt"
 // A new kind of file saves its part in SavedFile (File.save) and is
 // made again from it here (Restored.file).
 
-// SavedFile is an open file: of a node, a pipe, the console, an eventfd
-// or an epoll instance.
+// SavedFile is an open file: of a node, a pipe, the console, an eventfd,
+// an epoll instance or a timerfd.
 type SavedFile struct {
 	Node, Pipe int // indices, -1 for none
 	Path       string
 	Console    bool
 	EventFD    *SavedEventFD
 	Epoll      *SavedEpoll
+	TimerFD    *SavedTimerFD
 	Refs       int
 	Flags      uint64
 	Off        int64
@@ -54,11 +55,14 @@ func checkFiles(files []SavedFile, nodes, pipes int) error {
 		if !index(f.Node, nodes) || !index(f.Pipe, pipes) || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
 			return fmt.Errorf("open file %d: node %d, pipe %d, %d references, offset %d", i, f.Node, f.Pipe, f.Refs, f.Off)
 		}
-		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil); kinds != 1 {
+		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil) + btoi(f.TimerFD != nil); kinds != 1 {
 			return fmt.Errorf("open file %d: of %d kinds of file, not one", i, kinds)
 		}
 		if f.EventFD != nil && !f.EventFD.valid() {
 			return fmt.Errorf("open file %d: an eventfd counting %d", i, f.EventFD.Count)
+		}
+		if f.TimerFD != nil && !f.TimerFD.valid() {
+			return fmt.Errorf("open file %d: a timerfd at %v every %v", i, f.TimerFD.At, f.TimerFD.Interval)
 		}
 		if f.Epoll != nil {
 			if err := f.Epoll.check(i, len(files)); err != nil {
@@ -100,6 +104,8 @@ func (r *Restored) file(f SavedFile, console *Console) *OpenFile {
 		impl = &PipeEnd{p: r.Pipes[f.Pipe], writer: of.Writable()}
 	case f.EventFD != nil:
 		impl = f.EventFD.restore()
+	case f.TimerFD != nil:
+		impl = f.TimerFD.restore()
 	case f.Epoll != nil:
 		impl = &Epoll{items: map[epollKey]*epollItem{}, budget: r.FS.budget}
 	default:
