@@ -51,12 +51,20 @@ func (t *thread) realTimerLeft() (realTimer, error) {
 }
 
 // fireTimers sends SIGALRM to each process whose timer is due at clock,
-// and counts the timerfds' expirations.
+// fires the processes' POSIX timers, and counts the timerfds' expirations.
 func (k *Kernel) fireTimers(clock time.Duration) error {
 	k.expireTimerfds(clock)
+	seen := map[*process]bool{}
 	for _, t := range k.threads {
 		p := t.proc
-		if t.state == exited || p.timer.at == 0 || clock < p.timer.at {
+		if t.state == exited || seen[p] {
+			continue
+		}
+		seen[p] = true
+		if err := k.firePosixTimers(p, clock); err != nil {
+			return err
+		}
+		if p.timer.at == 0 || clock < p.timer.at {
 			continue
 		}
 		p.timer.at = 0

@@ -58,6 +58,8 @@ var linuxCalls = map[string]linuxCall{
 	"epoll_create": {213, 1}, "epoll_wait": {232, 4}, "epoll_ctl": {233, 4}, "epoll_pwait": {281, 6},
 	"eventfd": {284, 1}, "eventfd2": {290, 2}, "epoll_pwait2": {441, 6},
 	"timerfd_create": {283, 2}, "timerfd_settime": {286, 4}, "timerfd_gettime": {287, 2},
+	"timer_create": {222, 3}, "timer_settime": {223, 4}, "timer_gettime": {224, 2}, "timer_getoverrun": {225, 1},
+	"timer_delete": {226, 1},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -232,6 +234,11 @@ func callCases(s uint64) []callCase {
 		{name: "timerfd_create", a: args{unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK}}, // fdEventfd+1
 		{name: "timerfd_settime", a: args{fdEventfd + 1, 0, s + offTimer, s + offOut}},
 		{name: "timerfd_gettime", a: args{fdEventfd + 1, s + offOut}},
+		{name: "timer_create", a: args{unix.CLOCK_MONOTONIC, 0, s + offOut}}, // timer 0
+		{name: "timer_settime", a: args{0, 0, s + offTimer, 0}},
+		{name: "timer_gettime", a: args{0, s + offOut}},
+		{name: "timer_getoverrun", a: args{0}},
+		{name: "timer_delete", a: args{0}},
 		{name: "getpid"},
 		{name: "gettid"},
 		{name: "getppid"},

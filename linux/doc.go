@@ -26,6 +26,6 @@ package linux
 // 4: per-file wait queues: a thread in poll or select is woken by a
 // change of the files it polls only, no longer by every pipe's change, so
 // a program that polls is scheduled otherwise (fewer spurious wake-ups).
-// 5: epoll, eventfd and timerfd, which answered ENOSYS; open and stat of
-// /proc/self/exe.
+// 5: epoll, eventfd, timerfd and POSIX timers, which answered ENOSYS;
+// open and stat of /proc/self/exe.
 const Version = 5

@@ -464,6 +464,14 @@ func TestTimerfd(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "timerfd.c", "-static", "-O1"), "timerfd", 2*time.Millisecond)
 }
 
+// POSIX timers answer as Linux's do: the signal and its siginfo, a timer
+// aimed at one thread, one that notifies no one, overruns while the
+// signal is blocked, gettime, delete and the errors — the host's output,
+// live, recorded with the timer jittered and replayed.
+func TestPosixTimers(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "posixtimer.c", "-static", "-O1", "-pthread"), "posixtimer", 2*time.Millisecond)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

@@ -75,6 +75,8 @@ func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 		{"descriptor", func(s *savedKernel) { s.Procs[0].FDs[1] = vfs.SavedFD{File: 99} }, "open file 99"},
 		{"timerfd of no file", func(s *savedKernel) { s.TimerFDs = []int{99} }, "timerfd 99"},
 		{"timerfd of a file", func(s *savedKernel) { s.TimerFDs = []int{0} }, "timerfd 0"},
+		{"POSIX timer id", func(s *savedKernel) { s.Procs[0].Timers = map[int]savedTimer{maxTimers: {}} }, "timer 1024"},
+		{"POSIX timer signal", func(s *savedKernel) { s.Procs[0].Timers = map[int]savedTimer{0: {Signo: 99}} }, "signal 99"},
 		{"parent", func(s *savedKernel) { s.Procs[0].Parent = 4 }, "parent 4"},
 		{"file tree", func(s *savedKernel) { s.Nodes[0].Children["loop"] = 0 }, `entry "loop"`},
 		{"inode", func(s *savedKernel) { s.Nodes[1].Ino = s.Nodes[0].Ino }, "given twice"},

@@ -32,6 +32,8 @@ type process struct {
 	// sigactions are its signals' dispositions (index: the signal).
 	sigactions [maxSignal + 1]sigaction
 	timer      realTimer // alarm, setitimer (alarm.go)
+	// timers are its POSIX timers by id (sys_timer.go).
+	timers map[int]*posixTimer
 }
 
 // proc is the running thread's process.

@@ -26,6 +26,17 @@ type savedProc struct {
 	TimerAt    time.Duration
 	TimerEvery time.Duration
 	Subreaper  bool
+	Timers     map[int]savedTimer // POSIX timers by id
+}
+
+// savedTimer is a POSIX timer.
+type savedTimer struct {
+	Clock        int
+	At, Interval time.Duration
+	Notify       int
+	Signo, Value uint64
+	TID          int
+	Overrun      int
 }
 
 type savedSigaction struct{ Handler, Flags, Restorer, Mask uint64 }
@@ -42,6 +53,13 @@ func (sv *saver) proc(p *process) int {
 		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: sv.FDs(p.fds), Subreaper: p.subreaper}
 	for sig, a := range p.sigactions {
 		sp.Sigactions[sig] = savedSigaction{Handler: a.handler, Flags: a.flags, Restorer: a.restorer, Mask: a.mask}
+	}
+	for id, tm := range p.timers {
+		if sp.Timers == nil {
+			sp.Timers = map[int]savedTimer{}
+		}
+		sp.Timers[id] = savedTimer{Clock: tm.clock, At: tm.at, Interval: tm.interval, Notify: tm.notify, Signo: tm.signo,
+			Value: tm.value, TID: tm.tid, Overrun: tm.overrun}
 	}
 	if p.parent != nil {
 		sp.Parent = sv.proc(p.parent)
@@ -77,6 +95,15 @@ func checkProc(s *savedKernel, p *savedProc) error {
 	if err := vfs.CheckFDs(p.FDs, len(s.Files)); err != nil {
 		return err
 	}
+	if len(p.Timers) > maxTimers {
+		return fmt.Errorf("%d timers", len(p.Timers))
+	}
+	for id, tm := range p.Timers {
+		if id < 0 || id >= maxTimers || tm.At < 0 || tm.Interval < 0 || tm.Signo > maxSignal || tm.Overrun < 0 ||
+			tm.Notify != sigevSignal && tm.Notify != sigevNone && tm.Notify != sigevThreadID {
+			return fmt.Errorf("timer %d: at %v every %v, signal %d, notify %d", id, tm.At, tm.Interval, tm.Signo, tm.Notify)
+		}
+	}
 	return p.Space.Check(mm.Limits{InUse: s.Frames.InUse, Nodes: len(s.Nodes), SiteLen: func(n uint8) bool { return n == rdtscLen || n == rdtscpLen }})
 }
 
@@ -93,6 +120,13 @@ func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
 	}
 	for sig, a := range sp.Sigactions {
 		p.sigactions[sig] = sigaction{handler: a.Handler, flags: a.Flags, restorer: a.Restorer, mask: a.Mask}
+	}
+	for id, tm := range sp.Timers {
+		if p.timers == nil {
+			p.timers = map[int]*posixTimer{}
+		}
+		p.timers[id] = &posixTimer{clock: tm.Clock, at: tm.At, interval: tm.Interval, notify: tm.Notify, signo: tm.Signo,
+			value: tm.Value, tid: tm.TID, overrun: tm.Overrun}
 	}
 	p.fds = r.fs.FDs(sp.FDs)
 	p.as = mm.RestoreSpace(fr, sp.Space, sp.PID, r.fs.Mapped)

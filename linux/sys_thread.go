@@ -168,6 +168,7 @@ func sysExecve(t *thread, a args) (uint64, error) {
 		return 0, unix.ENOEXEC
 	}
 	p.fds.CloseOnExec()
+	p.timers = nil
 	t.fsBase, t.clearTID, t.altstack = 0, 0, altStack{}
 	if err := t.k.resetXSave(); err != nil {
 		return 0, err

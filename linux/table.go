@@ -118,6 +118,11 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETDENTS64:        {"getdents64", 3, sysGetdents64},              // 217
 	unix.SYS_SET_TID_ADDRESS:   {"set_tid_address", 1, sysSetTIDAddress},      // 218
 	unix.SYS_FADVISE64:         {"fadvise64", 4, fdOnly},                      // 221
+	unix.SYS_TIMER_CREATE:      {"timer_create", 3, sysTimerCreate},           // 222
+	unix.SYS_TIMER_SETTIME:     {"timer_settime", 4, sysTimerSettime},         // 223
+	unix.SYS_TIMER_GETTIME:     {"timer_gettime", 2, sysTimerGettime},         // 224
+	unix.SYS_TIMER_GETOVERRUN:  {"timer_getoverrun", 1, sysTimerGetoverrun},   // 225
+	unix.SYS_TIMER_DELETE:      {"timer_delete", 1, sysTimerDelete},           // 226
 	unix.SYS_CLOCK_GETTIME:     {"clock_gettime", 2, sysClockGettime},         // 228
 	unix.SYS_CLOCK_NANOSLEEP:   {"clock_nanosleep", 4, sysClockNanosleep},     // 230
 	unix.SYS_EXIT_GROUP:        {"exit_group", 1, sysExitGroup},               // 231
