@@ -472,6 +472,14 @@ func TestPosixTimers(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "posixtimer.c", "-static", "-O1", "-pthread"), "posixtimer", 2*time.Millisecond)
 }
 
+// The working directory answers as Linux's: chdir and fchdir anywhere,
+// relative paths from it, getcwd following a rename and failing once it
+// is removed, the errors — the host's output, live, recorded and
+// replayed. (Only / was allowed before.)
+func TestWorkingDirectory(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "cwd.c", "-static", "-O1"), "cwd", 0)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

@@ -75,6 +75,15 @@ func TestStateRestoresAndForgeriesAreRefused(t *testing.T) {
 		{"descriptor", func(s *savedKernel) { s.Procs[0].FDs[1] = vfs.SavedFD{File: 99} }, "open file 99"},
 		{"timerfd of no file", func(s *savedKernel) { s.TimerFDs = []int{99} }, "timerfd 99"},
 		{"timerfd of a file", func(s *savedKernel) { s.TimerFDs = []int{0} }, "timerfd 0"},
+		{"working directory", func(s *savedKernel) { s.Procs[0].Cwd = len(s.Nodes) }, "working directory"},
+		{"working directory a file", func(s *savedKernel) {
+			for i, n := range s.Nodes {
+				if !n.Dir {
+					s.Procs[0].Cwd = i
+					return
+				}
+			}
+		}, "working directory"},
 		{"POSIX timer id", func(s *savedKernel) { s.Procs[0].Timers = map[int]savedTimer{maxTimers: {}} }, "timer 1024"},
 		{"POSIX timer signal", func(s *savedKernel) { s.Procs[0].Timers = map[int]savedTimer{0: {Signo: 99}} }, "signal 99"},
 		{"parent", func(s *savedKernel) { s.Procs[0].Parent = 4 }, "parent 4"},

@@ -21,6 +21,7 @@ type process struct {
 	fds      fdTable
 	brk      [2]uint64 // the heap: [start, current end)
 	exe      string    // /proc/self/exe
+	cwd      *node     // the working directory (chdir); nil: the root
 	children []*process
 	live     int    // threads not exited
 	zombie   bool   // exited, not yet waited for
@@ -155,7 +156,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err != nil {
 		return nil, memErr(err)
 	}
-	child := &process{parent: parent, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, sigactions: parent.sigactions}
+	child := &process{parent: parent, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, sigactions: parent.sigactions}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0

@@ -18,6 +18,7 @@ type savedProc struct {
 	FDs        map[int]vfs.SavedFD
 	Brk        [2]uint64
 	Exe        string
+	Cwd        int // the working directory: a node's index, -1 for the root
 	Live       int
 	Zombie     bool
 	Status     uint64
@@ -49,7 +50,7 @@ func (sv *saver) proc(p *process) int {
 	i := len(sv.s.Procs)
 	sv.procs[p] = i
 	sv.s.Procs = append(sv.s.Procs, savedProc{})
-	sp := savedProc{PID: p.pid, Parent: -1, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
+	sp := savedProc{PID: p.pid, Parent: -1, Cwd: -1, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
 		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: sv.FDs(p.fds), Subreaper: p.subreaper}
 	for sig, a := range p.sigactions {
 		sp.Sigactions[sig] = savedSigaction{Handler: a.handler, Flags: a.flags, Restorer: a.restorer, Mask: a.mask}
@@ -60,6 +61,9 @@ func (sv *saver) proc(p *process) int {
 		}
 		sp.Timers[id] = savedTimer{Clock: tm.clock, At: tm.at, Interval: tm.interval, Notify: tm.notify, Signo: tm.signo,
 			Value: tm.value, TID: tm.tid, Overrun: tm.overrun}
+	}
+	if p.cwd != nil {
+		sp.Cwd = sv.Node(p.cwd)
 	}
 	if p.parent != nil {
 		sp.Parent = sv.proc(p.parent)
@@ -95,6 +99,9 @@ func checkProc(s *savedKernel, p *savedProc) error {
 	if err := vfs.CheckFDs(p.FDs, len(s.Files)); err != nil {
 		return err
 	}
+	if !index(p.Cwd, len(s.Nodes)) || p.Cwd >= 0 && !s.Nodes[p.Cwd].Dir {
+		return fmt.Errorf("working directory %d of %d files", p.Cwd, len(s.Nodes))
+	}
 	if len(p.Timers) > maxTimers {
 		return fmt.Errorf("%d timers", len(p.Timers))
 	}
@@ -127,6 +134,9 @@ func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
 		}
 		p.timers[id] = &posixTimer{clock: tm.Clock, at: tm.At, interval: tm.Interval, notify: tm.Notify, signo: tm.Signo,
 			value: tm.Value, tid: tm.TID, overrun: tm.Overrun}
+	}
+	if sp.Cwd >= 0 {
+		p.cwd = r.fs.Nodes[sp.Cwd]
 	}
 	p.fds = r.fs.FDs(sp.FDs)
 	p.as = mm.RestoreSpace(fr, sp.Space, sp.PID, r.fs.Mapped)

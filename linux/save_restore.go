@@ -30,7 +30,8 @@ import (
 // 4: a thread blocked in a read, write, poll or select names the files it
 // waits on (savedWait.Files): per-file wait queues replaced poll's one key.
 // 5: epoll instances, eventfds and timerfds among the open files; the
-// kernel's timerfds in creation order (TimerFDs); POSIX timers.
+// kernel's timerfds in creation order (TimerFDs); POSIX timers; a
+// process's working directory.
 const stateVersion = 5
 
 type savedKernel struct {

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"cmp"
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
@@ -138,21 +139,27 @@ func (t *thread) path(dirfd, va uint64) (string, error) {
 	if p == "" {
 		return "", unix.ENOENT
 	}
-	if p[0] == '/' || dirfd == atFDCWD {
+	if p[0] == '/' {
 		return p, nil
 	}
-	d, err := t.proc.fds.Get(dirfd)
-	if err != nil {
-		return "", err
+	dir := t.proc.cwd
+	if int32(dirfd) != unix.AT_FDCWD { // an int: the C library leaves the upper half zero
+		d, err := t.proc.fds.Get(dirfd)
+		if err != nil {
+			return "", err
+		}
+		if dir = d.Node(); dir == nil || !dir.Dir {
+			return "", unix.ENOTDIR
+		}
 	}
-	if d.Node() == nil || !d.Node().Dir {
-		return "", unix.ENOTDIR
+	if dir == nil {
+		return "/" + p, nil
 	}
-	dir, ok := t.k.fs.DirPath(d.Node())
+	at, ok := t.k.fs.DirPath(dir)
 	if !ok {
-		return "", unix.ENOENT
+		return "", unix.ENOENT // the directory was removed
 	}
-	return dir + "/" + p, nil
+	return at + "/" + p, nil
 }
 
 // readFile reads f at off for t: a read that would block waits on f's
@@ -569,11 +576,21 @@ func sysReadlinkat(t *thread, a args) (uint64, error) {
 	return n, memErr(t.proc.as.Write(a[2], target[:n]))
 }
 
+// sysGetcwd is the working directory's path; ENOENT once it is removed.
 func sysGetcwd(t *thread, a args) (uint64, error) {
-	if a[1] < 2 {
+	dir := "/"
+	if n := t.proc.cwd; n != nil {
+		p, ok := t.k.fs.DirPath(n)
+		if !ok {
+			return 0, unix.ENOENT
+		}
+		dir = cmp.Or(p, "/")
+	}
+	b := append([]byte(dir), 0)
+	if uint64(len(b)) > a[1] {
 		return 0, unix.ERANGE
 	}
-	return 2, memErr(t.proc.as.Write(a[0], []byte("/\x00")))
+	return uint64(len(b)), memErr(t.proc.as.Write(a[0], b))
 }
 
 // lookup finds the node at the absolute path p, following
@@ -586,22 +603,41 @@ func (t *thread) lookup(p string) (*node, error) {
 	return t.k.fs.Lookup(p)
 }
 
-// sysChdir: the working directory stays /; changing it is refused.
 func sysChdir(t *thread, a args) (uint64, error) {
 	p, err := t.path(atFDCWD, a[0])
 	if err != nil {
 		return 0, err
 	}
-	n, err := t.k.fs.Lookup(p)
-	switch {
-	case err != nil:
+	n, err := t.lookup(p)
+	if err != nil {
 		return 0, err
-	case !n.Dir:
-		return 0, unix.ENOTDIR
-	case n != t.k.fs.Root():
-		return 0, unix.EACCES
 	}
-	return 0, nil
+	return 0, t.chdir(n)
+}
+
+func sysFchdir(t *thread, a args) (uint64, error) {
+	f, err := t.proc.fds.Get(a[0])
+	if err != nil {
+		return 0, err
+	}
+	n := f.Node()
+	if n == nil {
+		return 0, unix.ENOTDIR
+	}
+	return 0, t.chdir(n)
+}
+
+// chdir makes directory n the process's working directory: ENOTDIR for
+// a file, EACCES for one the program may not search.
+func (t *thread) chdir(n *node) error {
+	switch {
+	case !n.Dir:
+		return unix.ENOTDIR
+	case n.Mode&0o111 == 0:
+		return unix.EACCES
+	}
+	t.proc.cwd = n
+	return nil
 }
 
 func sysPipe(t *thread, a args) (uint64, error) { return sysPipe2(t, args{a[0], 0}) }

@@ -74,6 +74,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_FTRUNCATE:         {"ftruncate", 2, sysFtruncate},                // 77
 	unix.SYS_GETCWD:            {"getcwd", 2, sysGetcwd},                      // 79
 	unix.SYS_CHDIR:             {"chdir", 1, sysChdir},                        // 80
+	unix.SYS_FCHDIR:            {"fchdir", 1, sysFchdir},                      // 81
 	unix.SYS_RENAME:            {"rename", 2, sysRename},                      // 82
 	unix.SYS_MKDIR:             {"mkdir", 2, sysMkdir},                        // 83
 	unix.SYS_RMDIR:             {"rmdir", 1, sysRmdir},                        // 84

@@ -13,6 +13,7 @@ func (fs *FileSystem) Mkdir(e Entry, mode uint32) error {
 		return err
 	}
 	e.Dir.children[e.Name] = n
+	n.parent = e.Dir
 	return nil
 }
 
@@ -72,6 +73,9 @@ func (fs *FileSystem) Rename(from, to Entry) error {
 		fs.unlinked(replaced)
 	}
 	to.Dir.children[newName] = n
+	if n.Dir {
+		n.parent = to.Dir
+	}
 	n.Written = true
 	return nil
 }

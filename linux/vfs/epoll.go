@@ -35,6 +35,7 @@ type Epoll struct {
 	queue  Queue
 	budget *Budget
 	self   *OpenFile // the instance's open file (it is opened once)
+	added  uint64    // items added so far: each item's seq
 }
 
 type epollKey struct {
@@ -48,7 +49,8 @@ type epollItem struct {
 	key     epollKey
 	events  uint32 // EPOLLIN ... with EPOLLET, EPOLLONESHOT
 	data    uint64
-	onReady bool // on ep.ready
+	onReady bool   // on ep.ready
+	seq     uint64 // the order it was added in: a checkpoint saves items in it
 }
 
 // EpollEvent is one reported item: what its file is ready for, and the
@@ -99,7 +101,8 @@ func (ep *Epoll) Add(file *OpenFile, fd int, events uint32, data uint64) error {
 	if err := ep.budget.Charge(Watches, 1); err != nil {
 		return err
 	}
-	it := &epollItem{ep: ep, key: key, events: events, data: data}
+	ep.added++
+	it := &epollItem{ep: ep, key: key, events: events, data: data, seq: ep.added}
 	ep.link(it)
 	it.check()
 	return nil

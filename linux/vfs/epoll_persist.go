@@ -6,8 +6,8 @@ import (
 	"slices"
 )
 
-// SavedEpoll is an epoll instance: its items, by descriptor and then by
-// the order their files were saved in, and its ready list.
+// SavedEpoll is an epoll instance: its items, in the order they were
+// added, and its ready list.
 type SavedEpoll struct {
 	Items []SavedEpollItem
 	Ready []int // indices into Items, in the ready list's order
@@ -26,18 +26,12 @@ func (ep *Epoll) save(sv *Saver, s *SavedFile) {
 	for _, it := range ep.items {
 		items = append(items, it)
 	}
+	slices.SortFunc(items, func(a, b *epollItem) int { return cmp.Compare(a.seq, b.seq) })
 	saved := &SavedEpoll{}
-	index := map[*epollItem]int{}
-	for _, it := range items {
-		index[it] = sv.File(it.key.file)
-	}
-	slices.SortFunc(items, func(a, b *epollItem) int {
-		return cmp.Or(cmp.Compare(a.key.fd, b.key.fd), cmp.Compare(index[a], index[b]))
-	})
 	at := map[*epollItem]int{}
 	for i, it := range items {
 		at[it] = i
-		saved.Items = append(saved.Items, SavedEpollItem{File: index[it], FD: it.key.fd, Events: it.events, Data: it.data})
+		saved.Items = append(saved.Items, SavedEpollItem{File: sv.File(it.key.file), FD: it.key.fd, Events: it.events, Data: it.data})
 	}
 	for _, it := range ep.ready {
 		saved.Ready = append(saved.Ready, at[it])
@@ -115,7 +109,8 @@ func checkEpollNesting(files []SavedFile) error {
 func (s *SavedEpoll) restore(ep *Epoll, files []*OpenFile) {
 	items := make([]*epollItem, len(s.Items))
 	for i, si := range s.Items {
-		items[i] = &epollItem{ep: ep, key: epollKey{files[si.File], si.FD}, events: si.Events, data: si.Data}
+		ep.added++
+		items[i] = &epollItem{ep: ep, key: epollKey{files[si.File], si.FD}, events: si.Events, data: si.Data, seq: ep.added}
 		ep.link(items[i])
 	}
 	for _, i := range s.Ready {

@@ -3,6 +3,7 @@ package vfs
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -156,6 +157,7 @@ func (fs *FileSystem) MkdirAll(p string) (*Node, error) {
 				return nil, fmt.Errorf("%s: more than %d files and directories", p, MaxNodes)
 			}
 			n.children[part] = next
+			next.parent = n
 		}
 		if !next.Dir {
 			return nil, fmt.Errorf("%s: %s is a file", p, part)
@@ -188,23 +190,26 @@ func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
 	return n, nil
 }
 
-// DirPath finds the path of directory n (directories are few and shallow).
+// DirPath is the path of directory n, "" for the root; false if n is no
+// longer in the tree (removed, as getcwd finds a working directory that
+// was).
 func (fs *FileSystem) DirPath(n *Node) (string, bool) {
-	var walk func(at *Node, p string) (string, bool)
-	walk = func(at *Node, p string) (string, bool) {
-		if at == n {
-			return p, true
+	var names []string
+	for ; n != fs.root; n = n.parent {
+		if n.removed || n.parent == nil {
+			return "", false
 		}
-		for name, c := range at.children {
-			if c.Dir {
-				if found, ok := walk(c, p+"/"+name); ok {
-					return found, true
-				}
-			}
+		name, ok := n.parent.nameOf(n)
+		if !ok {
+			return "", false
 		}
-		return "", false
+		names = append(names, name)
 	}
-	return walk(fs.root, "")
+	slices.Reverse(names)
+	if len(names) == 0 {
+		return "", true
+	}
+	return "/" + strings.Join(names, "/"), true
 }
 
 // NextIno is the inode the next node gets.

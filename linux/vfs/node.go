@@ -22,6 +22,7 @@ type Node struct {
 	// another kernel's tree): copied before it changes.
 	shared   bool
 	children map[string]*Node // a directory's entries
+	parent   *Node            // a directory's: the one it is an entry of (nil for the root)
 	dev      Device           // a device file's behaviour, or nil
 	opens    int              // open files of it
 	removed  bool             // gone from the tree; freed when no longer open
@@ -34,6 +35,16 @@ func (n *Node) Contents() []byte { return n.data }
 // Share says n's contents are held elsewhere too: the first change
 // copies them, so the other holders never see it.
 func (n *Node) Share() { n.shared = true }
+
+// nameOf is c's name among d's entries.
+func (d *Node) nameOf(c *Node) (string, bool) {
+	for name, o := range d.children {
+		if o == c {
+			return name, true
+		}
+	}
+	return "", false
+}
 
 // Size is the length of a file's contents.
 func (n *Node) Size() int64 { return int64(len(n.data)) }

@@ -95,6 +95,9 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 	for i, sn := range nodes {
 		for name, c := range sn.Children {
 			r.Nodes[i].children[name] = r.Nodes[c]
+			if r.Nodes[c].Dir {
+				r.Nodes[c].parent = r.Nodes[i]
+			}
 		}
 	}
 	r.FS = &FileSystem{root: r.Nodes[0], nextIno: nextIno, budget: fresh.budget, remap: remap}
