@@ -27,5 +27,6 @@ package linux
 // change of the files it polls only, no longer by every pipe's change, so
 // a program that polls is scheduled otherwise (fewer spurious wake-ups).
 // 5: epoll, eventfd, timerfd and POSIX timers, which answered ENOSYS;
-// open and stat of /proc/self/exe; chdir and fchdir into any directory.
+// open and stat of /proc/self/exe; chdir and fchdir into any directory;
+// umask applied, chmod, fchmodat.
 const Version = 5

@@ -275,7 +275,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		}
 	}
 	k.fr = mm.NewFrames(ram, k.m.DropTranslations)
-	init := &process{pid: pid, fds: vfs.NewFDTable(k.console)}
+	init := &process{pid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022}
 	if k.prog.Stdin != "" {
 		n, err := k.fs.Lookup(k.prog.Stdin)
 		if err != nil || !n.IsRegular() {

@@ -480,6 +480,13 @@ func TestWorkingDirectory(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "cwd.c", "-static", "-O1"), "cwd", 0)
 }
 
+// Permission bits: umask applied to new files and directories, chmod,
+// fchmod and fchmodat — the host's output, live, recorded and replayed
+// (files were 0666 whatever the umask, and chmod answered ENOSYS).
+func TestModes(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "modes.c", "-static", "-O1"), "modes", 0)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

@@ -22,6 +22,7 @@ type process struct {
 	brk      [2]uint64 // the heap: [start, current end)
 	exe      string    // /proc/self/exe
 	cwd      *node     // the working directory (chdir); nil: the root
+	umask    uint32    // cleared from a new file's or directory's mode
 	children []*process
 	live     int    // threads not exited
 	zombie   bool   // exited, not yet waited for
@@ -156,7 +157,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err != nil {
 		return nil, memErr(err)
 	}
-	child := &process{parent: parent, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, sigactions: parent.sigactions}
+	child := &process{parent: parent, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0

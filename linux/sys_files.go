@@ -379,7 +379,7 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 	n, err := t.lookup(p)
 	switch {
 	case err == unix.ENOENT && creat:
-		if n, err = t.k.fs.Add(p, nil, uint32(a[3])&0o777); err != nil {
+		if n, err = t.k.fs.Add(p, nil, uint32(a[3])&0o777&^t.proc.umask); err != nil {
 			return 0, unix.ENOSPC
 		}
 		n.Written = true
@@ -536,7 +536,43 @@ func sysMkdirat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, t.k.fs.Mkdir(e, uint32(a[2])&0o777)
+	return 0, t.k.fs.Mkdir(e, uint32(a[2])&0o777&^t.proc.umask)
+}
+
+func sysUmask(t *thread, a args) (uint64, error) {
+	old := t.proc.umask
+	t.proc.umask = uint32(a[0]) & 0o777
+	return uint64(old), nil
+}
+
+func sysChmod(t *thread, a args) (uint64, error) { return sysFchmodat(t, args{atFDCWD, a[0], a[1], 0}) }
+
+// sysFchmodat changes a file's permission bits (it takes no flags;
+// fchmodat2 does).
+func sysFchmodat(t *thread, a args) (uint64, error) {
+	p, err := t.path(a[0], a[1])
+	if err != nil {
+		return 0, err
+	}
+	n, err := t.lookup(p)
+	if err != nil {
+		return 0, err
+	}
+	n.Mode = uint32(a[2]) & 0o7777
+	return 0, nil
+}
+
+// sysFchmod changes the permission bits of an open file's node; a pipe's
+// or another file without one keeps none to change.
+func sysFchmod(t *thread, a args) (uint64, error) {
+	f, err := t.proc.fds.Get(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if n := f.Node(); n != nil {
+		n.Mode = uint32(a[1]) & 0o7777
+	}
+	return 0, nil
 }
 
 func sysFaccessat(t *thread, a args) (uint64, error) {

@@ -81,8 +81,9 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_CREAT:             {"creat", 2, sysCreat},                        // 85
 	unix.SYS_UNLINK:            {"unlink", 1, sysUnlink},                      // 87
 	unix.SYS_READLINK:          {"readlink", 3, sysReadlink},                  // 89
-	unix.SYS_FCHMOD:            {"fchmod", 2, fdOnly},                         // 91
-	unix.SYS_UMASK:             {"umask", 1, constant(0o022)},                 // 95
+	unix.SYS_CHMOD:             {"chmod", 2, sysChmod},                        // 90
+	unix.SYS_FCHMOD:            {"fchmod", 2, sysFchmod},                      // 91
+	unix.SYS_UMASK:             {"umask", 1, sysUmask},                        // 95
 	unix.SYS_GETTIMEOFDAY:      {"gettimeofday", 2, sysGettimeofday},          // 96
 	unix.SYS_GETRLIMIT:         {"getrlimit", 2, sysGetrlimit},                // 97
 	unix.SYS_GETRUSAGE:         {"getrusage", 2, sysGetrusage},                // 98
@@ -137,6 +138,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_UNLINKAT:          {"unlinkat", 3, sysUnlinkat},                  // 263
 	unix.SYS_RENAMEAT:          {"renameat", 4, sysRenameat},                  // 264
 	unix.SYS_READLINKAT:        {"readlinkat", 4, sysReadlinkat},              // 267
+	unix.SYS_FCHMODAT:          {"fchmodat", 3, sysFchmodat},                  // 268
 	unix.SYS_FACCESSAT:         {"faccessat", 3, sysFaccessat},                // 269
 	unix.SYS_PSELECT6:          {"pselect6", 6, sysPselect6},                  // 270
 	unix.SYS_PPOLL:             {"ppoll", 5, sysPpoll},                        // 271
