@@ -120,7 +120,9 @@ for ((i = 0; i < ci; i++)); do
 	if (cd "$clone" && bash .ci/run) >"$work/ci$i.log" 2>&1; then
 		note "fresh-clone .ci/run $i: passed"
 	else
-		failed ".ci/run $i: $(grep -E '^(--- FAIL|FAIL|panic)' "$work/ci$i.log" | head -5)"
+		keep=${TMPDIR:-/tmp}/stress-ci-$i.log
+		cp "$work/ci$i.log" "$keep"
+		failed ".ci/run $i (log in $keep): $(grep -E '^(--- FAIL|FAIL|panic)' "$work/ci$i.log" | head -5)"
 	fi
 	rm -rf "$clone"
 done
