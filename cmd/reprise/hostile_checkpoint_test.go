@@ -400,7 +400,10 @@ func TestCheckpointsOfDirectoriesAndMremapRestore(t *testing.T) {
 		r := runCLI(t, nil, "replay", "--from", from, tp)
 		require.Equal(t, 0, r.code, "--from %s: %s", from, r.stderr)
 		require.Contains(t, r.stderr, "replay matched", from)
-		require.Equal(t, full, r.stdout, "--from %s", from) // one line, printed at the end
+		// What the program printed from there on: its one line, or nothing
+		// from a checkpoint taken between its last write and its exit (a
+		// loaded host's timing puts one there).
+		require.True(t, strings.HasSuffix(full, r.stdout), "--from %s: %q is not the end of %q", from, r.stdout, full)
 		if m := regexp.MustCompile(`starting at checkpoint \d+`).FindString(r.stderr); m != "" {
 			starts[m] = true
 		}
