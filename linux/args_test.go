@@ -60,6 +60,9 @@ var linuxCalls = map[string]linuxCall{
 	"timerfd_create": {283, 2}, "timerfd_settime": {286, 4}, "timerfd_gettime": {287, 2},
 	"timer_create": {222, 3}, "timer_settime": {223, 4}, "timer_gettime": {224, 2}, "timer_getoverrun": {225, 1},
 	"timer_delete": {226, 1},
+	"setreuid": {113, 2}, "setregid": {114, 2}, "setresuid": {117, 3}, "getresuid": {118, 3},
+	"setresgid": {119, 3}, "getresgid": {120, 3}, "capget": {125, 2}, "capset": {126, 2},
+	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -124,6 +127,9 @@ const (
 	offPipeFDs   = 0x3900
 	offFutex     = 0x3a00 // a futex word: 0
 	offEpollEv   = 0x3b00 // an epoll_event: EPOLLIN|EPOLLOUT, data 0x1234
+	offCapHdr    = 0x3c00 // a capability header: version 3, pid 0
+	offZeros     = 0x3d00 // 64 bytes never written: no capabilities
+	offCPUSet    = 0x3e00 // a CPU set: CPU 0
 	offStack     = 0x8000
 	offMap       = 0xc000 // 8 KiB the memory calls remap
 )
@@ -221,6 +227,18 @@ func callCases(s uint64) []callCase {
 		{name: "getgroups", a: args{0, 0}},
 		{name: "setuid", a: args{uid}},
 		{name: "setgid", a: args{gid}},
+		{name: "setreuid", a: args{uid, ^uint64(0)}},
+		{name: "setregid", a: args{^uint64(0), gid}},
+		{name: "setresuid", a: args{uid, uid, ^uint64(0)}},
+		{name: "setresgid", a: args{gid, ^uint64(0), gid}},
+		{name: "getresuid", a: args{s + offOut, s + offOut + 4, s + offOut + 8}},
+		{name: "getresgid", a: args{s + offOut, s + offOut + 4, s + offOut + 8}},
+		{name: "capget", a: args{s + offCapHdr, s + offOut}},
+		{name: "capset", a: args{s + offCapHdr, s + offZeros}},
+		{name: "sched_setaffinity", a: args{0, 8, s + offCPUSet}},
+		{name: "getcpu", a: args{s + offOut, s + offOut + 4, 0}},
+		{name: "clock_getres", a: args{unix.CLOCK_MONOTONIC, s + offOut}},
+		{name: "close_range", a: args{20, 21, unix.CLOSE_RANGE_CLOEXEC}},
 		{name: "prctl", a: args{unix.PR_GET_NAME, s + offOut}},
 		{name: "sysinfo", a: args{s + offOut}},
 		{name: "getrusage", a: args{unix.RUSAGE_SELF, s + offOut}},
@@ -371,6 +389,8 @@ func (ck *callKernel) prepare(t *testing.T) uint64 {
 	put(offPollFD, fdFile|uint64(unix.POLLIN|unix.POLLOUT)<<32)
 	put(offFDSet, 1<<fdFile)
 	put(offEpollEv, unix.EPOLLIN|unix.EPOLLOUT|0x1234<<32, 0)
+	put(offCapHdr, 0x20080522)
+	put(offCPUSet, 1)
 	for _, o := range []struct {
 		fd uint64
 		a  args

@@ -28,5 +28,6 @@ package linux
 // a program that polls is scheduled otherwise (fewer spurious wake-ups).
 // 5: epoll, eventfd, timerfd and POSIX timers, which answered ENOSYS;
 // open and stat of /proc/self/exe; chdir and fchdir into any directory;
-// umask applied, chmod, fchmodat.
+// umask applied, chmod, fchmodat; the identity calls (setres*id, capget,
+// sched_setaffinity, clock_getres, getcpu, close_range).
 const Version = 5

@@ -487,6 +487,19 @@ func TestModes(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "modes.c", "-static", "-O1"), "modes", 0)
 }
 
+// The identity calls answer as Linux answers an unprivileged user with no
+// capabilities on one CPU: the host's output of the same program run as
+// uid 1000 with no capabilities pinned to CPU 0 (setpriv, taskset) —
+// setresuid and capset to root refused, capget's version probe, the one
+// CPU, clock resolutions, close_range — live, recorded and replayed.
+func TestIdentity(t *testing.T) {
+	kvmtest.RequireTools(t, "setpriv", "taskset")
+	bin := build(t, "gcc", "identity.c", "-static", "-O1")
+	want, err := exec.Command("taskset", "-c", "0", "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "--inh-caps=-all", bin).Output()
+	require.NoError(t, err)
+	prints(t, bin, "identity", string(want), 0)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

@@ -88,10 +88,8 @@ func sysTimerCreate(t *thread, a args) (uint64, error) {
 
 // threadOf is p's live thread tid, or nil.
 func (k *Kernel) threadOf(p *process, tid int) *thread {
-	for _, o := range k.threads {
-		if o.tid == tid && o.proc == p && o.state != exited {
-			return o
-		}
+	if o := k.threadByTID(tid); o != nil && o.proc == p {
+		return o
 	}
 	return nil
 }

@@ -98,9 +98,17 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETPPID:           {"getppid", 0, sysGetppid},                    // 110
 	unix.SYS_GETPGRP:           {"getpgrp", 0, constant(pid)},                 // 111
 	unix.SYS_SETSID:            {"setsid", 0, sysSetsid},                      // 112
+	unix.SYS_SETREUID:          {"setreuid", 2, setIDs(uid, 2)},               // 113
+	unix.SYS_SETREGID:          {"setregid", 2, setIDs(gid, 2)},               // 114
 	unix.SYS_GETGROUPS:         {"getgroups", 2, constant(0)},                 // 115
+	unix.SYS_SETRESUID:         {"setresuid", 3, setIDs(uid, 3)},              // 117
+	unix.SYS_GETRESUID:         {"getresuid", 3, getIDs(uid)},                 // 118
+	unix.SYS_SETRESGID:         {"setresgid", 3, setIDs(gid, 3)},              // 119
+	unix.SYS_GETRESGID:         {"getresgid", 3, getIDs(gid)},                 // 120
 	unix.SYS_GETPGID:           {"getpgid", 1, constant(pid)},                 // 121
 	unix.SYS_GETSID:            {"getsid", 1, constant(pid)},                  // 124
+	unix.SYS_CAPGET:            {"capget", 2, sysCapget},                      // 125
+	unix.SYS_CAPSET:            {"capset", 2, sysCapset},                      // 126
 	unix.SYS_RT_SIGSUSPEND:     {"rt_sigsuspend", 2, sysRtSigsuspend},         // 130
 	unix.SYS_SIGALTSTACK:       {"sigaltstack", 2, sysSigaltstack},            // 131
 	unix.SYS_PRCTL:             {"prctl", 5, sysPrctl},                        // 157
@@ -115,6 +123,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_TKILL:             {"tkill", 2, sysTkill},                        // 200
 	unix.SYS_TIME:              {"time", 1, sysTime},                          // 201
 	unix.SYS_FUTEX:             {"futex", 6, sysFutex},                        // 202
+	unix.SYS_SCHED_SETAFFINITY: {"sched_setaffinity", 3, sysSchedSetaffinity}, // 203
 	unix.SYS_SCHED_GETAFFINITY: {"sched_getaffinity", 3, sysSchedGetaffinity}, // 204
 	unix.SYS_EPOLL_CREATE:      {"epoll_create", 1, sysEpollCreate},           // 213
 	unix.SYS_GETDENTS64:        {"getdents64", 3, sysGetdents64},              // 217
@@ -126,6 +135,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_TIMER_GETOVERRUN:  {"timer_getoverrun", 1, sysTimerGetoverrun},   // 225
 	unix.SYS_TIMER_DELETE:      {"timer_delete", 1, sysTimerDelete},           // 226
 	unix.SYS_CLOCK_GETTIME:     {"clock_gettime", 2, sysClockGettime},         // 228
+	unix.SYS_CLOCK_GETRES:      {"clock_getres", 2, sysClockGetres},           // 229
 	unix.SYS_CLOCK_NANOSLEEP:   {"clock_nanosleep", 4, sysClockNanosleep},     // 230
 	unix.SYS_EXIT_GROUP:        {"exit_group", 1, sysExitGroup},               // 231
 	unix.SYS_EPOLL_WAIT:        {"epoll_wait", 4, sysEpollWait},               // 232
@@ -154,11 +164,13 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_DUP3:              {"dup3", 3, sysDup3},                          // 292
 	unix.SYS_PIPE2:             {"pipe2", 2, sysPipe2},                        // 293
 	unix.SYS_PRLIMIT64:         {"prlimit64", 4, sysPrlimit},                  // 302
+	unix.SYS_GETCPU:            {"getcpu", 3, sysGetcpu},                      // 309
 	unix.SYS_RENAMEAT2:         {"renameat2", 5, sysRenameat},                 // 316
 	unix.SYS_GETRANDOM:         {"getrandom", 3, sysGetrandom},                // 318
 	unix.SYS_STATX:             {"statx", 5, sysStatx},                        // 332
 	unix.SYS_RSEQ:              {"rseq", 4, fallback},                         // 334: or the kernel would write the CPU number into the program
 	unix.SYS_CLONE3:            {"clone3", 2, fallback},                       // 435: glibc falls back to clone
+	unix.SYS_CLOSE_RANGE:       {"close_range", 3, sysCloseRange},             // 436
 	unix.SYS_FACCESSAT2:        {"faccessat2", 4, sysFaccessat},               // 439
 	unix.SYS_EPOLL_PWAIT2:      {"epoll_pwait2", 6, sysEpollPwait2},           // 441
 }
