@@ -59,8 +59,7 @@ var linuxCalls = map[string]linuxCall{
 	"eventfd": {284, 1}, "eventfd2": {290, 2}, "epoll_pwait2": {441, 6},
 	"timerfd_create": {283, 2}, "timerfd_settime": {286, 4}, "timerfd_gettime": {287, 2},
 	"timer_create": {222, 3}, "timer_settime": {223, 4}, "timer_gettime": {224, 2}, "timer_getoverrun": {225, 1},
-	"timer_delete": {226, 1},
-	"setreuid":     {113, 2}, "setregid": {114, 2}, "setresuid": {117, 3}, "getresuid": {118, 3},
+	"timer_delete": {226, 1}, "setreuid": {113, 2}, "setregid": {114, 2}, "setresuid": {117, 3}, "getresuid": {118, 3},
 	"setresgid": {119, 3}, "getresgid": {120, 3}, "capget": {125, 2}, "capset": {126, 2},
 	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
 }
