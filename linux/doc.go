@@ -29,5 +29,6 @@ package linux
 // 5: epoll, eventfd, timerfd and POSIX timers, which answered ENOSYS;
 // open and stat of /proc/self/exe; chdir and fchdir into any directory;
 // umask applied, chmod, fchmodat; the identity calls (setres*id, capget,
-// sched_setaffinity, clock_getres, getcpu, close_range).
+// sched_setaffinity, clock_getres, getcpu, close_range); "#!" scripts,
+// EACCES for a file without execute permission (was ENOEXEC).
 const Version = 5

@@ -500,6 +500,16 @@ func TestIdentity(t *testing.T) {
 	prints(t, bin, "identity", string(want), 0)
 }
 
+// execve runs "#!" scripts through their interpreters (with and without
+// an argument, nested, ELOOP for a loop) and refuses what Linux refuses
+// (EACCES without execute permission or for a directory, ENOEXEC for a
+// text file, ENOENT for a missing interpreter): the host's output, live,
+// recorded and replayed. Scripts were ENOEXEC, and so was a file without
+// execute permission.
+func TestExecScripts(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "exec.c", "-static", "-O1"), "exec", 0)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

@@ -129,13 +129,18 @@ func verifyArea(pos int64, count uint64) error {
 	return nil
 }
 
-// path reads a path argument. Relative paths resolve from dirfd, which
-// must be AT_FDCWD (the working directory is /) or an open directory.
+// path reads a path argument and resolves it (resolve).
 func (t *thread) path(dirfd, va uint64) (string, error) {
 	p, err := t.proc.as.ReadString(va, unix.PathMax)
 	if err != nil {
 		return "", memErr(err)
 	}
+	return t.resolve(dirfd, p)
+}
+
+// resolve makes p absolute: a relative path starts from dirfd, the
+// working directory for AT_FDCWD, else an open directory.
+func (t *thread) resolve(dirfd uint64, p string) (string, error) {
 	if p == "" {
 		return "", unix.ENOENT
 	}
@@ -630,13 +635,16 @@ func sysGetcwd(t *thread, a args) (uint64, error) {
 }
 
 // lookup finds the node at the absolute path p, following
-// /proc/self/exe, the one link there is, to the process's executable
-// (execve follows it itself: the path it runs is the target's).
-func (t *thread) lookup(p string) (*node, error) {
+// /proc/self/exe, the one link there is, to the process's executable.
+func (t *thread) lookup(p string) (*node, error) { return t.k.fs.Lookup(t.selfExe(p)) }
+
+// selfExe is p, or the process's executable if p is /proc/self/exe (exec
+// follows it too: the path it runs is the target's).
+func (t *thread) selfExe(p string) string {
 	if p == "/proc/self/exe" {
-		p = t.proc.exe
+		return t.proc.exe
 	}
-	return t.k.fs.Lookup(p)
+	return p
 }
 
 func sysChdir(t *thread, a args) (uint64, error) {

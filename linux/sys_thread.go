@@ -122,19 +122,11 @@ func sysExecve(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	path := execfn
-	if path == "/proc/self/exe" {
-		path = t.proc.exe
-	}
-	// The file first, as Linux does, then the strings.
-	n, err := t.k.fs.Lookup(path)
-	switch {
-	case err != nil:
+	path := t.selfExe(execfn)
+	// The file first, as Linux does, then the strings, then what runs it.
+	n, err := t.executableAt(path)
+	if err != nil {
 		return 0, err
-	case n.Dir:
-		return 0, unix.EACCES
-	case n.Mode&0o111 == 0 || n.IsDevice() || n.Size() < 4 || string(n.Contents()[:4]) != "\x7fELF":
-		return 0, unix.ENOEXEC
 	}
 	argv, err := t.readStrings(a[1])
 	if err != nil {
@@ -146,6 +138,9 @@ func sysExecve(t *thread, a args) (uint64, error) {
 	}
 	if len(argv) == 0 {
 		argv = []string{""} // as Linux since 5.18: a program may count on argv[0]
+	}
+	if path, n, argv, err = t.interpret(path, execfn, n, argv); err != nil {
+		return 0, err
 	}
 	if err := abi.CheckLinuxArgs(argv, envp); err != nil {
 		return 0, unix.E2BIG

@@ -1,0 +1,95 @@
+package linux
+
+import (
+	"bytes"
+
+	"golang.org/x/sys/unix"
+)
+
+// What execve runs: an ELF executable, or a "#!" script whose interpreter
+// runs it, as Linux's binfmt_script does.
+
+// maxInterpreters is how many scripts deep an interpreter may be another
+// script's (Linux's binprm depth: ELOOP past it).
+const maxInterpreters = 4
+
+// scriptHead is how much of a script Linux reads for its "#!" line
+// (BINPRM_BUF_SIZE).
+const scriptHead = 256
+
+// executableAt is the node at path if the program may execute it: EACCES
+// for a directory, a device or a file without execute permission.
+func (t *thread) executableAt(path string) (*node, error) {
+	n, err := t.k.fs.Lookup(path)
+	switch {
+	case err != nil:
+		return nil, err
+	case n.Dir, n.IsDevice(), n.Mode&0o111 == 0:
+		return nil, unix.EACCES
+	}
+	return n, nil
+}
+
+// isELF reports whether n's contents start with the ELF magic.
+func isELF(n *node) bool { return bytes.HasPrefix(n.Contents(), []byte("\x7fELF")) }
+
+// interpret follows "#!" lines from the file n at path, which the program
+// named as name: each script is run by its interpreter, given the
+// interpreter, its optional argument, the script's name and the rest of
+// argv. It returns the ELF file that runs, its path and its argv;
+// ENOEXEC for a file that is neither, ELOOP past maxInterpreters.
+func (t *thread) interpret(path, name string, n *node, argv []string) (string, *node, []string, error) {
+	for depth := 0; !isELF(n); depth++ {
+		interp, arg, ok := scriptLine(n.Contents())
+		switch {
+		case !ok:
+			return "", nil, nil, unix.ENOEXEC
+		case depth == maxInterpreters:
+			return "", nil, nil, unix.ELOOP
+		}
+		head := []string{interp}
+		if arg != "" {
+			head = append(head, arg)
+		}
+		argv = append(append(head, name), argv[1:]...)
+		full, err := t.resolve(atFDCWD, interp)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		full = t.selfExe(full)
+		if n, err = t.executableAt(full); err != nil {
+			return "", nil, nil, err
+		}
+		path, name = full, interp
+	}
+	return path, n, argv, nil
+}
+
+// scriptLine parses a "#!" line as Linux does: the interpreter up to the
+// first blank, then one argument, the rest of the line with its blanks
+// trimmed; only the first scriptHead bytes count, and an interpreter cut
+// by that bound is no interpreter.
+func scriptLine(b []byte) (interp, arg string, ok bool) {
+	if !bytes.HasPrefix(b, []byte("#!")) {
+		return "", "", false
+	}
+	b = b[2:min(len(b), scriptHead)]
+	complete := false
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b, complete = b[:i], true
+	}
+	b = bytes.TrimLeft(b, " \t")
+	end := bytes.IndexAny(b, " \t")
+	if end < 0 {
+		if !complete && len(b) > 0 {
+			return "", "", false // the path may go on past what Linux reads
+		}
+		end = len(b)
+	}
+	if end == 0 {
+		return "", "", false
+	}
+	interp = string(b[:end])
+	arg = string(bytes.Trim(b[end:], " \t"))
+	return interp, arg, true
+}
