@@ -62,6 +62,7 @@ var linuxCalls = map[string]linuxCall{
 	"timer_delete": {226, 1}, "setreuid": {113, 2}, "setregid": {114, 2}, "setresuid": {117, 3}, "getresuid": {118, 3},
 	"setresgid": {119, 3}, "getresgid": {120, 3}, "capget": {125, 2}, "capset": {126, 2},
 	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
+	"statfs": {137, 2}, "fstatfs": {138, 2},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -195,6 +196,8 @@ func callCases(s uint64) []callCase {
 		{name: "stat", a: args{s + offExe, s + offOut}},
 		{name: "lstat", a: args{s + offExe, s + offOut}},
 		{name: "fstat", a: args{fdFile, s + offOut}},
+		{name: "statfs", a: args{s + offTmp, s + offOut}},
+		{name: "fstatfs", a: args{fdFile, s + offOut}},
 		{name: "newfstatat", a: args{fdTmp, s + offNameC, s + offOut, 0}},
 		{name: "statx", a: args{cwd, s + offExe, 0, unix.STATX_BASIC_STATS, s + offOut}},
 		{name: "ftruncate", a: args{fdFile, 10}},

@@ -30,5 +30,6 @@ package linux
 // open and stat of /proc/self/exe; chdir and fchdir into any directory;
 // umask applied, chmod, fchmodat; the identity calls (setres*id, capget,
 // sched_setaffinity, clock_getres, getcpu, close_range); "#!" scripts,
-// EACCES for a file without execute permission (was ENOEXEC).
+// EACCES for a file without execute permission (was ENOEXEC); renameat2's
+// flags; statfs.
 const Version = 5

@@ -510,6 +510,13 @@ func TestExecScripts(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "exec.c", "-static", "-O1"), "exec", 0)
 }
 
+// renameat2's NOREPLACE and EXCHANGE (files, a file and a directory) and
+// statfs/fstatfs answer as Linux does: the host's output, live, recorded
+// and replayed (renameat2 took no flags; statfs was ENOSYS).
+func TestRenameFlags(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "rename.c", "-static", "-O1"), "rename", 0)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

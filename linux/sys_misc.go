@@ -136,9 +136,17 @@ func sysMremap(t *thread, a args) (uint64, error) {
 // sysRenameat moves an entry; an existing file at the new name is
 // replaced. renameat2's flags other than none are not supported; renameat,
 // which takes no flags, finds a[4] zero (the dispatcher clears it).
+// sysRenameat is renameat and renameat2, with its flags: NOREPLACE fails
+// with EEXIST where the target exists, EXCHANGE swaps the two entries;
+// WHITEOUT needs a privilege the program has not.
 func sysRenameat(t *thread, a args) (uint64, error) {
-	if a[4] != 0 {
+	flags := a[4]
+	switch {
+	case flags&^(unix.RENAME_NOREPLACE|unix.RENAME_EXCHANGE|unix.RENAME_WHITEOUT) != 0,
+		flags&unix.RENAME_EXCHANGE != 0 && flags&(unix.RENAME_NOREPLACE|unix.RENAME_WHITEOUT) != 0:
 		return 0, unix.EINVAL
+	case flags&unix.RENAME_WHITEOUT != 0:
+		return 0, unix.EPERM
 	}
 	from, err := t.parentOf(a[0], a[1])
 	if err != nil {
@@ -147,6 +155,15 @@ func sysRenameat(t *thread, a args) (uint64, error) {
 	to, err := t.parentOf(a[2], a[3])
 	if err != nil {
 		return 0, err
+	}
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		return 0, t.k.fs.Exchange(from, to)
+	}
+	if flags&unix.RENAME_NOREPLACE != 0 && to.Exists() {
+		if !from.Exists() {
+			return 0, unix.ENOENT // the source is looked up first
+		}
+		return 0, unix.EEXIST
 	}
 	return 0, t.k.fs.Rename(from, to)
 }

@@ -3,6 +3,7 @@ package linux
 import (
 	"encoding/binary"
 
+	"github.com/reprise-vm/reprise/linux/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -142,4 +143,42 @@ func sysStatx(t *thread, a args) (uint64, error) {
 	le.PutUint32(b[136:], uint32(at.dev>>8))
 	le.PutUint32(b[140:], uint32(at.dev&0xff))
 	return 0, memErr(t.proc.as.Write(a[4], b[:]))
+}
+
+// tmpfsMagic is statfs's f_type for tmpfs, which the program's file
+// system is like: in memory, bounded by the budget.
+const tmpfsMagic = 0x01021994
+
+func sysStatfs(t *thread, a args) (uint64, error) {
+	p, err := t.path(atFDCWD, a[0])
+	if err != nil {
+		return 0, err
+	}
+	if _, err := t.lookup(p); err != nil {
+		return 0, err
+	}
+	return 0, memErr(t.proc.as.Write(a[1], t.k.statfs()))
+}
+
+func sysFstatfs(t *thread, a args) (uint64, error) {
+	if _, err := t.proc.fds.Get(a[0]); err != nil {
+		return 0, err
+	}
+	return 0, memErr(t.proc.as.Write(a[1], t.k.statfs()))
+}
+
+// statfs is struct statfs for the program's file system: a tmpfs of the
+// budget's size and nodes, what is free what the program does not hold.
+func (k *Kernel) statfs() []byte {
+	var b [120]byte
+	le := binary.LittleEndian
+	blocks := uint64(maxFileBytes / pageSize)
+	free := blocks - uint64(k.budget[fileBytes]+pageSize-1)/pageSize
+	files := uint64(vfs.MaxNodes)
+	for i, v := range []uint64{tmpfsMagic, pageSize, blocks, free, free, files, files - uint64(k.budget[vfs.Nodes])} {
+		le.PutUint64(b[i*8:], v)
+	}
+	le.PutUint64(b[64:], vfs.MaxNameLen) // f_namelen, after the fsid
+	le.PutUint64(b[72:], pageSize)       // f_frsize
+	return b[:]
 }

@@ -111,6 +111,8 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_CAPSET:            {"capset", 2, sysCapset},                      // 126
 	unix.SYS_RT_SIGSUSPEND:     {"rt_sigsuspend", 2, sysRtSigsuspend},         // 130
 	unix.SYS_SIGALTSTACK:       {"sigaltstack", 2, sysSigaltstack},            // 131
+	unix.SYS_STATFS:            {"statfs", 2, sysStatfs},                      // 137
+	unix.SYS_FSTATFS:           {"fstatfs", 2, sysFstatfs},                    // 138
 	unix.SYS_PRCTL:             {"prctl", 5, sysPrctl},                        // 157
 	unix.SYS_ARCH_PRCTL:        {"arch_prctl", 2, sysArchPrctl},               // 158
 	unix.SYS_GETTID:            {"gettid", 0, sysGettid},                      // 186

@@ -47,6 +47,32 @@ func (fs *FileSystem) Remove(e Entry, rmdir bool) error {
 	return nil
 }
 
+// Exchange swaps the entries from and to name (renameat2's
+// RENAME_EXCHANGE): both must exist, and neither may be a directory the
+// other would then be inside.
+func (fs *FileSystem) Exchange(from, to Entry) error {
+	if !from.Named() || !to.Named() {
+		return unix.EBUSY
+	}
+	a, okA := from.Dir.children[from.Name]
+	b, okB := to.Dir.children[to.Name]
+	switch {
+	case !okA || !okB:
+		return unix.ENOENT
+	case a.Dir && a.Holds(to.Dir), b.Dir && b.Holds(from.Dir):
+		return unix.EINVAL
+	}
+	from.Dir.children[from.Name], to.Dir.children[to.Name] = b, a
+	if a.Dir {
+		a.parent = to.Dir
+	}
+	if b.Dir {
+		b.parent = from.Dir
+	}
+	a.Written, b.Written = true, true
+	return nil
+}
+
 // Rename moves the entry from names to the entry to names, replacing a
 // file or empty directory there, with Linux's errors in its order.
 func (fs *FileSystem) Rename(from, to Entry) error {

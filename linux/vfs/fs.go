@@ -107,6 +107,16 @@ type Entry struct {
 	Slash bool
 }
 
+// Exists reports whether e's directory has the entry e names (the root,
+// "." and ".." always exist).
+func (e Entry) Exists() bool {
+	if !e.Named() {
+		return true
+	}
+	_, ok := e.Dir.children[e.Name]
+	return ok
+}
+
 // Named reports whether e names an entry of its directory, not the root,
 // "." or "..", which Linux's calls that create or remove refuse.
 func (e Entry) Named() bool { return e.Name != "" && e.Name != "." && e.Name != ".." }
