@@ -62,7 +62,7 @@ var linuxCalls = map[string]linuxCall{
 	"timer_delete": {226, 1}, "setreuid": {113, 2}, "setregid": {114, 2}, "setresuid": {117, 3}, "getresuid": {118, 3},
 	"setresgid": {119, 3}, "getresgid": {120, 3}, "capget": {125, 2}, "capset": {126, 2},
 	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
-	"statfs": {137, 2}, "fstatfs": {138, 2},
+	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -182,6 +182,8 @@ func callCases(s uint64) []callCase {
 		{name: "unlink", a: args{s + offPathC}},
 		{name: "unlinkat", a: args{cwd, s + offPathE, unix.AT_REMOVEDIR}},
 		{name: "rmdir", a: args{s + offPathD}},
+		{name: "link", a: args{s + offPathB, s + offPathD}},
+		{name: "linkat", a: args{cwd, s + offPathD, cwd, s + offPathE, 0}},
 		{name: "access", a: args{s + offExe, unix.X_OK}},
 		{name: "faccessat", a: args{cwd, s + offExe, unix.X_OK}},
 		{name: "faccessat2", a: args{cwd, s + offExe, unix.R_OK, 0}},

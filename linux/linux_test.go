@@ -517,6 +517,14 @@ func TestRenameFlags(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "rename.c", "-static", "-O1"), "rename", 0)
 }
 
+// Hard links answer as Linux's: link and linkat, st_nlink, one inode
+// under every name, unlink of one keeping the others, a rename onto
+// another name of the same file leaving both, the errors — the host's
+// output, live, recorded and replayed (link was ENOSYS).
+func TestHardLinks(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "link.c", "-static", "-O1"), "link", 0)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

@@ -516,6 +516,36 @@ func (t *thread) parentOf(dirfd, va uint64) (vfs.Entry, error) {
 	return t.k.fs.Parent(p)
 }
 
+func sysLink(t *thread, a args) (uint64, error) { return sysLinkat(t, args{atFDCWD, a[0], atFDCWD, a[1], 0}) }
+
+// sysLinkat makes a hard link to a file. AT_EMPTY_PATH (linking an open
+// file) needs a capability the program has not: ENOENT, as Linux answers
+// without it.
+func sysLinkat(t *thread, a args) (uint64, error) {
+	switch flags := a[4]; {
+	case flags&^(unix.AT_SYMLINK_FOLLOW|unix.AT_EMPTY_PATH) != 0:
+		return 0, unix.EINVAL
+	case flags&unix.AT_EMPTY_PATH != 0:
+		return 0, unix.ENOENT
+	}
+	p, err := t.path(a[0], a[1])
+	if err != nil {
+		return 0, err
+	}
+	n, err := t.lookup(p)
+	if err != nil {
+		return 0, err
+	}
+	e, err := t.parentOf(a[2], a[3])
+	if err != nil {
+		return 0, err
+	}
+	if !e.Named() || e.Slash {
+		return 0, unix.EEXIST
+	}
+	return 0, t.k.fs.Link(n, e)
+}
+
 // sysUnlinkat removes a file, or (AT_REMOVEDIR) an empty directory, with
 // Linux's errors for the root, "." and "..", and for a trailing slash
 // after a file.

@@ -38,11 +38,11 @@ func attrsOf(f *openFile, n *node) attrs {
 	if f != nil {
 		n = f.Node()
 	}
-	a := attrs{dev: rootDev, ino: n.Ino, nlink: 1, mode: n.Mode, size: n.Size()}
+	a := attrs{dev: rootDev, ino: n.Ino, nlink: uint64(n.Links()), mode: n.Mode, size: n.Size()}
 	switch {
 	case n.Dir:
 		a.mode |= unix.S_IFDIR
-		a.nlink, a.size = 2, pageSize
+		a.size = pageSize
 	case n.IsDevice():
 		a.mode |= unix.S_IFCHR
 		a.rdev, a.size = unix.Mkdev(1, 3), 0

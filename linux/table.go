@@ -79,6 +79,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_MKDIR:             {"mkdir", 2, sysMkdir},                        // 83
 	unix.SYS_RMDIR:             {"rmdir", 1, sysRmdir},                        // 84
 	unix.SYS_CREAT:             {"creat", 2, sysCreat},                        // 85
+	unix.SYS_LINK:              {"link", 2, sysLink},                          // 86
 	unix.SYS_UNLINK:            {"unlink", 1, sysUnlink},                      // 87
 	unix.SYS_READLINK:          {"readlink", 3, sysReadlink},                  // 89
 	unix.SYS_CHMOD:             {"chmod", 2, sysChmod},                        // 90
@@ -149,6 +150,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_NEWFSTATAT:        {"newfstatat", 4, sysNewfstatat},              // 262
 	unix.SYS_UNLINKAT:          {"unlinkat", 3, sysUnlinkat},                  // 263
 	unix.SYS_RENAMEAT:          {"renameat", 4, sysRenameat},                  // 264
+	unix.SYS_LINKAT:            {"linkat", 5, sysLinkat},                      // 265
 	unix.SYS_READLINKAT:        {"readlinkat", 4, sysReadlinkat},              // 267
 	unix.SYS_FCHMODAT:          {"fchmodat", 3, sysFchmodat},                  // 268
 	unix.SYS_FACCESSAT:         {"faccessat", 3, sysFaccessat},                // 269

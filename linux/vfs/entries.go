@@ -43,8 +43,35 @@ func (fs *FileSystem) Remove(e Entry, rmdir bool) error {
 		return unix.ENOTDIR
 	}
 	delete(e.Dir.children, e.Name)
-	fs.unlinked(n)
+	fs.dropLink(n)
 	return nil
+}
+
+// Link makes the entry e name the file n too (a hard link): EPERM for a
+// directory, EEXIST where e exists.
+func (fs *FileSystem) Link(n *Node, e Entry) error {
+	switch {
+	case n.Dir:
+		return unix.EPERM
+	case e.Exists():
+		return unix.EEXIST
+	case n.removed:
+		return unix.ENOENT // linkat of an unlinked file (AT_EMPTY_PATH)
+	}
+	e.Dir.children[e.Name] = n
+	n.links++
+	return nil
+}
+
+// dropLink is told that an entry naming n went: a directory, or a file's
+// last link, leaves the tree.
+func (fs *FileSystem) dropLink(n *Node) {
+	if !n.Dir {
+		if n.links--; n.links > 0 {
+			return
+		}
+	}
+	fs.unlinked(n)
 }
 
 // Exchange swaps the entries from and to name (renameat2's
@@ -93,10 +120,12 @@ func (fs *FileSystem) Rename(from, to Entry) error {
 		return unix.ENOTEMPTY
 	case n.Dir && n.Holds(to.Dir):
 		return unix.EINVAL // a directory moved into itself would be a cycle
+	case replaced == n:
+		return nil // two links of one file: POSIX leaves both
 	}
 	delete(from.Dir.children, oldName)
-	if replaced != nil && replaced != n {
-		fs.unlinked(replaced)
+	if replaced != nil {
+		fs.dropLink(replaced)
 	}
 	to.Dir.children[newName] = n
 	if n.Dir {

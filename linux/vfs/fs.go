@@ -195,7 +195,7 @@ func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
 		fs.budget.Release(FileBytes, int64(len(data)))
 		return nil, fmt.Errorf("more than %d files and directories", MaxNodes)
 	}
-	n.data = data
+	n.data, n.links = data, 1
 	d.children[name] = n
 	return n, nil
 }
@@ -206,7 +206,7 @@ func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
 func (fs *FileSystem) DirPath(n *Node) (string, bool) {
 	var names []string
 	for ; n != fs.root; n = n.parent {
-		if n.removed || n.parent == nil {
+		if n.removed || n.parent == nil || len(names) > maxPathDepth {
 			return "", false
 		}
 		name, ok := n.parent.nameOf(n)

@@ -23,6 +23,7 @@ type Node struct {
 	shared   bool
 	children map[string]*Node // a directory's entries
 	parent   *Node            // a directory's: the one it is an entry of (nil for the root)
+	links    int              // a file's: the directory entries that name it (link)
 	dev      Device           // a device file's behaviour, or nil
 	opens    int              // open files of it
 	removed  bool             // gone from the tree; freed when no longer open
@@ -44,6 +45,15 @@ func (d *Node) nameOf(c *Node) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// Links is how many directory entries name n: a file's hard links, a
+// directory's 2 (its entry and its own "."), as stat's st_nlink.
+func (n *Node) Links() int {
+	if n.Dir {
+		return 2
+	}
+	return n.links
 }
 
 // Size is the length of a file's contents.

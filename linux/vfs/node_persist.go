@@ -52,7 +52,8 @@ func (sv *Saver) SameAs(data []byte) *Node {
 }
 
 // checkNodes checks that the nodes form a tree under nodes[0], a
-// directory, each with its own inode.
+// directory, each with its own inode; a file may be the entry of several
+// (hard links), a directory of one.
 func checkNodes(nodes []SavedNode, nextIno uint64) error {
 	if !nodes[0].Dir {
 		return fmt.Errorf("the root is not a directory")
@@ -68,7 +69,7 @@ func checkNodes(nodes []SavedNode, nextIno uint64) error {
 			return fmt.Errorf("file %d: a directory with contents, or a file with entries", i)
 		}
 		for name, c := range n.Children {
-			if c <= 0 || c >= len(nodes) || parents[c] != 0 || name == "" || name == "." || name == ".." || bytes.ContainsRune([]byte(name), '/') {
+			if c <= 0 || c >= len(nodes) || parents[c] != 0 && nodes[c].Dir || name == "" || name == "." || name == ".." || bytes.ContainsRune([]byte(name), '/') {
 				return fmt.Errorf("file %d: entry %q is file %d", i, name, c)
 			}
 			parents[c] = i + 1

@@ -150,3 +150,42 @@ func TestForgedState(t *testing.T) {
 	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil)
 	require.ErrorContains(t, err, "not one of the program's")
 }
+
+// A file with two names is one node in a checkpoint, named by both
+// entries; restored, it has both links, and removing one leaves the other.
+func TestHardLinksSaveRestore(t *testing.T) {
+	fs, b := tree(t)
+	n, err := fs.Add("/tmp/x", []byte("data"), 0o644)
+	require.NoError(t, err)
+	n.Written = true
+	e, err := fs.Parent("/etc/y")
+	require.NoError(t, err)
+	require.NoError(t, fs.Link(n, e))
+	require.Equal(t, 2, n.Links())
+	dir, err := fs.Parent("/etc/passwd")
+	require.NoError(t, err)
+	require.Equal(t, unix.EEXIST, fs.Link(n, dir), "an existing name")
+	root, _ := fs.Lookup("/tmp")
+	require.Equal(t, unix.EPERM, fs.Link(root, Entry{Dir: fs.Root(), Name: "t2"}), "a directory")
+
+	fds := NewFDTable(NewConsole(&bytes.Buffer{}))
+	s := save(fs, fds)
+	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
+	fresh, rb := tree(t)
+	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil)
+	require.NoError(t, err)
+	*rb = Budget{}
+	restored.Charge(rb)
+	require.Equal(t, *b, *rb)
+	x, err := restored.FS.Lookup("/tmp/x")
+	require.NoError(t, err)
+	y, err := restored.FS.Lookup("/etc/y")
+	require.NoError(t, err)
+	require.Same(t, x, y, "one node under both names")
+	require.Equal(t, 2, x.Links())
+	e, err = restored.FS.Parent("/tmp/x")
+	require.NoError(t, err)
+	require.NoError(t, restored.FS.Remove(e, false))
+	require.Equal(t, 1, y.Links())
+	require.Equal(t, "data", string(y.Contents()), "the other name keeps the file")
+}

@@ -97,6 +97,8 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 			r.Nodes[i].children[name] = r.Nodes[c]
 			if r.Nodes[c].Dir {
 				r.Nodes[c].parent = r.Nodes[i]
+			} else {
+				r.Nodes[c].links++
 			}
 		}
 	}
