@@ -516,7 +516,9 @@ func (t *thread) parentOf(dirfd, va uint64) (vfs.Entry, error) {
 	return t.k.fs.Parent(p)
 }
 
-func sysLink(t *thread, a args) (uint64, error) { return sysLinkat(t, args{atFDCWD, a[0], atFDCWD, a[1], 0}) }
+func sysLink(t *thread, a args) (uint64, error) {
+	return sysLinkat(t, args{atFDCWD, a[0], atFDCWD, a[1], 0})
+}
 
 // sysLinkat makes a hard link to a file. AT_EMPTY_PATH (linking an open
 // file) needs a capability the program has not: ENOENT, as Linux answers
