@@ -194,7 +194,7 @@ func (w *Writer) Add(c *Checkpoint, ram []byte, disk *Disk) (int64, error) {
 // requests in flight as the recording.
 func (w *Writer) Capture(m *vmm.Machine, t time.Duration, st EngineState) (sum Summary, ok bool, err error) {
 	snap, err := m.Snapshot()
-	if errors.Is(err, devices.ErrDiskBusy) {
+	if errors.Is(err, devices.ErrDiskBusy) || errors.Is(err, vmm.ErrKernelBusy) {
 		return Summary{}, false, nil
 	}
 	if err != nil {

@@ -62,7 +62,7 @@ var linuxCalls = map[string]linuxCall{
 	"timer_delete": {226, 1}, "setreuid": {113, 2}, "setregid": {114, 2}, "setresuid": {117, 3}, "getresuid": {118, 3},
 	"setresgid": {119, 3}, "getresgid": {120, 3}, "capget": {125, 2}, "capset": {126, 2},
 	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
-	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5},
+	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5}, "flock": {73, 2},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -174,6 +174,7 @@ func callCases(s uint64) []callCase {
 		{name: "close", a: args{fdNew}},
 		{name: "ioctl", a: args{fdFile, unix.TCGETS, s + offOut}},
 		{name: "fcntl", a: args{fdFile, unix.F_GETFL, 0}},
+		{name: "flock", a: args{fdFile, unix.LOCK_EX | unix.LOCK_NB}},
 		{name: "dup", a: args{fdFile}},
 		{name: "dup2", a: args{fdFile, 20}},
 		{name: "dup3", a: args{fdFile, 21, unix.O_CLOEXEC}},

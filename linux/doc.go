@@ -31,5 +31,5 @@ package linux
 // umask applied, chmod, fchmodat; the identity calls (setres*id, capget,
 // sched_setaffinity, clock_getres, getcpu, close_range); "#!" scripts,
 // EACCES for a file without execute permission (was ENOEXEC); renameat2's
-// flags; statfs; hard links.
+// flags; statfs; hard links; fcntl record and OFD locks, flock.
 const Version = 5

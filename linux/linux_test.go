@@ -525,6 +525,15 @@ func TestHardLinks(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "link.c", "-static", "-O1"), "link", 0)
 }
 
+// Advisory locks answer as Linux's: record locks between a parent and a
+// child (conflicts, F_GETLK naming the holder, F_SETLKW waiting, a close
+// of any descriptor dropping them), OFD locks, flock, the errors — the
+// host's output, live, recorded and replayed (fcntl refused the lock
+// commands and flock was ENOSYS).
+func TestFileLocks(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "locks_fcntl.c", "-static", "-O1"), "locks", 0)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

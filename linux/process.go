@@ -214,7 +214,9 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 		}
 	}
 	p.live = 0
-	p.fds.CloseAll()
+	for _, fd := range p.fds.Sorted() {
+		p.closeFD(fd)
+	}
 	p.as.Release() // a zombie keeps its status, nothing of its image
 	p.zombie, p.status = true, status
 	// Its children are orphans now: its nearest live ancestor that is a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/linux/vfs"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
 // The personality's state, for a checkpoint (vmm.KernelState): every
@@ -62,6 +63,9 @@ type savedKernel struct {
 func (k *Kernel) SaveState() ([]byte, error) {
 	if k.fr.Patched() {
 		return nil, fmt.Errorf("linux: state saved with breakpoints placed")
+	}
+	if k.locksHeld() {
+		return nil, fmt.Errorf("linux: files are locked, which a checkpoint does not hold: %w", vmm.ErrKernelBusy)
 	}
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(k.save()); err != nil {

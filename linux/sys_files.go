@@ -357,7 +357,7 @@ func sysClose(t *thread, a args) (uint64, error) {
 	if _, err := t.proc.fds.Get(a[0]); err != nil {
 		return 0, err
 	}
-	t.proc.fds.Close(int(a[0]))
+	t.proc.closeFD(int(a[0]))
 	return 0, nil
 }
 
@@ -447,6 +447,8 @@ func sysFcntl(t *thread, a args) (uint64, error) {
 		const settable = unix.O_APPEND | unix.O_NONBLOCK
 		f.Flags = f.Flags&^settable | a[2]&settable
 		return 0, nil
+	case unix.F_GETLK, unix.F_SETLK, unix.F_SETLKW, fOFDGetlk, fOFDSetlk, fOFDSetlkw:
+		return t.fcntlLock(f, a[1], a[2])
 	}
 	return 0, unix.EINVAL
 }
@@ -464,6 +466,7 @@ func (t *thread) dup3(oldfd, newfd, flags uint64, dup2 bool) (uint64, error) {
 	case oldfd == newfd || flags&^unix.O_CLOEXEC != 0:
 		return 0, unix.EINVAL
 	}
+	t.proc.closeFD(int(newfd))
 	t.proc.fds.Set(int(newfd), f, flags&unix.O_CLOEXEC != 0)
 	return newfd, nil
 }

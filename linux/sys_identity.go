@@ -196,7 +196,7 @@ func sysCloseRange(t *thread, a args) (uint64, error) {
 		if flags&unix.CLOSE_RANGE_CLOEXEC != 0 {
 			fds[fd].Cloexec = true
 		} else {
-			fds.Close(fd)
+			t.proc.closeFD(fd)
 		}
 	}
 	return 0, nil

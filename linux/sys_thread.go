@@ -162,7 +162,11 @@ func sysExecve(t *thread, a args) (uint64, error) {
 	case err != nil:
 		return 0, unix.ENOEXEC
 	}
-	p.fds.CloseOnExec()
+	for _, fd := range p.fds.Sorted() {
+		if p.fds[fd].Cloexec {
+			p.closeFD(fd)
+		}
+	}
 	p.timers = nil
 	t.fsBase, t.clearTID, t.altstack = 0, 0, altStack{}
 	if err := t.k.resetXSave(); err != nil {

@@ -69,6 +69,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_KILL:              {"kill", 2, sysKill},                          // 62
 	unix.SYS_UNAME:             {"uname", 1, sysUname},                        // 63
 	unix.SYS_FCNTL:             {"fcntl", 3, sysFcntl},                        // 72
+	unix.SYS_FLOCK:             {"flock", 2, sysFlock},                        // 73
 	unix.SYS_FSYNC:             {"fsync", 1, fdOnly},                          // 74
 	unix.SYS_FDATASYNC:         {"fdatasync", 1, fdOnly},                      // 75
 	unix.SYS_FTRUNCATE:         {"ftruncate", 2, sysFtruncate},                // 77

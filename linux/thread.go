@@ -50,7 +50,10 @@ type thread struct {
 	// waitOn are the files on whose queues a thread waiting on files
 	// (waitKey fileWait{}) is registered.
 	waitOn []*openFile
-	warned bool // watchHog has warned of it
+	// lockQueue is the node lock queue a thread waiting for a lock
+	// (lockWait) is registered on.
+	lockQueue *vfs.Queue
+	warned    bool // watchHog has warned of it
 	// timedOut tells a reissued call that its wait's time is up (poll).
 	timedOut bool
 	// Signals: the blocked mask, those pending, and their siginfo;
@@ -301,7 +304,7 @@ func (t *thread) waitOnFiles(files []*openFile) {
 
 // Notify is a change of a file t waits on (vfs.Waiter): t runs again.
 func (t *thread) Notify(vfs.Events) {
-	if t.state == blocked && t.waitKey == (fileWait{}) {
+	if _, locking := t.waitKey.(lockWait); t.state == blocked && (t.waitKey == (fileWait{}) || locking) {
 		t.stopWaiting()
 		t.state = runnable
 		t.k.resched = true
@@ -321,6 +324,10 @@ func (t *thread) leaveQueues() {
 		f.Queue().Unregister(t)
 	}
 	t.waitOn = nil
+	if t.lockQueue != nil {
+		t.lockQueue.Unregister(t)
+		t.lockQueue = nil
+	}
 }
 
 // wakeAll makes every thread blocked on key runnable, to retry its call.

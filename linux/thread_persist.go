@@ -59,6 +59,7 @@ const (
 	_                  // 2: poll's one key, before version 4
 	waitSignal
 	waitChildOf
+	waitLock // never saved (lockWait.saved): refused
 )
 
 func (sv *saver) thread(t *thread) savedThread {

@@ -1,6 +1,7 @@
 package vmm
 
 import (
+	"errors"
 	"io"
 	"time"
 
@@ -37,6 +38,12 @@ type Kernel interface {
 	// the machine idles at this exit until an interrupt changes that.
 	Runnable() bool
 }
+
+// ErrKernelBusy is a Kernel's state that cannot be saved at this stop
+// but may be at a later one (a Linux program holding file locks): the
+// checkpoint is taken at a later stop, as one with a disk request in
+// flight is.
+var ErrKernelBusy = errors.New("vmm: the kernel's state cannot be saved now")
 
 // KernelState is a Kernel whose state a snapshot can hold (Snapshot,
 // Restore): opaque bytes to the machine, read back by a Kernel made for the

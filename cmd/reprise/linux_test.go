@@ -195,6 +195,27 @@ select name from t where v between 100 and 110 order by v;
 	require.Contains(t, got, "10000|75007500.0|name1|name9999\n")
 }
 
+// sqlite3 on a database file, with transactions, prints the host's
+// output: it locks the file with fcntl (F_SETLK), which failed with "disk
+// I/O error" before the personality had locks. The database is created
+// in the program's memory, in its /tmp.
+func TestSqliteDatabaseFile(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "sqlite3")
+	sql := `create table t(id integer primary key, v text);
+begin; insert into t(v) values ('one'), ('two'); commit;
+begin; update t set v = 'three' where id = 2; rollback;
+begin immediate; insert into t(v) values ('four'); commit;
+select id, v from t order by id;
+pragma integrity_check;
+`
+	sqlite, err := exec.LookPath("sqlite3")
+	require.NoError(t, err)
+	got := recordReplay(t, nil, sqlite, "/tmp/t.db", sql)
+	require.Equal(t, hostOutput(t, sqlite, filepath.Join(t.TempDir(), "t.db"), sql), got)
+	require.Equal(t, "1|one\n2|two\n3|four\nok\n", got)
+}
+
 // A busybox shell script with pipes (fork, exec of /proc/self/exe, pipes,
 // wait) prints what the same script prints under the host's busybox.
 func TestBusyboxScriptMatchesHost(t *testing.T) {

@@ -106,5 +106,6 @@ func (f *OpenFile) Release() {
 	for _, it := range slices.Clone(f.watchers) {
 		it.remove()
 	}
+	f.releaseLocks()
 	f.impl.Release()
 }

@@ -24,6 +24,7 @@ type Node struct {
 	children map[string]*Node // a directory's entries
 	parent   *Node            // a directory's: the one it is an entry of (nil for the root)
 	links    int              // a file's: the directory entries that name it (link)
+	locks    *locks           // its advisory locks (lock.go), nil until locked
 	dev      Device           // a device file's behaviour, or nil
 	opens    int              // open files of it
 	removed  bool             // gone from the tree; freed when no longer open
