@@ -99,13 +99,9 @@ func sysEpollPwait(t *thread, a args) (uint64, error) {
 }
 
 func sysEpollPwait2(t *thread, a args) (uint64, error) {
-	timeout := time.Duration(-1)
-	if a[3] != 0 {
-		d, err := t.readTimespec(a[3])
-		if err != nil {
-			return 0, err
-		}
-		timeout = d
+	timeout, err := t.timeoutAt(a[3])
+	if err != nil {
+		return 0, err
 	}
 	return t.epollWait(a[0], a[1], a[2], timeout)
 }

@@ -533,11 +533,7 @@ func sysLinkat(t *thread, a args) (uint64, error) {
 	case flags&unix.AT_EMPTY_PATH != 0:
 		return 0, unix.ENOENT
 	}
-	p, err := t.path(a[0], a[1])
-	if err != nil {
-		return 0, err
-	}
-	n, err := t.lookup(p)
+	n, err := t.nodeAt(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
@@ -590,11 +586,7 @@ func sysChmod(t *thread, a args) (uint64, error) { return sysFchmodat(t, args{at
 // sysFchmodat changes a file's permission bits (it takes no flags;
 // fchmodat2 does).
 func sysFchmodat(t *thread, a args) (uint64, error) {
-	p, err := t.path(a[0], a[1])
-	if err != nil {
-		return 0, err
-	}
-	n, err := t.lookup(p)
+	n, err := t.nodeAt(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
@@ -616,11 +608,7 @@ func sysFchmod(t *thread, a args) (uint64, error) {
 }
 
 func sysFaccessat(t *thread, a args) (uint64, error) {
-	p, err := t.path(a[0], a[1])
-	if err != nil {
-		return 0, err
-	}
-	n, err := t.lookup(p)
+	n, err := t.nodeAt(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
@@ -669,6 +657,15 @@ func sysGetcwd(t *thread, a args) (uint64, error) {
 	return uint64(len(b)), memErr(t.proc.as.Write(a[0], b))
 }
 
+// nodeAt is the node at the path argument at va (path, then lookup).
+func (t *thread) nodeAt(dirfd, va uint64) (*node, error) {
+	p, err := t.path(dirfd, va)
+	if err != nil {
+		return nil, err
+	}
+	return t.lookup(p)
+}
+
 // lookup finds the node at the absolute path p, following
 // /proc/self/exe, the one link there is, to the process's executable.
 func (t *thread) lookup(p string) (*node, error) { return t.k.fs.Lookup(t.selfExe(p)) }
@@ -683,11 +680,7 @@ func (t *thread) selfExe(p string) string {
 }
 
 func sysChdir(t *thread, a args) (uint64, error) {
-	p, err := t.path(atFDCWD, a[0])
-	if err != nil {
-		return 0, err
-	}
-	n, err := t.lookup(p)
+	n, err := t.nodeAt(atFDCWD, a[0])
 	if err != nil {
 		return 0, err
 	}

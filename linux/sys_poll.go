@@ -21,15 +21,20 @@ func sysPoll(t *thread, a args) (uint64, error) {
 }
 
 func sysPpoll(t *thread, a args) (uint64, error) {
-	timeout := time.Duration(-1)
-	if a[2] != 0 {
-		d, err := t.readTimespec(a[2])
-		if err != nil {
-			return 0, err
-		}
-		timeout = d
+	timeout, err := t.timeoutAt(a[2])
+	if err != nil {
+		return 0, err
 	}
 	return t.poll(a[0], a[1], timeout)
+}
+
+// timeoutAt reads a struct timespec timeout (ppoll, pselect6,
+// epoll_pwait2): none (-1, for ever) when va is 0.
+func (t *thread) timeoutAt(va uint64) (time.Duration, error) {
+	if va == 0 {
+		return -1, nil
+	}
+	return t.readTimespec(va)
 }
 
 // poll reports the descriptors that are ready; with none, it waits (up
@@ -124,13 +129,9 @@ func sysSelect(t *thread, a args) (uint64, error) {
 }
 
 func sysPselect6(t *thread, a args) (uint64, error) {
-	timeout := time.Duration(-1)
-	if a[4] != 0 {
-		d, err := t.readTimespec(a[4])
-		if err != nil {
-			return 0, err
-		}
-		timeout = d
+	timeout, err := t.timeoutAt(a[4])
+	if err != nil {
+		return 0, err
 	}
 	return t.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
 }

@@ -150,11 +150,7 @@ func sysStatx(t *thread, a args) (uint64, error) {
 const tmpfsMagic = 0x01021994
 
 func sysStatfs(t *thread, a args) (uint64, error) {
-	p, err := t.path(atFDCWD, a[0])
-	if err != nil {
-		return 0, err
-	}
-	if _, err := t.lookup(p); err != nil {
+	if _, err := t.nodeAt(atFDCWD, a[0]); err != nil {
 		return 0, err
 	}
 	return 0, memErr(t.proc.as.Write(a[1], t.k.statfs()))

@@ -111,27 +111,12 @@ func sysTimerSettime(t *thread, a args) (uint64, error) {
 	if a[2] == 0 {
 		return 0, unix.EINVAL
 	}
-	interval, value, err := t.readItimerspec(a[2])
-	if err != nil {
-		return 0, err
-	}
-	now, err := t.k.now(unix.CLOCK_MONOTONIC)
+	at, interval, now, err := t.readTimerSetting(a[2], tm.clock, a[1]&unix.TIMER_ABSTIME != 0)
 	if err != nil {
 		return 0, err
 	}
 	old := itimerspec(tm.at, tm.interval, now)
-	tm.at, tm.interval = 0, 0
-	switch {
-	case value == 0: // disarm
-	case a[1]&unix.TIMER_ABSTIME != 0:
-		tm.at, tm.interval = value, interval
-		if isRealtime(uint64(tm.clock)) {
-			tm.at -= time.Duration(t.k.prog.Epoch.UnixNano())
-		}
-		tm.at = max(tm.at, time.Nanosecond)
-	default:
-		tm.at, tm.interval = now+value, interval
-	}
+	tm.at, tm.interval = at, interval
 	if a[3] == 0 {
 		return 0, nil
 	}
@@ -143,11 +128,7 @@ func sysTimerGettime(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	now, err := t.k.now(unix.CLOCK_MONOTONIC)
-	if err != nil {
-		return 0, err
-	}
-	return 0, memErr(t.proc.as.Write(a[1], itimerspec(tm.at, tm.interval, now)))
+	return 0, t.writeTimer(a[1], tm.at, tm.interval)
 }
 
 func sysTimerGetoverrun(t *thread, a args) (uint64, error) {

@@ -50,25 +50,9 @@ func sysTimerfdSettime(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	interval, value, err := t.readItimerspec(a[2])
+	at, interval, now, err := t.readTimerSetting(a[2], tf.Clock, a[1]&unix.TFD_TIMER_ABSTIME != 0)
 	if err != nil {
 		return 0, err
-	}
-	now, err := t.k.now(unix.CLOCK_MONOTONIC)
-	if err != nil {
-		return 0, err
-	}
-	at := time.Duration(0)
-	switch {
-	case value == 0: // disarm
-	case a[1]&unix.TFD_TIMER_ABSTIME != 0:
-		at = value
-		if isRealtime(uint64(tf.Clock)) {
-			at -= time.Duration(t.k.prog.Epoch.UnixNano()) // the program's realtime is its epoch plus the monotonic clock
-		}
-		at = max(at, time.Nanosecond) // a time past: the next tick
-	default:
-		at = now + value
 	}
 	oldAt, oldInterval := tf.Set(at, interval)
 	if a[3] == 0 {
@@ -82,12 +66,43 @@ func sysTimerfdGettime(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	at, interval := tf.Setting()
+	return 0, t.writeTimer(a[1], at, interval)
+}
+
+// readTimerSetting reads the struct itimerspec at va that sets a timer on
+// clock: when it expires next on the monotonic clock (0: disarmed, an
+// absolute time past: the next tick; the program's realtime is its epoch
+// plus the monotonic clock) and its interval, and the time now.
+func (t *thread) readTimerSetting(va uint64, clock int, absolute bool) (at, interval, now time.Duration, err error) {
+	interval, value, err := t.readItimerspec(va)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if now, err = t.k.now(unix.CLOCK_MONOTONIC); err != nil {
+		return 0, 0, 0, err
+	}
+	switch {
+	case value == 0:
+		return 0, 0, now, nil
+	case absolute:
+		at = value
+		if isRealtime(uint64(clock)) {
+			at -= time.Duration(t.k.prog.Epoch.UnixNano())
+		}
+		return max(at, time.Nanosecond), interval, now, nil
+	}
+	return now + value, interval, now, nil
+}
+
+// writeTimer writes a timer expiring at at every interval as the struct
+// itimerspec at va: the time left.
+func (t *thread) writeTimer(va uint64, at, interval time.Duration) error {
 	now, err := t.k.now(unix.CLOCK_MONOTONIC)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	at, interval := tf.Setting()
-	return 0, memErr(t.proc.as.Write(a[1], itimerspec(at, interval, now)))
+	return memErr(t.proc.as.Write(va, itimerspec(at, interval, now)))
 }
 
 // readItimerspec reads a struct itimerspec: the interval, then the value.

@@ -11,14 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char base[64];
+#include "result.h"
 
-static void result(const char *what, long r) {
-	if (r < 0)
-		printf("%s: %ld %s\n", what, r, strerror(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
+static char base[64];
 
 static void cwd(const char *what) {
 	char buf[256];

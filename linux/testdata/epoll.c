@@ -13,6 +13,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "result.h"
+
 static void report(const char *what, int n, struct epoll_event *ev) {
 	printf("%s: %d", what, n);
 	if (n < 0)
@@ -28,12 +30,6 @@ static int add(int ep, int fd, uint32_t events, uint64_t data) {
 }
 
 /* result prints a call's result, and its error if it failed. */
-static void result(const char *what, long r) {
-	if (r < 0)
-		printf("%s: %ld %s\n", what, r, strerror(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
 
 static int efd;
 

@@ -14,12 +14,7 @@
 #include <unistd.h>
 #include <linux/capability.h>
 
-static void result(const char *what, long r) {
-	if (r < 0)
-		printf("%s: %ld %s\n", what, r, strerror(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
+#include "result.h"
 
 int main(void) {
 	uid_t r, e, s;

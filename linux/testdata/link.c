@@ -12,12 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void result(const char *what, long r) {
-	if (r < 0)
-		printf("%s: %ld %s\n", what, r, strerror(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
+#include "result.h"
 
 static void links(const char *name) {
 	struct stat st;

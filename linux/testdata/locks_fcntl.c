@@ -13,13 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void result(const char *what, long r) {
-	if (r < 0)
-		printf("%s: %ld %s\n", what, r, strerror(errno));
-	else
-		printf("%s: %ld\n", what, r);
-	fflush(stdout);
-}
+#include "result.h"
 
 static int lk(int fd, int cmd, short type, off_t start, off_t len) {
 	struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = start, .l_len = len};

@@ -13,12 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void result(const char *what, long r) {
-	if (r < 0)
-		printf("%s: %ld %s\n", what, r, strerror(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
+#include "result.h"
 
 static volatile int hits, code, value, on_thread, overrun;
 static volatile pid_t worker_tid, hit_tid;

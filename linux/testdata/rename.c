@@ -14,12 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void result(const char *what, long r) {
-	if (r < 0)
-		printf("%s: %ld %s\n", what, r, strerror(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
+#include "result.h"
 
 static long rename2(const char *a, const char *b, unsigned flags) {
 	return syscall(SYS_renameat2, AT_FDCWD, a, AT_FDCWD, b, flags);

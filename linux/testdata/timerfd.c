@@ -11,12 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void result(const char *what, long r) {
-	if (r < 0)
-		printf("%s: %ld %s\n", what, r, strerror(errno));
-	else
-		printf("%s: %ld\n", what, r);
-}
+#include "result.h"
 
 static struct itimerspec spec(long value_ns, long interval_ns) {
 	struct itimerspec s = {

@@ -169,14 +169,7 @@ func TestEpollSaveRestore(t *testing.T) {
 	_, err = w.Write([]byte("x"), 0)
 	require.NoError(t, err)
 
-	s := save(fs, fds)
-	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
-	fresh, rb := tree(t)
-	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil)
-	require.NoError(t, err)
-	*rb = Budget{}
-	restored.Charge(rb)
-	require.Equal(t, *b, *rb, "the budget counted from the restored state, watches included")
+	s, restored := roundTrip(t, fs, b, fds, console)
 	rfds := restored.FDs(s.fds)
 	require.Equal(t, s, save(restored.FS, rfds), "restored, then saved again: the same state")
 	rep := EpollOf(rfds[3].File)

@@ -17,6 +17,21 @@ type state struct {
 	fds     map[int]SavedFD
 }
 
+// roundTrip saves fs and fds, checks the state, and restores it on a fresh
+// tree, whose budget, counted from the state, must be b.
+func roundTrip(t *testing.T, fs *FileSystem, b *Budget, fds FDTable, console *Console) (state, *Restored) {
+	t.Helper()
+	s := save(fs, fds)
+	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
+	fresh, rb := tree(t)
+	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil)
+	require.NoError(t, err)
+	*rb = Budget{} // counted again from what the state holds, as the kernel does
+	restored.Charge(rb)
+	require.Equal(t, *b, *rb, "the budget counted from the restored state")
+	return s, restored
+}
+
 func save(fs *FileSystem, fds FDTable) state {
 	sv := NewSaver(fs.Root())
 	saved := sv.FDs(fds)
@@ -168,15 +183,8 @@ func TestHardLinksSaveRestore(t *testing.T) {
 	root, _ := fs.Lookup("/tmp")
 	require.Equal(t, unix.EPERM, fs.Link(root, Entry{Dir: fs.Root(), Name: "t2"}), "a directory")
 
-	fds := NewFDTable(NewConsole(&bytes.Buffer{}))
-	s := save(fs, fds)
-	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
-	fresh, rb := tree(t)
-	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil)
-	require.NoError(t, err)
-	*rb = Budget{}
-	restored.Charge(rb)
-	require.Equal(t, *b, *rb)
+	console := NewConsole(&bytes.Buffer{})
+	_, restored := roundTrip(t, fs, b, NewFDTable(console), console)
 	x, err := restored.FS.Lookup("/tmp/x")
 	require.NoError(t, err)
 	y, err := restored.FS.Lookup("/etc/y")
