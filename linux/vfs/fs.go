@@ -206,7 +206,7 @@ func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
 func (fs *FileSystem) DirPath(n *Node) (string, bool) {
 	var names []string
 	for ; n != fs.root; n = n.parent {
-		if n.removed || n.parent == nil || len(names) > maxPathDepth {
+		if n.removed || n.parent == nil || len(names) > MaxNodes { // more: a forged state's loop
 			return "", false
 		}
 		name, ok := n.parent.nameOf(n)
