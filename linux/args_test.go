@@ -63,6 +63,7 @@ var linuxCalls = map[string]linuxCall{
 	"setresgid": {119, 3}, "getresgid": {120, 3}, "capget": {125, 2}, "capset": {126, 2},
 	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
 	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5}, "flock": {73, 2},
+	"signalfd": {282, 3}, "signalfd4": {289, 4},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -260,6 +261,8 @@ func callCases(s uint64) []callCase {
 		{name: "timerfd_create", a: args{unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK}}, // fdEventfd+1
 		{name: "timerfd_settime", a: args{fdEventfd + 1, 0, s + offTimer, s + offOut}},
 		{name: "timerfd_gettime", a: args{fdEventfd + 1, s + offOut}},
+		{name: "signalfd4", a: args{^uint64(0), s + offSigset, 8, unix.SFD_NONBLOCK}},
+		{name: "signalfd", a: args{^uint64(0), s + offSigset, 8}},
 		{name: "timer_create", a: args{unix.CLOCK_MONOTONIC, 0, s + offOut}}, // timer 0
 		{name: "timer_settime", a: args{0, 0, s + offTimer, 0}},
 		{name: "timer_gettime", a: args{0, s + offOut}},

@@ -31,5 +31,7 @@ package linux
 // umask applied, chmod, fchmodat; the identity calls (setres*id, capget,
 // sched_setaffinity, clock_getres, getcpu, close_range); "#!" scripts,
 // EACCES for a file without execute permission (was ENOEXEC); renameat2's
-// flags; statfs; hard links; fcntl record and OFD locks, flock.
+// flags; statfs; hard links; fcntl record and OFD locks, flock; signalfd; a
+// blocked signal stays pending whatever its disposition; kill's siginfo
+// is SI_USER, SIGCHLD's carries the status.
 const Version = 5

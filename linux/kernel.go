@@ -89,6 +89,9 @@ type Kernel struct {
 	// timerfds are the program's open timerfds, in creation order
 	// (sys_timerfd.go).
 	timerfds []*openFile
+	// signalfds are the program's open signalfds, in creation order
+	// (sys_signalfd.go).
+	signalfds []*openFile
 	// tscSites are the RDTSCs found in each executable file the program
 	// never wrote (tsc.go), so an image is decoded once, not at each exec.
 	tscSites map[*node][]tscSite

@@ -534,6 +534,16 @@ func TestFileLocks(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "locks_fcntl.c", "-static", "-O1"), "locks", 0)
 }
 
+// signalfd answers as Linux's: blocked signals read as signalfd_siginfo
+// with their sender and code (SIGTERM waits, blocked, instead of ending
+// the program), a child's SIGCHLD with its status seen through poll and
+// epoll, the mask changed in place, the errors — the host's output, live,
+// recorded and replayed (signalfd was ENOSYS, a blocked SIGTERM killed
+// at once, and kill's siginfo said SI_TKILL).
+func TestSignalfd(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "signalfd.c", "-static", "-O1"), "signalfd", 0)
+}
+
 // A Go program that sleeps, waits on timers and a ticker, reads a file and
 // collects garbage — its runtime's netpoller on epoll_pwait and an
 // eventfd — prints what it prints on the host, live, recorded with the

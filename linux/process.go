@@ -260,10 +260,24 @@ func (k *Kernel) childExited(p *process) error {
 	k.wakeAll(waitChild{parent})
 	for _, t := range k.threads {
 		if t.proc == parent && t.state != exited {
-			return k.signal(t, uint64(unix.SIGCHLD), siginfo(uint64(unix.SIGCHLD), 1, uint64(p.pid)))
+			return k.signal(t, uint64(unix.SIGCHLD), childInfo(p))
 		}
 	}
 	return nil
+}
+
+// childInfo is the SIGCHLD siginfo of child c, which exited: CLD_EXITED
+// and its exit code, or CLD_KILLED and the signal (waitid's, and the
+// signal's).
+func childInfo(c *process) [128]byte {
+	code, status := int32(cldExit), c.status>>8&0xff
+	if c.status&0x7f != 0 {
+		code, status = cldKill, c.status&0x7f
+	}
+	info := siginfo(uint64(unix.SIGCHLD), code, uint64(c.pid))
+	binary.LittleEndian.PutUint32(info[20:], uid)
+	binary.LittleEndian.PutUint32(info[24:], uint32(status))
+	return info
 }
 
 // saNoCldWait is SA_NOCLDWAIT: children that exit are reaped at once.

@@ -31,7 +31,7 @@ import (
 // 4: a thread blocked in a read, write, poll or select names the files it
 // waits on (savedWait.Files): per-file wait queues replaced poll's one key.
 // 5: epoll instances, eventfds and timerfds among the open files; the
-// kernel's timerfds in creation order (TimerFDs); POSIX timers; a
+// kernel's timerfds and signalfds in creation order; POSIX timers; a
 // process's working directory.
 const stateVersion = 5
 
@@ -45,9 +45,9 @@ type savedKernel struct {
 	Files   []vfs.SavedFile
 	Procs   []savedProc
 	Threads []savedThread
-	// TimerFDs are the open timerfds, in creation order: indices into
-	// Files.
-	TimerFDs []int
+	// TimerFDs and SignalFDs are the open timerfds and signalfds, in
+	// creation order: indices into Files.
+	TimerFDs, SignalFDs []int
 
 	Cur, NextTID               int
 	Resched, Restart, Returned bool
@@ -105,6 +105,11 @@ func (k *Kernel) save() *savedKernel {
 			s.TimerFDs = append(s.TimerFDs, sv.File(f))
 		}
 	}
+	for _, f := range k.signalfds {
+		if !vfs.SignalFDOf(f).Closed() {
+			s.SignalFDs = append(s.SignalFDs, sv.File(f))
+		}
+	}
 	s.Nodes, s.Pipes, s.Files = sv.Nodes, sv.Pipes, sv.Files
 	return s
 }
@@ -157,12 +162,18 @@ func (k *Kernel) check(s *savedKernel) error {
 			return fmt.Errorf("process %d: %w", s.Procs[i].PID, err)
 		}
 	}
-	timers := map[int]bool{}
+	given := map[int]bool{}
 	for _, i := range s.TimerFDs {
-		if i < 0 || i >= len(s.Files) || s.Files[i].TimerFD == nil || timers[i] {
+		if i < 0 || i >= len(s.Files) || s.Files[i].TimerFD == nil || given[i] {
 			return fmt.Errorf("timerfd %d of %d open files, or given twice", i, len(s.Files))
 		}
-		timers[i] = true
+		given[i] = true
+	}
+	for _, i := range s.SignalFDs {
+		if i < 0 || i >= len(s.Files) || s.Files[i].SignalFD == nil || given[i] {
+			return fmt.Errorf("signalfd %d of %d open files, or given twice", i, len(s.Files))
+		}
+		given[i] = true
 	}
 	tids := map[int]bool{}
 	for i := range s.Threads {
@@ -191,7 +202,7 @@ type restorer struct {
 
 func (r *restorer) restore() error {
 	k, s := r.k, r.s
-	fs, err := vfs.Restore(k.fs, s.Nodes, s.NextIno, s.Pipes, s.Files, k.console, k.remap)
+	fs, err := vfs.Restore(k.fs, s.Nodes, s.NextIno, s.Pipes, s.Files, k.console, k.remap, signals{k})
 	if err != nil {
 		return err
 	}
@@ -213,9 +224,12 @@ func (r *restorer) restore() error {
 	}
 
 	k.fs = fs.FS
-	k.timerfds = nil
+	k.timerfds, k.signalfds = nil, nil
 	for _, i := range s.TimerFDs {
 		k.timerfds = append(k.timerfds, fs.Files[i])
+	}
+	for _, i := range s.SignalFDs {
+		k.signalfds = append(k.signalfds, fs.Files[i])
 	}
 	r.charge()
 	k.fr = fr

@@ -73,7 +73,11 @@ func (t *thread) kill(id int64, sig uint64, toThread bool) (uint64, error) {
 	if sig == 0 {
 		return 0, nil
 	}
-	return 0, t.k.signal(target, sig, siginfo(sig, siTkill, uint64(t.proc.pid)))
+	code := int32(siUser) // kill's; tkill and tgkill send SI_TKILL
+	if toThread {
+		code = siTkill
+	}
+	return 0, t.k.signal(target, sig, siginfo(sig, code, uint64(t.proc.pid)))
 }
 
 // siginfo is a struct siginfo for a signal sent by pid (si_pid, si_uid),
@@ -96,16 +100,19 @@ func siginfo(sig uint64, code int32, word uint64) [128]byte {
 func (k *Kernel) signal(t *thread, sig uint64, info [128]byte) error {
 	act := t.proc.sigactions[sig]
 	switch {
-	case act.handler == sigIGN || act.handler == sigDFL && sigbit(sig)&ignoredByDefault != 0:
-		return nil
-	case act.handler == sigDFL:
+	case (act.handler == sigIGN || act.handler == sigDFL && sigbit(sig)&ignoredByDefault != 0) && t.sigmask&sigbit(sig) == 0:
+		return nil // a blocked signal is never ignored: its handler may change before it is unblocked
+	case act.handler == sigDFL && t.sigmask&sigbit(sig) == 0:
 		return k.killProcess(t.proc, sig)
 	}
+	// A blocked signal stays pending, whatever its disposition: taken by a
+	// signalfd, or acted on when unblocked (deliver).
 	t.pending |= sigbit(sig)
 	if t.infos == nil {
 		t.infos = map[uint64][128]byte{}
 	}
 	t.infos[sig] = info
+	k.signalPending()
 	if t.state == blocked && t.sigmask&sigbit(sig) == 0 {
 		k.interrupt(t, act.flags&saRestart != 0)
 	}

@@ -261,12 +261,7 @@ func sysWaitid(t *thread, a args) (uint64, error) {
 		if a[2] == 0 {
 			return 0, nil
 		}
-		code, status := int32(cldExit), c.status>>8&0xff
-		if c.status&0x7f != 0 {
-			code, status = cldKill, c.status&0x7f
-		}
-		info := siginfo(uint64(unix.SIGCHLD), code, uint64(c.pid))
-		binary.LittleEndian.PutUint32(info[24:], uint32(status))
+		info := childInfo(c)
 		return 0, memErr(p.as.Write(a[2], info[:]))
 	}
 	switch {

@@ -160,10 +160,12 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_SET_ROBUST_LIST:   {"set_robust_list", 2, constant(0)},           // 273
 	unix.SYS_UTIMENSAT:         {"utimensat", 4, constant(0)},                 // 280: times are the program's epoch, always
 	unix.SYS_EPOLL_PWAIT:       {"epoll_pwait", 6, sysEpollPwait},             // 281
+	unix.SYS_SIGNALFD:          {"signalfd", 3, sysSignalfd},                  // 282
 	unix.SYS_TIMERFD_CREATE:    {"timerfd_create", 2, sysTimerfdCreate},       // 283
 	unix.SYS_EVENTFD:           {"eventfd", 1, sysEventfd},                    // 284
 	unix.SYS_TIMERFD_SETTIME:   {"timerfd_settime", 4, sysTimerfdSettime},     // 286
 	unix.SYS_TIMERFD_GETTIME:   {"timerfd_gettime", 2, sysTimerfdGettime},     // 287
+	unix.SYS_SIGNALFD4:         {"signalfd4", 4, sysSignalfd4},                // 289
 	unix.SYS_EVENTFD2:          {"eventfd2", 2, sysEventfd2},                  // 290
 	unix.SYS_EPOLL_CREATE1:     {"epoll_create1", 1, sysEpollCreate1},         // 291
 	unix.SYS_DUP3:              {"dup3", 3, sysDup3},                          // 292

@@ -80,7 +80,7 @@ func EpollOf(f *OpenFile) *Epoll {
 // with EPERM.
 func Pollable(f *OpenFile) bool {
 	switch f.impl.(type) {
-	case *PipeEnd, *Console, *EventFD, *Epoll, *TimerFD:
+	case *PipeEnd, *Console, *EventFD, *Epoll, *TimerFD, *SignalFD:
 		return true
 	}
 	return false

@@ -6,7 +6,7 @@ import "fmt"
 // made again from it here (Restored.file).
 
 // SavedFile is an open file: of a node, a pipe, the console, an eventfd,
-// an epoll instance or a timerfd.
+// an epoll instance, a timerfd or a signalfd.
 type SavedFile struct {
 	Node, Pipe int // indices, -1 for none
 	Path       string
@@ -14,6 +14,7 @@ type SavedFile struct {
 	EventFD    *SavedEventFD
 	Epoll      *SavedEpoll
 	TimerFD    *SavedTimerFD
+	SignalFD   *SavedSignalFD
 	Refs       int
 	Flags      uint64
 	Off        int64
@@ -55,7 +56,7 @@ func checkFiles(files []SavedFile, nodes, pipes int) error {
 		if !index(f.Node, nodes) || !index(f.Pipe, pipes) || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
 			return fmt.Errorf("open file %d: node %d, pipe %d, %d references, offset %d", i, f.Node, f.Pipe, f.Refs, f.Off)
 		}
-		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil) + btoi(f.TimerFD != nil); kinds != 1 {
+		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil) + btoi(f.TimerFD != nil) + btoi(f.SignalFD != nil); kinds != 1 {
 			return fmt.Errorf("open file %d: of %d kinds of file, not one", i, kinds)
 		}
 		if f.EventFD != nil && !f.EventFD.valid() {
@@ -93,8 +94,9 @@ func CheckFDs(fds map[int]SavedFD, n int) error {
 	return nil
 }
 
-// file is a saved open file, of the kind it names.
-func (r *Restored) file(f SavedFile, console *Console) *OpenFile {
+// file is a saved open file, of the kind it names; a signalfd reads
+// signals from src.
+func (r *Restored) file(f SavedFile, console *Console, src SignalSource) *OpenFile {
 	var impl File
 	switch {
 	case f.Node >= 0:
@@ -106,6 +108,8 @@ func (r *Restored) file(f SavedFile, console *Console) *OpenFile {
 		impl = f.EventFD.restore()
 	case f.TimerFD != nil:
 		impl = f.TimerFD.restore()
+	case f.SignalFD != nil:
+		impl = &SignalFD{Mask: f.SignalFD.Mask, source: src}
 	case f.Epoll != nil:
 		impl = &Epoll{items: map[epollKey]*epollItem{}, budget: r.FS.budget}
 	default:

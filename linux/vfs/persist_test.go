@@ -24,7 +24,7 @@ func roundTrip(t *testing.T, fs *FileSystem, b *Budget, fds FDTable, console *Co
 	s := save(fs, fds)
 	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
 	fresh, rb := tree(t)
-	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil)
+	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil, nil)
 	require.NoError(t, err)
 	*rb = Budget{} // counted again from what the state holds, as the kernel does
 	restored.Charge(rb)
@@ -76,7 +76,7 @@ func TestSaveRestore(t *testing.T) {
 	require.NoError(t, CheckFDs(s.fds, len(s.files)))
 
 	fresh, rb := tree(t) // what a new kernel made from the same program has
-	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil)
+	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil, nil)
 	require.NoError(t, err)
 	*rb = Budget{} // counted again from what the state holds, as the kernel does
 	restored.Charge(rb)
@@ -162,7 +162,7 @@ func TestForgedState(t *testing.T) {
 	}
 	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
 	fresh, _ := tree(t)
-	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil)
+	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil, nil)
 	require.ErrorContains(t, err, "not one of the program's")
 }
 

@@ -66,8 +66,8 @@ type Restored struct {
 // kernel made from the same program: the files the program never wrote,
 // and the devices, come from it, by inode. The restored tree charges
 // fresh's budget (Charge counts it again) and tells remap of moved mapped
-// contents.
-func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile, console *Console, remap Remap) (*Restored, error) {
+// contents; its signalfds read signals from signals.
+func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile, console *Console, remap Remap, signals SignalSource) (*Restored, error) {
 	given := map[uint64]*Node{}
 	var walk func(n *Node)
 	walk = func(n *Node) {
@@ -107,7 +107,7 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 		r.Pipes = append(r.Pipes, p.restore(fresh.budget))
 	}
 	for _, f := range files {
-		r.Files = append(r.Files, r.file(f, console))
+		r.Files = append(r.Files, r.file(f, console, signals))
 	}
 	r.link(files)
 	return r, nil
