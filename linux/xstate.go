@@ -128,8 +128,13 @@ func (l *xsaveLayout) initial() kvm.XSave {
 func (l *xsaveLayout) frameBytes() int { return l.size + magic2Bytes }
 
 // frame is the fpstate of a signal frame for state x, as Linux writes it:
-// the XSAVE image with x87 and SSE marked present, the software bytes
-// that say it is one, and the second magic word after it.
+// the XSAVE image with x87 and SSE marked present, MXCSR_MASK the CPU's
+// (XSAVE writes it whenever SSE is requested; KVM's image has it only
+// while the SSE state is in use, which the host's context switches decide,
+// so a recording's frame and its replay's differed there), the other
+// components marked present exactly when their state is not the initial
+// one (zeros: which the CPU reports in use is the host's doing too), the
+// software bytes that say it is one, and the second magic word after it.
 func (l *xsaveLayout) frame(x *kvm.XSave) []byte {
 	img := x.Bytes()
 	b := make([]byte, l.frameBytes())
@@ -140,8 +145,14 @@ func (l *xsaveLayout) frame(x *kvm.XSave) []byte {
 	le.PutUint32(b[swBytesOffset+4:], uint32(l.frameBytes())) // extended_size
 	le.PutUint64(b[swBytesOffset+8:], l.features)
 	le.PutUint32(b[swBytesOffset+16:], uint32(l.size)) // xstate_size
-	bv := le.Uint64(b[headerOffset:])
-	le.PutUint64(b[headerOffset:], bv&l.features|featuresFPSSE)
+	le.PutUint32(b[offMXCSRMask:], l.mxcsrMask)
+	bv := uint64(featuresFPSSE)
+	for _, c := range l.components {
+		if slices.ContainsFunc(b[c.offset:c.offset+c.size], func(x byte) bool { return x != 0 }) {
+			bv |= 1 << c.bit
+		}
+	}
+	le.PutUint64(b[headerOffset:], bv)
 	clear(b[headerOffset+8 : headerOffset+headerBytes])
 	le.PutUint32(b[l.size:], fpxMagic2)
 	return b

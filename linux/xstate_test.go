@@ -72,6 +72,8 @@ func TestXSaveFrameRoundTrip(t *testing.T) {
 	back, ok := l.fromFrame(frame)
 	require.True(t, ok)
 	want, got := x.Bytes(), back.Bytes()
+	// MXCSR_MASK is no state (FXRSTOR ignores it): a frame holds the CPU's.
+	le.PutUint32(want[offMXCSRMask:], l.mxcsrMask)
 	require.Equal(t, want[:swBytesOffset], got[:swBytesOffset], "legacy area")
 	require.Equal(t, want[headerOffset:l.size], got[headerOffset:l.size], "header and components")
 }
@@ -158,4 +160,29 @@ func TestXSaveLayoutGroups(t *testing.T) {
 	l := newXSaveLayout(noZMM, 0xffff)
 	require.Equal(t, uint64(0x207), l.features)
 	require.Equal(t, 2696, l.size, "PKRU still at its offset")
+}
+
+// Two images of one state that differ only where the host decides — the
+// MXCSR_MASK KVM fills only while SSE is in use, the XSTATE_BV bit of a
+// component in its initial state — make the same frame: TestAlarm's
+// recordings diverged from their replays, 1 in 10 with a jittered timer,
+// on those two bytes of a signal frame.
+func TestXSaveFrameIsTheHosts(t *testing.T) {
+	l := newXSaveLayout(avx512CPUID, 0xffff)
+	base := sample(&l)
+	a, b := base.Bytes(), base.Bytes()
+	le := binary.LittleEndian
+	le.PutUint32(a[offMXCSRMask:], 0xffff)
+	le.PutUint32(b[offMXCSRMask:], 0)
+	avx := l.components[0] // in its initial state in both
+	clear(a[avx.offset : avx.offset+avx.size])
+	clear(b[avx.offset : avx.offset+avx.size])
+	le.PutUint64(a[headerOffset:], le.Uint64(a[headerOffset:])|1<<avx.bit)
+	le.PutUint64(b[headerOffset:], le.Uint64(b[headerOffset:])&^(1<<avx.bit))
+	require.NotEqual(t, a, b)
+	xa, xb := kvm.XSaveOf(a), kvm.XSaveOf(b)
+	fa := l.frame(&xa)
+	require.Equal(t, fa, l.frame(&xb))
+	require.Zero(t, le.Uint64(fa[headerOffset:])&(1<<avx.bit), "a component in its initial state is absent")
+	require.Equal(t, uint32(0xffff), le.Uint32(fa[offMXCSRMask:]), "the CPU's MXCSR_MASK")
 }
