@@ -27,6 +27,8 @@ import (
 //	                            them
 //	epoll watches   65 536      ENOSPC from epoll_ctl (max_user_watches): the
 //	                            files all epoll instances watch together
+//	lock ranges     65 536      ENOLCK from fcntl's F_SETLK: the byte ranges
+//	                            locked apart, of every file
 //
 // Threads (1024, thread.go) and descriptors (4096 a process, vfs/fd.go)
 // are bounded where they are made. A new kind is one more resource in

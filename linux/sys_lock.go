@@ -131,7 +131,7 @@ func (t *thread) fcntlLock(f *openFile, cmd, va uint64) (uint64, error) {
 	case typ == unix.F_RDLCK && !f.Readable(), typ == unix.F_WRLCK && !f.Writable():
 		return 0, unix.EBADF
 	}
-	err = n.SetLock(owner, ownerPID, typ == unix.F_UNLCK, write, from, to)
+	err = n.SetLock(t.k.budget, owner, ownerPID, typ == unix.F_UNLCK, write, from, to)
 	switch {
 	case err == vfs.ErrWouldBlock && (cmd == unix.F_SETLKW || cmd == fOFDSetlkw):
 		return 0, t.blockOnLock(n)

@@ -12,6 +12,7 @@ const (
 	Nodes
 	Processes
 	Watches
+	Locks
 	Resources
 )
 
@@ -26,6 +27,9 @@ const (
 	// MaxWatches bounds the files all epoll instances watch together
 	// (Linux's max_user_watches, ENOSPC).
 	MaxWatches = 1 << 16
+	// MaxLocks bounds the byte-range locks of all files together: each
+	// range a program locks apart is one (ENOLCK past it).
+	MaxLocks = 1 << 16
 )
 
 // limits are the bounds and the errors a charge past them fails with.
@@ -38,6 +42,7 @@ var limits = [Resources]struct {
 	Nodes:     {MaxNodes, unix.ENOSPC},
 	Processes: {MaxProcesses, unix.EAGAIN},
 	Watches:   {MaxWatches, unix.ENOSPC},
+	Locks:     {MaxLocks, unix.ENOLCK},
 }
 
 // Budget is what a program holds of each resource.

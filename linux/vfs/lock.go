@@ -31,6 +31,7 @@ type RangeLock struct {
 
 // locks are a node's locks and the threads waiting for them to change.
 type locks struct {
+	budget *Budget // charged a Locks for each range
 	ranges []RangeLock
 	flocks []flockHold
 	queue  Queue
@@ -72,14 +73,16 @@ func (n *Node) Conflict(owner LockOwner, write bool, start, end uint64) (RangeLo
 
 // SetLock locks [start, end] for owner (write: exclusive), or unlocks it
 // (unlock), as F_SETLK does: the owner's locks in the range are replaced,
-// split where the range cuts them. A conflict is ErrWouldBlock.
-func (n *Node) SetLock(owner LockOwner, pid int, unlock, write bool, start, end uint64) error {
+// split where the range cuts them. A conflict is ErrWouldBlock; ranges
+// past b's bound ENOLCK.
+func (n *Node) SetLock(b *Budget, owner LockOwner, pid int, unlock, write bool, start, end uint64) error {
 	if !unlock {
 		if _, ok := n.Conflict(owner, write, start, end); ok {
 			return ErrWouldBlock
 		}
 	}
 	ls := n.lockState()
+	ls.budget = b
 	var kept []RangeLock
 	released := false
 	for _, l := range ls.ranges {
@@ -102,6 +105,13 @@ func (n *Node) SetLock(owner LockOwner, pid int, unlock, write bool, start, end 
 	if !unlock {
 		kept = append(kept, RangeLock{Owner: owner, PID: pid, Write: write, Start: start, End: end})
 	}
+	if grown := int64(len(kept) - len(ls.ranges)); grown > 0 {
+		if err := b.Charge(Locks, grown); err != nil {
+			return err
+		}
+	} else {
+		b.Release(Locks, -grown)
+	}
 	ls.ranges = kept
 	if released {
 		ls.queue.Notify(AllEvents)
@@ -117,7 +127,8 @@ func (n *Node) ReleaseLocks(owner LockOwner) {
 	}
 	before := len(n.locks.ranges)
 	n.locks.ranges = slices.DeleteFunc(n.locks.ranges, func(l RangeLock) bool { return l.Owner == owner })
-	if len(n.locks.ranges) != before {
+	if gone := before - len(n.locks.ranges); gone > 0 {
+		n.locks.budget.Release(Locks, int64(gone))
 		n.locks.queue.Notify(AllEvents)
 	}
 }
