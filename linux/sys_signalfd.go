@@ -2,6 +2,7 @@ package linux
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -95,13 +96,8 @@ func sysSignalfd4(t *thread, a args) (uint64, error) {
 // signalPending tells the open signalfds that a signal became pending,
 // and forgets the closed ones.
 func (k *Kernel) signalPending() {
-	kept := k.signalfds[:0]
+	k.signalfds = slices.DeleteFunc(k.signalfds, func(f *openFile) bool { return vfs.SignalFDOf(f).Closed() })
 	for _, f := range k.signalfds {
-		if sf := vfs.SignalFDOf(f); !sf.Closed() {
-			kept = append(kept, f)
-			sf.Changed()
-		}
+		vfs.SignalFDOf(f).Changed()
 	}
-	clear(k.signalfds[len(kept):])
-	k.signalfds = kept
 }

@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -129,12 +130,5 @@ func itimerspec(at, interval, now time.Duration) []byte {
 // expireTimerfds counts the timerfds' expirations due at clock, and
 // forgets those no descriptor refers to any more.
 func (k *Kernel) expireTimerfds(clock time.Duration) {
-	kept := k.timerfds[:0]
-	for _, f := range k.timerfds {
-		if vfs.TimerFDOf(f).Expire(clock) {
-			kept = append(kept, f)
-		}
-	}
-	clear(k.timerfds[len(kept):])
-	k.timerfds = kept
+	k.timerfds = slices.DeleteFunc(k.timerfds, func(f *openFile) bool { return !vfs.TimerFDOf(f).Expire(clock) })
 }
