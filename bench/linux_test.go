@@ -27,7 +27,7 @@ import (
 type linuxProgram struct {
 	name  string
 	argv  []string // argv[0] is the host path of the executable
-	files []linux.File
+	files []linux.Mount
 }
 
 func (p linuxProgram) program(tb testing.TB) linux.Program {
@@ -36,12 +36,8 @@ func (p linuxProgram) program(tb testing.TB) linux.Program {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	deps, err := linux.Dependencies(raw)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	return linux.Program{Path: p.argv[0], Image: raw, Argv: p.argv, Env: []string{"PATH=/usr/bin:/bin", "HOME=/", "LANG=C"},
-		Epoch: time.Unix(1700000000, 0), Files: append(append([]linux.File(nil), p.files...), deps...)}
+		Epoch: time.Unix(1700000000, 0), Mounts: p.files}
 }
 
 // native runs the program on the host with its files at their host
@@ -149,16 +145,16 @@ func BenchmarkLinuxPrograms(b *testing.B) {
 		prog linuxProgram
 		host []string
 	}{
-		{linuxProgram{"pigz", []string{lookPath("pigz"), "-n", "-p", "4", "-c", "/data/big.bin"}, []linux.File{{Guest: "/data/big.bin", Host: input}}},
+		{linuxProgram{"pigz", []string{lookPath("pigz"), "-n", "-p", "4", "-c", "/data/big.bin"}, []linux.Mount{{Guest: "/data/big.bin", Host: input}}},
 			[]string{lookPath("pigz"), "-n", "-p", "4", "-c", input}},
-		{linuxProgram{"sha256sum", []string{lookPath("sha256sum"), "/data/big.bin"}, []linux.File{{Guest: "/data/big.bin", Host: input}}},
+		{linuxProgram{"sha256sum", []string{lookPath("sha256sum"), "/data/big.bin"}, []linux.Mount{{Guest: "/data/big.bin", Host: input}}},
 			[]string{lookPath("sha256sum"), input}},
-		{linuxProgram{"sqlite3", []string{lookPath("sqlite3"), ":memory:", ".read /data/t.sql"}, []linux.File{{Guest: "/data/t.sql", Host: sql}}},
+		{linuxProgram{"sqlite3", []string{lookPath("sqlite3"), ":memory:", ".read /data/t.sql"}, []linux.Mount{{Guest: "/data/t.sql", Host: sql}}},
 			[]string{lookPath("sqlite3"), ":memory:", ".read " + sql}},
 		{linuxProgram{"threads-musl", []string{threads}, nil}, []string{threads}},
-		{linuxProgram{"busybox-sh", []string{lookPath("busybox"), "sh", "/data/s.sh"}, []linux.File{{Guest: "/data/s.sh", Host: script}}},
+		{linuxProgram{"busybox-sh", []string{lookPath("busybox"), "sh", "/data/s.sh"}, []linux.Mount{{Guest: "/data/s.sh", Host: script}}},
 			[]string{lookPath("busybox"), "sh", script}},
-		{linuxProgram{"busybox-fork-exec", []string{lookPath("busybox"), "sh", "/data/loop.sh"}, []linux.File{{Guest: "/data/loop.sh", Host: guestLoop}}},
+		{linuxProgram{"busybox-fork-exec", []string{lookPath("busybox"), "sh", "/data/loop.sh"}, []linux.Mount{{Guest: "/data/loop.sh", Host: guestLoop}}},
 			[]string{lookPath("busybox"), "sh", hostLoop}},
 	} {
 		b.Run(tc.prog.name, func(b *testing.B) {
@@ -227,7 +223,7 @@ func BenchmarkLinuxSyscall(b *testing.B) {
 		g, p := parse(string(out))
 		ng, np = ng+g, np+p
 		var console bytes.Buffer
-		prog := linuxProgram{"syscalls", []string{bin, "/data/f"}, []linux.File{{Guest: "/data/f", Host: file}}}
+		prog := linuxProgram{"syscalls", []string{bin, "/data/f"}, []linux.Mount{{Guest: "/data/f", Host: file}}}
 		prog.live(b, &console)
 		g, p = parse(console.String())
 		rg, rp = rg+g, rp+p
@@ -263,7 +259,7 @@ func BenchmarkLinuxDiagnosis(b *testing.B) {
 	}
 	for _, p := range []linuxProgram{
 		{name: "locks", argv: []string{bin, "4", "2000"}},
-		{name: "pigz", argv: []string{"/usr/bin/pigz", "-p", "4", "-c", in}, files: []linux.File{{Guest: in, Host: in}}},
+		{name: "pigz", argv: []string{"/usr/bin/pigz", "-p", "4", "-c", in}, files: []linux.Mount{{Guest: in, Host: in}}},
 	} {
 		b.Run(p.name, func(b *testing.B) {
 			tp := filepath.Join(b.TempDir(), p.name+".tape")

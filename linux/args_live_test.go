@@ -15,7 +15,7 @@ func TestGarbageInUntakenRegisters(t *testing.T) {
 	want, err := exec.Command(bin, t.TempDir()).Output()
 	require.NoError(t, err)
 	require.Contains(t, string(want), "renameat: 0\nold name: -1, new name: 0\n")
-	res, out, err := runLive(t, bin, []string{"garbage", "/tmp"}, nil)
+	res, out, err := runLive(t, bin, []string{"garbage", t.TempDir()}, nil)
 	require.NoError(t, err, out)
 	require.Equal(t, uint32(0), res.Status, out)
 	require.Equal(t, string(want), out)

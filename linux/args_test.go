@@ -62,7 +62,7 @@ var linuxCalls = map[string]linuxCall{
 	"timer_delete": {226, 1}, "setreuid": {113, 2}, "setregid": {114, 2}, "setresuid": {117, 3}, "getresuid": {118, 3},
 	"setresgid": {119, 3}, "getresgid": {120, 3}, "capget": {125, 2}, "capset": {126, 2},
 	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
-	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5}, "flock": {73, 2},
+	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5}, "symlink": {88, 2}, "symlinkat": {266, 3}, "flock": {73, 2},
 	"signalfd": {282, 3}, "signalfd4": {289, 4},
 }
 
@@ -114,6 +114,8 @@ const (
 	offNameC     = 0x200
 	offXattr     = 0x240
 	offTmp       = 0x280
+	offLinkA     = 0x2c0 // "/tmp/s1", "/tmp/s2": symbolic links' names
+	offLinkB     = 0x300
 	offBuf       = 0x1000 // "hello, world\n", then what the I/O calls read
 	offOut       = 0x2000 // where calls write what they report
 	offIOV       = 0x3000 // one iovec: 16 bytes at offBuf
@@ -139,6 +141,7 @@ const (
 var scratchStrings = map[uint64]string{
 	offPathA: "/tmp/a", offPathB: "/tmp/b", offPathC: "/tmp/c", offPathD: "/tmp/d", offPathE: "/tmp/e",
 	offExe: "/bin/hello", offSelf: "/proc/self/exe", offRoot: "/", offNameC: "c", offXattr: "user.x", offTmp: "/tmp",
+	offLinkA: "/tmp/s1", offLinkB: "/tmp/s2",
 	offBuf: "hello, world\n",
 }
 
@@ -189,6 +192,8 @@ func callCases(s uint64) []callCase {
 		{name: "access", a: args{s + offExe, unix.X_OK}},
 		{name: "faccessat", a: args{cwd, s + offExe, unix.X_OK}},
 		{name: "faccessat2", a: args{cwd, s + offExe, unix.R_OK, 0}},
+		{name: "symlink", a: args{s + offPathA, s + offLinkA}},
+		{name: "symlinkat", a: args{s + offPathA, cwd, s + offLinkB}},
 		{name: "readlink", a: args{s + offSelf, s + offOut, 64}},
 		{name: "readlinkat", a: args{cwd, s + offSelf, s + offOut, 64}},
 		{name: "getcwd", a: args{s + offOut, 64}},

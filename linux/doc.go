@@ -34,4 +34,8 @@ package linux
 // flags; statfs; hard links; fcntl record and OFD locks, flock; signalfd; a
 // blocked signal stays pending whatever its disposition; kill's siginfo
 // is SI_USER, SIGCHLD's carries the status.
-const Version = 5
+// 6: the host's file system, read as the program looks and logged as
+// file events; symbolic links; the start call, the program's first exit;
+// the program starts in the recording's working directory; host files'
+// owners and times in stat.
+const Version = 6

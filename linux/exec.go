@@ -24,10 +24,10 @@ func (t *thread) executableAt(path string) (*node, error) {
 	switch {
 	case err != nil:
 		return nil, err
-	case n.Dir, n.IsDevice(), n.Mode&0o111 == 0:
+	case !n.IsRegular(), n.Mode&0o111 == 0:
 		return nil, unix.EACCES
 	}
-	return n, nil
+	return n, t.k.fs.Load(n)
 }
 
 // isELF reports whether n's contents start with the ELF magic.

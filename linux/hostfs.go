@@ -3,7 +3,6 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,98 +14,9 @@ import (
 	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
-// Where the program's files meet the host's: a --root directory read as a
-// chroot shows it, and --keep-writes writing below its directory only.
-// Both resolve paths with openat2, so that a symbolic link in a directory
-// the user named cannot take a read or a write to a host file outside it.
-
-// MountRoot lists the host files under root at the same paths below /,
-// as a process chrooted to root sees them: a symbolic link resolves
-// inside root as if root were / (openat2's RESOLVE_IN_ROOT), so an
-// absolute link, or one with "..", never reaches a host file outside it.
-// A link to a directory is not followed (as Mount does not), nor one to
-// nothing or to what is not a regular file. The files are read here, the
-// very files the confined lookup found, with no second lookup by path;
-// Host is where a replay finds each again, its real path below root.
-func MountRoot(root string) ([]File, error) {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return nil, err
-	}
-	if abs, err = filepath.EvalSymlinks(abs); err != nil {
-		return nil, err
-	}
-	dir, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: abs, Err: err}
-	}
-	defer unix.Close(dir)
-	var out []File
-	var held int64
-	err = walkFiles(abs, func(p, rel string) error {
-		f, err := openInRoot(dir, abs, rel)
-		if f == nil || err != nil {
-			return err
-		}
-		defer f.Close()
-		if len(out) >= maxFiles {
-			return fmt.Errorf("%s holds more than %d files", root, maxFiles)
-		}
-		data, err := io.ReadAll(io.LimitReader(f, maxFileBytes-held+1))
-		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		if held += int64(len(data)); held > maxFileBytes {
-			return fmt.Errorf("%s holds more than %d bytes", root, maxFileBytes)
-		}
-		out = append(out, File{Guest: vfs.Clean(filepath.ToSlash(rel)), Host: realPath(f, p), Data: data})
-		return nil
-	})
-	return out, err
-}
-
-// openInRoot opens rel below the directory dir (at abs) for reading, its
-// links resolved inside it, if it is a regular file; else it returns nil.
-// It looks first with O_PATH, which opens nothing (a device or FIFO is
-// never opened), then reopens what it found through /proc/self/fd, the
-// same file.
-func openInRoot(dir int, abs, rel string) (*os.File, error) {
-	name := filepath.Join(abs, rel)
-	fd, err := unix.Openat2(dir, rel, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	switch err {
-	case nil:
-	case unix.ENOENT, unix.ENOTDIR, unix.ELOOP, unix.EACCES:
-		return nil, nil // a link to nothing in the root, or not to be followed
-	default:
-		return nil, &os.PathError{Op: "openat2", Path: name, Err: err}
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &os.PathError{Op: "stat", Path: name, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, nil
-	}
-	f, err := os.Open("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return f, nil
-}
-
-// realPath is the path of the open file f (its links resolved), or name
-// if the kernel cannot say.
-func realPath(f *os.File, name string) string {
-	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-	if err != nil || !filepath.IsAbs(p) {
-		return name
-	}
-	return p
-}
+// Where the program's writes meet the host: --keep-writes writes below
+// its directory only, resolving paths with openat2, so that a symbolic
+// link there cannot take a write to a host file outside it.
 
 // KeepWrites copies the files the program created or changed into dir,
 // at their guest paths below it: what --keep-writes keeps of a run.

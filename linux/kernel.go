@@ -2,6 +2,7 @@ package linux
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/binary"
@@ -19,6 +20,7 @@ import (
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/linux/vfs"
+	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
 	"github.com/reprise-vm/reprise/vmm/devices"
 	"github.com/reprise-vm/reprise/vmm/x86"
@@ -38,18 +40,21 @@ type Program struct {
 	// Epoch is the wall-clock time the program's clock starts at
 	// (CLOCK_REALTIME = Epoch + the machine's clock).
 	Epoch time.Time
-	// Files are the host files the program sees besides its executable;
-	// New reads them, fills in their sizes and hashes, or checks them
-	// against the ones given.
+	// Root is the host directory the program sees as its root, read as
+	// it looks (hostview.go); "" is the host's own.
+	Root string
+	// Mounts are host files or directories placed at guest paths, over
+	// what the root has there.
+	Mounts []Mount
+	// Files are contents a replay's tape holds (packed): the program's
+	// reads of them are served from here, not the host.
 	Files []File
-	// Stdin is the guest path of the file (one of Files) the program reads
-	// as its standard input; "" leaves it empty.
+	// Stdin is the guest path of the file the program reads as its
+	// standard input; "" leaves it empty.
 	Stdin string
-	// Recorded says Files are a recording's (a replay): each carries the
-	// size, hash and mode recorded, is refused unless it is still that
-	// file, and nothing is filled in. Otherwise New reads the files the
-	// user named and Program fills in what a recording keeps.
-	Recorded bool
+	// Cwd is the directory the program starts in, if the program's
+	// files have it ("" or a path they have not: the root).
+	Cwd string
 }
 
 // The identity a program runs as: an ordinary user, not root, so programs
@@ -92,6 +97,13 @@ type Kernel struct {
 	// signalfds are the program's open signalfds, in creation order
 	// (sys_signalfd.go).
 	signalfds []*openFile
+	// imageSum is the executable's SHA-256.
+	imageSum [32]byte
+	// observer logs or replays what the host says of its files
+	// (hostview.go); nil asks the host.
+	observer Observer
+	// started says the start call ran (start.go).
+	started bool
 	// tscSites are the RDTSCs found in each executable file the program
 	// never wrote (tsc.go), so an image is decoded once, not at each exec.
 	tscSites map[*node][]tscSite
@@ -177,84 +189,47 @@ func (s Stats) Print(w io.Writer) {
 	}
 }
 
-// New checks a program, reads its files, and returns a kernel that runs
-// it.
+// New checks a program and returns a kernel that runs it. Nothing is
+// read from the host until the program looks.
 func New(p Program) (*Kernel, error) {
 	exe, err := inspect(&p)
 	if err != nil {
 		return nil, err
 	}
-	p.Files = append([]File(nil), p.Files...)
-	p.Files = slices.DeleteFunc(p.Files, func(f File) bool { return vfs.Clean(f.Guest) == vfs.Clean(p.Path) }) // its own image wins
-	return build(p, exe, func(fs *vfs.FileSystem, b *budget, f *File) error { return addHost(fs, b, f, p.Recorded) })
+	if len(p.Mounts) > tape.MaxMounts {
+		return nil, fmt.Errorf("linux: %d files given, more than %d", len(p.Mounts), tape.MaxMounts)
+	}
+	p.Root = cmp.Or(p.Root, "/")
+	return build(p, exe, sha256.Sum256(p.Image))
 }
 
-// build makes the kernel of p, its files added by add.
-func build(p Program, facts exeFacts, add func(*vfs.FileSystem, *budget, *File) error) (*Kernel, error) {
+// build makes the kernel of p, whose executable's hash is imageSum.
+func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	b := &budget{}
-	k := &Kernel{prog: p, exe: facts, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
+	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
 	k.console = vfs.NewConsole(console{k})
 	fs := vfs.New(b, k.remap)
-	exe, err := fs.Add(p.Path, p.Image, 0o755)
-	if err != nil {
-		return nil, fmt.Errorf("linux: %w", err)
-	}
-	exe.Share() // the Program's (a tape header's): a write to it copies it
-	for i := range p.Files {
-		if err := add(fs, b, &p.Files[i]); err != nil {
-			return nil, fmt.Errorf("linux: %w", err)
-		}
-	}
 	if err := fs.AddSystem(entropy{k}, maxRandom, systemFiles); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
+	fs.MountHost(p.Root)
+	fs.SetHost(hostView{k})
 	limitHeap()
-	k.prog, k.fs = p, fs
+	k.fs = fs
 	return k, nil
 }
 
-// Fresh is a kernel for another run of k's program, which has not booted:
-// its files are those k read and checked, shared until one of the two
-// writes to one, not read from the host and hashed again (a split
-// replay's segments each run one). Not safe to call concurrently.
+// Fresh is a kernel for another run of k's program, which has not booted
+// (a split replay's segments each run one). Not safe to call concurrently.
 func (k *Kernel) Fresh() (*Kernel, error) {
 	if k.m != nil {
 		return nil, errors.New("linux: a fresh kernel is made from one that has not booted")
 	}
-	p := k.prog
-	p.Files = slices.Clone(p.Files)
-	return build(p, k.exe, func(fs *vfs.FileSystem, _ *budget, f *File) error {
-		n, err := k.fs.Lookup(f.Guest)
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.Guest, err)
-		}
-		m, err := fs.Add(f.Guest, n.Contents(), n.Mode)
-		if err != nil {
-			return err
-		}
-		n.Share()
-		m.Share()
-		return nil
-	})
+	return build(k.prog, k.exe, k.imageSum)
 }
 
-// Program is the program the kernel runs, its files' sizes, modes and
-// hashes filled in: what a recording keeps. Call it before the program
-// runs (it hashes the files as they are then).
-func (k *Kernel) Program() Program {
-	p := k.prog
-	p.Files = append([]File(nil), p.Files...)
-	if p.Recorded {
-		return p // checked against what they are
-	}
-	for i := range p.Files {
-		f := &p.Files[i]
-		data, _ := k.Contents(f.Guest)
-		f.SHA256 = sha256.Sum256(data)
-	}
-	p.Recorded = true
-	return p
-}
+// Program is the program the kernel runs: what a recording keeps.
+func (k *Kernel) Program() Program { return k.prog }
 
 // Stats are the system calls made so far.
 func (k *Kernel) Stats() Stats { return k.stats }
@@ -279,13 +254,6 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	}
 	k.fr = mm.NewFrames(ram, k.m.DropTranslations)
 	init := &process{pid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022}
-	if k.prog.Stdin != "" {
-		n, err := k.fs.Lookup(k.prog.Stdin)
-		if err != nil || !n.IsRegular() {
-			return fmt.Errorf("linux: standard input %s is not one of the program's files", k.prog.Stdin)
-		}
-		init.fds.Set(0, k.fs.Open(n, k.prog.Stdin, unix.O_RDONLY), false)
-	}
 	k.budget[processCount] = 1 // init
 	if err := k.initXSave(); err != nil {
 		return err
@@ -294,18 +262,17 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	if _, err := k.spawn(init, kvm.Regs{}, k.xsave.initial(), 0); err != nil { // the main thread: tid = pid
 		return err
 	}
-	exe, err := k.fs.Lookup(k.prog.Path)
+	// The program starts at the start call (start.go), where its files
+	// can be asked of the host: an empty address space with the stub.
+	as, err := mm.New(k.fr)
 	if err != nil {
-		return fmt.Errorf("linux: %s: %w", k.prog.Path, err)
+		return fmt.Errorf("linux: address space: %w", err)
 	}
-	entry, sp, err := k.execImage(init, k.prog.Path, k.prog.Path, exe, k.prog.Argv, k.prog.Env)
-	if err != nil {
+	init.as = as
+	if err := k.placeAll(init.pid, as, false); err != nil {
 		return err
 	}
-	if err := k.setBranchHook(); err != nil {
-		return err
-	}
-	return k.enter(entry, sp)
+	return k.enter(stubPage, 0)
 }
 
 // initXSave learns the guest CPU's XSAVE layout, enables every component
@@ -372,7 +339,7 @@ func (k *Kernel) enter(entry, sp uint64) error {
 		return err
 	}
 	k.m.StartTimer()
-	return c.SetRegs(kvm.Regs{RIP: entry, RSP: sp, RFLAGS: x86.RFLAGSReserved | x86.RFLAGSIF})
+	return c.SetRegs(kvm.Regs{RIP: entry, RSP: sp, RAX: startCall, RFLAGS: x86.RFLAGSReserved | x86.RFLAGSIF})
 }
 
 // Exit serves a system call or a trap.
@@ -390,7 +357,13 @@ func (k *Kernel) Exit(port uint16) error {
 	}
 	c := k.m.VCPU()
 	regs := c.SyncedRegs()
-	ret, err := k.syscall(regs)
+	var ret uint64
+	var err error
+	if k.started {
+		ret, err = k.syscall(regs)
+	} else {
+		err = k.start()
+	}
 	if err != nil {
 		return err
 	}

@@ -300,3 +300,17 @@ func sigStackSize(fpstate int) uint64 {
 	n := ia32SigframeBytes + framePadding + fsaveHeaderBytes + fpstate + xsavePadding
 	return uint64(n+15) &^ 15
 }
+
+// interpreter is the loader f asks for (PT_INTERP), or "".
+func interpreter(f *elf.File) (string, error) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			b := make([]byte, min(p.Filesz, 4096))
+			if _, err := p.ReadAt(b, 0); err != nil {
+				return "", fmt.Errorf("PT_INTERP: %w", err)
+			}
+			return string(bytes.TrimRight(b, "\x00")), nil
+		}
+	}
+	return "", nil
+}

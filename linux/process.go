@@ -112,8 +112,14 @@ func (k *Kernel) random(p *process) [randomBytes]byte {
 // area's top as Linux does, and returns its entry point.
 func (k *Kernel) loadInterp(as *mm.Space, path string, x *executable) (uint64, error) {
 	n, err := k.fs.Lookup(x.interp)
-	if err != nil || !n.IsRegular() {
-		return 0, fmt.Errorf("linux: %s needs its loader %s, which the program's files do not hold (reprise adds the host's by default)", path, x.interp)
+	if err == nil && !n.IsRegular() {
+		err = unix.EACCES
+	}
+	if err == nil {
+		err = k.fs.Load(n)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("linux: %s needs its loader %s: %w", path, x.interp, err)
 	}
 	size, err := span(n.Contents())
 	if err != nil {

@@ -381,15 +381,21 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 			return 0, unix.EISDIR
 		}
 	}
-	n, err := t.lookup(p)
+	n, err := t.walk(p, flags&unix.O_NOFOLLOW == 0)
 	switch {
 	case err == unix.ENOENT && creat:
-		if n, err = t.k.fs.Add(p, nil, uint32(a[3])&0o777&^t.proc.umask); err != nil {
-			return 0, unix.ENOSPC
+		e, err := t.k.fs.Final(p)
+		if err != nil {
+			return 0, err
 		}
-		n.Written = true
+		if n, err = t.k.fs.Create(e, uint32(a[3])&0o777&^t.proc.umask); err != nil {
+			return 0, err
+		}
+		n.UID, n.GID = uid, gid
 	case err != nil:
 		return 0, err
+	case n.IsSymlink() && flags&unix.O_PATH == 0:
+		return 0, unix.ELOOP // O_NOFOLLOW at a link
 	case creat && flags&unix.O_EXCL != 0:
 		return 0, unix.EEXIST
 	case creat && n.Dir:
@@ -399,9 +405,16 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 	case n.Dir && flags&unix.O_ACCMODE != unix.O_RDONLY:
 		return 0, unix.EISDIR
 	}
-	if flags&unix.O_TRUNC != 0 && n.IsRegular() && flags&unix.O_ACCMODE != unix.O_RDONLY {
+	switch truncate := flags&unix.O_TRUNC != 0 && flags&unix.O_ACCMODE != unix.O_RDONLY; {
+	case n.Type() != unix.S_IFREG && !n.Dir && !n.IsDevice() && !n.IsSymlink():
+		return 0, unix.EACCES // a host FIFO, socket or device: not the program's to open
+	case truncate && n.IsRegular():
 		t.k.fs.Discard(n)
 		n.Written = true
+	case flags&unix.O_PATH == 0:
+		if err := t.k.fs.Load(n); err != nil {
+			return 0, err
+		}
 	}
 	f := t.k.fs.Open(n, p, flags)
 	fd, err := t.proc.fds.Install(f, flags&unix.O_CLOEXEC != 0, 0)
@@ -480,16 +493,17 @@ func sysGetdents64(t *thread, a args) (uint64, error) {
 	if dir == nil || !dir.Dir {
 		return 0, unix.ENOTDIR
 	}
-	names := append([]string{".", ".."}, dir.Names()...)
+	listed, err := t.k.fs.List(dir)
+	if err != nil {
+		return 0, err
+	}
+	names := append([]string{".", ".."}, listed...)
 	var out []byte
 	for ; f.DirPos < len(names); f.DirPos++ {
 		name := names[f.DirPos]
 		ino, typ := dir.Ino, uint8(unix.DT_DIR)
 		if c, ok := dir.Child(name); ok {
-			ino = c.Ino
-			if !c.Dir {
-				typ = unix.DT_REG
-			}
+			ino, typ = c.Ino, uint8(c.Type()>>12) // DT_* is S_IFMT's bits
 		}
 		reclen := (19 + len(name) + 1 + 7) &^ 7
 		if uint64(len(out)+reclen) > min(a[2], maxIO) {
@@ -618,8 +632,8 @@ func sysFaccessat(t *thread, a args) (uint64, error) {
 	return 0, nil
 }
 
-// sysReadlinkat reads /proc/self/exe, the one link there is. Its size is
-// an int, and one not positive is EINVAL before the path is read.
+// sysReadlinkat reads a symbolic link, or /proc/self/exe. Its size is an
+// int, and one not positive is EINVAL before the path is read.
 func sysReadlinkat(t *thread, a args) (uint64, error) {
 	size := int32(a[3])
 	if size <= 0 {
@@ -629,15 +643,43 @@ func sysReadlinkat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if p != "/proc/self/exe" {
-		if _, err := t.k.fs.Lookup(p); err != nil {
+	var target string
+	if p == "/proc/self/exe" {
+		target = t.proc.exe
+	} else {
+		n, err := t.walk(p, false)
+		if err != nil {
 			return 0, err
 		}
-		return 0, unix.EINVAL // not a link: there are none
+		if !n.IsSymlink() {
+			return 0, unix.EINVAL
+		}
+		target = n.Link
 	}
-	target := []byte(t.k.prog.Path)
 	n := min(uint64(len(target)), uint64(size))
-	return n, memErr(t.proc.as.Write(a[2], target[:n]))
+	return n, memErr(t.proc.as.Write(a[2], []byte(target)[:n]))
+}
+
+func sysSymlink(t *thread, a args) (uint64, error) { return sysSymlinkat(t, args{a[0], atFDCWD, a[1]}) }
+
+// sysSymlinkat makes a symbolic link: ENOENT for an empty target, as
+// Linux.
+func sysSymlinkat(t *thread, a args) (uint64, error) {
+	target, err := t.proc.as.ReadString(a[0], unix.PathMax)
+	if err != nil {
+		return 0, memErr(err)
+	}
+	if target == "" {
+		return 0, unix.ENOENT
+	}
+	e, err := t.parentOf(a[1], a[2])
+	if err != nil {
+		return 0, err
+	}
+	if !e.Named() || e.Slash {
+		return 0, unix.EEXIST
+	}
+	return 0, t.k.fs.Symlink(e, target)
 }
 
 // sysGetcwd is the working directory's path; ENOENT once it is removed.
@@ -666,9 +708,15 @@ func (t *thread) nodeAt(dirfd, va uint64) (*node, error) {
 	return t.lookup(p)
 }
 
-// lookup finds the node at the absolute path p, following
-// /proc/self/exe, the one link there is, to the process's executable.
-func (t *thread) lookup(p string) (*node, error) { return t.k.fs.Lookup(t.selfExe(p)) }
+// lookup finds the node at the absolute path p, following links, and
+// /proc/self/exe to the process's executable.
+func (t *thread) lookup(p string) (*node, error) { return t.walk(p, true) }
+
+// walk finds the node at the absolute path p, following a link at its end
+// if follow says so (/proc/self/exe always).
+func (t *thread) walk(p string, follow bool) (*node, error) {
+	return t.k.fs.Resolve(t.selfExe(p), follow)
+}
 
 // selfExe is p, or the process's executable if p is /proc/self/exe (exec
 // follows it too: the path it runs is the target's).

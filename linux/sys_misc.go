@@ -1,6 +1,7 @@
 package linux
 
 import (
+	"cmp"
 	"encoding/binary"
 
 	"github.com/reprise-vm/reprise/linux/mm"
@@ -159,11 +160,14 @@ func sysRenameat(t *thread, a args) (uint64, error) {
 	if flags&unix.RENAME_EXCHANGE != 0 {
 		return 0, t.k.fs.Exchange(from, to)
 	}
-	if flags&unix.RENAME_NOREPLACE != 0 && to.Exists() {
-		if !from.Exists() {
-			return 0, unix.ENOENT // the source is looked up first
+	if flags&unix.RENAME_NOREPLACE != 0 {
+		// The source is looked up first.
+		if ok, err := t.k.fs.Exists(from); err != nil || !ok {
+			return 0, cmp.Or(err, error(unix.ENOENT))
 		}
-		return 0, unix.EEXIST
+		if ok, err := t.k.fs.Exists(to); err != nil || ok {
+			return 0, cmp.Or(err, error(unix.EEXIST))
+		}
 	}
 	return 0, t.k.fs.Rename(from, to)
 }

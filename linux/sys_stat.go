@@ -12,7 +12,7 @@ func sysStat(t *thread, a args) (uint64, error) {
 }
 
 func sysLstat(t *thread, a args) (uint64, error) {
-	return sysNewfstatat(t, args{atFDCWD, a[0], a[1], 0})
+	return sysNewfstatat(t, args{atFDCWD, a[0], a[1], unix.AT_SYMLINK_NOFOLLOW})
 }
 
 // Device numbers the stat calls report.
@@ -24,8 +24,9 @@ const (
 // attrs is what the stat calls say of a file.
 type attrs struct {
 	dev, ino, nlink, rdev uint64
-	mode                  uint32
+	mode, uid, gid        uint32
 	size                  int64
+	times                 vfs.Times // zero: the program's epoch
 }
 
 // attrsOf describes an open file or a node (f nil).
@@ -33,23 +34,44 @@ func attrsOf(f *openFile, n *node) attrs {
 	if f != nil && f.IsStream() {
 		// A pipe, as when a program's output is piped on the host: the C
 		// library buffers it the same way.
-		return attrs{dev: pipeDev, ino: 1, nlink: 1, mode: unix.S_IFIFO | 0o600}
+		return attrs{dev: pipeDev, ino: 1, nlink: 1, mode: unix.S_IFIFO | 0o600, uid: uid, gid: gid}
 	}
 	if f != nil {
 		n = f.Node()
 	}
-	a := attrs{dev: rootDev, ino: n.Ino, nlink: uint64(n.Links()), mode: n.Mode, size: n.Size()}
+	a := attrs{dev: rootDev, ino: n.Ino, nlink: uint64(n.Links()), mode: n.Type() | n.Mode, size: n.Size(),
+		uid: n.UID, gid: n.GID, times: n.Times}
 	switch {
 	case n.Dir:
-		a.mode |= unix.S_IFDIR
 		a.size = pageSize
 	case n.IsDevice():
-		a.mode |= unix.S_IFCHR
 		a.rdev, a.size = unix.Mkdev(1, 3), 0
-	default:
-		a.mode |= unix.S_IFREG
 	}
 	return a
+}
+
+// timespecs are a file's atime, mtime and ctime, each seconds and
+// nanoseconds: the program's epoch where the tree has none.
+func (k *Kernel) timespecs(a attrs) [3][2]uint64 {
+	epoch := k.prog.Epoch.UnixNano()
+	var out [3][2]uint64
+	for i, ns := range []int64{a.times.Atime, a.times.Mtime, a.times.Ctime} {
+		if ns == 0 {
+			ns = epoch
+		}
+		out[i] = [2]uint64{uint64(floorDiv(ns, 1e9)), uint64(ns - floorDiv(ns, 1e9)*1e9)}
+	}
+	return out
+}
+
+// floorDiv is a/b rounded down (a time before 1970 has a negative
+// second and a positive nanosecond).
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
 }
 
 // stat is struct stat; times are the program's epoch.
@@ -60,15 +82,15 @@ func (k *Kernel) stat(a attrs) []byte {
 	le.PutUint64(b[8:], a.ino)
 	le.PutUint64(b[16:], a.nlink)
 	le.PutUint32(b[24:], a.mode)
-	le.PutUint32(b[28:], uid)
-	le.PutUint32(b[32:], gid)
+	le.PutUint32(b[28:], a.uid)
+	le.PutUint32(b[32:], a.gid)
 	le.PutUint64(b[40:], a.rdev)
 	le.PutUint64(b[48:], uint64(a.size))
 	le.PutUint64(b[56:], pageSize)
 	le.PutUint64(b[64:], uint64((a.size+511)/512))
-	sec := uint64(k.prog.Epoch.Unix())
-	for _, off := range []int{72, 88, 104} { // atime, mtime, ctime
-		le.PutUint64(b[off:], sec)
+	for i, ts := range k.timespecs(a) { // atime, mtime, ctime
+		le.PutUint64(b[72+16*i:], ts[0])
+		le.PutUint64(b[80+16*i:], ts[1])
 	}
 	return b[:]
 }
@@ -98,11 +120,7 @@ func (t *thread) statTarget(dirfd, path, flags uint64) (attrs, error) {
 	if err != nil {
 		return attrs{}, err
 	}
-	lookup := t.lookup
-	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
-		lookup = t.k.fs.Lookup
-	}
-	n, err := lookup(full)
+	n, err := t.walk(full, flags&unix.AT_SYMLINK_NOFOLLOW == 0)
 	if err != nil {
 		return attrs{}, err
 	}
@@ -128,15 +146,17 @@ func sysStatx(t *thread, a args) (uint64, error) {
 	le.PutUint32(b[0:], unix.STATX_BASIC_STATS)
 	le.PutUint32(b[4:], pageSize)
 	le.PutUint32(b[16:], uint32(at.nlink))
-	le.PutUint32(b[20:], uid)
-	le.PutUint32(b[24:], gid)
+	le.PutUint32(b[20:], at.uid)
+	le.PutUint32(b[24:], at.gid)
 	le.PutUint16(b[28:], uint16(at.mode))
 	le.PutUint64(b[32:], at.ino)
 	le.PutUint64(b[40:], uint64(at.size))
 	le.PutUint64(b[48:], uint64((at.size+511)/512))
-	sec := uint64(t.k.prog.Epoch.Unix())
-	for _, off := range []int{64, 80, 96, 112} { // atime, btime, ctime, mtime
-		le.PutUint64(b[off:], sec)
+	ts := t.k.timespecs(at)
+	for i, off := range []int{64, 80, 96, 112} { // atime, btime, ctime, mtime
+		v := ts[[]int{0, 2, 2, 1}[i]]
+		le.PutUint64(b[off:], v[0])
+		le.PutUint32(b[off+8:], uint32(v[1]))
 	}
 	le.PutUint32(b[128:], uint32(at.rdev>>8))
 	le.PutUint32(b[132:], uint32(at.rdev&0xff))

@@ -82,6 +82,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_CREAT:             {"creat", 2, sysCreat},                        // 85
 	unix.SYS_LINK:              {"link", 2, sysLink},                          // 86
 	unix.SYS_UNLINK:            {"unlink", 1, sysUnlink},                      // 87
+	unix.SYS_SYMLINK:           {"symlink", 2, sysSymlink},                    // 88
 	unix.SYS_READLINK:          {"readlink", 3, sysReadlink},                  // 89
 	unix.SYS_CHMOD:             {"chmod", 2, sysChmod},                        // 90
 	unix.SYS_FCHMOD:            {"fchmod", 2, sysFchmod},                      // 91
@@ -152,6 +153,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_UNLINKAT:          {"unlinkat", 3, sysUnlinkat},                  // 263
 	unix.SYS_RENAMEAT:          {"renameat", 4, sysRenameat},                  // 264
 	unix.SYS_LINKAT:            {"linkat", 5, sysLinkat},                      // 265
+	unix.SYS_SYMLINKAT:         {"symlinkat", 3, sysSymlinkat},                // 266
 	unix.SYS_READLINKAT:        {"readlinkat", 4, sysReadlinkat},              // 267
 	unix.SYS_FCHMODAT:          {"fchmodat", 3, sysFchmodat},                  // 268
 	unix.SYS_FACCESSAT:         {"faccessat", 3, sysFaccessat},                // 269

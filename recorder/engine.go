@@ -240,6 +240,17 @@ func (e *engine) Entropy(b []byte) error {
 	return nil
 }
 
+// ObserveFile asks the host about its files for a Linux program and logs
+// the answer at this exit (linux.Observer).
+func (e *engine) ObserveFile(f *tape.FileFact, ask func(*tape.FileFact) error) error {
+	if err := ask(f); err != nil {
+		return err
+	}
+	ev := e.event(tape.KindFile, tape.AtExit)
+	ev.Fact = f
+	return e.append(ev)
+}
+
 // Halt waits, outside KVM_RUN, until an interrupt is pending: the idle
 // time a replay skips.
 func (e *engine) Halt() error { return e.m.Idle() }

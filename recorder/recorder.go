@@ -224,7 +224,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		if source, err = chooseLinuxSource(o.PositionSource, k); err != nil {
 			return nil, err
 		}
-		prog := k.Program() // its files' sizes and hashes filled in
+		prog := k.Program()
 		o.Linux, kernel = &prog, k
 		if hostCPU, err = firstCPU(); err != nil {
 			return nil, err
@@ -232,11 +232,6 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		affinity = []int{hostCPU}
 	}
 	h := header(o, source, hostCPU)
-	if k, ok := kernel.(*linux.Kernel); ok && o.Pack {
-		for i := range h.Linux.Files {
-			h.Linux.Files[i].Data, _ = k.Contents(h.Linux.Files[i].Guest)
-		}
-	}
 	var disk *vmm.DiskConfig
 	if o.DiskBase != "" {
 		disk = &vmm.DiskConfig{Base: o.DiskBase, Overlay: o.DiskOverlay}
@@ -273,10 +268,14 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		defer host.close()
 		hostObs = host
 	}
+	eng := &engine{log: log, source: source, ckpt: ckpt}
+	if k, ok := kernel.(*linux.Kernel); ok {
+		k.SetObserver(eng)
+	}
 	m, err := vmm.New(vmm.Config{
 		Image: o.Image, Cmdline: o.Cmdline, MemBytes: o.MemBytes, TimerHz: o.TimerHz,
 		TimerJitter: o.TimerJitter, Console: o.Console, KVMPath: o.KVMPath,
-		Engine: &engine{log: log, source: source, ckpt: ckpt}, Kernel: kernel, VCPUAffinity: affinity, Disk: disk, Net: o.Net, Host: hostObs,
+		Engine: eng, Kernel: kernel, VCPUAffinity: affinity, Disk: disk, Net: o.Net, Host: hostObs,
 	})
 	if err != nil {
 		return nil, err
@@ -319,6 +318,11 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			if out.KeptWrites, err = k.KeepWrites(o.KeepWrites); err != nil {
 				return out, errors.Join(runErr, fmt.Errorf("recorder: keeping writes in %s: %w", o.KeepWrites, err))
 			}
+		}
+	}
+	if o.Pack && o.Linux != nil {
+		if err := PackInPlace(o.Output); err != nil {
+			return out, errors.Join(runErr, err)
 		}
 	}
 	if host != nil {

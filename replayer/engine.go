@@ -300,6 +300,21 @@ func (e *engine) Entropy(b []byte) error {
 	return nil
 }
 
+// ObserveFile gives a Linux program the answer the host gave about its
+// files when recorded, never asking the host (linux.Observer): the
+// question must be the one recorded.
+func (e *engine) ObserveFile(f *tape.FileFact, _ func(*tape.FileFact) error) error {
+	ev, err := e.input(tape.KindFile, e.m.ExitPort(), 0)
+	if err != nil {
+		return err
+	}
+	if ev.Fact.Op != f.Op || ev.Fact.Path != f.Path {
+		return e.diverge(ev, "file", fmt.Sprintf("%v %s", ev.Fact.Op, ev.Fact.Path), fmt.Sprintf("the program asked the host to %v %s", f.Op, f.Path))
+	}
+	*f = *ev.Fact
+	return nil
+}
+
 func (e *engine) Clock() (time.Duration, error) {
 	ev, err := e.input(tape.KindTime, e.m.ExitPort(), 0)
 	if err != nil {

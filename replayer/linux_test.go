@@ -30,22 +30,19 @@ func recordLinux(t *testing.T, bin string, argv ...string) (string, *recorder.Re
 }
 
 // recordLinuxWith is recordLinux with more files for the program.
-func recordLinuxWith(t *testing.T, files []linux.File, bin string, argv ...string) (string, *recorder.Result, string) {
+func recordLinuxWith(t *testing.T, files []linux.Mount, bin string, argv ...string) (string, *recorder.Result, string) {
 	t.Helper()
 	return recordLinuxOptions(t, recorder.Options{}, files, bin, argv...)
 }
 
 // recordLinuxOptions is recordLinuxWith with recorder options of the
 // caller's (the program, its machine and its tape are filled in).
-func recordLinuxOptions(t *testing.T, o recorder.Options, files []linux.File, bin string, argv ...string) (string, *recorder.Result, string) {
+func recordLinuxOptions(t *testing.T, o recorder.Options, files []linux.Mount, bin string, argv ...string) (string, *recorder.Result, string) {
 	t.Helper()
 	kvmtest.Require(t)
 	raw, err := os.ReadFile(bin)
 	require.NoError(t, err)
-	deps, err := linux.Dependencies(raw)
-	require.NoError(t, err)
-	deps = append(deps, files...)
-	o.Linux = &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"}, Files: deps,
+	o.Linux = &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"}, Mounts: files,
 		Random: [16]byte{1, 2, 3}, Epoch: time.Unix(1700000000, 0)}
 	o.Output = filepath.Join(t.TempDir(), "prog.tape")
 	if o.MemBytes == 0 {
@@ -138,7 +135,7 @@ func TestLinuxProbesInALibraryOpenedAtRunTime(t *testing.T) {
 	kvmtest.RequireTools(t, "gcc")
 	bin := cprog.Build(t, "gcc", "dlopen", "-O1")
 	const libz = "/lib/x86_64-linux-gnu/libz.so.1"
-	path, rec, console := recordLinuxWith(t, []linux.File{{Guest: libz, Host: libz}}, bin, "dlopen", "5")
+	path, rec, console := recordLinuxWith(t, []linux.Mount{{Guest: libz, Host: libz}}, bin, "dlopen", "5")
 	want := cprog.Truth(console)["crc32"]
 	require.Equal(t, 5, want, console)
 

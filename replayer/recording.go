@@ -109,12 +109,11 @@ func (r *Recording) parseLocked() error {
 	}
 	r.files = []parsedFile{{exe, h.Image.Bytes}}
 	for _, f := range h.Linux.Files {
-		data, ok := r.kernel.Contents(f.Guest)
-		if !ok || len(data) < 4 || string(data[:4]) != "\x7fELF" {
+		if len(f.Data) < 4 || string(f.Data[:4]) != "\x7fELF" {
 			continue
 		}
-		if o, err := elffile.Parse(f.Guest, data); err == nil {
-			r.files = append(r.files, parsedFile{o, data})
+		if o, err := elffile.Parse(f.Host, f.Data); err == nil {
+			r.files = append(r.files, parsedFile{o, f.Data})
 		}
 	}
 	r.parsed = true

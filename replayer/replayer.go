@@ -146,6 +146,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		k.SetObserver(eng)
 		switch {
 		case o.Plan != nil || len(o.Probes) > 0:
 			return nil, errors.New("replayer: a Linux program's probes are a probes.Set (Options.Set), resolved in the files it maps")

@@ -277,6 +277,11 @@ func TestDamagedHostFrame(t *testing.T) {
 // forgeHeader writes a tape whose header block is the given JSON, with
 // valid checksums and an empty image: what a hostile tape can say.
 func forgeHeader(t *testing.T, edit func(j *headerJSON)) []byte {
+	return forgeHeaderAt(t, FormatVersion, edit)
+}
+
+// forgeHeaderAt is forgeHeader for a tape of format version.
+func forgeHeaderAt(t *testing.T, version uint32, edit func(j *headerJSON)) []byte {
 	h := smallHeader()
 	j := headerJSON{
 		Source: string(h.PositionSource), MemBytes: h.MemBytes, TimerHz: h.TimerHz, Cmdline: h.Cmdline,
@@ -288,7 +293,7 @@ func forgeHeader(t *testing.T, edit func(j *headerJSON)) []byte {
 	edit(&j)
 	body, err := json.Marshal(&j)
 	require.NoError(t, err)
-	b := appendFrame(appendPrefix(nil, FormatVersion), tagHeader, 0, body)
+	b := appendFrame(appendPrefix(nil, version), tagHeader, 0, body)
 	return appendFrame(b, tagImage, 0, nil)
 }
 
@@ -328,9 +333,9 @@ func TestForgedHeaderFields(t *testing.T) {
 			j.Linux = &linuxJSON{Argv: []string{"x"}, Random: strings.Repeat("00", 16)}
 		}, "Linux program path of 0 bytes"},
 		"linux relative file": {func(j *headerJSON) {
-			j.Linux = &linuxJSON{Path: "/bin/x", Argv: []string{"x"}, Random: strings.Repeat("00", 16),
-				Files: []fileJSON{{Guest: "data", Host: "/x", SHA256: strings.Repeat("00", 32)}}}
-		}, "paths must be absolute"},
+			j.Linux = &linuxJSON{Path: "/bin/x", Argv: []string{"x"}, Random: strings.Repeat("00", 16), Root: "/",
+				Files: []fileJSON{{Host: "x", SHA256: strings.Repeat("01", 32)}}}
+		}, `Linux program file "x": path "x" is not absolute`},
 		"linux random": {func(j *headerJSON) {
 			j.Linux = &linuxJSON{Path: "/bin/x", Argv: []string{"x"}, Random: "zz"}
 		}, "not 32 hex digits"},

@@ -24,7 +24,7 @@
 // first bytes differ from the magic is a *CorruptError at offset 0 that
 // wraps ErrNotTape.
 //
-// # Format (version 4, stable; versions 1 to 3 are still read)
+// # Format (version 5, stable; versions 1 to 4 are still read)
 //
 // All integers are little-endian; CRCs are CRC32C (Castagnoli).
 //
@@ -36,7 +36,8 @@
 //	+------------------------------------------------------------------+
 //	| frame "IMAG", count 0: guest ELF image bytes  (≤ 256 MiB)        |
 //	| frame "FILE", count i: file i's bytes, for each packed file of a  |
-//	|   Linux program, in header order (all ≤ 1 GiB; since version 4)  |
+//	|   Linux program, in header order (all ≤ 1 GiB; since version 4;  |
+//	|   since version 5 every file the header lists is packed)         |
 //	+------------------------------------------------------------------+
 //	| frame "CHNK", count n0: chunk 0, n0 events    (≤ 16 MiB)         |
 //	| frame "HOST", count h0: h0 host records       (≤ 16 MiB)         |
@@ -60,20 +61,28 @@
 // may be added within a version): created (RFC 3339, UTC), source,
 // mem_bytes, timer_hz, cmdline, cpuid (a list of {function, index, flags,
 // eax, ebx, ecx, edx}), image ({name, sha256 in hex, size}), devices,
-// host, reprise, notes, and for a Linux program (version 4) linux: {path,
-// argv, env, random (hex), epoch, host_cpu, files (a list of {guest, host,
-// size, sha256, mode, packed}), stdin}. A header is checked before it is used, by the
+// host, reprise, notes, and for a Linux program (since version 4) linux:
+// {path, argv, env, random (hex), epoch, host_cpu, root, mounts (a list of
+// {guest, host}), files (a list of {host, size, sha256}), stdin,
+// personality}. Since version 5 a Linux program sees the host's files as
+// it asks for them (file events, below) and the header lists only root,
+// the host directory it saw as "/", mounts, what the user placed at guest
+// paths, and files, the ones packed in the tape, each followed by its
+// FILE frame. (Version 4 had no root or mounts and listed every file the
+// program saw as {guest, host, size, sha256, mode, packed}; only the
+// packed ones had a frame. Guest paths and modes are checked as version 4
+// did, then dropped.) A header is checked before it is used, by the
 // writer and the reader alike: a known source, 1 to 256 CPUID entries,
 // mem_bytes 0 (the VMM's default) or a size guest RAM can have (a
 // multiple of 2 MiB from 8 MiB to 4 GiB), timer_hz at most 10000, a
 // command line shorter than 256 bytes, an absolute disk path, a Linux
-// program's argv and env within Linux's bounds, at most 4096 files with
-// absolute paths, a SHA-256 that is not all zeros and a mode of permission
-// bits only (absent in tapes written before modes were kept), stdin one
-// of them; anything
-// else is a *CorruptError at the header. The image frame's length must equal image.size,
-// and its bytes must hash to image.sha256. The format version lives only
-// in the prefix.
+// program's argv and env within Linux's bounds, an absolute root, at most
+// 256 mounts with absolute paths and no guest path twice, an absolute
+// stdin if any, at most 65536 files with absolute host paths, a SHA-256
+// that is not all zeros and none listed twice (host, size and hash);
+// anything else is a *CorruptError at the header. The image frame's
+// length must equal image.size, and its bytes must hash to image.sha256.
+// The format version lives only in the prefix.
 //
 // Host frames (version 3) may appear anywhere after the image frame, the
 // end event included: they hold the recording host's own trace of the VM
@@ -107,6 +116,19 @@
 //	    reason (uvarint len ≤ 64, bytes), status uvarint,
 //	    fault (uvarint len ≤ 64 KiB, bytes), ram hash [32],
 //	    console hash [32], console bytes uvarint
+//	  fact                        kind = file (since version 5), ≤ 8 MiB:
+//	    op u8 (1 stat, 2 list, 3 read),
+//	    path (uvarint len 1..4096, bytes), errno uvarint (≤ 4095),
+//	    then, only when errno is 0, the answer:
+//	      stat:  stat
+//	      list:  count uvarint (≤ 65536), then count times
+//	             name (uvarint len 1..255, bytes), stat
+//	      read:  size uvarint, sha256 [32]
+//
+//	stat: mode uvarint, uid uvarint, gid uvarint, nlink uvarint,
+//	      size uvarint, atime svarint, mtime svarint, ctime svarint
+//	      (ns since the Unix epoch, not deltas), link (uvarint len ≤ 4095, bytes;
+//	      non-empty exactly for a symbolic link)
 //
 //	flags: bits 0-1 Where (0 at exit, 1 at branch, 2 at window; 3 invalid),
 //	       bits 6-7 reserved (zero).
@@ -115,8 +137,17 @@
 // takes 20-25 bytes. Every decoded event must also satisfy the rules
 // Append enforces (see Event); the End event, if any, is the last.
 //
-// Kinds: 1 interrupt, 2 port-in, 3 time, 4 entropy, 5 end, and since
-// version 2, 6 net-rx and 7 net-tx (network frames).
+// Kinds: 1 interrupt, 2 port-in, 3 time, 4 entropy, 5 end, since
+// version 2, 6 net-rx and 7 net-tx (network frames), and since version 5,
+// 8 file (an observation of the host's files: FileFact). A tape older
+// than a kind holding it is damaged: no writer of its version wrote one.
+//
+// A fact's lengths are checked before anything is allocated for them: a
+// listing's count against 65536 and against the bytes left for its
+// entries. Its entries are sorted by name (bytewise), none twice, each
+// name as getdents gives it (no '/' or NUL, not "." or ".."); a stat's
+// mode is a file type and permission bits (07777); errno is set only
+// when the host did not answer, and then nothing else is.
 //
 // A new kind, field or flag that old readers cannot skip takes a new
 // FormatVersion; readers refuse versions newer than their own.

@@ -3,7 +3,10 @@ package tape
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/reprise-vm/reprise/abi"
 )
 
 // Event encoding inside a chunk payload (see doc.go). The flags byte:
@@ -90,15 +93,61 @@ func appendEvent(b []byte, e *Event, d *deltas) []byte {
 		b = append(b, x.ConsoleHash[:]...)
 		b = binary.AppendUvarint(b, x.ConsoleBytes)
 	}
+	if e.Kind == KindFile {
+		b = appendFact(b, e.Fact)
+	}
 	return b
+}
+
+// appendFact encodes f, which has passed check, after b: op, path, errno,
+// then, only when the host answered (errno 0), the op's answer.
+func appendFact(b []byte, f *FileFact) []byte {
+	b = append(b, byte(f.Op))
+	b = appendStr(b, f.Path)
+	b = binary.AppendUvarint(b, uint64(f.Errno))
+	if f.Errno != 0 {
+		return b
+	}
+	switch f.Op {
+	case FileStat:
+		b = appendStat(b, &f.Stat)
+	case FileList:
+		b = binary.AppendUvarint(b, uint64(len(f.Entries)))
+		for i := range f.Entries {
+			b = appendStr(b, f.Entries[i].Name)
+			b = appendStat(b, &f.Entries[i].Stat)
+		}
+	case FileRead:
+		b = binary.AppendUvarint(b, uint64(f.Size))
+		b = append(b, f.SHA256[:]...)
+	}
+	return b
+}
+
+func appendStat(b []byte, s *Stat) []byte {
+	b = binary.AppendUvarint(b, uint64(s.Mode))
+	b = binary.AppendUvarint(b, uint64(s.UID))
+	b = binary.AppendUvarint(b, uint64(s.GID))
+	b = binary.AppendUvarint(b, uint64(s.Nlink))
+	b = binary.AppendUvarint(b, uint64(s.Size))
+	b = binary.AppendVarint(b, s.Atime)
+	b = binary.AppendVarint(b, s.Mtime)
+	b = binary.AppendVarint(b, s.Ctime)
+	return appendStr(b, s.Link)
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
 }
 
 // decoder reads one chunk payload. The first failure sticks in bad; later
 // reads return zeros, so decodeEvent checks once at the end.
 type decoder struct {
-	b   []byte
-	i   int
-	bad string
+	b       []byte
+	i       int
+	bad     string
+	version int // the tape's format version: which kinds it may hold
 }
 
 func (d *decoder) fail(format string, args ...any) {
@@ -160,6 +209,26 @@ func (d *decoder) uvarint(what string) uint64 {
 	return v
 }
 
+// u32 reads a uvarint that must fit 32 bits.
+func (d *decoder) u32(what string) uint32 {
+	v := d.uvarint(what)
+	if v > math.MaxUint32 {
+		d.fail("%s %d does not fit 32 bits", what, v)
+		return 0
+	}
+	return uint32(v)
+}
+
+// size reads a uvarint that must fit an int64.
+func (d *decoder) size(what string) int64 {
+	v := d.uvarint(what)
+	if v > math.MaxInt64 {
+		d.fail("%s %d does not fit 63 bits", what, v)
+		return 0
+	}
+	return int64(v)
+}
+
 // str reads a uvarint length and that many bytes, at most max.
 func (d *decoder) str(max int, what string) string {
 	n := d.uvarint(what + " length")
@@ -175,6 +244,9 @@ func decodeEvent(d *decoder, s *deltas) (*Event, string) {
 	e := &Event{Kind: Kind(d.u8("kind"))}
 	if d.bad == "" && !e.Kind.known() {
 		return nil, fmt.Sprintf("unknown event kind %d", uint8(e.Kind))
+	}
+	if d.bad == "" && e.Kind.since() > d.version {
+		return nil, fmt.Sprintf("%v event (kind %d) in a version %d tape: the kind is since version %d", e.Kind, uint8(e.Kind), d.version, e.Kind.since())
 	}
 	flags := d.u8("flags")
 	if flags&flagReserved != 0 {
@@ -227,6 +299,9 @@ func decodeEvent(d *decoder, s *deltas) (*Event, string) {
 		x.ConsoleBytes = d.uvarint("console bytes")
 		e.End = x
 	}
+	if e.Kind == KindFile {
+		e.Fact = decodeFact(d)
+	}
 	if d.bad != "" {
 		return nil, d.bad
 	}
@@ -243,4 +318,69 @@ func decodeEvent(d *decoder, s *deltas) (*Event, string) {
 	}
 	s.exit, s.branch, s.host = e.Pos.Exit, e.Pos.Branch, e.HostTime
 	return e, ""
+}
+
+// decodeFact decodes a file event's fact. Every length is checked before
+// anything is allocated for it: a listing's count against MaxDirEntries
+// and against the bytes left to hold its entries (of the chunk, and of
+// MaxFactBytes), so a forged count costs nothing.
+func decodeFact(d *decoder) *FileFact {
+	start := d.i
+	f := &FileFact{Op: FileOp(d.u8("file op"))}
+	if d.bad == "" && !f.Op.known() {
+		d.fail("unknown file op %d", uint8(f.Op))
+	}
+	f.Path = d.str(abi.LinuxMaxPath, "file path")
+	errno := d.uvarint("errno")
+	if errno > maxErrno {
+		d.fail("errno %d (at most %d)", errno, maxErrno)
+	}
+	f.Errno = uint16(errno)
+	if d.bad != "" || f.Errno != 0 {
+		return f
+	}
+	switch f.Op {
+	case FileStat:
+		f.Stat = decodeStat(d)
+	case FileList:
+		n := d.uvarint("entry count")
+		left := max(0, min(len(d.b)-d.i, MaxFactBytes-(d.i-start)))
+		switch {
+		case n > MaxDirEntries:
+			d.fail("%d directory entries (at most %d)", n, MaxDirEntries)
+		case n > uint64(left/minEntryBytes):
+			d.fail("%d directory entries cannot fit the %d bytes left for them", n, left)
+		case n > 0:
+			f.Entries = make([]DirEntry, 0, n)
+			for range n {
+				name := d.str(MaxNameBytes, "entry name")
+				st := decodeStat(d)
+				if d.bad != "" {
+					break
+				}
+				f.Entries = append(f.Entries, DirEntry{Name: name, Stat: st})
+			}
+		}
+	case FileRead:
+		f.Size = d.size("file size")
+		copy(f.SHA256[:], d.take(32, "file sha256"))
+	}
+	if d.bad == "" && d.i-start > MaxFactBytes {
+		d.fail("a file fact of %d bytes (at most %d)", d.i-start, MaxFactBytes)
+	}
+	return f
+}
+
+func decodeStat(d *decoder) Stat {
+	var s Stat
+	s.Mode = d.u32("mode")
+	s.UID = d.u32("uid")
+	s.GID = d.u32("gid")
+	s.Nlink = d.u32("nlink")
+	s.Size = d.size("size")
+	s.Atime = d.varint("atime")
+	s.Mtime = d.varint("mtime")
+	s.Ctime = d.varint("ctime")
+	s.Link = d.str(MaxLinkBytes, "link target")
+	return s
 }

@@ -16,10 +16,12 @@ const (
 	KindEnd       Kind = 5 // the end of the recording: End
 	KindNetRX     Kind = 6 // a frame delivered to the guest with the interrupt just before it: Data (the frame); Value = host time it arrived (ns since the recording started)
 	KindNetTX     Kind = 7 // a frame the guest sent at this exit: Data (the frame); Value = host time it was taken
+	// KindFile (8, since version 5), an observation of the host's files,
+	// is with its payload in filefact.go.
 )
 
 var kindNames = [...]string{KindInterrupt: "interrupt", KindPortIn: "port-in", KindTime: "time", KindEntropy: "entropy", KindEnd: "end",
-	KindNetRX: "net-rx", KindNetTX: "net-tx"}
+	KindNetRX: "net-rx", KindNetTX: "net-tx", KindFile: "file"}
 
 func (k Kind) String() string {
 	if k.known() {
@@ -28,7 +30,19 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-func (k Kind) known() bool { return k >= KindInterrupt && k <= KindNetTX }
+func (k Kind) known() bool { return k >= KindInterrupt && k <= KindFile }
+
+// since is the format version that added k: an older tape holding it is
+// damaged, as no writer of that version wrote it.
+func (k Kind) since() int {
+	switch {
+	case k == KindFile:
+		return 5
+	case k.isFrame():
+		return 2
+	}
+	return 1
+}
 
 // isFrame reports whether k carries a network frame (a long Data).
 func (k Kind) isFrame() bool { return k == KindNetRX || k == KindNetTX }
@@ -67,6 +81,7 @@ type Event struct {
 	Value      uint64        // KindInterrupt and KindTime only
 	Data       []byte        // KindPortIn (1, 2 or 4 bytes), KindEntropy (1 to 64), KindInterrupt (0 to 64), KindNetRX/TX (1 to MaxFrame) only
 	End        *End          // KindEnd only, and required there
+	Fact       *FileFact     // KindFile only, and required there
 }
 
 // End says how a recording ended. It is the last event of a finished tape:
@@ -135,6 +150,17 @@ func (e *Event) check() string {
 	}
 	if k != KindInterrupt && k != KindTime && !k.isFrame() && e.Value != 0 {
 		return fmt.Sprintf("%v event with a Value (only interrupt, time and frames carry it)", k)
+	}
+	if k != KindFile && e.Fact != nil {
+		return fmt.Sprintf("%v event with a Fact (only file carries one)", k)
+	}
+	if k == KindFile {
+		if e.Fact == nil {
+			return "file event without Fact"
+		}
+		if why := e.Fact.check(); why != "" {
+			return "file event: " + why
+		}
 	}
 	if k != KindEnd {
 		if e.End != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/v4.tape")
+var update = flag.Bool("update", false, "rewrite testdata/v5.tape")
 
 // TestGoldenV1 keeps format version 1 readable: testdata/v1.tape was
 // written by the version 1 writer.
@@ -49,24 +49,34 @@ func TestGoldenV3(t *testing.T) {
 	readGolden(t, filepath.Join("testdata", "v3.tape"), want, evs, hosts)
 }
 
-// TestGoldenV4 pins format version 4: the writer must still produce the
-// bytes of testdata/v4.tape (a Linux program's header; host frames), and
-// the reader must still read them. A change here is a format change: bump
-// FormatVersion and keep reading version 4.
+// TestGoldenV4 keeps format version 4 readable: testdata/v4.tape was
+// written by the version 4 writer (a Linux program's header, without
+// files; host frames).
 func TestGoldenV4(t *testing.T) {
-	h := smallHeader()
-	h.Linux = &Linux{Path: "/usr/bin/pigz", Argv: []string{"pigz", "-p", "4"}, Env: []string{"HOME=/", "LANG=C"},
-		Random: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Epoch: h.Created}
-	data, evs, hosts := hostTapeWith(t, h)
-	golden := filepath.Join("testdata", "v4.tape")
+	_, evs, hosts := hostTape(t)
+	want := smallHeader()
+	want.Version = 4
+	want.Linux = &Linux{Path: "/usr/bin/pigz", Argv: []string{"pigz", "-p", "4"}, Env: []string{"HOME=/", "LANG=C"},
+		Random: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Epoch: want.Created}
+	readGolden(t, filepath.Join("testdata", "v4.tape"), want, evs, hosts)
+}
+
+// TestGoldenV5 pins format version 5: the writer must still produce the
+// bytes of testdata/v5.tape (a Linux program's header with root, mounts,
+// stdin and packed files; file events of every op and form; host
+// frames), and the reader must still read them. A change here is a
+// format change: bump FormatVersion and keep reading version 5.
+func TestGoldenV5(t *testing.T) {
+	data, evs, hosts := hostTapeOf(t, factHeader(), factEvents())
+	golden := filepath.Join("testdata", "v5.tape")
 	if *update {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
 		require.NoError(t, os.WriteFile(golden, data, 0o644))
 	}
 	want, err := os.ReadFile(golden)
 	require.NoError(t, err)
-	require.Equal(t, want, data, "the writer no longer produces format version 4; run with -update only if the format version changed too")
-	readGolden(t, golden, h, evs, hosts)
+	require.Equal(t, want, data, "the writer no longer produces format version 5; run with -update only if the format version changed too")
+	readGolden(t, golden, factHeader(), evs, hosts)
 }
 
 // readGolden reads the tape at path and checks it holds h, evs and the
@@ -97,29 +107,40 @@ func readGolden(t *testing.T, path string, h *Header, evs []*Event, hosts []stri
 }
 
 // A Linux program's packed files travel in FILE frames after the image and
-// come back whole; a frame whose bytes differ from the recorded hash is
-// damage, named.
+// come back whole, an empty one as empty (not nil: not packed); a frame
+// whose bytes differ from the recorded hash is damage, named. The writer
+// lists only packed files.
 func TestPackedFiles(t *testing.T) {
-	h := smallHeader()
+	h := linuxHeader()
 	one, two := []byte("first file\n"), []byte("second, packed\n")
-	h.Linux = &Linux{Path: "/bin/x", Argv: []string{"x"}, Epoch: h.Created, Files: []File{
-		{Guest: "/a", Host: "/host/a", Size: int64(len(one)), SHA256: sha256.Sum256(one), Data: one},
-		{Guest: "/b", Host: "/host/b", Size: 3, SHA256: sha256.Sum256([]byte("abc"))}, // not packed
-		{Guest: "/c", Host: "/host/c", Size: int64(len(two)), SHA256: sha256.Sum256(two), Data: two},
-	}}
+	h.Linux.Files = []File{
+		{Host: "/host/a", Size: int64(len(one)), SHA256: sha256.Sum256(one), Data: one},
+		{Host: "/host/empty", Size: 0, SHA256: sha256.Sum256(nil), Data: []byte{}},
+		{Host: "/host/c", Size: int64(len(two)), SHA256: sha256.Sum256(two), Data: two},
+	}
 	data, evs, hosts := hostTapeWith(t, h)
 	path := filepath.Join(t.TempDir(), "p.tape")
 	require.NoError(t, os.WriteFile(path, data, 0o644))
 	readGolden(t, path, h, evs, hosts)
+	r, err := Open(path)
+	require.NoError(t, err)
+	got, ok := r.Header().Linux.Packed("/host/empty", 0, sha256.Sum256(nil))
+	require.True(t, ok, "an empty file is packed too")
+	require.Empty(t, got)
+	r.Close()
 
 	i := bytes.Index(data, two)
 	require.Positive(t, i)
 	data[i] ^= 1
 	require.NoError(t, os.WriteFile(path, data, 0o644))
-	_, err := Open(path)
+	_, err = Open(path)
 	require.True(t, IsDamaged(err), "%v", err)
+	require.ErrorContains(t, err, "packed file crc mismatch")
 
 	h.Linux.Files[0].Data = []byte("not the bytes")
 	_, err = NewWriter(&bytes.Buffer{}, h)
-	require.ErrorContains(t, err, `packed file "/a"`)
+	require.ErrorContains(t, err, `packed file "/host/a"`)
+	h.Linux.Files[0].Data = nil
+	_, err = NewWriter(&bytes.Buffer{}, h)
+	require.ErrorContains(t, err, `file "/host/a" is listed without its contents`)
 }

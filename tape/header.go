@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -22,7 +23,11 @@ import (
 //	3  adds host frames ("HOST"): the recording host's trace of the VM
 //	4  adds Linux programs (header "linux"): the image is a Linux
 //	   executable run by the Linux personality
-const FormatVersion = 4
+//	5  adds file observations (KindFile): a Linux program sees the host's
+//	   files lazily, each look a logged input; the header's "linux" gains
+//	   root and mounts, and its files are only those packed in the tape
+//	   (host path, size, hash), each followed by its FILE frame
+const FormatVersion = 5
 
 // PositionSource names how asynchronous events are positioned
 // (docs/architecture.md, "Position sources").
@@ -92,11 +97,21 @@ type Linux struct {
 	// HostCPU is the host CPU the vCPU was pinned to: where CPUID runs
 	// natively in user mode (PVM), its answers name it.
 	HostCPU int
-	// Files are the host files the program saw, named by content like
-	// Disk: a replay reads them again and refuses one that changed.
+	// Root is the host directory the program saw as its root ("/" by
+	// default): absolute. What it found there is in the tape's file
+	// events (KindFile), not here. "" in a tape before version 5.
+	Root string
+	// Mounts are the host files and directories the user placed at guest
+	// paths (--file HOST:GUEST), at most MaxMounts, no guest path twice
+	// ("/a" and "/a/" are one). Empty reads back as nil, as Files does.
+	Mounts []Mount
+	// Files are the host files whose contents are packed in the tape
+	// (Data), so that it replays where they are not; see Packed. In a
+	// tape before version 5 they are the files the program saw, packed
+	// or not (Data nil).
 	Files []File
-	// Stdin is the guest path of the file (one of Files) that was its
-	// standard input, or "".
+	// Stdin is the guest path of the file that was its standard input,
+	// or "" for none.
 	Stdin string
 	// Personality is the version of the Linux personality that recorded
 	// the program (linux.Version; 0 before versions were kept). Which
@@ -105,24 +120,42 @@ type Linux struct {
 	Personality int
 }
 
-// File is a host file a Linux program saw at a guest path. A packed
-// file's contents are in the tape (Data; FILE frames after the image), so
-// the tape replays where the host file is not.
-type File struct {
-	Guest  string // absolute path in the guest
-	Host   string // where it is on the host
-	Size   int64
-	SHA256 [32]byte // never zero: a replay checks every file against it
-	// Mode is the permission bits the program saw (0o644, 0o755): a
-	// replay, a packed tape's on another machine included, gives the
-	// file these, not the replaying host's. 0 in a tape from before
-	// modes were kept.
-	Mode uint32
-	Data []byte // the contents, if packed (or given rather than read from Host)
+// Mount is a host file or directory the user placed at a guest path.
+type Mount struct {
+	Guest string // absolute, at most abi.LinuxMaxPath bytes
+	Host  string // the same
 }
 
-// MaxFiles bounds the files a Linux program's header lists.
-const MaxFiles = 4096
+// File is a host file whose contents a Linux program read, named by
+// content like Disk. A packed file's contents are in the tape (Data; FILE
+// frames after the image), so the tape replays where the host file is
+// not. The writer needs Data for every file it lists (an empty file's is
+// empty, not nil).
+type File struct {
+	Host   string // where it is on the host (absolute)
+	Size   int64
+	SHA256 [32]byte // never zero: a replay checks every file against it
+	Data   []byte   // the contents; nil only for an unpacked file of a tape before version 5
+}
+
+// Bounds on a Linux program's header.
+const (
+	MaxFiles  = 65536 // files it lists
+	MaxMounts = 256   // mounts it lists
+)
+
+// Packed returns the packed contents of the host file host with that
+// size and SHA-256, if the tape holds them. It looks through Files in
+// order: a caller asking for every file read should index them once.
+func (l *Linux) Packed(host string, size int64, sum [32]byte) ([]byte, bool) {
+	for i := range l.Files {
+		f := &l.Files[i]
+		if f.Data != nil && f.SHA256 == sum && f.Size == size && f.Host == host {
+			return f.Data, true
+		}
+	}
+	return nil, false
+}
 
 // Disk identifies the read-only base image a recording's disk started from.
 // Its contents are not on the tape: a replay reads them from the same file
@@ -152,25 +185,35 @@ type headerJSON struct {
 }
 
 type linuxJSON struct {
-	Path    string     `json:"path"`
-	Argv    []string   `json:"argv"`
-	Env     []string   `json:"env"`
-	Random  string     `json:"random"` // hex
-	Epoch   time.Time  `json:"epoch"`
-	HostCPU int        `json:"host_cpu"`
-	Files   []fileJSON `json:"files,omitempty"`
-	Stdin   string     `json:"stdin,omitempty"`
+	Path    string      `json:"path"`
+	Argv    []string    `json:"argv"`
+	Env     []string    `json:"env"`
+	Random  string      `json:"random"` // hex
+	Epoch   time.Time   `json:"epoch"`
+	HostCPU int         `json:"host_cpu"`
+	Root    string      `json:"root,omitempty"`   // since version 5
+	Mounts  []mountJSON `json:"mounts,omitempty"` // since version 5
+	Files   []fileJSON  `json:"files,omitempty"`
+	Stdin   string      `json:"stdin,omitempty"`
 	// Personality is absent in tapes from before it was kept (0).
 	Personality int `json:"personality,omitempty"`
 }
 
+type mountJSON struct {
+	Guest string `json:"guest"`
+	Host  string `json:"host"`
+}
+
+// fileJSON is a file of the header. Version 5 writes host, size and
+// sha256 only: every file it lists is packed. The others are version 4's,
+// read and checked as it wrote them, then dropped.
 type fileJSON struct {
-	Guest  string `json:"guest"`
+	Guest  string `json:"guest,omitempty"` // version 4: its path in the guest
 	Host   string `json:"host"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`           // hex
-	Mode   uint32 `json:"mode,omitempty"`   // permission bits; absent before modes were kept
-	Packed bool   `json:"packed,omitempty"` // its contents follow the image, in a FILE frame
+	Mode   uint32 `json:"mode,omitempty"`   // version 4: permission bits; absent before modes were kept
+	Packed bool   `json:"packed,omitempty"` // version 4: its contents follow the image, in a FILE frame
 }
 
 type diskJSON struct {
@@ -196,10 +239,11 @@ type imageJSON struct {
 	Size   uint64 `json:"size"`
 }
 
-// check says what makes h a header no machine can be built from, or "".
-// The writer refuses such a header and the reader reports it as damage, so
-// a replay never starts from one: a forged tape is as untrusted as a guest.
-func (h *Header) check() string {
+// check says what makes h, in a tape of format version, a header no
+// machine can be built from, or "". The writer refuses such a header and
+// the reader reports it as damage, so a replay never starts from one: a
+// forged tape is as untrusted as a guest.
+func (h *Header) check(version int) string {
 	switch {
 	case !h.PositionSource.known():
 		return fmt.Sprintf("unknown position source %q (want %q, %q or %q)", h.PositionSource, SourceSWBC, SourceExitSync, SourcePMU)
@@ -221,27 +265,8 @@ func (h *Header) check() string {
 		if h.Linux.HostCPU < 0 || h.Linux.HostCPU >= maxHostCPUs {
 			return fmt.Sprintf("Linux program: host CPU %d (want 0 to %d)", h.Linux.HostCPU, maxHostCPUs-1)
 		}
-		if len(h.Linux.Files) > MaxFiles {
-			return fmt.Sprintf("Linux program lists %d files, more than %d", len(h.Linux.Files), MaxFiles)
-		}
-		stdinListed := h.Linux.Stdin == ""
-		for _, f := range h.Linux.Files {
-			stdinListed = stdinListed || f.Guest == h.Linux.Stdin
-			if !filepath.IsAbs(f.Guest) || !filepath.IsAbs(f.Host) || f.Size < 0 || len(f.Guest) > abi.LinuxMaxPath || len(f.Host) > abi.LinuxMaxPath {
-				return fmt.Sprintf("Linux program file %q (host %q, %d bytes): paths must be absolute, the size not negative", f.Guest, f.Host, f.Size)
-			}
-			// A zero hash once meant "not recorded" and skipped the
-			// check: a tape naming /proc/self/environ printed the
-			// replaying user's environment.
-			if f.SHA256 == ([32]byte{}) {
-				return fmt.Sprintf("Linux program file %q (host %q) has no SHA-256 recorded", f.Guest, f.Host)
-			}
-			if f.Mode&^0o777 != 0 {
-				return fmt.Sprintf("Linux program file %q: mode %#o is not permission bits", f.Guest, f.Mode)
-			}
-		}
-		if !stdinListed {
-			return fmt.Sprintf("Linux program standard input %q is not one of its files", h.Linux.Stdin)
+		if why := h.Linux.check(version); why != "" {
+			return "Linux program " + why
 		}
 	}
 	if h.MemBytes != 0 {
@@ -255,6 +280,98 @@ func (h *Header) check() string {
 	return ""
 }
 
+// check says what is wrong with l's files, root and mounts, or "". In a
+// tape before version 5 root and mounts are absent, and what only
+// version 4 said of its files (guest paths, modes, stdin among them) was
+// checked as it was read (checkV4Files).
+func (l *Linux) check(version int) string {
+	if len(l.Files) > MaxFiles {
+		return fmt.Sprintf("lists %d files, more than %d", len(l.Files), MaxFiles)
+	}
+	if version >= 5 {
+		if why := checkPath(l.Root); why != "" {
+			return "root: " + why
+		}
+		if len(l.Mounts) > MaxMounts {
+			return fmt.Sprintf("lists %d mounts, more than %d", len(l.Mounts), MaxMounts)
+		}
+		guests := make(map[string]bool, len(l.Mounts))
+		for _, m := range l.Mounts {
+			why := checkPath(m.Guest)
+			if why == "" {
+				why = checkPath(m.Host)
+			}
+			if why != "" {
+				return fmt.Sprintf("mount of %q at %q: %s", m.Host, m.Guest, why)
+			}
+			// "/a" and "/a/" are one guest path: two mounts there would
+			// leave which one the program saw to the order.
+			g := path.Clean(m.Guest)
+			if guests[g] {
+				return fmt.Sprintf("has two mounts at %q", g)
+			}
+			guests[g] = true
+		}
+		if l.Stdin != "" {
+			if why := checkPath(l.Stdin); why != "" {
+				return "standard input: " + why
+			}
+		}
+	}
+	seen := make(map[fileKey]bool, len(l.Files))
+	var total int64
+	for _, f := range l.Files {
+		if why := checkPath(f.Host); why != "" {
+			return fmt.Sprintf("file %q: %s", f.Host, why)
+		}
+		if f.Size < 0 {
+			return fmt.Sprintf("file %q: size %d", f.Host, f.Size)
+		}
+		// A zero hash once meant "not recorded" and skipped the
+		// check: a tape naming /proc/self/environ printed the
+		// replaying user's environment.
+		if f.SHA256 == ([32]byte{}) {
+			return fmt.Sprintf("file %q has no SHA-256 recorded", f.Host)
+		}
+		if version < 5 {
+			continue // a file at two guest paths was listed twice
+		}
+		c := fileKey{f.Host, f.Size, f.SHA256}
+		if seen[c] {
+			return fmt.Sprintf("lists file %q (%d bytes, sha256 %x…) twice", f.Host, f.Size, f.SHA256[:6])
+		}
+		seen[c] = true
+		// Every file listed is packed: together they fit a tape.
+		if f.Size > MaxPackedBytes-total {
+			return fmt.Sprintf("packed files take more than the %d bytes a tape holds", MaxPackedBytes)
+		}
+		total += f.Size
+	}
+	return ""
+}
+
+// checkV4Files says what is wrong with a version 4 header's files and
+// stdin, by version 4's rules, or "": guest paths absolute, modes of
+// permission bits only, stdin one of the guest paths. Guest paths and
+// modes are dropped once read; a replay refuses such a tape anyway (by
+// its personality), but it still reads and is damaged as it was.
+func checkV4Files(files []fileJSON, stdin string) string {
+	stdinListed := stdin == ""
+	for _, f := range files {
+		stdinListed = stdinListed || f.Guest == stdin
+		if !filepath.IsAbs(f.Guest) || len(f.Guest) > abi.LinuxMaxPath {
+			return fmt.Sprintf("Linux program file %q (host %q): paths must be absolute", f.Guest, f.Host)
+		}
+		if f.Mode&^0o777 != 0 {
+			return fmt.Sprintf("Linux program file %q: mode %#o is not permission bits", f.Guest, f.Mode)
+		}
+	}
+	if !stdinListed {
+		return fmt.Sprintf("Linux program standard input %q is not one of its files", stdin)
+	}
+	return ""
+}
+
 // encodeHeader validates h and returns the file's first bytes, to be
 // written in order: prefix, header block and image block, then each
 // packed file's frame header and its contents, which are not copied (a
@@ -263,7 +380,7 @@ func encodeHeader(h *Header) ([][]byte, error) {
 	if h == nil {
 		return nil, errors.New("tape: nil header")
 	}
-	if why := h.check(); why != "" {
+	if why := h.check(FormatVersion); why != "" {
 		return nil, fmt.Errorf("tape: header: %s", why)
 	}
 	if len(h.Image.Bytes) > maxImageBytes {
@@ -293,10 +410,16 @@ func encodeHeader(h *Header) ([][]byte, error) {
 		Notes:    h.Notes,
 	}
 	if l := h.Linux; l != nil {
-		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin, Personality: l.Personality}
+		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU,
+			Root: l.Root, Stdin: l.Stdin, Personality: l.Personality}
+		for _, m := range l.Mounts {
+			j.Linux.Mounts = append(j.Linux.Mounts, mountJSON(m))
+		}
 		for _, f := range l.Files {
-			j.Linux.Files = append(j.Linux.Files, fileJSON{Guest: f.Guest, Host: f.Host, Size: f.Size,
-				SHA256: hex.EncodeToString(f.SHA256[:]), Mode: f.Mode, Packed: f.Data != nil})
+			if f.Data == nil {
+				return nil, fmt.Errorf("tape: header: file %q is listed without its contents (a header lists only the files packed in the tape)", f.Host)
+			}
+			j.Linux.Files = append(j.Linux.Files, fileJSON{Host: f.Host, Size: f.Size, SHA256: hex.EncodeToString(f.SHA256[:])})
 		}
 	}
 	if h.Disk != nil {
@@ -325,13 +448,10 @@ func encodeHeader(h *Header) ([][]byte, error) {
 	}
 	var packed int64
 	for i, f := range h.Linux.Files {
-		if f.Data == nil {
-			continue
-		}
 		packed += int64(len(f.Data))
 		switch {
 		case int64(len(f.Data)) != f.Size || sha256.Sum256(f.Data) != f.SHA256:
-			return nil, fmt.Errorf("tape: header: packed file %q: its %d bytes are not the %d bytes its size and hash name", f.Guest, len(f.Data), f.Size)
+			return nil, fmt.Errorf("tape: header: packed file %q: its %d bytes are not the %d bytes its size and hash name", f.Host, len(f.Data), f.Size)
 		case packed > MaxPackedBytes:
 			return nil, fmt.Errorf("tape: header: packed files take more than the %d bytes a tape holds", MaxPackedBytes)
 		}
@@ -392,16 +512,27 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		if len(l.Files) > MaxFiles {
 			return nil, 0, fmt.Sprintf("Linux program lists %d files, more than %d", len(l.Files), MaxFiles)
 		}
+		if version >= 5 {
+			if len(l.Mounts) > MaxMounts {
+				return nil, 0, fmt.Sprintf("Linux program lists %d mounts, more than %d", len(l.Mounts), MaxMounts)
+			}
+			h.Linux.Root = l.Root
+			for _, m := range l.Mounts {
+				h.Linux.Mounts = append(h.Linux.Mounts, Mount(m))
+			}
+		} else if why := checkV4Files(l.Files, l.Stdin); why != "" {
+			return nil, 0, why
+		}
 		for _, f := range l.Files {
-			file := File{Guest: f.Guest, Host: f.Host, Size: f.Size, Mode: f.Mode}
-			if f.Packed {
+			file := File{Host: f.Host, Size: f.Size}
+			if version >= 5 || f.Packed {
 				file.Data = []byte{} // its frame fills it in
 			}
 			if len(f.SHA256) != 2*len(file.SHA256) {
-				return nil, 0, fmt.Sprintf("file %q: sha256 %q is not 64 hex digits", f.Guest, f.SHA256)
+				return nil, 0, fmt.Sprintf("file %q: sha256 %q is not 64 hex digits", f.Host, f.SHA256)
 			}
 			if _, err := hex.Decode(file.SHA256[:], []byte(f.SHA256)); err != nil {
-				return nil, 0, fmt.Sprintf("file %q: sha256 %q is not 64 hex digits", f.Guest, f.SHA256)
+				return nil, 0, fmt.Sprintf("file %q: sha256 %q is not 64 hex digits", f.Host, f.SHA256)
 			}
 			h.Linux.Files = append(h.Linux.Files, file)
 		}
@@ -415,7 +546,7 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 	if j.Image.Size > maxImageBytes {
 		return nil, 0, fmt.Sprintf("image size %d is more than the %d a tape holds", j.Image.Size, maxImageBytes)
 	}
-	if why := h.check(); why != "" {
+	if why := h.check(int(version)); why != "" {
 		return nil, 0, why
 	}
 	return h, j.Image.Size, ""

@@ -50,6 +50,14 @@ func smallHeader() *Header {
 	return h
 }
 
+// linuxHeader is smallHeader for a Linux program, as version 5 records
+// one: no files packed.
+func linuxHeader() *Header {
+	h := smallHeader()
+	h.Linux = &Linux{Path: "/bin/x", Argv: []string{"x"}, Epoch: h.Created, Root: "/"}
+	return h
+}
+
 // genEvents returns n events in a realistic mix: mostly timer and device
 // interrupts with small position deltas, some port reads and time reads, a
 // little entropy, and an end event last if end is set.
@@ -150,7 +158,12 @@ func hostTape(t testing.TB) (data []byte, evs []*Event, hosts []string) {
 
 // hostTapeWith is hostTape with the header h.
 func hostTapeWith(t testing.TB, h *Header) (data []byte, evs []*Event, hosts []string) {
-	evs = genEvents(1, 12, true)
+	return hostTapeOf(t, h, genEvents(1, 12, true))
+}
+
+// hostTapeOf is hostTapeWith with the events evs (at least 9): chunks of
+// 4, 5 and the rest.
+func hostTapeOf(t testing.TB, h *Header, evs []*Event) (data []byte, _ []*Event, hosts []string) {
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, h)
 	require.NoError(t, err)
@@ -160,7 +173,7 @@ func hostTapeWith(t testing.TB, h *Header) (data []byte, evs []*Event, hosts []s
 	}
 	host(1, "first")
 	i := 0
-	for _, n := range []int{4, 5, 3} {
+	for _, n := range []int{4, 5, len(evs) - 9} {
 		for _, e := range evs[i : i+n] {
 			require.NoError(t, w.Append(e))
 		}

@@ -6,55 +6,70 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 )
 
-// Pack copies the tape r reads into w with its Linux program's files
-// inside (File.Data), as rr pack does. open opens a file's host copy (f.Host)
-// and stats it; each must still be the recorded file. Nothing is read
-// unless all the files fit in a tape together (MaxPackedBytes), and then
-// one file at a time: its size is checked before it is read, no byte past
-// it is read, and its hash is checked before the next is opened; a
-// content named twice is read once. (A forged tape naming a 31 MB file 200
-// times had every copy read, 6 GB, before any was checked.) A file's mode
-// is kept from the tape, or taken from the host copy for a tape from
-// before modes were kept (a content named twice: the first's). Events and host frames are copied as they are;
-// damage in r stops the copy with its error.
-func Pack(r *Reader, w io.Writer, open func(f *File) (io.ReadCloser, fs.FileInfo, error)) error {
+// Pack copies a Linux program's tape into w with the files its run read
+// inside (File.Data), as rr pack does, so that it replays where they are
+// not. It reads the tape twice, each time through a Reader open returns
+// (Pack closes it): the first pass collects the files — each read the
+// host answered (a KindFile event, Op FileRead, no Errno) names one by
+// path, size and SHA-256, in the order they were first read — and the
+// second writes the new header and copies the events and host frames as
+// they are. Files the tape packs already are kept. openHost opens a
+// file's host copy (f.Host) and stats it; each must still be the file the
+// run read.
+//
+// Nothing is read unless all the files fit in a tape together (MaxFiles,
+// MaxPackedBytes), and then one file at a time: its size is checked
+// before it is read, no byte past it is read, and its hash is checked
+// before the next is opened; a content named twice is read once. (A
+// forged tape naming a 31 MB file 200 times had every copy read, 6 GB,
+// before any was checked.) Damage in either pass stops the copy with its
+// error.
+func Pack(open func() (*Reader, error), w io.Writer, openHost func(f *File) (io.ReadCloser, fs.FileInfo, error)) error {
+	r, err := open()
+	if err != nil {
+		return err
+	}
 	h := *r.Header()
-	if h.Linux == nil {
-		return errors.New("tape: only a Linux program's tape has files to pack")
+	files, listed, err := filesRead(r)
+	r.Close()
+	if err != nil {
+		return err
 	}
-	l := *h.Linux
-	l.Files = append([]File(nil), l.Files...)
-	var total int64
-	for _, f := range l.Files {
-		if f.Size > MaxPackedBytes-total {
-			return fmt.Errorf("tape: packing: the files take more than the %d bytes a tape holds", MaxPackedBytes)
+	held := map[[32]byte][]byte{} // the contents at hand, by hash
+	for _, f := range files {
+		if f.Data != nil {
+			held[f.SHA256] = f.Data
 		}
-		total += f.Size
 	}
-	type content struct {
-		data []byte
-		mode uint32
-	}
-	held := map[[32]byte]content{} // the files read, by hash
-	for i := range l.Files {
-		f := &l.Files[i]
+	for i := range files {
+		f := &files[i]
 		if f.Data != nil {
 			continue // packed already
 		}
-		if c, ok := held[f.SHA256]; ok && int64(len(c.data)) == f.Size {
-			f.Data = c.data
-			if f.Mode == 0 {
-				f.Mode = c.mode
-			}
+		if data, ok := held[f.SHA256]; ok && int64(len(data)) == f.Size {
+			f.Data = data
 			continue
 		}
-		if err := packFile(f, open); err != nil {
-			return fmt.Errorf("tape: packing %s: %w", f.Guest, err)
+		if err := packFile(f, openHost); err != nil {
+			return fmt.Errorf("tape: packing %s: %w", f.Host, err)
 		}
-		held[f.SHA256] = content{f.Data, f.Mode}
+		held[f.SHA256] = f.Data
 	}
+
+	r, err = open()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if again := r.Header(); !again.Created.Equal(h.Created) || again.Image.SHA256 != h.Image.SHA256 ||
+		again.Linux == nil || again.Linux.Random != h.Linux.Random {
+		return errors.New("tape: packing: the tape read the second time is not the one read the first")
+	}
+	l := *h.Linux
+	l.Files = files
 	h.Linux = &l
 	out, err := NewWriter(w, &h)
 	if err != nil {
@@ -65,13 +80,18 @@ func Pack(r *Reader, w io.Writer, open func(f *File) (io.ReadCloser, fs.FileInfo
 		hostErr = errors.Join(hostErr, out.AppendHost(count, body))
 		return nil
 	})
-	for {
+	for i := 0; ; i++ {
 		e, err := r.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return err
+		}
+		// A read the first pass did not see would replay without its
+		// file: the tape changed in between.
+		if k, ok := readKey(e); ok && !listed[k] {
+			return fmt.Errorf("tape: packing: event %d reads %s, which the first reading of the tape did not", i, e.Fact.Path)
 		}
 		if err := out.Append(e); err != nil {
 			return err
@@ -83,9 +103,66 @@ func Pack(r *Reader, w io.Writer, open func(f *File) (io.ReadCloser, fs.FileInfo
 	return out.Close()
 }
 
-// packFile reads f's host copy into f.Data if it is the recorded file,
-// and fills in a mode the tape lacks (as linux gives a host file: 0o755
-// if its owner may execute it, else 0o644).
+// fileKey names a file by content: where it is, its size and hash.
+type fileKey struct {
+	host string
+	size int64
+	sum  [32]byte
+}
+
+// readKey names the file e read, if e is a read the host answered.
+func readKey(e *Event) (fileKey, bool) {
+	f := e.Fact
+	if e.Kind != KindFile || f.Op != FileRead || f.Errno != 0 {
+		return fileKey{}, false
+	}
+	return fileKey{f.Path, f.Size, f.SHA256}, true
+}
+
+// filesRead reads r's events and returns the files to pack: those the
+// tape packs already, then each file the run read, once, in the order it
+// was first read; and the set of them all. It fails as soon as they
+// cannot fit a tape, before any is read.
+func filesRead(r *Reader) ([]File, map[fileKey]bool, error) {
+	h := r.Header()
+	switch {
+	case h.Linux == nil:
+		return nil, nil, errors.New("tape: only a Linux program's tape has files to pack")
+	case h.Version < 5:
+		return nil, nil, fmt.Errorf("tape: packing: a version %d tape names the files its program saw in its header, not as it read them; record the program again", h.Version)
+	}
+	files := slices.Clone(h.Linux.Files)
+	listed := make(map[fileKey]bool, len(files))
+	var total int64
+	for _, f := range files {
+		listed[fileKey{f.Host, f.Size, f.SHA256}] = true
+		total += f.Size // the header's: within MaxPackedBytes together
+	}
+	for i := 0; ; i++ {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return files, listed, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		k, ok := readKey(e)
+		if !ok || listed[k] {
+			continue
+		}
+		switch {
+		case len(files) == MaxFiles:
+			return nil, nil, fmt.Errorf("tape: packing: the run read more than the %d files a tape holds (event %d reads %s)", MaxFiles, i, k.host)
+		case k.size > MaxPackedBytes-total:
+			return nil, nil, fmt.Errorf("tape: packing: the files take more than the %d bytes a tape holds (event %d reads %s, %d bytes)", MaxPackedBytes, i, k.host, k.size)
+		}
+		total += k.size
+		listed[k] = true
+		files = append(files, File{Host: k.host, Size: k.size, SHA256: k.sum})
+	}
+}
+
+// packFile reads f's host copy into f.Data if it is the file the run read.
 func packFile(f *File, open func(f *File) (io.ReadCloser, fs.FileInfo, error)) error {
 	rc, st, err := open(f)
 	if err != nil {
@@ -106,11 +183,5 @@ func packFile(f *File, open func(f *File) (io.ReadCloser, fs.FileInfo, error)) e
 		return fmt.Errorf("%s is not the file recorded (%d bytes of other contents; recorded sha256 %x…)", f.Host, f.Size, f.SHA256[:6])
 	}
 	f.Data = data
-	if f.Mode == 0 {
-		f.Mode = 0o644
-		if st.Mode()&0o111 != 0 {
-			f.Mode = 0o755
-		}
-	}
 	return nil
 }

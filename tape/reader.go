@@ -217,7 +217,7 @@ func (r *Reader) readPacked(h *Header) error {
 			case fr.count != uint32(i):
 				return fmt.Sprintf("packed file frame for file %d where file %d's was due", fr.count, i)
 			case int64(fr.length) != f.Size:
-				return fmt.Sprintf("packed file %q of %d bytes, the header says %d", f.Guest, fr.length, f.Size)
+				return fmt.Sprintf("packed file %q of %d bytes, the header says %d", f.Host, fr.length, f.Size)
 			case total+int64(fr.length) > MaxPackedBytes:
 				return fmt.Sprintf("packed files of more than the %d bytes a tape holds", MaxPackedBytes)
 			}
@@ -227,9 +227,12 @@ func (r *Reader) readPacked(h *Header) error {
 			return err
 		}
 		if sha256.Sum256(body) != f.SHA256 {
-			return r.corrupt(off, -1, -1, fmt.Sprintf("packed file %q does not match its recorded SHA-256", f.Guest))
+			return r.corrupt(off, -1, -1, fmt.Sprintf("packed file %q does not match its recorded SHA-256", f.Host))
 		}
 		total += int64(len(body))
+		if body == nil {
+			body = []byte{} // an empty file, packed: nil would say it is not
+		}
 		f.Data = body
 	}
 	return nil
@@ -317,7 +320,7 @@ func (r *Reader) nextChunk() error {
 		r.chunk++
 		r.chunks++
 		r.chunkOff = start + frameSize
-		r.dec = decoder{b: payload}
+		r.dec = decoder{b: payload, version: r.h.Version}
 		r.d = deltas{}
 		r.left = f.count
 		r.index = 0

@@ -75,6 +75,12 @@ func (s *Summary) Print(w io.Writer) {
 			line("argv", "%q", l.Argv)
 			line("env", "%q", l.Env)
 			line("started", "%s, pinned to host CPU %d", l.Epoch.Format("2006-01-02 15:04:05 MST"), l.HostCPU)
+			if h.Version >= 5 {
+				line("root", "%s", l.Root)
+			}
+			for _, m := range l.Mounts {
+				line("mount", "%s at %s", m.Host, m.Guest)
+			}
 			var bytes int64
 			packed := 0
 			for _, f := range l.Files {
@@ -84,11 +90,19 @@ func (s *Summary) Print(w io.Writer) {
 				}
 			}
 			switch {
+			case h.Version >= 5 && packed == 0:
+				line("files", "none packed: a replay reads the files the program read from the host again, and checks each (size and SHA-256)")
+			case h.Version >= 5:
+				line("files", "%s packed, %s", plural(packed, "file", "files"), fmtBytes(bytes))
 			case packed == len(l.Files) && packed > 0:
 				line("files", "%s, %s, packed in the tape", plural(len(l.Files), "file", "files"), fmtBytes(bytes))
 			default:
 				line("files", "%s, %s (%d packed; the others named by SHA-256: a replay reads them again and checks them)",
 					plural(len(l.Files), "file", "files"), fmtBytes(bytes), packed)
+			}
+			if h.Version >= 5 {
+				line("observed", "%s of the host's files (file events), replayed from the tape",
+					plural(int(s.ByKind[KindFile]), "observation", "observations"))
 			}
 			if l.Stdin != "" {
 				line("stdin", "%s", l.Stdin)
@@ -118,7 +132,7 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	line("size", "%s (%d bytes): header %s, %s", fmtBytes(s.Size), s.Size, fmtBytes(s.headerBytes), plural(s.Chunks, "chunk", "chunks"))
 	line("events", "%d", s.Events)
-	for k := KindInterrupt; k <= KindEnd; k++ {
+	for k := KindInterrupt; k.known(); k++ {
 		if n := s.ByKind[k]; n > 0 {
 			line("  "+k.String(), "%d", n)
 		}

@@ -96,3 +96,38 @@ func hex6(b [32]byte) string {
 	}
 	return string(s)
 }
+
+// A version 5 Linux program's summary says where it saw the host's files
+// (root, mounts), which are packed, and how often it looked.
+func TestSummarizeLinux(t *testing.T) {
+	data, evs, _ := hostTapeOf(t, factHeader(), factEvents())
+	s, err := Summarize(writeFile(t, t.TempDir(), data))
+	require.NoError(t, err)
+	require.NoError(t, s.Damage)
+	require.Equal(t, uint64(len(sampleFacts())), s.ByKind[KindFile])
+	require.Equal(t, uint64(len(evs)), s.Events)
+	var out strings.Builder
+	s.Print(&out)
+	t.Logf("\n%s", out.String())
+	for _, kv := range [][2]string{
+		{"format", "reprise tape, version 5"},
+		{"root", "/srv/roots/debian"},
+		{"mount", "/home/u/data at /data"},
+		{"mount", "/home/u/app.conf at /etc/app.conf"},
+		{"files", "2 files packed, 15 B"},
+		{"observed", "9 observations of the host's files"},
+		{"stdin", "/data/in.txt"},
+		{"  file", "9"},
+	} {
+		requireLine(t, out.String(), kv[0], kv[1])
+	}
+
+	h := linuxHeader()
+	data, _, _ = hostTapeWith(t, h)
+	s, err = Summarize(writeFile(t, t.TempDir(), data))
+	require.NoError(t, err)
+	out.Reset()
+	s.Print(&out)
+	requireLine(t, out.String(), "files", "none packed: a replay reads the files the program read from the host again")
+	requireLine(t, out.String(), "observed", "0 observations")
+}

@@ -169,15 +169,21 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err := linux.Check(p); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
-	if p.Files, err = programFiles(raw, f.files, f.root); err != nil {
+	if p.Root, p.Mounts, err = programFiles(f.files, f.root); err != nil {
 		return nil, err
 	}
 	if f.stdin != "" {
-		in, err := linux.Mount(f.stdin, stdinPath)
-		if err != nil || len(in) != 1 {
+		host, err := linux.HostPath(f.stdin)
+		if err == nil {
+			var st os.FileInfo
+			if st, err = os.Stat(host); err == nil && !st.Mode().IsRegular() {
+				err = errors.New("not a regular file")
+			}
+		}
+		if err != nil {
 			return nil, &exitError{exitFailure, fmt.Errorf("--stdin %s: a file, please: %v", f.stdin, err)}
 		}
-		p.Files, p.Stdin = append(p.Files, in[0]), stdinPath
+		p.Mounts, p.Stdin = append(p.Mounts, linux.Mount{Guest: stdinPath, Host: host}), stdinPath
 	}
 	if _, err := rand.Read(p.Random[:]); err != nil {
 		return nil, &exitError{exitFailure, err}
@@ -185,44 +191,42 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	return &guestSpec{linux: p}, nil
 }
 
-// programFiles is what a Linux program sees: the --file flags, then the
-// --root directory's files, then the loader and libraries it needs (found
-// on the host as ldd finds them); an earlier file replaces a later one of
-// the same guest path.
-func programFiles(image []byte, flags []string, root string) ([]linux.File, error) {
-	var out []linux.File
+// programFiles is what a Linux program sees: the host directory --root
+// names as its root ("/" without it), and the --file flags placed over
+// it, each HOST:GUEST, or HOST at its own absolute path. Nothing is read
+// here: the program's files are read as it looks.
+func programFiles(flags []string, root string) (string, []linux.Mount, error) {
+	var mounts []linux.Mount
 	for _, spec := range flags {
 		host, guest, ok := strings.Cut(spec, ":")
+		abs, err := linux.HostPath(host)
+		if err != nil {
+			return "", nil, &exitError{exitFailure, fmt.Errorf("--file %s: %w", spec, err)}
+		}
 		if !ok {
-			abs, err := filepath.Abs(host)
-			if err != nil {
-				return nil, &exitError{exitUsage, err}
+			if guest, err = filepath.Abs(host); err != nil {
+				return "", nil, &exitError{exitUsage, err}
 			}
-			guest = abs
 		}
-		files, err := linux.Mount(host, guest)
-		if err != nil {
-			return nil, &exitError{exitFailure, fmt.Errorf("--file %s: %w", spec, err)}
+		if !filepath.IsAbs(guest) {
+			return "", nil, &exitError{exitUsage, fmt.Errorf("--file %s: the guest path %q is not absolute", spec, guest)}
 		}
-		out = append(out, files...)
+		mounts = append(mounts, linux.Mount{Guest: filepath.Clean(guest), Host: abs})
 	}
-	if root != "" {
-		files, err := linux.MountRoot(root)
-		if err != nil {
-			return nil, &exitError{exitFailure, fmt.Errorf("--root %s: %w", root, err)}
-		}
-		out = append(out, files...)
+	if root == "" {
+		return "/", mounts, nil
 	}
-	deps, err := linux.Dependencies(image, out...)
+	abs, err := linux.HostPath(root)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(abs); err == nil && !st.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
 	if err != nil {
-		return nil, &exitError{exitFailure, err}
+		return "", nil, &exitError{exitFailure, fmt.Errorf("--root %s: %w", root, err)}
 	}
-	given := map[string]bool{}
-	return slices.DeleteFunc(append(out, deps...), func(f linux.File) bool {
-		seen := given[f.Guest]
-		given[f.Guest] = true
-		return seen
-	}), nil
+	return abs, mounts, nil
 }
 
 // bringsKernel reports whether img is a guest image that brings its own

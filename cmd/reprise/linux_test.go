@@ -380,8 +380,9 @@ func TestPackedTapeReplaysWithoutTheFiles(t *testing.T) {
 	require.Contains(t, rep.stderr, input)
 }
 
-// --root shows a host directory as the program's root; --file replaces a
-// file of it; a root too large to read is refused by name.
+// --root shows a host directory as the program's root, read as the
+// program looks, however large; --file replaces a file of it; a root
+// that is not a directory is refused by name.
 func TestRootDir(t *testing.T) {
 	bb := busybox(t)
 	root := t.TempDir()
@@ -393,16 +394,44 @@ func TestRootDir(t *testing.T) {
 	r := runCLI(t, nil, "run", "--root", root, "--file", other+":/etc/issue", "--", bb, "cat", "/etc/motd", "/etc/issue")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "from the root\ngiven with --file\n", r.stdout)
-	r = runCLI(t, nil, "run", "--root", "/usr", "--", bb, "true")
+	r = runCLI(t, nil, "run", "--root", root, "--", bb, "ls", "/", "/etc")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "dev\netc\nproc\nsys\n\n/etc:\nissue\nmotd\n", strings.TrimPrefix(r.stdout, "/:\n"))
+	r = runCLI(t, nil, "run", "--root", "/usr", "--", bb, "ls", "/share/doc")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "busybox")
+	r = runCLI(t, nil, "run", "--root", other, "--", bb, "true")
 	require.Equal(t, exitFailure, r.code)
-	require.Contains(t, r.stderr, "--root /usr: /usr holds more than 4096 files")
+	require.Contains(t, r.stderr, "--root "+other+": not a directory")
+}
+
+// The program sees the host's files, read as it looks and recorded by
+// content: a replay where a directory it listed gained a file still
+// replays, one where a file it read changed is refused, naming the file.
+func TestHostFilesRecordedByContent(t *testing.T) {
+	bb := busybox(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("first\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b"), []byte("second\n"), 0o644))
+	tp := filepath.Join(t.TempDir(), "ls.tape")
+	r := runCLI(t, nil, "record", "-o", tp, "--", bb, "sh", "-c", "ls "+dir+"; cat "+dir+"/a")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "a\nb\nfirst\n", r.stdout)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "c"), []byte("new\n"), 0o644))
+	rep := runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Equal(t, r.stdout, rep.stdout)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("FIRST\n"), 0o644))
+	rep = runCLI(t, nil, "replay", tp)
+	require.Equal(t, exitFailure, rep.code)
+	require.Contains(t, rep.stderr, filepath.Join(dir, "a")+" is not the file the program read when recorded")
 }
 
 // mv renames within the program's files, and refuses to move a directory
 // into itself, as Linux does.
 func TestRename(t *testing.T) {
 	bb := busybox(t)
-	r := runCLI(t, nil, "run", "--", bb, "sh", "-c", "echo x > /tmp/f; mv /tmp/f /tmp/g; cat /tmp/g; ls /tmp; mkdir -p /tmp/a/b; mv /tmp/a /tmp/a/b/c 2>/dev/null || echo refused")
+	r := runCLI(t, nil, "run", "--", bb, "sh", "-c", "cd $(mktemp -d); echo x > f; mv f g; cat g; ls; mkdir -p a/b; mv a a/b/c 2>/dev/null || echo refused")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "x\ng\nrefused\n", r.stdout)
 }

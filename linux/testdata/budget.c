@@ -199,10 +199,12 @@ static int pipes(int procs) {
 
 /* dirs makes directories side by side, then chains, until it fails. */
 static int dirs(void) {
-	char name[64];
+	char name[64], base[] = "/tmp/dirsXXXXXX";
 	long i;
+	if (!mkdtemp(base))
+		return 1;
 	for (i = 0;; i++) {
-		snprintf(name, sizeof name, "/tmp/d%ld", i);
+		snprintf(name, sizeof name, "%s/d%ld", base, i);
 		if (mkdir(name, 0755) < 0)
 			break;
 	}
@@ -213,10 +215,10 @@ static int dirs(void) {
 	/* Room again, for a chain: each a level deeper, by chdir-free
 	   relative names under an open directory. */
 	for (long j = 0; j < i; j++) {
-		snprintf(name, sizeof name, "/tmp/d%ld", j);
+		snprintf(name, sizeof name, "%s/d%ld", base, j);
 		unlinkat(AT_FDCWD, name, AT_REMOVEDIR);
 	}
-	int fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+	int fd = open(base, O_RDONLY | O_DIRECTORY);
 	long depth;
 	for (depth = 0;; depth++) {
 		if (mkdirat(fd, "d", 0755) < 0)

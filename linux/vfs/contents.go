@@ -12,6 +12,9 @@ const shrinkSlack = 64 << 10
 // headroom, copied once: growing never holds a zeroed temporary beside
 // them, and a file of the whole budget holds at most 1.25 times it.
 func (fs *FileSystem) Resize(n *Node, size int64) error {
+	if err := fs.Load(n); err != nil {
+		return err
+	}
 	fs.own(n) // growing within the array clears bytes past the end
 	old := int64(len(n.data))
 	if size > old {
@@ -41,6 +44,9 @@ func (fs *FileSystem) Resize(n *Node, size int64) error {
 func (fs *FileSystem) Discard(n *Node) {
 	fs.budget.Release(FileBytes, int64(len(n.data)))
 	fs.moveContents(n, nil)
+	if h := n.host; h != nil {
+		h.loaded, h.size = true, 0 // the host's contents are never read now
+	}
 }
 
 // moveContents gives n new contents, and the mappings that held its old

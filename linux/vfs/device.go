@@ -2,9 +2,8 @@ package vfs
 
 import (
 	"maps"
+	"path"
 	"slices"
-
-	"golang.org/x/sys/unix"
 )
 
 // Device is what a device file does on read and write.
@@ -53,11 +52,24 @@ func (d devRandom) Read(b []byte) (int, error) {
 }
 func (devRandom) Write(b []byte) (int, error) { return len(b), nil }
 
-// AddSystem adds the device files (random ones read at most maxRandom
-// bytes of src at a time) and the generated files not given already, in
-// name order: inode numbers are the order files are added in, and a
+// systemDirs are the kernel's own directories: the program sees what the
+// kernel puts there, never the host's.
+var systemDirs = []string{"dev", "proc", "sys"}
+
+// AddSystem adds the kernel's directories, the device files (random ones
+// read at most maxRandom bytes of src at a time) and the generated files,
+// in name order: inode numbers are the order files are added in, and a
 // program sees them (stat), so every run numbers them alike.
 func (fs *FileSystem) AddSystem(src Entropy, maxRandom int, generated map[string]string) error {
+	for _, name := range systemDirs {
+		d, err := fs.NewNode(true, 0o555)
+		if err != nil {
+			return err
+		}
+		if err := fs.Place(fs.root, name, d); err != nil {
+			return err
+		}
+	}
 	random := devRandom{src, maxRandom}
 	devices := map[string]Device{"/dev/null": devNull{}, "/dev/zero": devZero{}, "/dev/urandom": random, "/dev/random": random}
 	for _, name := range slices.Sorted(maps.Keys(devices)) {
@@ -65,18 +77,12 @@ func (fs *FileSystem) AddSystem(src Entropy, maxRandom int, generated map[string
 		if err != nil {
 			return err
 		}
-		n.dev = devices[name]
+		n.dev, n.devName = devices[name], path.Base(name)
 	}
 	for _, name := range slices.Sorted(maps.Keys(generated)) {
-		if _, err := fs.Lookup(name); err == nil {
-			continue // the user gave one
-		} else if err != unix.ENOENT {
-			return err
-		}
-		if _, err := fs.Add(name, []byte(generated[name]), 0o644); err != nil {
+		if _, err := fs.Add(name, []byte(generated[name]), 0o444); err != nil {
 			return err
 		}
 	}
-	_, err := fs.MkdirAll("/tmp")
-	return err
+	return nil
 }

@@ -5,16 +5,53 @@ import "golang.org/x/sys/unix"
 // Mkdir makes the directory e names, with Linux's EEXIST for an existing
 // entry, the root, "." and "..".
 func (fs *FileSystem) Mkdir(e Entry, mode uint32) error {
-	if _, ok := e.Dir.children[e.Name]; ok || !e.Named() {
-		return unix.EEXIST
+	if ok, err := fs.Exists(e); err != nil || ok {
+		return cmpErr(err, unix.EEXIST)
 	}
 	n, err := fs.NewNode(true, mode)
 	if err != nil {
 		return err
 	}
-	e.Dir.children[e.Name] = n
-	n.parent = e.Dir
+	n.Written = true
+	fs.put(e.Dir, e.Name, n)
 	return nil
+}
+
+// Create makes the regular file e names, empty, with mode: the entry must
+// not exist.
+func (fs *FileSystem) Create(e Entry, mode uint32) (*Node, error) {
+	if ok, err := fs.Exists(e); err != nil || ok {
+		return nil, cmpErr(err, unix.EEXIST)
+	}
+	n, err := fs.NewNode(false, mode)
+	if err != nil {
+		return nil, err
+	}
+	n.links, n.Written = 1, true
+	fs.put(e.Dir, e.Name, n)
+	return n, nil
+}
+
+// Symlink makes the symbolic link e names, to target.
+func (fs *FileSystem) Symlink(e Entry, target string) error {
+	if ok, err := fs.Exists(e); err != nil || ok {
+		return cmpErr(err, unix.EEXIST)
+	}
+	n, err := fs.NewNode(false, 0o777)
+	if err != nil {
+		return err
+	}
+	n.Link, n.links, n.Written = target, 1, true
+	fs.put(e.Dir, e.Name, n)
+	return nil
+}
+
+// cmpErr is err, or def if err is nil.
+func cmpErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }
 
 // Remove removes the file, or (rmdir) the empty directory, e names, with
@@ -31,13 +68,15 @@ func (fs *FileSystem) Remove(e Entry, rmdir bool) error {
 	case rmdir && e.Name == "":
 		return unix.EBUSY
 	}
-	n, ok := e.Dir.children[e.Name]
+	n, err := fs.Entry(e)
 	switch {
-	case !ok:
+	case err != nil:
+		return err
+	case n == nil:
 		return unix.ENOENT
 	case n.Dir && !rmdir:
 		return unix.EISDIR
-	case n.Dir && len(n.children) > 0:
+	case n.Dir && !fs.empty(n):
 		return unix.ENOTEMPTY
 	case !n.Dir && (rmdir || e.Slash):
 		return unix.ENOTDIR
@@ -50,15 +89,16 @@ func (fs *FileSystem) Remove(e Entry, rmdir bool) error {
 // Link makes the entry e name the file n too (a hard link): EPERM for a
 // directory, EEXIST where e exists.
 func (fs *FileSystem) Link(n *Node, e Entry) error {
-	switch {
-	case n.Dir:
+	if n.Dir {
 		return unix.EPERM
-	case e.Exists():
-		return unix.EEXIST
-	case n.removed:
+	}
+	if ok, err := fs.Exists(e); err != nil || ok {
+		return cmpErr(err, unix.EEXIST)
+	}
+	if n.removed {
 		return unix.ENOENT // linkat of an unlinked file (AT_EMPTY_PATH)
 	}
-	e.Dir.children[e.Name] = n
+	fs.put(e.Dir, e.Name, n)
 	n.links++
 	return nil
 }
@@ -81,10 +121,15 @@ func (fs *FileSystem) Exchange(from, to Entry) error {
 	if !from.Named() || !to.Named() {
 		return unix.EBUSY
 	}
-	a, okA := from.Dir.children[from.Name]
-	b, okB := to.Dir.children[to.Name]
+	a, err := fs.Entry(from)
+	if err != nil {
+		return err
+	}
+	b, err := fs.Entry(to)
 	switch {
-	case !okA || !okB:
+	case err != nil:
+		return err
+	case a == nil || b == nil:
 		return unix.ENOENT
 	case a.Dir && a.Holds(to.Dir), b.Dir && b.Holds(from.Dir):
 		return unix.EINVAL
@@ -107,16 +152,21 @@ func (fs *FileSystem) Rename(from, to Entry) error {
 		return unix.EBUSY // the root, "." or ".."
 	}
 	oldName, newName := from.Name, to.Name
-	n, ok := from.Dir.children[oldName]
-	replaced := to.Dir.children[newName]
+	n, err := fs.Entry(from)
+	if err != nil {
+		return err
+	}
+	replaced, err := fs.Entry(to)
 	switch {
-	case !ok:
+	case err != nil:
+		return err
+	case n == nil:
 		return unix.ENOENT
 	case !n.Dir && (from.Slash || to.Slash):
 		return unix.ENOTDIR
 	case replaced != nil && replaced.Dir != n.Dir:
 		return unix.EISDIR
-	case n.Dir && replaced != nil && len(replaced.children) > 0:
+	case n.Dir && replaced != nil && !fs.empty(replaced):
 		return unix.ENOTEMPTY
 	case n.Dir && n.Holds(to.Dir):
 		return unix.EINVAL // a directory moved into itself would be a cycle
@@ -127,10 +177,35 @@ func (fs *FileSystem) Rename(from, to Entry) error {
 	if replaced != nil {
 		fs.dropLink(replaced)
 	}
-	to.Dir.children[newName] = n
-	if n.Dir {
-		n.parent = to.Dir
-	}
+	fs.put(to.Dir, newName, n)
 	n.Written = true
+	return nil
+}
+
+// empty reports whether directory d has no entries, a host directory's
+// learned first (a failure to list it counts as entries: not removed).
+func (fs *FileSystem) empty(d *Node) bool {
+	names, err := fs.List(d)
+	return err == nil && len(names) == 0
+}
+
+// Replace makes n the entry e names, over whatever was there (a file the
+// kernel places: the executable, a file the user gave).
+func (fs *FileSystem) Replace(e Entry, n *Node) error {
+	if !e.Named() {
+		return unix.EBUSY
+	}
+	old, err := fs.Entry(e)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		delete(e.Dir.children, e.Name)
+		fs.dropLink(old)
+	}
+	if !n.Dir {
+		n.links++
+	}
+	fs.put(e.Dir, e.Name, n)
 	return nil
 }

@@ -16,6 +16,7 @@ type FileSystem struct {
 	nextIno uint64
 	budget  *Budget
 	remap   Remap
+	host    Host // where host directories' entries and files' contents come from
 }
 
 // Remap is told that a mapped node's contents moved from old to new
@@ -54,8 +55,9 @@ func (fs *FileSystem) NewNode(dir bool, mode uint32) (*Node, error) {
 	return n, nil
 }
 
-// Clean makes p absolute (the working directory is /) and resolves . and
-// .. lexically; symbolic links do not exist here.
+// Clean makes p absolute and resolves . and .. lexically, for paths the
+// user names (a mount's), never the program's: those are walked
+// (Resolve).
 func Clean(p string) string {
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
@@ -63,39 +65,63 @@ func Clean(p string) string {
 	return path.Clean(p)
 }
 
-// Lookup finds the node at p as Linux's path walk does, component by
+// maxSymlinks is how many symbolic links one walk follows before it
+// fails with ELOOP (Linux's MAXSYMLINKS).
+const maxSymlinks = 40
+
+// Lookup finds the node at p, following a symbolic link at its end
+// (Resolve).
+func (fs *FileSystem) Lookup(p string) (*Node, error) { return fs.Resolve(p, true) }
+
+// Resolve finds the node at p as Linux's path walk does, component by
 // component rather than by cleaning p first: every component a name, "."
 // or ".." follows must be a directory ("/etc/passwd/.." is ENOTDIR, not
-// /etc), ".." at the root stays there, and a trailing slash asks for a
-// directory. A relative p starts at the root, the working directory.
-func (fs *FileSystem) Lookup(p string) (*Node, error) {
+// /etc), ".." is the directory's parent (the root's is itself), a
+// symbolic link on the way is followed (its target from its directory,
+// or from the root if absolute; more than maxSymlinks is ELOOP), and a
+// trailing slash asks for a directory, following a link to one. A link at
+// the end is followed if follow says so. A relative p starts at the root.
+func (fs *FileSystem) Resolve(p string, follow bool) (*Node, error) {
 	if p == "" {
 		return nil, unix.ENOENT
 	}
-	walked := []*Node{fs.root} // the directories passed, for ".."
-	for _, part := range strings.Split(p, "/") {
-		at := walked[len(walked)-1]
+	at, links := fs.root, 0
+	parts := strings.Split(p, "/")
+	for i := 0; i < len(parts); i++ {
 		if !at.Dir {
 			return nil, unix.ENOTDIR
 		}
+		part := parts[i]
 		switch part {
 		case "", ".":
+			continue
 		case "..":
-			if len(walked) > 1 {
-				walked = walked[:len(walked)-1]
+			if at.parent != nil {
+				at = at.parent
 			}
-		default:
-			if len(part) > MaxNameLen {
-				return nil, unix.ENAMETOOLONG
-			}
-			next, ok := at.children[part]
-			if !ok {
-				return nil, unix.ENOENT
-			}
-			walked = append(walked, next)
+			continue
 		}
+		if len(part) > MaxNameLen {
+			return nil, unix.ENAMETOOLONG
+		}
+		next, err := fs.child(at, part)
+		if err != nil {
+			return nil, err
+		}
+		if next.Link != "" && (i < len(parts)-1 || follow) {
+			if links++; links > maxSymlinks {
+				return nil, unix.ELOOP
+			}
+			if strings.HasPrefix(next.Link, "/") {
+				at = fs.root
+			}
+			parts = append(strings.Split(next.Link, "/"), parts[i+1:]...)
+			i = -1
+			continue
+		}
+		at = next
 	}
-	return walked[len(walked)-1], nil
+	return at, nil
 }
 
 // Entry is the last component of a path a call creates, removes or
@@ -108,13 +134,28 @@ type Entry struct {
 }
 
 // Exists reports whether e's directory has the entry e names (the root,
-// "." and ".." always exist).
-func (e Entry) Exists() bool {
+// "." and ".." always exist), asking the host if it must.
+func (fs *FileSystem) Exists(e Entry) (bool, error) {
 	if !e.Named() {
-		return true
+		return true, nil
 	}
-	_, ok := e.Dir.children[e.Name]
-	return ok
+	_, err := fs.child(e.Dir, e.Name)
+	switch err {
+	case nil:
+		return true, nil
+	case unix.ENOENT:
+		return false, nil
+	}
+	return false, err
+}
+
+// Entry is the node e names, or nil: ENOENT is not an error here.
+func (fs *FileSystem) Entry(e Entry) (*Node, error) {
+	c, err := fs.child(e.Dir, e.Name)
+	if err == unix.ENOENT {
+		return nil, nil
+	}
+	return c, err
 }
 
 // Named reports whether e names an entry of its directory, not the root,
@@ -149,6 +190,33 @@ func (fs *FileSystem) Parent(p string) (Entry, error) {
 	return e, nil
 }
 
+// Final is the entry p names for a call that creates it, with a symbolic
+// link at its end followed to the entry its target names, as open's
+// O_CREAT does through a link to nothing.
+func (fs *FileSystem) Final(p string) (Entry, error) {
+	for links := 0; ; links++ {
+		e, err := fs.Parent(p)
+		if err != nil || !e.Named() {
+			return e, err
+		}
+		n, err := fs.Entry(e)
+		if err != nil || n == nil || !n.IsSymlink() {
+			return e, err
+		}
+		if links >= maxSymlinks {
+			return Entry{}, unix.ELOOP
+		}
+		p = n.Link
+		if !strings.HasPrefix(p, "/") {
+			dir, ok := fs.DirPath(e.Dir)
+			if !ok {
+				return Entry{}, unix.ENOENT
+			}
+			p = dir + "/" + p
+		}
+	}
+}
+
 // MkdirAll makes the directories of p, as the ones leading to a host file.
 func (fs *FileSystem) MkdirAll(p string) (*Node, error) {
 	n := fs.root
@@ -160,14 +228,15 @@ func (fs *FileSystem) MkdirAll(p string) (*Node, error) {
 		if part == "" {
 			continue
 		}
-		next, ok := n.children[part]
-		if !ok {
-			var err error
+		next, err := fs.child(n, part)
+		switch {
+		case err == unix.ENOENT:
 			if next, err = fs.NewNode(true, 0o755); err != nil {
 				return nil, fmt.Errorf("%s: more than %d files and directories", p, MaxNodes)
 			}
-			n.children[part] = next
-			next.parent = n
+			fs.put(n, part, next)
+		case err != nil:
+			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		if !next.Dir {
 			return nil, fmt.Errorf("%s: %s is a file", p, part)
@@ -184,8 +253,8 @@ func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := d.children[name]; ok {
-		return nil, fmt.Errorf("%s is given twice", p)
+	if old, err := fs.child(d, name); old != nil || err != unix.ENOENT {
+		return nil, fmt.Errorf("%s exists already (%v)", p, err)
 	}
 	if err := fs.budget.Charge(FileBytes, int64(len(data))); err != nil {
 		return nil, fmt.Errorf("the program's files take more than %d bytes", MaxFileBytes)
@@ -196,7 +265,7 @@ func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
 		return nil, fmt.Errorf("more than %d files and directories", MaxNodes)
 	}
 	n.data, n.links = data, 1
-	d.children[name] = n
+	fs.put(d, name, n)
 	return n, nil
 }
 

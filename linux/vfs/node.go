@@ -3,17 +3,23 @@ package vfs
 import (
 	"maps"
 	"slices"
+
+	"golang.org/x/sys/unix"
 )
 
-// Node is a file or directory of the program's file system: the host
-// files it was given, read-only in spirit (a write copies them into
-// memory), the directories leading to them, the device files, and what
+// Node is a file, directory or symbolic link of the program's file
+// system: the host's, learned as the program looks and read-only in
+// spirit (a write changes the tree's copy), the device files, and what
 // the program itself creates.
 type Node struct {
 	Ino     uint64
 	Dir     bool
 	Mode    uint32 // permission bits
+	Link    string // a symbolic link's target ("" for any other node)
 	Written bool   // the program created or changed it (KeepWrites)
+	// UID and GID own it; Times are its times (zero: the program's epoch).
+	UID, GID uint32
+	Times    Times
 	// Mapped says a mapping of the program's holds its contents: when
 	// they move, FileSystem's Remap is told.
 	Mapped bool
@@ -26,6 +32,9 @@ type Node struct {
 	links    int              // a file's: the directory entries that name it (link)
 	locks    *locks           // its advisory locks (lock.go), nil until locked
 	dev      Device           // a device file's behaviour, or nil
+	devName  string           // which device (a checkpoint names it)
+	other    uint32           // the type of a host FIFO, socket or device (S_IFIFO…), never opened
+	host     *hostFile        // where on the host it comes from, or nil
 	opens    int              // open files of it
 	removed  bool             // gone from the tree; freed when no longer open
 }
@@ -57,15 +66,42 @@ func (n *Node) Links() int {
 	return n.links
 }
 
-// Size is the length of a file's contents.
-func (n *Node) Size() int64 { return int64(len(n.data)) }
+// Size is the length of a file's contents (a symbolic link's: its
+// target's), as the host gave it until they are read.
+func (n *Node) Size() int64 {
+	switch {
+	case n.Link != "":
+		return int64(len(n.Link))
+	case n.host != nil && !n.host.loaded && !n.Dir:
+		return n.host.size
+	}
+	return int64(len(n.data))
+}
 
 // IsDevice reports whether n is a device file.
 func (n *Node) IsDevice() bool { return n.dev != nil }
 
-// IsRegular reports whether n is a regular file: neither a directory nor
-// a device.
-func (n *Node) IsRegular() bool { return !n.Dir && n.dev == nil }
+// IsRegular reports whether n is a regular file: not a directory, device,
+// symbolic link or other host file.
+func (n *Node) IsRegular() bool { return !n.Dir && n.dev == nil && n.Link == "" && n.other == 0 }
+
+// IsSymlink reports whether n is a symbolic link.
+func (n *Node) IsSymlink() bool { return n.Link != "" }
+
+// Type is n's file type, as st_mode's S_IFMT bits.
+func (n *Node) Type() uint32 {
+	switch {
+	case n.Dir:
+		return unix.S_IFDIR
+	case n.dev != nil:
+		return unix.S_IFCHR
+	case n.Link != "":
+		return unix.S_IFLNK
+	case n.other != 0:
+		return n.other
+	}
+	return unix.S_IFREG
+}
 
 // Child is a directory's entry name.
 func (n *Node) Child(name string) (*Node, bool) {
@@ -76,8 +112,8 @@ func (n *Node) Child(name string) (*Node, bool) {
 // Entries is how many entries a directory has.
 func (n *Node) Entries() int { return len(n.children) }
 
-// Names is a directory's entries, sorted: getdents returns them in this
-// order, the same in every replay.
+// Names is the entries of a directory the tree holds, sorted (List
+// learns a host directory's first).
 func (n *Node) Names() []string { return slices.Sorted(maps.Keys(n.children)) }
 
 // Holds reports whether directory d is n or lies below it.

@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
-// SavedNode is a file or directory. A node the program never wrote has no
-// Data: the new tree's node of the same inode has it.
+// SavedNode is a file, directory or symbolic link. A host file the
+// program never wrote has no Data: Host names its contents, read again
+// when restored; a device has none either (Device names it).
 type SavedNode struct {
 	Ino      uint64
 	Dir      bool
@@ -16,6 +21,23 @@ type SavedNode struct {
 	Written  bool
 	Data     []byte
 	Children map[string]int // indices into the nodes
+	Link     string
+	UID, GID uint32
+	Times    Times
+	Other    uint32 // a host FIFO's, socket's or device's type
+	Device   string // a device file's name (/dev's)
+	Host     *SavedHost
+}
+
+// SavedHost is where on the host a node comes from, and what of it the
+// tree had read.
+type SavedHost struct {
+	Path   string
+	Size   int64
+	Loaded bool
+	SHA256 [32]byte
+	Listed bool
+	Asked  []string // sorted
 }
 
 // Node numbers n and everything under it.
@@ -26,8 +48,13 @@ func (sv *Saver) Node(n *Node) int {
 	i := len(sv.Nodes)
 	sv.nodes[n] = i
 	sv.order = append(sv.order, n)
-	sv.Nodes = append(sv.Nodes, SavedNode{Ino: n.Ino, Dir: n.Dir, Mode: n.Mode, Written: n.Written})
-	if n.Written {
+	sv.Nodes = append(sv.Nodes, SavedNode{Ino: n.Ino, Dir: n.Dir, Mode: n.Mode, Written: n.Written, Link: n.Link,
+		UID: n.UID, GID: n.GID, Times: n.Times, Other: n.other, Device: n.devName})
+	if h := n.host; h != nil {
+		sv.Nodes[i].Host = &SavedHost{Path: h.path, Size: h.size, Loaded: h.loaded, SHA256: h.sum, Listed: h.listed,
+			Asked: slices.Sorted(maps.Keys(h.asked))}
+	}
+	if n.Written || n.host == nil && n.dev == nil {
 		sv.Nodes[i].Data = n.data
 	}
 	if n.Dir {
@@ -68,12 +95,50 @@ func checkNodes(nodes []SavedNode, nextIno uint64) error {
 		if !n.Dir && len(n.Children) > 0 || n.Dir && len(n.Data) > 0 {
 			return fmt.Errorf("file %d: a directory with contents, or a file with entries", i)
 		}
+		if err := checkKind(n); err != nil {
+			return fmt.Errorf("file %d: %v", i, err)
+		}
 		for name, c := range n.Children {
-			if c <= 0 || c >= len(nodes) || parents[c] != 0 && nodes[c].Dir || name == "" || name == "." || name == ".." || bytes.ContainsRune([]byte(name), '/') {
+			if c <= 0 || c >= len(nodes) || parents[c] != 0 && nodes[c].Dir || !validName(name) {
 				return fmt.Errorf("file %d: entry %q is file %d", i, name, c)
 			}
 			parents[c] = i + 1
 		}
 	}
 	return nil
+}
+
+// checkKind checks what makes a saved node a link, device or host file.
+func checkKind(n SavedNode) error {
+	switch {
+	case n.Link != "" && (n.Dir || len(n.Data) > 0 || len(n.Link) >= unix.PathMax || n.Other != 0 || n.Device != ""):
+		return fmt.Errorf("a symbolic link to %d bytes that is more", len(n.Link))
+	case n.Other != 0 && (n.Dir || n.Device != "" || !slices.Contains([]uint32{unix.S_IFIFO, unix.S_IFSOCK, unix.S_IFCHR, unix.S_IFBLK}, n.Other)):
+		return fmt.Errorf("host file type %#o", n.Other)
+	case n.Mode&^0o7777 != 0:
+		return fmt.Errorf("mode %#o is not permission bits", n.Mode)
+	}
+	h := n.Host
+	if h == nil {
+		return nil
+	}
+	switch {
+	case !path.IsAbs(h.Path) || len(h.Path) >= unix.PathMax || h.Size < 0 || h.Size > MaxFileBytes:
+		return fmt.Errorf("host file %.64q of %d bytes", h.Path, h.Size)
+	case len(h.Asked) > MaxNodes || h.Listed && len(h.Asked) > 0 || !n.Dir && (h.Listed || len(h.Asked) > 0):
+		return fmt.Errorf("host directory %.64q with %d names asked", h.Path, len(h.Asked))
+	case h.Loaded && (n.Dir || n.Link != "" || n.Other != 0):
+		return fmt.Errorf("host %.64q: contents of what is not a regular file", h.Path)
+	}
+	for _, name := range h.Asked {
+		if !validName(name) {
+			return fmt.Errorf("host directory %.64q: name %.64q", h.Path, name)
+		}
+	}
+	return nil
+}
+
+// validName reports whether name can be a directory entry's.
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && len(name) <= MaxNameLen && !strings.ContainsAny(name, "/\x00")
 }

@@ -135,6 +135,11 @@ func TestForgedState(t *testing.T) {
 		{"two kinds", func(s *state) { s.files[3].Console = true }, "2 kinds"},
 		{"no kind", func(s *state) { s.files[3].Pipe = -1 }, "0 kinds"},
 		{"descriptor", func(s *state) { s.fds[7] = SavedFD{File: 99} }, "open file 99"},
+		{"a directory that links", func(s *state) { s.nodes[0].Link = "/x" }, "symbolic link"},
+		{"host type", func(s *state) { s.nodes[firstFile(s)].Other = 0o170000 }, "host file type"},
+		{"host path", func(s *state) { s.nodes[0].Host = &SavedHost{Path: "etc"} }, "host file"},
+		{"names asked of a file", func(s *state) { s.nodes[firstFile(s)].Host = &SavedHost{Path: "/f", Asked: []string{"x"}} }, "names asked"},
+		{"a name asked", func(s *state) { s.nodes[0].Host = &SavedHost{Path: "/", Asked: []string{"a/b"}} }, "name"},
 		{"descriptor number", func(s *state) { s.fds[MaxFDs] = SavedFD{} }, "descriptor 4096"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,22 +153,25 @@ func TestForgedState(t *testing.T) {
 		})
 	}
 
-	// A file the program never wrote must be one it was given, by inode.
+	// A device is restored by name, from the fresh tree's: one it has
+	// not is refused; so is a host file's contents with no host to read
+	// them from.
+	fresh, _ := tree(t)
 	s := save(fs, fds)
-	other, _ := tree(t)
-	_, err = other.Add("/more", nil, 0o644)
-	require.NoError(t, err)
-	s.nextIno++
+	s.nodes[len(s.nodes)-1].Device = "tape0"
+	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil, nil)
+	require.ErrorContains(t, err, `no device "tape0"`)
+	s = save(fs, fds)
 	for i := range s.nodes {
 		if !s.nodes[i].Dir {
-			s.nodes[i].Ino = s.nextIno
+			s.nodes[i].Data, s.nodes[i].Written = nil, false
+			s.nodes[i].Host = &SavedHost{Path: "/etc/hostname", Size: 5, Loaded: true}
 			break
 		}
 	}
 	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
-	fresh, _ := tree(t)
 	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil, nil)
-	require.ErrorContains(t, err, "not one of the program's")
+	require.ErrorContains(t, err, "no host to read it from")
 }
 
 // A file with two names is one node in a checkpoint, named by both
@@ -196,4 +204,14 @@ func TestHardLinksSaveRestore(t *testing.T) {
 	require.NoError(t, restored.FS.Remove(e, false))
 	require.Equal(t, 1, y.Links())
 	require.Equal(t, "data", string(y.Contents()), "the other name keeps the file")
+}
+
+// firstFile is the index of the first saved node that is not a directory.
+func firstFile(s *state) int {
+	for i, n := range s.nodes {
+		if !n.Dir {
+			return i
+		}
+	}
+	panic("no file")
 }

@@ -4,9 +4,10 @@ import "fmt"
 
 // The file system's part of a checkpoint, as plain values, with what
 // several parts share (a node, an open file in two descriptor tables, a
-// pipe's two ends) named by its index. Files the program never wrote are
-// not kept: a file system made from the same program has them, under the
-// same inodes. The field names are the checkpoint's layout (gob).
+// pipe's two ends) named by its index. The contents of host files the
+// program never wrote are not kept, only their host path, size and hash:
+// a restore reads them again (Host.Reload); a device is kept by name. The
+// field names are the checkpoint's layout (gob).
 
 // Saver numbers the nodes, pipes and open files of a state as it meets
 // them; Nodes, Pipes and Files are what it saved, by index.
@@ -63,15 +64,18 @@ type Restored struct {
 }
 
 // Restore builds a checked state's file system. fresh is the tree a new
-// kernel made from the same program: the files the program never wrote,
-// and the devices, come from it, by inode. The restored tree charges
-// fresh's budget (Charge counts it again) and tells remap of moved mapped
-// contents; its signalfds read signals from signals.
+// kernel made from the same program: its devices, by name, and its host,
+// which reads again the host files the state had read, come from it. The
+// restored tree charges fresh's budget (Charge counts it again) and tells
+// remap of moved mapped contents; its signalfds read signals from
+// signals.
 func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile, console *Console, remap Remap, signals SignalSource) (*Restored, error) {
-	given := map[uint64]*Node{}
+	devices := map[string]*Node{}
 	var walk func(n *Node)
 	walk = func(n *Node) {
-		given[n.Ino] = n
+		if n.dev != nil {
+			devices[n.devName] = n
+		}
 		for _, c := range n.children {
 			walk(c)
 		}
@@ -79,13 +83,33 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 	walk(fresh.root)
 	r := &Restored{Nodes: make([]*Node, len(nodes))}
 	for i, sn := range nodes {
-		n := &Node{Ino: sn.Ino, Dir: sn.Dir, Mode: sn.Mode, Written: sn.Written, data: sn.Data}
-		// A file the program did not write is one it was given, whose
-		// contents the tape names; a directory it made has none.
-		if f, ok := given[sn.Ino]; !sn.Written && ok && f.Dir == sn.Dir {
-			n.data, n.dev = f.data, f.dev
-		} else if !sn.Written && (ok || !sn.Dir) {
-			return nil, fmt.Errorf("file %d (inode %d) is not one of the program's", i, sn.Ino)
+		n := &Node{Ino: sn.Ino, Dir: sn.Dir, Mode: sn.Mode, Written: sn.Written, data: sn.Data, Link: sn.Link,
+			UID: sn.UID, GID: sn.GID, Times: sn.Times, other: sn.Other}
+		if sn.Device != "" {
+			d, ok := devices[sn.Device]
+			if !ok || sn.Dir {
+				return nil, fmt.Errorf("file %d: no device %q", i, sn.Device)
+			}
+			n.dev, n.devName = d.dev, d.devName
+		}
+		if h := sn.Host; h != nil {
+			n.host = &hostFile{path: h.Path, size: h.Size, loaded: h.Loaded, sum: h.SHA256, listed: h.Listed}
+			if len(h.Asked) > 0 {
+				n.host.asked = map[string]bool{}
+				for _, name := range h.Asked {
+					n.host.asked[name] = true
+				}
+			}
+			if h.Loaded && !sn.Written {
+				if fresh.host == nil {
+					return nil, fmt.Errorf("file %d: host file %s, and no host to read it from", i, h.Path)
+				}
+				data, err := fresh.host.Reload(h.Path, h.Size, h.SHA256)
+				if err != nil {
+					return nil, fmt.Errorf("file %d: %w", i, err)
+				}
+				n.data = data
+			}
 		}
 		if sn.Dir {
 			n.children = map[string]*Node{}
@@ -102,7 +126,7 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 			}
 		}
 	}
-	r.FS = &FileSystem{root: r.Nodes[0], nextIno: nextIno, budget: fresh.budget, remap: remap}
+	r.FS = &FileSystem{root: r.Nodes[0], nextIno: nextIno, budget: fresh.budget, remap: remap, host: fresh.host}
 	for _, p := range pipes {
 		r.Pipes = append(r.Pipes, p.restore(fresh.budget))
 	}
@@ -138,6 +162,9 @@ func (r *Restored) Charge(b *Budget) {
 		n.removed = !linked[n]
 		b[Nodes]++
 		b[FileBytes] += int64(len(n.data))
+		if n.host != nil {
+			b[Nodes] += int64(len(n.host.asked))
+		}
 	}
 	for _, p := range r.Pipes {
 		if p.readers > 0 || p.writers > 0 { // not one only a waiting thread still names
