@@ -63,8 +63,8 @@
 // eax, ebx, ecx, edx}), image ({name, sha256 in hex, size}), devices,
 // host, reprise, notes, and for a Linux program (since version 4) linux:
 // {path, argv, env, random (hex), epoch, host_cpu, root, mounts (a list of
-// {guest, host}), files (a list of {host, size, sha256}), stdin,
-// personality}. Since version 5 a Linux program sees the host's files as
+// {guest, host}), files (a list of {host, size, sha256}), stdin, cwd (the
+// directory it started in), personality}. Since version 5 a Linux program sees the host's files as
 // it asks for them (file events, below) and the header lists only root,
 // the host directory it saw as "/", mounts, what the user placed at guest
 // paths, and files, the ones packed in the tape, each followed by its

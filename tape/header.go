@@ -113,6 +113,9 @@ type Linux struct {
 	// Stdin is the guest path of the file that was its standard input,
 	// or "" for none.
 	Stdin string
+	// Cwd is the directory the program started in (since version 5;
+	// "" for the root).
+	Cwd string
 	// Personality is the version of the Linux personality that recorded
 	// the program (linux.Version; 0 before versions were kept). Which
 	// frame backs which page is the personality's choice, so a replay by
@@ -195,6 +198,7 @@ type linuxJSON struct {
 	Mounts  []mountJSON `json:"mounts,omitempty"` // since version 5
 	Files   []fileJSON  `json:"files,omitempty"`
 	Stdin   string      `json:"stdin,omitempty"`
+	Cwd     string      `json:"cwd,omitempty"` // since version 5
 	// Personality is absent in tapes from before it was kept (0).
 	Personality int `json:"personality,omitempty"`
 }
@@ -317,6 +321,11 @@ func (l *Linux) check(version int) string {
 				return "standard input: " + why
 			}
 		}
+		if l.Cwd != "" {
+			if why := checkPath(l.Cwd); why != "" {
+				return "working directory: " + why
+			}
+		}
 	}
 	seen := make(map[fileKey]bool, len(l.Files))
 	var total int64
@@ -411,7 +420,7 @@ func encodeHeader(h *Header) ([][]byte, error) {
 	}
 	if l := h.Linux; l != nil {
 		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU,
-			Root: l.Root, Stdin: l.Stdin, Personality: l.Personality}
+			Root: l.Root, Stdin: l.Stdin, Cwd: l.Cwd, Personality: l.Personality}
 		for _, m := range l.Mounts {
 			j.Linux.Mounts = append(j.Linux.Mounts, mountJSON(m))
 		}
@@ -516,7 +525,7 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 			if len(l.Mounts) > MaxMounts {
 				return nil, 0, fmt.Sprintf("Linux program lists %d mounts, more than %d", len(l.Mounts), MaxMounts)
 			}
-			h.Linux.Root = l.Root
+			h.Linux.Root, h.Linux.Cwd = l.Root, l.Cwd
 			for _, m := range l.Mounts {
 				h.Linux.Mounts = append(h.Linux.Mounts, Mount(m))
 			}

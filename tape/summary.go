@@ -104,6 +104,9 @@ func (s *Summary) Print(w io.Writer) {
 				line("observed", "%s of the host's files (file events), replayed from the tape",
 					plural(int(s.ByKind[KindFile]), "observation", "observations"))
 			}
+			if l.Cwd != "" {
+				line("cwd", "%s", l.Cwd)
+			}
 			if l.Stdin != "" {
 				line("stdin", "%s", l.Stdin)
 			}

@@ -172,6 +172,12 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if p.Root, p.Mounts, err = programFiles(f.files, f.root); err != nil {
 		return nil, err
 	}
+	// The program starts where reprise was started, as under rr: its
+	// relative paths name the same files (under --root, the same path in
+	// the root, if it has one).
+	if wd, err := os.Getwd(); err == nil {
+		p.Cwd = wd
+	}
 	if f.stdin != "" {
 		host, err := linux.HostPath(f.stdin)
 		if err == nil {
