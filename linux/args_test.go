@@ -62,7 +62,7 @@ var linuxCalls = map[string]linuxCall{
 	"timer_delete": {226, 1}, "setreuid": {113, 2}, "setregid": {114, 2}, "setresuid": {117, 3}, "getresuid": {118, 3},
 	"setresgid": {119, 3}, "getresgid": {120, 3}, "capget": {125, 2}, "capset": {126, 2},
 	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
-	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5}, "symlink": {88, 2}, "symlinkat": {266, 3}, "flock": {73, 2},
+	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5}, "symlink": {88, 2}, "symlinkat": {266, 3}, "chown": {92, 3}, "fchown": {93, 3}, "lchown": {94, 3}, "fchownat": {260, 5}, "setxattr": {188, 5}, "lsetxattr": {189, 5}, "fsetxattr": {190, 5}, "copy_file_range": {326, 6}, "flock": {73, 2},
 	"signalfd": {282, 3}, "signalfd4": {289, 4},
 }
 
@@ -192,6 +192,14 @@ func callCases(s uint64) []callCase {
 		{name: "access", a: args{s + offExe, unix.X_OK}},
 		{name: "faccessat", a: args{cwd, s + offExe, unix.X_OK}},
 		{name: "faccessat2", a: args{cwd, s + offExe, unix.R_OK, 0}},
+		{name: "chown", a: args{s + offPathB, uid, gid}},
+		{name: "fchown", a: args{fdFile, ^uint64(0), gid}},
+		{name: "lchown", a: args{s + offPathB, uid, ^uint64(0)}},
+		{name: "fchownat", a: args{cwd, s + offPathB, uid, gid, 0}},
+		{name: "setxattr", a: args{s + offPathB, s + offXattr, s + offBuf, 4, 0}},
+		{name: "lsetxattr", a: args{s + offPathB, s + offXattr, s + offBuf, 4, 0}},
+		{name: "fsetxattr", a: args{fdFile, s + offXattr, s + offBuf, 4, 0}},
+		{name: "copy_file_range", a: args{fdFile, 0, fdFile, 0, 4, 0}}, // overlapping: EINVAL
 		{name: "symlink", a: args{s + offPathA, s + offLinkA}},
 		{name: "symlinkat", a: args{s + offPathA, cwd, s + offLinkB}},
 		{name: "readlink", a: args{s + offSelf, s + offOut, 64}},

@@ -1,12 +1,11 @@
 package linux
 
-// systemFiles are generated files: one CPU online, the program's user.
+// systemFiles are generated files, in the kernel's own directories: one
+// CPU online. Everything else is the host's (/etc/passwd included, as
+// under rr).
 var systemFiles = map[string]string{
 	"/sys/devices/system/cpu/online":   "0\n",
 	"/sys/devices/system/cpu/possible": "0\n",
-	"/etc/passwd":                      "root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/:/bin/sh\n",
-	"/etc/group":                       "root:x:0:\nuser:x:1000:\n",
-	"/etc/hostname":                    utsname[1] + "\n",
 }
 
 // entropy is the engine's entropy, for /dev/urandom (vfs.Entropy): the

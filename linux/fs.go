@@ -44,6 +44,27 @@ var pseudoFileSystems = map[int64]string{
 	unix.CGROUP2_SUPER_MAGIC: "cgroup2fs",
 }
 
+// ReadRecorded reads a host file a recording read (a file event), from
+// the host, only if it is that file (readRecorded).
+func ReadRecorded(f *File) ([]byte, error) { return readRecorded(f) }
+
+// IsELF reports whether the host file p is a regular file that starts
+// with the ELF magic; it reads no more of it.
+func IsELF(p string) bool {
+	st, err := os.Stat(p)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var magic [4]byte
+	_, err = io.ReadFull(f, magic[:])
+	return err == nil && string(magic[:]) == "\x7fELF"
+}
+
 // readRecorded reads the host file a replay names only if it can be the
 // one recorded: a regular file (no FIFO or device: userfile.Open) not on a
 // pseudo file system, of the recorded size (no byte more is read), with

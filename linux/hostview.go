@@ -2,6 +2,7 @@ package linux
 
 import (
 	"crypto/sha256"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,7 +106,13 @@ func (h hostView) Reload(p string, size int64, sum [32]byte) ([]byte, error) {
 			return f.Data, nil
 		}
 	}
-	return readRecorded(&File{Host: p, Size: size, SHA256: sum})
+	data, err := readRecorded(&File{Host: p, Size: size, SHA256: sum})
+	if err != nil {
+		// The run's failure, never an errno the program would see: it
+		// read the file when recorded.
+		return nil, errors.New("linux: " + err.Error())
+	}
+	return data, nil
 }
 
 // maxHostEntries bounds a directory listing the program is given: past

@@ -209,6 +209,7 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
 	k.console = vfs.NewConsole(console{k})
 	fs := vfs.New(b, k.remap)
+	fs.SetOwner(uid, gid)
 	if err := fs.AddSystem(entropy{k}, maxRandom, systemFiles); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}

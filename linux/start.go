@@ -102,8 +102,6 @@ func (k *Kernel) placeExecutable() (*node, error) {
 	}
 	if old != nil && old.IsRegular() {
 		n.Mode, n.UID, n.GID, n.Times = old.Mode, old.UID, old.GID, old.Times
-	} else {
-		n.UID, n.GID = uid, gid
 	}
 	if err := k.fs.Loaded(n, path.Join(k.prog.Root, k.prog.Path), k.prog.Image, k.imageSum); err != nil {
 		return nil, err

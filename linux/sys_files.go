@@ -391,7 +391,6 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 		if n, err = t.k.fs.Create(e, uint32(a[3])&0o777&^t.proc.umask); err != nil {
 			return 0, err
 		}
-		n.UID, n.GID = uid, gid
 	case err != nil:
 		return 0, err
 	case n.IsSymlink() && flags&unix.O_PATH == 0:

@@ -86,6 +86,9 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_READLINK:          {"readlink", 3, sysReadlink},                  // 89
 	unix.SYS_CHMOD:             {"chmod", 2, sysChmod},                        // 90
 	unix.SYS_FCHMOD:            {"fchmod", 2, sysFchmod},                      // 91
+	unix.SYS_CHOWN:             {"chown", 3, sysChown},                        // 92
+	unix.SYS_FCHOWN:            {"fchown", 3, sysFchown},                      // 93
+	unix.SYS_LCHOWN:            {"lchown", 3, sysLchown},                      // 94
 	unix.SYS_UMASK:             {"umask", 1, sysUmask},                        // 95
 	unix.SYS_GETTIMEOFDAY:      {"gettimeofday", 2, sysGettimeofday},          // 96
 	unix.SYS_GETRLIMIT:         {"getrlimit", 2, sysGetrlimit},                // 97
@@ -119,6 +122,9 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_PRCTL:             {"prctl", 5, sysPrctl},                        // 157
 	unix.SYS_ARCH_PRCTL:        {"arch_prctl", 2, sysArchPrctl},               // 158
 	unix.SYS_GETTID:            {"gettid", 0, sysGettid},                      // 186
+	unix.SYS_SETXATTR:          {"setxattr", 5, sysSetxattr},                  // 188
+	unix.SYS_LSETXATTR:         {"lsetxattr", 5, sysLsetxattr},                // 189
+	unix.SYS_FSETXATTR:         {"fsetxattr", 5, sysFsetxattr},                // 190
 	unix.SYS_GETXATTR:          {"getxattr", 4, sysGetxattr},                  // 191
 	unix.SYS_LGETXATTR:         {"lgetxattr", 4, sysLgetxattr},                // 192
 	unix.SYS_FGETXATTR:         {"fgetxattr", 4, sysFgetxattr},                // 193
@@ -149,6 +155,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_WAITID:            {"waitid", 5, sysWaitid},                      // 247
 	unix.SYS_OPENAT:            {"openat", 4, sysOpenat},                      // 257
 	unix.SYS_MKDIRAT:           {"mkdirat", 3, sysMkdirat},                    // 258
+	unix.SYS_FCHOWNAT:          {"fchownat", 5, sysFchownat},                  // 260
 	unix.SYS_NEWFSTATAT:        {"newfstatat", 4, sysNewfstatat},              // 262
 	unix.SYS_UNLINKAT:          {"unlinkat", 3, sysUnlinkat},                  // 263
 	unix.SYS_RENAMEAT:          {"renameat", 4, sysRenameat},                  // 264
@@ -176,6 +183,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETCPU:            {"getcpu", 3, sysGetcpu},                      // 309
 	unix.SYS_RENAMEAT2:         {"renameat2", 5, sysRenameat},                 // 316
 	unix.SYS_GETRANDOM:         {"getrandom", 3, sysGetrandom},                // 318
+	unix.SYS_COPY_FILE_RANGE:   {"copy_file_range", 6, sysCopyFileRange},      // 326
 	unix.SYS_STATX:             {"statx", 5, sysStatx},                        // 332
 	unix.SYS_RSEQ:              {"rseq", 4, fallback},                         // 334: or the kernel would write the CPU number into the program
 	unix.SYS_CLONE3:            {"clone3", 2, fallback},                       // 435: glibc falls back to clone

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -29,12 +30,39 @@ func Pack(in, out string) (int, error) {
 		os.Remove(out)
 		return 0, err
 	}
-	r, err := tape.Open(out)
+	return filesRead(in)
+}
+
+// filesRead counts the files the program of the tape at path read (its
+// file events), each content once: what Pack packs. Opening the packed
+// tape to count them would read them all into memory again.
+func filesRead(path string) (int, error) {
+	r, err := tape.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer r.Close()
-	return len(r.Header().Linux.Files), nil
+	type key struct {
+		host string
+		size int64
+		sum  [32]byte
+	}
+	seen := map[key]bool{}
+	for _, f := range r.Header().Linux.Files {
+		seen[key{f.Host, f.Size, f.SHA256}] = true
+	}
+	for {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return len(seen), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		if f := e.Fact; f != nil && f.Op == tape.FileRead && f.Errno == 0 {
+			seen[key{f.Path, f.Size, f.SHA256}] = true
+		}
+	}
 }
 
 // PackInPlace packs the tape at path (Pack): a packed copy is written

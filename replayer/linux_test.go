@@ -134,8 +134,7 @@ func TestLinuxProbesCountMutexAcquisitions(t *testing.T) {
 func TestLinuxProbesInALibraryOpenedAtRunTime(t *testing.T) {
 	kvmtest.RequireTools(t, "gcc")
 	bin := cprog.Build(t, "gcc", "dlopen", "-O1")
-	const libz = "/lib/x86_64-linux-gnu/libz.so.1"
-	path, rec, console := recordLinuxWith(t, []linux.Mount{{Guest: libz, Host: libz}}, bin, "dlopen", "5")
+	path, rec, console := recordLinuxWith(t, nil, bin, "dlopen", "5") // the host's libz, found as the program looks
 	want := cprog.Truth(console)["crc32"]
 	require.Equal(t, 5, want, console)
 

@@ -2,7 +2,9 @@ package replayer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"github.com/reprise-vm/reprise/elffile"
@@ -108,16 +110,62 @@ func (r *Recording) parseLocked() error {
 		return fmt.Errorf("replayer: %w", err)
 	}
 	r.files = []parsedFile{{exe, h.Image.Bytes}}
-	for _, f := range h.Linux.Files {
-		if len(f.Data) < 4 || string(f.Data[:4]) != "\x7fELF" {
+	read, err := r.FilesRead()
+	if err != nil {
+		return err
+	}
+	for _, f := range read {
+		data, ok := h.Linux.Packed(f.Host, f.Size, f.SHA256)
+		if !ok {
+			if !linux.IsELF(f.Host) {
+				continue
+			}
+			if data, err = linux.ReadRecorded(&f); err != nil {
+				return fmt.Errorf("replayer: %w", err)
+			}
+		}
+		if len(data) < 4 || string(data[:4]) != "\x7fELF" {
 			continue
 		}
-		if o, err := elffile.Parse(f.Host, f.Data); err == nil {
-			r.files = append(r.files, parsedFile{o, f.Data})
+		if o, err := elffile.Parse(f.Host, data); err == nil {
+			r.files = append(r.files, parsedFile{o, data})
 		}
 	}
 	r.parsed = true
 	return nil
+}
+
+// FilesRead are the host files the program read when recorded (the file
+// events of the tape), each once, by path, size and SHA-256: among them
+// are its loader and libraries, whatever loaded them.
+func (r *Recording) FilesRead() ([]tape.File, error) {
+	events, err := r.events()
+	if err != nil {
+		return nil, err
+	}
+	defer events.Close()
+	type key struct {
+		host string
+		size int64
+		sum  [32]byte
+	}
+	var out []tape.File
+	seen := map[key]bool{}
+	for {
+		e, err := events.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if f := e.Fact; f != nil && f.Op == tape.FileRead && f.Errno == 0 {
+			if k := (key{f.Path, f.Size, f.SHA256}); !seen[k] {
+				seen[k] = true
+				out = append(out, tape.File{Host: f.Path, Size: f.Size, SHA256: f.SHA256})
+			}
+		}
+	}
 }
 
 // parsedAs is the file at path parsed already, if it was parsed from

@@ -107,7 +107,9 @@ func TestKeepWritesStayInTheDirectory(t *testing.T) {
 }
 
 // --root R --keep-writes R: the program's writes go back into R, never
-// through R's links to files outside it.
+// through R's links to files outside it: in the program's view, R's
+// absolute links resolve inside R, where their targets are not, and
+// below R no link is followed when writes are kept.
 func TestKeepWritesIntoTheRoot(t *testing.T) {
 	bb := busybox(t)
 	outside, secret, victim := outsideFiles(t)
@@ -119,11 +121,13 @@ func TestKeepWritesIntoTheRoot(t *testing.T) {
 	r := runCLI(t, nil, "run", "--root", root, "--keep-writes", root, "--", bb, "sh", "-c",
 		"echo pwned > /etc/victim; mkdir -p /out; echo pwned > /out/new")
 	before.unchanged(t, outside)
-	require.Equal(t, exitFailure, r.code, r.stderr)
-	require.Contains(t, r.stderr, filepath.Join(root, "out")+" is a symbolic link")
-	b, err := os.ReadFile(filepath.Join(root, "etc", "victim"))
-	require.NoError(t, err)
-	require.Equal(t, "pwned\n", string(b))
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, r.stdout+r.stderr, "can't create /etc/victim: nonexistent directory")
+	for _, link := range []string{"out", filepath.Join("etc", "victim")} {
+		st, err := os.Lstat(filepath.Join(root, link))
+		require.NoError(t, err)
+		require.Equal(t, os.ModeSymlink, st.Mode().Type(), "%s is still the link it was", link)
+	}
 }
 
 // --root R shows R as a chroot to R shows it: its links resolve inside R,
@@ -179,56 +183,6 @@ func decimal(b []byte) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
-// A program's loader (PT_INTERP) is read from the host only in a library
-// folder, and a library it needs (DT_NEEDED) only found there by name: a
-// loader or library naming a 0600 host file elsewhere is refused, naming
-// the path, and no error quotes a file. What the user gives with --file
-// is used. Before, the loader was read and its first bytes printed
-// ("bad magic number '[83 69 67 82]'"), and an absolute library was read
-// into the guest.
-func TestLoaderAndLibrariesOnlyFromLibraryFolders(t *testing.T) {
-	kvmtest.Require(t)
-	dir := t.TempDir()
-	_, secret, _ := outsideFiles(t)
-	quoted := decimal([]byte("SECRET"))
-	const main = "int foo(void);\nint main(void) { return foo(); }\n"
-	const lib = "int foo(void) { return 7; }\n"
-
-	hello := filepath.Join("..", "..", "linux", "testdata", "hello.c")
-	interp := filepath.Join(dir, "interp")
-	b, err := exec.Command("gcc", "-O1", "-o", interp, hello, "-Wl,--dynamic-linker="+secret).CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	r := runCLI(t, nil, "run", "--", interp)
-	require.Equal(t, exitFailure, r.code, r.stderr)
-	require.Contains(t, r.stderr, `loader "`+secret+`" (PT_INTERP) is not in a library folder`)
-	require.NotContains(t, r.stderr, quoted)
-
-	// The user's own file as the loader: used, and not quoted either.
-	plain := gccBuild(t, dir, "plain", "int main(void) { return 0; }\n")
-	r = runCLI(t, nil, "run", "--file", secret+":/lib64/ld-linux-x86-64.so.2", "--", plain)
-	require.Equal(t, exitFailure, r.code, r.stderr)
-	require.Contains(t, r.stderr, "not an ELF file")
-	require.NotContains(t, r.stderr, quoted)
-
-	// A library named by the path of the secret: refused, not read.
-	fake := filepath.Join(dir, "libsecret.so")
-	buildLib(t, fake, lib, secret)
-	usesSecret := gccBuild(t, dir, "usessecret", main, fake)
-	r = runCLI(t, nil, "run", "--", usesSecret)
-	require.Equal(t, exitFailure, r.code, r.stderr)
-	require.Contains(t, r.stderr, `needs the library "`+secret+`", a path rather than a name`)
-	require.NotContains(t, r.stderr, quoted)
-
-	// A real library named by its path: refused until the user gives it.
-	real := filepath.Join(dir, "libreal.so")
-	buildLib(t, real, lib, real)
-	usesReal := gccBuild(t, dir, "usesreal", main, real)
-	r = runCLI(t, nil, "run", "--", usesReal)
-	require.Equal(t, exitFailure, r.code, r.stderr)
-	require.Contains(t, r.stderr, `needs the library "`+real+`"`)
-	r = runCLI(t, nil, "run", "--file", real, "--", usesReal)
-	require.Equal(t, 7, r.code, r.stderr)
-}
 
 // buildLib compiles the C source src into a shared library at out whose
 // soname, what a program linked with it needs, is soname.

@@ -2,13 +2,13 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/reprise-vm/reprise/tape"
 	"hash/crc32"
-	"maps"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,20 +217,54 @@ func TestKilledReprisesScratchIsReaped(t *testing.T) {
 	require.Empty(t, scratchDirs(t, tmp, "reprise-overlay"), "the killed run's overlay is removed")
 }
 
-// forgeFiles rewrites the Linux program files a tape's header lists.
-func forgeFiles(t *testing.T, raw []byte, edit func(files []any) []any) []byte {
-	return forgeHeader(t, raw, func(h map[string]any) {
-		l := h["linux"].(map[string]any)
-		l["files"] = edit(l["files"].([]any))
-	})
+// forgeFacts rewrites the file events of the tape at tp: edit changes
+// each file fact in place; the tape is written anew, valid but for what
+// edit forged, and returned. A forgery the writer refuses is returned as
+// an error.
+func forgeFacts(t *testing.T, tp string, edit func(i int, f *tape.FileFact)) ([]byte, error) {
+	return multiplyFacts(t, tp, func(i int, f *tape.FileFact) []*tape.FileFact { edit(i, f); return []*tape.FileFact{f} })
 }
 
-// A tape names its files by content, and a replay reads a host file only
-// if it is that content. A forged tape whose file had an all-zero
-// SHA-256 skipped the check: naming /proc/self/environ printed the
-// replaying user's environment, a secret file replayed into the guest.
-// Such a tape is damaged; a /proc file, or a file of another size or
-// hash, is refused before its bytes reach the guest; and a replay says
+// multiplyFacts is forgeFacts with each file event replaced by one event
+// for each fact edit returns, at the same position.
+func multiplyFacts(t *testing.T, tp string, edit func(i int, f *tape.FileFact) []*tape.FileFact) ([]byte, error) {
+	t.Helper()
+	r, err := tape.Open(tp)
+	require.NoError(t, err)
+	defer r.Close()
+	var out bytes.Buffer
+	w, err := tape.NewWriter(&out, r.Header())
+	require.NoError(t, err)
+	for i := 0; ; {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		events := []*tape.Event{e}
+		if e.Fact != nil {
+			events = nil
+			for _, f := range edit(i, e.Fact) {
+				c := *e
+				c.Fact = f
+				events = append(events, &c)
+			}
+			i++
+		}
+		for _, e := range events {
+			if err := w.Append(e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	require.NoError(t, w.Close())
+	return out.Bytes(), nil
+}
+
+// A tape names the files its program read by content, and a replay reads
+// a host file only if it is that content: a forged tape naming a /proc
+// file, a device or another file of the right size is refused before its
+// bytes reach the guest, and a zero hash cannot be written. A replay says
 // which host files it reads.
 func TestForgedTapeReadsNoHostFile(t *testing.T) {
 	bb := busybox(t)
@@ -238,41 +272,54 @@ func TestForgedTapeReadsNoHostFile(t *testing.T) {
 	in := filepath.Join(dir, "in.txt")
 	require.NoError(t, os.WriteFile(in, []byte("hello file\n"), 0o644))
 	tp := filepath.Join(dir, "cat.tape")
-	r := runCLI(t, nil, "record", "-o", tp, "--file", in+":/data/in.txt", "--", bb, "cat", "/data/in.txt")
+	r := runCLI(t, nil, "record", "-o", tp, "--", bb, "cat", in)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, "hello file\n", r.stdout)
 	r = runCLI(t, nil, "replay", tp)
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stderr, `reprise: replay reads 1 host files the tape names, each only if it is a regular file of the recorded size and SHA-256: "`+in+`"`)
 
-	raw, err := os.ReadFile(tp)
-	require.NoError(t, err)
 	secret := filepath.Join(dir, "shadow")
-	require.NoError(t, os.WriteFile(secret, []byte("root:TOP-SECRET-HASH:19000::::::\n"), 0o600))
+	require.NoError(t, os.WriteFile(secret, []byte("TOP-SECRET\n"), 0o600)) // 11 bytes, as in.txt
 	const envSecret = "env-secret-4711"
-	zeros, empty := strings.Repeat("00", 32), sha256.Sum256(nil)
-	for _, tc := range []struct {
-		name, host string
-		size       int
-		sum        string
-		code       int
-		want       string
-	}{
-		{"environ, zero hash", "/proc/self/environ", 0, zeros, exitDamaged, `file "/data/in.txt" (host "/proc/self/environ") has no SHA-256 recorded`},
-		{"secret, zero hash", secret, 11, zeros, exitDamaged, "has no SHA-256 recorded"},
-		{"environ, the hash of nothing", "/proc/self/environ", 0, hex.EncodeToString(empty[:]), exitFailure, "/proc/self/environ, recorded as /data/in.txt, is on procfs"},
-		{"secret, another size", secret, 11, hex.EncodeToString(empty[:]), exitFailure, secret + " is not the file recorded as /data/in.txt"},
-		{"a device", "/dev/zero", 11, hex.EncodeToString(empty[:]), exitFailure, "/dev/zero, recorded as /data/in.txt, is not a regular file"},
+	_, err := forgeFacts(t, tp, func(_ int, f *tape.FileFact) {
+		if f.Op == tape.FileRead {
+			f.SHA256 = [32]byte{}
+		}
+	})
+	require.ErrorContains(t, err, "SHA-256", "a zero hash cannot be written")
+	// A forged tape cannot make a replay read another file: the question
+	// is the program's, and a tape that answers another is a divergence.
+	raw, err := forgeFacts(t, tp, func(_ int, f *tape.FileFact) {
+		if f.Op == tape.FileRead && f.Path == in {
+			f.Path = secret
+		}
+	})
+	require.NoError(t, err)
+	forged := filepath.Join(t.TempDir(), "forged.tape")
+	require.NoError(t, os.WriteFile(forged, raw, 0o644))
+	r = runCLI(t, nil, "replay", forged)
+	require.Equal(t, exitDivergence, r.code, r.stderr)
+	require.Contains(t, r.stderr, "the program asked the host to read "+in)
+	require.NotContains(t, r.stdout+r.stderr, "TOP-SECRET")
+
+	// The file the program read, replaced on the host by a /proc file,
+	// a device or another file of its size: refused before its bytes
+	// reach the guest.
+	for _, tc := range []struct{ name, target, want string }{
+		{"environ", "/proc/self/environ", in + " is on procfs"},
+		{"a secret of the same size", secret, in + " is not the file the program read when recorded"},
+		{"a device", "/dev/zero", in + ", which the program read when recorded, is not a regular file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			forged := filepath.Join(t.TempDir(), "forged.tape")
-			require.NoError(t, os.WriteFile(forged, forgeFiles(t, raw, func(files []any) []any {
-				f := files[0].(map[string]any)
-				f["host"], f["size"], f["sha256"] = tc.host, tc.size, tc.sum
-				return files
-			}), 0o644))
-			r := runCLI(t, []string{"REPRISE_TEST_SECRET=" + envSecret}, "replay", forged)
-			require.Equal(t, tc.code, r.code, "stdout %q, stderr %s", r.stdout, r.stderr)
+			require.NoError(t, os.Remove(in))
+			require.NoError(t, os.Symlink(tc.target, in))
+			t.Cleanup(func() {
+				os.Remove(in)
+				os.WriteFile(in, []byte("hello file\n"), 0o644)
+			})
+			r := runCLI(t, []string{"REPRISE_TEST_SECRET=" + envSecret}, "replay", tp)
+			require.Equal(t, exitFailure, r.code, "stdout %q, stderr %s", r.stdout, r.stderr)
 			require.Contains(t, r.stderr, tc.want)
 			require.NotContains(t, r.stdout+r.stderr, envSecret)
 			require.NotContains(t, r.stdout+r.stderr, "TOP-SECRET")
@@ -335,21 +382,26 @@ func TestPackIsBounded(t *testing.T) {
 	big := filepath.Join(dir, "big")
 	require.NoError(t, os.WriteFile(big, bytes.Repeat([]byte("31 MB of a file named many times\n"), 31<<20/33), 0o644))
 	tp := filepath.Join(dir, "t.tape")
-	r := runCLI(t, nil, "record", "-o", tp, "--file", big+":/data/big", "--", bb, "true")
+	r := runCLI(t, nil, "record", "-o", tp, "--", bb, "sh", "-c", "cat "+big+" >/dev/null")
 	require.Equal(t, 0, r.code, r.stderr)
-	raw, err := os.ReadFile(tp)
-	require.NoError(t, err)
+	// The tape's read of the file, forged into reads of n files of its
+	// content: the file itself, and n-1 others.
 	copies := func(n int) string {
 		p := filepath.Join(dir, fmt.Sprintf("x%d.tape", n))
-		require.NoError(t, os.WriteFile(p, forgeFiles(t, raw, func(files []any) []any {
-			var out []any
-			for i := range n {
-				f := maps.Clone(files[0].(map[string]any))
-				f["guest"] = fmt.Sprintf("/data/big%d", i)
-				out = append(out, f)
+		raw, err := multiplyFacts(t, tp, func(_ int, f *tape.FileFact) []*tape.FileFact {
+			if f.Op != tape.FileRead || f.Path != big {
+				return []*tape.FileFact{f}
+			}
+			out := []*tape.FileFact{f}
+			for i := 1; i < n; i++ {
+				c := *f
+				c.Path = fmt.Sprintf("%s%d", big, i)
+				out = append(out, &c)
 			}
 			return out
-		}), 0o644))
+		})
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, raw, 0o644))
 		return p
 	}
 

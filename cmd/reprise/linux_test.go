@@ -396,7 +396,7 @@ func TestRootDir(t *testing.T) {
 	require.Equal(t, "from the root\ngiven with --file\n", r.stdout)
 	r = runCLI(t, nil, "run", "--root", root, "--", bb, "ls", "/", "/etc")
 	require.Equal(t, 0, r.code, r.stderr)
-	require.Equal(t, "dev\netc\nproc\nsys\n\n/etc:\nissue\nmotd\n", strings.TrimPrefix(r.stdout, "/:\n"))
+	require.Equal(t, "dev\netc\nproc\nsys\nusr\n\n/etc:\nissue\nmotd\n", strings.TrimPrefix(r.stdout, "/:\n"), "usr holds the executable")
 	r = runCLI(t, nil, "run", "--root", "/usr", "--", bb, "ls", "/share/doc")
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "busybox")

@@ -85,7 +85,13 @@ machine, and reprise merge joins the N DBs into one run.`,
 				return &exitError{exitFailure, err}
 			}
 			defer rec.Close()
-			reportHostFiles(cmd.ErrOrStderr(), "replay reads", rec.Header.Linux)
+			if rec.Header.Linux != nil {
+				read, err := rec.FilesRead()
+				if err != nil {
+					return &exitError{exitDamaged, err}
+				}
+				reportHostFiles(cmd.ErrOrStderr(), rec.Header.Linux, read)
+			}
 			opts := replayer.Options{Tape: args[0], Recording: rec, Console: console, DiskBase: disk, SampleEvery: sample, SamplePeriod: period}
 			if err := checkpointOptions(&opts, ckptFile, ckptEvery, from, cmd.ErrOrStderr()); err != nil {
 				return err
@@ -472,17 +478,13 @@ func claimDBDir(dir string) (created bool, err error) {
 // list thousands.
 const maxListedFiles = 16
 
-// reportHostFiles says which host files a Linux program's tape makes
-// reprise read (those not packed in it): the tape names them, not the
-// user, so a replay or pack says what it reads, and that it reads each
-// only if it is still the file recorded.
-func reportHostFiles(w io.Writer, verb string, l *tape.Linux) {
-	if l == nil {
-		return
-	}
+// reportHostFiles says which host files a replay of the program l may
+// read again: those it read when recorded, read, that the tape does not
+// pack.
+func reportHostFiles(w io.Writer, l *tape.Linux, read []tape.File) {
 	var names []string
-	for _, f := range l.Files {
-		if f.Data == nil {
+	for _, f := range read {
+		if _, packed := l.Packed(f.Host, f.Size, f.SHA256); !packed {
 			names = append(names, strconv.Quote(f.Host)) // quoted: a forged name may hold control characters
 		}
 	}
@@ -494,6 +496,6 @@ func reportHostFiles(w io.Writer, verb string, l *tape.Linux) {
 	if n > maxListedFiles {
 		names, more = names[:maxListedFiles], fmt.Sprintf(" and %d more", n-maxListedFiles)
 	}
-	fmt.Fprintf(w, "reprise: %s %d host files the tape names, each only if it is a regular file of the recorded size and SHA-256: %s%s\n",
-		verb, n, strings.Join(names, ", "), more)
+	fmt.Fprintf(w, "reprise: replay reads %d host files the tape names, each only if it is a regular file of the recorded size and SHA-256: %s%s\n",
+		n, strings.Join(names, ", "), more)
 }

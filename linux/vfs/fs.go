@@ -16,8 +16,13 @@ type FileSystem struct {
 	nextIno uint64
 	budget  *Budget
 	remap   Remap
-	host    Host // where host directories' entries and files' contents come from
+	host    Host      // where host directories' entries and files' contents come from
+	owner   [2]uint32 // the user and group new files belong to
 }
+
+// SetOwner makes the files the program makes from now on its user's and
+// group's.
+func (fs *FileSystem) SetOwner(uid, gid uint32) { fs.owner = [2]uint32{uid, gid} }
 
 // Remap is told that a mapped node's contents moved from old to new
 // (they grew, shrank or were freed), so the mappings holding old hold new.
@@ -48,7 +53,7 @@ func (fs *FileSystem) NewNode(dir bool, mode uint32) (*Node, error) {
 		return nil, err
 	}
 	fs.nextIno++
-	n := &Node{Ino: fs.nextIno, Dir: dir, Mode: mode}
+	n := &Node{Ino: fs.nextIno, Dir: dir, Mode: mode, UID: fs.owner[0], GID: fs.owner[1]}
 	if dir {
 		n.children = map[string]*Node{}
 	}

@@ -23,11 +23,13 @@ static unsigned long spin(char *q, size_t n) {
 int main(void) {
 	size_t n = 1 << 20;
 	unsigned long sum = 0;
-	if (mkdir("/tmp/d", 0755) != 0 || mkdir("/tmp/d/e", 0700) != 0) { perror("mkdir"); return 1; }
-	int fd = open("/tmp/d/e/f", O_RDWR | O_CREAT, 0644);
+	char base[] = "/tmp/dirremapXXXXXX"; /* the host's /tmp is the program's */
+	if (!mkdtemp(base) || chdir(base) != 0) { perror("mkdtemp"); return 1; }
+	if (mkdir("d", 0755) != 0 || mkdir("d/e", 0700) != 0) { perror("mkdir"); return 1; }
+	int fd = open("d/e/f", O_RDWR | O_CREAT, 0644);
 	static char blk[65536];
 	memset(blk, 3, sizeof blk);
-	if (fd < 0 || write(fd, blk, sizeof blk) != sizeof blk) { perror("/tmp/d/e/f"); return 1; }
+	if (fd < 0 || write(fd, blk, sizeof blk) != sizeof blk) { perror("d/e/f"); return 1; }
 	char *a = mmap(0, 4 * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (a == MAP_FAILED) { perror("mmap"); return 1; }
 	memset(a, 1, 4 * n);
@@ -49,7 +51,7 @@ int main(void) {
 	sum += (unsigned char)g[12000];
 	sum += spin(b, 8 * n);
 	struct stat st;
-	if (stat("/tmp/d/e/f", &st) != 0) { perror("stat"); return 1; }
+	if (stat("d/e/f", &st) != 0) { perror("stat"); return 1; }
 	printf("sum %lu size %ld\n", sum, (long)st.st_size);
 	return 0;
 }
