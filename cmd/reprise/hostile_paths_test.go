@@ -183,7 +183,6 @@ func decimal(b []byte) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
-
 // buildLib compiles the C source src into a shared library at out whose
 // soname, what a program linked with it needs, is soname.
 func buildLib(t *testing.T, out, src, soname string) {
