@@ -101,10 +101,8 @@ func (h hostView) Reload(p string, size int64, sum [32]byte) ([]byte, error) {
 	if int64(len(prog.Image)) == size && h.k.imageSum == sum {
 		return prog.Image, nil
 	}
-	for _, f := range prog.Files {
-		if f.Host == p && f.Size == size && f.SHA256 == sum && f.Data != nil {
-			return f.Data, nil
-		}
+	if data, ok := tape.Packed(prog.Files, p, size, sum); ok {
+		return data, nil
 	}
 	data, err := readRecorded(&File{Host: p, Size: size, SHA256: sum})
 	if err != nil {
@@ -130,9 +128,11 @@ func openHost(p string, flags uint64) (int, error) {
 	})
 }
 
-// errnoOf is the errno a host call failed with, as a fact keeps it.
+// errnoOf is the errno a host call failed with (inside an os error too),
+// as a fact keeps it; EIO for a failure that carries none.
 func errnoOf(err error) uint16 {
-	if e, ok := err.(unix.Errno); ok && e > 0 && e < 4096 {
+	var e unix.Errno
+	if errors.As(err, &e) && e > 0 && e < 4096 {
 		return uint16(e)
 	}
 	return uint16(unix.EIO)
@@ -172,7 +172,7 @@ func listHost(f *tape.FileFact) error {
 	defer dir.Close()
 	names, err := dir.Readdirnames(maxHostEntries + 1)
 	if err != nil && err != io.EOF {
-		f.Errno = errnoOf(unwrapErrno(err))
+		f.Errno = errnoOf(err)
 		return nil
 	}
 	if len(names) > maxHostEntries {
@@ -231,7 +231,7 @@ func readHost(f *tape.FileFact) []byte {
 	data, err := io.ReadAll(io.LimitReader(file, vfs.MaxFileBytes+1))
 	switch {
 	case err != nil:
-		f.Errno = errnoOf(unwrapErrno(err))
+		f.Errno = errnoOf(err)
 		return nil
 	case len(data) > vfs.MaxFileBytes:
 		f.Errno = uint16(unix.EFBIG)
@@ -239,17 +239,6 @@ func readHost(f *tape.FileFact) []byte {
 	}
 	f.Size, f.SHA256 = int64(len(data)), sha256.Sum256(data)
 	return data
-}
-
-// unwrapErrno is the errno inside an os error, or err.
-func unwrapErrno(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	if se, ok := err.(*os.SyscallError); ok {
-		return se.Err
-	}
-	return err
 }
 
 // readlinkFD reads the link name in the directory fd ("" for fd itself,

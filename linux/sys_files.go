@@ -42,11 +42,11 @@ func sysSendfile(t *thread, a args) (uint64, error) {
 	count := a[3]
 	var at int64
 	if a[2] != 0 {
-		var b [8]byte
-		if err := t.proc.as.Read(a[2], b[:]); err != nil {
+		v, err := t.proc.as.Uint64(a[2])
+		if err != nil {
 			return 0, memErr(err)
 		}
-		at = int64(binary.LittleEndian.Uint64(b[:]))
+		at = int64(v)
 	}
 	fds := t.proc.fds
 	in, err := fds.Get(a[1])
@@ -80,12 +80,7 @@ func sysSendfile(t *thread, a args) (uint64, error) {
 			return 0, err
 		}
 	}
-	buf := make([]byte, min(count, maxIO))
-	n, err := t.readFile(in, buf, at)
-	if err != nil {
-		return 0, err
-	}
-	w, err := t.writeFile(out, buf[:n], out.Off)
+	w, err := t.copyRange(in, at, out, out.Off, count)
 	if err != nil {
 		return 0, err
 	}
@@ -97,6 +92,18 @@ func sysSendfile(t *thread, a args) (uint64, error) {
 	}
 	in.Off = at + int64(w)
 	return uint64(w), nil
+}
+
+// copyRange moves what one read of in at from gives, at most count bytes
+// (and maxIO), to out at to, as the calls that copy in the kernel do, and
+// returns how many bytes were written.
+func (t *thread) copyRange(in *openFile, from int64, out *openFile, to int64, count uint64) (int, error) {
+	buf := make([]byte, min(count, maxIO))
+	n, err := t.readFile(in, buf, from)
+	if err != nil {
+		return 0, err
+	}
+	return t.writeFile(out, buf[:n], to)
 }
 
 const atFDCWD = ^uint64(99) // AT_FDCWD, -100

@@ -1,8 +1,6 @@
 package linux
 
 import (
-	"encoding/binary"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -24,33 +22,31 @@ func sysFchown(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := f.Node()
-	if n == nil {
-		return 0, unix.EPERM // a pipe's owner is not the program's to change
-	}
-	return 0, chown(n, a[1], a[2])
+	return 0, chownFile(f, a[1], a[2])
 }
 
 func sysFchownat(t *thread, a args) (uint64, error) {
 	if a[4]&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
 		return 0, unix.EINVAL
 	}
-	p, err := t.proc.as.ReadString(a[1], unix.PathMax)
-	if err != nil {
-		return 0, memErr(err)
-	}
-	if p == "" && a[4]&unix.AT_EMPTY_PATH != 0 {
-		return sysFchown(t, args{a[0], a[2], a[3]})
-	}
-	full, err := t.path(a[0], a[1])
-	if err != nil {
+	f, n, err := t.target(a[0], a[1], a[4])
+	switch {
+	case err != nil:
 		return 0, err
-	}
-	n, err := t.walk(full, a[4]&unix.AT_SYMLINK_NOFOLLOW == 0)
-	if err != nil {
-		return 0, err
+	case f != nil:
+		return 0, chownFile(f, a[2], a[3])
 	}
 	return 0, chown(n, a[2], a[3])
+}
+
+// chownFile is chown of an open file's node: a pipe's owner is not the
+// program's to change.
+func chownFile(f *openFile, owner, group uint64) error {
+	n := f.Node()
+	if n == nil {
+		return unix.EPERM
+	}
+	return chown(n, owner, group)
 }
 
 // chown gives n the owner and group an unprivileged user may: -1 (as a
@@ -79,11 +75,7 @@ func sysSetxattr(t *thread, a args) (uint64, error) {
 }
 
 func sysLsetxattr(t *thread, a args) (uint64, error) {
-	p, err := t.path(atFDCWD, a[0])
-	if err != nil {
-		return 0, err
-	}
-	if _, err := t.walk(p, false); err != nil {
+	if _, _, err := t.target(atFDCWD, a[0], unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return 0, err
 	}
 	return 0, unix.EOPNOTSUPP
@@ -123,11 +115,8 @@ func sysCopyFileRange(t *thread, a args) (uint64, error) {
 		if ptr == 0 {
 			return f.Off, nil
 		}
-		var b [8]byte
-		if err := t.proc.as.Read(ptr, b[:]); err != nil {
-			return 0, memErr(err)
-		}
-		return int64(binary.LittleEndian.Uint64(b[:])), nil
+		v, err := t.proc.as.Uint64(ptr)
+		return int64(v), memErr(err)
 	}
 	from, err := offset(a[1], in)
 	if err != nil {
@@ -147,12 +136,7 @@ func sysCopyFileRange(t *thread, a args) (uint64, error) {
 	if in.Node() == out.Node() && from < to+int64(count) && to < from+int64(count) {
 		return 0, unix.EINVAL
 	}
-	buf := make([]byte, min(count, maxIO))
-	n, err := t.readFile(in, buf, from)
-	if err != nil {
-		return 0, err
-	}
-	w, err := t.writeFile(out, buf[:n], to)
+	w, err := t.copyRange(in, from, out, to, count)
 	if err != nil {
 		return 0, err
 	}

@@ -103,28 +103,34 @@ func sysFstat(t *thread, a args) (uint64, error) {
 	return 0, memErr(t.proc.as.Write(a[1], t.k.stat(attrsOf(f, nil))))
 }
 
-// statTarget resolves the stat calls' (dirfd, path, AT_EMPTY_PATH).
+// statTarget resolves the stat calls' (dirfd, path, flags) (target).
 func (t *thread) statTarget(dirfd, path, flags uint64) (attrs, error) {
+	f, n, err := t.target(dirfd, path, flags)
+	if err != nil {
+		return attrs{}, err
+	}
+	return attrsOf(f, n), nil
+}
+
+// target resolves the (dirfd, path, flags) of the calls that take
+// AT_EMPTY_PATH and AT_SYMLINK_NOFOLLOW: the open file dirfd names for an
+// empty path with AT_EMPTY_PATH, else the node at the path, a link at its
+// end followed unless AT_SYMLINK_NOFOLLOW.
+func (t *thread) target(dirfd, path, flags uint64) (*openFile, *node, error) {
 	p, err := t.proc.as.ReadString(path, unix.PathMax)
 	if err != nil {
-		return attrs{}, memErr(err)
+		return nil, nil, memErr(err)
 	}
 	if p == "" && flags&unix.AT_EMPTY_PATH != 0 {
 		f, err := t.proc.fds.Get(dirfd)
-		if err != nil {
-			return attrs{}, err
-		}
-		return attrsOf(f, nil), nil
+		return f, nil, err
 	}
-	full, err := t.path(dirfd, path)
+	full, err := t.resolve(dirfd, p)
 	if err != nil {
-		return attrs{}, err
+		return nil, nil, err
 	}
 	n, err := t.walk(full, flags&unix.AT_SYMLINK_NOFOLLOW == 0)
-	if err != nil {
-		return attrs{}, err
-	}
-	return attrsOf(nil, n), nil
+	return nil, n, err
 }
 
 func sysNewfstatat(t *thread, a args) (uint64, error) {

@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -34,35 +33,24 @@ func Pack(in, out string) (int, error) {
 }
 
 // filesRead counts the files the program of the tape at path read (its
-// file events), each content once: what Pack packs. Opening the packed
-// tape to count them would read them all into memory again.
+// file events), each content once, and those its header packs already:
+// what Pack packs. Opening the packed tape to count them would read them
+// all into memory again.
 func filesRead(path string) (int, error) {
 	r, err := tape.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer r.Close()
-	type key struct {
-		host string
-		size int64
-		sum  [32]byte
-	}
-	seen := map[key]bool{}
-	for _, f := range r.Header().Linux.Files {
-		seen[key{f.Host, f.Size, f.SHA256}] = true
-	}
-	for {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return len(seen), nil
+	l := r.Header().Linux
+	n := len(l.Files)
+	err = tape.EachFileRead(r, func(_ int, f tape.File) error {
+		if _, packed := l.Packed(f.Host, f.Size, f.SHA256); !packed {
+			n++
 		}
-		if err != nil {
-			return 0, err
-		}
-		if f := e.Fact; f != nil && f.Op == tape.FileRead && f.Errno == 0 {
-			seen[key{f.Path, f.Size, f.SHA256}] = true
-		}
-	}
+		return nil
+	})
+	return n, err
 }
 
 // PackInPlace packs the tape at path (Pack): a packed copy is written

@@ -2,9 +2,7 @@ package replayer
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/reprise-vm/reprise/elffile"
@@ -144,28 +142,12 @@ func (r *Recording) FilesRead() ([]tape.File, error) {
 		return nil, err
 	}
 	defer events.Close()
-	type key struct {
-		host string
-		size int64
-		sum  [32]byte
-	}
 	var out []tape.File
-	seen := map[key]bool{}
-	for {
-		e, err := events.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if f := e.Fact; f != nil && f.Op == tape.FileRead && f.Errno == 0 {
-			if k := (key{f.Path, f.Size, f.SHA256}); !seen[k] {
-				seen[k] = true
-				out = append(out, tape.File{Host: f.Path, Size: f.Size, SHA256: f.SHA256})
-			}
-		}
-	}
+	err = tape.EachFileRead(events, func(_ int, f tape.File) error {
+		out = append(out, f)
+		return nil
+	})
+	return out, err
 }
 
 // parsedAs is the file at path parsed already, if it was parsed from

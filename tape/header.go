@@ -151,8 +151,14 @@ const (
 // size and SHA-256, if the tape holds them. It looks through Files in
 // order: a caller asking for every file read should index them once.
 func (l *Linux) Packed(host string, size int64, sum [32]byte) ([]byte, bool) {
-	for i := range l.Files {
-		f := &l.Files[i]
+	return Packed(l.Files, host, size, sum)
+}
+
+// Packed is the contents files hold of the file at host of that size and
+// hash, if one of them is packed.
+func Packed(files []File, host string, size int64, sum [32]byte) ([]byte, bool) {
+	for i := range files {
+		f := &files[i]
 		if f.Data != nil && f.SHA256 == sum && f.Size == size && f.Host == host {
 			return f.Data, true
 		}

@@ -119,6 +119,31 @@ func readKey(e *Event) (fileKey, bool) {
 	return fileKey{f.Path, f.Size, f.SHA256}, true
 }
 
+// EachFileRead reads r's remaining events and calls fn with each file
+// the program read (a file event: a read the host answered), once each,
+// in the order it was first read, with the index of the event that read
+// it; an error from fn or from the tape stops it.
+func EachFileRead(r *Reader, fn func(event int, f File) error) error {
+	seen := map[fileKey]bool{}
+	for i := 0; ; i++ {
+		e, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		k, ok := readKey(e)
+		if !ok || seen[k] {
+			continue
+		}
+		seen[k] = true
+		if err := fn(i, File{Host: k.host, Size: k.size, SHA256: k.sum}); err != nil {
+			return err
+		}
+	}
+}
+
 // filesRead reads r's events and returns the files to pack: those the
 // tape packs already, then each file the run read, once, in the order it
 // was first read; and the set of them all. It fails as soon as they
@@ -138,28 +163,26 @@ func filesRead(r *Reader) ([]File, map[fileKey]bool, error) {
 		listed[fileKey{f.Host, f.Size, f.SHA256}] = true
 		total += f.Size // the header's: within MaxPackedBytes together
 	}
-	for i := 0; ; i++ {
-		e, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return files, listed, nil
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		k, ok := readKey(e)
-		if !ok || listed[k] {
-			continue
+	err := EachFileRead(r, func(i int, f File) error {
+		k := fileKey{f.Host, f.Size, f.SHA256}
+		if listed[k] {
+			return nil
 		}
 		switch {
 		case len(files) == MaxFiles:
-			return nil, nil, fmt.Errorf("tape: packing: the run read more than the %d files a tape holds (event %d reads %s)", MaxFiles, i, k.host)
+			return fmt.Errorf("tape: packing: the run read more than the %d files a tape holds (event %d reads %s)", MaxFiles, i, k.host)
 		case k.size > MaxPackedBytes-total:
-			return nil, nil, fmt.Errorf("tape: packing: the files take more than the %d bytes a tape holds (event %d reads %s, %d bytes)", MaxPackedBytes, i, k.host, k.size)
+			return fmt.Errorf("tape: packing: the files take more than the %d bytes a tape holds (event %d reads %s, %d bytes)", MaxPackedBytes, i, k.host, k.size)
 		}
 		total += k.size
 		listed[k] = true
-		files = append(files, File{Host: k.host, Size: k.size, SHA256: k.sum})
+		files = append(files, f)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return files, listed, nil
 }
 
 // packFile reads f's host copy into f.Data if it is the file the run read.

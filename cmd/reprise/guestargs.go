@@ -179,13 +179,7 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 		p.Cwd = wd
 	}
 	if f.stdin != "" {
-		host, err := linux.HostPath(f.stdin)
-		if err == nil {
-			var st os.FileInfo
-			if st, err = os.Stat(host); err == nil && !st.Mode().IsRegular() {
-				err = errors.New("not a regular file")
-			}
-		}
+		host, err := hostPathOf(f.stdin, false)
 		if err != nil {
 			return nil, &exitError{exitFailure, fmt.Errorf("--stdin %s: a file, please: %v", f.stdin, err)}
 		}
@@ -222,17 +216,30 @@ func programFiles(flags []string, root string) (string, []linux.Mount, error) {
 	if root == "" {
 		return "/", mounts, nil
 	}
-	abs, err := linux.HostPath(root)
-	if err == nil {
-		var st os.FileInfo
-		if st, err = os.Stat(abs); err == nil && !st.IsDir() {
-			err = errors.New("not a directory")
-		}
-	}
+	abs, err := hostPathOf(root, true)
 	if err != nil {
 		return "", nil, &exitError{exitFailure, fmt.Errorf("--root %s: %w", root, err)}
 	}
 	return abs, mounts, nil
+}
+
+// hostPathOf is the host path the user named (linux.HostPath), which must
+// be a directory if dir says so, else a regular file.
+func hostPathOf(p string, dir bool) (string, error) {
+	abs, err := linux.HostPath(p)
+	if err != nil {
+		return "", err
+	}
+	st, err := os.Stat(abs)
+	switch {
+	case err != nil:
+		return "", err
+	case dir && !st.IsDir():
+		return "", errors.New("not a directory")
+	case !dir && !st.Mode().IsRegular():
+		return "", errors.New("not a regular file")
+	}
+	return abs, nil
 }
 
 // bringsKernel reports whether img is a guest image that brings its own

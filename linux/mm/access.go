@@ -56,6 +56,15 @@ func (as *Space) PutUint64(va, v uint64) error {
 	return as.Write(va, b[:])
 }
 
+// Uint64 reads a little-endian word at va.
+func (as *Space) Uint64(va uint64) (uint64, error) {
+	var b [8]byte
+	if err := as.Read(va, b[:]); err != nil {
+		return 0, err
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
 // ReadString reads a NUL-terminated string of at most max bytes.
 func (as *Space) ReadString(va uint64, max int) (string, error) {
 	var out []byte

@@ -5,8 +5,8 @@ import "golang.org/x/sys/unix"
 // Mkdir makes the directory e names, with Linux's EEXIST for an existing
 // entry, the root, "." and "..".
 func (fs *FileSystem) Mkdir(e Entry, mode uint32) error {
-	if ok, err := fs.Exists(e); err != nil || ok {
-		return cmpErr(err, unix.EEXIST)
+	if err := fs.vacant(e); err != nil {
+		return err
 	}
 	n, err := fs.NewNode(true, mode)
 	if err != nil {
@@ -20,38 +20,38 @@ func (fs *FileSystem) Mkdir(e Entry, mode uint32) error {
 // Create makes the regular file e names, empty, with mode: the entry must
 // not exist.
 func (fs *FileSystem) Create(e Entry, mode uint32) (*Node, error) {
-	if ok, err := fs.Exists(e); err != nil || ok {
-		return nil, cmpErr(err, unix.EEXIST)
+	if err := fs.vacant(e); err != nil {
+		return nil, err
 	}
 	n, err := fs.NewNode(false, mode)
 	if err != nil {
 		return nil, err
 	}
-	n.links, n.Written = 1, true
-	fs.put(e.Dir, e.Name, n)
+	n.Written = true
+	fs.link(e.Dir, e.Name, n)
 	return n, nil
 }
 
 // Symlink makes the symbolic link e names, to target.
 func (fs *FileSystem) Symlink(e Entry, target string) error {
-	if ok, err := fs.Exists(e); err != nil || ok {
-		return cmpErr(err, unix.EEXIST)
-	}
-	n, err := fs.NewNode(false, 0o777)
+	n, err := fs.Create(e, 0o777)
 	if err != nil {
 		return err
 	}
-	n.Link, n.links, n.Written = target, 1, true
-	fs.put(e.Dir, e.Name, n)
+	n.Link = target
 	return nil
 }
 
-// cmpErr is err, or def if err is nil.
-func cmpErr(err, def error) error {
-	if err != nil {
+// vacant is nil if e names no entry yet, EEXIST if it does (the root,
+// "." and ".." always do), or the host's error asking.
+func (fs *FileSystem) vacant(e Entry) error {
+	switch ok, err := fs.Exists(e); {
+	case err != nil:
 		return err
+	case ok:
+		return unix.EEXIST
 	}
-	return def
+	return nil
 }
 
 // Remove removes the file, or (rmdir) the empty directory, e names, with
@@ -92,14 +92,13 @@ func (fs *FileSystem) Link(n *Node, e Entry) error {
 	if n.Dir {
 		return unix.EPERM
 	}
-	if ok, err := fs.Exists(e); err != nil || ok {
-		return cmpErr(err, unix.EEXIST)
+	if err := fs.vacant(e); err != nil {
+		return err
 	}
 	if n.removed {
 		return unix.ENOENT // linkat of an unlinked file (AT_EMPTY_PATH)
 	}
-	fs.put(e.Dir, e.Name, n)
-	n.links++
+	fs.link(e.Dir, e.Name, n)
 	return nil
 }
 
@@ -203,9 +202,6 @@ func (fs *FileSystem) Replace(e Entry, n *Node) error {
 		delete(e.Dir.children, e.Name)
 		fs.dropLink(old)
 	}
-	if !n.Dir {
-		n.links++
-	}
-	fs.put(e.Dir, e.Name, n)
+	fs.link(e.Dir, e.Name, n)
 	return nil
 }

@@ -144,14 +144,8 @@ func (fs *FileSystem) Exists(e Entry) (bool, error) {
 	if !e.Named() {
 		return true, nil
 	}
-	_, err := fs.child(e.Dir, e.Name)
-	switch err {
-	case nil:
-		return true, nil
-	case unix.ENOENT:
-		return false, nil
-	}
-	return false, err
+	n, err := fs.Entry(e)
+	return n != nil, err
 }
 
 // Entry is the node e names, or nil: ENOENT is not an error here.
@@ -269,8 +263,8 @@ func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
 		fs.budget.Release(FileBytes, int64(len(data)))
 		return nil, fmt.Errorf("more than %d files and directories", MaxNodes)
 	}
-	n.data, n.links = data, 1
-	fs.put(d, name, n)
+	n.data = data
+	fs.link(d, name, n)
 	return n, nil
 }
 
