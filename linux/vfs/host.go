@@ -91,7 +91,7 @@ func (fs *FileSystem) put(d *Node, name string, c *Node) {
 	}
 }
 
-// link makes c, a new node, the entry name of d: its first link.
+// link makes c the entry name of d: one more link of a file.
 func (fs *FileSystem) link(d *Node, name string, c *Node) {
 	if !c.Dir {
 		c.links++
@@ -215,7 +215,11 @@ func (fs *FileSystem) Load(n *Node) error {
 	if err := fs.budget.Charge(FileBytes, int64(len(data))); err != nil {
 		return unix.EFBIG
 	}
-	n.data, h.loaded, h.sum, h.size = data, true, sum, int64(len(data))
+	// The contents may be held elsewhere too (a replay's packed file,
+	// the executable's image, which every segment's kernel shares):
+	// copied before they change.
+	n.data, n.shared = data, true
+	h.loaded, h.sum, h.size = true, sum, int64(len(data))
 	return nil
 }
 

@@ -108,7 +108,7 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 				if err != nil {
 					return nil, fmt.Errorf("file %d: %w", i, err)
 				}
-				n.data = data
+				n.data, n.shared = data, true // as Load's: maybe held elsewhere
 			}
 		}
 		if sn.Dir {
