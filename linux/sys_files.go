@@ -412,7 +412,7 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 		return 0, unix.EISDIR
 	}
 	switch truncate := flags&unix.O_TRUNC != 0 && flags&unix.O_ACCMODE != unix.O_RDONLY; {
-	case n.Type() != unix.S_IFREG && !n.Dir && !n.IsDevice() && !n.IsSymlink():
+	case n.IsForeign():
 		return 0, unix.EACCES // a host FIFO, socket or device: not the program's to open
 	case truncate && n.IsRegular():
 		t.k.fs.Discard(n)

@@ -233,11 +233,3 @@ func (fs *FileSystem) Loaded(n *Node, hostPath string, data []byte, sum [32]byte
 	n.host = &hostFile{path: hostPath, size: int64(len(data)), loaded: true, sum: sum}
 	return nil
 }
-
-// HostPath is where on the host n comes from, if it does.
-func (n *Node) HostPath() (string, bool) {
-	if n.host == nil {
-		return "", false
-	}
-	return n.host.path, true
-}

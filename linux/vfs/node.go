@@ -85,6 +85,10 @@ func (n *Node) IsDevice() bool { return n.dev != nil }
 // symbolic link or other host file.
 func (n *Node) IsRegular() bool { return !n.Dir && n.dev == nil && n.Link == "" && n.other == 0 }
 
+// IsForeign reports whether n is a host FIFO, socket or device: seen in
+// listings and stat, never opened.
+func (n *Node) IsForeign() bool { return n.other != 0 }
+
 // IsSymlink reports whether n is a symbolic link.
 func (n *Node) IsSymlink() bool { return n.Link != "" }
 
