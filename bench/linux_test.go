@@ -36,7 +36,7 @@ func (p linuxProgram) program(tb testing.TB) linux.Program {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return linux.Program{Path: p.argv[0], Image: raw, Argv: p.argv, Env: []string{"PATH=/usr/bin:/bin", "HOME=/", "LANG=C"},
+	return linux.Program{Path: p.argv[0], Image: raw, Argv: p.argv, Env: []string{"PATH=/usr/bin:/bin", "HOME=/", "LANG=C"}, User: linux.InvokingUser(),
 		Epoch: time.Unix(1700000000, 0), Mounts: p.files}
 }
 

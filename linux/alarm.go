@@ -72,7 +72,7 @@ func (k *Kernel) fireTimers(clock time.Duration) error {
 			p.timer.at = clock + p.timer.interval
 		}
 		sig := uint64(unix.SIGALRM)
-		if err := k.signal(t, sig, siginfo(sig, 0x80, 0)); err != nil { // SI_KERNEL
+		if err := k.signal(t, sig, k.siginfo(sig, 0x80, 0)); err != nil { // SI_KERNEL
 			return err
 		}
 	}

@@ -38,4 +38,7 @@ package linux
 // file events; symbolic links; the start call, the program's first exit;
 // the program starts in the recording's working directory; host files'
 // owners and times in stat.
-const Version = 6
+// 7: the program runs as the user who recorded it (was uid 1000);
+// FIONBIO, FIOCLEX, FIONCLEX and FIONREAD on every file; the socket calls
+// on a descriptor answer ENOTSOCK; pkey_alloc ENOSPC.
+const Version = 7

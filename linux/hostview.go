@@ -255,17 +255,10 @@ func readlinkFD(fd int, name string) (string, error) {
 	return string(b[:n]), nil
 }
 
-// statOf is what the program sees of a host file with attributes st:
-// the user running reprise's files are the program's user's.
+// statOf is what the program sees of a host file with attributes st.
 func statOf(st *unix.Stat_t, link func() (string, error)) (tape.Stat, error) {
 	s := tape.Stat{Mode: st.Mode, UID: st.Uid, GID: st.Gid, Nlink: uint32(min(st.Nlink, 1<<32-1)), Size: st.Size,
 		Atime: st.Atim.Nano(), Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
-	if s.UID == uint32(os.Geteuid()) {
-		s.UID = uid
-	}
-	if s.GID == uint32(os.Getegid()) {
-		s.GID = gid
-	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
 		target, err := link()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -55,15 +56,21 @@ type Program struct {
 	// Cwd is the directory the program starts in, if the program's
 	// files have it ("" or a path they have not: the root).
 	Cwd string
+	// User is who the program runs as: the user who runs reprise, as rr's
+	// tracees are, so that the host files it sees are owned as they are
+	// for that user's own programs.
+	User User
 }
 
-// The identity a program runs as: an ordinary user, not root, so programs
-// behave as they do for their users.
-const (
-	uid = 1000
-	gid = 1000
-	pid = 1
-)
+// User is a program's identity: its user and group id.
+type User struct{ UID, GID uint32 }
+
+// InvokingUser is the user running reprise, whom a recording's program
+// runs as.
+func InvokingUser() User { return User{uint32(os.Geteuid()), uint32(os.Getegid())} }
+
+// pid is the program's first process's.
+const pid = 1
 
 // Kernel is the Linux personality of one machine (vmm.Kernel).
 type Kernel struct {
@@ -104,6 +111,11 @@ type Kernel struct {
 	observer Observer
 	// started says the start call ran (start.go).
 	started bool
+	// coarse is the latest clock reading the kernel was given (a tick's,
+	// a clock call's): the time files are stamped with, as Linux stamps
+	// them from its coarse, tick-granular clock. It costs no input of
+	// its own, so every write need not log one.
+	coarse time.Duration
 	// tscSites are the RDTSCs found in each executable file the program
 	// never wrote (tsc.go), so an image is decoded once, not at each exec.
 	tscSites map[*node][]tscSite
@@ -209,7 +221,8 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
 	k.console = vfs.NewConsole(console{k})
 	fs := vfs.New(b, k.remap)
-	fs.SetOwner(uid, gid)
+	fs.SetOwner(p.User.UID, p.User.GID)
+	fs.SetClock(k.fileTime)
 	if err := fs.AddSystem(entropy{k}, maxRandom, systemFiles); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
@@ -572,7 +585,7 @@ func (k *Kernel) fault(faulting *kvm.Regs, vector, cr2 uint64) (bool, error) {
 	if t.infos == nil {
 		t.infos = map[uint64][128]byte{}
 	}
-	t.infos[sig] = siginfo(sig, code, word)
+	t.infos[sig] = k.siginfo(sig, code, word)
 	handled, err := k.deliver(faulting)
 	if !handled || err != nil {
 		return handled, err

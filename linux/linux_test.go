@@ -47,7 +47,7 @@ func runLiveHz(t *testing.T, hz int, path string, argv, env []string) (*vmm.Resu
 	kvmtest.Require(t)
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	k, err := linux.New(linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: env, Epoch: time.Unix(1700000000, 0)})
+	k, err := linux.New(linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: env, Epoch: time.Unix(1700000000, 0), User: linux.InvokingUser()})
 	require.NoError(t, err)
 	var out bytes.Buffer
 	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 256 << 20, Console: &out, TimerHz: hz})
@@ -116,7 +116,7 @@ func program(t *testing.T, path string, argv ...string) *linux.Program {
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"},
-		Random: [16]byte{7, 7, 7}, Epoch: time.Unix(1700000000, 0)}
+		Random: [16]byte{7, 7, 7}, Epoch: time.Unix(1700000000, 0), User: linux.InvokingUser()}
 }
 
 // recordProgram records p and returns the tape's path, the result and the
@@ -493,7 +493,14 @@ func TestIdentity(t *testing.T) {
 	bin := build(t, "gcc", "identity.c", "-static", "-O1")
 	want, err := exec.Command("taskset", "-c", "0", "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "--inh-caps=-all", bin).Output()
 	require.NoError(t, err)
-	prints(t, bin, "identity", string(want), 0)
+	p := program(t, bin, "identity")
+	p.User = linux.User{UID: 1000, GID: 1000}
+	_, out, err := runProgramLive(t, p)
+	require.NoError(t, err, out)
+	require.Equal(t, string(want), out)
+	path, rec, console := recordProgram(t, p, 0)
+	require.Equal(t, string(want), console)
+	replaysMatch(t, path, rec, console, 2)
 }
 
 // execve runs "#!" scripts through their interpreters (with and without
@@ -504,6 +511,23 @@ func TestIdentity(t *testing.T) {
 // execute permission.
 func TestExecScripts(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "exec.c", "-static", "-O1"), "exec", 0)
+}
+
+// A file's times are Linux's: set by utimensat, futimens, utimes and
+// utime (UTIME_OMIT, UTIME_NOW), stamped by a write, a truncation and
+// O_TRUNC, a directory's by a change of its entries — the host's output,
+// live, recorded and replayed (utimensat did nothing; files kept the
+// program's start time).
+func TestFileTimes(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "filetimes.c", "-static", "-O1"), "filetimes", time.Millisecond)
+}
+
+// FIONBIO, FIOCLEX, FIONCLEX and FIONREAD answer on every file, and the
+// socket calls on a descriptor that is no socket answer ENOTSOCK — the
+// host's output, live, recorded and replayed (FIONBIO was ENOTTY, which
+// stopped node; getpeername was ENOSYS).
+func TestGenericIoctls(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "ioctls.c", "-static", "-O1"), "ioctls", 0)
 }
 
 // renameat2's NOREPLACE and EXCHANGE (files, a file and a directory) and

@@ -18,6 +18,9 @@ import (
 	"github.com/reprise-vm/reprise/vmm"
 )
 
+// The identity bootedKernel's program runs as: an ordinary user.
+const testUID, testGID = 1000, 1000
+
 // bootedKernel is a kernel booted on a machine with the static musl hello
 // program, not yet run.
 func bootedKernel(t *testing.T) *Kernel {
@@ -29,7 +32,7 @@ func bootedKernel(t *testing.T) *Kernel {
 	require.NoError(t, err, string(out))
 	raw, err := os.ReadFile(bin)
 	require.NoError(t, err)
-	k, err := New(Program{Path: "/bin/hello", Image: raw, Argv: []string{"hello"}, Epoch: time.Unix(1700000000, 0)})
+	k, err := New(Program{Path: "/bin/hello", Image: raw, Argv: []string{"hello"}, Epoch: time.Unix(1700000000, 0), User: User{testUID, testGID}})
 	require.NoError(t, err)
 	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 64 << 20, Console: &bytes.Buffer{}})
 	require.NoError(t, err)

@@ -73,7 +73,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
 	sp, err = stackImage(as, userTop, x, &initialStack{execfn: execfn, argv: argv, envp: envp, random: k.random(p),
-		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes())})
+		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes()), user: k.prog.User})
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
 	}
@@ -266,7 +266,7 @@ func (k *Kernel) childExited(p *process) error {
 	k.wakeAll(waitChild{parent})
 	for _, t := range k.threads {
 		if t.proc == parent && t.state != exited {
-			return k.signal(t, uint64(unix.SIGCHLD), childInfo(p))
+			return k.signal(t, uint64(unix.SIGCHLD), k.childInfo(p))
 		}
 	}
 	return nil
@@ -275,13 +275,13 @@ func (k *Kernel) childExited(p *process) error {
 // childInfo is the SIGCHLD siginfo of child c, which exited: CLD_EXITED
 // and its exit code, or CLD_KILLED and the signal (waitid's, and the
 // signal's).
-func childInfo(c *process) [128]byte {
+func (k *Kernel) childInfo(c *process) [128]byte {
 	code, status := int32(cldExit), c.status>>8&0xff
 	if c.status&0x7f != 0 {
 		code, status = cldKill, c.status&0x7f
 	}
-	info := siginfo(uint64(unix.SIGCHLD), code, uint64(c.pid))
-	binary.LittleEndian.PutUint32(info[20:], uid)
+	info := k.siginfo(uint64(unix.SIGCHLD), code, uint64(c.pid))
+	binary.LittleEndian.PutUint32(info[20:], k.prog.User.UID)
 	binary.LittleEndian.PutUint32(info[24:], uint32(status))
 	return info
 }

@@ -77,18 +77,18 @@ func (t *thread) kill(id int64, sig uint64, toThread bool) (uint64, error) {
 	if toThread {
 		code = siTkill
 	}
-	return 0, t.k.signal(target, sig, siginfo(sig, code, uint64(t.proc.pid)))
+	return 0, t.k.signal(target, sig, t.k.siginfo(sig, code, uint64(t.proc.pid)))
 }
 
 // siginfo is a struct siginfo for a signal sent by pid (si_pid, si_uid),
 // or for a fault at an address (code: the fault's).
-func siginfo(sig uint64, code int32, word uint64) [128]byte {
+func (k *Kernel) siginfo(sig uint64, code int32, word uint64) [128]byte {
 	var b [128]byte
 	binary.LittleEndian.PutUint32(b[0:], uint32(sig))
 	binary.LittleEndian.PutUint32(b[8:], uint32(code))
 	binary.LittleEndian.PutUint64(b[16:], word)
 	if code == siTkill || code == siUser {
-		binary.LittleEndian.PutUint32(b[20:], uid)
+		binary.LittleEndian.PutUint32(b[20:], k.prog.User.UID)
 	}
 	return b
 }

@@ -194,7 +194,7 @@ func (t *thread) writeFile(f *openFile, b []byte, off int64) (int, error) {
 		return 0, t.blockOnFiles(f)
 	case vfs.ErrNoReaders:
 		sig := uint64(unix.SIGPIPE)
-		if err := t.k.signal(t, sig, siginfo(sig, siUser, uint64(t.proc.pid))); err != nil {
+		if err := t.k.signal(t, sig, t.k.siginfo(sig, siUser, uint64(t.proc.pid))); err != nil {
 			return 0, err
 		}
 		return 0, unix.EPIPE
@@ -416,6 +416,7 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 		return 0, unix.EACCES // a host FIFO, socket or device: not the program's to open
 	case truncate && n.IsRegular():
 		t.k.fs.Discard(n)
+		t.k.fs.Modified(n)
 		n.Written = true
 	case flags&unix.O_PATH == 0:
 		if err := t.k.fs.Load(n); err != nil {
@@ -430,11 +431,44 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 	return uint64(fd), err
 }
 
-// sysIoctl asks the file (no kind here is a terminal).
+// The requests every file answers (asm-generic/ioctls.h).
+const (
+	fionread = 0x541b
+	fionbio  = 0x5421
+	fionclex = 0x5450
+	fioclex  = 0x5451
+)
+
+// sysIoctl answers the requests Linux's do_vfs_ioctl answers for every
+// file (libuv sets O_NONBLOCK with FIONBIO on its pipes), then asks the
+// file (no kind here is a terminal).
 func sysIoctl(t *thread, a args) (uint64, error) {
 	f, err := t.proc.fds.Get(a[0])
 	if err != nil {
 		return 0, err
+	}
+	switch a[1] {
+	case fioclex, fionclex:
+		t.proc.fds[int(a[0])].Cloexec = a[1] == fioclex
+		return 0, nil
+	case fionbio:
+		var b [4]byte
+		if err := t.proc.as.Read(a[2], b[:]); err != nil {
+			return 0, memErr(err)
+		}
+		f.Flags &^= unix.O_NONBLOCK
+		if binary.LittleEndian.Uint32(b[:]) != 0 {
+			f.Flags |= unix.O_NONBLOCK
+		}
+		return 0, nil
+	case fionread:
+		n, ok := f.Unread()
+		if !ok {
+			break
+		}
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(n)) // an int, as Linux's put_user truncates it
+		return 0, memErr(t.proc.as.Write(a[2], b[:]))
 	}
 	return f.Ioctl(a[1], a[2])
 }
@@ -611,6 +645,7 @@ func sysFchmodat(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	n.Mode = uint32(a[2]) & 0o7777
+	t.k.fs.Changed(n)
 	return 0, nil
 }
 
@@ -623,6 +658,7 @@ func sysFchmod(t *thread, a args) (uint64, error) {
 	}
 	if n := f.Node(); n != nil {
 		n.Mode = uint32(a[1]) & 0o7777
+		t.k.fs.Changed(n)
 	}
 	return 0, nil
 }

@@ -7,17 +7,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The identity a program runs under: uid and gid 1000, no capabilities,
-// one CPU. The calls that change it accept what an unprivileged process
-// may do on Linux (keep its ids, drop nothing it has) and refuse the rest
-// with EPERM.
+// The identity a program runs under: the recording user's uid and gid
+// (Program.User), no capabilities, one CPU. The calls that change it
+// accept what an unprivileged process may do on Linux (keep its ids, drop
+// nothing it has) and refuse the rest with EPERM.
 
-// setIDs is setresuid or setresgid (and setreuid/setregid, which take
-// two): each id must be -1 (unchanged) or the one the program has.
-func setIDs(have uint64, n int) handler {
+// An idOf is one of the program's ids: its user's or its group's.
+type idOf func(User) uint32
+
+func userID(u User) uint32  { return u.UID }
+func groupID(u User) uint32 { return u.GID }
+
+// getID is getuid, geteuid, getgid or getegid.
+func getID(id idOf) handler {
+	return func(t *thread, _ args) (uint64, error) { return uint64(id(t.k.prog.User)), nil }
+}
+
+// setIDs is setuid/setgid (one id), setreuid/setregid (two) or
+// setresuid/setresgid (three): each must be the one the program has, or
+// -1 (unchanged) where more than one is given.
+func setIDs(have idOf, n int) handler {
 	return func(t *thread, a args) (uint64, error) {
 		for _, id := range a[:n] {
-			if id := uint32(id); id != ^uint32(0) && uint64(id) != have {
+			if id := uint32(id); (id != ^uint32(0) || n == 1) && id != have(t.k.prog.User) {
 				return 0, unix.EPERM
 			}
 		}
@@ -25,11 +37,11 @@ func setIDs(have uint64, n int) handler {
 	}
 }
 
-// getIDs is getresuid or getresgid: real, effective and saved, all id.
-func getIDs(id uint64) handler {
+// getIDs is getresuid or getresgid: real, effective and saved, all one.
+func getIDs(id idOf) handler {
 	return func(t *thread, a args) (uint64, error) {
 		var b [4]byte
-		binary.LittleEndian.PutUint32(b[:], uint32(id))
+		binary.LittleEndian.PutUint32(b[:], id(t.k.prog.User))
 		for _, va := range a[:3] {
 			if err := t.proc.as.Write(va, b[:]); err != nil {
 				return 0, memErr(err)

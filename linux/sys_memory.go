@@ -143,6 +143,28 @@ func sysMprotect(t *thread, a args) (uint64, error) {
 	return 0, memErr(t.proc.as.Protect(a[0], end, p))
 }
 
+// The personality keeps no protection keys (no PKRU per thread, no key in
+// a mapping), so none can be allocated: pkey_alloc answers ENOSPC, as
+// Linux does when every key is taken or the CPU has none, and programs
+// go on without (node asks for one); pkey_mprotect takes only key -1,
+// plain mprotect.
+func sysPkeyAlloc(_ *thread, a args) (uint64, error) {
+	const pkeyAccessMask = 3 // PKEY_DISABLE_ACCESS | PKEY_DISABLE_WRITE
+	if a[0] != 0 || a[1]&^pkeyAccessMask != 0 {
+		return 0, unix.EINVAL
+	}
+	return 0, unix.ENOSPC
+}
+
+func sysPkeyFree(*thread, args) (uint64, error) { return 0, unix.EINVAL }
+
+func sysPkeyMprotect(t *thread, a args) (uint64, error) {
+	if int32(a[3]) != -1 {
+		return 0, unix.EINVAL
+	}
+	return sysMprotect(t, a)
+}
+
 // sysMadvise: advice is taken as a hint and ignored, except that
 // MADV_DONTNEED empties private anonymous pages, which programs rely on.
 func sysMadvise(t *thread, a args) (uint64, error) {

@@ -14,8 +14,6 @@ func sysGetrusage(t *thread, a args) (uint64, error) {
 	return 0, memErr(t.proc.as.Write(a[1], make([]byte, 144)))
 }
 
-func sysSocket(*thread, args) (uint64, error) { return 0, unix.EAFNOSUPPORT }
-
 func sysRename(t *thread, a args) (uint64, error) {
 	return sysRenameat(t, args{atFDCWD, a[0], atFDCWD, a[1]})
 }
@@ -25,16 +23,6 @@ func sysGetxattr(*thread, args) (uint64, error) { return 0, unix.ENODATA }
 func sysLgetxattr(*thread, args) (uint64, error) { return 0, unix.ENODATA }
 
 func sysFgetxattr(*thread, args) (uint64, error) { return 0, unix.ENODATA }
-
-// setID accepts changing to the identity the program already has.
-func setID(have uint64) handler {
-	return func(t *thread, a args) (uint64, error) {
-		if uint64(uint32(a[0])) != have {
-			return 0, unix.EPERM
-		}
-		return 0, nil
-	}
-}
 
 // fdOnly is a call that checks its descriptor and does nothing more (the
 // program's files are in memory: nothing to sync).
@@ -102,6 +90,7 @@ func sysFtruncate(t *thread, a args) (uint64, error) {
 		return 0, unix.EFBIG
 	}
 	f.Node().Written = true
+	t.k.fs.Modified(f.Node())
 	return 0, nil
 }
 

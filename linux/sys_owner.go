@@ -4,10 +4,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The chown calls answer as they do for an unprivileged user: a file's
-// owner may leave it as it is or give it to a group the user is in (the
-// program's user has one group); anything else is EPERM, as it is for a
-// file another user owns.
+// The chown calls answer as they do for the program's user: root gives
+// any file to anyone; another user, a file's owner, may leave it as it is
+// or give it to a group the user is in (the program's user has one
+// group); anything else is EPERM, as it is for a file another user owns.
 
 func sysChown(t *thread, a args) (uint64, error) {
 	return sysFchownat(t, args{atFDCWD, a[0], a[1], a[2], 0})
@@ -22,7 +22,7 @@ func sysFchown(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, chownFile(f, a[1], a[2])
+	return 0, t.chownFile(f, a[1], a[2])
 }
 
 func sysFchownat(t *thread, a args) (uint64, error) {
@@ -34,32 +34,41 @@ func sysFchownat(t *thread, a args) (uint64, error) {
 	case err != nil:
 		return 0, err
 	case f != nil:
-		return 0, chownFile(f, a[2], a[3])
+		return 0, t.chownFile(f, a[2], a[3])
 	}
-	return 0, chown(n, a[2], a[3])
+	return 0, t.chown(n, a[2], a[3])
 }
 
 // chownFile is chown of an open file's node: a pipe's owner is not the
 // program's to change.
-func chownFile(f *openFile, owner, group uint64) error {
+func (t *thread) chownFile(f *openFile, owner, group uint64) error {
 	n := f.Node()
 	if n == nil {
 		return unix.EPERM
 	}
-	return chown(n, owner, group)
+	return t.chown(n, owner, group)
 }
 
-// chown gives n the owner and group an unprivileged user may: -1 (as a
+// chown gives n the owner and group the program's user may: -1 (as a
 // 32-bit value) leaves one as it is.
-func chown(n *node, owner, group uint64) error {
+func (t *thread) chown(n *node, owner, group uint64) error {
 	const same = 1<<32 - 1
+	u := t.k.prog.User
 	owner, group = owner&same, group&same
 	switch {
-	case n.UID != uid,
-		owner != same && owner != uid,
-		group != same && group != gid:
+	case u.UID == 0:
+	case n.UID != u.UID,
+		owner != same && owner != uint64(u.UID),
+		group != same && group != uint64(u.GID):
 		return unix.EPERM
 	}
+	if owner != same {
+		n.UID = uint32(owner)
+	}
+	if group != same {
+		n.GID = uint32(group)
+	}
+	t.k.fs.Changed(n)
 	return nil
 }
 

@@ -30,11 +30,11 @@ type attrs struct {
 }
 
 // attrsOf describes an open file or a node (f nil).
-func attrsOf(f *openFile, n *node) attrs {
+func (k *Kernel) attrsOf(f *openFile, n *node) attrs {
 	if f != nil && f.IsStream() {
 		// A pipe, as when a program's output is piped on the host: the C
 		// library buffers it the same way.
-		return attrs{dev: pipeDev, ino: 1, nlink: 1, mode: unix.S_IFIFO | 0o600, uid: uid, gid: gid}
+		return attrs{dev: pipeDev, ino: 1, nlink: 1, mode: unix.S_IFIFO | 0o600, uid: k.prog.User.UID, gid: k.prog.User.GID}
 	}
 	if f != nil {
 		n = f.Node()
@@ -100,7 +100,7 @@ func sysFstat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, memErr(t.proc.as.Write(a[1], t.k.stat(attrsOf(f, nil))))
+	return 0, memErr(t.proc.as.Write(a[1], t.k.stat(t.k.attrsOf(f, nil))))
 }
 
 // statTarget resolves the stat calls' (dirfd, path, flags) (target).
@@ -109,7 +109,7 @@ func (t *thread) statTarget(dirfd, path, flags uint64) (attrs, error) {
 	if err != nil {
 		return attrs{}, err
 	}
-	return attrsOf(f, n), nil
+	return t.k.attrsOf(f, n), nil
 }
 
 // target resolves the (dirfd, path, flags) of the calls that take

@@ -261,7 +261,7 @@ func sysWaitid(t *thread, a args) (uint64, error) {
 		if a[2] == 0 {
 			return 0, nil
 		}
-		info := childInfo(c)
+		info := t.k.childInfo(c)
 		return 0, memErr(p.as.Write(a[2], info[:]))
 	}
 	switch {

@@ -17,11 +17,16 @@ func (k *Kernel) now(clk uint64) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	k.coarse = max(k.coarse, t)
 	if isRealtime(clk) {
 		t += time.Duration(k.prog.Epoch.UnixNano())
 	}
 	return t, nil
 }
+
+// fileTime is the time a file changed now, in ns since the Unix epoch:
+// the program's wall clock at the coarse reading.
+func (k *Kernel) fileTime() int64 { return k.prog.Epoch.UnixNano() + int64(k.coarse) }
 
 func isRealtime(clk uint64) bool {
 	return clk == unix.CLOCK_REALTIME || clk == unix.CLOCK_REALTIME_COARSE || clk == unix.CLOCK_TAI

@@ -59,7 +59,19 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETPID:            {"getpid", 0, sysGetpid},                      // 39
 	unix.SYS_SENDFILE:          {"sendfile", 4, sysSendfile},                  // 40
 	unix.SYS_SOCKET:            {"socket", 3, sysSocket},                      // 41
-	unix.SYS_CONNECT:           {"connect", 3, nil},                           // 42
+	unix.SYS_CONNECT:           {"connect", 3, notSocket},                     // 42
+	unix.SYS_ACCEPT:            {"accept", 3, notSocket},                      // 43
+	unix.SYS_SENDTO:            {"sendto", 6, notSocket},                      // 44
+	unix.SYS_RECVFROM:          {"recvfrom", 6, notSocket},                    // 45
+	unix.SYS_SENDMSG:           {"sendmsg", 3, notSocket},                     // 46
+	unix.SYS_RECVMSG:           {"recvmsg", 3, notSocket},                     // 47
+	unix.SYS_SHUTDOWN:          {"shutdown", 2, notSocket},                    // 48
+	unix.SYS_BIND:              {"bind", 3, notSocket},                        // 49
+	unix.SYS_LISTEN:            {"listen", 2, notSocket},                      // 50
+	unix.SYS_GETSOCKNAME:       {"getsockname", 3, notSocket},                 // 51
+	unix.SYS_GETPEERNAME:       {"getpeername", 3, notSocket},                 // 52
+	unix.SYS_SETSOCKOPT:        {"setsockopt", 5, notSocket},                  // 54
+	unix.SYS_GETSOCKOPT:        {"getsockopt", 5, notSocket},                  // 55
 	unix.SYS_CLONE:             {"clone", 5, sysClone},                        // 56
 	unix.SYS_FORK:              {"fork", 0, sysFork},                          // 57
 	unix.SYS_VFORK:             {"vfork", 0, sysVfork},                        // 58
@@ -94,29 +106,30 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETRLIMIT:         {"getrlimit", 2, sysGetrlimit},                // 97
 	unix.SYS_GETRUSAGE:         {"getrusage", 2, sysGetrusage},                // 98
 	unix.SYS_SYSINFO:           {"sysinfo", 1, sysSysinfo},                    // 99
-	unix.SYS_GETUID:            {"getuid", 0, constant(uid)},                  // 102
-	unix.SYS_GETGID:            {"getgid", 0, constant(gid)},                  // 104
-	unix.SYS_SETUID:            {"setuid", 1, setID(uid)},                     // 105
-	unix.SYS_SETGID:            {"setgid", 1, setID(gid)},                     // 106
-	unix.SYS_GETEUID:           {"geteuid", 0, constant(uid)},                 // 107
-	unix.SYS_GETEGID:           {"getegid", 0, constant(gid)},                 // 108
+	unix.SYS_GETUID:            {"getuid", 0, getID(userID)},                  // 102
+	unix.SYS_GETGID:            {"getgid", 0, getID(groupID)},                 // 104
+	unix.SYS_SETUID:            {"setuid", 1, setIDs(userID, 1)},              // 105
+	unix.SYS_SETGID:            {"setgid", 1, setIDs(groupID, 1)},             // 106
+	unix.SYS_GETEUID:           {"geteuid", 0, getID(userID)},                 // 107
+	unix.SYS_GETEGID:           {"getegid", 0, getID(groupID)},                // 108
 	unix.SYS_SETPGID:           {"setpgid", 2, constant(0)},                   // 109
 	unix.SYS_GETPPID:           {"getppid", 0, sysGetppid},                    // 110
 	unix.SYS_GETPGRP:           {"getpgrp", 0, constant(pid)},                 // 111
 	unix.SYS_SETSID:            {"setsid", 0, sysSetsid},                      // 112
-	unix.SYS_SETREUID:          {"setreuid", 2, setIDs(uid, 2)},               // 113
-	unix.SYS_SETREGID:          {"setregid", 2, setIDs(gid, 2)},               // 114
+	unix.SYS_SETREUID:          {"setreuid", 2, setIDs(userID, 2)},            // 113
+	unix.SYS_SETREGID:          {"setregid", 2, setIDs(groupID, 2)},           // 114
 	unix.SYS_GETGROUPS:         {"getgroups", 2, constant(0)},                 // 115
-	unix.SYS_SETRESUID:         {"setresuid", 3, setIDs(uid, 3)},              // 117
-	unix.SYS_GETRESUID:         {"getresuid", 3, getIDs(uid)},                 // 118
-	unix.SYS_SETRESGID:         {"setresgid", 3, setIDs(gid, 3)},              // 119
-	unix.SYS_GETRESGID:         {"getresgid", 3, getIDs(gid)},                 // 120
+	unix.SYS_SETRESUID:         {"setresuid", 3, setIDs(userID, 3)},           // 117
+	unix.SYS_GETRESUID:         {"getresuid", 3, getIDs(userID)},              // 118
+	unix.SYS_SETRESGID:         {"setresgid", 3, setIDs(groupID, 3)},          // 119
+	unix.SYS_GETRESGID:         {"getresgid", 3, getIDs(groupID)},             // 120
 	unix.SYS_GETPGID:           {"getpgid", 1, constant(pid)},                 // 121
 	unix.SYS_GETSID:            {"getsid", 1, constant(pid)},                  // 124
 	unix.SYS_CAPGET:            {"capget", 2, sysCapget},                      // 125
 	unix.SYS_CAPSET:            {"capset", 2, sysCapset},                      // 126
 	unix.SYS_RT_SIGSUSPEND:     {"rt_sigsuspend", 2, sysRtSigsuspend},         // 130
 	unix.SYS_SIGALTSTACK:       {"sigaltstack", 2, sysSigaltstack},            // 131
+	unix.SYS_UTIME:             {"utime", 2, sysUtime},                        // 132
 	unix.SYS_STATFS:            {"statfs", 2, sysStatfs},                      // 137
 	unix.SYS_FSTATFS:           {"fstatfs", 2, sysFstatfs},                    // 138
 	unix.SYS_PRCTL:             {"prctl", 5, sysPrctl},                        // 157
@@ -153,9 +166,11 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_EPOLL_CTL:         {"epoll_ctl", 4, sysEpollCtl},                 // 233
 	unix.SYS_TGKILL:            {"tgkill", 3, sysTgkill},                      // 234
 	unix.SYS_WAITID:            {"waitid", 5, sysWaitid},                      // 247
+	unix.SYS_UTIMES:            {"utimes", 2, sysUtimes},                      // 235
 	unix.SYS_OPENAT:            {"openat", 4, sysOpenat},                      // 257
 	unix.SYS_MKDIRAT:           {"mkdirat", 3, sysMkdirat},                    // 258
 	unix.SYS_FCHOWNAT:          {"fchownat", 5, sysFchownat},                  // 260
+	unix.SYS_FUTIMESAT:         {"futimesat", 3, sysFutimesat},                // 261
 	unix.SYS_NEWFSTATAT:        {"newfstatat", 4, sysNewfstatat},              // 262
 	unix.SYS_UNLINKAT:          {"unlinkat", 3, sysUnlinkat},                  // 263
 	unix.SYS_RENAMEAT:          {"renameat", 4, sysRenameat},                  // 264
@@ -167,23 +182,29 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_PSELECT6:          {"pselect6", 6, sysPselect6},                  // 270
 	unix.SYS_PPOLL:             {"ppoll", 5, sysPpoll},                        // 271
 	unix.SYS_SET_ROBUST_LIST:   {"set_robust_list", 2, constant(0)},           // 273
-	unix.SYS_UTIMENSAT:         {"utimensat", 4, constant(0)},                 // 280: times are the program's epoch, always
+	unix.SYS_UTIMENSAT:         {"utimensat", 4, sysUtimensat},                // 280
 	unix.SYS_EPOLL_PWAIT:       {"epoll_pwait", 6, sysEpollPwait},             // 281
 	unix.SYS_SIGNALFD:          {"signalfd", 3, sysSignalfd},                  // 282
 	unix.SYS_TIMERFD_CREATE:    {"timerfd_create", 2, sysTimerfdCreate},       // 283
 	unix.SYS_EVENTFD:           {"eventfd", 1, sysEventfd},                    // 284
 	unix.SYS_TIMERFD_SETTIME:   {"timerfd_settime", 4, sysTimerfdSettime},     // 286
 	unix.SYS_TIMERFD_GETTIME:   {"timerfd_gettime", 2, sysTimerfdGettime},     // 287
+	unix.SYS_ACCEPT4:           {"accept4", 4, notSocket},                     // 288
 	unix.SYS_SIGNALFD4:         {"signalfd4", 4, sysSignalfd4},                // 289
 	unix.SYS_EVENTFD2:          {"eventfd2", 2, sysEventfd2},                  // 290
 	unix.SYS_EPOLL_CREATE1:     {"epoll_create1", 1, sysEpollCreate1},         // 291
 	unix.SYS_DUP3:              {"dup3", 3, sysDup3},                          // 292
 	unix.SYS_PIPE2:             {"pipe2", 2, sysPipe2},                        // 293
 	unix.SYS_PRLIMIT64:         {"prlimit64", 4, sysPrlimit},                  // 302
+	unix.SYS_RECVMMSG:          {"recvmmsg", 5, notSocket},                    // 299
+	unix.SYS_SENDMMSG:          {"sendmmsg", 4, notSocket},                    // 307
 	unix.SYS_GETCPU:            {"getcpu", 3, sysGetcpu},                      // 309
 	unix.SYS_RENAMEAT2:         {"renameat2", 5, sysRenameat},                 // 316
 	unix.SYS_GETRANDOM:         {"getrandom", 3, sysGetrandom},                // 318
 	unix.SYS_COPY_FILE_RANGE:   {"copy_file_range", 6, sysCopyFileRange},      // 326
+	unix.SYS_PKEY_MPROTECT:     {"pkey_mprotect", 4, sysPkeyMprotect},         // 329
+	unix.SYS_PKEY_ALLOC:        {"pkey_alloc", 2, sysPkeyAlloc},               // 330
+	unix.SYS_PKEY_FREE:         {"pkey_free", 1, sysPkeyFree},                 // 331
 	unix.SYS_STATX:             {"statx", 5, sysStatx},                        // 332
 	unix.SYS_RSEQ:              {"rseq", 4, fallback},                         // 334: or the kernel would write the CPU number into the program
 	unix.SYS_CLONE3:            {"clone3", 2, fallback},                       // 435: glibc falls back to clone

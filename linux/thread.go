@@ -116,6 +116,7 @@ func (k *Kernel) setReturn(t *thread, ret uint64) { k.regsOf(t).RAX = ret }
 // tick wakes the threads whose deadline has come and asks for a switch if
 // another thread can run.
 func (k *Kernel) tick(clock time.Duration) {
+	k.coarse = max(k.coarse, clock)
 	k.watchHog(clock)
 	for _, t := range k.threads {
 		if t.state == blocked && t.deadline != 0 && clock >= t.deadline {

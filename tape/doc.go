@@ -24,7 +24,7 @@
 // first bytes differ from the magic is a *CorruptError at offset 0 that
 // wraps ErrNotTape.
 //
-// # Format (version 5, stable; versions 1 to 4 are still read)
+// # Format (version 6, stable; versions 1 to 5 are still read)
 //
 // All integers are little-endian; CRCs are CRC32C (Castagnoli).
 //
@@ -64,7 +64,8 @@
 // host, reprise, notes, and for a Linux program (since version 4) linux:
 // {path, argv, env, random (hex), epoch, host_cpu, root, mounts (a list of
 // {guest, host}), files (a list of {host, size, sha256}), stdin, cwd (the
-// directory it started in), personality}. Since version 5 a Linux program sees the host's files as
+// directory it started in), user ({uid, gid}, since version 6: who it ran
+// as; before, 1000), personality}. Since version 5 a Linux program sees the host's files as
 // it asks for them (file events, below) and the header lists only root,
 // the host directory it saw as "/", mounts, what the user placed at guest
 // paths, and files, the ones packed in the tape, each followed by its

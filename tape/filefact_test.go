@@ -56,8 +56,8 @@ func factEvents() []*Event {
 	return append(evs, end)
 }
 
-// factHeader is a version 5 Linux program's header with every field of
-// its own set: root, mounts, stdin, packed files.
+// factHeader is a version 6 Linux program's header with every field of
+// its own set: root, mounts, stdin, packed files, user.
 func factHeader() *Header {
 	h := linuxHeader()
 	lib := []byte("\x7fELF a library\n")
@@ -65,6 +65,7 @@ func factHeader() *Header {
 	h.Linux.Mounts = []Mount{{Guest: "/data", Host: "/home/u/data"}, {Guest: "/etc/app.conf", Host: "/home/u/app.conf"}}
 	h.Linux.Stdin = "/data/in.txt"
 	h.Linux.Personality = 7
+	h.Linux.UID, h.Linux.GID = 1001, 1002
 	h.Linux.Files = []File{
 		{Host: "/srv/roots/debian/usr/lib/a.so", Size: int64(len(lib)), SHA256: sha256.Sum256(lib), Data: lib},
 		{Host: "/srv/roots/debian/empty-file", SHA256: sha256.Sum256(nil), Data: []byte{}},

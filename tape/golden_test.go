@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/v5.tape")
+var update = flag.Bool("update", false, "rewrite testdata/v6.tape")
 
 // TestGoldenV1 keeps format version 1 readable: testdata/v1.tape was
 // written by the version 1 writer.
@@ -57,25 +57,35 @@ func TestGoldenV4(t *testing.T) {
 	want := smallHeader()
 	want.Version = 4
 	want.Linux = &Linux{Path: "/usr/bin/pigz", Argv: []string{"pigz", "-p", "4"}, Env: []string{"HOME=/", "LANG=C"},
-		Random: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Epoch: want.Created}
+		Random: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Epoch: want.Created, UID: LegacyID, GID: LegacyID}
 	readGolden(t, filepath.Join("testdata", "v4.tape"), want, evs, hosts)
 }
 
-// TestGoldenV5 pins format version 5: the writer must still produce the
-// bytes of testdata/v5.tape (a Linux program's header with root, mounts,
-// stdin and packed files; file events of every op and form; host
-// frames), and the reader must still read them. A change here is a
-// format change: bump FormatVersion and keep reading version 5.
+// Version 5 (root, mounts, packed files, file events) reads as it was
+// written, its program run as LegacyID.
 func TestGoldenV5(t *testing.T) {
+	_, evs, hosts := hostTapeOf(t, factHeader(), factEvents())
+	want := factHeader()
+	want.Version = 5
+	want.Linux.UID, want.Linux.GID = LegacyID, LegacyID
+	readGolden(t, filepath.Join("testdata", "v5.tape"), want, evs, hosts)
+}
+
+// TestGoldenV6 pins format version 6: the writer must still produce the
+// bytes of testdata/v6.tape (a Linux program's header with root, mounts,
+// stdin, packed files and its user; file events of every op and form; host
+// frames), and the reader must still read them. A change here is a
+// format change: bump FormatVersion and keep reading version 6.
+func TestGoldenV6(t *testing.T) {
 	data, evs, hosts := hostTapeOf(t, factHeader(), factEvents())
-	golden := filepath.Join("testdata", "v5.tape")
+	golden := filepath.Join("testdata", "v6.tape")
 	if *update {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
 		require.NoError(t, os.WriteFile(golden, data, 0o644))
 	}
 	want, err := os.ReadFile(golden)
 	require.NoError(t, err)
-	require.Equal(t, want, data, "the writer no longer produces format version 5; run with -update only if the format version changed too")
+	require.Equal(t, want, data, "the writer no longer produces format version 6; run with -update only if the format version changed too")
 	readGolden(t, golden, factHeader(), evs, hosts)
 }
 

@@ -27,7 +27,9 @@ import (
 //	   files lazily, each look a logged input; the header's "linux" gains
 //	   root and mounts, and its files are only those packed in the tape
 //	   (host path, size, hash), each followed by its FILE frame
-const FormatVersion = 5
+//	6  the header's "linux" gains the user the program ran as (uid,
+//	   gid); a tape before ran it as LegacyID
+const FormatVersion = 6
 
 // PositionSource names how asynchronous events are positioned
 // (docs/architecture.md, "Position sources").
@@ -116,12 +118,18 @@ type Linux struct {
 	// Cwd is the directory the program started in (since version 5;
 	// "" for the root).
 	Cwd string
+	// UID and GID are the identity the program ran as: the recording
+	// user's (since version 6; before, every program ran as LegacyID).
+	UID, GID uint32
 	// Personality is the version of the Linux personality that recorded
 	// the program (linux.Version; 0 before versions were kept). Which
 	// frame backs which page is the personality's choice, so a replay by
 	// another would diverge: it is refused by name instead.
 	Personality int
 }
+
+// LegacyID is the uid and gid of a program whose tape does not say them.
+const LegacyID = 1000
 
 // Mount is a host file or directory the user placed at a guest path.
 type Mount struct {
@@ -205,8 +213,14 @@ type linuxJSON struct {
 	Files   []fileJSON  `json:"files,omitempty"`
 	Stdin   string      `json:"stdin,omitempty"`
 	Cwd     string      `json:"cwd,omitempty"` // since version 5
+	User    *userJSON   `json:"user,omitempty"`
 	// Personality is absent in tapes from before it was kept (0).
 	Personality int `json:"personality,omitempty"`
+}
+
+type userJSON struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
 }
 
 type mountJSON struct {
@@ -426,7 +440,7 @@ func encodeHeader(h *Header) ([][]byte, error) {
 	}
 	if l := h.Linux; l != nil {
 		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU,
-			Root: l.Root, Stdin: l.Stdin, Cwd: l.Cwd, Personality: l.Personality}
+			Root: l.Root, Stdin: l.Stdin, Cwd: l.Cwd, User: &userJSON{l.UID, l.GID}, Personality: l.Personality}
 		for _, m := range l.Mounts {
 			j.Linux.Mounts = append(j.Linux.Mounts, mountJSON(m))
 		}
@@ -517,7 +531,11 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		}
 	}
 	if l := j.Linux; l != nil {
-		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin, Personality: l.Personality}
+		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin, Personality: l.Personality,
+			UID: LegacyID, GID: LegacyID}
+		if l.User != nil && version >= 6 {
+			h.Linux.UID, h.Linux.GID = l.User.UID, l.User.GID
+		}
 		if len(l.Random) != 2*len(h.Linux.Random) {
 			return nil, 0, fmt.Sprintf("Linux program random %q is not 32 hex digits", l.Random)
 		}

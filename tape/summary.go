@@ -104,6 +104,7 @@ func (s *Summary) Print(w io.Writer) {
 				line("observed", "%s of the host's files (file events), replayed from the tape",
 					plural(int(s.ByKind[KindFile]), "observation", "observations"))
 			}
+			line("user", "uid %d, gid %d", l.UID, l.GID)
 			if l.Cwd != "" {
 				line("cwd", "%s", l.Cwd)
 			}

@@ -97,8 +97,8 @@ func hex6(b [32]byte) string {
 	return string(s)
 }
 
-// A version 5 Linux program's summary says where it saw the host's files
-// (root, mounts), which are packed, and how often it looked.
+// A Linux program's summary says who it ran as, where it saw the host's
+// files (root, mounts), which are packed, and how often it looked.
 func TestSummarizeLinux(t *testing.T) {
 	data, evs, _ := hostTapeOf(t, factHeader(), factEvents())
 	s, err := Summarize(writeFile(t, t.TempDir(), data))
@@ -110,7 +110,8 @@ func TestSummarizeLinux(t *testing.T) {
 	s.Print(&out)
 	t.Logf("\n%s", out.String())
 	for _, kv := range [][2]string{
-		{"format", "reprise tape, version 5"},
+		{"format", "reprise tape, version 6"},
+		{"user", "uid 1001, gid 1002"},
 		{"root", "/srv/roots/debian"},
 		{"mount", "/home/u/data at /data"},
 		{"mount", "/home/u/app.conf at /etc/app.conf"},

@@ -165,7 +165,7 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err != nil {
 		return nil, err
 	}
-	p := &linux.Program{Path: abs, Image: raw, Argv: append([]string{argv0}, rest...), Env: env, Epoch: time.Now()}
+	p := &linux.Program{Path: abs, Image: raw, Argv: append([]string{argv0}, rest...), Env: env, Epoch: time.Now(), User: linux.InvokingUser()}
 	if err := linux.Check(p); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}

@@ -14,6 +14,7 @@ func (fs *FileSystem) Mkdir(e Entry, mode uint32) error {
 	}
 	n.Written = true
 	fs.put(e.Dir, e.Name, n)
+	fs.Modified(e.Dir)
 	return nil
 }
 
@@ -29,6 +30,7 @@ func (fs *FileSystem) Create(e Entry, mode uint32) (*Node, error) {
 	}
 	n.Written = true
 	fs.link(e.Dir, e.Name, n)
+	fs.Modified(e.Dir)
 	return n, nil
 }
 
@@ -83,6 +85,7 @@ func (fs *FileSystem) Remove(e Entry, rmdir bool) error {
 	}
 	delete(e.Dir.children, e.Name)
 	fs.dropLink(n)
+	fs.Modified(e.Dir)
 	return nil
 }
 
@@ -99,6 +102,8 @@ func (fs *FileSystem) Link(n *Node, e Entry) error {
 		return unix.ENOENT // linkat of an unlinked file (AT_EMPTY_PATH)
 	}
 	fs.link(e.Dir, e.Name, n)
+	fs.Modified(e.Dir)
+	fs.Changed(n)
 	return nil
 }
 
@@ -107,6 +112,7 @@ func (fs *FileSystem) Link(n *Node, e Entry) error {
 func (fs *FileSystem) dropLink(n *Node) {
 	if !n.Dir {
 		if n.links--; n.links > 0 {
+			fs.Changed(n)
 			return
 		}
 	}
@@ -141,6 +147,10 @@ func (fs *FileSystem) Exchange(from, to Entry) error {
 		b.parent = from.Dir
 	}
 	a.Written, b.Written = true, true
+	fs.Modified(from.Dir)
+	fs.Modified(to.Dir)
+	fs.Changed(a)
+	fs.Changed(b)
 	return nil
 }
 
@@ -178,6 +188,9 @@ func (fs *FileSystem) Rename(from, to Entry) error {
 	}
 	fs.put(to.Dir, newName, n)
 	n.Written = true
+	fs.Modified(from.Dir)
+	fs.Modified(to.Dir)
+	fs.Changed(n)
 	return nil
 }
 

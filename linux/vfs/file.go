@@ -113,6 +113,22 @@ func (f *OpenFile) Lseek(off int64, whence uint64) (uint64, error) {
 	return f.impl.Seek(f, off, whence)
 }
 
+// Unread is what FIONREAD answers: the bytes a read would return without
+// waiting, for a pipe's read end, and for a regular file its size less
+// the offset (negative past the end, as Linux answers); false for the
+// kinds Linux answers ENOTTY.
+func (f *OpenFile) Unread() (int64, bool) {
+	switch impl := f.impl.(type) {
+	case *PipeEnd:
+		if !impl.writer {
+			return int64(len(impl.p.buf)), true
+		}
+	case *regular:
+		return impl.n.Size() - f.Off, true
+	}
+	return 0, false
+}
+
 // Ioctl is the file's answer to an ioctl.
 func (f *OpenFile) Ioctl(cmd, arg uint64) (uint64, error) { return f.impl.Ioctl(cmd, arg) }
 

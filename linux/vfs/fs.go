@@ -18,11 +18,34 @@ type FileSystem struct {
 	remap   Remap
 	host    Host      // where host directories' entries and files' contents come from
 	owner   [2]uint32 // the user and group new files belong to
+	clock   func() int64
 }
 
 // SetOwner makes the files the program makes from now on its user's and
 // group's.
 func (fs *FileSystem) SetOwner(uid, gid uint32) { fs.owner = [2]uint32{uid, gid} }
+
+// SetClock gives the tree the time a change happens at, in ns since the
+// Unix epoch, to stamp files with; before it, files have zero times.
+func (fs *FileSystem) SetClock(now func() int64) { fs.clock = now }
+
+func (fs *FileSystem) now() int64 {
+	if fs.clock == nil {
+		return 0
+	}
+	return fs.clock()
+}
+
+// Modified stamps n as Linux does a file whose contents or entries
+// changed: its modification and change times are now.
+func (fs *FileSystem) Modified(n *Node) {
+	now := fs.now()
+	n.Times.Mtime, n.Times.Ctime = now, now
+}
+
+// Changed stamps n as Linux does a file whose attributes (mode, owner,
+// links) changed: its change time is now.
+func (fs *FileSystem) Changed(n *Node) { n.Times.Ctime = fs.now() }
 
 // Remap is told that a mapped node's contents moved from old to new
 // (they grew, shrank or were freed), so the mappings holding old hold new.
@@ -53,7 +76,8 @@ func (fs *FileSystem) NewNode(dir bool, mode uint32) (*Node, error) {
 		return nil, err
 	}
 	fs.nextIno++
-	n := &Node{Ino: fs.nextIno, Dir: dir, Mode: mode, UID: fs.owner[0], GID: fs.owner[1]}
+	now := fs.now()
+	n := &Node{Ino: fs.nextIno, Dir: dir, Mode: mode, UID: fs.owner[0], GID: fs.owner[1], Times: Times{now, now, now}}
 	if dir {
 		n.children = map[string]*Node{}
 	}

@@ -70,6 +70,7 @@ func (r *regular) Write(_ *OpenFile, b []byte, off int64) (int, error) {
 	}
 	r.fs.own(n)
 	n.Written = true
+	r.fs.Modified(n)
 	return copy(n.data[off:], b), nil
 }
 
