@@ -1,7 +1,11 @@
 package linux
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
+	"slices"
+	"sort"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -73,37 +77,62 @@ func (k *Kernel) patchTSC(as *mm.Space, x *executable, file *node) error {
 // table). With symbols, each function is decoded from its start, and
 // decoding stops at an instruction the decoder does not know (AVX-512's
 // EVEX forms) until the next function: a sweep that lost its place could
-// take bytes inside another instruction for an RDTSC. Without them, the
-// sweep steps over what it cannot decode byte by byte.
+// take bytes inside another instruction for an RDTSC. Only functions
+// whose bytes hold an opcode's (0F 31, 0F 01 F9) can hold one, so only
+// they are decoded: node's 60 MiB of code took seconds to decode whole.
+// Without symbols, the sweep steps over what it cannot decode byte by
+// byte.
 func findTSC(code []byte, start uint64, funcs []uint64) []tscSite {
 	end := start + uint64(len(code))
-	ranges := [][2]uint64{{start, end}}
-	if len(funcs) > 0 {
-		ranges = ranges[:0]
-		for i, f := range funcs {
-			next := end
-			if i+1 < len(funcs) {
-				next = funcs[i+1]
+	if len(funcs) == 0 {
+		return decodeTSC(code, start, [2]uint64{start, end}, false, nil)
+	}
+	ranges := make([][2]uint64, len(funcs))
+	for i, f := range funcs {
+		next := end
+		if i+1 < len(funcs) {
+			next = funcs[i+1]
+		}
+		ranges[i] = [2]uint64{f, next}
+	}
+	candidates := map[int]bool{}
+	for _, op := range [][]byte{{0x0F, 0x31}, {0x0F, 0x01, 0xF9}} {
+		for off := 0; ; off++ {
+			i := bytes.Index(code[off:], op)
+			if i < 0 {
+				break
 			}
-			ranges = append(ranges, [2]uint64{f, next})
+			off += i
+			pc := start + uint64(off)
+			r := sort.Search(len(ranges), func(j int) bool { return ranges[j][0] > pc }) - 1
+			if r >= 0 && pc < ranges[r][1] {
+				candidates[r] = true
+			}
 		}
 	}
 	var sites []tscSite
-	for _, r := range ranges {
-		for pc := r[0]; pc < r[1]; {
-			inst, err := x86asm.Decode(code[pc-start:r[1]-start], 64)
-			switch {
-			case err != nil && len(funcs) > 0:
-				pc = r[1]
-				continue
-			case err != nil:
-				pc++
-				continue
-			case inst.Op == x86asm.RDTSC || inst.Op == x86asm.RDTSCP:
-				sites = append(sites, tscSite{offset: pc - start, len: uint8(inst.Len)})
-			}
-			pc += uint64(inst.Len)
+	for _, r := range slices.Sorted(maps.Keys(candidates)) {
+		sites = decodeTSC(code, start, ranges[r], true, sites)
+	}
+	return sites
+}
+
+// decodeTSC decodes code's instructions in r (addresses; code is loaded
+// at start) and adds its RDTSCs and RDTSCPs to sites. At what it cannot
+// decode it stops if stop, and steps a byte otherwise.
+func decodeTSC(code []byte, start uint64, r [2]uint64, stop bool, sites []tscSite) []tscSite {
+	for pc := r[0]; pc < r[1]; {
+		inst, err := x86asm.Decode(code[pc-start:r[1]-start], 64)
+		switch {
+		case err != nil && stop:
+			return sites
+		case err != nil:
+			pc++
+			continue
+		case inst.Op == x86asm.RDTSC || inst.Op == x86asm.RDTSCP:
+			sites = append(sites, tscSite{offset: pc - start, len: uint8(inst.Len)})
 		}
+		pc += uint64(inst.Len)
 	}
 	return sites
 }
