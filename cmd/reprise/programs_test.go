@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/internal/cprog"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+)
+
+// hostProgram is a program people run, as a user runs it under reprise:
+// a shell command line in a directory holding files, nothing named by
+// hand (no --file), the host's file system seen as it is.
+type hostProgram struct {
+	name  string
+	tools []string          // what the host must have (installed by .ci/run)
+	files map[string]string // written into the directory first
+	env   []string          // beyond reprise's default environment
+	cmd   string            // run by bash -c in the directory
+}
+
+// The programs of issue 26 part 3. Their output must not depend on
+// time or the host: fixed dates for git's commits and tar's members, no
+// owners' names beside a time.
+var hostPrograms = []hostProgram{
+	{name: "python3", tools: []string{"python3"}, cmd: `python3 -c '
+import json, hashlib, threading, subprocess, sqlite3
+out = []
+t = threading.Thread(target=lambda: out.append(sum(range(100000))))
+t.start(); t.join()
+db = sqlite3.connect(":memory:")
+db.execute("create table t(x)")
+db.executemany("insert into t values (?)", [(i,) for i in range(100)])
+print(json.dumps({"sum": out[0], "rows": db.execute("select sum(x) from t").fetchone()[0]}, sort_keys=True))
+print(hashlib.sha256(b"reprise").hexdigest())
+print(subprocess.run(["echo", "from a child"], capture_output=True, text=True).stdout, end="")
+'`},
+	{name: "node", tools: []string{"node"}, cmd: `node -e '
+const fs = require("fs"), crypto = require("crypto");
+setTimeout(() => console.log("timer fired"), 20);
+Promise.resolve(6).then(x => console.log("promise", x * 7));
+fs.writeFileSync("n.txt", "written by node\n");
+console.log(fs.readFileSync("n.txt", "utf8").trim());
+console.log(crypto.createHash("sha256").update("reprise").digest("hex"));
+'`},
+	{name: "ruby", tools: []string{"ruby"}, cmd: `ruby -e '
+require "json"; require "digest"
+t = Thread.new { sleep 0.01; [3, 1, 2].sort }
+puts JSON.generate({"sorted" => t.value})
+puts Digest::SHA256.hexdigest("reprise")
+'`},
+	{name: "perl", tools: []string{"perl"}, cmd: `perl -MList::Util=sum,max -MPOSIX=floor -MData::Dumper -e '
+$Data::Dumper::Sortkeys = 1; $Data::Dumper::Indent = 0;
+print sum(1..100), " ", max(3, 9, 4), " ", floor(2.5), "\n", Dumper({a => [1, 2]}), "\n";
+'`},
+	{name: "git", tools: []string{"git"},
+		env: []string{"GIT_AUTHOR_DATE=2024-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2024-01-02T03:04:05Z",
+			"GIT_AUTHOR_NAME=A U Thor", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A U Thor", "GIT_COMMITTER_EMAIL=a@example.com"},
+		cmd: `set -e; git init -q -b main repo; cd repo; printf 'one\ntwo\n' > a.txt; mkdir sub; echo three > sub/b.txt
+git add a.txt sub; git commit -q -m first; echo four >> a.txt; git diff; git commit -q -am second
+git log --format='%H %s'; git cat-file -p HEAD:a.txt; git diff HEAD~1 --stat; git status --short`},
+	{name: "make-gcc", tools: []string{"make", "gcc"},
+		files: map[string]string{
+			"Makefile": "prog: main.o sum.o\n\tgcc -o $@ $^\nmain.o: main.c\n\tgcc -c -O1 main.c\nsum.o: sum.c\n\tgcc -c -O1 sum.c\n",
+			"main.c":   "#include <stdio.h>\nint sum(int);\nint main(void) { printf(\"sum %d\\n\", sum(100)); return 0; }\n",
+			"sum.c":    "int sum(int n) { int s = 0; for (int i = 1; i <= n; i++) s += i; return s; }\n",
+			"x.c":      "#include <stdio.h>\nint main(int c, char **v) { printf(\"%s has %d args\\n\", v[0], c); return 3; }\n",
+		},
+		cmd: `make -s -j2 && ./prog && gcc -o x x.c && ./x a b; echo "x exited $?"`},
+	{name: "coreutils", tools: []string{"find", "sort"},
+		cmd: `set -e; mkdir -p a/b/c; echo hello > a/b/c/f; ln -s b/c a/l; cp -a a z; mv z y; ln y/b/c/f hard
+chmod 640 hard; stat -c '%A %h %n' hard y/b/c/f; readlink y/l; find . | sort; rm -r a; find . -type f | sort
+seq 1 50000 | sort --parallel=2 -rn | head -3; seq 1 2000 | sort -R --random-source=/dev/zero | md5sum`},
+	{name: "dash", tools: []string{"dash"}, cmd: `dash -c 'mkdir -p d/e; cd d/e; pwd; cd ..; echo $((6 * 7)) > n; cat n; cd -; ls ..'`},
+	{name: "busybox", tools: []string{"busybox"}, cmd: `busybox sh -c 'mkdir -p d/e; cd d/e; pwd; cd ../..; echo $((6 * 7)); busybox ls d'`},
+	{name: "tar", tools: []string{"tar", "gzip"},
+		cmd: `set -e; mkdir -p t/sub; echo one > t/a; echo two > t/sub/b; ln -s a t/l
+touch -h -d '2024-01-02 03:04:05' t/a t/sub/b t/l t/sub t; tar --numeric-owner -czf x.tgz t
+tar --numeric-owner -tvzf x.tgz | sort -k6; gzip -dc x.tgz | tar --numeric-owner -tvf - | sort -k6
+mkdir out; tar -xzf x.tgz -C out; cat out/t/sub/b; stat -c '%y %n' out/t/a`},
+}
+
+// Each program prints under reprise — run, recorded, replayed three
+// times, and recorded with a jittered timer and replayed — what it prints
+// on the host with the same environment, in the same directory, and
+// exits the same.
+func TestProgramsMatchHost(t *testing.T) {
+	kvmtest.Require(t)
+	for _, p := range hostPrograms {
+		t.Run(p.name, func(t *testing.T) {
+			kvmtest.RequireTools(t, append([]string{"bash"}, p.tools...)...)
+			dir := t.TempDir()
+			for name, data := range p.files {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+			}
+			bash, err := exec.LookPath("bash")
+			require.NoError(t, err)
+			args := []string{"--", bash, "-c", p.cmd}
+			for _, kv := range p.env {
+				args = append([]string{"--env", kv}, args...)
+			}
+			got := matchesAcrossReplays(t, dir, args)
+			// Last, as reprise wrote nothing into the directory.
+			want, code := onHost(t, dir, p.env, bash, "-c", p.cmd)
+			require.Equal(t, want, got.stdout)
+			require.Equal(t, code, got.code, got.stderr)
+		})
+	}
+}
+
+// The Go runtime (goroutines, timers, its netpoller on epoll and an
+// eventfd, os.ReadFile, garbage collection) prints the host's output
+// through the CLI, recorded and replayed as the programs above.
+func TestGoProgramMatchesHost(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.BuildGo(t, "gotimers")
+	dir := t.TempDir()
+	got := matchesAcrossReplays(t, dir, []string{"--", bin})
+	want, code := onHost(t, dir, nil, bin)
+	require.Equal(t, want, got.stdout)
+	require.Equal(t, code, got.code, got.stderr)
+}
+
+// matchesAcrossReplays runs the program args (reprise's flags, then "--"
+// and the command) in dir: live, then recorded and replayed three times,
+// then recorded with the timer jittered and replayed; every replay must
+// print what its recording did and exit as it did. It returns the live
+// run, whose output must equal the recording's.
+func matchesAcrossReplays(t *testing.T, dir string, args []string) cliResult {
+	t.Helper()
+	live := runCLIIn(t, dir, append([]string{"run"}, args...)...)
+	tapes := t.TempDir()
+	for _, jitter := range []string{"0s", "2ms"} {
+		tp := filepath.Join(tapes, "prog-"+jitter+".tape")
+		rec := runCLIIn(t, dir, append([]string{"record", "-o", tp, "--timer-jitter", jitter}, args...)...)
+		require.Equal(t, live.stdout, rec.stdout, "recorded (jitter %s): %s", jitter, rec.stderr)
+		require.Equal(t, live.code, rec.code, rec.stderr)
+		replays := 3
+		if jitter != "0s" {
+			replays = 1
+		}
+		for i := range replays {
+			rep := runCLIIn(t, dir, "replay", tp)
+			require.Equal(t, rec.stdout, rep.stdout, "replay %d (jitter %s): %s", i, jitter, rep.stderr)
+			require.Contains(t, rep.stderr, "replay matched")
+		}
+	}
+	return live
+}
+
+// onHost runs name with args in dir natively, with the environment
+// reprise gives a program plus env, standard output and error into one
+// pipe as under reprise; it returns what was printed and the exit status.
+func onHost(t *testing.T, dir string, env []string, name string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	var err error
+	cmd.Env, err = programEnv(env)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), ee.ExitCode()
+	}
+	require.NoError(t, err)
+	return out.String(), 0
+}
