@@ -1,11 +1,23 @@
 package linux
 
 // systemFiles are generated files, in the kernel's own directories: one
-// CPU online. Everything else is the host's (/etc/passwd included, as
-// under rr).
+// CPU online, and the placeholders of /proc's files (procfs.go).
+// Everything else is the host's (/etc/passwd included, as under rr).
 var systemFiles = map[string]string{
 	"/sys/devices/system/cpu/online":   "0\n",
 	"/sys/devices/system/cpu/possible": "0\n",
+	"/proc/self/maps":                  "",
+	"/proc/cpuinfo":                    "",
+	"/proc/meminfo":                    "",
+}
+
+// systemLinks are the kernel's symbolic links: /dev's names of the
+// descriptors (bash's process substitution opens /dev/fd/63).
+var systemLinks = map[string]string{
+	"/dev/fd":     "/proc/self/fd",
+	"/dev/stdin":  "/proc/self/fd/0",
+	"/dev/stdout": "/proc/self/fd/1",
+	"/dev/stderr": "/proc/self/fd/2",
 }
 
 // entropy is the engine's entropy, for /dev/urandom (vfs.Entropy): the

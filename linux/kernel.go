@@ -226,6 +226,10 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	if err := fs.AddSystem(entropy{k}, maxRandom, systemFiles); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
+	if err := addProc(fs); err != nil {
+		return nil, fmt.Errorf("linux: %w", err)
+	}
+	fs.SetMagic(k.procFDEntry)
 	fs.MountHost(p.Root)
 	fs.SetHost(hostView{k})
 	limitHeap()

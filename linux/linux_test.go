@@ -522,6 +522,15 @@ func TestFileTimes(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "filetimes.c", "-static", "-O1"), "filetimes", time.Millisecond)
 }
 
+// /proc answers as the C library and runtimes read it: maps (the
+// executable's code, the stack pthread_getattr_np finds), fd and its
+// links, /dev/fd/N of a pipe opened and stat'ed, cpuinfo's processors,
+// meminfo's RAM — the host's output, live, recorded and replayed (only
+// /proc/self/exe existed).
+func TestProcFiles(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "procfs.c", "-static", "-O1", "-pthread"), "procfs", time.Millisecond)
+}
+
 // FIONBIO, FIOCLEX, FIONCLEX and FIONREAD answer on every file, and the
 // socket calls on a descriptor that is no socket answer ENOTSOCK — the
 // host's output, live, recorded and replayed (FIONBIO was ENOTTY, which

@@ -3,6 +3,7 @@ package linux
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 
 	"golang.org/x/sys/unix"
 
@@ -389,6 +390,9 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 		}
 	}
 	n, err := t.walk(p, flags&unix.O_NOFOLLOW == 0)
+	if pipe := (fdPipe{}); errors.As(err, &pipe) {
+		return t.reopen(pipe.f, flags)
+	}
 	switch {
 	case err == unix.ENOENT && creat:
 		e, err := t.k.fs.Final(p)
@@ -411,6 +415,12 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 	case n.Dir && flags&unix.O_ACCMODE != unix.O_RDONLY:
 		return 0, unix.EISDIR
 	}
+	switch made, err := t.openProc(n, flags); {
+	case err != nil:
+		return 0, err
+	case made != nil:
+		n = made
+	}
 	switch truncate := flags&unix.O_TRUNC != 0 && flags&unix.O_ACCMODE != unix.O_RDONLY; {
 	case n.IsForeign():
 		return 0, unix.EACCES // a host FIFO, socket or device: not the program's to open
@@ -423,12 +433,24 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 			return 0, err
 		}
 	}
-	f := t.k.fs.Open(n, p, flags)
-	fd, err := t.proc.fds.Install(f, flags&unix.O_CLOEXEC != 0, 0)
-	if err != nil {
-		f.Release() // never installed
+	return t.install(t.k.fs.Open(n, p, flags), flags&unix.O_CLOEXEC != 0)
+}
+
+// reopen opens f, which has no node, again with flags, as an open of
+// /proc/self/fd/N does: a pipe's end of the access asked for; the
+// standard streams' file as it is.
+func (t *thread) reopen(f *openFile, flags uint64) (uint64, error) {
+	if f.AnonName() != "" {
+		return 0, unix.ENXIO
 	}
-	return uint64(fd), err
+	if !f.IsPipe() {
+		return t.install(vfs.NewOpenFile(t.k.console, "", flags&(unix.O_ACCMODE|unix.O_NONBLOCK)), flags&unix.O_CLOEXEC != 0)
+	}
+	r, err := vfs.ReopenPipe(f, flags)
+	if err != nil {
+		return 0, err
+	}
+	return t.install(r, flags&unix.O_CLOEXEC != 0)
 }
 
 // The requests every file answers (asm-generic/ioctls.h).
@@ -674,7 +696,7 @@ func sysFaccessat(t *thread, a args) (uint64, error) {
 	return 0, nil
 }
 
-// sysReadlinkat reads a symbolic link, or /proc/self/exe. Its size is an
+// sysReadlinkat reads a symbolic link, or one /proc makes. Its size is an
 // int, and one not positive is EINVAL before the path is read.
 func sysReadlinkat(t *thread, a args) (uint64, error) {
 	size := int32(a[3])
@@ -685,10 +707,11 @@ func sysReadlinkat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var target string
-	if p == "/proc/self/exe" {
-		target = t.proc.exe
-	} else {
+	target, ok, err := t.procReadlink(p)
+	switch {
+	case err != nil:
+		return 0, err
+	case !ok:
 		n, err := t.walk(p, false)
 		if err != nil {
 			return 0, err
@@ -755,15 +778,21 @@ func (t *thread) nodeAt(dirfd, va uint64) (*node, error) {
 func (t *thread) lookup(p string) (*node, error) { return t.walk(p, true) }
 
 // walk finds the node at the absolute path p, following a link at its end
-// if follow says so (/proc/self/exe always).
+// if follow says so. The links /proc makes are always followed:
+// /proc/self/exe to the process's executable (exec runs the target's
+// path too), cwd to its working directory, and fd/N, however reached
+// (/dev/fd/N, /dev/stdin), to the file of N (procFDEntry).
 func (t *thread) walk(p string, follow bool) (*node, error) {
+	if t.procPath(p) == "/proc/self/cwd" && t.proc.cwd != nil {
+		return t.proc.cwd, nil
+	}
 	return t.k.fs.Resolve(t.selfExe(p), follow)
 }
 
 // selfExe is p, or the process's executable if p is /proc/self/exe (exec
 // follows it too: the path it runs is the target's).
 func (t *thread) selfExe(p string) string {
-	if p == "/proc/self/exe" {
+	if t.procPath(p) == "/proc/self/exe" {
 		return t.proc.exe
 	}
 	return p
@@ -808,7 +837,7 @@ func sysPipe2(t *thread, a args) (uint64, error) {
 	if a[1]&^(unix.O_CLOEXEC|unix.O_NONBLOCK) != 0 {
 		return 0, unix.EINVAL
 	}
-	r, w, err := vfs.NewPipe(t.k.budget, a[1])
+	r, w, err := vfs.NewPipe(t.k.budget, a[1], t.k.fs.NewIno())
 	if err != nil {
 		return 0, err
 	}

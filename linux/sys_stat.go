@@ -2,6 +2,7 @@ package linux
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"github.com/reprise-vm/reprise/linux/vfs"
 	"golang.org/x/sys/unix"
@@ -34,7 +35,7 @@ func (k *Kernel) attrsOf(f *openFile, n *node) attrs {
 	if f != nil && f.IsStream() {
 		// A pipe, as when a program's output is piped on the host: the C
 		// library buffers it the same way.
-		return attrs{dev: pipeDev, ino: 1, nlink: 1, mode: unix.S_IFIFO | 0o600, uid: k.prog.User.UID, gid: k.prog.User.GID}
+		return attrs{dev: pipeDev, ino: f.StreamIno(), nlink: 1, mode: unix.S_IFIFO | 0o600, uid: k.prog.User.UID, gid: k.prog.User.GID}
 	}
 	if f != nil {
 		n = f.Node()
@@ -130,6 +131,9 @@ func (t *thread) target(dirfd, path, flags uint64) (*openFile, *node, error) {
 		return nil, nil, err
 	}
 	n, err := t.walk(full, flags&unix.AT_SYMLINK_NOFOLLOW == 0)
+	if pipe := (fdPipe{}); errors.As(err, &pipe) {
+		return pipe.f, nil, nil // /proc/self/fd/N of a pipe: the pipe itself
+	}
 	return nil, n, err
 }
 

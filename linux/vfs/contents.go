@@ -88,11 +88,53 @@ func (fs *FileSystem) closed(n *Node) {
 	}
 }
 
-// free releases a node no one can reach any more, and its contents.
+// free releases a node no one can reach any more, and its contents; a
+// directory still holding entries (a snapshot's) releases them too.
 func (fs *FileSystem) free(n *Node) {
+	for name, c := range n.children {
+		delete(n.children, name)
+		fs.dropLink(c)
+	}
 	if !n.Dir && n.dev == nil {
 		fs.budget.Release(FileBytes, int64(len(n.data)))
 		fs.moveContents(n, nil)
 	}
 	fs.budget.Release(Nodes, 1)
+}
+
+// Snapshot makes a read-only file holding data in no directory, as
+// Linux's /proc makes a file's contents when it is read: it is freed when
+// its last open file closes, so the caller opens it at once.
+func (fs *FileSystem) Snapshot(data []byte) (*Node, error) {
+	n, err := fs.NewNode(false, 0o444)
+	if err != nil {
+		return nil, err
+	}
+	if err := fs.budget.Charge(FileBytes, int64(len(data))); err != nil {
+		fs.budget.Release(Nodes, 1)
+		return nil, err
+	}
+	n.data, n.removed = data, true
+	return n, nil
+}
+
+// SnapshotDir makes a directory of symbolic links, name to target, in no
+// directory (/proc/self/fd): freed with its links when its last open
+// file closes, so the caller opens it at once.
+func (fs *FileSystem) SnapshotDir(links map[string]string) (*Node, error) {
+	d, err := fs.NewNode(true, 0o500)
+	if err != nil {
+		return nil, err
+	}
+	d.removed = true
+	for name, target := range links {
+		n, err := fs.NewNode(false, 0o777)
+		if err != nil {
+			fs.free(d)
+			return nil, err
+		}
+		n.Link = target
+		fs.link(d, name, n)
+	}
+	return d, nil
 }

@@ -55,7 +55,7 @@ func epollFixture(t *testing.T, events uint32) (b *Budget, epf, r, w *OpenFile, 
 	b = &Budget{}
 	epf = NewEpoll(b)
 	ep = EpollOf(epf)
-	r, w, err := NewPipe(b, 0)
+	r, w, err := NewPipe(b, 0, 0)
 	require.NoError(t, err)
 	require.NoError(t, ep.Add(r, 3, events, 0xabc))
 	require.EqualValues(t, 1, b[Watches])
@@ -156,7 +156,7 @@ func TestEpollSaveRestore(t *testing.T) {
 	fds := NewFDTable(console)
 	epf := NewEpoll(b)
 	ev := NewEventFD(5, unix.EFD_SEMAPHORE)
-	r, w, err := NewPipe(b, 0)
+	r, w, err := NewPipe(b, 0, 0)
 	require.NoError(t, err)
 	for _, f := range []*OpenFile{epf, ev, r, w} {
 		_, err := fds.Install(f, false, 0)

@@ -82,6 +82,33 @@ func (f *OpenFile) IsPipe() bool {
 // FIFO.
 func (f *OpenFile) IsStream() bool { return f.impl.Node() == nil }
 
+// StreamIno is the inode number stat gives a pipe's end or the standard
+// streams (1: the pipe they are on the host, as far as the program
+// knows).
+func (f *OpenFile) StreamIno() uint64 {
+	if e, ok := f.impl.(*PipeEnd); ok {
+		return e.p.ino
+	}
+	return 1
+}
+
+// AnonName is the name Linux gives the anonymous inode of an epoll
+// instance, an eventfd, a timerfd or a signalfd (/proc/self/fd's link
+// reads "anon_inode:[NAME]"); "" for other kinds.
+func (f *OpenFile) AnonName() string {
+	switch f.impl.(type) {
+	case *Epoll:
+		return "eventpoll"
+	case *EventFD:
+		return "eventfd"
+	case *TimerFD:
+		return "timerfd"
+	case *SignalFD:
+		return "signalfd"
+	}
+	return ""
+}
+
 // Queue is the queue a change of f notifies, or nil.
 func (f *OpenFile) Queue() *Queue { return f.impl.Queue() }
 

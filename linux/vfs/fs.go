@@ -19,7 +19,16 @@ type FileSystem struct {
 	host    Host      // where host directories' entries and files' contents come from
 	owner   [2]uint32 // the user and group new files belong to
 	clock   func() int64
+	magic   Magic
 }
+
+// Magic finds the entry name of directory d that the tree does not hold
+// (a walk met no such child): ok false if d is not one whose entries
+// the kernel makes as they are asked for (/proc/self/fd's).
+type Magic func(d *Node, name string) (n *Node, ok bool, err error)
+
+// SetMagic makes m the finder of the entries the kernel makes.
+func (fs *FileSystem) SetMagic(m Magic) { fs.magic = m }
 
 // SetOwner makes the files the program makes from now on its user's and
 // group's.
@@ -312,6 +321,12 @@ func (fs *FileSystem) DirPath(n *Node) (string, bool) {
 		return "", true
 	}
 	return "/" + strings.Join(names, "/"), true
+}
+
+// NewIno is a new inode number, for a file outside the tree (a pipe).
+func (fs *FileSystem) NewIno() uint64 {
+	fs.nextIno++
+	return fs.nextIno
 }
 
 // NextIno is the inode the next node gets.

@@ -122,6 +122,11 @@ func (fs *FileSystem) child(d *Node, name string) (*Node, error) {
 	if c, ok := d.children[name]; ok {
 		return c, nil
 	}
+	if fs.magic != nil && d.host == nil {
+		if c, ok, err := fs.magic(d, name); ok {
+			return c, err
+		}
+	}
 	h := d.host
 	if h == nil || h.listed || h.asked[name] || fs.host == nil {
 		return nil, unix.ENOENT

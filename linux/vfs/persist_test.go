@@ -59,7 +59,7 @@ func TestSaveRestore(t *testing.T) {
 	require.NoError(t, err)
 	e, _ := fs.Parent("/etc/passwd")
 	require.NoError(t, fs.Remove(e, false))
-	r, w, err := NewPipe(b, 0)
+	r, w, err := NewPipe(b, 0, 0)
 	require.NoError(t, err)
 	_, err = w.Write([]byte("in the pipe"), 0)
 	require.NoError(t, err)
@@ -103,7 +103,7 @@ func TestSaveRestore(t *testing.T) {
 func TestForgedState(t *testing.T) {
 	fs, b := tree(t)
 	fds := NewFDTable(NewConsole(&bytes.Buffer{}))
-	r, _, err := NewPipe(b, 0)
+	r, _, err := NewPipe(b, 0, 0)
 	require.NoError(t, err)
 	_, err = fds.Install(r, false, 0)
 	require.NoError(t, err)

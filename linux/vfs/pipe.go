@@ -24,14 +24,16 @@ type Pipe struct {
 	readers, writers int
 	queue            Queue
 	budget           *Budget
+	ino              uint64 // what stat and /proc/self/fd call it, as pipefs numbers pipes
 }
 
-// NewPipe makes a pipe and its two ends, opened with flags' O_NONBLOCK.
+// NewPipe makes pipe number ino and its two ends, opened with flags'
+// O_NONBLOCK.
 // Each open pipe charges its capacity, as Linux accounts a user's pipe
 // pages: past the soft limit a new pipe is small, past the hard one (the
 // budget's) it fails with ENFILE.
-func NewPipe(b *Budget, flags uint64) (r, w *OpenFile, err error) {
-	p := &Pipe{capacity: PipeCapacity, readers: 1, writers: 1, budget: b}
+func NewPipe(b *Budget, flags, ino uint64) (r, w *OpenFile, err error) {
+	p := &Pipe{capacity: PipeCapacity, readers: 1, writers: 1, budget: b, ino: ino}
 	if b[PipeBytes]+PipeCapacity > pipeSoftBytes {
 		p.capacity = SmallPipeCapacity
 	}
@@ -40,6 +42,25 @@ func NewPipe(b *Budget, flags uint64) (r, w *OpenFile, err error) {
 	}
 	nonblock := flags & unix.O_NONBLOCK
 	return NewOpenFile(&PipeEnd{p: p}, "", unix.O_RDONLY|nonblock), NewOpenFile(&PipeEnd{p: p, writer: true}, "", unix.O_WRONLY|nonblock), nil
+}
+
+// ReopenPipe opens the pipe f is an end of again, as an open of
+// /proc/self/fd/N does: a read end for O_RDONLY, a write end for
+// O_WRONLY, with flags' O_NONBLOCK; ENXIO for O_RDWR, which this pipe
+// cannot be both ends of in one file.
+func ReopenPipe(f *OpenFile, flags uint64) (*OpenFile, error) {
+	e, ok := f.impl.(*PipeEnd)
+	acc := flags & unix.O_ACCMODE
+	if !ok || acc == unix.O_RDWR {
+		return nil, unix.ENXIO
+	}
+	end := &PipeEnd{p: e.p, writer: acc == unix.O_WRONLY}
+	if end.writer {
+		e.p.writers++
+	} else {
+		e.p.readers++
+	}
+	return NewOpenFile(end, "", acc|flags&unix.O_NONBLOCK), nil
 }
 
 // PipeEnd is an open end of a pipe.

@@ -7,6 +7,7 @@ type SavedPipe struct {
 	Buf              []byte
 	Capacity         int // 0 in a checkpoint from before pipes had capacities: PipeCapacity
 	Readers, Writers int
+	Ino              uint64
 }
 
 // capacity is the saved pipe's capacity.
@@ -22,7 +23,7 @@ func (sv *Saver) pipe(p *Pipe) int {
 		return i
 	}
 	sv.pipes[p] = len(sv.Pipes)
-	sv.Pipes = append(sv.Pipes, SavedPipe{Buf: p.buf, Capacity: p.capacity, Readers: p.readers, Writers: p.writers})
+	sv.Pipes = append(sv.Pipes, SavedPipe{Buf: p.buf, Capacity: p.capacity, Readers: p.readers, Writers: p.writers, Ino: p.ino})
 	return sv.pipes[p]
 }
 
@@ -39,5 +40,5 @@ func checkPipes(pipes []SavedPipe) error {
 
 // restore is the saved pipe, charging b when its ends close.
 func (p *SavedPipe) restore(b *Budget) *Pipe {
-	return &Pipe{buf: p.Buf, capacity: p.capacity(), readers: p.Readers, writers: p.Writers, budget: b}
+	return &Pipe{buf: p.Buf, capacity: p.capacity(), readers: p.Readers, writers: p.Writers, budget: b, ino: p.Ino}
 }

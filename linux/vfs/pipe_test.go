@@ -14,7 +14,7 @@ func (w *waiter) Notify(e Events) { w.told = append(w.told, e) }
 
 func TestPipe(t *testing.T) {
 	b := &Budget{}
-	r, w, err := NewPipe(b, 0)
+	r, w, err := NewPipe(b, 0, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, PipeCapacity, b[PipeBytes])
 	buf := make([]byte, PipeCapacity+10)
@@ -50,7 +50,7 @@ func TestPipe(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, n, "end of file")
 
-	r2, w2, err := NewPipe(b, 0)
+	r2, w2, err := NewPipe(b, 0, 0)
 	require.NoError(t, err)
 	r2.Release()
 	_, err = w2.Write(buf[:1], 0)
@@ -65,12 +65,12 @@ func TestPipe(t *testing.T) {
 func TestPipeBudget(t *testing.T) {
 	b := &Budget{}
 	b[PipeBytes] = pipeSoftBytes
-	r, _, err := NewPipe(b, unix.O_NONBLOCK)
+	r, _, err := NewPipe(b, unix.O_NONBLOCK, 0)
 	require.NoError(t, err)
 	require.Equal(t, SmallPipeCapacity, r.impl.(*PipeEnd).p.capacity)
 	require.NotZero(t, r.Flags&unix.O_NONBLOCK)
 	b[PipeBytes] = MaxPipeBytes
-	_, _, err = NewPipe(b, 0)
+	_, _, err = NewPipe(b, 0, 0)
 	require.Equal(t, unix.ENFILE, err)
 }
 

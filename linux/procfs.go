@@ -1,0 +1,370 @@
+package linux
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/mm"
+	"github.com/reprise-vm/reprise/linux/vfs"
+)
+
+// The files of /proc a program reads about itself and its machine. As
+// Linux makes their contents when they are read, the kernel makes them
+// when they are opened, from its own state, into a file of their own
+// (vfs.Snapshot): the tree holds only empty placeholders, so that stat
+// and access find them (Linux says size 0 too). /proc/self, and
+// /proc/thread-self and /proc/PID for the process's own pid, name the
+// opening process's: its maps and fd; /proc/cpuinfo and /proc/meminfo
+// describe the one CPU and the guest's RAM.
+
+// procFiles are the placeholders, with the generator of each.
+var procFiles = map[string]func(t *thread) []byte{
+	"/proc/self/maps": (*thread).procMaps,
+	"/proc/cpuinfo":   (*thread).procCPUInfo,
+	"/proc/meminfo":   (*thread).procMeminfo,
+}
+
+// procFD is /proc/self/fd, a directory of a link per open descriptor.
+const procFD = "/proc/self/fd"
+
+// addProc makes /proc/self/fd and the links of systemLinks.
+func addProc(fs *vfs.FileSystem) error {
+	if _, err := fs.MkdirAll(procFD); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(systemLinks)) {
+		e, err := fs.Parent(name)
+		if err != nil {
+			return err
+		}
+		if err := fs.Symlink(e, systemLinks[name]); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// procFDEntry finds /proc/self/fd's entry name (vfs.Magic), for the
+// running thread's process: the node of descriptor name's file, which
+// a walk goes on from as Linux's magic links jump; ENOENT for a closed
+// descriptor; a pipe, which has no node, as a fdPipe error, which open
+// answers by opening the pipe again (bash's <(…) opens /dev/fd/63).
+func (k *Kernel) procFDEntry(d *node, name string) (*node, bool, error) {
+	if p, ok := k.fs.DirPath(d); !ok || p != procFD {
+		return nil, false, nil
+	}
+	fd, err := strconv.Atoi(name)
+	if err != nil || fd < 0 || strconv.Itoa(fd) != name {
+		return nil, true, unix.ENOENT
+	}
+	f, err := k.current().proc.fds.Get(uint64(fd))
+	switch {
+	case err != nil:
+		return nil, true, unix.ENOENT
+	case f.Node() == nil:
+		return nil, true, fdPipe{f}
+	}
+	return f.Node(), true, nil
+}
+
+// fdPipe is a walk that reached /proc/self/fd/N for a descriptor without
+// a node: ENXIO to every call but open.
+type fdPipe struct{ f *openFile }
+
+func (fdPipe) Error() string { return "linux: a descriptor without a file node" }
+func (fdPipe) Unwrap() error { return unix.ENXIO }
+
+// procPath is p with /proc/thread-self and /proc/PID (the process's own)
+// written /proc/self.
+func (t *thread) procPath(p string) string {
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return p
+	}
+	first, tail, _ := strings.Cut(rest, "/")
+	switch first {
+	case "self", "thread-self", strconv.Itoa(t.proc.pid):
+		return path.Clean("/proc/self/" + tail)
+	}
+	return p
+}
+
+// fdEntry is the open file whose /proc/self/fd entry p names, however
+// reached (/dev/fd/N), if p names one: ok with f nil for a descriptor
+// not open.
+func (t *thread) fdEntry(p string) (f *openFile, ok bool) {
+	e, err := t.k.fs.Parent(t.procPath(p))
+	if err != nil || !e.Named() {
+		return nil, false
+	}
+	if d, ok := t.k.fs.DirPath(e.Dir); !ok || d != procFD {
+		return nil, false
+	}
+	fd, err := strconv.Atoi(e.Name)
+	if err != nil || fd < 0 {
+		return nil, true
+	}
+	f, err = t.proc.fds.Get(uint64(fd))
+	if err != nil {
+		return nil, true
+	}
+	return f, true
+}
+
+// openProc is the file to open with flags instead of n, if n is a /proc
+// placeholder, made now; nil if n is none. They are read-only (EACCES).
+func (t *thread) openProc(n *node, flags uint64) (*node, error) {
+	var make func() (*node, error)
+	if n.Dir {
+		if d, err := t.k.fs.Lookup(procFD); err == nil && d == n {
+			make = func() (*node, error) { return t.k.fs.SnapshotDir(t.fdLinks()) }
+		}
+	} else if n.Size() == 0 && n.Mode == 0o444 {
+		for _, name := range slices.Sorted(maps.Keys(procFiles)) {
+			if f, err := t.k.fs.Lookup(name); err == nil && f == n {
+				make = func() (*node, error) { return t.k.fs.Snapshot(procFiles[name](t)) }
+			}
+		}
+	}
+	switch {
+	case make == nil:
+		return nil, nil
+	case flags&unix.O_ACCMODE != unix.O_RDONLY:
+		return nil, unix.EACCES
+	}
+	return make()
+}
+
+// fdLinks are /proc/self/fd's entries: each descriptor's file.
+func (t *thread) fdLinks() map[string]string {
+	links := map[string]string{}
+	for fd, e := range t.proc.fds {
+		if e.File != nil {
+			links[strconv.Itoa(fd)] = t.fdTarget(e.File)
+		}
+	}
+	return links
+}
+
+// fdTarget is what /proc/self/fd/N's link reads for f: its path, or an
+// anonymous file's name as Linux writes it; a pipe and the standard
+// streams are the pipe stat describes.
+func (t *thread) fdTarget(f *openFile) string {
+	switch {
+	case f.Node() != nil:
+		return f.Path
+	case f.AnonName() != "":
+		return "anon_inode:[" + f.AnonName() + "]"
+	}
+	return "pipe:[" + strconv.FormatUint(f.StreamIno(), 10) + "]"
+}
+
+// procMaps is /proc/self/maps: each range of the address space with its
+// protection, and the file it maps, the heap or the stack.
+func (t *thread) procMaps() []byte {
+	var b strings.Builder
+	as, p := t.proc.as, t.proc
+	for _, v := range as.VMAs() {
+		for start := v.Start; start < v.End; {
+			end, offset, name := v.End, uint64(0), ""
+			if m := as.FileAt(start); m != nil {
+				end, offset, name = min(end, m.End), m.FileOffset(start), m.Path
+			} else if next := nextFile(as, start, end); next != 0 {
+				end = next
+			}
+			switch {
+			case name != "":
+			case start >= p.brk[0] && end <= max(p.brk[1], p.brk[0]) && p.brk[0] != 0:
+				name = "[heap]"
+			case end == userTop && start >= userTop-stackSize:
+				name = "[stack]"
+			}
+			dev, ino := "00:00", uint64(0)
+			if name != "" && name[0] == '/' {
+				dev = "08:01"
+				if n, err := t.k.fs.Lookup(name); err == nil {
+					ino = n.Ino
+				}
+			}
+			line := fmt.Sprintf("%012x-%012x %s %08x %s %d", start, end, perms(v.Prot), offset, dev, ino)
+			if name != "" {
+				line = fmt.Sprintf("%-72s %s", line, name)
+			}
+			b.WriteString(line + "\n")
+			start = end
+		}
+	}
+	return []byte(b.String())
+}
+
+// nextFile is the start of the first file mapping in (start, end), or 0.
+func nextFile(as *mm.Space, start, end uint64) uint64 {
+	for _, m := range as.Files() {
+		if m.Start > start && m.Start < end {
+			return m.Start
+		}
+	}
+	return 0
+}
+
+func perms(p mm.Prot) string {
+	b := []byte("---p")
+	if p&mm.ProtRead != 0 {
+		b[0] = 'r'
+	}
+	if p&mm.ProtWrite != 0 {
+		b[1] = 'w'
+	}
+	if p&mm.ProtExec != 0 {
+		b[2] = 'x'
+	}
+	return string(b)
+}
+
+// procMeminfo is /proc/meminfo: the guest's RAM, what its frames hold in
+// use, no swap.
+func (t *thread) procMeminfo() []byte {
+	total := t.k.m.RAM().Size() >> 10
+	free := total - t.k.fr.InUse()>>10
+	var b strings.Builder
+	for _, f := range []struct {
+		name string
+		kb   uint64
+	}{{"MemTotal", total}, {"MemFree", free}, {"MemAvailable", free}, {"Buffers", 0}, {"Cached", 0},
+		{"SwapCached", 0}, {"SwapTotal", 0}, {"SwapFree", 0}, {"Shmem", 0}} {
+		fmt.Fprintf(&b, "%-16s%8d kB\n", f.name+":", f.kb)
+	}
+	return []byte(b.String())
+}
+
+// procCPUInfo is /proc/cpuinfo for the one CPU: what its CPUID says, the
+// program's own view of it (CPUID runs natively).
+func (t *thread) procCPUInfo() []byte {
+	leaves := t.k.m.CPUID()
+	leaf := func(fn uint32) kvm.CPUIDEntry {
+		for _, e := range leaves {
+			if e.Function == fn && e.Index == 0 {
+				return e
+			}
+		}
+		return kvm.CPUIDEntry{}
+	}
+	regs := func(es ...kvm.CPUIDEntry) string {
+		var s []byte
+		for _, e := range es {
+			for _, r := range []uint32{e.EAX, e.EBX, e.ECX, e.EDX} {
+				s = append(s, byte(r), byte(r>>8), byte(r>>16), byte(r>>24))
+			}
+		}
+		return strings.TrimSpace(strings.TrimRight(string(s), "\x00"))
+	}
+	v := leaf(0)
+	vendor := regs(kvm.CPUIDEntry{EAX: v.EBX, EBX: v.EDX, ECX: v.ECX})
+	sig := leaf(1).EAX
+	family, model := sig>>8&0xf, sig>>4&0xf
+	if family == 0xf {
+		family += sig >> 20 & 0xff
+	}
+	if family >= 6 {
+		model |= sig >> 12 & 0xf0
+	}
+	var b strings.Builder
+	field := func(name, format string, a ...any) {
+		fmt.Fprintf(&b, "%-16s: "+format+"\n", append([]any{name}, a...)...)
+	}
+	field("processor", "0")
+	field("vendor_id", "%s", vendor)
+	field("cpu family", "%d", family)
+	field("model", "%d", model)
+	field("model name", "%s", regs(leaf(0x80000002), leaf(0x80000003), leaf(0x80000004)))
+	field("stepping", "%d", sig&0xf)
+	field("physical id", "0")
+	field("siblings", "1")
+	field("core id", "0")
+	field("cpu cores", "1")
+	field("apicid", "0")
+	field("fpu", "yes")
+	field("fpu_exception", "yes")
+	field("cpuid level", "%d", v.EAX)
+	field("wp", "yes")
+	field("flags", "%s", strings.Join(cpuFlags(leaf), " "))
+	field("clflush size", "64")
+	field("cache_alignment", "64")
+	field("address sizes", "%d bits physical, %d bits virtual", leaf(0x80000008).EAX&0xff, leaf(0x80000008).EAX>>8&0xff)
+	b.WriteString("\n")
+	return []byte(b.String())
+}
+
+// cpuFlag is a feature /proc/cpuinfo names, by where CPUID reports it.
+type cpuFlag struct {
+	leaf uint32
+	reg  byte // 'b', 'c' or 'd'
+	bit  uint
+	name string
+}
+
+// cpuFlagTable holds the features programs look for, in Linux's order.
+var cpuFlagTable = []cpuFlag{
+	{1, 'd', 0, "fpu"}, {1, 'd', 1, "vme"}, {1, 'd', 2, "de"}, {1, 'd', 3, "pse"}, {1, 'd', 4, "tsc"}, {1, 'd', 5, "msr"},
+	{1, 'd', 6, "pae"}, {1, 'd', 7, "mce"}, {1, 'd', 8, "cx8"}, {1, 'd', 9, "apic"}, {1, 'd', 11, "sep"}, {1, 'd', 12, "mtrr"},
+	{1, 'd', 13, "pge"}, {1, 'd', 14, "mca"}, {1, 'd', 15, "cmov"}, {1, 'd', 16, "pat"}, {1, 'd', 17, "pse36"},
+	{1, 'd', 19, "clflush"}, {1, 'd', 23, "mmx"}, {1, 'd', 24, "fxsr"}, {1, 'd', 25, "sse"}, {1, 'd', 26, "sse2"},
+	{1, 'd', 27, "ss"}, {1, 'd', 28, "ht"}, {0x80000001, 'd', 11, "syscall"}, {0x80000001, 'd', 20, "nx"},
+	{0x80000001, 'd', 26, "pdpe1gb"}, {0x80000001, 'd', 27, "rdtscp"}, {0x80000001, 'd', 29, "lm"},
+	{1, 'c', 0, "pni"}, {1, 'c', 1, "pclmulqdq"}, {1, 'c', 9, "ssse3"}, {1, 'c', 12, "fma"}, {1, 'c', 13, "cx16"},
+	{1, 'c', 19, "sse4_1"}, {1, 'c', 20, "sse4_2"}, {1, 'c', 21, "x2apic"}, {1, 'c', 22, "movbe"}, {1, 'c', 23, "popcnt"},
+	{1, 'c', 25, "aes"}, {1, 'c', 26, "xsave"}, {1, 'c', 28, "avx"}, {1, 'c', 29, "f16c"}, {1, 'c', 30, "rdrand"},
+	{1, 'c', 31, "hypervisor"}, {0x80000001, 'c', 0, "lahf_lm"}, {0x80000001, 'c', 5, "abm"},
+	{0x80000001, 'c', 8, "3dnowprefetch"}, {7, 'b', 0, "fsgsbase"}, {7, 'b', 3, "bmi1"}, {7, 'b', 4, "hle"},
+	{7, 'b', 5, "avx2"}, {7, 'b', 7, "smep"}, {7, 'b', 8, "bmi2"}, {7, 'b', 9, "erms"}, {7, 'b', 10, "invpcid"},
+	{7, 'b', 11, "rtm"}, {7, 'b', 16, "avx512f"}, {7, 'b', 17, "avx512dq"}, {7, 'b', 18, "rdseed"}, {7, 'b', 19, "adx"},
+	{7, 'b', 20, "smap"}, {7, 'b', 21, "avx512ifma"}, {7, 'b', 23, "clflushopt"}, {7, 'b', 24, "clwb"},
+	{7, 'b', 28, "avx512cd"}, {7, 'b', 29, "sha_ni"}, {7, 'b', 30, "avx512bw"}, {7, 'b', 31, "avx512vl"},
+	{7, 'c', 1, "avx512vbmi"}, {7, 'c', 3, "pku"}, {7, 'c', 4, "ospke"}, {7, 'c', 6, "avx512_vbmi2"}, {7, 'c', 8, "gfni"},
+	{7, 'c', 9, "vaes"}, {7, 'c', 10, "vpclmulqdq"}, {7, 'c', 11, "avx512_vnni"}, {7, 'c', 12, "avx512_bitalg"},
+	{7, 'c', 14, "avx512_vpopcntdq"}, {7, 'c', 22, "rdpid"}, {7, 'd', 4, "fsrm"}, {7, 'd', 10, "md_clear"},
+}
+
+// cpuFlags are the names of the features leaf says the CPU has.
+func cpuFlags(leaf func(uint32) kvm.CPUIDEntry) []string {
+	var out []string
+	for _, f := range cpuFlagTable {
+		e := leaf(f.leaf)
+		r := map[byte]uint32{'b': e.EBX, 'c': e.ECX, 'd': e.EDX}[f.reg]
+		if r>>f.bit&1 != 0 {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// procReadlink is what readlink of p answers when p is a link /proc
+// makes: /proc/self/exe, /proc/self/cwd or /proc/self/fd/N.
+func (t *thread) procReadlink(p string) (string, bool, error) {
+	if f, ok := t.fdEntry(p); ok {
+		if f == nil {
+			return "", true, unix.ENOENT
+		}
+		return t.fdTarget(f), true, nil
+	}
+	switch p = t.procPath(p); {
+	case p == "/proc/self/exe":
+		return t.proc.exe, true, nil
+	case p == "/proc/self/cwd":
+		dir := "/"
+		if n := t.proc.cwd; n != nil {
+			if d, ok := t.k.fs.DirPath(n); ok && d != "" {
+				dir = d
+			}
+		}
+		return dir, true, nil
+	}
+	return "", false, nil
+}

@@ -1,0 +1,113 @@
+/* What a program reads of itself and its machine in /proc, checked the
+   way the C library and runtimes use it: /proc/self/maps places the
+   program's code in its executable's r-xp mapping and a local in
+   [stack] (pthread_getattr_np reads it for the main thread's stack);
+   /proc/self/fd lists the open descriptors and its links name their
+   files; /dev/fd/N of a pipe opens the pipe (bash's <(...)), and two
+   pipes are two files to stat; /proc/cpuinfo lists as many processors as
+   are online; /proc/meminfo's MemTotal is sysinfo's RAM. Each line prints
+   the same natively and under reprise. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "result.h"
+
+static int in_mapping(uintptr_t addr, const char *perms, const char *name) {
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = 0;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long lo, hi;
+		char p[8], path[400] = "";
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %399s", &lo, &hi, p, path) < 3)
+			continue;
+		if (addr >= lo && addr < hi && strcmp(p, perms) == 0 && strstr(path, name))
+			found = 1;
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+int main(int argc, char **argv) {
+	char exe[256] = {0};
+	result("readlink exe", readlink("/proc/self/exe", exe, sizeof exe - 1) > 0);
+	const char *base = strrchr(exe, '/') + 1;
+	int local = 0;
+	printf("main in r-xp of the executable: %d\n", in_mapping((uintptr_t)&main, "r-xp", base));
+	printf("local in [stack]: %d\n", in_mapping((uintptr_t)&local, "rw-p", "[stack]"));
+	pthread_attr_t at;
+	void *stack;
+	size_t size;
+	result("pthread_getattr_np", pthread_getattr_np(pthread_self(), &at));
+	pthread_attr_getstack(&at, &stack, &size);
+	printf("main stack holds a local: %d\n", (uintptr_t)&local >= (uintptr_t)stack && (uintptr_t)&local < (uintptr_t)stack + size);
+
+	char dir[] = "/tmp/procfsXXXXXX";
+	if (!mkdtemp(dir) || chdir(dir) != 0)
+		return 1;
+	int f = open("file", O_CREAT | O_RDWR, 0644);
+	char link[64], target[512] = {0};
+	snprintf(link, sizeof link, "/proc/self/fd/%d", f);
+	readlink(link, target, sizeof target - 1);
+	printf("fd link names the file: %d\n", strcmp(target + strlen(target) - 5, "/file") == 0 && strncmp(target, dir, strlen(dir)) == 0);
+	snprintf(link, sizeof link, "/proc/%d/fd/%d", getpid(), f);
+	memset(target, 0, sizeof target);
+	readlink(link, target, sizeof target - 1);
+	printf("by pid too: %d\n", strstr(target, "/file") != NULL);
+	DIR *d = opendir("/proc/self/fd");
+	int entries = 0, has_file = 0;
+	for (struct dirent *e; d && (e = readdir(d));) {
+		if (e->d_name[0] == '.')
+			continue;
+		entries++;
+		has_file |= atoi(e->d_name) == f;
+		if (e->d_type != DT_LNK)
+			printf("%s is no link\n", e->d_name);
+	}
+	printf("fd entries: %d, the file's among them: %d\n", entries >= 4, has_file);
+	if (d)
+		closedir(d);
+
+	int p[2], q[2];
+	if (pipe(p) || pipe(q) || write(p[1], "piped", 5) != 5)
+		return 1;
+	close(p[1]);
+	snprintf(link, sizeof link, "/dev/fd/%d", p[0]);
+	int r = open(link, O_RDONLY);
+	char buf[16] = {0};
+	result("open /dev/fd of a pipe", r >= 0);
+	result("read it", read(r, buf, sizeof buf - 1));
+	printf("  %s\n", buf);
+	struct stat a, b;
+	char other[64];
+	snprintf(other, sizeof other, "/dev/fd/%d", q[0]);
+	result("stat both", stat(link, &a) | stat(other, &b));
+	printf("two pipes, two files: %d, fifos: %d\n", a.st_ino != b.st_ino, S_ISFIFO(a.st_mode) && S_ISFIFO(b.st_mode));
+	snprintf(link, sizeof link, "/proc/self/fd/%d", 99);
+	result("readlink closed fd", readlink(link, target, sizeof target));
+
+	FILE *ci = fopen("/proc/cpuinfo", "r");
+	int processors = 0;
+	char line[1024];
+	while (ci && fgets(line, sizeof line, ci))
+		processors += strncmp(line, "processor", 9) == 0;
+	printf("cpuinfo processors = online: %d\n", processors == sysconf(_SC_NPROCESSORS_ONLN));
+	FILE *mi = fopen("/proc/meminfo", "r");
+	unsigned long total = 0;
+	while (mi && fgets(line, sizeof line, mi))
+		sscanf(line, "MemTotal: %lu kB", &total);
+	struct sysinfo si;
+	sysinfo(&si);
+	printf("MemTotal = sysinfo: %d\n", total == si.totalram * si.mem_unit / 1024);
+	return 0;
+}
