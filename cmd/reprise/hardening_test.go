@@ -65,7 +65,7 @@ func TestFlagBounds(t *testing.T) {
 }
 
 // runCLIIn runs reprise in dir.
-func runCLIIn(t *testing.T, dir string, args ...string) cliResult {
+func runCLIIn(t testing.TB, dir string, args ...string) cliResult {
 	t.Helper()
 	cmd := exec.Command(reprise, args...)
 	cmd.Dir = dir
@@ -74,7 +74,7 @@ func runCLIIn(t *testing.T, dir string, args ...string) cliResult {
 
 // runCmd runs cmd, a reprise however started, and returns its exit
 // status and output; a failure to start it fails the test.
-func runCmd(t *testing.T, cmd *exec.Cmd) cliResult {
+func runCmd(t testing.TB, cmd *exec.Cmd) cliResult {
 	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

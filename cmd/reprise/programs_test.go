@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -157,7 +158,7 @@ func matchesAcrossReplays(t *testing.T, dir string, args []string) cliResult {
 // onHost runs name with args in dir natively, with the environment
 // reprise gives a program plus env, standard output and error into one
 // pipe as under reprise; it returns what was printed and the exit status.
-func onHost(t *testing.T, dir string, env []string, name string, args ...string) (string, int) {
+func onHost(t testing.TB, dir string, env []string, name string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
@@ -173,4 +174,53 @@ func onHost(t *testing.T, dir string, env []string, name string, args ...string)
 	}
 	require.NoError(t, err)
 	return out.String(), 0
+}
+
+// BenchmarkHostPrograms times each program of TestProgramsMatchHost, and
+// the Go program, natively and under reprise — run, record, replay — side
+// by side in each iteration (a fresh directory each, the native run last
+// as it writes there): the figures of docs/benchmarks.md. Ratios are to
+// the native run, and replay to record.
+//
+//	go test -run '^$' -bench HostPrograms -benchtime 3x ./cmd/reprise
+func BenchmarkHostPrograms(b *testing.B) {
+	kvmtest.Require(b)
+	bash, err := exec.LookPath("bash")
+	require.NoError(b, err)
+	programs := append(hostPrograms, hostProgram{name: "go", cmd: cprog.BuildGo(b, "gotimers")})
+	for _, p := range programs {
+		b.Run(p.name, func(b *testing.B) {
+			kvmtest.RequireTools(b, p.tools...)
+			command := []string{bash, "-c", p.cmd}
+			if p.name == "go" {
+				command = []string{p.cmd}
+			}
+			args := append([]string{"--"}, command...)
+			for _, kv := range p.env {
+				args = append([]string{"--env", kv}, args...)
+			}
+			var native, run, record, replay time.Duration
+			timed := func(sum *time.Duration, f func()) {
+				start := time.Now()
+				f()
+				*sum += time.Since(start)
+			}
+			for range b.N {
+				dir := b.TempDir()
+				for name, data := range p.files {
+					require.NoError(b, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+				}
+				tp := filepath.Join(b.TempDir(), "prog.tape")
+				timed(&run, func() { runCLIIn(b, dir, append([]string{"run"}, args...)...) })
+				timed(&record, func() { runCLIIn(b, dir, append([]string{"record", "-o", tp}, args...)...) })
+				timed(&replay, func() { runCLIIn(b, dir, "replay", tp) })
+				timed(&native, func() { onHost(b, dir, p.env, command[0], command[1:]...) })
+			}
+			b.ReportMetric(native.Seconds()/float64(b.N), "native-s")
+			b.ReportMetric(float64(run)/float64(native), "run/native")
+			b.ReportMetric(float64(record)/float64(native), "record/native")
+			b.ReportMetric(float64(replay)/float64(native), "replay/native")
+			b.ReportMetric(float64(replay)/float64(record), "replay/record")
+		})
+	}
 }
