@@ -68,7 +68,7 @@ var linuxCalls = map[string]linuxCall{
 	"bind": {49, 3}, "listen": {50, 2}, "getsockname": {51, 3}, "getpeername": {52, 3}, "setsockopt": {54, 5},
 	"getsockopt": {55, 5}, "accept4": {288, 4}, "recvmmsg": {299, 5}, "sendmmsg": {307, 4},
 	"utime": {132, 2}, "utimes": {235, 2}, "futimesat": {261, 3},
-	"pkey_mprotect": {329, 4}, "pkey_alloc": {330, 2}, "pkey_free": {331, 1},
+	"rt_sigpending": {127, 2}, "pkey_mprotect": {329, 4}, "pkey_alloc": {330, 2}, "pkey_free": {331, 1},
 }
 
 // Every registered call has Linux's number and argument count: the
@@ -351,6 +351,7 @@ func callCases(s uint64) []callCase {
 		{name: "rt_sigreturn", skip: "takes every register from a signal frame on the stack: there is no result to compare"},
 		{name: "pause", skip: "blocks until a signal"},
 		{name: "rt_sigsuspend", skip: "blocks until a signal"},
+		{name: "rt_sigpending", a: args{s + offOut, 8}},
 		// A successful exec would replace the program: /tmp/b is no
 		// executable, so this one looks the file up and fails.
 		{name: "execve", a: args{s + offPathB, 0, 0}},

@@ -40,5 +40,7 @@ package linux
 // owners and times in stat.
 // 7: the program runs as the user who recorded it (was uid 1000);
 // FIONBIO, FIOCLEX, FIONCLEX and FIONREAD on every file; the socket calls
-// on a descriptor answer ENOTSOCK; pkey_alloc ENOSPC.
+// on a descriptor answer ENOTSOCK; pkey_alloc ENOSPC; file times; /proc's
+// maps, fd, cpuinfo, meminfo; a pipe's own inode; the signal masks of
+// ppoll, pselect6 and epoll_pwait; rt_sigpending.
 const Version = 7

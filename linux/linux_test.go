@@ -531,6 +531,15 @@ func TestProcFiles(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "procfs.c", "-static", "-O1", "-pthread"), "procfs", time.Millisecond)
 }
 
+// ppoll, pselect6 and epoll_pwait hold their signal mask while they
+// wait, and rt_sigpending reports what it left pending — the host's
+// output, live, recorded and replayed (the masks were ignored, so a
+// blocked signal the call let through never ended the wait;
+// rt_sigpending was ENOSYS).
+func TestWaitMasks(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "waitmask.c", "-static", "-O1"), "waitmask", time.Millisecond)
+}
+
 // FIONBIO, FIOCLEX, FIONCLEX and FIONREAD answer on every file, and the
 // socket calls on a descriptor that is no socket answer ENOTSOCK — the
 // host's output, live, recorded and replayed (FIONBIO was ENOTTY, which

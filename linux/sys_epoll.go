@@ -92,10 +92,9 @@ func sysEpollWait(t *thread, a args) (uint64, error) {
 	return t.epollWait(a[0], a[1], a[2], msTimeout(a[3]))
 }
 
-// sysEpollPwait is epoll_wait; the signal mask it would hold during the
-// wait is not applied, as ppoll's and pselect6's are not.
+// sysEpollPwait is epoll_wait with a signal mask held while it waits.
 func sysEpollPwait(t *thread, a args) (uint64, error) {
-	return t.epollWait(a[0], a[1], a[2], msTimeout(a[3]))
+	return t.withSigmask(a[4], a[5], func() (uint64, error) { return t.epollWait(a[0], a[1], a[2], msTimeout(a[3])) })
 }
 
 func sysEpollPwait2(t *thread, a args) (uint64, error) {
@@ -103,7 +102,7 @@ func sysEpollPwait2(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return t.epollWait(a[0], a[1], a[2], timeout)
+	return t.withSigmask(a[4], a[5], func() (uint64, error) { return t.epollWait(a[0], a[1], a[2], timeout) })
 }
 
 // msTimeout is a timeout in milliseconds as poll and epoll_wait take it:

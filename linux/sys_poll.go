@@ -25,7 +25,7 @@ func sysPpoll(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return t.poll(a[0], a[1], timeout)
+	return t.withSigmask(a[3], a[4], func() (uint64, error) { return t.poll(a[0], a[1], timeout) })
 }
 
 // timeoutAt reads a struct timespec timeout (ppoll, pselect6,
@@ -128,12 +128,23 @@ func sysSelect(t *thread, a args) (uint64, error) {
 	return t.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
 }
 
+// sysPselect6 takes its signal mask as {const sigset_t *, size_t} at
+// a[5].
 func sysPselect6(t *thread, a args) (uint64, error) {
 	timeout, err := t.timeoutAt(a[4])
 	if err != nil {
 		return 0, err
 	}
-	return t.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
+	var mask [16]byte
+	if a[5] != 0 {
+		if err := t.proc.as.Read(a[5], mask[:]); err != nil {
+			return 0, memErr(err)
+		}
+	}
+	le := binary.LittleEndian
+	return t.withSigmask(le.Uint64(mask[:]), le.Uint64(mask[8:]), func() (uint64, error) {
+		return t.selectFDs(a[0], [3]uint64{a[1], a[2], a[3]}, timeout)
+	})
 }
 
 // selectFDs is select over the read, write and except sets at sets (0:

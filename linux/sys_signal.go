@@ -5,6 +5,7 @@ package linux
 
 import (
 	"encoding/binary"
+	"errors"
 
 	"golang.org/x/sys/unix"
 
@@ -81,6 +82,54 @@ func sysRtSigprocmask(t *thread, a args) (uint64, error) {
 		return 0, unix.EINVAL
 	}
 	return 0, nil
+}
+
+// sysRtSigpending reports the signals pending for the thread that it
+// blocks (an unblocked one would have been delivered).
+func sysRtSigpending(t *thread, a args) (uint64, error) {
+	if a[1] > 8 {
+		return 0, unix.EINVAL
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], t.pending&t.sigmask)
+	return 0, memErr(t.proc.as.Write(a[0], b[:a[1]]))
+}
+
+// withSigmask runs call, a wait given a signal mask at va (ppoll,
+// pselect6, epoll_pwait and epoll_pwait2; 0 for none) of size bytes, with
+// that mask held for the wait, as Linux's set_user_sigmask does: a signal
+// it lets through ends the wait with EINTR and its handler returns to the
+// thread's own mask (the frame saves that one, as for sigsuspend); a call
+// that ends otherwise puts the thread's mask back at once, leaving such a
+// signal pending. A reissued wait (woken by a file) has the mask already.
+func (t *thread) withSigmask(va, size uint64, call func() (uint64, error)) (uint64, error) {
+	if va == 0 {
+		return call()
+	}
+	if !t.suspended {
+		if size != 8 {
+			return 0, unix.EINVAL
+		}
+		var b [8]byte
+		if err := t.proc.as.Read(va, b[:]); err != nil {
+			return 0, memErr(err)
+		}
+		t.savedMask, t.suspended = t.sigmask, true
+		t.sigmask = binary.LittleEndian.Uint64(b[:]) &^ unblockable
+	}
+	ret, err := call()
+	switch {
+	case errors.Is(err, errRestart) && t.pending&^t.sigmask != 0:
+		// It would wait with a signal it lets through pending already:
+		// the handler runs now.
+		t.stopWaiting()
+		t.state = runnable
+		return 0, unix.EINTR
+	case errors.Is(err, errRestart), errors.Is(err, unix.EINTR):
+		return ret, err
+	}
+	t.sigmask, t.suspended = t.savedMask, false
+	return ret, err
 }
 
 // sysRtSigsuspend waits for a signal with the mask set given, the

@@ -127,6 +127,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETSID:            {"getsid", 1, constant(pid)},                  // 124
 	unix.SYS_CAPGET:            {"capget", 2, sysCapget},                      // 125
 	unix.SYS_CAPSET:            {"capset", 2, sysCapset},                      // 126
+	unix.SYS_RT_SIGPENDING:     {"rt_sigpending", 2, sysRtSigpending},         // 127
 	unix.SYS_RT_SIGSUSPEND:     {"rt_sigsuspend", 2, sysRtSigsuspend},         // 130
 	unix.SYS_SIGALTSTACK:       {"sigaltstack", 2, sysSigaltstack},            // 131
 	unix.SYS_UTIME:             {"utime", 2, sysUtime},                        // 132
