@@ -42,5 +42,7 @@ package linux
 // FIONBIO, FIOCLEX, FIONCLEX and FIONREAD on every file; the socket calls
 // on a descriptor answer ENOTSOCK; pkey_alloc ENOSPC; file times; /proc's
 // maps, fd, cpuinfo, meminfo; a pipe's own inode; the signal masks of
-// ppoll, pselect6 and epoll_pwait; rt_sigpending.
+// ppoll, pselect6 and epoll_pwait; rt_sigpending; permission checks
+// (every file was writable by everyone); the kernel's own files are
+// root's.
 const Version = 7

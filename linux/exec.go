@@ -4,6 +4,8 @@ import (
 	"bytes"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // What execve runs: an ELF executable, or a "#!" script whose interpreter
@@ -18,14 +20,17 @@ const maxInterpreters = 4
 const scriptHead = 256
 
 // executableAt is the node at path if the program may execute it: EACCES
-// for a directory, a device or a file without execute permission.
+// for a directory, a device or a file the user may not execute.
 func (t *thread) executableAt(path string) (*node, error) {
 	n, err := t.k.fs.Lookup(path)
 	switch {
 	case err != nil:
 		return nil, err
-	case !n.IsRegular(), n.Mode&0o111 == 0:
+	case !n.IsRegular():
 		return nil, unix.EACCES
+	}
+	if err := t.k.fs.Access(n, vfs.MayExec); err != nil {
+		return nil, err
 	}
 	return n, t.k.fs.Load(n)
 }

@@ -221,7 +221,6 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
 	k.console = vfs.NewConsole(console{k})
 	fs := vfs.New(b, k.remap)
-	fs.SetOwner(p.User.UID, p.User.GID)
 	fs.SetClock(k.fileTime)
 	if err := fs.AddSystem(entropy{k}, maxRandom, systemFiles); err != nil {
 		return nil, fmt.Errorf("linux: %w", err)
@@ -230,6 +229,9 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 		return nil, fmt.Errorf("linux: %w", err)
 	}
 	fs.SetMagic(k.procFDEntry)
+	// The kernel's own files are root's, as on Linux; what the program
+	// makes is its user's, and its user's rights are checked from now.
+	fs.SetOwner(p.User.UID, p.User.GID)
 	fs.MountHost(p.Root)
 	fs.SetHost(hostView{k})
 	limitHeap()

@@ -493,14 +493,41 @@ func TestIdentity(t *testing.T) {
 	bin := build(t, "gcc", "identity.c", "-static", "-O1")
 	want, err := exec.Command("taskset", "-c", "0", "setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "--inh-caps=-all", bin).Output()
 	require.NoError(t, err)
-	p := program(t, bin, "identity")
+	printsAsUser(t, bin, "identity", string(want))
+}
+
+// printsAsUser is prints for a program run as uid and gid 1000.
+func printsAsUser(t *testing.T, bin, name, want string) {
+	t.Helper()
+	p := program(t, bin, name)
 	p.User = linux.User{UID: 1000, GID: 1000}
 	_, out, err := runProgramLive(t, p)
 	require.NoError(t, err, out)
-	require.Equal(t, string(want), out)
+	require.Equal(t, want, out)
 	path, rec, console := recordProgram(t, p, 0)
-	require.Equal(t, string(want), console)
+	require.Equal(t, want, console)
 	replaysMatch(t, path, rec, console, 2)
+}
+
+// An unprivileged user's rights are Linux's: the class bits of a file,
+// write and search on a directory to create, remove or rename in it
+// (EEXIST and ENOENT first), only the owner changing a mode or setting
+// times, search to enter; root's files are not the user's to write,
+// chmod or remove — the host's output of the program run as uid 1000,
+// live, recorded and replayed (every file was writable by everyone).
+func TestPermissions(t *testing.T) {
+	kvmtest.RequireTools(t, "setpriv")
+	dir, err := os.MkdirTemp("", "perms")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755)) // for uid 1000 to run it natively
+	bin := filepath.Join(dir, "perms")
+	out, err := exec.Command("gcc", "-static", "-O1", "-o", bin, filepath.Join("testdata", "perms.c")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	want, err := exec.Command("setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", bin).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(want), "write /etc/passwd: -1 Permission denied\n")
+	printsAsUser(t, bin, "perms", string(want))
 }
 
 // execve runs "#!" scripts through their interpreters (with and without

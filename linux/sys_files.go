@@ -393,6 +393,7 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 	if pipe := (fdPipe{}); errors.As(err, &pipe) {
 		return t.reopen(pipe.f, flags)
 	}
+	created := false
 	switch {
 	case err == unix.ENOENT && creat:
 		e, err := t.k.fs.Final(p)
@@ -402,6 +403,7 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 		if n, err = t.k.fs.Create(e, uint32(a[3])&0o777&^t.proc.umask); err != nil {
 			return 0, err
 		}
+		created = true // opened as asked, whatever mode it was given
 	case err != nil:
 		return 0, err
 	case n.IsSymlink() && flags&unix.O_PATH == 0:
@@ -420,6 +422,11 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 		return 0, err
 	case made != nil:
 		n = made
+	}
+	if !created && flags&unix.O_PATH == 0 {
+		if err := t.k.fs.Access(n, openAccess(flags)); err != nil {
+			return 0, err
+		}
 	}
 	switch truncate := flags&unix.O_TRUNC != 0 && flags&unix.O_ACCMODE != unix.O_RDONLY; {
 	case n.IsForeign():
@@ -666,9 +673,7 @@ func sysFchmodat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n.Mode = uint32(a[2]) & 0o7777
-	t.k.fs.Changed(n)
-	return 0, nil
+	return 0, t.chmod(n, a[2])
 }
 
 // sysFchmod changes the permission bits of an open file's node; a pipe's
@@ -679,21 +684,34 @@ func sysFchmod(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	if n := f.Node(); n != nil {
-		n.Mode = uint32(a[1]) & 0o7777
-		t.k.fs.Changed(n)
+		return 0, t.chmod(n, a[1])
 	}
 	return 0, nil
 }
 
+// chmod gives n the permission bits of mode, if the user owns n (EPERM
+// otherwise).
+func (t *thread) chmod(n *node, mode uint64) error {
+	if !t.k.fs.Owns(n) {
+		return unix.EPERM
+	}
+	n.Mode = uint32(mode) & 0o7777
+	t.k.fs.Changed(n)
+	return nil
+}
+
+// sysFaccessat (and faccessat2, whose flags the program's one identity
+// makes moot) checks the user's rights to a file, as its open or exec
+// would.
 func sysFaccessat(t *thread, a args) (uint64, error) {
+	if a[2]&^7 != 0 {
+		return 0, unix.EINVAL
+	}
 	n, err := t.nodeAt(a[0], a[1])
 	if err != nil {
 		return 0, err
 	}
-	if a[2]&unix.X_OK != 0 && !n.Dir && n.Mode&0o111 == 0 {
-		return 0, unix.EACCES
-	}
-	return 0, nil
+	return 0, t.k.fs.Access(n, uint32(a[2]))
 }
 
 // sysReadlinkat reads a symbolic link, or one /proc makes. Its size is an
@@ -821,11 +839,11 @@ func sysFchdir(t *thread, a args) (uint64, error) {
 // chdir makes directory n the process's working directory: ENOTDIR for
 // a file, EACCES for one the program may not search.
 func (t *thread) chdir(n *node) error {
-	switch {
-	case !n.Dir:
+	if !n.Dir {
 		return unix.ENOTDIR
-	case n.Mode&0o111 == 0:
-		return unix.EACCES
+	}
+	if err := t.k.fs.Access(n, vfs.MayExec); err != nil {
+		return err
 	}
 	t.proc.cwd = n
 	return nil
@@ -864,4 +882,13 @@ func sysPipe2(t *thread, a args) (uint64, error) {
 		return 0, memErr(err)
 	}
 	return 0, nil
+}
+
+// openAccess is what an open with flags asks of the file.
+func openAccess(flags uint64) uint32 {
+	may := map[uint64]uint32{unix.O_RDONLY: vfs.MayRead, unix.O_WRONLY: vfs.MayWrite, unix.O_RDWR: vfs.MayRead | vfs.MayWrite}[flags&unix.O_ACCMODE]
+	if flags&unix.O_TRUNC != 0 {
+		may |= vfs.MayWrite
+	}
+	return may
 }

@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
 // The calls that set a file's access and modification times. Each also
-// sets its change time to now, as Linux does; nothing checks that the
-// program may (no permission is checked anywhere yet).
+// sets its change time to now, as Linux does.
 
 // The special tv_nsec values of utimensat.
 const (
@@ -19,8 +20,8 @@ const (
 // utimeWhat is one time utimensat sets: now, left as it is, or a value
 // (ns since the Unix epoch).
 type utimeWhat struct {
-	omit bool
-	ns   int64
+	omit, now bool
+	ns        int64
 }
 
 // sysUtimensat sets the times of the file dirfd and path name (path 0:
@@ -36,7 +37,7 @@ func sysUtimensat(t *thread, a args) (uint64, error) {
 		case nsec == utimeOmit:
 			return utimeWhat{omit: true}, nil
 		case nsec == utimeNow:
-			return utimeWhat{ns: t.k.fileTime()}, nil
+			return utimeWhat{now: true, ns: t.k.fileTime()}, nil
 		case nsec < 0 || nsec >= 1e9:
 			return utimeWhat{}, unix.EINVAL
 		}
@@ -105,7 +106,7 @@ func sysUtime(t *thread, a args) (uint64, error) {
 func (t *thread) readUtimes(va uint64, size int, one func([]byte) (utimeWhat, error)) ([2]utimeWhat, error) {
 	if va == 0 {
 		now := t.k.fileTime()
-		return [2]utimeWhat{{ns: now}, {ns: now}}, nil
+		return [2]utimeWhat{{now: true, ns: now}, {now: true, ns: now}}, nil
 	}
 	b := make([]byte, 2*size)
 	if err := t.proc.as.Read(va, b); err != nil {
@@ -123,12 +124,22 @@ func (t *thread) readUtimes(va uint64, size int, one func([]byte) (utimeWhat, er
 }
 
 // setTimes gives the node of f (or n) times; a pipe's times are not kept.
+// Times given are the owner's to set (EPERM); now, a writer's too
+// (EACCES).
 func (t *thread) setTimes(f *openFile, n *node, times [2]utimeWhat) error {
 	if f != nil {
 		n = f.Node()
 	}
 	if n == nil || times[0].omit && times[1].omit {
 		return nil
+	}
+	if !t.k.fs.Owns(n) {
+		if !times[0].now || !times[1].now {
+			return unix.EPERM
+		}
+		if err := t.k.fs.Access(n, vfs.MayWrite); err != nil {
+			return err
+		}
 	}
 	if !times[0].omit {
 		n.Times.Atime = times[0].ns

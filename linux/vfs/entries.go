@@ -8,6 +8,9 @@ func (fs *FileSystem) Mkdir(e Entry, mode uint32) error {
 	if err := fs.vacant(e); err != nil {
 		return err
 	}
+	if err := fs.mayCreate(e.Dir); err != nil {
+		return err
+	}
 	n, err := fs.NewNode(true, mode)
 	if err != nil {
 		return err
@@ -22,6 +25,9 @@ func (fs *FileSystem) Mkdir(e Entry, mode uint32) error {
 // not exist.
 func (fs *FileSystem) Create(e Entry, mode uint32) (*Node, error) {
 	if err := fs.vacant(e); err != nil {
+		return nil, err
+	}
+	if err := fs.mayCreate(e.Dir); err != nil {
 		return nil, err
 	}
 	n, err := fs.NewNode(false, mode)
@@ -76,6 +82,11 @@ func (fs *FileSystem) Remove(e Entry, rmdir bool) error {
 		return err
 	case n == nil:
 		return unix.ENOENT
+	}
+	if err := fs.mayDelete(e.Dir, n); err != nil {
+		return err
+	}
+	switch {
 	case n.Dir && !rmdir:
 		return unix.EISDIR
 	case n.Dir && !fs.empty(n):
@@ -96,6 +107,9 @@ func (fs *FileSystem) Link(n *Node, e Entry) error {
 		return unix.EPERM
 	}
 	if err := fs.vacant(e); err != nil {
+		return err
+	}
+	if err := fs.mayCreate(e.Dir); err != nil {
 		return err
 	}
 	if n.removed {
@@ -136,7 +150,14 @@ func (fs *FileSystem) Exchange(from, to Entry) error {
 		return err
 	case a == nil || b == nil:
 		return unix.ENOENT
-	case a.Dir && a.Holds(to.Dir), b.Dir && b.Holds(from.Dir):
+	}
+	if err := fs.mayMove(from.Dir, a, to.Dir); err != nil {
+		return err
+	}
+	if err := fs.mayMove(to.Dir, b, from.Dir); err != nil {
+		return err
+	}
+	if a.Dir && a.Holds(to.Dir) || b.Dir && b.Holds(from.Dir) {
 		return unix.EINVAL
 	}
 	from.Dir.children[from.Name], to.Dir.children[to.Name] = b, a
@@ -171,6 +192,18 @@ func (fs *FileSystem) Rename(from, to Entry) error {
 		return err
 	case n == nil:
 		return unix.ENOENT
+	}
+	if err := fs.mayMove(from.Dir, n, to.Dir); err != nil {
+		return err
+	}
+	if replaced != nil && replaced != n {
+		if err := fs.mayDelete(to.Dir, replaced); err != nil {
+			return err
+		}
+	} else if err := fs.mayCreate(to.Dir); err != nil {
+		return err
+	}
+	switch {
 	case !n.Dir && (from.Slash || to.Slash):
 		return unix.ENOTDIR
 	case replaced != nil && replaced.Dir != n.Dir:
