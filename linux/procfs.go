@@ -81,6 +81,17 @@ type fdPipe struct{ f *openFile }
 func (fdPipe) Error() string { return "linux: a descriptor without a file node" }
 func (fdPipe) Unwrap() error { return unix.ENXIO }
 
+// pinned reports whether n is a thread's process's working directory: a
+// node the file system must not forget (vfs.Forget).
+func (k *Kernel) pinned(n *node) bool {
+	for _, t := range k.threads {
+		if t.proc.cwd == n {
+			return true
+		}
+	}
+	return false
+}
+
 // procPath is p with /proc/thread-self and /proc/PID (the process's own)
 // written /proc/self.
 func (t *thread) procPath(p string) string {

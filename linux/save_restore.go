@@ -34,7 +34,9 @@ import (
 // kernel's timerfds and signalfds in creation order; POSIX timers; a
 // process's working directory.
 // 6: the start call has run; host nodes keep their path, size and hash.
-// 7: the coarse clock files are stamped with.
+// 7: the coarse clock files are stamped with; when the file system last
+// fell short forgetting the host (vfs.Forget); host files the program
+// changed (SavedHost.Edited); a pipe's inode.
 const stateVersion = 7
 
 type savedKernel struct {
@@ -54,6 +56,7 @@ type savedKernel struct {
 	Cur, NextTID               int
 	Started                    bool
 	Coarse                     time.Duration
+	ForgotAt                   int64
 	Resched, Restart, Returned bool
 	WaitSeq, Switches          uint64
 	HogThread, HogWaiting      int // HogThread: an index into Threads, -1 for none
@@ -90,7 +93,7 @@ func (k *Kernel) save() *savedKernel {
 	s := &savedKernel{
 		Version: stateVersion, NextIno: k.fs.NextIno(), Held: k.budget[fileBytes],
 		Frames: k.fr.Save(),
-		Cur:    k.cur, NextTID: k.nextTID, Started: k.started, Coarse: k.coarse, Resched: k.resched, Restart: k.restart, Returned: k.returned,
+		Cur:    k.cur, NextTID: k.nextTID, Started: k.started, Coarse: k.coarse, ForgotAt: k.fs.ForgotAt(), Resched: k.resched, Restart: k.restart, Returned: k.returned,
 		WaitSeq: k.waitSeq, Switches: k.switches, HogThread: -1, HogWaiting: k.hog.waiting, HogAt: k.hog.at,
 		Calls: maps.Clone(k.stats.Calls), Unsupported: maps.Clone(k.stats.Unsupported), Warnings: slices.Clone(k.stats.Warnings),
 	}
@@ -240,6 +243,7 @@ func (r *restorer) restore() error {
 	k.threads, k.cur, k.nextTID = threads, s.Cur, s.NextTID
 	k.started, k.resched, k.restart, k.returned = s.Started, s.Resched, s.Restart, s.Returned
 	k.coarse = s.Coarse
+	k.fs.SetForgotAt(s.ForgotAt)
 	k.waitSeq, k.switches = s.WaitSeq, s.Switches
 	k.hog.thread, k.hog.waiting, k.hog.at = nil, s.HogWaiting, s.HogAt
 	if s.HogThread >= 0 {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -425,6 +426,36 @@ func TestHostFilesRecordedByContent(t *testing.T) {
 	rep = runCLI(t, nil, "replay", tp)
 	require.Equal(t, exitFailure, rep.code)
 	require.Contains(t, rep.stderr, filepath.Join(dir, "a")+" is not the file the program read when recorded")
+}
+
+// find walks all of /usr, more names than the program's tree may hold
+// (65 536 nodes): it prints what it prints on the host (in name order, as
+// the tree lists), recorded, replayed, and replayed from a late
+// checkpoint, the tree forgetting the host directories it is done with
+// at the same calls every time. It failed with ENOMEM past the bound.
+func TestFindWalksMoreThanTheTreeHolds(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "find")
+	find, err := exec.LookPath("find")
+	require.NoError(t, err)
+	native := strings.Split(strings.TrimSpace(hostOutput(t, find, "/usr")), "\n")
+	require.Greater(t, len(native), 1<<16, "/usr must hold more names than the tree")
+	slices.Sort(native)
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "find.tape")
+	rec := runCLI(t, nil, "record", "--checkpoint-every", "2s", "-o", tp, "--", find, "/usr")
+	require.Equal(t, 0, rec.code, rec.stderr)
+	got := strings.Split(strings.TrimSpace(rec.stdout), "\n")
+	slices.Sort(got)
+	require.Equal(t, native, got)
+	rep := runCLI(t, nil, "replay", tp)
+	require.Equal(t, 0, rep.code, rep.stderr)
+	require.Equal(t, rec.stdout, rep.stdout)
+	require.Contains(t, rep.stderr, "replay matched")
+	from := runCLI(t, nil, "replay", "--from", "1h", tp)
+	require.Equal(t, 0, from.code, from.stderr)
+	require.Contains(t, from.stderr, "starting at checkpoint")
+	require.Contains(t, from.stderr, "replay matched")
 }
 
 // mv renames within the program's files, and refuses to move a directory

@@ -20,6 +20,9 @@ type FileSystem struct {
 	owner   [2]uint32 // the user and group new files belong to
 	clock   func() int64
 	magic   Magic
+	// forgotAt is the nodes held when forgetting last fell short
+	// (forget.go).
+	forgotAt int64
 }
 
 // Magic finds the entry name of directory d that the tree does not hold
@@ -50,11 +53,23 @@ func (fs *FileSystem) now() int64 {
 func (fs *FileSystem) Modified(n *Node) {
 	now := fs.now()
 	n.Times.Mtime, n.Times.Ctime = now, now
+	n.edited()
 }
 
 // Changed stamps n as Linux does a file whose attributes (mode, owner,
 // links) changed: its change time is now.
-func (fs *FileSystem) Changed(n *Node) { n.Times.Ctime = fs.now() }
+func (fs *FileSystem) Changed(n *Node) {
+	n.Times.Ctime = fs.now()
+	n.edited()
+}
+
+// edited notes that the program changed n, a host file or directory, so
+// that the tree never forgets it (forget.go).
+func (n *Node) edited() {
+	if n.host != nil {
+		n.host.edited = true
+	}
+}
 
 // Remap is told that a mapped node's contents moved from old to new
 // (they grew, shrank or were freed), so the mappings holding old hold new.

@@ -56,6 +56,9 @@ type hostFile struct {
 	// that no name is asked twice (one the program removed stays gone).
 	listed bool
 	asked  map[string]bool
+	// edited says the program changed the file (its attributes,
+	// contents or entries): it is its own now, and never forgotten.
+	edited bool
 }
 
 // SetHost makes the tree learn the host's files from h: call it before

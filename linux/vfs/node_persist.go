@@ -38,6 +38,7 @@ type SavedHost struct {
 	SHA256 [32]byte
 	Listed bool
 	Asked  []string // sorted
+	Edited bool
 }
 
 // Node numbers n and everything under it.
@@ -52,7 +53,7 @@ func (sv *Saver) Node(n *Node) int {
 		UID: n.UID, GID: n.GID, Times: n.Times, Other: n.other, Device: n.devName})
 	if h := n.host; h != nil {
 		sv.Nodes[i].Host = &SavedHost{Path: h.path, Size: h.size, Loaded: h.loaded, SHA256: h.sum, Listed: h.listed,
-			Asked: slices.Sorted(maps.Keys(h.asked))}
+			Asked: slices.Sorted(maps.Keys(h.asked)), Edited: h.edited}
 	}
 	if n.Written || n.host == nil && n.dev == nil {
 		sv.Nodes[i].Data = n.data
