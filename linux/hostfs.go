@@ -18,8 +18,9 @@ import (
 // its directory only, resolving paths with openat2, so that a symbolic
 // link there cannot take a write to a host file outside it.
 
-// KeepWrites copies the files the program created or changed into dir,
-// at their guest paths below it: what --keep-writes keeps of a run.
+// KeepWrites copies the files the program created or changed, and the
+// symbolic links it made, into dir, at their guest paths below it: what
+// --keep-writes keeps of a run.
 //
 // Nothing is written outside dir. Below it no symbolic link is followed
 // (openat2's RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS): a directory on the way
@@ -54,8 +55,12 @@ func (k *Kernel) KeepWrites(dir string) (int, error) {
 				}
 				walk(c, sub, path.Join(p, name))
 				unix.Close(sub)
-			case c.IsRegular() && c.Written:
-				if err := keepFile(fd, name, c, full); err != nil {
+			case kept(c):
+				keep := keepFile
+				if c.IsSymlink() {
+					keep = keepLink
+				}
+				if err := keep(fd, name, c, full); err != nil {
 					refused = append(refused, err)
 					continue
 				}
@@ -74,7 +79,7 @@ func writesBelow(d *node, holds map[*node]bool) bool {
 	found := false
 	for _, name := range d.Names() {
 		c, _ := d.Child(name)
-		if c.Dir && writesBelow(c, holds) || c.IsRegular() && c.Written {
+		if c.Dir && writesBelow(c, holds) || kept(c) {
 			found = true
 		}
 	}
@@ -83,6 +88,10 @@ func writesBelow(d *node, holds map[*node]bool) bool {
 	}
 	return found
 }
+
+// kept reports whether n is kept: a file the program wrote, or a link it
+// made.
+func kept(n *node) bool { return n.Written && (n.IsRegular() || n.IsSymlink()) }
 
 // beneath resolves a name below its directory, following no link.
 const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS
@@ -122,6 +131,26 @@ func keepFile(fd int, name string, n *node, full string) error {
 		return &os.PathError{Op: "write", Path: full, Err: err}
 	}
 	return nil
+}
+
+// keepLink makes the symbolic link n as name in the directory fd: beside
+// it first, then renamed over it. The target is only text: nothing
+// follows it.
+func keepLink(fd int, name string, n *node, full string) error {
+	for i := 0; ; i++ {
+		tmp := ".reprise-link-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(i)
+		err := unix.Symlinkat(n.Link, fd, tmp)
+		switch {
+		case err == nil:
+			if err := unix.Renameat(fd, tmp, fd, name); err != nil {
+				unix.Unlinkat(fd, tmp, 0)
+				return &os.PathError{Op: "rename", Path: full, Err: err}
+			}
+			return nil
+		case err != unix.EEXIST || i >= 100:
+			return &os.PathError{Op: "symlink", Path: full, Err: err}
+		}
+	}
 }
 
 // createBeside creates a new file in the directory fd, named after name

@@ -40,13 +40,11 @@ func addProc(fs *vfs.FileSystem) error {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(systemLinks)) {
-		e, err := fs.Parent(name)
+		n, err := fs.Add(name, nil, 0o777) // the kernel's: not a write of the program's
 		if err != nil {
 			return err
 		}
-		if err := fs.Symlink(e, systemLinks[name]); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
+		n.Link = systemLinks[name]
 	}
 	return nil
 }

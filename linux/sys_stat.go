@@ -46,7 +46,7 @@ func (k *Kernel) attrsOf(f *openFile, n *node) attrs {
 	case n.Dir:
 		a.size = pageSize
 	case n.IsDevice():
-		a.rdev, a.size = unix.Mkdev(1, 3), 0
+		a.rdev, a.size = unix.Mkdev(1, n.DeviceMinor()), 0
 	}
 	return a
 }

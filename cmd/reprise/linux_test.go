@@ -333,9 +333,12 @@ func TestKeepWrites(t *testing.T) {
 		if cmd == "record" {
 			args = append(args, "-o", filepath.Join(t.TempDir(), "k.tape"))
 		}
-		r := runCLI(t, nil, append(args, "--", bb, "sh", "-c", "echo hi > /tmp/out.txt; mkdir /tmp/d; seq 3 > /tmp/d/n; cat /etc/passwd > /dev/null")...)
+		r := runCLI(t, nil, append(args, "--", bb, "sh", "-c", "echo hi > /tmp/out.txt; mkdir /tmp/d; seq 3 > /tmp/d/n; ln -s ../out.txt /tmp/d/l; cat /etc/passwd > /dev/null")...)
 		require.Equal(t, 0, r.code, r.stderr)
-		require.Contains(t, r.stderr, "kept 2 written files in "+keep)
+		require.Contains(t, r.stderr, "kept 3 written files in "+keep)
+		target, err := os.Readlink(filepath.Join(keep, "tmp", "d", "l"))
+		require.NoError(t, err, "the link the program made is kept")
+		require.Equal(t, "../out.txt", target)
 		b, err := os.ReadFile(filepath.Join(keep, "tmp", "out.txt"))
 		require.NoError(t, err)
 		require.Equal(t, "hi\n", string(b))

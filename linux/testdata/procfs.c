@@ -5,7 +5,8 @@
    /proc/self/fd lists the open descriptors and its links name their
    files; /dev/fd/N of a pipe opens the pipe (bash's <(...)), and two
    pipes are two files to stat; /proc/cpuinfo lists as many processors as
-   are online; /proc/meminfo's MemTotal is sysinfo's RAM. Each line prints
+   are online; /proc/meminfo's MemTotal is sysinfo's RAM; /dev's memory
+   devices have Linux's numbers, /dev/stdin is a link. Each line prints
    the same natively and under reprise. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "result.h"
@@ -109,5 +111,15 @@ int main(int argc, char **argv) {
 	struct sysinfo si;
 	sysinfo(&si);
 	printf("MemTotal = sysinfo: %d\n", total == si.totalram * si.mem_unit / 1024);
+
+	const char *devs[] = {"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom"};
+	for (int i = 0; i < 4; i++) {
+		struct stat st;
+		result(devs[i], stat(devs[i], &st));
+		printf("  char %d, %u:%u\n", S_ISCHR(st.st_mode), major(st.st_rdev), minor(st.st_rdev));
+	}
+	memset(target, 0, sizeof target);
+	readlink("/dev/stdin", target, sizeof target - 1);
+	printf("/dev/stdin -> %s\n", target);
 	return 0;
 }
