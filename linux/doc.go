@@ -44,5 +44,6 @@ package linux
 // maps, fd, cpuinfo, meminfo; a pipe's own inode; the signal masks of
 // ppoll, pselect6 and epoll_pwait; rt_sigpending; permission checks
 // (every file was writable by everyone); the kernel's own files are
-// root's.
+// root's; process groups and sessions (kill(0) signalled the first
+// process).
 const Version = 7

@@ -273,7 +273,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		}
 	}
 	k.fr = mm.NewFrames(ram, k.m.DropTranslations)
-	init := &process{pid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022}
+	init := &process{pid: pid, pgid: pid, sid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022}
 	k.budget[processCount] = 1 // init
 	if err := k.initXSave(); err != nil {
 		return err

@@ -558,6 +558,15 @@ func TestProcFiles(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "procfs.c", "-static", "-O1", "-pthread"), "procfs", time.Millisecond)
 }
 
+// Process groups and sessions are Linux's: a child in its parent's group
+// until setpgid, kill(0) to the caller's group only, kill(-g) to group g,
+// setsid, and their errors — the host's output, live, recorded and
+// replayed (kill(0) signalled the first process: timeout(1) ended the
+// whole run).
+func TestProcessGroups(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "pgrp.c", "-static", "-O1"), "pgrp", time.Millisecond)
+}
+
 // ppoll, pselect6 and epoll_pwait hold their signal mask while they
 // wait, and rt_sigpending reports what it left pending — the host's
 // output, live, recorded and replayed (the masks were ignored, so a

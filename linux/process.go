@@ -16,6 +16,8 @@ import (
 // descriptors; its threads are the kernel's threads whose proc it is.
 type process struct {
 	pid      int
+	pgid     int // its process group (kill(0), kill(-pgid))
+	sid      int // its session
 	parent   *process
 	as       *mm.Space
 	fds      fdTable
@@ -163,7 +165,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err != nil {
 		return nil, memErr(err)
 	}
-	child := &process{parent: parent, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions}
+	child := &process{parent: parent, pgid: parent.pgid, sid: parent.sid, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0

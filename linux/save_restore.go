@@ -34,7 +34,8 @@ import (
 // kernel's timerfds and signalfds in creation order; POSIX timers; a
 // process's working directory.
 // 6: the start call has run; host nodes keep their path, size and hash.
-// 7: the coarse clock files are stamped with; when the file system last
+// 7: a process's group and session; the coarse clock files are stamped
+// with; when the file system last
 // fell short forgetting the host (vfs.Forget); host files the program
 // changed (SavedHost.Edited); a pipe's inode.
 const stateVersion = 7

@@ -55,19 +55,34 @@ func (t *thread) kill(id int64, sig uint64, toThread bool) (uint64, error) {
 	if sig > maxSignal {
 		return 0, unix.EINVAL
 	}
-	var target *thread
+	// The threads to signal: the thread id names, or the first live
+	// thread of each process it names — its own (id > 0), the caller's
+	// group (0), every other process (-1), group -id.
+	var targets []*thread
+	taken := map[*process]bool{}
 	for _, o := range t.k.threads {
-		if o.state == exited {
+		if o.state == exited || taken[o.proc] {
 			continue
 		}
+		var named bool
 		switch {
-		case toThread && int64(o.tid) == id:
-			target = o
-		case !toThread && (id == -1 || id == 0 || int64(o.proc.pid) == id) && target == nil:
-			target = o
+		case toThread:
+			named = int64(o.tid) == id
+		case id > 0:
+			named = int64(o.proc.pid) == id
+		case id == 0:
+			named = o.proc.pgid == t.proc.pgid
+		case id == -1:
+			named = o.proc != t.proc
+		default:
+			named = int64(o.proc.pgid) == -id
+		}
+		if named {
+			targets = append(targets, o)
+			taken[o.proc] = true
 		}
 	}
-	if target == nil {
+	if len(targets) == 0 {
 		return 0, unix.ESRCH
 	}
 	if sig == 0 {
@@ -77,7 +92,12 @@ func (t *thread) kill(id int64, sig uint64, toThread bool) (uint64, error) {
 	if toThread {
 		code = siTkill
 	}
-	return 0, t.k.signal(target, sig, t.k.siginfo(sig, code, uint64(t.proc.pid)))
+	for _, target := range targets {
+		if err := t.k.signal(target, sig, t.k.siginfo(sig, code, uint64(t.proc.pid))); err != nil {
+			return 0, err
+		}
+	}
+	return 0, nil
 }
 
 // siginfo is a struct siginfo for a signal sent by pid (si_pid, si_uid),

@@ -8,8 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func sysSetsid(t *thread, a args) (uint64, error) { return 0, unix.EPERM }
-
 func sysGetrusage(t *thread, a args) (uint64, error) {
 	return 0, memErr(t.proc.as.Write(a[1], make([]byte, 144)))
 }

@@ -112,9 +112,9 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_SETGID:            {"setgid", 1, setIDs(groupID, 1)},             // 106
 	unix.SYS_GETEUID:           {"geteuid", 0, getID(userID)},                 // 107
 	unix.SYS_GETEGID:           {"getegid", 0, getID(groupID)},                // 108
-	unix.SYS_SETPGID:           {"setpgid", 2, constant(0)},                   // 109
+	unix.SYS_SETPGID:           {"setpgid", 2, sysSetpgid},                    // 109
 	unix.SYS_GETPPID:           {"getppid", 0, sysGetppid},                    // 110
-	unix.SYS_GETPGRP:           {"getpgrp", 0, constant(pid)},                 // 111
+	unix.SYS_GETPGRP:           {"getpgrp", 0, sysGetpgrp},                    // 111
 	unix.SYS_SETSID:            {"setsid", 0, sysSetsid},                      // 112
 	unix.SYS_SETREUID:          {"setreuid", 2, setIDs(userID, 2)},            // 113
 	unix.SYS_SETREGID:          {"setregid", 2, setIDs(groupID, 2)},           // 114
@@ -123,8 +123,8 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETRESUID:         {"getresuid", 3, getIDs(userID)},              // 118
 	unix.SYS_SETRESGID:         {"setresgid", 3, setIDs(groupID, 3)},          // 119
 	unix.SYS_GETRESGID:         {"getresgid", 3, getIDs(groupID)},             // 120
-	unix.SYS_GETPGID:           {"getpgid", 1, constant(pid)},                 // 121
-	unix.SYS_GETSID:            {"getsid", 1, constant(pid)},                  // 124
+	unix.SYS_GETPGID:           {"getpgid", 1, sysGetpgid},                    // 121
+	unix.SYS_GETSID:            {"getsid", 1, sysGetsid},                      // 124
 	unix.SYS_CAPGET:            {"capget", 2, sysCapget},                      // 125
 	unix.SYS_CAPSET:            {"capset", 2, sysCapset},                      // 126
 	unix.SYS_RT_SIGPENDING:     {"rt_sigpending", 2, sysRtSigpending},         // 127

@@ -77,7 +77,8 @@ git log --format='%H %s'; git cat-file -p HEAD:a.txt; git diff HEAD~1 --stat; gi
 	{name: "coreutils", tools: []string{"find", "sort"},
 		cmd: `set -e; mkdir -p a/b/c; echo hello > a/b/c/f; ln -s b/c a/l; cp -a a z; mv z y; ln y/b/c/f hard
 chmod 640 hard; stat -c '%A %h %n' hard y/b/c/f; readlink y/l; find . | sort; rm -r a; find . -type f | sort
-seq 1 50000 | sort --parallel=2 -rn | head -3; seq 1 2000 | sort -R --random-source=/dev/zero | md5sum`},
+seq 1 50000 | sort --parallel=2 -rn | head -3; seq 1 2000 | sort -R --random-source=/dev/zero | md5sum
+timeout 0.2 sleep 5 || echo "timeout: $?"; timeout 5 true && echo "in time"`},
 	{name: "dash", tools: []string{"dash"}, cmd: `dash -c 'mkdir -p d/e; cd d/e; pwd; cd ..; echo $((6 * 7)) > n; cat n; cd -; ls ..'`},
 	{name: "busybox", tools: []string{"busybox"}, cmd: `busybox sh -c 'mkdir -p d/e; cd d/e; pwd; cd ../..; echo $((6 * 7)); busybox ls d'`},
 	{name: "tar", tools: []string{"tar", "gzip"},
