@@ -7,17 +7,22 @@ var systemFiles = map[string]string{
 	"/sys/devices/system/cpu/online":   "0\n",
 	"/sys/devices/system/cpu/possible": "0\n",
 	"/proc/self/maps":                  "",
+	"/proc/self/cmdline":               "",
+	"/proc/self/status":                "",
+	"/proc/self/mounts":                "",
 	"/proc/cpuinfo":                    "",
 	"/proc/meminfo":                    "",
 }
 
 // systemLinks are the kernel's symbolic links: /dev's names of the
-// descriptors (bash's process substitution opens /dev/fd/63).
+// descriptors (bash's process substitution opens /dev/fd/63), and
+// /proc/mounts.
 var systemLinks = map[string]string{
-	"/dev/fd":     "/proc/self/fd",
-	"/dev/stdin":  "/proc/self/fd/0",
-	"/dev/stdout": "/proc/self/fd/1",
-	"/dev/stderr": "/proc/self/fd/2",
+	"/proc/mounts": "self/mounts",
+	"/dev/fd":      "/proc/self/fd",
+	"/dev/stdin":   "/proc/self/fd/0",
+	"/dev/stdout":  "/proc/self/fd/1",
+	"/dev/stderr":  "/proc/self/fd/2",
 }
 
 // entropy is the engine's entropy, for /dev/urandom (vfs.Entropy): the

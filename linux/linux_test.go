@@ -552,7 +552,7 @@ func TestFileTimes(t *testing.T) {
 // /proc answers as the C library and runtimes read it: maps (the
 // executable's code, the stack pthread_getattr_np finds), fd and its
 // links, /dev/fd/N of a pipe opened and stat'ed, cpuinfo's processors,
-// meminfo's RAM — the host's output, live, recorded and replayed (only
+// meminfo's RAM, cmdline, status, mounts — the host's output, live, recorded and replayed (only
 // /proc/self/exe existed).
 func TestProcFiles(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "procfs.c", "-static", "-O1", "-pthread"), "procfs", time.Millisecond)

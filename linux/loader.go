@@ -231,14 +231,25 @@ const (
 //
 // Programs count on the strings being followed by more stack: glibc's
 // tunables parser reads past the end of the environment's last string.
-func stackImage(as *mm.Space, top uint64, x *executable, s *initialStack) (uint64, error) {
+//
+// argStrings is where argv's strings lie: [argv[0], past the last's NUL),
+// what /proc/self/cmdline reads.
+func argStrings(top uint64, s *initialStack) [2]uint64 {
 	strBytes := uint64(len(s.execfn)) + 1 + endMarker
-	for _, list := range [][]string{s.argv, s.envp} {
+	var argBytes uint64
+	for i, list := range [][]string{s.argv, s.envp} {
 		for _, str := range list {
 			strBytes += uint64(len(str)) + 1
+			if i == 0 {
+				argBytes += uint64(len(str)) + 1
+			}
 		}
 	}
-	start := top - strBytes // argv[0]
+	return [2]uint64{top - strBytes, top - strBytes + argBytes}
+}
+
+func stackImage(as *mm.Space, top uint64, x *executable, s *initialStack) (uint64, error) {
+	start := argStrings(top, s)[0] // argv[0]
 	fn := top - endMarker - uint64(len(s.execfn)+1)
 	plat := start&^15 - uint64(len(elfPlatform)+1)
 	rnd := plat - randomBytes

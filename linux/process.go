@@ -23,6 +23,7 @@ type process struct {
 	fds      fdTable
 	brk      [2]uint64 // the heap: [start, current end)
 	exe      string    // /proc/self/exe
+	args     [2]uint64 // where argv's strings are: /proc/self/cmdline
 	cwd      *node     // the working directory (chdir); nil: the root
 	umask    uint32    // cleared from a new file's or directory's mode
 	children []*process
@@ -74,8 +75,9 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 	if err := as.Map(userTop-stackSize, userTop, mm.ProtRead|mm.ProtWrite); err != nil {
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
-	sp, err = stackImage(as, userTop, x, &initialStack{execfn: execfn, argv: argv, envp: envp, random: k.random(p),
-		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes()), user: k.prog.User})
+	stack := &initialStack{execfn: execfn, argv: argv, envp: envp, random: k.random(p),
+		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes()), user: k.prog.User}
+	sp, err = stackImage(as, userTop, x, stack)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
 	}
@@ -85,7 +87,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 	if p.as != nil {
 		p.as.Release()
 	}
-	p.as, p.brk, p.exe = as, [2]uint64{x.brk, x.brk}, path
+	p.as, p.brk, p.exe, p.args = as, [2]uint64{x.brk, x.brk}, path, argStrings(userTop, stack)
 	p.execs++
 	for i, act := range p.sigactions { // handlers are gone with the image; ignored stays ignored
 		if act.handler != sigIGN {
@@ -165,7 +167,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err != nil {
 		return nil, memErr(err)
 	}
-	child := &process{parent: parent, pgid: parent.pgid, sid: parent.sid, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions}
+	child := &process{parent: parent, pgid: parent.pgid, sid: parent.sid, args: parent.args, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0

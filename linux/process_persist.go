@@ -30,6 +30,7 @@ type savedProc struct {
 	Subreaper  bool
 	Timers     map[int]savedTimer // POSIX timers by id
 	Pgid, Sid  int
+	Args       [2]uint64
 }
 
 // savedTimer is a POSIX timer.
@@ -54,7 +55,7 @@ func (sv *saver) proc(p *process) int {
 	sv.s.Procs = append(sv.s.Procs, savedProc{})
 	sp := savedProc{PID: p.pid, Parent: -1, Cwd: -1, Umask: p.umask, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
 		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: sv.FDs(p.fds), Subreaper: p.subreaper,
-		Pgid: p.pgid, Sid: p.sid}
+		Pgid: p.pgid, Sid: p.sid, Args: p.args}
 	for sig, a := range p.sigactions {
 		sp.Sigactions[sig] = savedSigaction{Handler: a.handler, Flags: a.flags, Restorer: a.restorer, Mask: a.mask}
 	}
@@ -120,7 +121,7 @@ func checkProc(s *savedKernel, p *savedProc) error {
 // proc fills p from its checked state; the processes it names are
 // allocated already (restorer.procs).
 func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
-	*p = process{pid: sp.PID, pgid: sp.Pgid, sid: sp.Sid, umask: sp.Umask & 0o777, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
+	*p = process{pid: sp.PID, pgid: sp.Pgid, sid: sp.Sid, args: sp.Args, umask: sp.Umask & 0o777, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
 		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}}
 	if sp.Parent >= 0 {
 		p.parent = r.procs[sp.Parent]

@@ -15,7 +15,8 @@ import (
 	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
-// The files of /proc a program reads about itself and its machine. As
+// The files of /proc a program reads about itself and its machine — its
+// maps, fd, cmdline, status, mounts, exe and cwd; cpuinfo and meminfo. As
 // Linux makes their contents when they are read, the kernel makes them
 // when they are opened, from its own state, into a file of their own
 // (vfs.Snapshot): the tree holds only empty placeholders, so that stat
@@ -26,9 +27,12 @@ import (
 
 // procFiles are the placeholders, with the generator of each.
 var procFiles = map[string]func(t *thread) []byte{
-	"/proc/self/maps": (*thread).procMaps,
-	"/proc/cpuinfo":   (*thread).procCPUInfo,
-	"/proc/meminfo":   (*thread).procMeminfo,
+	"/proc/self/maps":    (*thread).procMaps,
+	"/proc/self/cmdline": (*thread).procCmdline,
+	"/proc/self/status":  (*thread).procStatus,
+	"/proc/self/mounts":  func(*thread) []byte { return []byte("rootfs / tmpfs rw 0 0\n") },
+	"/proc/cpuinfo":      (*thread).procCPUInfo,
+	"/proc/meminfo":      (*thread).procMeminfo,
 }
 
 // procFD is /proc/self/fd, a directory of a link per open descriptor.
@@ -210,6 +214,63 @@ func (t *thread) procMaps() []byte {
 			start = end
 		}
 	}
+	return []byte(b.String())
+}
+
+// maxCmdline bounds what /proc/self/cmdline reads of the program's
+// memory: its arguments may be no longer (abi.LinuxMaxArgBytes is less).
+const maxCmdline = 1 << 20
+
+// procCmdline is /proc/self/cmdline: argv's strings where exec put them,
+// as the program may have changed them since, as on Linux.
+func (t *thread) procCmdline() []byte {
+	start, end := t.proc.args[0], t.proc.args[1]
+	if end <= start {
+		return nil
+	}
+	b := make([]byte, min(end-start, maxCmdline))
+	if t.proc.as.Read(start, b) != nil {
+		return nil
+	}
+	return b
+}
+
+// procStatus is /proc/self/status: who the process is, its threads and
+// the signal state of the calling thread, in Linux's layout (the fields
+// programs read; no memory figures).
+func (t *thread) procStatus() []byte {
+	p, u := t.proc, t.k.prog.User
+	name := path.Base(p.exe)
+	if len(name) > 15 {
+		name = name[:15] // TASK_COMM_LEN
+	}
+	ppid, threads := 0, 0
+	if p.parent != nil {
+		ppid = p.parent.pid
+	}
+	for _, o := range t.k.threads {
+		if o.proc == p && o.state != exited {
+			threads++
+		}
+	}
+	var ign, cgt uint64
+	for sig, act := range p.sigactions {
+		switch {
+		case sig == 0:
+		case act.handler == sigIGN:
+			ign |= sigbit(uint64(sig))
+		case act.handler > sigIGN:
+			cgt |= sigbit(uint64(sig))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\tR (running)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n",
+		name, p.umask, p.pid, p.pid, ppid)
+	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nFDSize:\t64\nGroups:\t\n", u.UID, u.UID, u.UID, u.UID, u.GID, u.GID, u.GID, u.GID)
+	fmt.Fprintf(&b, "Threads:\t%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
+		threads, t.pending, uint64(0), t.sigmask, ign, cgt)
+	b.WriteString("CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n" +
+		"CapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\nNoNewPrivs:\t0\nCpus_allowed:\t1\nCpus_allowed_list:\t0\n")
 	return []byte(b.String())
 }
 

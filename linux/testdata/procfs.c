@@ -41,6 +41,11 @@ static int in_mapping(uintptr_t addr, const char *perms, const char *name) {
 }
 
 int main(int argc, char **argv) {
+	if (argc < 2) { /* run again with an argument, for cmdline */
+		char *again[] = {argv[0], "second arg", NULL};
+		execv("/proc/self/exe", again);
+		return 1;
+	}
 	char exe[256] = {0};
 	result("readlink exe", readlink("/proc/self/exe", exe, sizeof exe - 1) > 0);
 	const char *base = strrchr(exe, '/') + 1;
@@ -121,5 +126,29 @@ int main(int argc, char **argv) {
 	memset(target, 0, sizeof target);
 	readlink("/dev/stdin", target, sizeof target - 1);
 	printf("/dev/stdin -> %s\n", target);
+
+	char cmd[256] = {0};
+	FILE *cl = fopen("/proc/self/cmdline", "r");
+	size_t n = cl ? fread(cmd, 1, sizeof cmd, cl) : 0;
+	printf("cmdline is argv: %d\n", n == strlen(argv[0]) + strlen(argv[1]) + 2 && strcmp(cmd, argv[0]) == 0 &&
+	                                     strcmp(cmd + strlen(argv[0]) + 1, argv[1]) == 0);
+	FILE *st = fopen("/proc/self/status", "r");
+	int pid_ok = 0, ppid_ok = 0, uid_ok = 0, threads = 0;
+	while (st && fgets(line, sizeof line, st)) {
+		int v, r;
+		if (sscanf(line, "Pid: %d", &v) == 1)
+			pid_ok = v == getpid();
+		if (sscanf(line, "PPid: %d", &v) == 1)
+			ppid_ok = v == getppid();
+		if (sscanf(line, "Uid: %d %d", &v, &r) == 2)
+			uid_ok = v == (int)getuid() && r == (int)geteuid();
+		sscanf(line, "Threads: %d", &threads);
+	}
+	printf("status: pid %d, ppid %d, uid %d, threads %d\n", pid_ok, ppid_ok, uid_ok, threads);
+	FILE *mt = fopen("/proc/mounts", "r");
+	int root = 0;
+	while (mt && fgets(line, sizeof line, mt))
+		root |= strstr(line, " / ") != NULL;
+	printf("mounts has the root: %d\n", root);
 	return 0;
 }
