@@ -16,9 +16,9 @@ import (
 // learned first (by inode), whose entries are all host files or
 // directories as the host gave them — nothing made, removed, renamed,
 // written or changed by the program there, nothing open, mapped or a
-// working directory — and have no entries of their own learned. The
-// directory stays, knowing nothing: a later look asks the host again, an
-// input logged like the first. Which directories are forgotten depends on
+// working directory, nothing learned last — and have no entries of their
+// own learned. The directory stays, knowing nothing: a later look asks
+// the host again, an input logged like the first. Which directories are forgotten depends on
 // the tree and its inode numbers alone, so a replay, or a replay restored
 // from a checkpoint, forgets what its recording forgot.
 
@@ -30,6 +30,11 @@ const (
 	// could not get under the high mark is tried again: the program's own
 	// files are never forgotten, and a pass looks at the whole tree.
 	forgetRetry = MaxNodes / 16
+	// forgetRecent: a directory with an entry among the nodes made last
+	// is kept — a walk that has just looked at an entry (find's stat of a
+	// directory before it opens it) finds the same one, with the same
+	// inode number, when it goes on.
+	forgetRecent = 1024
 )
 
 // Forget forgets host directories' entries if the tree holds more nodes
@@ -97,7 +102,7 @@ func (fs *FileSystem) mayForget(d *Node, pinned func(*Node) bool) bool {
 	for _, c := range d.children {
 		ch := c.host
 		switch {
-		case ch == nil, ch.edited, c.Written, c.Mapped, c.opens > 0, c.links > 1, pinned(c),
+		case ch == nil, ch.edited, c.Written, c.Mapped, c.opens > 0, c.links > 1, pinned(c), c.Ino+forgetRecent > fs.nextIno,
 			c.Dir && (len(c.children) > 0 || ch.listed || len(ch.asked) > 0):
 			return false
 		}
