@@ -558,6 +558,13 @@ func TestProcFiles(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "procfs.c", "-static", "-O1", "-pthread"), "procfs", time.Millisecond)
 }
 
+// A directory's link count is 2 and one per subdirectory, of a host
+// directory before and after it is listed and of the program's own — the
+// host's output, live, recorded and replayed (every directory said 2).
+func TestDirectoryLinks(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "dirlinks.c", "-static", "-O1"), "dirlinks", 0)
+}
+
 // Process groups and sessions are Linux's: a child in its parent's group
 // until setpgid, kill(0) to the caller's group only, kill(-g) to group g,
 // setsid, and their errors — the host's output, live, recorded and

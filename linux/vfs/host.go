@@ -59,6 +59,9 @@ type hostFile struct {
 	// edited says the program changed the file (its attributes,
 	// contents or entries): it is its own now, and never forgotten.
 	edited bool
+	// nlink is a directory's link count as the host gave it: 2 and one
+	// per subdirectory, which the tree knows only once it has listed it.
+	nlink uint32
 }
 
 // SetHost makes the tree learn the host's files from h: call it before
@@ -170,6 +173,7 @@ func (fs *FileSystem) HostNode(p string, a Attrs) (*Node, error) {
 	n.host = &hostFile{path: p}
 	switch typ {
 	case unix.S_IFDIR:
+		n.host.nlink = a.Nlink
 	case unix.S_IFLNK:
 		n.Link = a.Link
 	case unix.S_IFREG:

@@ -57,13 +57,30 @@ func (d *Node) nameOf(c *Node) (string, bool) {
 	return "", false
 }
 
-// Links is how many directory entries name n: a file's hard links, a
-// directory's 2 (its entry and its own "."), as stat's st_nlink.
+// Links is how many directory entries name n, as stat's st_nlink: a
+// file's hard links; a directory's entry, its own "." and each
+// subdirectory's "..".
 func (n *Node) Links() int {
-	if n.Dir {
-		return 2
+	if !n.Dir {
+		return n.links
 	}
-	return n.links
+	// A directory's: 2 and one per subdirectory, as Linux's file systems
+	// count ("." and each subdirectory's ".."). Of a host directory not
+	// listed, the tree knows only some: the host's count, and the ones
+	// the program made there.
+	dirs, made := 0, 0
+	for _, c := range n.children {
+		if c.Dir {
+			dirs++
+			if c.host == nil {
+				made++
+			}
+		}
+	}
+	if h := n.host; h != nil && !h.listed {
+		return max(int(h.nlink)+made, 2+dirs)
+	}
+	return 2 + dirs
 }
 
 // Size is the length of a file's contents (a symbolic link's: its

@@ -39,6 +39,7 @@ type SavedHost struct {
 	Listed bool
 	Asked  []string // sorted
 	Edited bool
+	Nlink  uint32
 }
 
 // Node numbers n and everything under it.
@@ -53,7 +54,7 @@ func (sv *Saver) Node(n *Node) int {
 		UID: n.UID, GID: n.GID, Times: n.Times, Other: n.other, Device: n.devName})
 	if h := n.host; h != nil {
 		sv.Nodes[i].Host = &SavedHost{Path: h.path, Size: h.size, Loaded: h.loaded, SHA256: h.sum, Listed: h.listed,
-			Asked: slices.Sorted(maps.Keys(h.asked)), Edited: h.edited}
+			Asked: slices.Sorted(maps.Keys(h.asked)), Edited: h.edited, Nlink: h.nlink}
 	}
 	if n.Written || n.host == nil && n.dev == nil {
 		sv.Nodes[i].Data = n.data
