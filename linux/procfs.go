@@ -179,6 +179,22 @@ func (t *thread) fdTarget(f *openFile) string {
 	return "pipe:[" + strconv.FormatUint(f.StreamIno(), 10) + "]"
 }
 
+// fdLink is /proc/self/fd's entry for f as lstat sees it: a link to its
+// file, lrwx------ as f was opened (lr-x, l-wx), the process's user's. It is
+// in no tree and charged to nothing: stat describes it, and a change
+// made through it (lchown) changes nothing, as on Linux.
+func (t *thread) fdLink(f *openFile) *node {
+	mode := uint32(0o100)
+	if f.Readable() {
+		mode |= 0o400
+	}
+	if f.Writable() {
+		mode |= 0o200
+	}
+	u := t.k.prog.User
+	return &node{Mode: mode, Link: t.fdTarget(f), UID: u.UID, GID: u.GID}
+}
+
 // procMaps is /proc/self/maps: each range of the address space with its
 // protection, and the file it maps, the heap or the stack.
 func (t *thread) procMaps() []byte {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -417,7 +418,8 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 	case n.Dir && flags&unix.O_ACCMODE != unix.O_RDONLY:
 		return 0, unix.EISDIR
 	}
-	switch made, err := t.openProc(n, flags); {
+	made, err := t.openProc(n, flags)
+	switch {
 	case err != nil:
 		return 0, err
 	case made != nil:
@@ -440,7 +442,14 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 			return 0, err
 		}
 	}
-	return t.install(t.k.fs.Open(n, p, flags), flags&unix.O_CLOEXEC != 0)
+	f := t.k.fs.Open(n, p, flags)
+	fd, err := t.install(f, flags&unix.O_CLOEXEC != 0)
+	if err == nil && made != nil && made.Dir {
+		// Linux lists /proc/self/fd as it is read: the descriptor it is
+		// open as is among its entries (past the nodes' bound, not).
+		_ = t.k.fs.AddSnapshotLink(made, strconv.Itoa(int(fd)), t.fdTarget(f))
+	}
+	return fd, err
 }
 
 // reopen opens f, which has no node, again with flags, as an open of

@@ -130,6 +130,11 @@ func (t *thread) target(dirfd, path, flags uint64) (*openFile, *node, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if flags&unix.AT_SYMLINK_NOFOLLOW != 0 {
+		if f, ok := t.fdEntry(full); ok && f != nil {
+			return nil, t.fdLink(f), nil
+		}
+	}
 	n, err := t.walk(full, flags&unix.AT_SYMLINK_NOFOLLOW == 0)
 	if pipe := (fdPipe{}); errors.As(err, &pipe) {
 		return pipe.f, nil, nil // /proc/self/fd/N of a pipe: the pipe itself

@@ -72,16 +72,21 @@ int main(int argc, char **argv) {
 	readlink(link, target, sizeof target - 1);
 	printf("by pid too: %d\n", strstr(target, "/file") != NULL);
 	DIR *d = opendir("/proc/self/fd");
-	int entries = 0, has_file = 0;
+	int entries = 0, has_file = 0, has_itself = 0;
 	for (struct dirent *e; d && (e = readdir(d));) {
 		if (e->d_name[0] == '.')
 			continue;
 		entries++;
 		has_file |= atoi(e->d_name) == f;
+		has_itself |= atoi(e->d_name) == dirfd(d);
 		if (e->d_type != DT_LNK)
 			printf("%s is no link\n", e->d_name);
 	}
-	printf("fd entries: %d, the file's among them: %d\n", entries >= 4, has_file);
+	printf("fd entries: %d, the file's among them: %d, the directory's own: %d\n", entries >= 4, has_file, has_itself);
+	struct stat ls;
+	snprintf(link, sizeof link, "/proc/self/fd/%d", f);
+	result("lstat of an fd entry", lstat(link, &ls));
+	printf("  a link: %d, lrwx: %d\n", S_ISLNK(ls.st_mode), (ls.st_mode & 0777) == 0700);
 	if (d)
 		closedir(d);
 

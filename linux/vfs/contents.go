@@ -128,13 +128,22 @@ func (fs *FileSystem) SnapshotDir(links map[string]string) (*Node, error) {
 	}
 	d.removed = true
 	for name, target := range links {
-		n, err := fs.NewNode(false, 0o777)
-		if err != nil {
+		if err := fs.AddSnapshotLink(d, name, target); err != nil {
 			fs.free(d)
 			return nil, err
 		}
-		n.Link = target
-		fs.link(d, name, n)
 	}
 	return d, nil
+}
+
+// AddSnapshotLink adds the link name, to target, to a snapshot directory
+// d (/proc/self/fd's, the descriptor it was opened as).
+func (fs *FileSystem) AddSnapshotLink(d *Node, name, target string) error {
+	n, err := fs.NewNode(false, 0o777)
+	if err != nil {
+		return err
+	}
+	n.Link = target
+	fs.link(d, name, n)
+	return nil
 }
