@@ -12,6 +12,8 @@ var systemFiles = map[string]string{
 	"/proc/self/mounts":                "",
 	"/proc/cpuinfo":                    "",
 	"/proc/meminfo":                    "",
+	"/proc/uptime":                     "",
+	"/proc/loadavg":                    "",
 }
 
 // systemLinks are the kernel's symbolic links: /dev's names of the

@@ -16,7 +16,8 @@ import (
 )
 
 // The files of /proc a program reads about itself and its machine — its
-// maps, fd, cmdline, status, mounts, exe and cwd; cpuinfo and meminfo. As
+// maps, fd, cmdline, status, mounts, exe and cwd; cpuinfo, meminfo,
+// uptime and loadavg. As
 // Linux makes their contents when they are read, the kernel makes them
 // when they are opened, from its own state, into a file of their own
 // (vfs.Snapshot): the tree holds only empty placeholders, so that stat
@@ -31,6 +32,8 @@ var procFiles = map[string]func(t *thread) []byte{
 	"/proc/self/cmdline": (*thread).procCmdline,
 	"/proc/self/status":  (*thread).procStatus,
 	"/proc/self/mounts":  func(*thread) []byte { return []byte("rootfs / tmpfs rw 0 0\n") },
+	"/proc/uptime":       (*thread).procUptime,
+	"/proc/loadavg":      (*thread).procLoadavg,
 	"/proc/cpuinfo":      (*thread).procCPUInfo,
 	"/proc/meminfo":      (*thread).procMeminfo,
 }
@@ -231,6 +234,33 @@ func (t *thread) procMaps() []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// procUptime is /proc/uptime: the machine's clock (a recorded input, as
+// every reading is), and as idle time the same, as a one-CPU machine
+// that did nothing else would say.
+func (t *thread) procUptime() []byte {
+	up, err := t.k.now(unix.CLOCK_BOOTTIME)
+	if err != nil {
+		return nil
+	}
+	cs := up.Milliseconds() / 10
+	return fmt.Appendf(nil, "%d.%02d %d.%02d\n", cs/100, cs%100, cs/100, cs%100)
+}
+
+// procLoadavg is /proc/loadavg: no load is kept, so none; the runnable
+// and live threads, and the last pid given out.
+func (t *thread) procLoadavg() []byte {
+	ready, live := 0, 0
+	for _, o := range t.k.threads {
+		if o.state == runnable {
+			ready++
+		}
+		if o.state != exited {
+			live++
+		}
+	}
+	return fmt.Appendf(nil, "0.00 0.00 0.00 %d/%d %d\n", ready, live, t.k.nextTID)
 }
 
 // maxCmdline bounds what /proc/self/cmdline reads of the program's

@@ -5,7 +5,8 @@
    /proc/self/fd lists the open descriptors and its links name their
    files; /dev/fd/N of a pipe opens the pipe (bash's <(...)), and two
    pipes are two files to stat; /proc/cpuinfo lists as many processors as
-   are online; /proc/meminfo's MemTotal is sysinfo's RAM; /dev's memory
+   are online; /proc/meminfo's MemTotal is sysinfo's RAM; uptime and
+   loadavg parse; /dev's memory
    devices have Linux's numbers, /dev/stdin is a link. Each line prints
    the same natively and under reprise. */
 #define _GNU_SOURCE
@@ -155,5 +156,12 @@ int main(int argc, char **argv) {
 	while (mt && fgets(line, sizeof line, mt))
 		root |= strstr(line, " / ") != NULL;
 	printf("mounts has the root: %d\n", root);
+	FILE *up = fopen("/proc/uptime", "r");
+	double since, idle;
+	printf("uptime parses: %d\n", up && fscanf(up, "%lf %lf", &since, &idle) == 2 && since >= 0);
+	FILE *la = fopen("/proc/loadavg", "r");
+	double l1, l5, l15;
+	int ready, all, last;
+	printf("loadavg parses: %d\n", la && fscanf(la, "%lf %lf %lf %d/%d %d", &l1, &l5, &l15, &ready, &all, &last) == 6 && ready >= 1);
 	return 0;
 }
