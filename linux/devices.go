@@ -9,6 +9,7 @@ var systemFiles = map[string]string{
 	"/proc/self/maps":                  "",
 	"/proc/self/cmdline":               "",
 	"/proc/self/status":                "",
+	"/proc/self/comm":                  "",
 	"/proc/self/mounts":                "",
 	"/proc/cpuinfo":                    "",
 	"/proc/meminfo":                    "",

@@ -88,6 +88,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 		p.as.Release()
 	}
 	p.as, p.brk, p.exe, p.args = as, [2]uint64{x.brk, x.brk}, path, argStrings(userTop, stack)
+	k.current().comm = commOf(execfn)
 	p.execs++
 	for i, act := range p.sigactions { // handlers are gone with the image; ignored stays ignored
 		if act.handler != sigIGN {

@@ -32,6 +32,7 @@ var procFiles = map[string]func(t *thread) []byte{
 	"/proc/self/cmdline": (*thread).procCmdline,
 	"/proc/self/status":  (*thread).procStatus,
 	"/proc/self/mounts":  func(*thread) []byte { return []byte("rootfs / tmpfs rw 0 0\n") },
+	"/proc/self/comm":    func(t *thread) []byte { return []byte(t.comm + "\n") },
 	"/proc/uptime":       (*thread).procUptime,
 	"/proc/loadavg":      (*thread).procLoadavg,
 	"/proc/cpuinfo":      (*thread).procCPUInfo,
@@ -236,6 +237,20 @@ func (t *thread) procMaps() []byte {
 	return []byte(b.String())
 }
 
+// taskCommLen is TASK_COMM_LEN: a thread's name is at most one less.
+const taskCommLen = 16
+
+// commOf is the thread name s makes: its last path element up to its
+// first NUL, cut to 15 bytes, as Linux names a thread after the path it
+// executes (__set_task_comm) and cuts PR_SET_NAME's.
+func commOf(s string) string {
+	s, _, _ = strings.Cut(s, "\x00")
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s[:min(len(s), taskCommLen-1)]
+}
+
 // procUptime is /proc/uptime: the machine's clock (a recorded input, as
 // every reading is), and as idle time the same, as a one-CPU machine
 // that did nothing else would say.
@@ -285,11 +300,7 @@ func (t *thread) procCmdline() []byte {
 // the signal state of the calling thread, in Linux's layout (the fields
 // programs read; no memory figures).
 func (t *thread) procStatus() []byte {
-	p, u := t.proc, t.k.prog.User
-	name := path.Base(p.exe)
-	if len(name) > 15 {
-		name = name[:15] // TASK_COMM_LEN
-	}
+	p, u, name := t.proc, t.k.prog.User, t.comm
 	ppid, threads := 0, 0
 	if p.parent != nil {
 		ppid = p.parent.pid

@@ -29,14 +29,24 @@ func fdOnly(t *thread, a args) (uint64, error) {
 	return 0, err
 }
 
-// sysPrctl: naming a thread, and asking about it, are accepted; the rest
-// is not supported.
+// sysPrctl: naming a thread, and asking its name, its parent-death signal
+// and dumpability (accepted, not kept), the child subreaper; the rest is
+// not supported.
 func sysPrctl(t *thread, a args) (uint64, error) {
 	switch a[0] {
-	case unix.PR_SET_NAME, unix.PR_SET_PDEATHSIG, unix.PR_SET_DUMPABLE:
+	case unix.PR_SET_NAME:
+		var b [taskCommLen]byte
+		if err := t.proc.as.Read(a[1], b[:]); err != nil {
+			return 0, memErr(err)
+		}
+		t.comm = commOf(string(b[:]))
+		return 0, nil
+	case unix.PR_SET_PDEATHSIG, unix.PR_SET_DUMPABLE:
 		return 0, nil
 	case unix.PR_GET_NAME:
-		return 0, memErr(t.proc.as.Write(a[1], []byte("prog\x00")))
+		var b [taskCommLen]byte
+		copy(b[:], t.comm)
+		return 0, memErr(t.proc.as.Write(a[1], b[:]))
 	case unix.PR_GET_DUMPABLE:
 		return 1, nil
 	case unix.PR_SET_CHILD_SUBREAPER:

@@ -34,6 +34,7 @@ type thread struct {
 	regs     kvm.Regs  // saved while not running
 	xsave    kvm.XSave // x87, SSE, AVX ... (xstate.go), saved while not running
 	fsBase   uint64    // the thread pointer (arch_prctl, CLONE_SETTLS)
+	comm     string    // its name: the executable's, or PR_SET_NAME's (at most 15 bytes)
 	clearTID uint64    // set_tid_address, CLONE_CHILD_CLEARTID: zeroed and woken at exit
 	// A blocked thread waits for a futex wake on futexAddr (matching
 	// futexMask), or for its deadline (0: none); wakeErr is what the
@@ -236,6 +237,9 @@ func (k *Kernel) spawn(p *process, regs kvm.Regs, xsave kvm.XSave, fsBase uint64
 	}
 	k.nextTID++
 	t := &thread{k: k, tid: k.nextTID, proc: p, regs: regs, xsave: xsave, fsBase: fsBase}
+	if len(k.threads) > 0 {
+		t.comm = k.current().comm // a new thread or a fork's child has its creator's name
+	}
 	k.threads = append(k.threads, t)
 	p.live++
 	return t, nil

@@ -21,6 +21,7 @@ type savedThread struct {
 	Regs      kvm.Regs
 	XSave     kvm.XSave
 	FSBase    uint64
+	Comm      string
 	ClearTID  uint64
 	FutexAddr uint64
 	FutexMask uint32
@@ -68,7 +69,7 @@ func (sv *saver) thread(t *thread) savedThread {
 		w = t.waitKey.saved(sv, t)
 	}
 	return savedThread{
-		TID: t.tid, Proc: sv.procs[t.proc], State: int(t.state), Regs: t.regs, XSave: t.xsave, FSBase: t.fsBase, ClearTID: t.clearTID,
+		TID: t.tid, Proc: sv.procs[t.proc], State: int(t.state), Regs: t.regs, XSave: t.xsave, FSBase: t.fsBase, Comm: t.comm, ClearTID: t.clearTID,
 		FutexAddr: t.futexAddr, FutexMask: t.futexMask, Deadline: t.deadline, WakeErr: uint64(t.wakeErr), WaitSeq: t.waitSeq,
 		Wait: w, Warned: t.warned, TimedOut: t.timedOut, Sigmask: t.sigmask, Pending: t.pending, Infos: maps.Clone(t.infos),
 		SavedMask: t.savedMask, Suspended: t.suspended,
@@ -119,7 +120,7 @@ func (w savedWait) valid(files, procs int) bool {
 // thread builds a thread from its checked state, in a restored process.
 func (r *restorer) thread(st *savedThread) *thread {
 	t := &thread{k: r.k, tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, xsave: st.XSave,
-		fsBase: st.FSBase, clearTID: st.ClearTID, futexAddr: st.FutexAddr, futexMask: st.FutexMask, deadline: st.Deadline,
+		fsBase: st.FSBase, comm: commOf(st.Comm), clearTID: st.ClearTID, futexAddr: st.FutexAddr, futexMask: st.FutexMask, deadline: st.Deadline,
 		wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
 		sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,
 		altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt}

@@ -6,13 +6,15 @@
    files; /dev/fd/N of a pipe opens the pipe (bash's <(...)), and two
    pipes are two files to stat; /proc/cpuinfo lists as many processors as
    are online; /proc/meminfo's MemTotal is sysinfo's RAM; uptime and
-   loadavg parse; /dev's memory
+   loadavg parse; a thread is named after the path it executes, or
+   PR_SET_NAME's first 15 bytes (comm); /dev's memory
    devices have Linux's numbers, /dev/stdin is a link. Each line prints
    the same natively and under reprise. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +164,17 @@ int main(int argc, char **argv) {
 	FILE *la = fopen("/proc/loadavg", "r");
 	double l1, l5, l15;
 	int ready, all, last;
+	char comm[32] = {0};
+	prctl(PR_GET_NAME, comm);
+	printf("named after the path executed: %s\n", comm);
+	prctl(PR_SET_NAME, "a-name-longer-than-fifteen");
+	memset(comm, 0, sizeof comm);
+	prctl(PR_GET_NAME, comm);
+	printf("renamed: %s\n", comm);
+	FILE *cm = fopen("/proc/self/comm", "r");
+	memset(line, 0, sizeof line);
+	if (cm && fgets(line, sizeof line, cm))
+		printf("/proc/self/comm: %s", line);
 	printf("loadavg parses: %d\n", la && fscanf(la, "%lf %lf %lf %d/%d %d", &l1, &l5, &l15, &ready, &all, &last) == 6 && ready >= 1);
 	return 0;
 }
