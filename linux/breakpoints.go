@@ -419,13 +419,7 @@ func (k *Kernel) replaceBreakpoints() error {
 	}
 	k.SetBreakpoints(k.bp.on)
 	k.bp.keepDebugStack(k.m.RAM())
-	live, placed := k.processes(), map[*process]bool{}
-	for _, t := range k.threads {
-		p := t.proc
-		if !live[p] || placed[p] {
-			continue
-		}
-		placed[p] = true
+	for _, p := range k.liveProcesses() {
 		if err := k.placeAll(p.pid, p.as, true); err != nil {
 			return err
 		}

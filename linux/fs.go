@@ -117,7 +117,7 @@ func readRecorded(f *File) ([]byte, error) {
 // resolves in them), and the old array is freed rather than held outside
 // the budget (vfs.Remap).
 func (k *Kernel) remap(old, data []byte) {
-	for p := range k.processes() {
+	for _, p := range k.liveProcesses() {
 		p.as.MoveData(old, data)
 	}
 }

@@ -137,40 +137,49 @@ func keepFile(fd int, name string, n *node, full string) error {
 // it first, then renamed over it. The target is only text: nothing
 // follows it.
 func keepLink(fd int, name string, n *node, full string) error {
-	for i := 0; ; i++ {
-		tmp := ".reprise-link-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(i)
-		err := unix.Symlinkat(n.Link, fd, tmp)
-		switch {
-		case err == nil:
-			if err := unix.Renameat(fd, tmp, fd, name); err != nil {
-				unix.Unlinkat(fd, tmp, 0)
-				return &os.PathError{Op: "rename", Path: full, Err: err}
-			}
-			return nil
-		case err != unix.EEXIST || i >= 100:
-			return &os.PathError{Op: "symlink", Path: full, Err: err}
-		}
+	tmp, err := beside(name, func(tmp string) error { return unix.Symlinkat(n.Link, fd, tmp) })
+	if err != nil {
+		return &os.PathError{Op: "symlink", Path: full, Err: err}
 	}
+	if err := unix.Renameat(fd, tmp, fd, name); err != nil {
+		unix.Unlinkat(fd, tmp, 0)
+		return &os.PathError{Op: "rename", Path: full, Err: err}
+	}
+	return nil
 }
 
 // createBeside creates a new file in the directory fd, named after name
 // and free, and returns its name.
 func createBeside(fd int, name string, mode uint32) (string, *os.File, error) {
+	var f int
+	tmp, err := beside(name, func(tmp string) (err error) {
+		f, err = unix.Openat2(fd, tmp, &unix.OpenHow{
+			Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC,
+			Mode:    uint64(mode),
+			Resolve: beneath,
+		})
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return tmp, os.NewFile(uintptr(f), tmp), nil
+}
+
+// beside makes something (create) under a free name after name, in its
+// directory, and returns the name: the next of a hundred while create
+// finds the name taken (EEXIST).
+func beside(name string, create func(tmp string) error) (string, error) {
 	for i := 0; ; i++ {
 		tmp := "." + strings.TrimPrefix(name, ".") + ".reprise-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(i)
 		if len(tmp) > vfs.MaxNameLen {
 			tmp = ".reprise-" + strconv.Itoa(os.Getpid()) + "-" + strconv.Itoa(i)
 		}
-		f, err := unix.Openat2(fd, tmp, &unix.OpenHow{
-			Flags:   unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL | unix.O_CLOEXEC,
-			Mode:    uint64(mode),
-			Resolve: beneath,
-		})
-		switch {
+		switch err := create(tmp); {
 		case err == nil:
-			return tmp, os.NewFile(uintptr(f), tmp), nil
+			return tmp, nil
 		case !errors.Is(err, unix.EEXIST) || i >= 100:
-			return "", nil, err
+			return "", err
 		}
 	}
 }

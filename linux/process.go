@@ -196,12 +196,14 @@ func (k *Kernel) fork() (*thread, error) {
 	return t, nil
 }
 
-// processes are the processes with a live thread.
-func (k *Kernel) processes() map[*process]bool {
-	out := map[*process]bool{}
+// liveProcesses are the processes with a live thread, in thread order.
+func (k *Kernel) liveProcesses() []*process {
+	var out []*process
+	seen := map[*process]bool{}
 	for _, t := range k.threads {
-		if t.state != exited {
-			out[t.proc] = true
+		if t.state != exited && !seen[t.proc] {
+			seen[t.proc] = true
+			out = append(out, t.proc)
 		}
 	}
 	return out

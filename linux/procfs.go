@@ -63,12 +63,14 @@ func addProc(fs *vfs.FileSystem) error {
 // descriptor; a pipe, which has no node, as a fdPipe error, which open
 // answers by opening the pipe again (bash's <(…) opens /dev/fd/63).
 func (k *Kernel) procFDEntry(d *node, name string) (*node, bool, error) {
-	if p, ok := k.fs.DirPath(d); !ok || p != procFD {
-		return nil, false, nil
-	}
+	// The name first: the lookup of /proc/self/fd asks this of "fd" (a
+	// missing entry), which no descriptor's name is.
 	fd, err := strconv.Atoi(name)
 	if err != nil || fd < 0 || strconv.Itoa(fd) != name {
-		return nil, true, unix.ENOENT
+		return nil, false, nil
+	}
+	if fdDir, err := k.fs.Lookup(procFD); err != nil || fdDir != d {
+		return nil, false, nil
 	}
 	f, err := k.current().proc.fds.Get(uint64(fd))
 	switch {
@@ -121,7 +123,7 @@ func (t *thread) fdEntry(p string) (f *openFile, ok bool) {
 	if err != nil || !e.Named() {
 		return nil, false
 	}
-	if d, ok := t.k.fs.DirPath(e.Dir); !ok || d != procFD {
+	if fdDir, err := t.k.fs.Lookup(procFD); err != nil || fdDir != e.Dir {
 		return nil, false
 	}
 	fd, err := strconv.Atoi(e.Name)
@@ -138,25 +140,25 @@ func (t *thread) fdEntry(p string) (f *openFile, ok bool) {
 // openProc is the file to open with flags instead of n, if n is a /proc
 // placeholder, made now; nil if n is none. They are read-only (EACCES).
 func (t *thread) openProc(n *node, flags uint64) (*node, error) {
-	var make func() (*node, error)
+	var generate func() (*node, error)
 	if n.Dir {
 		if d, err := t.k.fs.Lookup(procFD); err == nil && d == n {
-			make = func() (*node, error) { return t.k.fs.SnapshotDir(t.fdLinks()) }
+			generate = func() (*node, error) { return t.k.fs.SnapshotDir(t.fdLinks()) }
 		}
 	} else if n.Size() == 0 && n.Mode == 0o444 {
 		for _, name := range slices.Sorted(maps.Keys(procFiles)) {
 			if f, err := t.k.fs.Lookup(name); err == nil && f == n {
-				make = func() (*node, error) { return t.k.fs.Snapshot(procFiles[name](t)) }
+				generate = func() (*node, error) { return t.k.fs.Snapshot(procFiles[name](t)) }
 			}
 		}
 	}
 	switch {
-	case make == nil:
+	case generate == nil:
 		return nil, nil
 	case flags&unix.O_ACCMODE != unix.O_RDONLY:
 		return nil, unix.EACCES
 	}
-	return make()
+	return generate()
 }
 
 // fdLinks are /proc/self/fd's entries: each descriptor's file.

@@ -611,6 +611,17 @@ func (t *thread) parentOf(dirfd, va uint64) (vfs.Entry, error) {
 	return t.k.fs.Parent(p)
 }
 
+// newEntry is the entry the path at (dirfd, va) names for link or
+// symlink to make: EEXIST for a path that names none to make (the root,
+// "." or "..") or ends in a slash, as Linux answers both.
+func (t *thread) newEntry(dirfd, va uint64) (vfs.Entry, error) {
+	e, err := t.parentOf(dirfd, va)
+	if err == nil && (!e.Named() || e.Slash) {
+		err = unix.EEXIST
+	}
+	return e, err
+}
+
 func sysLink(t *thread, a args) (uint64, error) {
 	return sysLinkat(t, args{atFDCWD, a[0], atFDCWD, a[1], 0})
 }
@@ -629,12 +640,9 @@ func sysLinkat(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	e, err := t.parentOf(a[2], a[3])
+	e, err := t.newEntry(a[2], a[3])
 	if err != nil {
 		return 0, err
-	}
-	if !e.Named() || e.Slash {
-		return 0, unix.EEXIST
 	}
 	return 0, t.k.fs.Link(n, e)
 }
@@ -764,12 +772,9 @@ func sysSymlinkat(t *thread, a args) (uint64, error) {
 	if target == "" {
 		return 0, unix.ENOENT
 	}
-	e, err := t.parentOf(a[1], a[2])
+	e, err := t.newEntry(a[1], a[2])
 	if err != nil {
 		return 0, err
-	}
-	if !e.Named() || e.Slash {
-		return 0, unix.EEXIST
 	}
 	return 0, t.k.fs.Symlink(e, target)
 }
@@ -895,7 +900,15 @@ func sysPipe2(t *thread, a args) (uint64, error) {
 
 // openAccess is what an open with flags asks of the file.
 func openAccess(flags uint64) uint32 {
-	may := map[uint64]uint32{unix.O_RDONLY: vfs.MayRead, unix.O_WRONLY: vfs.MayWrite, unix.O_RDWR: vfs.MayRead | vfs.MayWrite}[flags&unix.O_ACCMODE]
+	var may uint32
+	switch flags & unix.O_ACCMODE {
+	case unix.O_RDONLY:
+		may = vfs.MayRead
+	case unix.O_WRONLY:
+		may = vfs.MayWrite
+	case unix.O_RDWR:
+		may = vfs.MayRead | vfs.MayWrite
+	}
 	if flags&unix.O_TRUNC != 0 {
 		may |= vfs.MayWrite
 	}

@@ -8,19 +8,6 @@ import "golang.org/x/sys/unix"
 // own and signals it: the whole run ended when that reached the first
 // process). There is no terminal, so no group is in the foreground.
 
-// liveProcesses are the processes with a live thread, in thread order.
-func (k *Kernel) liveProcesses() []*process {
-	var out []*process
-	seen := map[*process]bool{}
-	for _, t := range k.threads {
-		if t.state != exited && !seen[t.proc] {
-			seen[t.proc] = true
-			out = append(out, t.proc)
-		}
-	}
-	return out
-}
-
 // processOf is the live process pid names (0: the caller's), or nil.
 func (t *thread) processOf(pid uint64) *process {
 	if pid == 0 {

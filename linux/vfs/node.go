@@ -100,9 +100,9 @@ func (n *Node) IsDevice() bool { return n.dev != nil }
 
 // DeviceMinor is a device's minor number under major 1, Linux's memory
 // devices (drivers/char/mem.c); 0 for a node that is none.
-func (n *Node) DeviceMinor() uint32 {
-	return map[string]uint32{"null": 3, "zero": 5, "random": 8, "urandom": 9}[n.devName]
-}
+func (n *Node) DeviceMinor() uint32 { return memMinors[n.devName] }
+
+var memMinors = map[string]uint32{"null": 3, "zero": 5, "random": 8, "urandom": 9}
 
 // IsRegular reports whether n is a regular file: not a directory, device,
 // symbolic link or other host file.
