@@ -46,4 +46,4 @@ package linux
 // (every file was writable by everyone); the kernel's own files are
 // root's; process groups and sessions (kill(0) signalled the first
 // process).
-const Version = 7
+const Version = 8

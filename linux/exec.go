@@ -35,39 +35,51 @@ func (t *thread) executableAt(path string) (*node, error) {
 	return n, t.k.fs.Load(n)
 }
 
-// isELF reports whether n's contents start with the ELF magic.
-func isELF(n *node) bool { return bytes.HasPrefix(n.Contents(), []byte("\x7fELF")) }
-
 // interpret follows "#!" lines from the file n at path, which the program
-// named as name: each script is run by its interpreter, given the
-// interpreter, its optional argument, the script's name and the rest of
-// argv. It returns the ELF file that runs, its path and its argv;
-// ENOEXEC for a file that is neither, ELOOP past maxInterpreters.
+// named as name (FollowScripts). It returns the ELF file that runs, its
+// path and its argv.
 func (t *thread) interpret(path, name string, n *node, argv []string) (string, *node, []string, error) {
-	for depth := 0; !isELF(n); depth++ {
-		interp, arg, ok := scriptLine(n.Contents())
+	path, argv, err := FollowScripts(path, name, n.Contents(), argv, func(interp string) (string, []byte, error) {
+		full, err := t.resolve(atFDCWD, interp)
+		if err != nil {
+			return "", nil, err
+		}
+		full = t.selfExe(full)
+		if n, err = t.executableAt(full); err != nil {
+			return "", nil, err
+		}
+		return full, n.Contents(), nil
+	})
+	return path, n, argv, err
+}
+
+// FollowScripts follows "#!" lines from the file at path holding data,
+// which was named as name, as exec does: each script is run by its
+// interpreter (open finds it: its path and contents), given the
+// interpreter, its optional argument, the script's name and the rest of
+// argv. It returns the ELF file's path and the argv it runs with;
+// ENOEXEC for a file that is neither, ELOOP past maxInterpreters.
+func FollowScripts(path, name string, data []byte, argv []string, open func(interp string) (string, []byte, error)) (string, []string, error) {
+	for depth := 0; !bytes.HasPrefix(data, []byte("\x7fELF")); depth++ {
+		interp, arg, ok := scriptLine(data)
 		switch {
 		case !ok:
-			return "", nil, nil, unix.ENOEXEC
+			return "", nil, unix.ENOEXEC
 		case depth == maxInterpreters:
-			return "", nil, nil, unix.ELOOP
+			return "", nil, unix.ELOOP
 		}
 		head := []string{interp}
 		if arg != "" {
 			head = append(head, arg)
 		}
 		argv = append(append(head, name), argv[1:]...)
-		full, err := t.resolve(atFDCWD, interp)
+		full, contents, err := open(interp)
 		if err != nil {
-			return "", nil, nil, err
+			return "", nil, err
 		}
-		full = t.selfExe(full)
-		if n, err = t.executableAt(full); err != nil {
-			return "", nil, nil, err
-		}
-		path, name = full, interp
+		path, name, data = full, interp, contents
 	}
-	return path, n, argv, nil
+	return path, argv, nil
 }
 
 // scriptLine parses a "#!" line as Linux does: the interpreter up to the

@@ -9,12 +9,12 @@ import (
 )
 
 // Futex operations (the low bits of the op; FUTEX_PRIVATE_FLAG and
-// FUTEX_CLOCK_REALTIME are above them). A futex is an address in one
-// address space, private or not: processes share no writable memory here
-// (a fork's pages are copied when written), and Linux keys a futex in
-// private memory by its address space too. Every process of a program
-// uses the same addresses, so the address alone would let one process's
-// wake reach another's waiter.
+// FUTEX_CLOCK_REALTIME are above them). A futex is keyed as Linux keys it
+// (futexKey): in private memory, or with FUTEX_PRIVATE_FLAG, by its
+// address in its address space — every process of a program uses the
+// same addresses, so the address alone would let one process's wake
+// reach another's waiter; in a shared mapping, by its frame, which the
+// processes mapping it share wherever they map it.
 const (
 	futexWait          = 0
 	futexWake          = 1
@@ -23,6 +23,7 @@ const (
 	futexWaitBitset    = 9
 	futexWakeBitset    = 10
 	futexCmdMask       = 0x7f
+	futexPrivateFlag   = 128
 	futexClockRealtime = 256
 )
 
@@ -34,10 +35,10 @@ func (t *thread) loadUint32(addr uint64) (uint32, error) {
 	return binary.LittleEndian.Uint32(b[:]), nil
 }
 
-// futexWaitOn blocks the current thread on addr if it still holds val,
-// until a wake matching mask or the timeout at ts (relative, or absolute
-// on the chosen clock).
-func (t *thread) futexWaitOn(addr uint64, val, mask uint32, ts uint64, absolute, realtime bool) (uint64, error) {
+// futexWaitOn blocks the current thread on the futex at addr (its key
+// private if asked) if it still holds val, until a wake matching mask or
+// the timeout at ts (relative, or absolute on the chosen clock).
+func (t *thread) futexWaitOn(addr uint64, private bool, val, mask uint32, ts uint64, absolute, realtime bool) (uint64, error) {
 	cur, err := t.loadUint32(addr)
 	if err != nil {
 		return 0, err
@@ -71,16 +72,17 @@ func (t *thread) futexWaitOn(addr uint64, val, mask uint32, ts uint64, absolute,
 		}
 		deadline = mono + d
 	}
-	t.futexAddr, t.futexMask = addr, mask
+	t.futex, t.futexMask = keyOf(t.proc.as, addr, private), mask
 	t.k.block(deadline, unix.ETIMEDOUT)
 	return 0, nil // what a wake returns; a timeout replaces it
 }
 
-// futexWake wakes up to n threads waiting on addr whose mask meets mask,
-// in the order they started waiting, and returns how many it woke.
-func (k *Kernel) futexWake(addr uint64, n int, mask uint32) uint64 {
+// futexWake wakes up to n threads waiting on the futex key whose mask
+// meets mask, in the order they started waiting, and returns how many it
+// woke.
+func (k *Kernel) futexWake(key futexKey, n int, mask uint32) uint64 {
 	woken := uint64(0)
-	for _, t := range k.waiters(addr) {
+	for _, t := range k.waiters(key) {
 		if int(woken) >= n {
 			break
 		}
@@ -95,18 +97,11 @@ func (k *Kernel) futexWake(addr uint64, n int, mask uint32) uint64 {
 	return woken
 }
 
-// waitsOn reports whether t waits on the futex at addr in the running
-// thread's address space.
-func (k *Kernel) waitsOn(t *thread, addr uint64) bool {
-	return t.state == blocked && t.futexAddr == addr && t.proc.as == k.proc().as
-}
-
-// waiters are the threads blocked on the futex at addr of the running
-// thread's address space, oldest wait first.
-func (k *Kernel) waiters(addr uint64) []*thread {
+// waiters are the threads blocked on the futex key, oldest wait first.
+func (k *Kernel) waiters(key futexKey) []*thread {
 	var out []*thread
 	for _, t := range k.threads {
-		if k.waitsOn(t, addr) {
+		if t.state == blocked && t.futex == key {
 			out = append(out, t)
 		}
 	}

@@ -104,6 +104,8 @@ type Kernel struct {
 	// signalfds are the program's open signalfds, in creation order
 	// (sys_signalfd.go).
 	signalfds []*openFile
+	// shm are the shared objects of the files mapped shared (shm.go).
+	shm map[*node]*mm.Object
 	// imageSum is the executable's SHA-256.
 	imageSum [32]byte
 	// observer logs or replays what the host says of its files
@@ -272,7 +274,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 			return fmt.Errorf("linux: %w", err)
 		}
 	}
-	k.fr = mm.NewFrames(ram, k.m.DropTranslations)
+	k.fr, k.shm = mm.NewFrames(ram, k.m.DropTranslations), map[*node]*mm.Object{}
 	init := &process{pid: pid, pgid: pid, sid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022}
 	k.budget[processCount] = 1 // init
 	if err := k.initXSave(); err != nil {

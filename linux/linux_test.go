@@ -728,3 +728,14 @@ func TestTunablesReadPastEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// Shared memory is shared as on Linux: MAP_SHARED|MAP_ANONYMOUS across
+// fork with process-shared mutexes and condition variables (futexes
+// keyed by frame), a file mapped shared coherent with read and write in
+// every process, shm_open and sem_open in /dev/shm, memfd_create and its
+// seals, msync, mincore, truncate, fallocate — the host's output, live,
+// recorded and replayed (a shared anonymous mapping was copied at fork,
+// so the counter was wrong; a writable shared file mapping was ENODEV).
+func TestSharedMemory(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "shm.c", "-static", "-O1", "-pthread"), "shm", time.Millisecond)
+}

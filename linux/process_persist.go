@@ -115,7 +115,7 @@ func checkProc(s *savedKernel, p *savedProc) error {
 			return fmt.Errorf("timer %d: at %v every %v, signal %d, notify %d", id, tm.At, tm.Interval, tm.Signo, tm.Notify)
 		}
 	}
-	return p.Space.Check(mm.Limits{InUse: s.Frames.InUse, Nodes: len(s.Nodes), SiteLen: func(n uint8) bool { return n == rdtscLen || n == rdtscpLen }})
+	return p.Space.Check(mm.Limits{Frames: &s.Frames, Nodes: len(s.Nodes), SiteLen: func(n uint8) bool { return n == rdtscLen || n == rdtscpLen }})
 }
 
 // proc fills p from its checked state; the processes it names are

@@ -42,11 +42,18 @@ var procFiles = map[string]func(t *thread) []byte{
 // procFD is /proc/self/fd, a directory of a link per open descriptor.
 const procFD = "/proc/self/fd"
 
-// addProc makes /proc/self/fd and the links of systemLinks.
+// addProc makes /proc/self/fd, the links of systemLinks, and /dev/shm,
+// where shm_open and sem_open make their files (world-writable and
+// sticky, as a tmpfs Linux distributions mount there).
 func addProc(fs *vfs.FileSystem) error {
 	if _, err := fs.MkdirAll(procFD); err != nil {
 		return err
 	}
+	shm, err := fs.MkdirAll("/dev/shm")
+	if err != nil {
+		return err
+	}
+	shm.Mode = 0o1777
 	for _, name := range slices.Sorted(maps.Keys(systemLinks)) {
 		n, err := fs.Add(name, nil, 0o777) // the kernel's: not a write of the program's
 		if err != nil {
@@ -216,6 +223,8 @@ func (t *thread) procMaps() []byte {
 			}
 			switch {
 			case name != "":
+			case v.Obj != nil:
+				name = "/dev/zero (deleted)" // Linux's name of shared anonymous memory
 			case start >= p.brk[0] && end <= max(p.brk[1], p.brk[0]) && p.brk[0] != 0:
 				name = "[heap]"
 			case end == userTop && start >= userTop-stackSize:
@@ -228,7 +237,7 @@ func (t *thread) procMaps() []byte {
 					ino = n.Ino
 				}
 			}
-			line := fmt.Sprintf("%012x-%012x %s %08x %s %d", start, end, perms(v.Prot), offset, dev, ino)
+			line := fmt.Sprintf("%012x-%012x %s %08x %s %d", start, end, perms(v), offset, dev, ino)
 			if name != "" {
 				line = fmt.Sprintf("%-72s %s", line, name)
 			}
@@ -343,8 +352,13 @@ func nextFile(as *mm.Space, start, end uint64) uint64 {
 	return 0
 }
 
-func perms(p mm.Prot) string {
+// perms are a range's protection and sharing as maps prints them.
+func perms(v mm.VMA) string {
 	b := []byte("---p")
+	if v.Obj != nil {
+		b[3] = 's'
+	}
+	p := v.Prot
 	if p&mm.ProtRead != 0 {
 		b[0] = 'r'
 	}

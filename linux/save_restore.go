@@ -35,10 +35,12 @@ import (
 // process's working directory.
 // 6: the start call has run; host nodes keep their path, size and hash.
 // 7: a process's group and session; the coarse clock files are stamped
-// with; when the file system last
-// fell short forgetting the host (vfs.Forget); host files the program
-// changed (SavedHost.Edited); a pipe's inode.
-const stateVersion = 7
+// with; when the file system last fell short forgetting the host
+// (vfs.Forget); host files the program changed (SavedHost.Edited); a
+// pipe's inode.
+// 8: shared mappings: the frames' shared objects, a range's object, the
+// files' objects (FileObjects); a futex wait's kind of key.
+const stateVersion = 8
 
 type savedKernel struct {
 	Version int
@@ -50,6 +52,8 @@ type savedKernel struct {
 	Files   []vfs.SavedFile
 	Procs   []savedProc
 	Threads []savedThread
+	// FileObjects are the shared objects of the files mapped shared.
+	FileObjects []savedFileObject
 	// TimerFDs and SignalFDs are the open timerfds and signalfds, in
 	// creation order: indices into Files.
 	TimerFDs, SignalFDs []int
@@ -118,6 +122,7 @@ func (k *Kernel) save() *savedKernel {
 			s.SignalFDs = append(s.SignalFDs, sv.File(f))
 		}
 	}
+	sv.saveObjects(k.shm)
 	s.Nodes, s.Pipes, s.Files = sv.Nodes, sv.Pipes, sv.Files
 	return s
 }
@@ -163,6 +168,9 @@ func (k *Kernel) check(s *savedKernel) error {
 		return err
 	}
 	if err := vfs.Check(s.Nodes, s.NextIno, s.Pipes, s.Files); err != nil {
+		return err
+	}
+	if err := checkObjects(s); err != nil {
 		return err
 	}
 	for i := range s.Procs {
@@ -241,6 +249,7 @@ func (r *restorer) restore() error {
 	}
 	r.charge()
 	k.fr = fr
+	r.restoreObjects(fr)
 	k.threads, k.cur, k.nextTID = threads, s.Cur, s.NextTID
 	k.started, k.resched, k.restart, k.returned = s.Started, s.Resched, s.Restart, s.Returned
 	k.coarse = s.Coarse

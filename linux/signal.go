@@ -153,7 +153,7 @@ func (k *Kernel) interrupt(t *thread, restart bool) {
 	}
 	restarting := t.waitKey != nil
 	t.stopWaiting()
-	t.state, t.deadline, t.futexAddr = runnable, 0, 0
+	t.state, t.deadline, t.futex = runnable, 0, futexKey{}
 	if restarting && restart {
 		return // its RIP is on the SYSCALL: it runs again after the handler
 	}

@@ -540,6 +540,8 @@ func sysFcntl(t *thread, a args) (uint64, error) {
 		return 0, nil
 	case unix.F_GETLK, unix.F_SETLK, unix.F_SETLKW, fOFDGetlk, fOFDSetlk, fOFDSetlkw:
 		return t.fcntlLock(f, a[1], a[2])
+	case unix.F_ADD_SEALS, unix.F_GET_SEALS:
+		return t.fcntlSeals(f, a[1], a[2])
 	}
 	return 0, unix.EINVAL
 }

@@ -3,8 +3,10 @@ package linux
 import (
 	"cmp"
 	"encoding/binary"
+	"errors"
 
 	"github.com/reprise-vm/reprise/linux/mm"
+	"github.com/reprise-vm/reprise/linux/vfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -83,8 +85,7 @@ func sysSysinfo(t *thread, a args) (uint64, error) {
 // descriptor is looked at, as on Linux; one past what the program's files
 // may hold is EFBIG.
 func sysFtruncate(t *thread, a args) (uint64, error) {
-	n := int64(a[1])
-	if n < 0 {
+	if int64(a[1]) < 0 {
 		return 0, unix.EINVAL
 	}
 	f, err := t.proc.fds.Get(a[0])
@@ -94,16 +95,94 @@ func sysFtruncate(t *thread, a args) (uint64, error) {
 	if f.Node() == nil || !f.Node().IsRegular() || !f.Writable() {
 		return 0, unix.EINVAL
 	}
-	if n > maxFileBytes || t.k.fs.Resize(f.Node(), n) != nil {
+	return 0, t.truncate(f.Node(), int64(a[1]))
+}
+
+// sysTruncate sets the size of the file at a path, which the program
+// must be allowed to write: EISDIR for a directory, EINVAL for what is
+// no regular file.
+func sysTruncate(t *thread, a args) (uint64, error) {
+	if int64(a[1]) < 0 {
+		return 0, unix.EINVAL
+	}
+	n, err := t.nodeAt(atFDCWD, a[0])
+	switch {
+	case err != nil:
+		return 0, err
+	case n.Dir:
+		return 0, unix.EISDIR
+	case !n.IsRegular():
+		return 0, unix.EINVAL
+	}
+	if err := t.k.fs.Access(n, vfs.MayWrite); err != nil {
+		return 0, err
+	}
+	return 0, t.truncate(n, int64(a[1]))
+}
+
+// truncate makes regular file n size bytes long: EFBIG past what the
+// program's files may hold, EPERM against a memfd's seals.
+func (t *thread) truncate(n *node, size int64) error {
+	if size > maxFileBytes {
+		return unix.EFBIG
+	}
+	if err := t.k.fs.Resize(n, size); err != nil {
+		if errors.Is(err, unix.EPERM) {
+			return err
+		}
+		return unix.EFBIG
+	}
+	n.Written = true
+	t.k.fs.Modified(n)
+	return nil
+}
+
+// sysFallocate reserves a file's space, as tmpfs: mode 0 grows the file
+// to cover the range, FALLOC_FL_KEEP_SIZE only reserves (nothing to do:
+// a file here is memory), FALLOC_FL_PUNCH_HOLE (with KEEP_SIZE) zeroes
+// the range within the file; the other modes are EOPNOTSUPP.
+func sysFallocate(t *thread, a args) (uint64, error) {
+	mode, off, length := a[1], int64(a[2]), int64(a[3])
+	const punch = unix.FALLOC_FL_PUNCH_HOLE | unix.FALLOC_FL_KEEP_SIZE
+	switch {
+	case off < 0 || length <= 0:
+		return 0, unix.EINVAL
+	case mode&^unix.FALLOC_FL_KEEP_SIZE != 0 && mode != punch:
+		return 0, unix.EOPNOTSUPP
+	}
+	f, err := t.proc.fds.Get(a[0])
+	switch {
+	case err != nil:
+		return 0, err
+	case !f.Writable():
+		return 0, unix.EBADF
+	case f.Node() == nil:
+		return 0, unix.ESPIPE
+	case f.Node().Dir:
+		return 0, unix.EISDIR
+	case !f.Node().IsRegular():
+		return 0, unix.ENODEV
+	case off > vfs.MaxFileSize-length:
 		return 0, unix.EFBIG
 	}
-	f.Node().Written = true
-	t.k.fs.Modified(f.Node())
+	end := off + length
+	switch size := f.Node().Size(); {
+	case mode == punch && off < size:
+		zeros := make([]byte, min(min(end, size)-off, 64<<10)) // a hole reads as zeros
+		for at := off; at < min(end, size); at += int64(len(zeros)) {
+			if _, err := f.Write(zeros[:min(int64(len(zeros)), min(end, size)-at)], at); err != nil {
+				return 0, err
+			}
+		}
+		return 0, nil
+	case mode == 0 && end > size:
+		return 0, t.truncate(f.Node(), end)
+	}
 	return 0, nil
 }
 
-// sysMremap resizes a mapping: shrinking unmaps its tail, growing extends
-// it in place when the pages after it are free and below the top of user
+// sysMremap resizes a mapping, which one range must hold: shrinking
+// unmaps its tail, growing extends it in place when the pages after it are free and below the top of user
 // space, else (MREMAP_MAYMOVE) moves it, its frames with it.
 func sysMremap(t *thread, a args) (uint64, error) {
 	old, oldLen, newLen, flags := a[0], pageUp(a[1]), pageUp(a[2]), a[3]
@@ -112,15 +191,14 @@ func sysMremap(t *thread, a args) (uint64, error) {
 	if _, ok := mm.CheckRange(old, oldLen); !ok || newLen == 0 || newLen > maxUserAddr || flags&^mayMove != 0 {
 		return 0, unix.EINVAL // MREMAP_FIXED and DONTUNMAP included
 	}
-	if !as.Covered(old, old+oldLen) {
+	if !as.Within(old, old+oldLen) {
 		return 0, unix.EFAULT
 	}
-	p := as.ProtAt(old)
 	switch {
 	case newLen <= oldLen:
 		return old, memErr(as.Unmap(old+newLen, old+oldLen))
 	case old+newLen <= maxUserAddr && as.Free(old+oldLen, old+newLen):
-		return old, memErr(as.Map(old+oldLen, old+newLen, p))
+		return old, memErr(as.Extend(old+oldLen, old+newLen))
 	case flags&mayMove == 0:
 		return 0, unix.ENOMEM
 	}
@@ -128,7 +206,7 @@ func sysMremap(t *thread, a args) (uint64, error) {
 	if !ok {
 		return 0, unix.ENOMEM
 	}
-	return to, memErr(as.Remap(old, oldLen, to, newLen, p))
+	return to, memErr(as.Remap(old, oldLen, to, newLen))
 }
 
 // sysRenameat moves an entry; an existing file at the new name is

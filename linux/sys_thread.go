@@ -118,11 +118,17 @@ func (t *thread) readStrings(va uint64) ([]string, error) {
 // sysExecve replaces the process's image with the executable at path,
 // from the program's file system; /proc/self/exe is its own executable.
 func sysExecve(t *thread, a args) (uint64, error) {
-	execfn, err := t.path(atFDCWD, a[0])
+	// execfn is the name as the program gave it: a script's interpreter
+	// is given it, and so is the new image (AT_EXECFN), as on Linux.
+	execfn, err := t.proc.as.ReadString(a[0], unix.PathMax)
+	if err != nil {
+		return 0, memErr(err)
+	}
+	abs, err := t.resolve(atFDCWD, execfn)
 	if err != nil {
 		return 0, err
 	}
-	path := t.selfExe(execfn)
+	path := t.selfExe(abs)
 	// The file first, as Linux does, then the strings, then what runs it.
 	n, err := t.executableAt(path)
 	if err != nil {
@@ -281,21 +287,23 @@ func sysFutex(t *thread, a args) (uint64, error) {
 	if addr%4 != 0 {
 		return 0, unix.EINVAL
 	}
+	private := op&futexPrivateFlag != 0
+	key := keyOf(t.proc.as, addr, private)
 	switch op & futexCmdMask {
 	case futexWait:
-		return t.futexWaitOn(addr, val, ^uint32(0), a[3], false, op&futexClockRealtime != 0)
+		return t.futexWaitOn(addr, private, val, ^uint32(0), a[3], false, op&futexClockRealtime != 0)
 	case futexWaitBitset:
 		if a[5] == 0 {
 			return 0, unix.EINVAL
 		}
-		return t.futexWaitOn(addr, val, uint32(a[5]), a[3], true, op&futexClockRealtime != 0)
+		return t.futexWaitOn(addr, private, val, uint32(a[5]), a[3], true, op&futexClockRealtime != 0)
 	case futexWake:
-		return t.k.futexWake(addr, int(val), ^uint32(0)), nil
+		return t.k.futexWake(key, int(val), ^uint32(0)), nil
 	case futexWakeBitset:
 		if a[5] == 0 {
 			return 0, unix.EINVAL
 		}
-		return t.k.futexWake(addr, int(val), uint32(a[5])), nil
+		return t.k.futexWake(key, int(val), uint32(a[5])), nil
 	case futexRequeue, futexCmpRequeue:
 		if op&futexCmdMask == futexCmpRequeue {
 			cur, err := t.loadUint32(addr)
@@ -306,16 +314,15 @@ func sysFutex(t *thread, a args) (uint64, error) {
 				return 0, unix.EAGAIN
 			}
 		}
-		woken := t.k.futexWake(addr, int(val), ^uint32(0))
+		woken := t.k.futexWake(key, int(val), ^uint32(0))
 		moved := uint64(0)
-		for _, w := range t.k.threads {
+		to := keyOf(t.proc.as, a[4], private)
+		for _, w := range t.k.waiters(key) {
 			if moved >= a[3] {
 				break
 			}
-			if t.k.waitsOn(w, addr) {
-				w.futexAddr = a[4]
-				moved++
-			}
+			w.futex = to
+			moved++
 		}
 		return woken + moved, nil
 	}

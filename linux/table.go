@@ -48,6 +48,8 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_SELECT:            {"select", 5, sysSelect},                      // 23
 	unix.SYS_SCHED_YIELD:       {"sched_yield", 0, sysSchedYield},             // 24
 	unix.SYS_MREMAP:            {"mremap", 5, sysMremap},                      // 25
+	unix.SYS_MSYNC:             {"msync", 3, sysMsync},                        // 26
+	unix.SYS_MINCORE:           {"mincore", 3, sysMincore},                    // 27
 	unix.SYS_MADVISE:           {"madvise", 3, sysMadvise},                    // 28
 	unix.SYS_DUP:               {"dup", 1, sysDup},                            // 32
 	unix.SYS_DUP2:              {"dup2", 2, sysDup2},                          // 33
@@ -84,6 +86,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_FLOCK:             {"flock", 2, sysFlock},                        // 73
 	unix.SYS_FSYNC:             {"fsync", 1, fdOnly},                          // 74
 	unix.SYS_FDATASYNC:         {"fdatasync", 1, fdOnly},                      // 75
+	unix.SYS_TRUNCATE:          {"truncate", 2, sysTruncate},                  // 76
 	unix.SYS_FTRUNCATE:         {"ftruncate", 2, sysFtruncate},                // 77
 	unix.SYS_GETCWD:            {"getcwd", 2, sysGetcwd},                      // 79
 	unix.SYS_CHDIR:             {"chdir", 1, sysChdir},                        // 80
@@ -188,6 +191,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_SIGNALFD:          {"signalfd", 3, sysSignalfd},                  // 282
 	unix.SYS_TIMERFD_CREATE:    {"timerfd_create", 2, sysTimerfdCreate},       // 283
 	unix.SYS_EVENTFD:           {"eventfd", 1, sysEventfd},                    // 284
+	unix.SYS_FALLOCATE:         {"fallocate", 4, sysFallocate},                // 285
 	unix.SYS_TIMERFD_SETTIME:   {"timerfd_settime", 4, sysTimerfdSettime},     // 286
 	unix.SYS_TIMERFD_GETTIME:   {"timerfd_gettime", 2, sysTimerfdGettime},     // 287
 	unix.SYS_ACCEPT4:           {"accept4", 4, notSocket},                     // 288
@@ -202,6 +206,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETCPU:            {"getcpu", 3, sysGetcpu},                      // 309
 	unix.SYS_RENAMEAT2:         {"renameat2", 5, sysRenameat},                 // 316
 	unix.SYS_GETRANDOM:         {"getrandom", 3, sysGetrandom},                // 318
+	unix.SYS_MEMFD_CREATE:      {"memfd_create", 2, sysMemfdCreate},           // 319
 	unix.SYS_COPY_FILE_RANGE:   {"copy_file_range", 6, sysCopyFileRange},      // 326
 	unix.SYS_PKEY_MPROTECT:     {"pkey_mprotect", 4, sysPkeyMprotect},         // 329
 	unix.SYS_PKEY_ALLOC:        {"pkey_alloc", 2, sysPkeyAlloc},               // 330

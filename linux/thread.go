@@ -36,11 +36,11 @@ type thread struct {
 	fsBase   uint64    // the thread pointer (arch_prctl, CLONE_SETTLS)
 	comm     string    // its name: the executable's, or PR_SET_NAME's (at most 15 bytes)
 	clearTID uint64    // set_tid_address, CLONE_CHILD_CLEARTID: zeroed and woken at exit
-	// A blocked thread waits for a futex wake on futexAddr (matching
+	// A blocked thread waits for a futex wake on futex (matching
 	// futexMask), or for its deadline (0: none); wakeErr is what the
 	// wait returns if the deadline comes first (ETIMEDOUT), 0 for a
 	// sleep, which returns 0.
-	futexAddr uint64
+	futex     futexKey
 	futexMask uint32
 	deadline  time.Duration
 	wakeErr   errno
@@ -96,7 +96,7 @@ func (k *Kernel) block(deadline time.Duration, onDeadline errno) {
 
 // wake makes t runnable, its blocking call returning ret.
 func (k *Kernel) wake(t *thread, ret uint64) {
-	t.state, t.deadline, t.futexAddr = runnable, 0, 0
+	t.state, t.deadline, t.futex = runnable, 0, futexKey{}
 	k.setReturn(t, ret)
 }
 
@@ -252,7 +252,7 @@ func (k *Kernel) exitThread(status uint64) error {
 	t := k.current()
 	if t.clearTID != 0 {
 		if err := k.proc().as.Write(t.clearTID, make([]byte, 4)); err == nil {
-			k.futexWake(t.clearTID, 1, ^uint32(0))
+			k.futexWake(keyOf(t.proc.as, t.clearTID, false), 1, ^uint32(0))
 		}
 	}
 	t.state = exited

@@ -24,6 +24,7 @@ type savedThread struct {
 	Comm      string
 	ClearTID  uint64
 	FutexAddr uint64
+	FutexKind uint8 // futexKey's: 0 none, 1 FutexAddr in its address space, 2 a shared frame's
 	FutexMask uint32
 	Deadline  time.Duration
 	WakeErr   uint64
@@ -70,7 +71,7 @@ func (sv *saver) thread(t *thread) savedThread {
 	}
 	return savedThread{
 		TID: t.tid, Proc: sv.procs[t.proc], State: int(t.state), Regs: t.regs, XSave: t.xsave, FSBase: t.fsBase, Comm: t.comm, ClearTID: t.clearTID,
-		FutexAddr: t.futexAddr, FutexMask: t.futexMask, Deadline: t.deadline, WakeErr: uint64(t.wakeErr), WaitSeq: t.waitSeq,
+		FutexAddr: t.futex.addr, FutexKind: t.futex.kind(), FutexMask: t.futexMask, Deadline: t.deadline, WakeErr: uint64(t.wakeErr), WaitSeq: t.waitSeq,
 		Wait: w, Warned: t.warned, TimedOut: t.timedOut, Sigmask: t.sigmask, Pending: t.pending, Infos: maps.Clone(t.infos),
 		SavedMask: t.savedMask, Suspended: t.suspended,
 		AltStack: savedAltStack{t.altstack.sp, t.altstack.size, t.altstack.flags}, RetryAt: t.retryAt,
@@ -99,6 +100,8 @@ func (k *Kernel) checkThread(s *savedKernel, t *savedThread) error {
 		return fmt.Errorf("an XSAVE image KVM_SET_XSAVE would refuse")
 	case !t.Wait.valid(len(s.Files), len(s.Procs)):
 		return fmt.Errorf("waits on %d %d", t.Wait.Kind, t.Wait.Ref)
+	case t.FutexKind > futexShared:
+		return fmt.Errorf("futex kind %d", t.FutexKind)
 	}
 	return nil
 }
@@ -120,10 +123,11 @@ func (w savedWait) valid(files, procs int) bool {
 // thread builds a thread from its checked state, in a restored process.
 func (r *restorer) thread(st *savedThread) *thread {
 	t := &thread{k: r.k, tid: st.TID, proc: r.procs[st.Proc], state: threadState(st.State), regs: st.Regs, xsave: st.XSave,
-		fsBase: st.FSBase, comm: commOf(st.Comm), clearTID: st.ClearTID, futexAddr: st.FutexAddr, futexMask: st.FutexMask, deadline: st.Deadline,
+		fsBase: st.FSBase, comm: commOf(st.Comm), clearTID: st.ClearTID, futexMask: st.FutexMask, deadline: st.Deadline,
 		wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
 		sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,
 		altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt}
+	t.futex = restoredKey(t.proc.as, st.FutexAddr, st.FutexKind)
 	switch st.Wait.Kind {
 	case waitFiles:
 		files := make([]*openFile, len(st.Wait.Files))

@@ -177,3 +177,24 @@ func replaysFromRecordersCheckpoints(t *testing.T, bin, name, want string) {
 		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
 	}
 }
+
+// A checkpoint keeps shared memory: two processes map an anonymous
+// shared region, a file and a memfd shared, and wait on process-shared
+// futexes in them; replayed from checkpoints taken while both run, the
+// objects are restored shared (the frames, which ranges map them, the
+// file's pages) and the counters and the file's contents end as
+// recorded.
+func TestLinuxCheckpointsKeepSharedMemory(t *testing.T) {
+	bin := cprog.Build(t, "gcc", "shmloop", "-static", "-O1", "-pthread")
+	path, ck, rec, console := recordLinuxCheckpoints(t, bin, "shmloop", "20000")
+	require.Equal(t, "anon 40000 file 40000 memfd 80000 read 40000\n", console)
+	n := len(rec.Checkpoints)
+	require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")
+	for _, i := range slices.Compact([]int{1, n / 2, n}) {
+		var part bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
+		require.NoError(t, err, "from checkpoint %d of %d", i, n)
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
+		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
+	}
+}

@@ -154,18 +154,30 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	switch {
 	case err == nil && bringsKernel(img):
 		return &guestSpec{img: img, cmdline: strings.Join(rest, " ")}, nil
-	case !bytes.HasPrefix(raw, []byte("\x7fELF")):
+	case !bytes.HasPrefix(raw, []byte("\x7fELF")) && !bytes.HasPrefix(raw, []byte("#!")):
 		return nil, &exitError{exitFailure, err} // neither: say why as an image
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
+	// A script runs as exec runs it: its interpreter, given the script.
+	abs, argv, err := linux.FollowScripts(abs, path, raw, append([]string{argv0}, rest...), func(interp string) (string, []byte, error) {
+		full, err := filepath.Abs(interp)
+		if err != nil {
+			return "", nil, err
+		}
+		raw, err = userfile.ReadFile(full, elffile.MaxImageBytes, "interpreter")
+		return full, raw, err
+	})
+	if err != nil {
+		return nil, &exitError{exitFailure, fmt.Errorf("%s: not an ELF program, nor a script one runs: %w", path, err)}
+	}
 	env, err := programEnv(f.env)
 	if err != nil {
 		return nil, err
 	}
-	p := &linux.Program{Path: abs, Image: raw, Argv: append([]string{argv0}, rest...), Env: env, Epoch: time.Now(), User: linux.InvokingUser()}
+	p := &linux.Program{Path: abs, Image: raw, Argv: argv, Env: env, Epoch: time.Now(), User: linux.InvokingUser()}
 	if err := linux.Check(p); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}

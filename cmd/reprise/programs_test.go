@@ -42,6 +42,22 @@ print(json.dumps({"sum": out[0], "rows": db.execute("select sum(x) from t").fetc
 print(hashlib.sha256(b"reprise").hexdigest())
 print(subprocess.run(["echo", "from a child"], capture_output=True, text=True).stdout, end="")
 '`},
+	{name: "python3-multiprocessing", tools: []string{"python3"},
+		files: map[string]string{"mp.py": `import multiprocessing as mp
+def square(x): return x * x
+def add(v):
+    with v.get_lock():
+        v.value += 1
+if __name__ == "__main__":
+    with mp.Pool(2) as pool:
+        print(sum(pool.map(square, range(100))))
+    v = mp.Value("i", 0)
+    ps = [mp.Process(target=add, args=(v,)) for _ in range(3)]
+    for p in ps: p.start()
+    for p in ps: p.join()
+    print(v.value, [p.exitcode for p in ps])
+`},
+		cmd: `python3 mp.py`},
 	{name: "node", tools: []string{"node"}, cmd: `node -e '
 const fs = require("fs"), crypto = require("crypto");
 setTimeout(() => console.log("timer fired"), 20);
@@ -114,6 +130,22 @@ func TestProgramsMatchHost(t *testing.T) {
 			require.Equal(t, code, got.code, got.stderr)
 		})
 	}
+}
+
+// A script given as the program runs as exec runs it — its interpreter,
+// given the script's path and the arguments, through "#!" lines that
+// chain (/usr/bin/env, as pyenv's shims are) — and prints what the host
+// prints.
+func TestScriptAsTheProgram(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "inner.sh"), []byte("#!/bin/sh -e\necho \"inner $0 $*\"; exit 4\n"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "outer"), []byte("#!/usr/bin/env bash\necho \"outer $0 $1\"; exec ./inner.sh \"$@\"\n"), 0o755))
+	got := matchesAcrossReplays(t, dir, []string{"--", "./outer", "a", "b c"})
+	want, code := onHost(t, dir, nil, "./outer", "a", "b c")
+	require.Equal(t, "outer ./outer a\ninner "+filepath.Join(dir, "inner.sh")+" a b c\n", want) // bash runs it by its full path
+	require.Equal(t, want, got.stdout)
+	require.Equal(t, code, got.code, got.stderr)
 }
 
 // The Go runtime (goroutines, timers, its netpoller on epoll and an

@@ -98,10 +98,14 @@ func (as *Space) Load(va uint64, b []byte) error {
 	return nil
 }
 
-// Zero clears the frames of the mapped pages of [start, end)
-// (MADV_DONTNEED).
+// Zero clears the frames of the mapped private pages of [start, end)
+// (MADV_DONTNEED); a shared mapping's keep their contents, as Linux's
+// page cache and shmem do.
 func (as *Space) Zero(start, end uint64) error {
 	for _, va := range as.present(start, end) {
+		if as.vmaAt(va).Obj != nil {
+			continue
+		}
 		if err := as.breakCOW(va); err != nil {
 			return err
 		}

@@ -1,7 +1,8 @@
 package mm
 
 // Copy-on-write: a fork's child gets the parent's frames, shared, each
-// writable page of either mapped read-only until one of them writes it.
+// writable private page of either mapped read-only until one of them
+// writes it; the shared mappings' pages stay writable by both.
 
 // Clone is a fork's copy of the address space: the same ranges over the
 // same frames, a writable page of either mapped read-only until one of
@@ -20,6 +21,9 @@ func (as *Space) Clone() (*Space, error) {
 		pa := as.pages[va]
 		as.fr.share(pa)
 		c.pages[va] = pa
+	}
+	for o, n := range as.objectPages(0, MaxUserAddr) {
+		o.mapped += n
 	}
 	for _, v := range as.vmas.list {
 		if err := c.protectPages(v.Start, v.End, v.Prot); err != nil {

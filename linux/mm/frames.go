@@ -40,6 +40,10 @@ type Frames struct {
 	// patched holds, by frame, the bytes int3s replaced, by offset
 	// (patch.go).
 	patched map[uint64]map[uint16]patchedByte
+	// objects are the live shared objects by ID (shared.go), each holding
+	// its frames once; lastObject is the last ID given.
+	objects    map[int]*Object
+	lastObject int
 }
 
 // reclaimAt is how many retired frames make the allocator have KVM drop
@@ -51,7 +55,8 @@ const reclaimAt = 1024
 // NewFrames is the allocator of ram's frames above the system area;
 // forget makes KVM drop its shadow page tables (nil: never).
 func NewFrames(ram *memory.RAM, forget func() error) *Frames {
-	return &Frames{ram: ram, next: FirstFree, forget: forget, shared: map[uint64]int{}, patched: map[uint64]map[uint16]patchedByte{}}
+	return &Frames{ram: ram, next: FirstFree, forget: forget, shared: map[uint64]int{},
+		patched: map[uint64]map[uint16]patchedByte{}, objects: map[int]*Object{}}
 }
 
 // share adds a holder to frame pa.

@@ -16,12 +16,29 @@ type SavedFrames struct {
 	Retired []uint64 // Frames.retired, the first Settled of them settled
 	Settled int
 	Shared  map[uint64]int
+	// Objects are the live shared objects; LastObject the last ID given.
+	Objects    []SavedObject
+	LastObject int
+}
+
+// SavedObject is a shared object: its frames by page, and the pages of
+// the ranges that map it.
+type SavedObject struct {
+	ID     int
+	Frames map[uint64]uint64
+	Mapped int
 }
 
 // Save is the allocator's state. The int3s are not saved: a checkpoint is
 // taken with none placed (Patched).
 func (f *Frames) Save() SavedFrames {
-	return SavedFrames{Next: f.next, Free: slices.Clone(f.free), Retired: slices.Clone(f.retired), Settled: f.settled, Shared: maps.Clone(f.shared)}
+	s := SavedFrames{Next: f.next, Free: slices.Clone(f.free), Retired: slices.Clone(f.retired), Settled: f.settled,
+		Shared: maps.Clone(f.shared), LastObject: f.lastObject}
+	for _, id := range slices.Sorted(maps.Keys(f.objects)) {
+		o := f.objects[id]
+		s.Objects = append(s.Objects, SavedObject{ID: id, Frames: maps.Clone(o.frames), Mapped: o.mapped})
+	}
+	return s
 }
 
 // Check refuses a saved allocator whose frames lie outside the ramSize
@@ -39,11 +56,33 @@ func (s *SavedFrames) Check(ramSize uint64, maxHolders int) error {
 		return fmt.Errorf("%d of %d retired frames settled", s.Settled, len(s.Retired))
 	}
 	for pa, n := range s.Shared {
-		if !s.InUse(pa) || n < 2 || n > maxHolders {
+		if !s.InUse(pa) || n < 2 || n > maxHolders+1 { // +1: a shared object's
 			return fmt.Errorf("shared frame %#x held %d times", pa, n)
 		}
 	}
+	last := 0
+	for _, o := range s.Objects {
+		if o.ID <= last || o.ID > s.LastObject || o.Mapped <= 0 || o.Mapped > MaxUserAddr/PageSize*maxHolders {
+			return fmt.Errorf("shared object %d (after %d, of %d) mapped %d pages", o.ID, last, s.LastObject, o.Mapped)
+		}
+		last = o.ID
+		for page, pa := range o.Frames {
+			if !s.InUse(pa) || page > maxObjectPage {
+				return fmt.Errorf("shared object %d: page %d in frame %#x", o.ID, page, pa)
+			}
+		}
+	}
 	return nil
+}
+
+// maxObjectPage is the last page a shared object may have: a file's at
+// the largest offset.
+const maxObjectPage = 1<<63/PageSize - 1
+
+// object reports whether id names one of the saved shared objects.
+func (s *SavedFrames) object(id int) bool {
+	_, ok := slices.BinarySearchFunc(s.Objects, id, func(o SavedObject, id int) int { return o.ID - id })
+	return ok
 }
 
 // InUse reports whether pa is a frame the saved allocator has handed out
@@ -59,5 +98,9 @@ func RestoreFrames(ram *memory.RAM, forget func() error, s *SavedFrames) *Frames
 	f.next, f.free = s.Next, slices.Clone(s.Free)
 	f.retired, f.settled = slices.Clone(s.Retired), s.Settled
 	maps.Copy(f.shared, s.Shared)
+	f.lastObject = s.LastObject
+	for _, o := range s.Objects {
+		f.objects[o.ID] = &Object{ID: o.ID, frames: maps.Clone(o.Frames), mapped: o.Mapped}
+	}
 	return f
 }

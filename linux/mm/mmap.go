@@ -13,17 +13,23 @@ import (
 // page that had one keeps its contents), and records the range. Where
 // the ranges or the frames fall short it changes nothing.
 func (as *Space) Map(start, end uint64, p Prot) error {
-	return as.setRange(start, end, p, mapLimit)
+	return as.setRange(VMA{Start: start, End: end, Prot: p}, mapLimit)
 }
 
-// setRange records [start, end) as mapped with p (within limit's count
-// of ranges) and gives its pages p, undoing the first if the second falls
-// short of frames.
-func (as *Space) setRange(start, end uint64, p Prot, limit int) error {
-	undo, err := as.vmas.set(VMA{start, end, p}, limit)
+// setRange records v (within limit's count of ranges) and gives its pages
+// their protection, undoing the first if the second falls short of
+// frames.
+func (as *Space) setRange(v VMA, limit int) error {
+	undo, err := as.vmas.set(v, limit)
 	if err != nil {
 		return err
 	}
+	return as.protectOrUndo(v.Start, v.End, v.Prot, undo)
+}
+
+// protectOrUndo gives the pages of [start, end) p, calling undo (which
+// puts the ranges back) if it cannot.
+func (as *Space) protectOrUndo(start, end uint64, p Prot, undo func()) error {
 	if err := as.protectPages(start, end, p); err != nil {
 		undo()
 		return err
@@ -54,9 +60,10 @@ func (as *Space) protectPages(start, end uint64, p Prot) error {
 		return ErrNoMemory
 	}
 	if p&ProtWrite != 0 {
-		// A shared frame stays read-only until written (copy-on-write).
+		// A frame a fork shares stays read-only until written
+		// (copy-on-write); a shared mapping's is written by all.
 		for _, va := range present {
-			if as.fr.holders(as.pages[va]) > 1 {
+			if as.fr.holders(as.pages[va]) > 1 && as.vmaAt(va).Obj == nil {
 				as.cow[va] = true
 			}
 		}
@@ -65,7 +72,7 @@ func (as *Space) protectPages(start, end uint64, p Prot) error {
 		pa, ok := as.pages[va]
 		if !ok {
 			var err error
-			if pa, err = as.fr.alloc(); err != nil {
+			if pa, err = as.newPage(va); err != nil {
 				return err
 			}
 			as.pages[va] = pa
@@ -79,6 +86,21 @@ func (as *Space) protectPages(start, end uint64, p Prot) error {
 		}
 	}
 	return nil
+}
+
+// newPage is a frame for the page at va, which has none: a zeroed one,
+// or in a shared mapping its object's.
+func (as *Space) newPage(va uint64) (uint64, error) {
+	v := as.vmaAt(va)
+	if v == nil || v.Obj == nil {
+		return as.fr.alloc()
+	}
+	pa, err := as.fr.objectFrame(v.Obj, v.Page+(va-v.Start)/PageSize)
+	if err != nil {
+		return 0, err
+	}
+	as.fr.share(pa)
+	return pa, nil
 }
 
 // present are the mapped pages of [start, end), in order, found without
@@ -108,7 +130,11 @@ func (as *Space) Protect(start, end uint64, p Prot) error {
 	if !as.Covered(start, end) {
 		return ErrUnmapped
 	}
-	return as.setRange(start, end, p, splitLimit)
+	undo, err := as.vmas.update(start, end, func(v VMA) VMA { v.Prot = p; return v }, splitLimit)
+	if err != nil {
+		return err
+	}
+	return as.protectOrUndo(start, end, p, undo)
 }
 
 // Unmap removes [start, end), frees its frames, and frees the page tables
@@ -116,6 +142,7 @@ func (as *Space) Protect(start, end uint64, p Prot) error {
 // ranges for a split, it changes nothing.
 func (as *Space) Unmap(start, end uint64) error {
 	present := as.present(start, end)
+	objs := as.objectPages(start, end)
 	undo, err := as.vmas.remove(start, end, splitLimit)
 	if err != nil {
 		return err
@@ -131,11 +158,7 @@ func (as *Space) Unmap(start, end uint64) error {
 		return ErrNoMemory
 	}
 	_, _ = as.files.remove(start, end, noLimit) // no limit: cannot fail
-	for _, va := range present {
-		as.fr.drop(as.pages[va])
-		delete(as.pages, va)
-		delete(as.cow, va)
-	}
+	as.dropPages(present, objs)
 	for _, va := range present {
 		if err := as.setPTE(va, 0); err != nil {
 			return err
@@ -156,10 +179,38 @@ func (as *Space) pruneAll(vas []uint64) error {
 	return nil
 }
 
-// Remap moves the range [from, from+n) to the free [to, to+size), its
-// pages' frames with it, and maps the rest of it with p (mremap). Short of
-// frames or ranges, it changes nothing.
-func (as *Space) Remap(from, n, to, size uint64, p Prot) error {
+// Within reports whether one range holds all of [start, end), as mremap
+// requires of what it moves or grows.
+func (as *Space) Within(start, end uint64) bool {
+	v := as.vmaAt(start)
+	return v != nil && v.End >= end
+}
+
+// Extend maps [at, end) as the range ending at at goes on: its
+// protection, and if shared its object's next pages (mremap growing a
+// mapping in place).
+func (as *Space) Extend(at, end uint64) error {
+	v := as.vmaAt(at - 1)
+	if v == nil || v.End != at {
+		return ErrUnmapped
+	}
+	if v.Obj != nil {
+		return as.MapShared(at, end, v.Prot, v.Obj, v.Page+(at-v.Start)/PageSize)
+	}
+	return as.Map(at, end, v.Prot)
+}
+
+// Remap moves the range [from, from+n), which one range holds, to the
+// free [to, to+size), its pages' frames with it, and maps the rest of it
+// as that range (mremap). Short of frames or ranges, it changes nothing.
+func (as *Space) Remap(from, n, to, size uint64) error {
+	v := as.vmaAt(from)
+	if v == nil || v.End < from+n {
+		return ErrUnmapped
+	}
+	p := v.Prot
+	moved := v.Respan(from, from+n) // its object's page at from
+	moved.Start, moved.End = to, to+size
 	present := as.present(from, from+n)
 	need := tablesFor(present) + tablesForRange(to, to+size)
 	if leafFlags(p) != 0 {
@@ -172,7 +223,7 @@ func (as *Space) Remap(from, n, to, size uint64, p Prot) error {
 	if err != nil {
 		return err
 	}
-	if _, err := as.vmas.set(VMA{to, to + size, p}, mapLimit); err != nil {
+	if _, err := as.vmas.set(moved, mapLimit); err != nil {
 		undoOld()
 		return err
 	}
@@ -191,6 +242,9 @@ func (as *Space) Remap(from, n, to, size uint64, p Prot) error {
 	}
 	if err := as.pruneAll(present); err != nil {
 		return err
+	}
+	if moved.Obj != nil {
+		moved.Obj.mapped += int((size - n) / PageSize)
 	}
 	return as.protectPages(to, to+size, p)
 }

@@ -20,7 +20,7 @@ func gobRoundTrip[T any](t *testing.T, v T) T {
 }
 
 var limits = func(s *SavedFrames) Limits {
-	return Limits{InUse: s.InUse, Nodes: 1, SiteLen: func(n uint8) bool { return n == 2 || n == 3 }}
+	return Limits{Frames: s, Nodes: 1, SiteLen: func(n uint8) bool { return n == 2 || n == 3 }}
 }
 
 // An allocator and an address space with a fork's shared frames, a file
@@ -94,7 +94,16 @@ func TestForgedStatesAreRefused(t *testing.T) {
 		{"settled", func(s *SavedFrames) { s.Settled = len(s.Retired) + 1 }, "retired frames settled"},
 		{"negative settled", func(s *SavedFrames) { s.Settled = -1 }, "retired frames settled"},
 		{"shared once", func(s *SavedFrames) { s.Shared = map[uint64]int{FirstFree: 1} }, "held 1 times"},
-		{"shared too often", func(s *SavedFrames) { s.Shared = map[uint64]int{FirstFree: 3} }, "held 3 times"},
+		{"shared too often", func(s *SavedFrames) { s.Shared = map[uint64]int{FirstFree: 4} }, "held 4 times"},
+		{"object after the last", func(s *SavedFrames) { s.Objects = []SavedObject{{ID: s.LastObject + 1, Mapped: 1}} }, "shared object"},
+		{"objects out of order", func(s *SavedFrames) {
+			s.LastObject = 2
+			s.Objects = []SavedObject{{ID: 2, Mapped: 1}, {ID: 1, Mapped: 1}}
+		}, "shared object 1"},
+		{"object mapped by none", func(s *SavedFrames) { s.LastObject, s.Objects = 1, []SavedObject{{ID: 1}} }, "mapped 0 pages"},
+		{"object's frame", func(s *SavedFrames) {
+			s.LastObject, s.Objects = 1, []SavedObject{{ID: 1, Mapped: 1, Frames: map[uint64]uint64{0: ram}}}
+		}, "page 0 in frame"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := gobRoundTrip(t, fr.Save())
@@ -120,6 +129,7 @@ func TestForgedStatesAreRefused(t *testing.T) {
 		{"empty range", func(s *SavedSpace) { s.VMAs[0].End = s.VMAs[0].Start }, "range"},
 		{"unaligned range", func(s *SavedSpace) { s.VMAs[0].End++ }, "range"},
 		{"range past user space", func(s *SavedSpace) { s.VMAs[0].End = MaxUserAddr + page }, "range"},
+		{"shared object", func(s *SavedSpace) { s.VMAs[0].Obj = 1 }, "shared object 1"},
 		{"file node", func(s *SavedSpace) { s.Files[0].Node = 1 }, "file mapping"},
 		{"file node below -1", func(s *SavedSpace) { s.Files[0].Node = -2 }, "file mapping"},
 		{"file path", func(s *SavedSpace) { s.Files[0].Path = string(make([]byte, 5000)) }, "file mapping"},

@@ -50,17 +50,43 @@ func (r *Ranges[T]) index(va uint64) int {
 // the ranges back.
 func (r *Ranges[T]) set(v T, limit int) (undo func(), err error) {
 	start, end := v.Bounds()
-	return r.replace(start, end, &v, limit)
+	return r.replace(start, end, func(add func(T)) { add(v) }, limit)
 }
 
 // remove cuts [start, end) from the ranges, within limit as set does.
 func (r *Ranges[T]) remove(start, end uint64, limit int) (undo func(), err error) {
-	return r.replace(start, end, nil, limit)
+	return r.replace(start, end, func(func(T)) {}, limit)
 }
 
-// replace is set (v not nil) and remove (v nil) of [start, end).
-func (r *Ranges[T]) replace(start, end uint64, v *T, limit int) (undo func(), err error) {
-	i := sort.Search(len(r.list), func(i int) bool { _, e := r.list[i].Bounds(); return e >= start })
+// update replaces each range's part in [start, end) with f of it, within
+// limit as set does: a change of protection that keeps what else each
+// range is.
+func (r *Ranges[T]) update(start, end uint64, f func(T) T, limit int) (undo func(), err error) {
+	var parts []T
+	for _, w := range r.list[r.first(start):] {
+		s, e := w.Bounds()
+		if s >= end {
+			break
+		}
+		if e > start {
+			parts = append(parts, f(w.Respan(max(s, start), min(e, end))))
+		}
+	}
+	return r.replace(start, end, func(add func(T)) {
+		for _, p := range parts {
+			add(p)
+		}
+	}, limit)
+}
+
+// first is the index of the first range ending at or after va.
+func (r *Ranges[T]) first(va uint64) int {
+	return sort.Search(len(r.list), func(i int) bool { _, e := r.list[i].Bounds(); return e >= va })
+}
+
+// replace puts what fill adds, in order, where [start, end) was.
+func (r *Ranges[T]) replace(start, end uint64, fill func(add func(T)), limit int) (undo func(), err error) {
+	i := r.first(start)
 	j := i
 	for ; j < len(r.list); j++ {
 		if s, _ := r.list[j].Bounds(); s > end {
@@ -83,9 +109,7 @@ func (r *Ranges[T]) replace(start, end uint64, v *T, limit int) (undo func(), er
 			add(w.Respan(s, min(e, start)))
 		}
 	}
-	if v != nil {
-		add(*v)
-	}
+	fill(add)
 	for _, w := range was {
 		if s, e := w.Bounds(); e > end {
 			add(w.Respan(max(s, end), e))

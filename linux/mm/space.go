@@ -79,9 +79,7 @@ func (as *Space) AddSite(va uint64, n uint8) { as.sites[va] = n }
 // tables (retire). Nothing of it is kept but its root's address: a
 // zombie's, or an image's replaced by exec.
 func (as *Space) Release() {
-	for _, va := range as.pageAddrs() {
-		as.fr.drop(as.pages[va])
-	}
+	as.dropPages(as.pageAddrs(), as.objectPages(0, MaxUserAddr))
 	for _, pa := range as.tables {
 		if as.fresh[pa] {
 			as.fr.release(pa)

@@ -25,6 +25,8 @@ type SavedSpace struct {
 type SavedVMA struct {
 	Start, End uint64
 	Prot       uint8
+	Obj        int // the shared object's ID, 0 if private
+	Page       uint64
 }
 
 // SavedMapping is a file mapping. Its contents are node Node's (an index
@@ -44,7 +46,11 @@ func (as *Space) Save(node func(data []byte) int) *SavedSpace {
 	s := &SavedSpace{Root: as.root, Fresh: slices.Sorted(maps.Keys(as.fresh)), Pages: maps.Clone(as.pages),
 		Tables: slices.Clone(as.tables), TSCSites: maps.Clone(as.sites), COW: slices.Sorted(maps.Keys(as.cow))}
 	for _, v := range as.vmas.list {
-		s.VMAs = append(s.VMAs, SavedVMA{Start: v.Start, End: v.End, Prot: uint8(v.Prot)})
+		sv := SavedVMA{Start: v.Start, End: v.End, Prot: uint8(v.Prot)}
+		if v.Obj != nil {
+			sv.Obj, sv.Page = v.Obj.ID, v.Page
+		}
+		s.VMAs = append(s.VMAs, sv)
 	}
 	for _, m := range as.files.list {
 		sm := SavedMapping{Path: m.Path, Start: m.Start, End: m.End, Offset: m.Offset, Exec: m.Exec, Node: -1}
@@ -60,30 +66,31 @@ func (as *Space) Save(node func(data []byte) int) *SavedSpace {
 
 // Limits are what a saved address space is checked against.
 type Limits struct {
-	// InUse reports whether pa is a frame handed out (SavedFrames.InUse).
-	InUse func(pa uint64) bool
 	// Nodes is the count of files a mapping may name.
 	Nodes int
 	// SiteLen reports whether n is the length of an instruction the
 	// kernel patches.
 	SiteLen func(n uint8) bool
+	// Frames are the saved allocator: the frames handed out, and the
+	// shared objects a range may map.
+	Frames *SavedFrames
 }
 
 // Check refuses a saved address space with a table, page or range
 // outside its bounds, or a mapping naming a file there is not.
 func (s *SavedSpace) Check(l Limits) error {
-	if !l.InUse(s.Root) {
+	if !l.Frames.InUse(s.Root) {
 		return fmt.Errorf("page-table root %#x", s.Root)
 	}
 	for _, list := range [][]uint64{s.Tables, s.Fresh} {
 		for _, pa := range list {
-			if !l.InUse(pa) {
+			if !l.Frames.InUse(pa) {
 				return fmt.Errorf("page table %#x", pa)
 			}
 		}
 	}
 	for va, pa := range s.Pages {
-		if va%PageSize != 0 || va >= MaxUserAddr || !l.InUse(pa) {
+		if va%PageSize != 0 || va >= MaxUserAddr || !l.Frames.InUse(pa) {
 			return fmt.Errorf("page %#x in frame %#x", va, pa)
 		}
 	}
@@ -96,6 +103,9 @@ func (s *SavedSpace) Check(l Limits) error {
 	for _, v := range s.VMAs {
 		if v.Start < end || v.End <= v.Start || v.Start%PageSize != 0 || v.End%PageSize != 0 || v.End > MaxUserAddr {
 			return fmt.Errorf("range [%#x, %#x) after %#x", v.Start, v.End, end)
+		}
+		if v.Obj != 0 && (!l.Frames.object(v.Obj) || v.Page > maxObjectPage-(v.End-v.Start)/PageSize) {
+			return fmt.Errorf("range [%#x, %#x) maps page %d of shared object %d", v.Start, v.End, v.Page, v.Obj)
 		}
 		end = v.End
 	}
@@ -124,7 +134,7 @@ func RestoreSpace(fr *Frames, s *SavedSpace, pid int, data func(node int) []byte
 		as.cow[va] = true
 	}
 	for _, v := range s.VMAs {
-		as.vmas.list = append(as.vmas.list, VMA{Start: v.Start, End: v.End, Prot: Prot(v.Prot)})
+		as.vmas.list = append(as.vmas.list, VMA{Start: v.Start, End: v.End, Prot: Prot(v.Prot), Obj: fr.objects[v.Obj], Page: v.Page})
 	}
 	for _, m := range s.Files {
 		d := m.Data

@@ -9,19 +9,32 @@ const (
 	ProtExec  Prot = 4
 )
 
-// VMA is a range of a process's virtual memory with one protection.
+// VMA is a range of a process's virtual memory with one protection,
+// private or mapped shared to an object's pages.
 type VMA struct {
 	Start, End uint64
 	Prot       Prot
+	Obj        *Object // the shared object it maps, nil if private
+	Page       uint64  // the object's page at Start
 }
 
 func (v VMA) Bounds() (start, end uint64) { return v.Start, v.End }
 
-func (v VMA) Respan(start, end uint64) VMA { return VMA{start, end, v.Prot} }
+func (v VMA) Respan(start, end uint64) VMA {
+	if v.Obj != nil {
+		v.Page += (start - v.Start) / PageSize
+	}
+	v.Start, v.End = start, end
+	return v
+}
 
 // Joins: neighbours of the same protection are one range, as Linux
-// merges anonymous mappings.
-func (v VMA) Joins(next VMA) bool { return v.End == next.Start && v.Prot == next.Prot }
+// merges anonymous mappings; shared ones if they map one object's pages
+// in a row.
+func (v VMA) Joins(next VMA) bool {
+	return v.End == next.Start && v.Prot == next.Prot && v.Obj == next.Obj &&
+		(v.Obj == nil || next.Page == v.Page+(v.End-v.Start)/PageSize)
+}
 
 // MaxMapCount is Linux's vm.max_map_count: the ranges a process may
 // have. As Linux counts them, neighbours with the same protection are one

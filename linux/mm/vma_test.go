@@ -16,17 +16,17 @@ func TestVMACarving(t *testing.T) {
 	as, fr := newSpace(t)
 	require.NoError(t, as.Map(user, user+2*page, rw))
 	require.NoError(t, as.Map(user+2*page, user+4*page, rw))
-	require.Equal(t, []VMA{{user, user + 4*page, rw}}, as.VMAs(), "merged")
+	require.Equal(t, []VMA{{Start: user, End: user + 4*page, Prot: rw}}, as.VMAs(), "merged")
 
 	require.NoError(t, as.Protect(user+page, user+3*page, ProtRead))
-	require.Equal(t, []VMA{{user, user + page, rw}, {user + page, user + 3*page, ProtRead}, {user + 3*page, user + 4*page, rw}}, as.VMAs(), "split")
+	require.Equal(t, []VMA{{Start: user, End: user + page, Prot: rw}, {Start: user + page, End: user + 3*page, Prot: ProtRead}, {Start: user + 3*page, End: user + 4*page, Prot: rw}}, as.VMAs(), "split")
 	require.ErrorIs(t, as.Write(user+page, []byte{1}), ErrFault, "read-only now")
 	require.NoError(t, as.Protect(user+page, user+3*page, rw))
-	require.Equal(t, []VMA{{user, user + 4*page, rw}}, as.VMAs(), "merged again")
+	require.Equal(t, []VMA{{Start: user, End: user + 4*page, Prot: rw}}, as.VMAs(), "merged again")
 
 	used := fr.InUse()
 	require.NoError(t, as.Unmap(user+page, user+3*page))
-	require.Equal(t, []VMA{{user, user + page, rw}, {user + 3*page, user + 4*page, rw}}, as.VMAs(), "a hole in the middle")
+	require.Equal(t, []VMA{{Start: user, End: user + page, Prot: rw}, {Start: user + 3*page, End: user + 4*page, Prot: rw}}, as.VMAs(), "a hole in the middle")
 	require.Equal(t, used-2*page, fr.InUse(), "the hole's two frames freed")
 	_, ok := as.Frame(user + page)
 	require.False(t, ok)
@@ -44,16 +44,16 @@ func TestVMACarving(t *testing.T) {
 // changes nothing.
 func TestRangesLimit(t *testing.T) {
 	var r Ranges[VMA]
-	_, err := r.set(VMA{0, 10 * page, ProtRead}, 1)
+	_, err := r.set(VMA{Start: 0, End: 10 * page, Prot: ProtRead}, 1)
 	require.NoError(t, err)
-	_, err = r.set(VMA{4 * page, 5 * page, rw}, 2)
+	_, err = r.set(VMA{Start: 4 * page, End: 5 * page, Prot: rw}, 2)
 	require.True(t, errors.Is(err, ErrMapCount), "a split to 3 of at most 2: %v", err)
-	require.Equal(t, []VMA{{0, 10 * page, ProtRead}}, r.All())
+	require.Equal(t, []VMA{{Start: 0, End: 10 * page, Prot: ProtRead}}, r.All())
 	undo, err := r.remove(4*page, 5*page, 2)
 	require.NoError(t, err)
-	require.Equal(t, []VMA{{0, 4 * page, ProtRead}, {5 * page, 10 * page, ProtRead}}, r.All())
+	require.Equal(t, []VMA{{Start: 0, End: 4 * page, Prot: ProtRead}, {Start: 5 * page, End: 10 * page, Prot: ProtRead}}, r.All())
 	undo()
-	require.Equal(t, []VMA{{0, 10 * page, ProtRead}}, r.All(), "undone")
+	require.Equal(t, []VMA{{Start: 0, End: 10 * page, Prot: ProtRead}}, r.All(), "undone")
 }
 
 // The file mappings are the same kind of list: a mapping over the middle

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +34,10 @@ static void run(const char *name) {
 	fflush(stdout);
 	pid_t pid = fork();
 	if (pid == 0) {
+		if (name[0] == '.') { /* by a relative name: the one the interpreter and AT_EXECFN get */
+			chdir(base);
+			strcpy(path, name);
+		}
 		char *argv[] = {"argv0", "x", "y", NULL};
 		char *envp[] = {"EXECTEST=show", NULL};
 		execve(path, argv, envp);
@@ -52,7 +57,8 @@ int main(int argc, char **argv) {
 			const char *a = argv[i], *slash = strrchr(a, '/');
 			printf(" [%s]", strncmp(a, "/tmp/exectest", 13) == 0 && slash ? slash + 1 : a);
 		}
-		printf("\n");
+		const char *fn = (const char *)getauxval(AT_EXECFN), *slash = strrchr(fn, '/');
+		printf(" execfn %s\n", strncmp(fn, "/tmp/exectest", 13) == 0 && slash ? slash + 1 : fn);
 		return 0;
 	}
 	strcpy(base, "/tmp/exectestXXXXXX");
@@ -63,6 +69,7 @@ int main(int argc, char **argv) {
 	run("s1");
 	script("s2", "#!/proc/self/exe\necho ignored\n", 0755);
 	run("s2");
+	run("./s2");
 	snprintf(line, sizeof line, "#! %s/s1\n", base);
 	script("s3", line, 0755);
 	run("s3");

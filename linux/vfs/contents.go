@@ -15,8 +15,11 @@ func (fs *FileSystem) Resize(n *Node, size int64) error {
 	if err := fs.Load(n); err != nil {
 		return err
 	}
-	fs.own(n) // growing within the array clears bytes past the end
 	old := int64(len(n.data))
+	if err := n.sealedAgainst(old, size, false); err != nil {
+		return err
+	}
+	fs.own(n) // growing within the array clears bytes past the end
 	if size > old {
 		if err := fs.budget.Charge(FileBytes, size-old); err != nil {
 			return err
@@ -37,13 +40,16 @@ func (fs *FileSystem) Resize(n *Node, size int64) error {
 	default:
 		n.data = n.data[:size]
 	}
+	n.push(min(old, size), max(old, size)) // zeros either way
 	return nil
 }
 
 // Discard empties n's contents (O_TRUNC), releasing them.
 func (fs *FileSystem) Discard(n *Node) {
-	fs.budget.Release(FileBytes, int64(len(n.data)))
+	size := int64(len(n.data))
+	fs.budget.Release(FileBytes, size)
 	fs.moveContents(n, nil)
+	n.push(0, size)
 	if h := n.host; h != nil {
 		h.loaded, h.size = true, 0 // the host's contents are never read now
 	}

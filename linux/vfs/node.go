@@ -24,6 +24,9 @@ type Node struct {
 	// they move, FileSystem's Remap is told.
 	Mapped bool
 	data   []byte // a file's contents
+	// pages hold some of data's pages, written directly by the program
+	// (its shared mappings): theirs are the bytes, not data's.
+	pages Pages
 	// shared says data is held elsewhere too (the Program's image,
 	// another kernel's tree): copied before it changes.
 	shared   bool
@@ -37,11 +40,68 @@ type Node struct {
 	host     *hostFile        // where on the host it comes from, or nil
 	opens    int              // open files of it
 	removed  bool             // gone from the tree; freed when no longer open
+	memfd    bool             // made by memfd_create (memfd.go)
+	seals    Seals            // a memfd's
 }
+
+// Freed reports whether n is gone from the tree and open nowhere: what
+// it held is released.
+func (n *Node) Freed() bool { return n.removed && n.opens == 0 }
 
 // Contents are a file's bytes. The slice is the node's: a caller that
 // keeps it (a mapping) sets Mapped.
-func (n *Node) Contents() []byte { return n.data }
+func (n *Node) Contents() []byte {
+	n.pull(0, int64(len(n.data)))
+	return n.data
+}
+
+// Pages are a file's pages held elsewhere too, where the program writes
+// them directly (the frames of its shared mappings): for the pages they
+// hold, theirs are the file's bytes.
+type Pages interface {
+	// Pull copies their bytes of [off, end) over data's.
+	Pull(data []byte, off, end int64)
+	// Push copies data's bytes of [off, end) to them, zeros past data's
+	// end.
+	Push(data []byte, off, end int64)
+}
+
+// SetPages makes p hold n's pages from now on. n's contents become its
+// own first: the program is about to write them through p, and another
+// holder of them must not see it.
+func (fs *FileSystem) SetPages(n *Node, p Pages) {
+	fs.own(n)
+	n.pages = p
+}
+
+// DropPages takes n's bytes back from its pages, which hold them no
+// longer.
+func (n *Node) DropPages() {
+	n.pull(0, int64(len(n.data)))
+	n.pages = nil
+}
+
+// FillPage copies n's bytes of page (4 KiB) into b: its pages' first
+// contents.
+func (n *Node) FillPage(page uint64, b []byte) {
+	if off := page * 4096; off < uint64(len(n.data)) {
+		copy(b, n.data[off:])
+	}
+}
+
+// pull brings n's bytes of [off, end) up to date from its pages.
+func (n *Node) pull(off, end int64) {
+	if n.pages != nil && off < end {
+		n.pages.Pull(n.data, off, end)
+	}
+}
+
+// push gives n's pages its bytes of [off, end), which a call changed.
+func (n *Node) push(off, end int64) {
+	if n.pages != nil && off < end {
+		n.pages.Push(n.data, off, end)
+	}
+}
 
 // Share says n's contents are held elsewhere too: the first change
 // copies them, so the other holders never see it.

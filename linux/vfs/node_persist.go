@@ -27,6 +27,8 @@ type SavedNode struct {
 	Other    uint32 // a host FIFO's, socket's or device's type
 	Device   string // a device file's name (/dev's)
 	Host     *SavedHost
+	MemFD    bool
+	Seals    Seals
 }
 
 // SavedHost is where on the host a node comes from, and what of it the
@@ -51,13 +53,13 @@ func (sv *Saver) Node(n *Node) int {
 	sv.nodes[n] = i
 	sv.order = append(sv.order, n)
 	sv.Nodes = append(sv.Nodes, SavedNode{Ino: n.Ino, Dir: n.Dir, Mode: n.Mode, Written: n.Written, Link: n.Link,
-		UID: n.UID, GID: n.GID, Times: n.Times, Other: n.other, Device: n.devName})
+		UID: n.UID, GID: n.GID, Times: n.Times, Other: n.other, Device: n.devName, MemFD: n.memfd, Seals: n.seals})
 	if h := n.host; h != nil {
 		sv.Nodes[i].Host = &SavedHost{Path: h.path, Size: h.size, Loaded: h.loaded, SHA256: h.sum, Listed: h.listed,
 			Asked: slices.Sorted(maps.Keys(h.asked)), Edited: h.edited, Nlink: h.nlink}
 	}
 	if n.Written || n.host == nil && n.dev == nil {
-		sv.Nodes[i].Data = n.data
+		sv.Nodes[i].Data = n.Contents()
 	}
 	if n.Dir {
 		children := map[string]int{}
@@ -119,6 +121,9 @@ func checkKind(n SavedNode) error {
 		return fmt.Errorf("host file type %#o", n.Other)
 	case n.Mode&^0o7777 != 0:
 		return fmt.Errorf("mode %#o is not permission bits", n.Mode)
+	case n.Seals&^AllSeals != 0 || n.Seals != 0 && !n.MemFD,
+		n.MemFD && (n.Dir || n.Link != "" || n.Other != 0 || n.Device != "" || n.Host != nil):
+		return fmt.Errorf("a memfd (%v) with seals %#x that is more", n.MemFD, n.Seals)
 	}
 	h := n.Host
 	if h == nil {

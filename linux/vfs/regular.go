@@ -49,6 +49,7 @@ func (r *regular) Read(_ *OpenFile, b []byte, off int64) (int, error) {
 	if off >= int64(len(r.n.data)) {
 		return 0, nil
 	}
+	r.n.pull(off, min(off+int64(len(b)), int64(len(r.n.data))))
 	return copy(b, r.n.data[off:]), nil
 }
 
@@ -63,6 +64,9 @@ func (r *regular) Write(_ *OpenFile, b []byte, off int64) (int, error) {
 	b = b[:min(int64(len(b)), MaxFileSize-off)]
 	n := r.n
 	end := off + int64(len(b))
+	if err := n.sealedAgainst(int64(len(n.data)), max(end, int64(len(n.data))), true); err != nil {
+		return 0, err
+	}
 	if end > int64(len(n.data)) {
 		if err := r.fs.Resize(n, end); err != nil {
 			return 0, err
@@ -71,7 +75,9 @@ func (r *regular) Write(_ *OpenFile, b []byte, off int64) (int, error) {
 	r.fs.own(n)
 	n.Written = true
 	r.fs.Modified(n)
-	return copy(n.data[off:], b), nil
+	copy(n.data[off:], b)
+	n.push(off, end)
+	return len(b), nil
 }
 
 // Seek moves the offset as tmpfs does (generic_file_llseek_size up to

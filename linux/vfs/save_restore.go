@@ -84,7 +84,7 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 	r := &Restored{Nodes: make([]*Node, len(nodes))}
 	for i, sn := range nodes {
 		n := &Node{Ino: sn.Ino, Dir: sn.Dir, Mode: sn.Mode, Written: sn.Written, data: sn.Data, Link: sn.Link,
-			UID: sn.UID, GID: sn.GID, Times: sn.Times, other: sn.Other}
+			UID: sn.UID, GID: sn.GID, Times: sn.Times, other: sn.Other, memfd: sn.MemFD, seals: sn.Seals}
 		if sn.Device != "" {
 			d, ok := devices[sn.Device]
 			if !ok || sn.Dir {
