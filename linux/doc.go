@@ -46,4 +46,9 @@ package linux
 // (every file was writable by everyone); the kernel's own files are
 // root's; process groups and sessions (kill(0) signalled the first
 // process).
+// 8: shared mappings are shared (MAP_SHARED|MAP_ANONYMOUS was copied at
+// fork; a file's shared mappings are its pages, writable), futexes in
+// them keyed by frame, FUTEX_REQUEUE moves the oldest waiters first;
+// memfd_create, msync, mincore, truncate, fallocate, /dev/shm; AT_EXECFN
+// and a script interpreter's argument are the name execve was given.
 const Version = 8
