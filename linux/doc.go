@@ -50,5 +50,7 @@ package linux
 // fork; a file's shared mappings are its pages, writable), futexes in
 // them keyed by frame, FUTEX_REQUEUE moves the oldest waiters first;
 // memfd_create, msync, mincore, truncate, fallocate, /dev/shm; AT_EXECFN
-// and a script interpreter's argument are the name execve was given.
+// and a script interpreter's argument are the name execve was given; a
+// directory lists in the host's order, then the program's entries in the
+// order it made them (was name order).
 const Version = 8

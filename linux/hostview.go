@@ -65,8 +65,9 @@ func (h hostView) List(p string) ([]vfs.HostEntry, error) {
 	if f.Errno != 0 {
 		return nil, unix.Errno(f.Errno)
 	}
-	out := make([]vfs.HostEntry, len(f.Entries))
-	for i, e := range f.Entries {
+	listed := f.Listed()
+	out := make([]vfs.HostEntry, len(listed))
+	for i, e := range listed {
 		out[i] = vfs.HostEntry{Name: e.Name, Attrs: attrsFrom(e.Stat)}
 	}
 	return out, nil
@@ -198,8 +199,23 @@ func listHost(f *tape.FileFact) error {
 		}
 		entries = append(entries, tape.DirEntry{Name: name, Stat: s})
 	}
-	slices.SortFunc(entries, func(a, b tape.DirEntry) int { return strings.Compare(a.Name, b.Name) })
-	f.Entries = entries
+	// Logged in name order, with the host's order beside it: the order
+	// getdents gives, which find and tar -c print in.
+	f.Order = make([]uint32, len(entries))
+	for i := range f.Order {
+		f.Order[i] = uint32(i)
+	}
+	slices.SortFunc(f.Order, func(a, b uint32) int { return strings.Compare(entries[a].Name, entries[b].Name) })
+	f.Entries = make([]tape.DirEntry, len(entries))
+	for j, i := range f.Order {
+		f.Entries[j] = entries[i]
+	}
+	for j, i := range slices.Clone(f.Order) {
+		f.Order[i] = uint32(j) // from "sorted j is listed i" to "listed i is sorted j"
+	}
+	if slices.IsSorted(f.Order) {
+		f.Order = nil // listed in name order: no order to log
+	}
 	return nil
 }
 

@@ -168,12 +168,13 @@ func (t *thread) openProc(n *node, flags uint64) (*node, error) {
 	return generate()
 }
 
-// fdLinks are /proc/self/fd's entries: each descriptor's file.
-func (t *thread) fdLinks() map[string]string {
-	links := map[string]string{}
-	for fd, e := range t.proc.fds {
-		if e.File != nil {
-			links[strconv.Itoa(fd)] = t.fdTarget(e.File)
+// fdLinks are /proc/self/fd's entries: each descriptor's file, in
+// descriptor order as Linux lists them.
+func (t *thread) fdLinks() []vfs.Link {
+	var links []vfs.Link
+	for _, fd := range t.proc.fds.Sorted() {
+		if e := t.proc.fds[fd]; e.File != nil {
+			links = append(links, vfs.Link{Name: strconv.Itoa(fd), Target: t.fdTarget(e.File)})
 		}
 	}
 	return links

@@ -39,7 +39,8 @@ import (
 // (vfs.Forget); host files the program changed (SavedHost.Edited); a
 // pipe's inode.
 // 8: shared mappings: the frames' shared objects, a range's object, the
-// files' objects (FileObjects); a futex wait's kind of key.
+// files' objects (FileObjects); a futex wait's kind of key; a directory's
+// listing order; a memfd and its seals.
 const stateVersion = 8
 
 type savedKernel struct {

@@ -146,7 +146,9 @@
 // A fact's lengths are checked before anything is allocated for them: a
 // listing's count against 65536 and against the bytes left for its
 // entries. Its entries are sorted by name (bytewise), none twice, each
-// name as getdents gives it (no '/' or NUL, not "." or ".."); a stat's
+// name as getdents gives it (no '/' or NUL, not "." or ".."), and since
+// version 7 followed by the order the host listed them in (a count, 0 or
+// the entries', then each entry's index once); a stat's
 // mode is a file type and permission bits (07777); errno is set only
 // when the host did not answer, and then nothing else is.
 //

@@ -117,6 +117,10 @@ func appendFact(b []byte, f *FileFact) []byte {
 			b = appendStr(b, f.Entries[i].Name)
 			b = appendStat(b, &f.Entries[i].Stat)
 		}
+		b = binary.AppendUvarint(b, uint64(len(f.Order)))
+		for _, i := range f.Order {
+			b = binary.AppendUvarint(b, uint64(i))
+		}
 	case FileRead:
 		b = binary.AppendUvarint(b, uint64(f.Size))
 		b = append(b, f.SHA256[:]...)
@@ -361,6 +365,9 @@ func decodeFact(d *decoder) *FileFact {
 				f.Entries = append(f.Entries, DirEntry{Name: name, Stat: st})
 			}
 		}
+		if d.version >= 7 {
+			f.Order = decodeOrder(d, len(f.Entries))
+		}
 	case FileRead:
 		f.Size = d.size("file size")
 		copy(f.SHA256[:], d.take(32, "file sha256"))
@@ -369,6 +376,30 @@ func decodeFact(d *decoder) *FileFact {
 		d.fail("a file fact of %d bytes (at most %d)", d.i-start, MaxFactBytes)
 	}
 	return f
+}
+
+// decodeOrder decodes a listing's order of n entries: none, or n
+// indices (each at least a byte, so a count is checked against what is
+// left before anything is allocated).
+func decodeOrder(d *decoder, n int) []uint32 {
+	count := d.uvarint("order count")
+	switch {
+	case d.bad != "" || count == 0:
+		return nil
+	case count != uint64(n) || count > uint64(len(d.b)-d.i):
+		d.fail("an order of %d entries for %d", count, n)
+		return nil
+	}
+	order := make([]uint32, 0, count)
+	for range count {
+		i := d.uvarint("order index")
+		if i >= uint64(n) {
+			d.fail("order index %d of %d entries", i, n)
+			return nil
+		}
+		order = append(order, uint32(i))
+	}
+	return order
 }
 
 func decodeStat(d *decoder) Stat {

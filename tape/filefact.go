@@ -67,6 +67,10 @@ type FileFact struct {
 	Errno   uint16     // the host's error (1 to 4095) when it did not answer; then every answer field is zero
 	Stat    Stat       // FileStat only
 	Entries []DirEntry // FileList only: sorted by name (bytewise), no name twice, at most MaxDirEntries
+	// Order is FileList's order as the host listed the entries (getdents
+	// order, which find and tar -c print in): indices into Entries, each
+	// once; empty, name order (a tape before version 7).
+	Order []uint32
 	Size    int64      // FileRead only, ≥ 0
 	SHA256  [32]byte   // FileRead only, never zero (an empty file's is e3b0c442…)
 }
@@ -117,7 +121,7 @@ func (f *FileFact) check() string {
 		return fmt.Sprintf("%v %q: errno %d with an answer (a host that refused answered nothing)", f.Op, f.Path, f.Errno)
 	case f.Op != FileStat && f.Stat != Stat{}:
 		return fmt.Sprintf("%v %q with a Stat (only stat carries one)", f.Op, f.Path)
-	case f.Op != FileList && len(f.Entries) != 0:
+	case f.Op != FileList && (len(f.Entries) != 0 || len(f.Order) != 0):
 		return fmt.Sprintf("%v %q with Entries (only list carries them)", f.Op, f.Path)
 	case f.Op != FileRead && (f.Size != 0 || f.SHA256 != [32]byte{}):
 		return fmt.Sprintf("%v %q with a Size or SHA-256 (only read carries them)", f.Op, f.Path)
@@ -146,6 +150,9 @@ func (f *FileFact) check() string {
 			if why := e.Stat.check(); why != "" {
 				return fmt.Sprintf("list %q: entry %q: %s", f.Path, e.Name, why)
 			}
+		}
+		if why := checkOrder(f.Order, len(f.Entries)); why != "" {
+			return fmt.Sprintf("list %q: %s", f.Path, why)
 		}
 	case FileRead:
 		// A zero hash once meant "not recorded" for a header's files and
@@ -223,9 +230,12 @@ func (f *FileFact) encodedLen() int {
 	case FileStat:
 		n += f.Stat.encodedLen()
 	case FileList:
-		n += uvarintLen(uint64(len(f.Entries)))
+		n += uvarintLen(uint64(len(f.Entries))) + uvarintLen(uint64(len(f.Order)))
 		for i := range f.Entries {
 			n += strLen(f.Entries[i].Name) + f.Entries[i].Stat.encodedLen()
+		}
+		for _, i := range f.Order {
+			n += uvarintLen(uint64(i))
 		}
 	case FileRead:
 		n += uvarintLen(uint64(f.Size)) + 32
@@ -284,6 +294,37 @@ func (s *Stat) String() string {
 	out := fmt.Sprintf("%s %04o %d bytes", t, s.Mode&0o7777, s.Size)
 	if s.Link != "" {
 		out += " -> " + s.Link
+	}
+	return out
+}
+
+// checkOrder says what keeps order from being a listing order of n
+// entries: none, or each index below n once.
+func checkOrder(order []uint32, n int) string {
+	if len(order) == 0 {
+		return ""
+	}
+	if len(order) != n {
+		return fmt.Sprintf("an order of %d entries for %d", len(order), n)
+	}
+	seen := make([]bool, n)
+	for _, i := range order {
+		if int(i) >= n || seen[i] {
+			return fmt.Sprintf("entry %d twice or out of %d in the order", i, n)
+		}
+		seen[i] = true
+	}
+	return ""
+}
+
+// Listed are a listing's entries in the order the host listed them.
+func (f *FileFact) Listed() []DirEntry {
+	if len(f.Order) == 0 {
+		return f.Entries
+	}
+	out := make([]DirEntry, len(f.Order))
+	for j, i := range f.Order {
+		out[j] = f.Entries[i]
 	}
 	return out
 }

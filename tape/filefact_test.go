@@ -35,17 +35,37 @@ func sampleFacts() []*FileFact {
 		{Op: FileRead, Path: "/usr/bin/python3", Size: 6831736, SHA256: sha256.Sum256([]byte("python"))},
 		{Op: FileRead, Path: "/empty-file", SHA256: sha256.Sum256(nil)},
 		{Op: FileRead, Path: "/etc/shadow", Errno: 13},
+		{Op: FileList, Path: "/srv", Entries: []DirEntry{
+			{Name: "a", Stat: Stat{Mode: sIFREG | 0o644, Nlink: 1}},
+			{Name: "b", Stat: Stat{Mode: sIFDIR | 0o755, Nlink: 2}},
+			{Name: "c", Stat: Stat{Mode: sIFREG | 0o600, Nlink: 1}},
+		}, Order: []uint32{2, 0, 1}},
 	}
+}
+
+// sampleFactsOf are the sample facts a tape of version v can hold: no
+// listing order before version 7.
+func sampleFactsOf(v int) []*FileFact {
+	var out []*FileFact
+	for _, f := range sampleFacts() {
+		if v >= 7 || len(f.Order) == 0 {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // factEvents is genEvents(1, 12, true) with a file event of each sample
 // fact before the end, some at branches and with RIP and RCX.
-func factEvents() []*Event {
+func factEvents() []*Event { return factEventsOf(FormatVersion) }
+
+// factEventsOf is factEvents as a tape of version v holds them.
+func factEventsOf(v int) []*Event {
 	evs := genEvents(1, 12, true)
 	end := evs[len(evs)-1]
 	evs = evs[:len(evs)-1]
 	last := evs[len(evs)-1]
-	for i, f := range sampleFacts() {
+	for i, f := range sampleFactsOf(v) {
 		e := &Event{Kind: KindFile, Pos: Position{Exit: last.Pos.Exit + uint64(i), Branch: last.Pos.Branch + uint64(i)*1000},
 			HostTime: last.HostTime + time.Duration(i)*time.Microsecond, ExitReason: 2, Digest: uint64(i) * 0x9e3779b97f4a7c15, Fact: f}
 		if i%3 == 1 {
@@ -56,7 +76,7 @@ func factEvents() []*Event {
 	return append(evs, end)
 }
 
-// factHeader is a version 6 Linux program's header with every field of
+// factHeader is a version 7 Linux program's header with every field of
 // its own set: root, mounts, stdin, packed files, user.
 func factHeader() *Header {
 	h := linuxHeader()
@@ -180,6 +200,10 @@ func TestFileFactRules(t *testing.T) {
 		{"NUL in name", FileFact{Op: FileList, Path: "/a", Entries: list("a\x00")}, "with a '/' or NUL"},
 		{"unsorted", FileFact{Op: FileList, Path: "/a", Entries: list("a", "c", "b")}, `entry 2 "b" is not after "c"`},
 		{"twice", FileFact{Op: FileList, Path: "/a", Entries: list("a", "b", "b")}, `entry 2 "b" is not after "b" (entries are sorted by name, none twice)`},
+		{"order of fewer", FileFact{Op: FileList, Path: "/a", Entries: list("a", "b"), Order: []uint32{0}}, "an order of 1 entries for 2"},
+		{"order twice", FileFact{Op: FileList, Path: "/a", Entries: list("a", "b"), Order: []uint32{1, 1}}, "entry 1 twice or out of 2 in the order"},
+		{"order past the entries", FileFact{Op: FileList, Path: "/a", Entries: list("a", "b"), Order: []uint32{0, 2}}, "entry 2 twice or out of 2"},
+		{"order of a stat", FileFact{Op: FileStat, Path: "/a", Stat: Stat{Mode: sIFREG}, Order: []uint32{0}}, `stat "/a" with Entries`},
 		{"bad entry stat", FileFact{Op: FileList, Path: "/a", Entries: []DirEntry{{Name: "x", Stat: Stat{Mode: 0o644}}}}, `entry "x": mode 0644 has no file type`},
 		{"negative read size", FileFact{Op: FileRead, Path: "/a", Size: -1, SHA256: sum}, `read "/a": size -1`},
 		{"no sha", FileFact{Op: FileRead, Path: "/a", Size: 1}, `read "/a": no SHA-256`},

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/v6.tape")
+var update = flag.Bool("update", false, "rewrite testdata/v7.tape")
 
 // TestGoldenV1 keeps format version 1 readable: testdata/v1.tape was
 // written by the version 1 writer.
@@ -64,28 +64,38 @@ func TestGoldenV4(t *testing.T) {
 // Version 5 (root, mounts, packed files, file events) reads as it was
 // written, its program run as LegacyID.
 func TestGoldenV5(t *testing.T) {
-	_, evs, hosts := hostTapeOf(t, factHeader(), factEvents())
+	_, evs, hosts := hostTapeOf(t, factHeader(), factEventsOf(5))
 	want := factHeader()
 	want.Version = 5
 	want.Linux.UID, want.Linux.GID = LegacyID, LegacyID
 	readGolden(t, filepath.Join("testdata", "v5.tape"), want, evs, hosts)
 }
 
-// TestGoldenV6 pins format version 6: the writer must still produce the
-// bytes of testdata/v6.tape (a Linux program's header with root, mounts,
-// stdin, packed files and its user; file events of every op and form; host
-// frames), and the reader must still read them. A change here is a
-// format change: bump FormatVersion and keep reading version 6.
+// Version 6 (the user the program ran as; listings in name order) reads
+// as it was written.
 func TestGoldenV6(t *testing.T) {
+	_, evs, hosts := hostTapeOf(t, factHeader(), factEventsOf(6))
+	want := factHeader()
+	want.Version = 6
+	readGolden(t, filepath.Join("testdata", "v6.tape"), want, evs, hosts)
+}
+
+// TestGoldenV7 pins format version 7: the writer must still produce the
+// bytes of testdata/v7.tape (a Linux program's header with root, mounts,
+// stdin, packed files and its user; file events of every op and form, a
+// listing in the host's order; host frames), and the reader must still
+// read them. A change here is a format change: bump FormatVersion and
+// keep reading version 7.
+func TestGoldenV7(t *testing.T) {
 	data, evs, hosts := hostTapeOf(t, factHeader(), factEvents())
-	golden := filepath.Join("testdata", "v6.tape")
+	golden := filepath.Join("testdata", "v7.tape")
 	if *update {
 		require.NoError(t, os.MkdirAll("testdata", 0o755))
 		require.NoError(t, os.WriteFile(golden, data, 0o644))
 	}
 	want, err := os.ReadFile(golden)
 	require.NoError(t, err)
-	require.Equal(t, want, data, "the writer no longer produces format version 6; run with -update only if the format version changed too")
+	require.Equal(t, want, data, "the writer no longer produces format version 7; run with -update only if the format version changed too")
 	readGolden(t, golden, factHeader(), evs, hosts)
 }
 

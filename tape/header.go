@@ -29,7 +29,9 @@ import (
 //	   (host path, size, hash), each followed by its FILE frame
 //	6  the header's "linux" gains the user the program ran as (uid,
 //	   gid); a tape before ran it as LegacyID
-const FormatVersion = 6
+//	7  a listing (FileList) gains the order the host listed its entries
+//	   in (FileFact.Order); before, name order
+const FormatVersion = 7
 
 // PositionSource names how asynchronous events are positioned
 // (docs/architecture.md, "Position sources").

@@ -50,7 +50,7 @@ func smallHeader() *Header {
 	return h
 }
 
-// linuxHeader is smallHeader for a Linux program, as version 6 records
+// linuxHeader is smallHeader for a Linux program, as version 7 records
 // one: no files packed.
 func linuxHeader() *Header {
 	h := smallHeader()

@@ -110,15 +110,15 @@ func TestSummarizeLinux(t *testing.T) {
 	s.Print(&out)
 	t.Logf("\n%s", out.String())
 	for _, kv := range [][2]string{
-		{"format", "reprise tape, version 6"},
+		{"format", "reprise tape, version 7"},
 		{"user", "uid 1001, gid 1002"},
 		{"root", "/srv/roots/debian"},
 		{"mount", "/home/u/data at /data"},
 		{"mount", "/home/u/app.conf at /etc/app.conf"},
 		{"files", "2 files packed, 15 B"},
-		{"observed", "9 observations of the host's files"},
+		{"observed", "10 observations of the host's files"},
 		{"stdin", "/data/in.txt"},
-		{"  file", "9"},
+		{"  file", "10"},
 	} {
 		requireLine(t, out.String(), kv[0], kv[1])
 	}

@@ -95,6 +95,10 @@ git log --format='%H %s'; git cat-file -p HEAD:a.txt; git diff HEAD~1 --stat; gi
 chmod 640 hard; stat -c '%A %h %n' hard y/b/c/f; readlink y/l; find . | sort; rm -r a; find . -type f | sort
 seq 1 50000 | sort --parallel=2 -rn | head -3; seq 1 2000 | sort -R --random-source=/dev/zero | md5sum
 timeout 0.2 sleep 5 || echo "timeout: $?"; timeout 5 true && echo "in time"`},
+	// Listings in the host's order (getdents'), as find, ls -U and
+	// os.listdir print them: the host's directories, not sorted.
+	{name: "listing-order", tools: []string{"find", "python3"},
+		cmd: `find /usr/include/linux | head -40; ls -U /etc | head -20; python3 -c 'import os; print(os.listdir("/usr/lib")[:20])'`},
 	{name: "dash", tools: []string{"dash"}, cmd: `dash -c 'mkdir -p d/e; cd d/e; pwd; cd ..; echo $((6 * 7)) > n; cat n; cd -; ls ..'`},
 	{name: "busybox", tools: []string{"busybox"}, cmd: `busybox sh -c 'mkdir -p d/e; cd d/e; pwd; cd ../..; echo $((6 * 7)); busybox ls d'`},
 	{name: "tar", tools: []string{"tar", "gzip"},

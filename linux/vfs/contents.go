@@ -98,7 +98,7 @@ func (fs *FileSystem) closed(n *Node) {
 // directory still holding entries (a snapshot's) releases them too.
 func (fs *FileSystem) free(n *Node) {
 	for name, c := range n.children {
-		delete(n.children, name)
+		n.unput(name)
 		fs.dropLink(c)
 	}
 	if !n.Dir && n.dev == nil {
@@ -124,17 +124,20 @@ func (fs *FileSystem) Snapshot(data []byte) (*Node, error) {
 	return n, nil
 }
 
-// SnapshotDir makes a directory of symbolic links, name to target, in no
-// directory (/proc/self/fd): freed with its links when its last open
-// file closes, so the caller opens it at once.
-func (fs *FileSystem) SnapshotDir(links map[string]string) (*Node, error) {
+// Link is a symbolic link of a snapshot directory: its name and target.
+type Link struct{ Name, Target string }
+
+// SnapshotDir makes a directory of symbolic links, listed in the order
+// given, in no directory (/proc/self/fd): freed with its links when its
+// last open file closes, so the caller opens it at once.
+func (fs *FileSystem) SnapshotDir(links []Link) (*Node, error) {
 	d, err := fs.NewNode(true, 0o500)
 	if err != nil {
 		return nil, err
 	}
 	d.removed = true
-	for name, target := range links {
-		if err := fs.AddSnapshotLink(d, name, target); err != nil {
+	for _, l := range links {
+		if err := fs.AddSnapshotLink(d, l.Name, l.Target); err != nil {
 			fs.free(d)
 			return nil, err
 		}

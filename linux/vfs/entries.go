@@ -94,7 +94,7 @@ func (fs *FileSystem) Remove(e Entry, rmdir bool) error {
 	case !n.Dir && (rmdir || e.Slash):
 		return unix.ENOTDIR
 	}
-	delete(e.Dir.children, e.Name)
+	e.Dir.unput(e.Name)
 	fs.dropLink(n)
 	fs.Modified(e.Dir)
 	return nil
@@ -215,7 +215,7 @@ func (fs *FileSystem) Rename(from, to Entry) error {
 	case replaced == n:
 		return nil // two links of one file: POSIX leaves both
 	}
-	delete(from.Dir.children, oldName)
+	from.Dir.unput(oldName)
 	if replaced != nil {
 		fs.dropLink(replaced)
 	}
@@ -245,7 +245,7 @@ func (fs *FileSystem) Replace(e Entry, n *Node) error {
 		return err
 	}
 	if old != nil {
-		delete(e.Dir.children, e.Name)
+		e.Dir.unput(e.Name)
 		fs.dropLink(old)
 	}
 	fs.link(e.Dir, e.Name, n)

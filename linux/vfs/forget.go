@@ -115,7 +115,7 @@ func (fs *FileSystem) mayForget(d *Node, pinned func(*Node) bool) bool {
 func (fs *FileSystem) forgetEntries(d *Node) {
 	for _, name := range slices.Sorted(maps.Keys(d.children)) {
 		c := d.children[name]
-		delete(d.children, name)
+		d.unput(name)
 		fs.dropLink(c)
 	}
 	fs.budget.Release(Nodes, int64(len(d.host.asked)))

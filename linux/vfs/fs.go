@@ -103,7 +103,7 @@ func (fs *FileSystem) NewNode(dir bool, mode uint32) (*Node, error) {
 	now := fs.now()
 	n := &Node{Ino: fs.nextIno, Dir: dir, Mode: mode, UID: fs.owner[0], GID: fs.owner[1], Times: Times{now, now, now}}
 	if dir {
-		n.children = map[string]*Node{}
+		n.children, n.order = map[string]*Node{}, map[string]uint64{}
 	}
 	return n, nil
 }

@@ -89,12 +89,43 @@ func (fs *FileSystem) Place(d *Node, name string, n *Node) error {
 	return nil
 }
 
-// put makes c the entry name of d.
+// put makes c the entry name of d: a new name lists after d's others, a
+// name replaced keeps its place.
 func (fs *FileSystem) put(d *Node, name string, c *Node) {
+	if _, ok := d.children[name]; !ok {
+		d.order[name] = d.nextOrder
+		d.nextOrder++
+	}
 	d.children[name] = c
 	if c.Dir {
 		c.parent = d
 	}
+}
+
+// unput removes the entry name of d.
+func (d *Node) unput(name string) {
+	delete(d.children, name)
+	delete(d.order, name)
+}
+
+// relist puts d's entries in the order the host listed its directory,
+// names: those first, then the program's own, in their order.
+func (d *Node) relist(names []string) {
+	listed := make(map[string]bool, len(names))
+	var at uint64
+	for _, name := range names {
+		if _, ok := d.children[name]; ok {
+			d.order[name], listed[name] = at, true
+			at++
+		}
+	}
+	for _, name := range d.Names() { // the program's, after the host's: still in their order
+		if !listed[name] {
+			d.order[name] = at
+			at++
+		}
+	}
+	d.nextOrder = at
 }
 
 // link makes c the entry name of d: one more link of a file.
@@ -184,8 +215,9 @@ func (fs *FileSystem) HostNode(p string, a Attrs) (*Node, error) {
 	return n, nil
 }
 
-// List is directory d's entries, sorted (getdents returns them in this
-// order): a host directory's are all learned first.
+// List is directory d's entries in the order getdents returns them: a
+// host directory's as the host listed them, all learned first, then the
+// program's own in the order it made them (as tmpfs lists them).
 func (fs *FileSystem) List(d *Node) ([]string, error) {
 	if h := d.host; h != nil && !h.listed && fs.host != nil {
 		entries, err := fs.host.List(h.path)
@@ -196,7 +228,9 @@ func (fs *FileSystem) List(d *Node) ([]string, error) {
 		default:
 			return nil, err
 		}
+		names := make([]string, 0, len(entries))
 		for _, e := range entries {
+			names = append(names, e.Name)
 			if _, ok := d.children[e.Name]; ok || h.asked[e.Name] {
 				continue
 			}
@@ -206,6 +240,7 @@ func (fs *FileSystem) List(d *Node) ([]string, error) {
 			}
 			fs.link(d, e.Name, c)
 		}
+		d.relist(names)
 		fs.budget.Release(Nodes, int64(len(h.asked)))
 		h.listed, h.asked = true, nil
 	}

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 
@@ -31,6 +32,10 @@ type Node struct {
 	// another kernel's tree): copied before it changes.
 	shared   bool
 	children map[string]*Node // a directory's entries
+	// order places a directory's entries in its listing, nextOrder the
+	// next new one's place.
+	order     map[string]uint64
+	nextOrder uint64
 	parent   *Node            // a directory's: the one it is an entry of (nil for the root)
 	links    int              // a file's: the directory entries that name it (link)
 	locks    *locks           // its advisory locks (lock.go), nil until locked
@@ -199,9 +204,11 @@ func (n *Node) Child(name string) (*Node, bool) {
 // Entries is how many entries a directory has.
 func (n *Node) Entries() int { return len(n.children) }
 
-// Names is the entries of a directory the tree holds, sorted (List
-// learns a host directory's first).
-func (n *Node) Names() []string { return slices.Sorted(maps.Keys(n.children)) }
+// Names is the entries of a directory the tree holds, in its listing's
+// order (List learns a host directory's first).
+func (n *Node) Names() []string {
+	return slices.SortedFunc(maps.Keys(n.children), func(a, b string) int { return cmp.Compare(n.order[a], n.order[b]) })
+}
 
 // Holds reports whether directory d is n or lies below it.
 func (n *Node) Holds(d *Node) bool {

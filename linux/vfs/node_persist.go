@@ -21,6 +21,7 @@ type SavedNode struct {
 	Written  bool
 	Data     []byte
 	Children map[string]int // indices into the nodes
+	Order    []string       // a directory's entries in its listing's order: Children's names, each once
 	Link     string
 	UID, GID uint32
 	Times    Times
@@ -63,10 +64,11 @@ func (sv *Saver) Node(n *Node) int {
 	}
 	if n.Dir {
 		children := map[string]int{}
-		for _, name := range slices.Sorted(maps.Keys(n.children)) {
+		names := n.Names()
+		for _, name := range names {
 			children[name] = sv.Node(n.children[name])
 		}
-		sv.Nodes[i].Children = children
+		sv.Nodes[i].Children, sv.Nodes[i].Order = children, names
 	}
 	return i
 }
@@ -108,6 +110,25 @@ func checkNodes(nodes []SavedNode, nextIno uint64) error {
 			}
 			parents[c] = i + 1
 		}
+		if err := checkOrder(n); err != nil {
+			return fmt.Errorf("file %d: %v", i, err)
+		}
+	}
+	return nil
+}
+
+// checkOrder checks that a directory's order lists each of its entries
+// once, and nothing else.
+func checkOrder(n SavedNode) error {
+	if len(n.Order) != len(n.Children) {
+		return fmt.Errorf("an order of %d names for %d entries", len(n.Order), len(n.Children))
+	}
+	seen := make(map[string]bool, len(n.Order))
+	for _, name := range n.Order {
+		if _, ok := n.Children[name]; !ok || seen[name] {
+			return fmt.Errorf("%q in the order: no entry, or twice", name)
+		}
+		seen[name] = true
 	}
 	return nil
 }

@@ -141,6 +141,10 @@ func TestForgedState(t *testing.T) {
 		{"names asked of a file", func(s *state) { s.nodes[firstFile(s)].Host = &SavedHost{Path: "/f", Asked: []string{"x"}} }, "names asked"},
 		{"a name asked", func(s *state) { s.nodes[0].Host = &SavedHost{Path: "/", Asked: []string{"a/b"}} }, "name"},
 		{"descriptor number", func(s *state) { s.fds[MaxFDs] = SavedFD{} }, "descriptor 4096"},
+		{"listing order short", func(s *state) { s.nodes[0].Order = s.nodes[0].Order[1:] }, "an order of"},
+		{"listing order of no entry", func(s *state) { s.nodes[0].Order[0] = "nope" }, `"nope" in the order`},
+		{"seals of a plain file", func(s *state) { s.nodes[firstFile(s)].Seals = 2 }, "a memfd (false) with seals 0x2"},
+		{"unknown seal", func(s *state) { n := &s.nodes[firstFile(s)]; n.MemFD, n.Seals = true, 0x100 }, "seals 0x100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := save(fs, fds)

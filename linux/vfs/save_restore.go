@@ -112,7 +112,11 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 			}
 		}
 		if sn.Dir {
-			n.children = map[string]*Node{}
+			n.children, n.order = map[string]*Node{}, map[string]uint64{}
+			for at, name := range sn.Order {
+				n.order[name] = uint64(at)
+			}
+			n.nextOrder = uint64(len(sn.Order))
 		}
 		r.Nodes[i] = n
 	}
