@@ -70,9 +70,9 @@ type FileFact struct {
 	// Order is FileList's order as the host listed the entries (getdents
 	// order, which find and tar -c print in): indices into Entries, each
 	// once; empty, name order (a tape before version 7).
-	Order []uint32
-	Size    int64      // FileRead only, ≥ 0
-	SHA256  [32]byte   // FileRead only, never zero (an empty file's is e3b0c442…)
+	Order  []uint32
+	Size   int64    // FileRead only, ≥ 0
+	SHA256 [32]byte // FileRead only, never zero (an empty file's is e3b0c442…)
 }
 
 // Limits on what a fact holds.

@@ -36,17 +36,17 @@ type Node struct {
 	// next new one's place.
 	order     map[string]uint64
 	nextOrder uint64
-	parent   *Node            // a directory's: the one it is an entry of (nil for the root)
-	links    int              // a file's: the directory entries that name it (link)
-	locks    *locks           // its advisory locks (lock.go), nil until locked
-	dev      Device           // a device file's behaviour, or nil
-	devName  string           // which device (a checkpoint names it)
-	other    uint32           // the type of a host FIFO, socket or device (S_IFIFO…), never opened
-	host     *hostFile        // where on the host it comes from, or nil
-	opens    int              // open files of it
-	removed  bool             // gone from the tree; freed when no longer open
-	memfd    bool             // made by memfd_create (memfd.go)
-	seals    Seals            // a memfd's
+	parent    *Node     // a directory's: the one it is an entry of (nil for the root)
+	links     int       // a file's: the directory entries that name it (link)
+	locks     *locks    // its advisory locks (lock.go), nil until locked
+	dev       Device    // a device file's behaviour, or nil
+	devName   string    // which device (a checkpoint names it)
+	other     uint32    // the type of a host FIFO, socket or device (S_IFIFO…), never opened
+	host      *hostFile // where on the host it comes from, or nil
+	opens     int       // open files of it
+	removed   bool      // gone from the tree; freed when no longer open
+	memfd     bool      // made by memfd_create (memfd.go)
+	seals     Seals     // a memfd's
 }
 
 // Freed reports whether n is gone from the tree and open nowhere: what
