@@ -52,5 +52,6 @@ package linux
 // memfd_create, msync, mincore, truncate, fallocate, /dev/shm; AT_EXECFN
 // and a script interpreter's argument are the name execve was given; a
 // directory lists in the host's order, then the program's entries in the
-// order it made them (was name order).
+// order it made them (was name order); /proc/PID of any live process
+// (was not found), listed in /proc; /proc/PID/stat, statm, environ.
 const Version = 8

@@ -238,6 +238,7 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	fs.SetHost(hostView{k})
 	limitHeap()
 	k.fs = fs
+	k.procListed(pid, true)
 	return k, nil
 }
 

@@ -552,8 +552,10 @@ func TestFileTimes(t *testing.T) {
 // /proc answers as the C library and runtimes read it: maps (the
 // executable's code, the stack pthread_getattr_np finds), fd and its
 // links, /dev/fd/N of a pipe opened and stat'ed, cpuinfo's processors,
-// meminfo's RAM, cmdline, status, mounts — the host's output, live, recorded and replayed (only
-// /proc/self/exe existed).
+// meminfo's RAM, cmdline, status, mounts, stat, statm, environ, and
+// /proc/PID of the caller and of its parent from a child — the host's
+// output, live, recorded and replayed (only /proc/self/exe existed;
+// /proc/PID was not found, even the caller's own).
 func TestProcFiles(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "procfs.c", "-static", "-O1", "-pthread"), "procfs", time.Millisecond)
 }

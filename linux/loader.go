@@ -232,9 +232,10 @@ const (
 // Programs count on the strings being followed by more stack: glibc's
 // tunables parser reads past the end of the environment's last string.
 //
-// argStrings is where argv's strings lie: [argv[0], past the last's NUL),
-// what /proc/self/cmdline reads.
-func argStrings(top uint64, s *initialStack) [2]uint64 {
+// argStrings is where argv's strings lie, [argv[0], past the last's NUL)
+// — what /proc/PID/cmdline reads — and the environment's after them, to
+// the end of its last (environ).
+func argStrings(top uint64, s *initialStack) [3]uint64 {
 	strBytes := uint64(len(s.execfn)) + 1 + endMarker
 	var argBytes uint64
 	for i, list := range [][]string{s.argv, s.envp} {
@@ -245,7 +246,8 @@ func argStrings(top uint64, s *initialStack) [2]uint64 {
 			}
 		}
 	}
-	return [2]uint64{top - strBytes, top - strBytes + argBytes}
+	start := top - strBytes
+	return [3]uint64{start, start + argBytes, top - endMarker - uint64(len(s.execfn)+1)}
 }
 
 func stackImage(as *mm.Space, top uint64, x *executable, s *initialStack) (uint64, error) {

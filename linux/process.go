@@ -23,7 +23,7 @@ type process struct {
 	fds      fdTable
 	brk      [2]uint64 // the heap: [start, current end)
 	exe      string    // /proc/self/exe
-	args     [2]uint64 // where argv's strings are: /proc/self/cmdline
+	args     [3]uint64 // where argv's strings start, the environment's start and end: /proc/PID/cmdline, environ
 	cwd      *node     // the working directory (chdir); nil: the root
 	umask    uint32    // cleared from a new file's or directory's mode
 	children []*process
@@ -185,6 +185,7 @@ func (k *Kernel) fork() (*thread, error) {
 	t.sigmask, t.altstack = k.current().sigmask, k.current().altstack
 	child.pid = t.tid
 	parent.children = append(parent.children, child)
+	k.procListed(child.pid, true)
 	if err := k.m.DropTranslations(); err != nil { // the parent's writable pages are copy-on-write now
 		return nil, err
 	}
@@ -265,8 +266,7 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 func (k *Kernel) childExited(p *process) error {
 	parent := p.parent
 	if act := parent.sigactions[unix.SIGCHLD]; act.handler == sigIGN || act.flags&saNoCldWait != 0 {
-		parent.remove(p)
-		k.budget.Release(processCount, 1)
+		k.reaped(parent, p)
 		k.wakeAll(waitChild{parent}) // a wait with no children left fails with ECHILD
 		return nil
 	}
@@ -308,12 +308,19 @@ func (p *process) remove(c *process) {
 func (k *Kernel) reap(p *process, want int64) (*process, bool) {
 	for _, c := range p.children {
 		if c.zombie && (want == -1 || int64(c.pid) == want) {
-			p.remove(c)
-			k.budget.Release(processCount, 1)
+			k.reaped(p, c)
 			return c, true
 		}
 	}
 	return nil, false
+}
+
+// reaped forgets c, a child of p that exited: its place among the
+// program's processes, its /proc directory.
+func (k *Kernel) reaped(p, c *process) {
+	p.remove(c)
+	k.budget.Release(processCount, 1)
+	k.procListed(c.pid, false)
 }
 
 // hasChild reports whether p has a child matching want (-1: any).

@@ -30,7 +30,7 @@ type savedProc struct {
 	Subreaper  bool
 	Timers     map[int]savedTimer // POSIX timers by id
 	Pgid, Sid  int
-	Args       [2]uint64
+	Args       [3]uint64
 }
 
 // savedTimer is a POSIX timer.

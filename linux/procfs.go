@@ -15,22 +15,26 @@ import (
 	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
-// The files of /proc a program reads about itself and its machine — its
-// maps, fd, cmdline, status, mounts, exe and cwd; cpuinfo, meminfo,
-// uptime and loadavg. As
-// Linux makes their contents when they are read, the kernel makes them
-// when they are opened, from its own state, into a file of their own
-// (vfs.Snapshot): the tree holds only empty placeholders, so that stat
-// and access find them (Linux says size 0 too). /proc/self, and
-// /proc/thread-self and /proc/PID for the process's own pid, name the
-// opening process's: its maps and fd; /proc/cpuinfo and /proc/meminfo
-// describe the one CPU and the guest's RAM.
+// The files of /proc a program reads about a process and its machine — a
+// process's maps, fd, cmdline, environ, stat, statm, status, comm,
+// mounts, exe and cwd; cpuinfo, meminfo, uptime and loadavg. As Linux
+// makes their contents when they are read, the kernel makes them when
+// they are opened, from its own state, into a file of their own
+// (vfs.Snapshot): the tree holds only empty placeholders, under
+// /proc/self, so that stat and access find them (Linux says size 0 too).
+// /proc/PID (any live process's or thread's, listed in /proc from fork
+// to reaping) and /proc/thread-self are served as /proc/self for the
+// process they name (procPath); /proc/cpuinfo and /proc/meminfo describe
+// the one CPU and the guest's RAM.
 
 // procFiles are the placeholders, with the generator of each.
 var procFiles = map[string]func(t *thread) []byte{
 	"/proc/self/maps":    (*thread).procMaps,
 	"/proc/self/cmdline": (*thread).procCmdline,
 	"/proc/self/status":  (*thread).procStatus,
+	"/proc/self/stat":    (*thread).procStat,
+	"/proc/self/statm":   (*thread).procStatm,
+	"/proc/self/environ": (*thread).procEnviron,
 	"/proc/self/mounts":  func(*thread) []byte { return []byte("rootfs / tmpfs rw 0 0\n") },
 	"/proc/self/comm":    func(t *thread) []byte { return []byte(t.comm + "\n") },
 	"/proc/uptime":       (*thread).procUptime,
@@ -107,26 +111,63 @@ func (k *Kernel) pinned(n *node) bool {
 	return false
 }
 
-// procPath is p with /proc/thread-self and /proc/PID (the process's own)
-// written /proc/self.
-func (t *thread) procPath(p string) string {
+// procPath is p with /proc/thread-self and /proc/PID written /proc/self,
+// and the thread whose files those are: the caller's for self, for PID
+// the live thread of that id, or its process's leader (a live thread of
+// it) if PID is a process's. A path not under /proc is the caller's.
+func (t *thread) procPath(p string) (string, *thread) {
 	rest, ok := strings.CutPrefix(p, "/proc/")
 	if !ok {
-		return p
+		return p, t
 	}
 	first, tail, _ := strings.Cut(rest, "/")
-	switch first {
-	case "self", "thread-self", strconv.Itoa(t.proc.pid):
-		return path.Clean("/proc/self/" + tail)
+	target := t
+	if first != "self" && first != "thread-self" {
+		id, err := strconv.Atoi(first)
+		if err != nil || strconv.Itoa(id) != first {
+			return p, t
+		}
+		if target = t.k.procThread(id); target == nil {
+			return p, t // no such process: /proc/PID is not found
+		}
 	}
-	return p
+	return path.Clean("/proc/self/" + tail), target
 }
 
-// fdEntry is the open file whose /proc/self/fd entry p names, however
+// procListed lists process pid in /proc, as an empty directory of the
+// kernel's (ps reads the pids there), from its fork until it is reaped;
+// paths below it are served as /proc/self's are, for it (procPath).
+func (k *Kernel) procListed(pid int, listed bool) {
+	p := "/proc/" + strconv.Itoa(pid)
+	if listed {
+		k.fs.AddDir(p, 0o555)
+	} else {
+		k.fs.Drop(p)
+	}
+}
+
+// procThread is the live thread /proc/id describes: the thread of that
+// id, or a live thread of the process of that id; nil if none.
+func (k *Kernel) procThread(id int) *thread {
+	var ofProcess *thread
+	for _, t := range k.threads {
+		switch {
+		case t.state == exited:
+		case t.tid == id:
+			return t
+		case t.proc.pid == id && ofProcess == nil:
+			ofProcess = t
+		}
+	}
+	return ofProcess
+}
+
+// fdEntry is the open file whose /proc/PID/fd entry p names, however
 // reached (/dev/fd/N), if p names one: ok with f nil for a descriptor
 // not open.
 func (t *thread) fdEntry(p string) (f *openFile, ok bool) {
-	e, err := t.k.fs.Parent(t.procPath(p))
+	p, t = t.procPath(p)
+	e, err := t.k.fs.Parent(p)
 	if err != nil || !e.Named() {
 		return nil, false
 	}
@@ -144,9 +185,11 @@ func (t *thread) fdEntry(p string) (f *openFile, ok bool) {
 	return f, true
 }
 
-// openProc is the file to open with flags instead of n, if n is a /proc
-// placeholder, made now; nil if n is none. They are read-only (EACCES).
-func (t *thread) openProc(n *node, flags uint64) (*node, error) {
+// openProc is the file to open with flags instead of n, found at p, if n
+// is a /proc placeholder, made now from the state of the thread p names
+// (procPath); nil if n is none. They are read-only (EACCES).
+func (t *thread) openProc(n *node, p string, flags uint64) (*node, error) {
+	_, t = t.procPath(p)
 	var generate func() (*node, error)
 	if n.Dir {
 		if d, err := t.k.fs.Lookup(procFD); err == nil && d == n {
@@ -294,10 +337,17 @@ func (t *thread) procLoadavg() []byte {
 // memory: its arguments may be no longer (abi.LinuxMaxArgBytes is less).
 const maxCmdline = 1 << 20
 
-// procCmdline is /proc/self/cmdline: argv's strings where exec put them,
+// procCmdline is /proc/PID/cmdline: argv's strings where exec put them,
 // as the program may have changed them since, as on Linux.
-func (t *thread) procCmdline() []byte {
-	start, end := t.proc.args[0], t.proc.args[1]
+func (t *thread) procCmdline() []byte { return t.stackStrings(t.proc.args[0], t.proc.args[1]) }
+
+// procEnviron is /proc/PID/environ: the environment's strings where exec
+// put them.
+func (t *thread) procEnviron() []byte { return t.stackStrings(t.proc.args[1], t.proc.args[2]) }
+
+// stackStrings are the bytes of [start, end) of the process's memory,
+// which exec filled with strings.
+func (t *thread) stackStrings(start, end uint64) []byte {
 	if end <= start {
 		return nil
 	}
@@ -306,6 +356,65 @@ func (t *thread) procCmdline() []byte {
 		return nil
 	}
 	return b
+}
+
+// procStat is /proc/PID/stat, Linux's 52 fields: who the process is, its
+// state, threads, memory and where its strings are. No CPU time is kept
+// (the times are 0, as times(2) says here), and it started at boot.
+func (t *thread) procStat() []byte {
+	p := t.proc
+	ppid := 0
+	if p.parent != nil {
+		ppid = p.parent.pid
+	}
+	state := "R"
+	if t.state == blocked {
+		state = "S"
+	}
+	pages, _ := p.as.Resident()
+	var size uint64
+	for _, v := range p.as.VMAs() {
+		size += v.End - v.Start
+	}
+	var ign, cgt uint64
+	for sig, act := range p.sigactions {
+		switch {
+		case sig == 0:
+		case act.handler == sigIGN:
+			ign |= sigbit(uint64(sig))
+		case act.handler > sigIGN:
+			cgt |= sigbit(uint64(sig))
+		}
+	}
+	threads := 0
+	for _, o := range t.k.threads {
+		if o.proc == p && o.state != exited {
+			threads++
+		}
+	}
+	return fmt.Appendf(nil, "%d (%s) %s %d %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 %d 0 0 %d %d %d 0 0 %d 0 0 %d %d %d %d 0 0 0 17 0 0 0 0 0 0 0 0 %d %d %d %d %d 0\n",
+		p.pid, t.comm, state, ppid, p.pgid, p.sid, threads, size, pages, ^uint64(0), p.args[0],
+		t.pending, t.sigmask, ign, cgt, p.brk[0], p.args[0], p.args[1], p.args[1], p.args[2])
+}
+
+// procStatm is /proc/PID/statm, in pages: the mapped size, what is
+// resident, the shared pages among them, the executable ranges, no
+// libraries (Linux says 0 too), the writable private ranges, no dirty.
+func (t *thread) procStatm() []byte {
+	as := t.proc.as
+	resident, shared := as.Resident()
+	var size, text, data uint64
+	for _, v := range as.VMAs() {
+		n := (v.End - v.Start) / pageSize
+		size += n
+		switch {
+		case v.Prot&mm.ProtExec != 0:
+			text += n
+		case v.Prot&mm.ProtWrite != 0 && v.Obj == nil:
+			data += n
+		}
+	}
+	return fmt.Appendf(nil, "%d %d %d %d 0 %d 0\n", size, resident, shared, text, data)
 }
 
 // procStatus is /proc/self/status: who the process is, its threads and
@@ -498,7 +607,7 @@ func (t *thread) procReadlink(p string) (string, bool, error) {
 		}
 		return t.fdTarget(f), true, nil
 	}
-	switch p = t.procPath(p); {
+	switch p, t = t.procPath(p); {
 	case p == "/proc/self/exe":
 		return t.proc.exe, true, nil
 	case p == "/proc/self/cwd":

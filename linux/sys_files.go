@@ -418,7 +418,7 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 	case n.Dir && flags&unix.O_ACCMODE != unix.O_RDONLY:
 		return 0, unix.EISDIR
 	}
-	made, err := t.openProc(n, flags)
+	made, err := t.openProc(n, p, flags)
 	switch {
 	case err != nil:
 		return 0, err
@@ -817,17 +817,32 @@ func (t *thread) lookup(p string) (*node, error) { return t.walk(p, true) }
 // path too), cwd to its working directory, and fd/N, however reached
 // (/dev/fd/N, /dev/stdin), to the file of N (procFDEntry).
 func (t *thread) walk(p string, follow bool) (*node, error) {
-	if t.procPath(p) == "/proc/self/cwd" && t.proc.cwd != nil {
-		return t.proc.cwd, nil
+	q, of := t.procPath(p)
+	switch {
+	case q == "/proc/self/cwd" && of.proc.cwd != nil:
+		return of.proc.cwd, nil
+	case q == "/proc/self/exe":
+		return t.k.fs.Resolve(of.proc.exe, follow)
+	case of != t:
+		// Another process's: its descriptors, not the caller's.
+		if f, ok := of.fdEntry(q); ok {
+			switch {
+			case f == nil:
+				return nil, unix.ENOENT
+			case f.Node() == nil:
+				return nil, fdPipe{f}
+			}
+			return f.Node(), nil
+		}
 	}
-	return t.k.fs.Resolve(t.selfExe(p), follow)
+	return t.k.fs.Resolve(q, follow)
 }
 
-// selfExe is p, or the process's executable if p is /proc/self/exe (exec
-// follows it too: the path it runs is the target's).
+// selfExe is p, or the executable of the process /proc/PID/exe names if
+// p is that (exec follows it too: the path it runs is the target's).
 func (t *thread) selfExe(p string) string {
-	if t.procPath(p) == "/proc/self/exe" {
-		return t.proc.exe
+	if q, of := t.procPath(p); q == "/proc/self/exe" {
+		return of.proc.exe
 	}
 	return p
 }

@@ -95,3 +95,14 @@ func (as *Space) Release() {
 // and given back in this order, so where each page lands is the same in
 // every replay (a map's order is not).
 func (as *Space) pageAddrs() []uint64 { return slices.Sorted(maps.Keys(as.pages)) }
+
+// Resident counts the pages that have frames (/proc/PID/statm), and the
+// shared mappings' among them.
+func (as *Space) Resident() (pages, shared int) {
+	for _, v := range as.vmas.list {
+		if v.Obj != nil {
+			shared += len(as.present(v.Start, v.End))
+		}
+	}
+	return len(as.pages), shared
+}

@@ -12,6 +12,7 @@
    the same natively and under reprise. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "result.h"
@@ -176,5 +178,71 @@ int main(int argc, char **argv) {
 	if (cm && fgets(line, sizeof line, cm))
 		printf("/proc/self/comm: %s", line);
 	printf("loadavg parses: %d\n", la && fscanf(la, "%lf %lf %lf %d/%d %d", &l1, &l5, &l15, &ready, &all, &last) == 6 && ready >= 1);
+
+	/* stat: pid, comm, state, ppid, pgrp, the threads, where argv and the
+	   environment lie (fields 48 to 51) */
+	FILE *sf = fopen("/proc/self/stat", "r");
+	char stat_line[1024] = {0};
+	if (sf && fgets(stat_line, sizeof stat_line, sf)) {
+		int pid, ppid, pgrp;
+		char state;
+		char *after = strrchr(stat_line, ')');
+		sscanf(stat_line, "%d", &pid);
+		sscanf(after + 2, "%c %d %d", &state, &ppid, &pgrp);
+		char *f = after + 2;
+		unsigned long field[53] = {0};
+		for (int i = 3; i <= 52 && f; i++) {
+			field[i] = strtoul(f, NULL, 10);
+			f = strchr(f, ' ');
+			if (f)
+				f++;
+		}
+		printf("stat: pid %d, comm %.*s, state %c, ppid %d, pgrp %d, threads %lu, argv at cmdline %d, env after it %d\n",
+		       pid == getpid(), (int)(after - strchr(stat_line, '(') - 1), strchr(stat_line, '(') + 1, state,
+		       ppid == getppid(), pgrp == getpgrp(), field[20], field[48] == (unsigned long)argv[0],
+		       field[50] == field[49] && field[51] >= field[50]);
+	}
+	FILE *sm = fopen("/proc/self/statm", "r");
+	unsigned long vsize, resident, shared, text, lib, data, dt;
+	printf("statm parses: %d\n", sm && fscanf(sm, "%lu %lu %lu %lu %lu %lu %lu", &vsize, &resident, &shared, &text, &lib, &data, &dt) == 7 &&
+	                                  resident <= vsize && text > 0 && data > 0);
+	FILE *en = fopen("/proc/self/environ", "r");
+	char envbuf[4096] = {0};
+	size_t en_n = en ? fread(envbuf, 1, sizeof envbuf - 1, en) : 0;
+	extern char **environ;
+	int same = 1, count = 0;
+	for (size_t at = 0; at < en_n; at += strlen(envbuf + at) + 1, count++)
+		same &= environ[count] != NULL && strcmp(envbuf + at, environ[count]) == 0;
+	printf("environ is the environment: %d\n", same && environ[count] == NULL);
+
+	/* /proc/PID: the caller's own, and from a child its parent's */
+	char own[64];
+	snprintf(own, sizeof own, "/proc/%d/comm", getpid());
+	FILE *oc = fopen(own, "r");
+	memset(line, 0, sizeof line);
+	printf("/proc/PID/comm of self: %s", oc && fgets(line, sizeof line, oc) ? line : "missing\n");
+	fflush(stdout);
+	pid_t parent = getpid();
+	if (fork() == 0) {
+		char p[64];
+		snprintf(p, sizeof p, "/proc/%d/cmdline", parent);
+		FILE *pc = fopen(p, "r");
+		memset(cmd, 0, sizeof cmd);
+		size_t n = pc ? fread(cmd, 1, sizeof cmd, pc) : 0;
+		printf("the parent's cmdline from a child: %d\n", n > 0 && strcmp(cmd, argv[0]) == 0);
+		snprintf(p, sizeof p, "/proc/%d/exe", parent);
+		char exe[256] = {0}, mine[256] = {0};
+		readlink(p, exe, sizeof exe - 1);
+		readlink("/proc/self/exe", mine, sizeof mine - 1);
+		printf("the parent's exe is the child's: %d\n", strcmp(exe, mine) == 0 && exe[0] == '/');
+		snprintf(p, sizeof p, "/proc/%d/fd/1", parent);
+		struct stat a, b;
+		printf("the parent's stdout is the child's: %d\n", stat(p, &a) == 0 && fstat(1, &b) == 0 && a.st_ino == b.st_ino);
+		snprintf(p, sizeof p, "/proc/%d/status", 999999);
+		printf("a process that is not: %d\n", access(p, F_OK) == -1 && errno == ENOENT);
+		fflush(stdout);
+		_exit(0);
+	}
+	wait(NULL);
 	return 0;
 }

@@ -316,6 +316,37 @@ func (fs *FileSystem) Add(p string, data []byte, mode uint32) (*Node, error) {
 	return n, nil
 }
 
+// AddDir places an empty directory of the kernel's at p, in a directory
+// that exists; false if p exists or the nodes run out.
+func (fs *FileSystem) AddDir(p string, mode uint32) bool {
+	e, err := fs.Final(p)
+	if err != nil || !e.Named() {
+		return false
+	}
+	if old, err := fs.child(e.Dir, e.Name); old != nil || err != unix.ENOENT {
+		return false
+	}
+	d, err := fs.NewNode(true, mode)
+	if err != nil {
+		return false
+	}
+	fs.put(e.Dir, e.Name, d)
+	return true
+}
+
+// Drop removes the kernel's entry at p (with what it holds), where the
+// program's calls would be refused: /proc's of a process reaped.
+func (fs *FileSystem) Drop(p string) {
+	e, err := fs.Final(p)
+	if err != nil || !e.Named() {
+		return
+	}
+	if n, err := fs.child(e.Dir, e.Name); err == nil && n != nil {
+		e.Dir.unput(e.Name)
+		fs.dropLink(n)
+	}
+}
+
 // DirPath is the path of directory n, "" for the root; false if n is no
 // longer in the tree (removed, as getcwd finds a working directory that
 // was).
