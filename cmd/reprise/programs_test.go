@@ -177,7 +177,7 @@ func matchesAcrossReplays(t *testing.T, dir string, args []string) cliResult {
 	for _, jitter := range []string{"0s", "2ms"} {
 		tp := filepath.Join(tapes, "prog-"+jitter+".tape")
 		rec := runCLIIn(t, dir, append([]string{"record", "-o", tp, "--timer-jitter", jitter}, args...)...)
-		require.Equal(t, live.stdout, rec.stdout, "recorded (jitter %s): %s", jitter, rec.stderr)
+		require.Equal(t, live.stdout, rec.stdout, "recorded (jitter %s): %s; live (exit %d): %s", jitter, rec.stderr, live.code, live.stderr)
 		require.Equal(t, live.code, rec.code, rec.stderr)
 		replays := 3
 		if jitter != "0s" {
