@@ -53,5 +53,6 @@ package linux
 // and a script interpreter's argument are the name execve was given; a
 // directory lists in the host's order, then the program's entries in the
 // order it made them (was name order); /proc/PID of any live process
-// (was not found), listed in /proc; /proc/PID/stat, statm, environ.
+// (was not found), listed in /proc; /proc/PID/stat, statm, environ; the
+// user's supplementary groups (getgroups said none), setgroups.
 const Version = 8

@@ -63,11 +63,22 @@ type Program struct {
 }
 
 // User is a program's identity: its user and group id.
-type User struct{ UID, GID uint32 }
+type User struct {
+	UID, GID uint32
+	Groups   []uint32 // supplementary groups
+}
 
 // InvokingUser is the user running reprise, whom a recording's program
-// runs as.
-func InvokingUser() User { return User{uint32(os.Geteuid()), uint32(os.Getegid())} }
+// runs as, with its supplementary groups (whoever may open /dev/kvm is
+// mostly in the kvm group, and id says so).
+func InvokingUser() User {
+	u := User{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())}
+	groups, _ := os.Getgroups()
+	for _, g := range groups[:min(len(groups), tape.MaxGroups)] {
+		u.Groups = append(u.Groups, uint32(g))
+	}
+	return u
+}
 
 // pid is the program's first process's.
 const pid = 1
@@ -234,6 +245,7 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	// The kernel's own files are root's, as on Linux; what the program
 	// makes is its user's, and its user's rights are checked from now.
 	fs.SetOwner(p.User.UID, p.User.GID)
+	fs.SetGroups(p.User.Groups)
 	fs.MountHost(p.Root)
 	fs.SetHost(hostView{k})
 	limitHeap()

@@ -32,7 +32,7 @@ func bootedKernel(t *testing.T) *Kernel {
 	require.NoError(t, err, string(out))
 	raw, err := os.ReadFile(bin)
 	require.NoError(t, err)
-	k, err := New(Program{Path: "/bin/hello", Image: raw, Argv: []string{"hello"}, Epoch: time.Unix(1700000000, 0), User: User{testUID, testGID}})
+	k, err := New(Program{Path: "/bin/hello", Image: raw, Argv: []string{"hello"}, Epoch: time.Unix(1700000000, 0), User: User{UID: testUID, GID: testGID}})
 	require.NoError(t, err)
 	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 64 << 20, Console: &bytes.Buffer{}})
 	require.NoError(t, err)

@@ -444,7 +444,11 @@ func (t *thread) procStatus() []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\tR (running)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n",
 		name, p.umask, p.pid, p.pid, ppid)
-	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nFDSize:\t64\nGroups:\t\n", u.UID, u.UID, u.UID, u.UID, u.GID, u.GID, u.GID, u.GID)
+	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nFDSize:\t64\nGroups:\t", u.UID, u.UID, u.UID, u.UID, u.GID, u.GID, u.GID, u.GID)
+	for _, g := range u.Groups {
+		fmt.Fprintf(&b, "%d ", g)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "Threads:\t%d\nSigPnd:\t%016x\nShdPnd:\t%016x\nSigBlk:\t%016x\nSigIgn:\t%016x\nSigCgt:\t%016x\n",
 		threads, t.pending, uint64(0), t.sigmask, ign, cgt)
 	b.WriteString("CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n" +

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/tape"
 )
 
 // The identity a program runs under: the recording user's uid and gid
@@ -35,6 +37,48 @@ func setIDs(have idOf, n int) handler {
 		}
 		return 0, nil
 	}
+}
+
+// sysGetgroups writes the user's supplementary groups: their count for a
+// size of 0, EINVAL for a list too short.
+func sysGetgroups(t *thread, a args) (uint64, error) {
+	groups := t.k.prog.User.Groups
+	switch size := int32(a[0]); {
+	case size < 0:
+		return 0, unix.EINVAL
+	case size == 0:
+		return uint64(len(groups)), nil
+	case int(size) < len(groups):
+		return 0, unix.EINVAL
+	}
+	b := make([]byte, 4*len(groups))
+	for i, g := range groups {
+		binary.LittleEndian.PutUint32(b[4*i:], g)
+	}
+	return uint64(len(groups)), memErr(t.proc.as.Write(a[1], b))
+}
+
+// sysSetgroups: changing groups takes CAP_SETGID, which only root has
+// here (EPERM otherwise, as Linux); root may set the groups it has, not
+// others (the program's identity is the recording user's: EPERM).
+func sysSetgroups(t *thread, a args) (uint64, error) {
+	u := t.k.prog.User
+	switch size := int32(a[0]); {
+	case size < 0 || size > tape.MaxGroups:
+		return 0, unix.EINVAL
+	case u.UID != 0 || int(size) != len(u.Groups):
+		return 0, unix.EPERM
+	}
+	b := make([]byte, 4*len(u.Groups))
+	if err := t.proc.as.Read(a[1], b); err != nil {
+		return 0, memErr(err)
+	}
+	for i, g := range u.Groups {
+		if binary.LittleEndian.Uint32(b[4*i:]) != g {
+			return 0, unix.EPERM
+		}
+	}
+	return 0, nil
 }
 
 // getIDs is getresuid or getresgid: real, effective and saved, all one.

@@ -121,7 +121,8 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_SETSID:            {"setsid", 0, sysSetsid},                      // 112
 	unix.SYS_SETREUID:          {"setreuid", 2, setIDs(userID, 2)},            // 113
 	unix.SYS_SETREGID:          {"setregid", 2, setIDs(groupID, 2)},           // 114
-	unix.SYS_GETGROUPS:         {"getgroups", 2, constant(0)},                 // 115
+	unix.SYS_GETGROUPS:         {"getgroups", 2, sysGetgroups},                // 115
+	unix.SYS_SETGROUPS:         {"setgroups", 2, sysSetgroups},                // 116
 	unix.SYS_SETRESUID:         {"setresuid", 3, setIDs(userID, 3)},           // 117
 	unix.SYS_GETRESUID:         {"getresuid", 3, getIDs(userID)},              // 118
 	unix.SYS_SETRESGID:         {"setresgid", 3, setIDs(groupID, 3)},          // 119

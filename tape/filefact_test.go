@@ -77,7 +77,7 @@ func factEventsOf(v int) []*Event {
 }
 
 // factHeader is a version 7 Linux program's header with every field of
-// its own set: root, mounts, stdin, packed files, user.
+// its own set: root, mounts, stdin, packed files, user and groups.
 func factHeader() *Header {
 	h := linuxHeader()
 	lib := []byte("\x7fELF a library\n")
@@ -85,7 +85,7 @@ func factHeader() *Header {
 	h.Linux.Mounts = []Mount{{Guest: "/data", Host: "/home/u/data"}, {Guest: "/etc/app.conf", Host: "/home/u/app.conf"}}
 	h.Linux.Stdin = "/data/in.txt"
 	h.Linux.Personality = 7
-	h.Linux.UID, h.Linux.GID = 1001, 1002
+	h.Linux.UID, h.Linux.GID, h.Linux.Groups = 1001, 1002, []uint32{27, 108}
 	h.Linux.Files = []File{
 		{Host: "/srv/roots/debian/usr/lib/a.so", Size: int64(len(lib)), SHA256: sha256.Sum256(lib), Data: lib},
 		{Host: "/srv/roots/debian/empty-file", SHA256: sha256.Sum256(nil), Data: []byte{}},

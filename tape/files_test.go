@@ -91,6 +91,7 @@ func TestLinuxHeaderRules(t *testing.T) {
 			l.Mounts = []Mount{{Guest: "/a", Host: "/h"}, {Guest: "/b", Host: "/h"}, {Guest: "/a/", Host: "/i"}}
 		}, `has two mounts at "/a"`},
 		{"too many mounts", func(l *Linux) { l.Mounts = mounts }, "lists 257 mounts, more than 256"},
+		{"too many groups", func(l *Linux) { l.Groups = make([]uint32, MaxGroups+1) }, "lists 65537 supplementary groups, more than 65536"},
 		{"relative stdin", func(l *Linux) { l.Stdin = "in.txt" }, `standard input: path "in.txt" is not absolute`},
 		{"relative file", func(l *Linux) { f := file; f.Host = "lib.so"; l.Files = []File{f} }, `file "lib.so": path "lib.so" is not absolute`},
 		{"file twice", func(l *Linux) { l.Files = []File{file, file} }, `lists file "/lib.so" (3 bytes, sha256 ` + hex6(file.SHA256) + `…) twice`},
@@ -105,7 +106,8 @@ func TestLinuxHeaderRules(t *testing.T) {
 
 			forged := forgeHeader(t, func(j *headerJSON) {
 				l := h.Linux
-				j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Random: strings.Repeat("00", 16), Root: l.Root, Stdin: l.Stdin}
+				j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Random: strings.Repeat("00", 16), Root: l.Root, Stdin: l.Stdin,
+					User: &userJSON{l.UID, l.GID, l.Groups}}
 				for _, m := range l.Mounts {
 					j.Linux.Mounts = append(j.Linux.Mounts, mountJSON(m))
 				}

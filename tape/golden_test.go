@@ -67,7 +67,7 @@ func TestGoldenV5(t *testing.T) {
 	_, evs, hosts := hostTapeOf(t, factHeader(), factEventsOf(5))
 	want := factHeader()
 	want.Version = 5
-	want.Linux.UID, want.Linux.GID = LegacyID, LegacyID
+	want.Linux.UID, want.Linux.GID, want.Linux.Groups = LegacyID, LegacyID, nil
 	readGolden(t, filepath.Join("testdata", "v5.tape"), want, evs, hosts)
 }
 
@@ -77,6 +77,7 @@ func TestGoldenV6(t *testing.T) {
 	_, evs, hosts := hostTapeOf(t, factHeader(), factEventsOf(6))
 	want := factHeader()
 	want.Version = 6
+	want.Linux.Groups = nil // since version 7
 	readGolden(t, filepath.Join("testdata", "v6.tape"), want, evs, hosts)
 }
 

@@ -30,7 +30,8 @@ import (
 //	6  the header's "linux" gains the user the program ran as (uid,
 //	   gid); a tape before ran it as LegacyID
 //	7  a listing (FileList) gains the order the host listed its entries
-//	   in (FileFact.Order); before, name order
+//	   in (FileFact.Order); before, name order; the header's "linux.user"
+//	   gains the user's supplementary groups
 const FormatVersion = 7
 
 // PositionSource names how asynchronous events are positioned
@@ -46,6 +47,10 @@ const (
 func (s PositionSource) known() bool {
 	return s == SourceSWBC || s == SourceExitSync || s == SourcePMU
 }
+
+// MaxGroups is the most supplementary groups a program runs with:
+// Linux's NGROUPS_MAX.
+const MaxGroups = 65536
 
 // MaxCPUIDEntries is the most CPUID entries a tape holds: KVM's own limit
 // (KVM_MAX_CPUID_ENTRIES).
@@ -123,6 +128,9 @@ type Linux struct {
 	// UID and GID are the identity the program ran as: the recording
 	// user's (since version 6; before, every program ran as LegacyID).
 	UID, GID uint32
+	// Groups are its supplementary groups, the recording user's (since
+	// version 7, at most MaxGroups; before, none).
+	Groups []uint32
 	// Personality is the version of the Linux personality that recorded
 	// the program (linux.Version; 0 before versions were kept). Which
 	// frame backs which page is the personality's choice, so a replay by
@@ -221,8 +229,9 @@ type linuxJSON struct {
 }
 
 type userJSON struct {
-	UID uint32 `json:"uid"`
-	GID uint32 `json:"gid"`
+	UID    uint32   `json:"uid"`
+	GID    uint32   `json:"gid"`
+	Groups []uint32 `json:"groups,omitempty"` // since version 7
 }
 
 type mountJSON struct {
@@ -313,6 +322,9 @@ func (h *Header) check(version int) string {
 func (l *Linux) check(version int) string {
 	if len(l.Files) > MaxFiles {
 		return fmt.Sprintf("lists %d files, more than %d", len(l.Files), MaxFiles)
+	}
+	if len(l.Groups) > MaxGroups {
+		return fmt.Sprintf("lists %d supplementary groups, more than %d", len(l.Groups), MaxGroups)
 	}
 	if version >= 5 {
 		if why := checkPath(l.Root); why != "" {
@@ -442,7 +454,7 @@ func encodeHeader(h *Header) ([][]byte, error) {
 	}
 	if l := h.Linux; l != nil {
 		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU,
-			Root: l.Root, Stdin: l.Stdin, Cwd: l.Cwd, User: &userJSON{l.UID, l.GID}, Personality: l.Personality}
+			Root: l.Root, Stdin: l.Stdin, Cwd: l.Cwd, User: &userJSON{l.UID, l.GID, l.Groups}, Personality: l.Personality}
 		for _, m := range l.Mounts {
 			j.Linux.Mounts = append(j.Linux.Mounts, mountJSON(m))
 		}
@@ -537,6 +549,9 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 			UID: LegacyID, GID: LegacyID}
 		if l.User != nil && version >= 6 {
 			h.Linux.UID, h.Linux.GID = l.User.UID, l.User.GID
+		}
+		if l.User != nil && version >= 7 {
+			h.Linux.Groups = l.User.Groups
 		}
 		if len(l.Random) != 2*len(h.Linux.Random) {
 			return nil, 0, fmt.Sprintf("Linux program random %q is not 32 hex digits", l.Random)

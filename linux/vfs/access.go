@@ -1,6 +1,10 @@
 package vfs
 
-import "golang.org/x/sys/unix"
+import (
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
 
 // What an access asks of a file, as Linux's MAY_EXEC, MAY_WRITE and
 // MAY_READ (and access(2)'s X_OK, W_OK, R_OK).
@@ -15,7 +19,8 @@ const (
 // generic_permission decides: root may read and write anything and
 // execute what anyone may (a directory: always); another user is judged
 // by the owner's bits if the file is its own, else the group's if its
-// group is the user's, else the others'.
+// group is the user's or one of its supplementary groups (SetGroups),
+// else the others'.
 func (fs *FileSystem) Access(n *Node, may uint32) error {
 	uid, gid := fs.owner[0], fs.owner[1]
 	if uid == 0 {
@@ -28,7 +33,7 @@ func (fs *FileSystem) Access(n *Node, may uint32) error {
 	switch {
 	case n.UID == uid:
 		bits >>= 6
-	case n.GID == gid:
+	case n.GID == gid || slices.Contains(fs.groups, n.GID):
 		bits >>= 3
 	}
 	if may&^(bits&7) != 0 {

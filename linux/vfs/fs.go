@@ -18,6 +18,7 @@ type FileSystem struct {
 	remap   Remap
 	host    Host      // where host directories' entries and files' contents come from
 	owner   [2]uint32 // the user and group new files belong to
+	groups  []uint32  // the user's supplementary groups
 	clock   func() int64
 	magic   Magic
 	// forgotAt is the nodes held when forgetting last fell short
@@ -36,6 +37,10 @@ func (fs *FileSystem) SetMagic(m Magic) { fs.magic = m }
 // SetOwner makes the files the program makes from now on its user's and
 // group's.
 func (fs *FileSystem) SetOwner(uid, gid uint32) { fs.owner = [2]uint32{uid, gid} }
+
+// SetGroups gives the program's user its supplementary groups, whose
+// files it may access as their group.
+func (fs *FileSystem) SetGroups(groups []uint32) { fs.groups = slices.Clone(groups) }
 
 // SetClock gives the tree the time a change happens at, in ns since the
 // Unix epoch, to stamp files with; before it, files have zero times.

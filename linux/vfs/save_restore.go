@@ -130,7 +130,7 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 			}
 		}
 	}
-	r.FS = &FileSystem{root: r.Nodes[0], nextIno: nextIno, budget: fresh.budget, remap: remap, host: fresh.host, owner: fresh.owner, clock: fresh.clock, magic: fresh.magic}
+	r.FS = &FileSystem{root: r.Nodes[0], nextIno: nextIno, budget: fresh.budget, remap: remap, host: fresh.host, owner: fresh.owner, groups: fresh.groups, clock: fresh.clock, magic: fresh.magic}
 	for _, p := range pipes {
 		r.Pipes = append(r.Pipes, p.restore(fresh.budget))
 	}
