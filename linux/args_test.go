@@ -64,7 +64,7 @@ var linuxCalls = map[string]linuxCall{
 	"sched_setaffinity": {203, 3}, "clock_getres": {229, 2}, "getcpu": {309, 3}, "close_range": {436, 3},
 	"statfs": {137, 2}, "fstatfs": {138, 2}, "link": {86, 2}, "linkat": {265, 5}, "symlink": {88, 2}, "symlinkat": {266, 3}, "chown": {92, 3}, "fchown": {93, 3}, "lchown": {94, 3}, "fchownat": {260, 5}, "setxattr": {188, 5}, "lsetxattr": {189, 5}, "fsetxattr": {190, 5}, "copy_file_range": {326, 6}, "flock": {73, 2},
 	"signalfd": {282, 3}, "signalfd4": {289, 4},
-	"accept": {43, 3}, "sendto": {44, 6}, "recvfrom": {45, 6}, "sendmsg": {46, 3}, "recvmsg": {47, 3}, "shutdown": {48, 2},
+	"accept": {43, 3}, "sendto": {44, 6}, "recvfrom": {45, 6}, "sendmsg": {46, 3}, "recvmsg": {47, 3}, "shutdown": {48, 2}, "socketpair": {53, 4},
 	"bind": {49, 3}, "listen": {50, 2}, "getsockname": {51, 3}, "getpeername": {52, 3}, "setsockopt": {54, 5},
 	"getsockopt": {55, 5}, "accept4": {288, 4}, "recvmmsg": {299, 5}, "sendmmsg": {307, 4},
 	"utime": {132, 2}, "utimes": {235, 2}, "futimesat": {261, 3},
@@ -313,6 +313,7 @@ func callCases(s uint64) []callCase {
 		{name: "timer_getoverrun", a: args{0}},
 		{name: "timer_delete", a: args{0}},
 		{name: "memfd_create", a: args{s + offPathA, 1}}, // MFD_CLOEXEC
+		{name: "socketpair", a: args{unix.AF_UNIX, unix.SOCK_STREAM | unix.SOCK_CLOEXEC, 0, s + offOut}},
 		{name: "getpid"},
 		{name: "gettid"},
 		{name: "getppid"},

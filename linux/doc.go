@@ -54,5 +54,6 @@ package linux
 // directory lists in the host's order, then the program's entries in the
 // order it made them (was name order); /proc/PID of any live process
 // (was not found), listed in /proc; /proc/PID/stat, statm, environ; the
-// user's supplementary groups (getgroups said none), setgroups.
+// user's supplementary groups (getgroups said none), setgroups;
+// socketpair's AF_UNIX sockets and the calls on them.
 const Version = 8

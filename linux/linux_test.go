@@ -774,3 +774,14 @@ func TestTunablesReadPastEnvironment(t *testing.T) {
 func TestSharedMemory(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "shm.c", "-static", "-O1", "-pthread"), "shm", time.Millisecond)
 }
+
+// socketpair's AF_UNIX sockets are Linux's: stream bytes, message
+// boundaries of seqpacket and datagram sockets (MSG_PEEK, MSG_TRUNC,
+// empty messages), sendmsg and recvmsg over iovecs, shutdown, poll's
+// readiness, EAGAIN, EPIPE and SIGPIPE, a pair across fork, SO_TYPE,
+// SO_PEERCRED, SO_RCVBUF, fstat and /proc/self/fd, the errors — the
+// host's output, live, recorded and replayed (socketpair was ENOSYS:
+// python's asyncio could not start an event loop).
+func TestSocketPairs(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "sockpair.c", "-static", "-O1"), "sockpair", time.Millisecond)
+}

@@ -232,6 +232,8 @@ func (t *thread) fdTarget(f *openFile) string {
 		return f.Path
 	case f.AnonName() != "":
 		return "anon_inode:[" + f.AnonName() + "]"
+	case socketOf(f) != nil:
+		return "socket:[" + strconv.FormatUint(socketOf(f).Ino(), 10) + "]"
 	}
 	return "pipe:[" + strconv.FormatUint(f.StreamIno(), 10) + "]"
 }

@@ -276,32 +276,23 @@ const maxIOV = 1024
 // iovec is struct iovec: one segment of a readv or writev.
 type iovec struct{ base, len uint64 }
 
-// vectored reads or writes an iovec array. The array is checked whole
-// first, as Linux's import_iovec does: a segment whose length is negative
-// as a ssize_t is EINVAL, one outside user space EFAULT, and the total is
-// clamped to MAX_RW_COUNT. Then it moves segment by segment, stopping at a
-// short transfer.
-func (t *thread) vectored(fd, va, count uint64, write bool) (uint64, error) {
-	f, err := t.proc.fds.Get(fd)
-	switch {
-	case err != nil:
-		return 0, err
-	case write && !f.Writable(), !write && !f.Readable():
-		return 0, unix.EBADF
-	case count == 0:
-		return 0, nil
-	case count > maxIOV:
-		return 0, unix.EINVAL
+// iovecs reads an iovec array of count segments at va, checked whole as
+// Linux's import_iovec does: more than IOV_MAX segments, or one whose
+// length is negative as a ssize_t, is EINVAL, one outside user space
+// EFAULT, and the total is clamped to MAX_RW_COUNT.
+func (t *thread) iovecs(va, count uint64) ([]iovec, uint64, error) {
+	if count > maxIOV {
+		return nil, 0, unix.EINVAL
 	}
 	raw := make([]byte, count*16)
 	if err := t.proc.as.Read(va, raw); err != nil {
-		return 0, memErr(err)
+		return nil, 0, memErr(err)
 	}
 	segs := make([]iovec, count)
 	for i := range segs {
 		segs[i] = iovec{binary.LittleEndian.Uint64(raw[i*16:]), binary.LittleEndian.Uint64(raw[i*16+8:])}
 		if int64(segs[i].len) < 0 {
-			return 0, unix.EINVAL
+			return nil, 0, unix.EINVAL
 		}
 	}
 	var total uint64
@@ -311,12 +302,31 @@ func (t *thread) vectored(fd, va, count uint64, write bool) (uint64, error) {
 			s.len = min(s.len, maxRWCount) // one segment is clamped before its range is checked (import_ubuf)
 		}
 		if !userRange(s.base, s.len) {
-			return 0, unix.EFAULT
+			return nil, 0, unix.EFAULT
 		}
 		s.len = min(s.len, maxRWCount-total)
 		total += s.len
 	}
-	if total == 0 {
+	return segs, total, nil
+}
+
+// vectored reads or writes an iovec array (iovecs), segment by segment,
+// stopping at a short transfer.
+func (t *thread) vectored(fd, va, count uint64, write bool) (uint64, error) {
+	f, err := t.proc.fds.Get(fd)
+	switch {
+	case err != nil:
+		return 0, err
+	case write && !f.Writable(), !write && !f.Readable():
+		return 0, unix.EBADF
+	case count == 0:
+		return 0, nil
+	}
+	segs, total, err := t.iovecs(va, count)
+	switch {
+	case err != nil:
+		return 0, err
+	case total == 0:
 		return 0, nil
 	}
 	if f.Seekable() {

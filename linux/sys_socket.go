@@ -1,17 +1,446 @@
 package linux
 
-import "golang.org/x/sys/unix"
+import (
+	"encoding/binary"
+	"errors"
 
-// No socket can be made yet (socket answers EAFNOSUPPORT, and programs
-// fall back or fail clearly), so every call on a socket's descriptor is
-// made on something else: EBADF for a closed descriptor, ENOTSOCK for an
-// open one, as Linux answers (bash asks getpeername of its standard input).
+	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/linux/vfs"
+)
+
+// Sockets: socketpair's AF_UNIX pairs (stream, datagram, seqpacket), and
+// the calls on a socket's descriptor. A socket of another kind cannot be
+// made yet: socket answers EAFNOSUPPORT, and programs fall back or fail
+// clearly. A call on a descriptor that is no socket answers ENOTSOCK, and
+// EBADF for one not open, as Linux does (bash asks getpeername of its
+// standard input).
 
 func sysSocket(*thread, args) (uint64, error) { return 0, unix.EAFNOSUPPORT }
 
-func notSocket(t *thread, a args) (uint64, error) {
-	if _, err := t.proc.fds.Get(a[0]); err != nil {
+// sockFlags are the flags socket and socketpair take in their type.
+const sockFlags = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
+
+// sysSocketpair makes two connected AF_UNIX sockets and writes their
+// descriptors: EAFNOSUPPORT for another family, EOPNOTSUPP for AF_INET's
+// (which has no pairs), ESOCKTNOSUPPORT for a type AF_UNIX has not,
+// EPROTONOSUPPORT for a protocol.
+func sysSocketpair(t *thread, a args) (uint64, error) {
+	family, typ, proto := a[0], a[1], a[2]
+	switch {
+	case family == unix.AF_INET || family == unix.AF_INET6:
+		return 0, unix.EOPNOTSUPP
+	case family != unix.AF_UNIX:
+		return 0, unix.EAFNOSUPPORT
+	case typ&^(sockFlags|0xf) != 0:
+		return 0, unix.EINVAL
+	case typ&0xf != unix.SOCK_STREAM && typ&0xf != unix.SOCK_DGRAM && typ&0xf != unix.SOCK_SEQPACKET:
+		return 0, unix.ESOCKTNOSUPPORT
+	case proto != 0 && proto != unix.PF_UNIX:
+		return 0, unix.EPROTONOSUPPORT
+	}
+	var flags uint64
+	if typ&unix.SOCK_NONBLOCK != 0 {
+		flags = unix.O_NONBLOCK
+	}
+	u := t.k.prog.User
+	ino := t.k.fs.NewIno()
+	t.k.fs.NewIno()
+	x, y, err := vfs.NewSocketPair(t.k.budget, unix.AF_UNIX, vfs.SockType(typ&0xf), flags, [3]uint32{uint32(t.proc.pid), u.UID, u.GID}, ino)
+	if err != nil {
 		return 0, err
 	}
-	return 0, unix.ENOTSOCK
+	cloexec := typ&unix.SOCK_CLOEXEC != 0
+	fx, err := t.proc.fds.Install(x, cloexec, 0)
+	if err != nil {
+		x.Release()
+		y.Release()
+		return 0, err
+	}
+	fy, err := t.proc.fds.Install(y, cloexec, 0)
+	if err != nil {
+		t.proc.closeFD(fx)
+		y.Release()
+		return 0, err
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint32(b[:], uint32(fx))
+	binary.LittleEndian.PutUint32(b[4:], uint32(fy))
+	if err := t.proc.as.Write(a[3], b[:]); err != nil {
+		t.proc.closeFD(fx)
+		t.proc.closeFD(fy)
+		return 0, memErr(err)
+	}
+	return 0, nil
+}
+
+// sockDev is the device sockfs's inodes are on, as stat says.
+const sockDev = 8
+
+// socketOf is the socket f is, nil for another file or none.
+func socketOf(f *openFile) *vfs.Socket {
+	if f == nil {
+		return nil
+	}
+	return vfs.SocketOf(f)
+}
+
+// socketAt is the socket descriptor fd is: EBADF if it is not open,
+// ENOTSOCK if it is something else.
+func (t *thread) socketAt(fd uint64) (*openFile, *vfs.Socket, error) {
+	f, err := t.proc.fds.Get(fd)
+	if err != nil {
+		return nil, nil, err
+	}
+	s := vfs.SocketOf(f)
+	if s == nil {
+		return nil, nil, unix.ENOTSOCK
+	}
+	return f, s, nil
+}
+
+// The flags of send and recv that are served; others are ignored, as
+// Linux ignores what a socket's family does not use.
+const (
+	msgPeek     = unix.MSG_PEEK
+	msgTrunc    = unix.MSG_TRUNC
+	msgDontwait = unix.MSG_DONTWAIT
+	msgNosignal = unix.MSG_NOSIGNAL
+)
+
+// send gives b to s's peer for t: ErrWouldBlock waits for room; a peer
+// gone is EPIPE, with SIGPIPE unless MSG_NOSIGNAL.
+func (t *thread) send(f *openFile, s *vfs.Socket, b []byte, flags uint64) (uint64, error) {
+	n, err := s.Send(b, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
+	switch {
+	case errors.Is(err, vfs.ErrWouldBlock):
+		return 0, t.blockOnFiles(f)
+	case errors.Is(err, vfs.ErrNoReaders) && flags&msgNosignal != 0:
+		return 0, unix.EPIPE
+	case errors.Is(err, vfs.ErrNoReaders):
+		sig := uint64(unix.SIGPIPE)
+		if err := t.k.signal(t, sig, t.k.siginfo(sig, siUser, uint64(t.proc.pid))); err != nil {
+			return 0, err
+		}
+		return 0, unix.EPIPE
+	}
+	return uint64(n), err
+}
+
+// recv takes what s's peer sent into b for t: ErrWouldBlock waits. It
+// returns the bytes taken and the message's whole length.
+func (t *thread) recv(f *openFile, s *vfs.Socket, b []byte, flags uint64) (int, int, error) {
+	got, n, err := s.Recv(b, flags&msgPeek != 0, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
+	if errors.Is(err, vfs.ErrWouldBlock) {
+		return 0, 0, t.blockOnFiles(f)
+	}
+	return got, n, err
+}
+
+// maxSockIO bounds what one send or receive moves: a socket's buffer
+// holds no more.
+const maxSockIO = vfs.SocketCapacity
+
+// sysSendto sends the buffer; an address is EISCONN on a connected
+// socket, as every socket here is.
+func sysSendto(t *thread, a args) (uint64, error) {
+	f, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if a[4] != 0 && s.Peer() != nil {
+		return 0, unix.EISCONN
+	}
+	b := make([]byte, min(a[2], maxSockIO))
+	if err := t.proc.as.Read(a[1], b); err != nil {
+		return 0, memErr(err)
+	}
+	return t.send(f, s, b, a[3])
+}
+
+// sysRecvfrom receives into the buffer; the sender's address, when asked
+// for, is an unnamed AF_UNIX socket's (just the family).
+func sysRecvfrom(t *thread, a args) (uint64, error) {
+	f, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	b := make([]byte, min(a[2], maxSockIO))
+	got, n, err := t.recv(f, s, b, a[3])
+	if err != nil {
+		return 0, err
+	}
+	if err := t.proc.as.Write(a[1], b[:got]); err != nil {
+		return 0, memErr(err)
+	}
+	if a[4] != 0 && a[5] != 0 {
+		if err := t.writeSockaddr(a[4], a[5], unnamed(s)); err != nil {
+			return 0, err
+		}
+	}
+	if a[3]&msgTrunc != 0 {
+		return uint64(n), nil
+	}
+	return uint64(got), nil
+}
+
+// msghdr is struct msghdr's fields.
+type msghdr struct {
+	name, namelen, iov, iovlen, control, controllen, flags uint64
+}
+
+func (t *thread) readMsghdr(va uint64) (msghdr, error) {
+	var b [56]byte
+	if err := t.proc.as.Read(va, b[:]); err != nil {
+		return msghdr{}, memErr(err)
+	}
+	le := binary.LittleEndian
+	return msghdr{le.Uint64(b[0:]), uint64(le.Uint32(b[8:])), le.Uint64(b[16:]), le.Uint64(b[24:]),
+		le.Uint64(b[32:]), le.Uint64(b[40:]), uint64(le.Uint32(b[48:]))}, nil
+}
+
+// sysSendmsg gathers the message's iovecs and sends them as one; control
+// messages (SCM_RIGHTS, SCM_CREDENTIALS) are not passed yet: EOPNOTSUPP.
+func sysSendmsg(t *thread, a args) (uint64, error) {
+	f, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	m, err := t.readMsghdr(a[1])
+	switch {
+	case err != nil:
+		return 0, err
+	case m.controllen != 0:
+		return 0, unix.EOPNOTSUPP
+	case m.name != 0 && m.namelen != 0 && s.Peer() != nil:
+		return 0, unix.EISCONN
+	}
+	segs, total, err := t.iovecs(m.iov, m.iovlen)
+	if err != nil {
+		return 0, err
+	}
+	b := make([]byte, 0, min(total, maxSockIO))
+	for _, seg := range segs {
+		part := make([]byte, min(seg.len, maxSockIO-uint64(len(b))))
+		if err := t.proc.as.Read(seg.base, part); err != nil {
+			return 0, memErr(err)
+		}
+		b = append(b, part...)
+	}
+	return t.send(f, s, b, a[2])
+}
+
+// sysRecvmsg receives one message (or a stream's bytes) and scatters it
+// over the iovecs; msg_flags says MSG_TRUNC for a message cut short, the
+// name an unnamed AF_UNIX sender's, and no control messages are given.
+func sysRecvmsg(t *thread, a args) (uint64, error) {
+	f, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	m, err := t.readMsghdr(a[1])
+	if err != nil {
+		return 0, err
+	}
+	segs, total, err := t.iovecs(m.iov, m.iovlen)
+	if err != nil {
+		return 0, err
+	}
+	b := make([]byte, min(total, maxSockIO))
+	got, n, err := t.recv(f, s, b, a[2])
+	if err != nil {
+		return 0, err
+	}
+	rest := b[:got]
+	for _, seg := range segs {
+		part := rest[:min(uint64(len(rest)), seg.len)]
+		if err := t.proc.as.Write(seg.base, part); err != nil {
+			return 0, memErr(err)
+		}
+		rest = rest[len(part):]
+	}
+	var flags uint32
+	if n > got {
+		flags |= unix.MSG_TRUNC
+	}
+	var out [4]byte
+	binary.LittleEndian.PutUint32(out[:], flags)
+	if err := t.proc.as.Write(a[1]+48, out[:]); err != nil {
+		return 0, memErr(err)
+	}
+	if err := t.proc.as.PutUint64(a[1]+40, 0); err != nil { // no control messages
+		return 0, memErr(err)
+	}
+	namelen := uint32(0)
+	if m.name != 0 && !s.Stream() {
+		addr := unnamed(s)
+		if err := t.proc.as.Write(m.name, addr[:min(uint64(len(addr)), m.namelen)]); err != nil {
+			return 0, memErr(err)
+		}
+		namelen = uint32(len(addr))
+	}
+	binary.LittleEndian.PutUint32(out[:], namelen)
+	if err := t.proc.as.Write(a[1]+8, out[:]); err != nil {
+		return 0, memErr(err)
+	}
+	if a[2]&msgTrunc != 0 {
+		return uint64(n), nil
+	}
+	return uint64(got), nil
+}
+
+// sysShutdown shuts a socket for reading, writing or both.
+func sysShutdown(t *thread, a args) (uint64, error) {
+	_, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if a[1] > unix.SHUT_RDWR {
+		return 0, unix.EINVAL
+	}
+	return 0, s.Shutdown(int(a[1]))
+}
+
+// unnamed is an unnamed AF_UNIX socket's address: the family alone.
+func unnamed(*vfs.Socket) []byte { return []byte{unix.AF_UNIX, 0} }
+
+// writeSockaddr writes addr to the buffer at va, whose length is the
+// socklen_t at lenVA, cut to it, and the address's whole length there.
+func (t *thread) writeSockaddr(va, lenVA uint64, addr []byte) error {
+	var b [4]byte
+	if err := t.proc.as.Read(lenVA, b[:]); err != nil {
+		return memErr(err)
+	}
+	room := int32(binary.LittleEndian.Uint32(b[:]))
+	if room < 0 {
+		return unix.EINVAL
+	}
+	if err := t.proc.as.Write(va, addr[:min(len(addr), int(room))]); err != nil {
+		return memErr(err)
+	}
+	binary.LittleEndian.PutUint32(b[:], uint32(len(addr)))
+	return memErr(t.proc.as.Write(lenVA, b[:]))
+}
+
+// sysGetsockname is an unnamed AF_UNIX socket's address.
+func sysGetsockname(t *thread, a args) (uint64, error) {
+	_, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	return 0, t.writeSockaddr(a[1], a[2], unnamed(s))
+}
+
+// sysGetpeername is the peer's address: ENOTCONN without one.
+func sysGetpeername(t *thread, a args) (uint64, error) {
+	_, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if s.Peer() == nil {
+		return 0, unix.ENOTCONN
+	}
+	return 0, t.writeSockaddr(a[1], a[2], unnamed(s.Peer()))
+}
+
+// sysGetsockopt answers SOL_SOCKET's options: the socket's type, family,
+// protocol, error (none), buffer sizes, SO_PEERCRED (who made the peer),
+// and what setsockopt set; ENOPROTOOPT for the rest.
+func sysGetsockopt(t *thread, a args) (uint64, error) {
+	_, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if a[1] != unix.SOL_SOCKET {
+		return 0, unix.ENOPROTOOPT
+	}
+	var v []byte
+	switch a[2] {
+	case unix.SO_PEERCRED:
+		v = make([]byte, 12)
+		if p := s.Peer(); p != nil {
+			binary.LittleEndian.PutUint32(v, p.Cred[0])
+			binary.LittleEndian.PutUint32(v[4:], p.Cred[1])
+			binary.LittleEndian.PutUint32(v[8:], p.Cred[2])
+		} else {
+			binary.LittleEndian.PutUint32(v[4:], ^uint32(0))
+			binary.LittleEndian.PutUint32(v[8:], ^uint32(0))
+		}
+	default:
+		n, ok := s.Option(int(a[2]))
+		if !ok {
+			return 0, unix.ENOPROTOOPT
+		}
+		v = binary.LittleEndian.AppendUint32(nil, uint32(n))
+	}
+	var lb [4]byte
+	if err := t.proc.as.Read(a[4], lb[:]); err != nil {
+		return 0, memErr(err)
+	}
+	room := int32(binary.LittleEndian.Uint32(lb[:]))
+	if room < 0 {
+		return 0, unix.EINVAL
+	}
+	v = v[:min(len(v), int(room))]
+	if err := t.proc.as.Write(a[3], v); err != nil {
+		return 0, memErr(err)
+	}
+	binary.LittleEndian.PutUint32(lb[:], uint32(len(v)))
+	return 0, memErr(t.proc.as.Write(a[4], lb[:]))
+}
+
+// sysSetsockopt keeps SOL_SOCKET's integer options (getsockopt says them
+// back; the buffers' sizes as Linux doubles them); ENOPROTOOPT for
+// another level or option, EINVAL for a value shorter than an int.
+func sysSetsockopt(t *thread, a args) (uint64, error) {
+	_, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if a[1] != unix.SOL_SOCKET {
+		return 0, unix.ENOPROTOOPT
+	}
+	if int32(a[4]) < 4 {
+		return 0, unix.EINVAL
+	}
+	v, err := t.loadUint32(a[3])
+	if err != nil {
+		return 0, err
+	}
+	return 0, s.SetOption(int(a[2]), int32(v))
+}
+
+// sysConnect checks the address as Linux's unix_validate_addr does
+// (EINVAL for one shorter than a family and a name, or longer than a
+// sockaddr_un, or of another family), then answers EISCONN: every socket
+// here is connected already.
+func sysConnect(t *thread, a args) (uint64, error) {
+	_, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	const sunMax = 110 // sizeof(struct sockaddr_un)
+	if a[2] <= 2 || a[2] > sunMax {
+		return 0, unix.EINVAL
+	}
+	var fam [2]byte
+	if err := t.proc.as.Read(a[1], fam[:]); err != nil {
+		return 0, memErr(err)
+	}
+	if int(binary.LittleEndian.Uint16(fam[:])) != s.Family {
+		return 0, unix.EINVAL
+	}
+	return 0, unix.EISCONN
+}
+
+// onSocket answers err for a call on a socket that no socket here can
+// take yet (a socketpair's are connected already: listen and accept are
+// EINVAL), ENOTSOCK on anything else.
+func onSocket(err unix.Errno) handler {
+	return func(t *thread, a args) (uint64, error) {
+		if _, _, e := t.socketAt(a[0]); e != nil {
+			return 0, e
+		}
+		return 0, err
+	}
 }

@@ -32,6 +32,9 @@ type attrs struct {
 
 // attrsOf describes an open file or a node (f nil).
 func (k *Kernel) attrsOf(f *openFile, n *node) attrs {
+	if s := socketOf(f); s != nil {
+		return attrs{dev: sockDev, ino: s.Ino(), nlink: 1, mode: unix.S_IFSOCK | 0o777, uid: k.prog.User.UID, gid: k.prog.User.GID}
+	}
 	if f != nil && f.IsStream() {
 		// A pipe, as when a program's output is piped on the host: the C
 		// library buffers it the same way.

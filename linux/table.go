@@ -61,19 +61,20 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETPID:            {"getpid", 0, sysGetpid},                      // 39
 	unix.SYS_SENDFILE:          {"sendfile", 4, sysSendfile},                  // 40
 	unix.SYS_SOCKET:            {"socket", 3, sysSocket},                      // 41
-	unix.SYS_CONNECT:           {"connect", 3, notSocket},                     // 42
-	unix.SYS_ACCEPT:            {"accept", 3, notSocket},                      // 43
-	unix.SYS_SENDTO:            {"sendto", 6, notSocket},                      // 44
-	unix.SYS_RECVFROM:          {"recvfrom", 6, notSocket},                    // 45
-	unix.SYS_SENDMSG:           {"sendmsg", 3, notSocket},                     // 46
-	unix.SYS_RECVMSG:           {"recvmsg", 3, notSocket},                     // 47
-	unix.SYS_SHUTDOWN:          {"shutdown", 2, notSocket},                    // 48
-	unix.SYS_BIND:              {"bind", 3, notSocket},                        // 49
-	unix.SYS_LISTEN:            {"listen", 2, notSocket},                      // 50
-	unix.SYS_GETSOCKNAME:       {"getsockname", 3, notSocket},                 // 51
-	unix.SYS_GETPEERNAME:       {"getpeername", 3, notSocket},                 // 52
-	unix.SYS_SETSOCKOPT:        {"setsockopt", 5, notSocket},                  // 54
-	unix.SYS_GETSOCKOPT:        {"getsockopt", 5, notSocket},                  // 55
+	unix.SYS_CONNECT:           {"connect", 3, sysConnect},                    // 42
+	unix.SYS_ACCEPT:            {"accept", 3, onSocket(unix.EINVAL)},          // 43
+	unix.SYS_SENDTO:            {"sendto", 6, sysSendto},                      // 44
+	unix.SYS_RECVFROM:          {"recvfrom", 6, sysRecvfrom},                  // 45
+	unix.SYS_SENDMSG:           {"sendmsg", 3, sysSendmsg},                    // 46
+	unix.SYS_RECVMSG:           {"recvmsg", 3, sysRecvmsg},                    // 47
+	unix.SYS_SHUTDOWN:          {"shutdown", 2, sysShutdown},                  // 48
+	unix.SYS_BIND:              {"bind", 3, onSocket(unix.EOPNOTSUPP)},        // 49
+	unix.SYS_LISTEN:            {"listen", 2, onSocket(unix.EINVAL)},          // 50
+	unix.SYS_GETSOCKNAME:       {"getsockname", 3, sysGetsockname},            // 51
+	unix.SYS_GETPEERNAME:       {"getpeername", 3, sysGetpeername},            // 52
+	unix.SYS_SOCKETPAIR:        {"socketpair", 4, sysSocketpair},              // 53
+	unix.SYS_SETSOCKOPT:        {"setsockopt", 5, sysSetsockopt},              // 54
+	unix.SYS_GETSOCKOPT:        {"getsockopt", 5, sysGetsockopt},              // 55
 	unix.SYS_CLONE:             {"clone", 5, sysClone},                        // 56
 	unix.SYS_FORK:              {"fork", 0, sysFork},                          // 57
 	unix.SYS_VFORK:             {"vfork", 0, sysVfork},                        // 58
@@ -195,15 +196,15 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_FALLOCATE:         {"fallocate", 4, sysFallocate},                // 285
 	unix.SYS_TIMERFD_SETTIME:   {"timerfd_settime", 4, sysTimerfdSettime},     // 286
 	unix.SYS_TIMERFD_GETTIME:   {"timerfd_gettime", 2, sysTimerfdGettime},     // 287
-	unix.SYS_ACCEPT4:           {"accept4", 4, notSocket},                     // 288
+	unix.SYS_ACCEPT4:           {"accept4", 4, onSocket(unix.EINVAL)},         // 288
 	unix.SYS_SIGNALFD4:         {"signalfd4", 4, sysSignalfd4},                // 289
 	unix.SYS_EVENTFD2:          {"eventfd2", 2, sysEventfd2},                  // 290
 	unix.SYS_EPOLL_CREATE1:     {"epoll_create1", 1, sysEpollCreate1},         // 291
 	unix.SYS_DUP3:              {"dup3", 3, sysDup3},                          // 292
 	unix.SYS_PIPE2:             {"pipe2", 2, sysPipe2},                        // 293
 	unix.SYS_PRLIMIT64:         {"prlimit64", 4, sysPrlimit},                  // 302
-	unix.SYS_RECVMMSG:          {"recvmmsg", 5, notSocket},                    // 299
-	unix.SYS_SENDMMSG:          {"sendmmsg", 4, notSocket},                    // 307
+	unix.SYS_RECVMMSG:          {"recvmmsg", 5, onSocket(unix.EOPNOTSUPP)},    // 299
+	unix.SYS_SENDMMSG:          {"sendmmsg", 4, onSocket(unix.EOPNOTSUPP)},    // 307
 	unix.SYS_GETCPU:            {"getcpu", 3, sysGetcpu},                      // 309
 	unix.SYS_RENAMEAT2:         {"renameat2", 5, sysRenameat},                 // 316
 	unix.SYS_GETRANDOM:         {"getrandom", 3, sysGetrandom},                // 318

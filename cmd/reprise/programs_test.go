@@ -58,6 +58,21 @@ if __name__ == "__main__":
     print(v.value, [p.exitcode for p in ps])
 `},
 		cmd: `python3 mp.py`},
+	{name: "python3-asyncio", tools: []string{"python3"},
+		files: map[string]string{"aio.py": `import asyncio, socket
+async def main():
+    await asyncio.sleep(0.01)
+    r, w = socket.socketpair()
+    reader, writer = await asyncio.open_connection(sock=r)
+    w.sendall(b"over a socketpair\n")
+    print((await reader.readline()).decode().strip())
+    p = await asyncio.create_subprocess_exec("echo", "from a child", stdout=asyncio.subprocess.PIPE)
+    out, _ = await p.communicate()
+    print(out.decode().strip(), p.returncode)
+    print(sum(await asyncio.gather(*(asyncio.sleep(0.001, result=i) for i in range(10)))))
+asyncio.run(main())
+`},
+		cmd: `python3 aio.py`},
 	{name: "node", tools: []string{"node"}, cmd: `node -e '
 const fs = require("fs"), crypto = require("crypto");
 setTimeout(() => console.log("timer fired"), 20);

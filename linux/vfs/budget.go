@@ -9,6 +9,7 @@ type Resource int
 const (
 	FileBytes Resource = iota
 	PipeBytes
+	SocketBytes
 	Nodes
 	Processes
 	Watches
@@ -20,7 +21,10 @@ const (
 const (
 	MaxFileBytes = 1 << 30   // every file's contents, together
 	MaxPipeBytes = 256 << 20 // every open pipe's capacity, together
-	MaxNodes     = 1 << 16   // files and directories
+	// MaxSocketBytes bounds every open socket's buffer capacity together
+	// (ENOBUFS past it).
+	MaxSocketBytes = 256 << 20
+	MaxNodes       = 1 << 16 // files and directories
 	// MaxProcesses bounds the processes a program has at once, zombies
 	// included.
 	MaxProcesses = 256
@@ -37,12 +41,13 @@ var limits = [Resources]struct {
 	max int64
 	err unix.Errno
 }{
-	FileBytes: {MaxFileBytes, unix.ENOSPC},
-	PipeBytes: {MaxPipeBytes, unix.ENFILE},
-	Nodes:     {MaxNodes, unix.ENOSPC},
-	Processes: {MaxProcesses, unix.EAGAIN},
-	Watches:   {MaxWatches, unix.ENOSPC},
-	Locks:     {MaxLocks, unix.ENOLCK},
+	FileBytes:   {MaxFileBytes, unix.ENOSPC},
+	PipeBytes:   {MaxPipeBytes, unix.ENFILE},
+	SocketBytes: {MaxSocketBytes, unix.ENOBUFS},
+	Nodes:       {MaxNodes, unix.ENOSPC},
+	Processes:   {MaxProcesses, unix.EAGAIN},
+	Watches:     {MaxWatches, unix.ENOSPC},
+	Locks:       {MaxLocks, unix.ENOLCK},
 }
 
 // Budget is what a program holds of each resource.

@@ -74,13 +74,12 @@ func EpollOf(f *OpenFile) *Epoll {
 }
 
 // Pollable reports whether f can be watched by epoll (Linux: its file
-// has a poll method): pipes, the console, eventfds, timerfds, epoll
-// instances —
-// not regular files, directories or /dev/null, which epoll_ctl refuses
-// with EPERM.
+// has a poll method): pipes, the console, eventfds, timerfds, signalfds,
+// epoll instances, sockets — not regular files, directories or
+// /dev/null, which epoll_ctl refuses with EPERM.
 func Pollable(f *OpenFile) bool {
 	switch f.impl.(type) {
-	case *PipeEnd, *Console, *EventFD, *Epoll, *TimerFD, *SignalFD:
+	case *PipeEnd, *Console, *EventFD, *Epoll, *TimerFD, *SignalFD, *Socket:
 		return true
 	}
 	return false

@@ -15,6 +15,7 @@ type SavedFile struct {
 	Epoll      *SavedEpoll
 	TimerFD    *SavedTimerFD
 	SignalFD   *SavedSignalFD
+	Socket     *SavedSocket
 	Refs       int
 	Flags      uint64
 	Off        int64
@@ -32,11 +33,15 @@ func (sv *Saver) File(f *OpenFile) int {
 	if i, ok := sv.files[f]; ok {
 		return i
 	}
+	// Numbered before its kind is saved: a socket's names its peer's
+	// file, which names it back.
+	i := len(sv.Files)
+	sv.files[f] = i
+	sv.Files = append(sv.Files, SavedFile{})
 	sf := SavedFile{Node: -1, Pipe: -1, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
 	f.impl.save(sv, &sf)
-	sv.files[f] = len(sv.Files)
-	sv.Files = append(sv.Files, sf)
-	return sv.files[f]
+	sv.Files[i] = sf
+	return i
 }
 
 // FDs saves a descriptor table.
@@ -56,7 +61,7 @@ func checkFiles(files []SavedFile, nodes, pipes int) error {
 		if !index(f.Node, nodes) || !index(f.Pipe, pipes) || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
 			return fmt.Errorf("open file %d: node %d, pipe %d, %d references, offset %d", i, f.Node, f.Pipe, f.Refs, f.Off)
 		}
-		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil) + btoi(f.TimerFD != nil) + btoi(f.SignalFD != nil); kinds != 1 {
+		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil) + btoi(f.TimerFD != nil) + btoi(f.SignalFD != nil) + btoi(f.Socket != nil); kinds != 1 {
 			return fmt.Errorf("open file %d: of %d kinds of file, not one", i, kinds)
 		}
 		if f.EventFD != nil && !f.EventFD.valid() {
@@ -64,6 +69,11 @@ func checkFiles(files []SavedFile, nodes, pipes int) error {
 		}
 		if f.TimerFD != nil && !f.TimerFD.valid() {
 			return fmt.Errorf("open file %d: a timerfd at %v every %v", i, f.TimerFD.At, f.TimerFD.Interval)
+		}
+		if f.Socket != nil {
+			if err := f.Socket.check(i, files); err != nil {
+				return fmt.Errorf("open file %d: socket: %w", i, err)
+			}
 		}
 		if f.Epoll != nil {
 			if err := f.Epoll.check(i, len(files)); err != nil {
@@ -112,12 +122,17 @@ func (r *Restored) file(f SavedFile, console *Console, src SignalSource) *OpenFi
 		impl = &SignalFD{Mask: f.SignalFD.Mask, source: src}
 	case f.Epoll != nil:
 		impl = &Epoll{items: map[epollKey]*epollItem{}, budget: r.FS.budget}
+	case f.Socket != nil:
+		impl = f.Socket.restore(r.FS.budget)
 	default:
 		impl = console
 	}
 	of := &OpenFile{impl: impl, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
-	if ep, ok := impl.(*Epoll); ok {
-		ep.self = of
+	switch k := impl.(type) {
+	case *Epoll:
+		k.self = of
+	case *Socket:
+		k.file = of
 	}
 	return of
 }
@@ -128,6 +143,9 @@ func (r *Restored) link(files []SavedFile) {
 	for i, f := range files {
 		if f.Epoll != nil {
 			f.Epoll.restore(EpollOf(r.Files[i]), r.Files)
+		}
+		if f.Socket != nil && f.Socket.Peer >= 0 {
+			SocketOf(r.Files[i]).peer = SocketOf(r.Files[f.Socket.Peer])
 		}
 	}
 }

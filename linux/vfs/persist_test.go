@@ -70,6 +70,17 @@ func TestSaveRestore(t *testing.T) {
 	root := fs.Root()
 	_, err = fds.Install(fs.Open(root, "/", unix.O_RDONLY), false, 0)
 	require.NoError(t, err)
+	sa, sb, err := NewSocketPair(b, unix.AF_UNIX, unix.SOCK_SEQPACKET, 0, [3]uint32{1, 2, 3}, 40)
+	require.NoError(t, err)
+	_, err = sa.Write([]byte("one"), 0)
+	require.NoError(t, err)
+	_, err = sa.Write([]byte("two!"), 0)
+	require.NoError(t, err)
+	require.NoError(t, SocketOf(sb).SetOption(unix.SO_RCVBUF, 5000))
+	_, err = fds.Install(sa, false, 0) // 8
+	require.NoError(t, err)
+	_, err = fds.Install(sb, false, 0) // 9
+	require.NoError(t, err)
 
 	s := save(fs, fds)
 	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
@@ -91,6 +102,14 @@ func TestSaveRestore(t *testing.T) {
 	got, err := pr.Read(buf, 0)
 	require.NoError(t, err)
 	require.Equal(t, "in the pipe", string(buf[:got]))
+	sock, _ := rfds.Get(9)
+	got, err = sock.Read(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, "one", string(buf[:got]), "a message at a time")
+	v, _ := SocketOf(sock).Option(unix.SO_RCVBUF)
+	require.Equal(t, int32(10000), v)
+	other, _ := rfds.Get(8)
+	require.Same(t, SocketOf(other), SocketOf(sock).Peer(), "connected again")
 	nodes := rb[Nodes]
 	rfds.Close(4)
 	require.Equal(t, nodes-1, rb[Nodes])
@@ -110,6 +129,14 @@ func TestForgedState(t *testing.T) {
 	n, _ := fs.Lookup("/bin/sh")
 	_, err = fds.Install(fs.Open(n, "/bin/sh", unix.O_RDONLY), false, 0)
 	require.NoError(t, err)
+	sa, sb, err := NewSocketPair(b, unix.AF_UNIX, unix.SOCK_DGRAM, 0, [3]uint32{}, 50)
+	require.NoError(t, err)
+	_, err = sa.Write([]byte("datagram"), 0)
+	require.NoError(t, err)
+	for _, f := range []*OpenFile{sa, sb} {
+		_, err = fds.Install(f, false, 0)
+		require.NoError(t, err)
+	}
 	for _, tc := range []struct {
 		name  string
 		forge func(s *state)
@@ -141,6 +168,16 @@ func TestForgedState(t *testing.T) {
 		{"names asked of a file", func(s *state) { s.nodes[firstFile(s)].Host = &SavedHost{Path: "/f", Asked: []string{"x"}} }, "names asked"},
 		{"a name asked", func(s *state) { s.nodes[0].Host = &SavedHost{Path: "/", Asked: []string{"a/b"}} }, "name"},
 		{"descriptor number", func(s *state) { s.fds[MaxFDs] = SavedFD{} }, "descriptor 4096"},
+		{"socket family", func(s *state) { firstSocket(s).Family = unix.AF_INET }, "family 2"},
+		{"socket type", func(s *state) { firstSocket(s).Type = 9 }, "type 9"},
+		{"socket overfull", func(s *state) {
+			sock := lastSocket(s)
+			sock.Buf, sock.Msgs = make([]byte, SocketCapacity), []int{SocketCapacity}
+		}, "buffered"},
+		{"socket messages not its bytes", func(s *state) { lastSocket(s).Msgs = []int{3} }, "messages of 3 bytes"},
+		{"socket peer not back", func(s *state) { lastSocket(s).Peer = 0 }, "not a socket connected back"},
+		{"socket peer itself", func(s *state) { sock := firstSocket(s); sock.Peer = fileOf(s, sock) }, "peer"},
+		{"socket option", func(s *state) { firstSocket(s).Options = map[int]int32{unix.SO_TYPE: 1} }, "option 3"},
 		{"listing order short", func(s *state) { s.nodes[0].Order = s.nodes[0].Order[1:] }, "an order of"},
 		{"listing order of no entry", func(s *state) { s.nodes[0].Order[0] = "nope" }, `"nope" in the order`},
 		{"seals of a plain file", func(s *state) { s.nodes[firstFile(s)].Seals = 2 }, "a memfd (false) with seals 0x2"},
@@ -211,6 +248,30 @@ func TestHardLinksSaveRestore(t *testing.T) {
 }
 
 // firstFile is the index of the first saved node that is not a directory.
+// firstSocket and lastSocket are the saved state's first and last
+// sockets; fileOf the index of the saved open file a socket is.
+func firstSocket(s *state) *SavedSocket { return sockets(s)[0] }
+func lastSocket(s *state) *SavedSocket  { l := sockets(s); return l[len(l)-1] }
+
+func sockets(s *state) []*SavedSocket {
+	var out []*SavedSocket
+	for _, f := range s.files {
+		if f.Socket != nil {
+			out = append(out, f.Socket)
+		}
+	}
+	return out
+}
+
+func fileOf(s *state, sock *SavedSocket) int {
+	for i, f := range s.files {
+		if f.Socket == sock {
+			return i
+		}
+	}
+	panic("no such socket")
+}
+
 func firstFile(s *state) int {
 	for i, n := range s.nodes {
 		if !n.Dir {

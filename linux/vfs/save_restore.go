@@ -151,6 +151,9 @@ func (r *Restored) Charge(b *Budget) {
 		if n := f.Node(); n != nil {
 			n.opens++
 		}
+		if SocketOf(f) != nil {
+			b[SocketBytes] += SocketCapacity
+		}
 		b[Watches] += int64(len(f.watchers))
 	}
 	linked := map[*Node]bool{}

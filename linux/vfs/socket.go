@@ -1,0 +1,282 @@
+package vfs
+
+import "golang.org/x/sys/unix"
+
+// Sockets (sockfs): the program's own, connected inside the machine, as
+// deterministic as a pipe — run only from the kernel's scheduler, nothing
+// of them an input. A socket is an endpoint: what its peer sent and it
+// has not received waits in its receive buffer, bytes for a stream,
+// messages (with their boundaries) for a datagram or seqpacket socket.
+
+// SocketCapacity is what a socket's receive buffer holds: Linux's
+// default socket buffer (net.core.wmem_default, 212 992 bytes), charged
+// to the budget while the socket is open.
+const SocketCapacity = 212992
+
+// msgOverhead is what each message takes of a buffer beside its bytes,
+// as Linux counts a packet's truesize: a flood of empty datagrams fills
+// it too.
+const msgOverhead = 512
+
+// SockType is a socket's type: SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET.
+type SockType int
+
+// Socket is one end of a conversation inside the machine.
+type Socket struct {
+	notTTY
+	Family int // AF_UNIX
+	Type   SockType
+	// peer is the socket it is connected to, nil if none (or gone:
+	// peerGone).
+	peer     *Socket
+	peerGone bool
+	// buf is what the peer sent, not yet received: a stream's bytes, or
+	// a message socket's messages (msgs, each a slice of buf's bytes'
+	// lengths).
+	buf  []byte
+	msgs []int
+	// shutRead and shutWrite are its own shutdowns; the peer's write
+	// shutdown is its end of file.
+	shutRead, shutWrite bool
+	eof                 bool
+	// Cred is who made it (SO_PEERCRED tells the peer): pid, uid, gid.
+	Cred [3]uint32
+	// options are the SOL_SOCKET options setsockopt set.
+	options map[int]int32
+	ino     uint64
+	queue   Queue
+	budget  *Budget
+	file    *OpenFile // the open file it is: a socket is in one
+}
+
+// NewSocketPair makes two sockets of family and type connected to each
+// other (socketpair), opened with flags' O_NONBLOCK, made by cred; ino
+// and ino+1 number them. Each charges its buffer's capacity (ENOBUFS
+// past the budget).
+func NewSocketPair(b *Budget, family int, typ SockType, flags uint64, cred [3]uint32, ino uint64) (a, c *OpenFile, err error) {
+	if err := b.Charge(SocketBytes, 2*SocketCapacity); err != nil {
+		return nil, nil, err
+	}
+	x := &Socket{Family: family, Type: typ, Cred: cred, ino: ino, budget: b}
+	y := &Socket{Family: family, Type: typ, Cred: cred, ino: ino + 1, budget: b}
+	x.peer, y.peer = y, x
+	nonblock := flags & unix.O_NONBLOCK
+	x.file, y.file = NewOpenFile(x, "", unix.O_RDWR|nonblock), NewOpenFile(y, "", unix.O_RDWR|nonblock)
+	return x.file, y.file, nil
+}
+
+// SocketOf is the socket f is, or nil.
+func SocketOf(f *OpenFile) *Socket {
+	s, _ := f.impl.(*Socket)
+	return s
+}
+
+// Ino is the socket's inode number (stat, /proc/self/fd's "socket:[N]").
+func (s *Socket) Ino() uint64 { return s.ino }
+
+// Peer is the socket it is connected to, nil if none.
+func (s *Socket) Peer() *Socket { return s.peer }
+
+// stream reports whether the socket carries bytes, not messages.
+func (s *Socket) stream() bool { return s.Type == unix.SOCK_STREAM }
+
+// Stream reports whether the socket carries bytes, not messages.
+func (s *Socket) Stream() bool { return s.stream() }
+
+// settable are the SOL_SOCKET options setsockopt keeps, each an int,
+// with their defaults.
+var settable = map[int]int32{
+	unix.SO_REUSEADDR: 0, unix.SO_DONTROUTE: 0, unix.SO_BROADCAST: 0, unix.SO_SNDBUF: SocketCapacity,
+	unix.SO_RCVBUF: SocketCapacity, unix.SO_KEEPALIVE: 0, unix.SO_OOBINLINE: 0, unix.SO_PRIORITY: 0,
+	unix.SO_REUSEPORT: 0, unix.SO_PASSCRED: 0, unix.SO_RCVLOWAT: 1, unix.SO_SNDLOWAT: 1, unix.SO_PASSSEC: 0,
+}
+
+// Option is the value of a SOL_SOCKET option getsockopt asks for: the
+// socket's type, family, protocol and error (none), whether it listens,
+// and the settable ones; ok is false for an option it has not.
+func (s *Socket) Option(name int) (v int32, ok bool) {
+	switch name {
+	case unix.SO_TYPE:
+		return int32(s.Type), true
+	case unix.SO_DOMAIN:
+		return int32(s.Family), true
+	case unix.SO_PROTOCOL, unix.SO_ERROR, unix.SO_ACCEPTCONN:
+		return 0, true
+	}
+	if v, ok := s.options[name]; ok {
+		return v, true
+	}
+	v, ok = settable[name]
+	return v, ok
+}
+
+// SetOption sets a SOL_SOCKET option: a buffer's size as Linux keeps it
+// (doubled, at least its minimum, at most twice the maximum); ENOPROTOOPT
+// for one not kept.
+func (s *Socket) SetOption(name int, v int32) error {
+	if _, ok := settable[name]; !ok {
+		return unix.ENOPROTOOPT
+	}
+	switch name {
+	case unix.SO_SNDBUF, unix.SO_RCVBUF:
+		const minBuf, maxBuf = 4608, SocketCapacity
+		v = int32(min(max(int64(v)*2, minBuf), 2*maxBuf))
+	case unix.SO_RCVLOWAT:
+		v = max(v, 1)
+	}
+	if s.options == nil {
+		s.options = map[int]int32{}
+	}
+	s.options[name] = v
+	return nil
+}
+
+// Recv takes what the peer sent into b: up to len(b) bytes of a stream,
+// or the next message (cut to len(b); n is its whole length, which
+// MSG_TRUNC asks for) — peeking leaves it. An empty buffer is end of file
+// once the peer shut its writing or went, else it blocks (EAGAIN if
+// nonblocking).
+func (s *Socket) Recv(b []byte, peek, nonblocking bool) (got, n int, err error) {
+	if len(s.buf) == 0 && len(s.msgs) == 0 {
+		switch {
+		case s.eof || s.shutRead || s.peerGone:
+			return 0, 0, nil
+		case s.peer == nil && s.stream():
+			return 0, 0, unix.ENOTCONN
+		case nonblocking:
+			return 0, 0, unix.EAGAIN
+		}
+		return 0, 0, ErrWouldBlock
+	}
+	if s.stream() {
+		got = copy(b, s.buf)
+		if !peek {
+			s.buf = s.buf[got:]
+		}
+		n = got
+	} else {
+		n = s.msgs[0]
+		got = copy(b, s.buf[:n])
+		if !peek {
+			s.buf, s.msgs = s.buf[n:], s.msgs[1:]
+		}
+	}
+	if !peek {
+		if len(s.buf) == 0 {
+			s.buf = nil // a drained buffer gives its array back
+		}
+		if s.peer != nil {
+			s.peer.queue.Notify(EventOut)
+		}
+	}
+	return got, n, nil
+}
+
+// Send gives b to the peer: as much of a stream as its buffer has room
+// for, or one message whole (EMSGSIZE if it can never fit). A full
+// buffer blocks (EAGAIN if nonblocking); a peer gone or shut for reading,
+// or a socket shut for writing, is ErrNoReaders (EPIPE, SIGPIPE unless
+// MSG_NOSIGNAL).
+func (s *Socket) Send(b []byte, nonblocking bool) (int, error) {
+	p := s.peer
+	switch {
+	case s.shutWrite || s.peerGone:
+		return 0, ErrNoReaders
+	case p == nil && s.stream():
+		return 0, unix.ENOTCONN
+	case p == nil:
+		return 0, unix.ENOTCONN // an unconnected datagram socket has no one to send to
+	case p.shutRead && s.stream():
+		return 0, ErrNoReaders
+	case !s.stream() && len(b)+msgOverhead > SocketCapacity:
+		return 0, unix.EMSGSIZE
+	}
+	room := p.room()
+	if room <= 0 || !s.stream() && room < len(b)+msgOverhead {
+		if nonblocking {
+			return 0, unix.EAGAIN
+		}
+		return 0, ErrWouldBlock
+	}
+	n := min(len(b), room)
+	p.buf = append(p.buf, b[:n]...)
+	if !s.stream() {
+		p.msgs = append(p.msgs, n)
+	}
+	p.queue.Notify(EventIn)
+	return n, nil
+}
+
+// room is what its buffer can take still.
+func (s *Socket) room() int { return SocketCapacity - len(s.buf) - msgOverhead*len(s.msgs) }
+
+// Shutdown shuts the socket for reading, writing or both (SHUT_RD,
+// SHUT_WR, SHUT_RDWR): a write shutdown is the peer's end of file.
+func (s *Socket) Shutdown(how int) error {
+	if s.peer == nil && !s.peerGone {
+		return unix.ENOTCONN
+	}
+	if how == unix.SHUT_RD || how == unix.SHUT_RDWR {
+		s.shutRead = true
+	}
+	if how == unix.SHUT_WR || how == unix.SHUT_RDWR {
+		s.shutWrite = true
+		if s.peer != nil {
+			s.peer.eof = true
+			s.peer.queue.Notify(AllEvents)
+		}
+	}
+	s.queue.Notify(AllEvents)
+	return nil
+}
+
+// Read is recv with no flags.
+func (s *Socket) Read(f *OpenFile, b []byte, _ int64) (int, error) {
+	got, _, err := s.Recv(b, false, f.nonblocking())
+	return got, err
+}
+
+// Write is send with no flags.
+func (s *Socket) Write(f *OpenFile, b []byte, _ int64) (int, error) {
+	if len(b) == 0 && s.stream() {
+		return 0, nil
+	}
+	return s.Send(b, f.nonblocking())
+}
+
+func (*Socket) Seek(*OpenFile, int64, uint64) (uint64, error) { return 0, unix.ESPIPE }
+
+// Readiness: readable with something to receive or at end of file;
+// writable with room in the peer's buffer; hung up when neither way is
+// open any more (the peer gone, or both shut).
+func (s *Socket) Readiness() Events {
+	var r Events
+	if len(s.buf) > 0 || s.eof || s.shutRead || s.peerGone {
+		r |= EventIn
+	}
+	if p := s.peer; p != nil && !s.shutWrite && p.room() > msgOverhead {
+		r |= EventOut
+	}
+	if s.peerGone || s.shutWrite && (s.eof || s.shutRead) {
+		r |= EventHup
+	}
+	return r
+}
+
+// Queue is the socket's own: its receivers, and its senders waiting for
+// room in the peer's buffer, are woken through it.
+func (s *Socket) Queue() *Queue { return &s.queue }
+
+// Release closes the socket: its peer sees end of file (a stream) and
+// EPIPE on sending; its buffer's capacity goes back.
+func (s *Socket) Release() {
+	if p := s.peer; p != nil {
+		p.peer, p.peerGone, p.eof = nil, true, true
+		p.queue.Notify(AllEvents)
+	}
+	s.peer, s.buf, s.msgs = nil, nil, nil
+	s.budget.Release(SocketBytes, SocketCapacity)
+}
+
+func (*Socket) Node() *Node                    { return nil }
+func (s *Socket) save(sv *Saver, f *SavedFile) { f.Socket = sv.socket(s) }
