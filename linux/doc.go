@@ -55,5 +55,6 @@ package linux
 // order it made them (was name order); /proc/PID of any live process
 // (was not found), listed in /proc; /proc/PID/stat, statm, environ; the
 // user's supplementary groups (getgroups said none), setgroups;
-// socketpair's AF_UNIX sockets and the calls on them.
+// AF_UNIX sockets: socketpair's, and stream and seqpacket sockets bound
+// to a path or an abstract name, listening, connecting and accepting.
 const Version = 8

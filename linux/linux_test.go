@@ -785,3 +785,14 @@ func TestSharedMemory(t *testing.T) {
 func TestSocketPairs(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "sockpair.c", "-static", "-O1"), "sockpair", time.Millisecond)
 }
+
+// AF_UNIX sockets bound to a path and to an abstract name listen, connect
+// from a child and accept as Linux's: accept4's flags, the names
+// getsockname, getpeername and accept give, SO_PEERCRED both ways,
+// seqpacket boundaries, a listening socket's readiness, the socket file
+// (ENXIO to open, EADDRINUSE, ECONNREFUSED once closed), autobind, and
+// the errors — the host's output, live, recorded and replayed (socket was
+// EAFNOSUPPORT).
+func TestUnixSockets(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "unixsock.c", "-static", "-O1"), "unixsock", time.Millisecond)
+}

@@ -40,7 +40,8 @@ import (
 // pipe's inode.
 // 8: shared mappings: the frames' shared objects, a range's object, the
 // files' objects (FileObjects); a futex wait's kind of key; a directory's
-// listing order; a memfd and its seals.
+// listing order; a memfd and its seals; sockets (Sockets: their buffers,
+// peers, names and backlogs; a socket file's socket).
 const stateVersion = 8
 
 type savedKernel struct {
@@ -51,6 +52,7 @@ type savedKernel struct {
 	Held    int64
 	Pipes   []vfs.SavedPipe
 	Files   []vfs.SavedFile
+	Sockets []vfs.SavedSocket
 	Procs   []savedProc
 	Threads []savedThread
 	// FileObjects are the shared objects of the files mapped shared.
@@ -124,7 +126,7 @@ func (k *Kernel) save() *savedKernel {
 		}
 	}
 	sv.saveObjects(k.shm)
-	s.Nodes, s.Pipes, s.Files = sv.Nodes, sv.Pipes, sv.Files
+	s.Nodes, s.Pipes, s.Files, s.Sockets = sv.Nodes, sv.Pipes, sv.Files, sv.Sockets
 	return s
 }
 
@@ -168,7 +170,7 @@ func (k *Kernel) check(s *savedKernel) error {
 	if err := s.Frames.Check(k.m.RAM().Size(), maxProcesses); err != nil {
 		return err
 	}
-	if err := vfs.Check(s.Nodes, s.NextIno, s.Pipes, s.Files); err != nil {
+	if err := vfs.Check(s.Nodes, s.NextIno, s.Pipes, s.Files, s.Sockets); err != nil {
 		return err
 	}
 	if err := checkObjects(s); err != nil {
@@ -219,7 +221,7 @@ type restorer struct {
 
 func (r *restorer) restore() error {
 	k, s := r.k, r.s
-	fs, err := vfs.Restore(k.fs, s.Nodes, s.NextIno, s.Pipes, s.Files, k.console, k.remap, signals{k})
+	fs, err := vfs.Restore(k.fs, s.Nodes, s.NextIno, s.Pipes, s.Files, s.Sockets, k.console, k.remap, signals{k})
 	if err != nil {
 		return err
 	}

@@ -441,8 +441,10 @@ func sysOpenat(t *thread, a args) (uint64, error) {
 		}
 	}
 	switch truncate := flags&unix.O_TRUNC != 0 && flags&unix.O_ACCMODE != unix.O_RDONLY; {
+	case n.Type() == unix.S_IFSOCK:
+		return 0, unix.ENXIO // a socket file is connected to, never opened
 	case n.IsForeign():
-		return 0, unix.EACCES // a host FIFO, socket or device: not the program's to open
+		return 0, unix.EACCES // a host FIFO or device: not the program's to open
 	case truncate && n.IsRegular():
 		t.k.fs.Discard(n)
 		t.k.fs.Modified(n)

@@ -1,22 +1,68 @@
 package linux
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/linux/vfs"
 )
 
-// Sockets: socketpair's AF_UNIX pairs (stream, datagram, seqpacket), and
-// the calls on a socket's descriptor. A socket of another kind cannot be
-// made yet: socket answers EAFNOSUPPORT, and programs fall back or fail
-// clearly. A call on a descriptor that is no socket answers ENOTSOCK, and
-// EBADF for one not open, as Linux does (bash asks getpeername of its
-// standard input).
+// Sockets: AF_UNIX's — socketpair's pairs (stream, datagram, seqpacket),
+// and stream and seqpacket sockets bound to a path or an abstract name,
+// listening, connecting and accepting — and the calls on a socket's
+// descriptor. A socket of another family cannot be made yet: socket
+// answers EAFNOSUPPORT, and programs fall back or fail clearly. A call on
+// a descriptor that is no socket answers ENOTSOCK, and EBADF for one not
+// open, as Linux does (bash asks getpeername of its standard input).
 
-func sysSocket(*thread, args) (uint64, error) { return 0, unix.EAFNOSUPPORT }
+// sysSocket makes an unbound, unconnected AF_UNIX socket.
+func sysSocket(t *thread, a args) (uint64, error) {
+	family, typ := a[0], a[1]
+	if family != unix.AF_UNIX {
+		return 0, unix.EAFNOSUPPORT
+	}
+	if err := unixType(&typ, a[2]); err != nil {
+		return 0, err
+	}
+	var flags uint64
+	if typ&unix.SOCK_NONBLOCK != 0 {
+		flags = unix.O_NONBLOCK
+	}
+	f, err := vfs.NewSocket(t.k.budget, unix.AF_UNIX, vfs.SockType(typ&0xf), flags, t.cred(), t.k.fs.NewIno())
+	if err != nil {
+		return 0, err
+	}
+	return t.install(f, typ&unix.SOCK_CLOEXEC != 0)
+}
+
+// unixType checks an AF_UNIX socket's type and protocol as unix_create
+// does — flags only SOCK_NONBLOCK and SOCK_CLOEXEC (EINVAL), a stream,
+// datagram or seqpacket type, SOCK_RAW taken as datagram
+// (ESOCKTNOSUPPORT), protocol 0 or PF_UNIX (EPROTONOSUPPORT) — leaving
+// the type in typ's low bits.
+func unixType(typ *uint64, proto uint64) error {
+	switch t := *typ & 0xf; {
+	case *typ&^(sockFlags|0xf) != 0:
+		return unix.EINVAL
+	case proto != 0 && proto != unix.PF_UNIX:
+		return unix.EPROTONOSUPPORT
+	case t == unix.SOCK_RAW:
+		*typ = *typ&^0xf | unix.SOCK_DGRAM
+	case t != unix.SOCK_STREAM && t != unix.SOCK_DGRAM && t != unix.SOCK_SEQPACKET:
+		return unix.ESOCKTNOSUPPORT
+	}
+	return nil
+}
+
+// cred is who t's process is, as SO_PEERCRED says: pid, uid, gid.
+func (t *thread) cred() [3]uint32 {
+	u := t.k.prog.User
+	return [3]uint32{uint32(t.proc.pid), u.UID, u.GID}
+}
 
 // sockFlags are the flags socket and socketpair take in their type.
 const sockFlags = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
@@ -26,27 +72,23 @@ const sockFlags = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
 // (which has no pairs), ESOCKTNOSUPPORT for a type AF_UNIX has not,
 // EPROTONOSUPPORT for a protocol.
 func sysSocketpair(t *thread, a args) (uint64, error) {
-	family, typ, proto := a[0], a[1], a[2]
+	family, typ := a[0], a[1]
 	switch {
 	case family == unix.AF_INET || family == unix.AF_INET6:
 		return 0, unix.EOPNOTSUPP
 	case family != unix.AF_UNIX:
 		return 0, unix.EAFNOSUPPORT
-	case typ&^(sockFlags|0xf) != 0:
-		return 0, unix.EINVAL
-	case typ&0xf != unix.SOCK_STREAM && typ&0xf != unix.SOCK_DGRAM && typ&0xf != unix.SOCK_SEQPACKET:
-		return 0, unix.ESOCKTNOSUPPORT
-	case proto != 0 && proto != unix.PF_UNIX:
-		return 0, unix.EPROTONOSUPPORT
+	}
+	if err := unixType(&typ, a[2]); err != nil {
+		return 0, err
 	}
 	var flags uint64
 	if typ&unix.SOCK_NONBLOCK != 0 {
 		flags = unix.O_NONBLOCK
 	}
-	u := t.k.prog.User
 	ino := t.k.fs.NewIno()
 	t.k.fs.NewIno()
-	x, y, err := vfs.NewSocketPair(t.k.budget, unix.AF_UNIX, vfs.SockType(typ&0xf), flags, [3]uint32{uint32(t.proc.pid), u.UID, u.GID}, ino)
+	x, y, err := vfs.NewSocketPair(t.k.budget, unix.AF_UNIX, vfs.SockType(typ&0xf), flags, t.cred(), ino)
 	if err != nil {
 		return 0, err
 	}
@@ -173,8 +215,8 @@ func sysRecvfrom(t *thread, a args) (uint64, error) {
 	if err := t.proc.as.Write(a[1], b[:got]); err != nil {
 		return 0, memErr(err)
 	}
-	if a[4] != 0 && a[5] != 0 {
-		if err := t.writeSockaddr(a[4], a[5], unnamed(s)); err != nil {
+	if a[4] != 0 && a[5] != 0 && !s.Stream() {
+		if err := t.writeSockaddr(a[4], a[5], sockaddrOf(peerName(s))); err != nil {
 			return 0, err
 		}
 	}
@@ -273,7 +315,7 @@ func sysRecvmsg(t *thread, a args) (uint64, error) {
 	}
 	namelen := uint32(0)
 	if m.name != 0 && !s.Stream() {
-		addr := unnamed(s)
+		addr := sockaddrOf(peerName(s))
 		if err := t.proc.as.Write(m.name, addr[:min(uint64(len(addr)), m.namelen)]); err != nil {
 			return 0, memErr(err)
 		}
@@ -301,8 +343,13 @@ func sysShutdown(t *thread, a args) (uint64, error) {
 	return 0, s.Shutdown(int(a[1]))
 }
 
-// unnamed is an unnamed AF_UNIX socket's address: the family alone.
-func unnamed(*vfs.Socket) []byte { return []byte{unix.AF_UNIX, 0} }
+// peerName is the name of s's peer, "" for none.
+func peerName(s *vfs.Socket) string {
+	if p := s.Peer(); p != nil {
+		return p.Name()
+	}
+	return ""
+}
 
 // writeSockaddr writes addr to the buffer at va, whose length is the
 // socklen_t at lenVA, cut to it, and the address's whole length there.
@@ -322,13 +369,13 @@ func (t *thread) writeSockaddr(va, lenVA uint64, addr []byte) error {
 	return memErr(t.proc.as.Write(lenVA, b[:]))
 }
 
-// sysGetsockname is an unnamed AF_UNIX socket's address.
+// sysGetsockname is the socket's address.
 func sysGetsockname(t *thread, a args) (uint64, error) {
 	_, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
 	}
-	return 0, t.writeSockaddr(a[1], a[2], unnamed(s))
+	return 0, t.writeSockaddr(a[1], a[2], sockaddrOf(s.Name()))
 }
 
 // sysGetpeername is the peer's address: ENOTCONN without one.
@@ -340,7 +387,7 @@ func sysGetpeername(t *thread, a args) (uint64, error) {
 	if s.Peer() == nil {
 		return 0, unix.ENOTCONN
 	}
-	return 0, t.writeSockaddr(a[1], a[2], unnamed(s.Peer()))
+	return 0, t.writeSockaddr(a[1], a[2], sockaddrOf(s.Peer().Name()))
 }
 
 // sysGetsockopt answers SOL_SOCKET's options: the socket's type, family,
@@ -410,32 +457,188 @@ func sysSetsockopt(t *thread, a args) (uint64, error) {
 	return 0, s.SetOption(int(a[2]), int32(v))
 }
 
-// sysConnect checks the address as Linux's unix_validate_addr does
-// (EINVAL for one shorter than a family and a name, or longer than a
-// sockaddr_un, or of another family), then answers EISCONN: every socket
-// here is connected already.
-func sysConnect(t *thread, a args) (uint64, error) {
+// sunMax is sizeof(struct sockaddr_un): the family and a 108-byte path.
+const sunMax = 110
+
+// unixAddr is an AF_UNIX address read from the program: a path (as
+// given: relative to the working directory), or an abstract name.
+type unixAddr struct {
+	name     string
+	abstract bool
+}
+
+// readUnixAddr reads the sockaddr_un of n bytes at va, as Linux's
+// unix_validate_addr and unix_mkname read it: EINVAL for one no longer
+// than its family (autobind is the caller's), longer than sockaddr_un, or
+// of another family; a path ends at its first NUL, an abstract name
+// (after a leading NUL) is every byte given.
+func (t *thread) readUnixAddr(va, n uint64) (unixAddr, error) {
+	if n <= 2 || n > sunMax {
+		return unixAddr{}, unix.EINVAL
+	}
+	b := make([]byte, n)
+	if err := t.proc.as.Read(va, b); err != nil {
+		return unixAddr{}, memErr(err)
+	}
+	if binary.LittleEndian.Uint16(b) != unix.AF_UNIX {
+		return unixAddr{}, unix.EINVAL
+	}
+	p := b[2:]
+	if p[0] == 0 {
+		return unixAddr{name: string(p[1:]), abstract: true}, nil
+	}
+	if i := bytes.IndexByte(p, 0); i >= 0 {
+		p = p[:i]
+	}
+	return unixAddr{name: string(p)}, nil
+}
+
+// sockaddrOf is the sockaddr_un of a socket's name as getsockname,
+// getpeername and accept write it: the family alone for an unnamed
+// socket, a path with its NUL, an abstract name as it was given.
+func sockaddrOf(name string) []byte {
+	b := []byte{unix.AF_UNIX, 0}
+	if name == "" {
+		return b
+	}
+	b = append(b, name...)
+	if name[0] != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// sysBind names a socket: a path makes a socket file (its mode the
+// umask's, EADDRINUSE where a file is), an abstract name takes it in the
+// abstract namespace, and a family alone autobinds an abstract name of
+// five hex digits, as Linux does.
+func sysBind(t *thread, a args) (uint64, error) {
 	_, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
 	}
-	const sunMax = 110 // sizeof(struct sockaddr_un)
-	if a[2] <= 2 || a[2] > sunMax {
+	if a[2] == 2 {
+		return 0, t.autobind(s)
+	}
+	addr, err := t.readUnixAddr(a[1], a[2])
+	switch {
+	case err != nil:
+		return 0, err
+	case addr.abstract:
+		return 0, t.k.fs.BindAbstract(s, addr.name)
+	}
+	abs, err := t.resolve(atFDCWD, addr.name)
+	if err != nil {
+		return 0, err
+	}
+	e, err := t.k.fs.Final(abs)
+	if err != nil {
+		return 0, err
+	}
+	return 0, t.k.fs.BindPath(s, e, addr.name, 0o777&^t.proc.umask)
+}
+
+// autobind binds s to the first free abstract name of five hex digits
+// (Linux's unix_autobind), or EINVAL if it is bound already.
+func (t *thread) autobind(s *vfs.Socket) error {
+	if s.Name() != "" {
+		return unix.EINVAL
+	}
+	for i := range 1 << 20 {
+		if name := fmt.Sprintf("%05x", i); t.k.fs.Abstract(name) == nil {
+			return t.k.fs.BindAbstract(s, name)
+		}
+	}
+	return unix.ENOSPC
+}
+
+// sysListen makes a bound stream or seqpacket socket listen.
+func sysListen(t *thread, a args) (uint64, error) {
+	_, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	return 0, s.Listen(int(int32(a[1])))
+}
+
+// sysConnect connects a socket to the listening one at an address: a
+// socket file (ENOENT if there is none, EACCES without write permission,
+// ECONNREFUSED for another file or one whose socket closed or does not
+// listen) or an abstract name (ECONNREFUSED if no socket has it). A full
+// backlog waits on the listener.
+func sysConnect(t *thread, a args) (uint64, error) {
+	f, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	addr, err := t.readUnixAddr(a[1], a[2])
+	if err != nil {
+		return 0, err
+	}
+	var l *vfs.Socket
+	if addr.abstract {
+		l = t.k.fs.Abstract(addr.name)
+	} else {
+		abs, err := t.resolve(atFDCWD, addr.name)
+		if err != nil {
+			return 0, err
+		}
+		n, err := t.lookup(abs)
+		if err != nil {
+			return 0, err
+		}
+		if err := t.k.fs.Access(n, vfs.MayWrite); err != nil {
+			return 0, err
+		}
+		l = n.Bound()
+	}
+	err = s.Connect(l, f.Flags&unix.O_NONBLOCK != 0, t.k.fs.NewIno())
+	if errors.Is(err, vfs.ErrWouldBlock) {
+		return 0, t.blockOnFiles(l.File())
+	}
+	return 0, err
+}
+
+// sysAccept4 takes a connection of a listening socket as a new socket
+// (flags SOCK_NONBLOCK, SOCK_CLOEXEC) and writes the client's address.
+func sysAccept4(t *thread, a args) (uint64, error) {
+	f, s, err := t.socketAt(a[0])
+	if err != nil {
+		return 0, err
+	}
+	if a[3]&^sockFlags != 0 {
 		return 0, unix.EINVAL
 	}
-	var fam [2]byte
-	if err := t.proc.as.Read(a[1], fam[:]); err != nil {
-		return 0, memErr(err)
+	var flags uint64
+	if a[3]&unix.SOCK_NONBLOCK != 0 {
+		flags = unix.O_NONBLOCK
 	}
-	if int(binary.LittleEndian.Uint16(fam[:])) != s.Family {
-		return 0, unix.EINVAL
+	c, err := s.Accept(flags, f.Flags&unix.O_NONBLOCK != 0)
+	switch {
+	case errors.Is(err, vfs.ErrWouldBlock):
+		return 0, t.blockOnFiles(f)
+	case err != nil:
+		return 0, err
 	}
-	return 0, unix.EISCONN
+	fd, err := t.install(c, a[3]&unix.SOCK_CLOEXEC != 0)
+	if err != nil {
+		return 0, err
+	}
+	if a[1] != 0 {
+		if err := t.writeSockaddr(a[1], a[2], sockaddrOf(vfs.SocketOf(c).Peer().Name())); err != nil {
+			return 0, err // the connection is taken, as on Linux
+		}
+	}
+	return fd, nil
+}
+
+func sysAccept(t *thread, a args) (uint64, error) {
+	a[3] = 0
+	return sysAccept4(t, a)
 }
 
 // onSocket answers err for a call on a socket that no socket here can
-// take yet (a socketpair's are connected already: listen and accept are
-// EINVAL), ENOTSOCK on anything else.
+// take yet, ENOTSOCK on anything else.
 func onSocket(err unix.Errno) handler {
 	return func(t *thread, a args) (uint64, error) {
 		if _, _, e := t.socketAt(a[0]); e != nil {

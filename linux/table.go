@@ -62,14 +62,14 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_SENDFILE:          {"sendfile", 4, sysSendfile},                  // 40
 	unix.SYS_SOCKET:            {"socket", 3, sysSocket},                      // 41
 	unix.SYS_CONNECT:           {"connect", 3, sysConnect},                    // 42
-	unix.SYS_ACCEPT:            {"accept", 3, onSocket(unix.EINVAL)},          // 43
+	unix.SYS_ACCEPT:            {"accept", 3, sysAccept},                      // 43
 	unix.SYS_SENDTO:            {"sendto", 6, sysSendto},                      // 44
 	unix.SYS_RECVFROM:          {"recvfrom", 6, sysRecvfrom},                  // 45
 	unix.SYS_SENDMSG:           {"sendmsg", 3, sysSendmsg},                    // 46
 	unix.SYS_RECVMSG:           {"recvmsg", 3, sysRecvmsg},                    // 47
 	unix.SYS_SHUTDOWN:          {"shutdown", 2, sysShutdown},                  // 48
-	unix.SYS_BIND:              {"bind", 3, onSocket(unix.EOPNOTSUPP)},        // 49
-	unix.SYS_LISTEN:            {"listen", 2, onSocket(unix.EINVAL)},          // 50
+	unix.SYS_BIND:              {"bind", 3, sysBind},                          // 49
+	unix.SYS_LISTEN:            {"listen", 2, sysListen},                      // 50
 	unix.SYS_GETSOCKNAME:       {"getsockname", 3, sysGetsockname},            // 51
 	unix.SYS_GETPEERNAME:       {"getpeername", 3, sysGetpeername},            // 52
 	unix.SYS_SOCKETPAIR:        {"socketpair", 4, sysSocketpair},              // 53
@@ -196,7 +196,7 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_FALLOCATE:         {"fallocate", 4, sysFallocate},                // 285
 	unix.SYS_TIMERFD_SETTIME:   {"timerfd_settime", 4, sysTimerfdSettime},     // 286
 	unix.SYS_TIMERFD_GETTIME:   {"timerfd_gettime", 2, sysTimerfdGettime},     // 287
-	unix.SYS_ACCEPT4:           {"accept4", 4, onSocket(unix.EINVAL)},         // 288
+	unix.SYS_ACCEPT4:           {"accept4", 4, sysAccept4},                    // 288
 	unix.SYS_SIGNALFD4:         {"signalfd4", 4, sysSignalfd4},                // 289
 	unix.SYS_EVENTFD2:          {"eventfd2", 2, sysEventfd2},                  // 290
 	unix.SYS_EPOLL_CREATE1:     {"epoll_create1", 1, sysEpollCreate1},         // 291

@@ -199,18 +199,18 @@ func TestEpollSaveRestore(t *testing.T) {
 		{"ready twice", func(s *state) { s.files[epi].Epoll.Ready = []int{0, 0} }, "ready item 0"},
 		{"eventfd past its most", func(s *state) { s.files[evi].EventFD.Count = 1<<64 - 1 }, "an eventfd counting"},
 		{"timerfd before time", func(s *state) {
-			s.files[evi] = SavedFile{Node: -1, Pipe: -1, TimerFD: &SavedTimerFD{At: -1}}
+			s.files[evi] = SavedFile{Node: -1, Pipe: -1, Socket: -1, TimerFD: &SavedTimerFD{At: -1}}
 		}, "a timerfd at"},
 		{"two kinds", func(s *state) { s.files[evi].Console = true }, "2 kinds"},
 		{"a cycle", func(s *state) {
-			s.files[evi] = SavedFile{Node: -1, Pipe: -1, Epoll: &SavedEpoll{Items: []SavedEpollItem{{File: epi, FD: 9}}}}
+			s.files[evi] = SavedFile{Node: -1, Pipe: -1, Socket: -1, Epoll: &SavedEpoll{Items: []SavedEpollItem{{File: epi, FD: 9}}}}
 			items(s)[0].File = evi
 		}, "watches itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := save(fs, fds)
 			tc.forge(&s)
-			require.ErrorContains(t, Check(s.nodes, s.nextIno, s.pipes, s.files), tc.want)
+			require.ErrorContains(t, Check(s.nodes, s.nextIno, s.pipes, s.files, s.sockets), tc.want)
 		})
 	}
 }

@@ -15,7 +15,7 @@ type SavedFile struct {
 	Epoll      *SavedEpoll
 	TimerFD    *SavedTimerFD
 	SignalFD   *SavedSignalFD
-	Socket     *SavedSocket
+	Socket     int // an index into the sockets, -1 for none
 	Refs       int
 	Flags      uint64
 	Off        int64
@@ -38,7 +38,7 @@ func (sv *Saver) File(f *OpenFile) int {
 	i := len(sv.Files)
 	sv.files[f] = i
 	sv.Files = append(sv.Files, SavedFile{})
-	sf := SavedFile{Node: -1, Pipe: -1, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
+	sf := SavedFile{Node: -1, Pipe: -1, Socket: -1, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
 	f.impl.save(sv, &sf)
 	sv.Files[i] = sf
 	return i
@@ -56,12 +56,13 @@ func (sv *Saver) FDs(t FDTable) map[int]SavedFD {
 
 // checkFiles refuses an open file naming a node or pipe there is not, or
 // of no kind or of two.
-func checkFiles(files []SavedFile, nodes, pipes int) error {
+func checkFiles(files []SavedFile, nodes, pipes, sockets int) error {
+	open := map[int]bool{}
 	for i, f := range files {
-		if !index(f.Node, nodes) || !index(f.Pipe, pipes) || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
+		if !index(f.Node, nodes) || !index(f.Pipe, pipes) || !index(f.Socket, sockets) || open[f.Socket] || f.Refs < 0 || f.Off < 0 || f.DirPos < 0 {
 			return fmt.Errorf("open file %d: node %d, pipe %d, %d references, offset %d", i, f.Node, f.Pipe, f.Refs, f.Off)
 		}
-		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil) + btoi(f.TimerFD != nil) + btoi(f.SignalFD != nil) + btoi(f.Socket != nil); kinds != 1 {
+		if kinds := btoi(f.Node >= 0) + btoi(f.Pipe >= 0) + btoi(f.Console) + btoi(f.EventFD != nil) + btoi(f.Epoll != nil) + btoi(f.TimerFD != nil) + btoi(f.SignalFD != nil) + btoi(f.Socket >= 0); kinds != 1 {
 			return fmt.Errorf("open file %d: of %d kinds of file, not one", i, kinds)
 		}
 		if f.EventFD != nil && !f.EventFD.valid() {
@@ -70,10 +71,8 @@ func checkFiles(files []SavedFile, nodes, pipes int) error {
 		if f.TimerFD != nil && !f.TimerFD.valid() {
 			return fmt.Errorf("open file %d: a timerfd at %v every %v", i, f.TimerFD.At, f.TimerFD.Interval)
 		}
-		if f.Socket != nil {
-			if err := f.Socket.check(i, files); err != nil {
-				return fmt.Errorf("open file %d: socket: %w", i, err)
-			}
+		if f.Socket >= 0 {
+			open[f.Socket] = true // a socket is one open file
 		}
 		if f.Epoll != nil {
 			if err := f.Epoll.check(i, len(files)); err != nil {
@@ -122,8 +121,8 @@ func (r *Restored) file(f SavedFile, console *Console, src SignalSource) *OpenFi
 		impl = &SignalFD{Mask: f.SignalFD.Mask, source: src}
 	case f.Epoll != nil:
 		impl = &Epoll{items: map[epollKey]*epollItem{}, budget: r.FS.budget}
-	case f.Socket != nil:
-		impl = f.Socket.restore(r.FS.budget)
+	case f.Socket >= 0:
+		impl = r.Sockets[f.Socket]
 	default:
 		impl = console
 	}
@@ -143,9 +142,6 @@ func (r *Restored) link(files []SavedFile) {
 	for i, f := range files {
 		if f.Epoll != nil {
 			f.Epoll.restore(EpollOf(r.Files[i]), r.Files)
-		}
-		if f.Socket != nil && f.Socket.Peer >= 0 {
-			SocketOf(r.Files[i]).peer = SocketOf(r.Files[f.Socket.Peer])
 		}
 	}
 }

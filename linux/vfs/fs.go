@@ -19,8 +19,10 @@ type FileSystem struct {
 	host    Host      // where host directories' entries and files' contents come from
 	owner   [2]uint32 // the user and group new files belong to
 	groups  []uint32  // the user's supplementary groups
-	clock   func() int64
-	magic   Magic
+	// abstract is AF_UNIX's abstract namespace: the sockets bound in it.
+	abstract map[string]*Socket
+	clock    func() int64
+	magic    Magic
 	// forgotAt is the nodes held when forgetting last fell short
 	// (forget.go).
 	forgotAt int64

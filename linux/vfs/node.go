@@ -46,6 +46,7 @@ type Node struct {
 	opens     int       // open files of it
 	removed   bool      // gone from the tree; freed when no longer open
 	memfd     bool      // made by memfd_create (memfd.go)
+	sock      *Socket   // a socket file's socket, while it is open
 	seals     Seals     // a memfd's
 }
 

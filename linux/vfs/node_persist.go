@@ -30,6 +30,7 @@ type SavedNode struct {
 	Host     *SavedHost
 	MemFD    bool
 	Seals    Seals
+	Socket   int // a socket file's: 1 + its socket's index, 0 for none
 }
 
 // SavedHost is where on the host a node comes from, and what of it the
@@ -61,6 +62,9 @@ func (sv *Saver) Node(n *Node) int {
 	}
 	if n.Written || n.host == nil && n.dev == nil {
 		sv.Nodes[i].Data = n.Contents()
+	}
+	if n.sock != nil {
+		sv.Nodes[i].Socket = 1 + sv.socket(n.sock)
 	}
 	if n.Dir {
 		children := map[string]int{}

@@ -14,6 +14,7 @@ type state struct {
 	nextIno uint64
 	pipes   []SavedPipe
 	files   []SavedFile
+	sockets []SavedSocket
 	fds     map[int]SavedFD
 }
 
@@ -22,9 +23,9 @@ type state struct {
 func roundTrip(t *testing.T, fs *FileSystem, b *Budget, fds FDTable, console *Console) (state, *Restored) {
 	t.Helper()
 	s := save(fs, fds)
-	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
+	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files, s.sockets))
 	fresh, rb := tree(t)
-	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil, nil)
+	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, s.sockets, console, nil, nil)
 	require.NoError(t, err)
 	*rb = Budget{} // counted again from what the state holds, as the kernel does
 	restored.Charge(rb)
@@ -35,7 +36,7 @@ func roundTrip(t *testing.T, fs *FileSystem, b *Budget, fds FDTable, console *Co
 func save(fs *FileSystem, fds FDTable) state {
 	sv := NewSaver(fs.Root())
 	saved := sv.FDs(fds)
-	return state{sv.Nodes, fs.NextIno(), sv.Pipes, sv.Files, saved}
+	return state{sv.Nodes, fs.NextIno(), sv.Pipes, sv.Files, sv.Sockets, saved}
 }
 
 // A tree with a written file, a removed one still open, a pipe with bytes
@@ -81,13 +82,26 @@ func TestSaveRestore(t *testing.T) {
 	require.NoError(t, err)
 	_, err = fds.Install(sb, false, 0) // 9
 	require.NoError(t, err)
+	lf, err := NewSocket(b, unix.AF_UNIX, unix.SOCK_STREAM, 0, [3]uint32{4, 5, 6}, 41)
+	require.NoError(t, err)
+	require.NoError(t, fs.BindAbstract(SocketOf(lf), "listener"))
+	require.NoError(t, SocketOf(lf).Listen(8))
+	cf, err := NewSocket(b, unix.AF_UNIX, unix.SOCK_STREAM, 0, [3]uint32{7, 8, 9}, 42)
+	require.NoError(t, err)
+	require.NoError(t, SocketOf(cf).Connect(SocketOf(lf), false, 43))
+	_, err = cf.Write([]byte("before accept"), 0)
+	require.NoError(t, err)
+	for _, f := range []*OpenFile{lf, cf} { // 10, 11
+		_, err = fds.Install(f, false, 0)
+		require.NoError(t, err)
+	}
 
 	s := save(fs, fds)
-	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
+	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files, s.sockets))
 	require.NoError(t, CheckFDs(s.fds, len(s.files)))
 
 	fresh, rb := tree(t) // what a new kernel made from the same program has
-	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, console, nil, nil)
+	restored, err := Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, s.sockets, console, nil, nil)
 	require.NoError(t, err)
 	*rb = Budget{} // counted again from what the state holds, as the kernel does
 	restored.Charge(rb)
@@ -110,6 +124,16 @@ func TestSaveRestore(t *testing.T) {
 	require.Equal(t, int32(10000), v)
 	other, _ := rfds.Get(8)
 	require.Same(t, SocketOf(other), SocketOf(sock).Peer(), "connected again")
+	listener, _ := rfds.Get(10)
+	require.Same(t, SocketOf(listener), restored.FS.Abstract("listener"), "its name bound again")
+	accepted, err := SocketOf(listener).Accept(0, true)
+	require.NoError(t, err, "the connection waited in the backlog")
+	got, err = accepted.Read(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, "before accept", string(buf[:got]))
+	client, _ := rfds.Get(11)
+	require.Same(t, SocketOf(client), SocketOf(accepted).Peer())
+	require.Equal(t, [3]uint32{4, 5, 6}, SocketOf(client).Peer().Cred, "the client's peer is the listener's")
 	nodes := rb[Nodes]
 	rfds.Close(4)
 	require.Equal(t, nodes-1, rb[Nodes])
@@ -175,8 +199,18 @@ func TestForgedState(t *testing.T) {
 			sock.Buf, sock.Msgs = make([]byte, SocketCapacity), []int{SocketCapacity}
 		}, "buffered"},
 		{"socket messages not its bytes", func(s *state) { lastSocket(s).Msgs = []int{3} }, "messages of 3 bytes"},
-		{"socket peer not back", func(s *state) { lastSocket(s).Peer = 0 }, "not a socket connected back"},
-		{"socket peer itself", func(s *state) { sock := firstSocket(s); sock.Peer = fileOf(s, sock) }, "peer"},
+		{"socket peer not back", func(s *state) {
+			s.sockets = append(s.sockets, SavedSocket{Family: unix.AF_UNIX, Type: unix.SOCK_DGRAM, Peer: 0})
+		}, "not a socket connected back"},
+		{"socket peer itself", func(s *state) { firstSocket(s).Peer = 0 }, "peer"},
+		{"socket opened twice", func(s *state) { s.files[fileOf(s, lastSocket(s))].Socket = s.files[fileOf(s, firstSocket(s))].Socket }, "open file"},
+		{"abstract name twice", func(s *state) {
+			for _, sock := range sockets(s) {
+				sock.Bound, sock.Name = true, "\x00same"
+			}
+		}, `the abstract name "same" twice`},
+		{"listening and connected", func(s *state) { firstSocket(s).Listening = true }, "listening, connected or unbound"},
+		{"backlog not listening", func(s *state) { firstSocket(s).Backlog = []int{1} }, "a backlog of 1"},
 		{"socket option", func(s *state) { firstSocket(s).Options = map[int]int32{unix.SO_TYPE: 1} }, "option 3"},
 		{"listing order short", func(s *state) { s.nodes[0].Order = s.nodes[0].Order[1:] }, "an order of"},
 		{"listing order of no entry", func(s *state) { s.nodes[0].Order[0] = "nope" }, `"nope" in the order`},
@@ -186,7 +220,7 @@ func TestForgedState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := save(fs, fds)
 			tc.forge(&s)
-			err := Check(s.nodes, s.nextIno, s.pipes, s.files)
+			err := Check(s.nodes, s.nextIno, s.pipes, s.files, s.sockets)
 			if err == nil {
 				err = CheckFDs(s.fds, len(s.files))
 			}
@@ -200,7 +234,7 @@ func TestForgedState(t *testing.T) {
 	fresh, _ := tree(t)
 	s := save(fs, fds)
 	s.nodes[len(s.nodes)-1].Device = "tape0"
-	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil, nil)
+	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, s.sockets, nil, nil, nil)
 	require.ErrorContains(t, err, `no device "tape0"`)
 	s = save(fs, fds)
 	for i := range s.nodes {
@@ -210,8 +244,8 @@ func TestForgedState(t *testing.T) {
 			break
 		}
 	}
-	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files))
-	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, nil, nil, nil)
+	require.NoError(t, Check(s.nodes, s.nextIno, s.pipes, s.files, s.sockets))
+	_, err = Restore(fresh, s.nodes, s.nextIno, s.pipes, s.files, s.sockets, nil, nil, nil)
 	require.ErrorContains(t, err, "no host to read it from")
 }
 
@@ -255,17 +289,15 @@ func lastSocket(s *state) *SavedSocket  { l := sockets(s); return l[len(l)-1] }
 
 func sockets(s *state) []*SavedSocket {
 	var out []*SavedSocket
-	for _, f := range s.files {
-		if f.Socket != nil {
-			out = append(out, f.Socket)
-		}
+	for i := range s.sockets {
+		out = append(out, &s.sockets[i])
 	}
 	return out
 }
 
 func fileOf(s *state, sock *SavedSocket) int {
 	for i, f := range s.files {
-		if f.Socket == sock {
+		if f.Socket >= 0 && &s.sockets[f.Socket] == sock {
 			return i
 		}
 	}

@@ -1,6 +1,10 @@
 package vfs
 
-import "fmt"
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
 
 // The file system's part of a checkpoint, as plain values, with what
 // several parts share (a node, an open file in two descriptor tables, a
@@ -12,18 +16,20 @@ import "fmt"
 // Saver numbers the nodes, pipes and open files of a state as it meets
 // them; Nodes, Pipes and Files are what it saved, by index.
 type Saver struct {
-	nodes map[*Node]int
-	order []*Node // by index
-	pipes map[*Pipe]int
-	files map[*OpenFile]int
-	Nodes []SavedNode
-	Pipes []SavedPipe
-	Files []SavedFile
+	nodes   map[*Node]int
+	order   []*Node // by index
+	pipes   map[*Pipe]int
+	files   map[*OpenFile]int
+	sockets map[*Socket]int
+	Nodes   []SavedNode
+	Pipes   []SavedPipe
+	Files   []SavedFile
+	Sockets []SavedSocket
 }
 
 // NewSaver starts a state with the tree under root: root is node 0.
 func NewSaver(root *Node) *Saver {
-	sv := &Saver{nodes: map[*Node]int{}, pipes: map[*Pipe]int{}, files: map[*OpenFile]int{}}
+	sv := &Saver{nodes: map[*Node]int{}, pipes: map[*Pipe]int{}, files: map[*OpenFile]int{}, sockets: map[*Socket]int{}}
 	sv.Node(root)
 	return sv
 }
@@ -31,7 +37,7 @@ func NewSaver(root *Node) *Saver {
 // Check refuses saved nodes, pipes and open files that do not fit
 // together or would take the file system outside its bounds: the state
 // comes from a file, as untrusted as a tape.
-func Check(nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile) error {
+func Check(nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile, sockets []SavedSocket) error {
 	if len(nodes) == 0 || len(nodes) > MaxNodes || nextIno > 1<<62 {
 		return fmt.Errorf("%d files, inode %d (at most %d files)", len(nodes), nextIno, MaxNodes)
 	}
@@ -48,7 +54,15 @@ func Check(nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFi
 	if err := checkPipes(pipes); err != nil {
 		return err
 	}
-	return checkFiles(files, len(nodes), len(pipes))
+	if err := checkSockets(sockets); err != nil {
+		return err
+	}
+	for i, n := range nodes {
+		if n.Socket < 0 || n.Socket > len(sockets) || n.Socket > 0 && (n.Other != unix.S_IFSOCK || !sockets[n.Socket-1].Bound) {
+			return fmt.Errorf("file %d: socket %d", i, n.Socket-1)
+		}
+	}
+	return checkFiles(files, len(nodes), len(pipes), len(sockets))
 }
 
 // index reports whether i is an index of n things, or -1 for none.
@@ -57,10 +71,11 @@ func index(i, n int) bool { return i >= -1 && i < n }
 // Restored is a checked state's file system, its nodes, pipes and open
 // files by index.
 type Restored struct {
-	FS    *FileSystem
-	Nodes []*Node
-	Pipes []*Pipe
-	Files []*OpenFile
+	FS      *FileSystem
+	Nodes   []*Node
+	Pipes   []*Pipe
+	Files   []*OpenFile
+	Sockets []*Socket
 }
 
 // Restore builds a checked state's file system. fresh is the tree a new
@@ -69,7 +84,7 @@ type Restored struct {
 // restored tree charges fresh's budget (Charge counts it again) and tells
 // remap of moved mapped contents; its signalfds read signals from
 // signals.
-func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile, console *Console, remap Remap, signals SignalSource) (*Restored, error) {
+func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFile, sockets []SavedSocket, console *Console, remap Remap, signals SignalSource) (*Restored, error) {
 	devices := map[string]*Node{}
 	var walk func(n *Node)
 	walk = func(n *Node) {
@@ -134,6 +149,13 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 	for _, p := range pipes {
 		r.Pipes = append(r.Pipes, p.restore(fresh.budget))
 	}
+	r.Sockets = restoreSockets(r.FS, sockets)
+	for i, sn := range nodes {
+		if sn.Socket > 0 {
+			s := r.Sockets[sn.Socket-1]
+			r.Nodes[i].sock, s.node = s, r.Nodes[i]
+		}
+	}
 	for _, f := range files {
 		r.Files = append(r.Files, r.file(f, console, signals))
 	}
@@ -151,11 +173,9 @@ func (r *Restored) Charge(b *Budget) {
 		if n := f.Node(); n != nil {
 			n.opens++
 		}
-		if SocketOf(f) != nil {
-			b[SocketBytes] += SocketCapacity
-		}
 		b[Watches] += int64(len(f.watchers))
 	}
+	b[SocketBytes] += int64(len(r.Sockets)) * SocketCapacity
 	linked := map[*Node]bool{}
 	var walk func(n *Node)
 	walk = func(n *Node) {

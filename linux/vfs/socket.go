@@ -43,10 +43,32 @@ type Socket struct {
 	Cred [3]uint32
 	// options are the SOL_SOCKET options setsockopt set.
 	options map[int]int32
-	ino     uint64
-	queue   Queue
-	budget  *Budget
-	file    *OpenFile // the open file it is: a socket is in one
+	// name is its address once bound: a path, or "\x00" and an abstract
+	// name; node is a path's socket file.
+	name string
+	node *Node
+	// A listening socket's backlog is its connections not yet accepted:
+	// the server ends, each connected to its client.
+	listening  bool
+	backlog    []*Socket
+	maxBacklog int
+	fs         *FileSystem // whose abstract namespace holds its name
+	ino        uint64
+	queue      Queue
+	budget     *Budget
+	file       *OpenFile // the open file it is: a socket is in one
+}
+
+// NewSocket makes an unconnected socket of family and type, opened with
+// flags' O_NONBLOCK, made by cred and numbered ino; it charges its
+// buffer's capacity (ENOBUFS past the budget).
+func NewSocket(b *Budget, family int, typ SockType, flags uint64, cred [3]uint32, ino uint64) (*OpenFile, error) {
+	if err := b.Charge(SocketBytes, SocketCapacity); err != nil {
+		return nil, err
+	}
+	s := &Socket{Family: family, Type: typ, Cred: cred, ino: ino, budget: b}
+	s.file = NewOpenFile(s, "", unix.O_RDWR|flags&unix.O_NONBLOCK)
+	return s.file, nil
 }
 
 // NewSocketPair makes two sockets of family and type connected to each
@@ -73,6 +95,10 @@ func SocketOf(f *OpenFile) *Socket {
 
 // Ino is the socket's inode number (stat, /proc/self/fd's "socket:[N]").
 func (s *Socket) Ino() uint64 { return s.ino }
+
+// File is the open file the socket is, nil for a connection not yet
+// accepted.
+func (s *Socket) File() *OpenFile { return s.file }
 
 // Peer is the socket it is connected to, nil if none.
 func (s *Socket) Peer() *Socket { return s.peer }
@@ -137,6 +163,9 @@ func (s *Socket) SetOption(name int, v int32) error {
 // once the peer shut its writing or went, else it blocks (EAGAIN if
 // nonblocking).
 func (s *Socket) Recv(b []byte, peek, nonblocking bool) (got, n int, err error) {
+	if s.listening {
+		return 0, 0, unix.EINVAL
+	}
 	if len(s.buf) == 0 && len(s.msgs) == 0 {
 		switch {
 		case s.eof || s.shutRead || s.peerGone:
@@ -250,6 +279,12 @@ func (*Socket) Seek(*OpenFile, int64, uint64) (uint64, error) { return 0, unix.E
 // writable with room in the peer's buffer; hung up when neither way is
 // open any more (the peer gone, or both shut).
 func (s *Socket) Readiness() Events {
+	if s.listening {
+		if len(s.backlog) > 0 {
+			return EventIn
+		}
+		return 0
+	}
 	var r Events
 	if len(s.buf) > 0 || s.eof || s.shutRead || s.peerGone {
 		r |= EventIn
@@ -274,7 +309,11 @@ func (s *Socket) Release() {
 		p.peer, p.peerGone, p.eof = nil, true, true
 		p.queue.Notify(AllEvents)
 	}
-	s.peer, s.buf, s.msgs = nil, nil, nil
+	for _, c := range s.backlog { // connections never accepted: their clients see them go
+		c.Release()
+	}
+	s.unbind()
+	s.peer, s.buf, s.msgs, s.backlog = nil, nil, nil, nil
 	s.budget.Release(SocketBytes, SocketCapacity)
 }
 

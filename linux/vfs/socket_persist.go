@@ -8,8 +8,9 @@ import (
 )
 
 // SavedSocket is a socket: its buffer (a message socket's messages as
-// their lengths), shutdowns, and its peer as the index of the peer's open
-// file (-1 for none).
+// their lengths), shutdowns, name, and the sockets it is tied to as
+// indices into the saved sockets — its peer (-1 for none) and, listening,
+// its backlog.
 type SavedSocket struct {
 	Family, Type        int
 	Peer                int
@@ -21,21 +22,61 @@ type SavedSocket struct {
 	Cred                [3]uint32
 	Ino                 uint64
 	Options             map[int]int32
+	Name                string
+	Bound               bool // it holds Name (an accepted socket shares its listener's)
+	Listening           bool
+	MaxBacklog          int
+	Backlog             []int
 }
 
-func (sv *Saver) socket(s *Socket) *SavedSocket {
-	ss := &SavedSocket{Family: s.Family, Type: int(s.Type), Peer: -1, PeerGone: s.peerGone, Buf: s.buf, Msgs: s.msgs,
-		ShutRead: s.shutRead, ShutWrite: s.shutWrite, EOF: s.eof, Cred: s.Cred, Ino: s.ino, Options: maps.Clone(s.options)}
-	if s.peer != nil {
-		ss.Peer = sv.File(s.peer.file)
+// socket numbers s, and the sockets it is tied to.
+func (sv *Saver) socket(s *Socket) int {
+	if i, ok := sv.sockets[s]; ok {
+		return i
 	}
-	return ss
+	i := len(sv.Sockets)
+	sv.sockets[s] = i
+	sv.Sockets = append(sv.Sockets, SavedSocket{})
+	ss := SavedSocket{Family: s.Family, Type: int(s.Type), Peer: -1, PeerGone: s.peerGone, Buf: s.buf, Msgs: s.msgs,
+		ShutRead: s.shutRead, ShutWrite: s.shutWrite, EOF: s.eof, Cred: s.Cred, Ino: s.ino, Options: maps.Clone(s.options),
+		Name: s.name, Bound: s.node != nil || s.fs != nil, Listening: s.listening, MaxBacklog: s.maxBacklog}
+	if s.peer != nil {
+		ss.Peer = sv.socket(s.peer)
+	}
+	for _, c := range s.backlog {
+		ss.Backlog = append(ss.Backlog, sv.socket(c))
+	}
+	sv.Sockets[i] = ss
+	return i
 }
 
-// check refuses a socket of a family or type there is not, a buffer
-// past its capacity or whose messages are not its bytes, or a peer that
-// is not a socket connected back to it.
-func (s *SavedSocket) check(i int, files []SavedFile) error {
+// checkSockets refuses a socket of a family or type there is not, a
+// buffer past its capacity or whose messages are not its bytes, a peer
+// that is not connected back, a backlog of a socket that does not listen
+// or longer than it may be, or a socket in two backlogs.
+func checkSockets(sockets []SavedSocket) error {
+	queued, abstract := map[int]bool{}, map[string]bool{}
+	for i, s := range sockets {
+		if err := s.check(i, sockets); err != nil {
+			return fmt.Errorf("socket %d: %w", i, err)
+		}
+		if s.Bound && s.Name[0] == 0 {
+			if abstract[s.Name] {
+				return fmt.Errorf("socket %d: the abstract name %q twice", i, s.Name[1:])
+			}
+			abstract[s.Name] = true
+		}
+		for _, c := range s.Backlog {
+			if c < 0 || c >= len(sockets) || c == i || queued[c] || sockets[c].Listening {
+				return fmt.Errorf("socket %d: backlog socket %d", i, c)
+			}
+			queued[c] = true
+		}
+	}
+	return nil
+}
+
+func (s *SavedSocket) check(i int, sockets []SavedSocket) error {
 	msgBytes := 0
 	for _, n := range s.Msgs {
 		if n < 0 {
@@ -52,10 +93,16 @@ func (s *SavedSocket) check(i int, files []SavedFile) error {
 		return fmt.Errorf("%d bytes and %d messages buffered", len(s.Buf), len(s.Msgs))
 	case s.Type == unix.SOCK_STREAM && len(s.Msgs) > 0, s.Type != unix.SOCK_STREAM && msgBytes != len(s.Buf):
 		return fmt.Errorf("messages of %d bytes in %d buffered", msgBytes, len(s.Buf))
-	case s.Peer < -1 || s.Peer >= len(files) || s.Peer == i:
+	case s.Peer < -1 || s.Peer >= len(sockets) || s.Peer == i:
 		return fmt.Errorf("peer %d", s.Peer)
 	case s.Peer >= 0 && s.PeerGone:
 		return fmt.Errorf("a peer, and gone")
+	case len(s.Name) > maxSocketName:
+		return fmt.Errorf("a name of %d bytes", len(s.Name))
+	case s.MaxBacklog < 0 || s.MaxBacklog > SoMaxConn || len(s.Backlog) > s.MaxBacklog+1 || !s.Listening && len(s.Backlog) > 0:
+		return fmt.Errorf("a backlog of %d, at most %d", len(s.Backlog), s.MaxBacklog)
+	case s.Listening && (s.Peer >= 0 || !s.Bound), s.Bound && s.Name == "":
+		return fmt.Errorf("listening, connected or unbound")
 	}
 	for name := range s.Options {
 		if _, ok := settable[name]; !ok {
@@ -63,16 +110,39 @@ func (s *SavedSocket) check(i int, files []SavedFile) error {
 		}
 	}
 	if s.Peer >= 0 {
-		p := files[s.Peer].Socket
-		if p == nil || p.Peer != i || p.Family != s.Family || p.Type != s.Type {
+		p := sockets[s.Peer]
+		if p.Peer != i || p.Family != s.Family || p.Type != s.Type {
 			return fmt.Errorf("peer %d is not a socket connected back to it", s.Peer)
 		}
 	}
 	return nil
 }
 
-// restore is the saved socket, its peer linked later (linkSockets).
-func (s *SavedSocket) restore(b *Budget) *Socket {
-	return &Socket{Family: s.Family, Type: SockType(s.Type), peerGone: s.PeerGone, buf: s.Buf, msgs: s.Msgs,
-		shutRead: s.ShutRead, shutWrite: s.ShutWrite, eof: s.EOF, Cred: s.Cred, ino: s.Ino, options: maps.Clone(s.Options), budget: b}
+// maxSocketName is the longest name a socket has: sockaddr_un's path.
+const maxSocketName = 108
+
+// restoreSockets makes the saved sockets, tied to each other, their names
+// bound again in fs's abstract namespace.
+func restoreSockets(fs *FileSystem, saved []SavedSocket) []*Socket {
+	out := make([]*Socket, len(saved))
+	for i, s := range saved {
+		out[i] = &Socket{Family: s.Family, Type: SockType(s.Type), peerGone: s.PeerGone, buf: s.Buf, msgs: s.Msgs,
+			shutRead: s.ShutRead, shutWrite: s.ShutWrite, eof: s.EOF, Cred: s.Cred, ino: s.Ino, options: maps.Clone(s.Options),
+			name: s.Name, listening: s.Listening, maxBacklog: s.MaxBacklog, budget: fs.budget}
+	}
+	for i, s := range saved {
+		if s.Peer >= 0 {
+			out[i].peer = out[s.Peer]
+		}
+		for _, c := range s.Backlog {
+			out[i].backlog = append(out[i].backlog, out[c])
+		}
+		if name := s.Name; s.Bound && len(name) > 0 && name[0] == 0 {
+			if fs.abstract == nil {
+				fs.abstract = map[string]*Socket{}
+			}
+			fs.abstract[name[1:]], out[i].fs = out[i], fs
+		}
+	}
+	return out
 }
