@@ -56,5 +56,6 @@ package linux
 // (was not found), listed in /proc; /proc/PID/stat, statm, environ; the
 // user's supplementary groups (getgroups said none), setgroups;
 // AF_UNIX sockets: socketpair's, and stream and seqpacket sockets bound
-// to a path or an abstract name, listening, connecting and accepting.
+// to a path or an abstract name, listening, connecting and accepting;
+// TCP over the loopback (AF_INET, AF_INET6 dual-stack).
 const Version = 8

@@ -796,3 +796,14 @@ func TestSocketPairs(t *testing.T) {
 func TestUnixSockets(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "unixsock.c", "-static", "-O1"), "unixsock", time.Millisecond)
 }
+
+// TCP over the loopback is Linux's: a listener on 127.0.0.1 and an
+// ephemeral port, a client in a child, the addresses getsockname,
+// getpeername and accept give, shutdown's end of file, a close with bytes
+// unread resetting the connection (ECONNRESET), a dual-stack AF_INET6
+// listener seeing an IPv4 client v4-mapped and IPV6_V6ONLY refusing it,
+// epoll on a listener, options, and the errors — the host's output,
+// live, recorded and replayed (every internet socket was EAFNOSUPPORT).
+func TestTCP(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "tcp.c", "-static", "-O1"), "tcp", time.Millisecond)
+}

@@ -19,20 +19,28 @@ import (
 // a descriptor that is no socket answers ENOTSOCK, and EBADF for one not
 // open, as Linux does (bash asks getpeername of its standard input).
 
-// sysSocket makes an unbound, unconnected AF_UNIX socket.
+// sysSocket makes an unbound, unconnected socket: AF_UNIX's, or a TCP
+// one of AF_INET or AF_INET6 (UDP and raw sockets are not made yet:
+// EAFNOSUPPORT, as for every other family).
 func sysSocket(t *thread, a args) (uint64, error) {
 	family, typ := a[0], a[1]
-	if family != unix.AF_UNIX {
-		return 0, unix.EAFNOSUPPORT
+	var err error
+	switch family {
+	case unix.AF_UNIX:
+		err = unixType(&typ, a[2])
+	case unix.AF_INET, unix.AF_INET6:
+		err = tcpType(typ, a[2])
+	default:
+		err = unix.EAFNOSUPPORT
 	}
-	if err := unixType(&typ, a[2]); err != nil {
+	if err != nil {
 		return 0, err
 	}
 	var flags uint64
 	if typ&unix.SOCK_NONBLOCK != 0 {
 		flags = unix.O_NONBLOCK
 	}
-	f, err := vfs.NewSocket(t.k.budget, unix.AF_UNIX, vfs.SockType(typ&0xf), flags, t.cred(), t.k.fs.NewIno())
+	f, err := vfs.NewSocket(t.k.budget, int(family), vfs.SockType(typ&0xf), flags, t.cred(), t.k.fs.NewIno())
 	if err != nil {
 		return 0, err
 	}
@@ -54,6 +62,22 @@ func unixType(typ *uint64, proto uint64) error {
 		*typ = *typ&^0xf | unix.SOCK_DGRAM
 	case t != unix.SOCK_STREAM && t != unix.SOCK_DGRAM && t != unix.SOCK_SEQPACKET:
 		return unix.ESOCKTNOSUPPORT
+	}
+	return nil
+}
+
+// tcpType checks an internet socket's type and protocol: a stream of
+// protocol 0 or IPPROTO_TCP; EINVAL for other flags, EAFNOSUPPORT for a
+// type not made yet (a datagram, a raw socket), EPROTONOSUPPORT for
+// another protocol of a stream.
+func tcpType(typ, proto uint64) error {
+	switch {
+	case typ&^(sockFlags|0xf) != 0:
+		return unix.EINVAL
+	case typ&0xf != unix.SOCK_STREAM:
+		return unix.EAFNOSUPPORT
+	case proto != 0 && proto != unix.IPPROTO_TCP:
+		return unix.EPROTONOSUPPORT
 	}
 	return nil
 }
@@ -375,7 +399,7 @@ func sysGetsockname(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, t.writeSockaddr(a[1], a[2], sockaddrOf(s.Name()))
+	return 0, t.writeSockaddr(a[1], a[2], ownAddr(s))
 }
 
 // sysGetpeername is the peer's address: ENOTCONN without one.
@@ -384,26 +408,25 @@ func sysGetpeername(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if s.Peer() == nil {
+	if s.Peer() == nil && !s.Remote().IsValid() {
 		return 0, unix.ENOTCONN
 	}
-	return 0, t.writeSockaddr(a[1], a[2], sockaddrOf(s.Peer().Name()))
+	return 0, t.writeSockaddr(a[1], a[2], peerAddr(s))
 }
 
-// sysGetsockopt answers SOL_SOCKET's options: the socket's type, family,
-// protocol, error (none), buffer sizes, SO_PEERCRED (who made the peer),
-// and what setsockopt set; ENOPROTOOPT for the rest.
+// sysGetsockopt answers SOL_SOCKET's options — the socket's type,
+// family, protocol, error (none), buffer sizes, SO_PEERCRED (who made the
+// peer) — and what setsockopt set at any level; ENOPROTOOPT for the rest.
 func sysGetsockopt(t *thread, a args) (uint64, error) {
 	_, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
 	}
-	if a[1] != unix.SOL_SOCKET {
-		return 0, unix.ENOPROTOOPT
-	}
 	var v []byte
-	switch a[2] {
-	case unix.SO_PEERCRED:
+	switch {
+	case a[1] != unix.SOL_SOCKET && s.Family == unix.AF_UNIX:
+		return 0, unix.EOPNOTSUPP
+	case a[1] == unix.SOL_SOCKET && a[2] == unix.SO_PEERCRED:
 		v = make([]byte, 12)
 		if p := s.Peer(); p != nil {
 			binary.LittleEndian.PutUint32(v, p.Cred[0])
@@ -414,7 +437,7 @@ func sysGetsockopt(t *thread, a args) (uint64, error) {
 			binary.LittleEndian.PutUint32(v[8:], ^uint32(0))
 		}
 	default:
-		n, ok := s.Option(int(a[2]))
+		n, ok := s.Option(int(a[1]), int(a[2]))
 		if !ok {
 			return 0, unix.ENOPROTOOPT
 		}
@@ -436,16 +459,14 @@ func sysGetsockopt(t *thread, a args) (uint64, error) {
 	return 0, memErr(t.proc.as.Write(a[4], lb[:]))
 }
 
-// sysSetsockopt keeps SOL_SOCKET's integer options (getsockopt says them
-// back; the buffers' sizes as Linux doubles them); ENOPROTOOPT for
-// another level or option, EINVAL for a value shorter than an int.
+// sysSetsockopt keeps integer options (getsockopt says them back; the
+// buffers' sizes as Linux doubles them) of SOL_SOCKET, and of IPPROTO_IP,
+// IPPROTO_IPV6 and IPPROTO_TCP for an internet socket: ENOPROTOOPT for
+// another, EINVAL for a value shorter than an int.
 func sysSetsockopt(t *thread, a args) (uint64, error) {
 	_, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
-	}
-	if a[1] != unix.SOL_SOCKET {
-		return 0, unix.ENOPROTOOPT
 	}
 	if int32(a[4]) < 4 {
 		return 0, unix.EINVAL
@@ -454,7 +475,7 @@ func sysSetsockopt(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return 0, s.SetOption(int(a[2]), int32(v))
+	return 0, s.SetOption(int(a[1]), int(a[2]), int32(v))
 }
 
 // sunMax is sizeof(struct sockaddr_un): the family and a 108-byte path.
@@ -517,6 +538,13 @@ func sysBind(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if s.Family != unix.AF_UNIX {
+		addr, err := t.readInetAddr(s, a[1], a[2], true)
+		if err != nil {
+			return 0, err
+		}
+		return 0, t.k.fs.BindInet(s, addr, t.k.prog.User.UID == 0)
+	}
 	if a[2] == 2 {
 		return 0, t.autobind(s)
 	}
@@ -558,6 +586,9 @@ func sysListen(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if s.Family != unix.AF_UNIX {
+		return 0, t.k.fs.ListenInet(s, int(int32(a[1])))
+	}
 	return 0, s.Listen(int(int32(a[1])))
 }
 
@@ -570,6 +601,9 @@ func sysConnect(t *thread, a args) (uint64, error) {
 	f, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
+	}
+	if s.Family != unix.AF_UNIX {
+		return 0, t.connectInet(f, s, a[1], a[2])
 	}
 	addr, err := t.readUnixAddr(a[1], a[2])
 	if err != nil {
@@ -625,7 +659,7 @@ func sysAccept4(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	if a[1] != 0 {
-		if err := t.writeSockaddr(a[1], a[2], sockaddrOf(vfs.SocketOf(c).Peer().Name())); err != nil {
+		if err := t.writeSockaddr(a[1], a[2], peerAddr(vfs.SocketOf(c))); err != nil {
 			return 0, err // the connection is taken, as on Linux
 		}
 	}

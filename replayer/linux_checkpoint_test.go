@@ -198,3 +198,23 @@ func TestLinuxCheckpointsKeepSharedMemory(t *testing.T) {
 		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
 	}
 }
+
+// A checkpoint keeps sockets: a server and a client talk over TCP on the
+// loopback, an AF_UNIX stream at an abstract name and a socketpair, and
+// checkpoints fall while bytes are in flight, connections wait to be
+// accepted and both processes poll; replayed from them, the connections,
+// names, ports and buffers are there and the sums end as recorded.
+func TestLinuxCheckpointsKeepSockets(t *testing.T) {
+	bin := cprog.Build(t, "gcc", "sockloop", "-static", "-O1")
+	path, ck, rec, console := recordLinuxCheckpoints(t, bin, "sockloop", "400")
+	require.Equal(t, "tcp 80200 unix 160400 pair 240600\n", console)
+	n := len(rec.Checkpoints)
+	require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")
+	for _, i := range slices.Compact([]int{1, n / 2, n}) {
+		var part bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
+		require.NoError(t, err, "from checkpoint %d of %d", i, n)
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
+		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
+	}
+}

@@ -73,6 +73,29 @@ async def main():
 asyncio.run(main())
 `},
 		cmd: `python3 aio.py`},
+	// A threaded HTTP server on a dual-stack socket and its client, one
+	// program: TCP over the loopback, IPv4, IPv6 and localhost.
+	{name: "python3-http", tools: []string{"python3"}, files: map[string]string{"web.py": `import http.server, threading, urllib.request, os, socket
+os.makedirs("site", exist_ok=True)
+with open("site/index.html", "w") as f:
+    f.write("<h1>served inside the machine</h1>\n" * 200)
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def __init__(self, *a, **k): super().__init__(*a, directory="site", **k)
+    def log_message(self, *a): pass
+class DualStack(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+    def server_bind(self):
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+srv = DualStack(("::", 0), Quiet)
+port = srv.server_address[1]
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+for host in ("127.0.0.1", "[::1]", "localhost"):
+    body = urllib.request.urlopen(f"http://{host}:{port}/index.html").read()
+    print(host, len(body), body[:30])
+srv.shutdown()
+`},
+		cmd: `python3 web.py`},
 	{name: "node", tools: []string{"node"}, cmd: `node -e '
 const fs = require("fs"), crypto = require("crypto");
 setTimeout(() => console.log("timer fired"), 20);

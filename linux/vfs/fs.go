@@ -19,8 +19,10 @@ type FileSystem struct {
 	host    Host      // where host directories' entries and files' contents come from
 	owner   [2]uint32 // the user and group new files belong to
 	groups  []uint32  // the user's supplementary groups
-	// abstract is AF_UNIX's abstract namespace: the sockets bound in it.
+	// abstract is AF_UNIX's abstract namespace: the sockets bound in it;
+	// ports are the internet sockets bound, by port.
 	abstract map[string]*Socket
+	ports    map[uint16][]*Socket
 	clock    func() int64
 	magic    Magic
 	// forgotAt is the nodes held when forgetting last fell short

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"bytes"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -77,7 +78,7 @@ func TestSaveRestore(t *testing.T) {
 	require.NoError(t, err)
 	_, err = sa.Write([]byte("two!"), 0)
 	require.NoError(t, err)
-	require.NoError(t, SocketOf(sb).SetOption(unix.SO_RCVBUF, 5000))
+	require.NoError(t, SocketOf(sb).SetOption(unix.SOL_SOCKET, unix.SO_RCVBUF, 5000))
 	_, err = fds.Install(sa, false, 0) // 8
 	require.NoError(t, err)
 	_, err = fds.Install(sb, false, 0) // 9
@@ -91,7 +92,15 @@ func TestSaveRestore(t *testing.T) {
 	require.NoError(t, SocketOf(cf).Connect(SocketOf(lf), false, 43))
 	_, err = cf.Write([]byte("before accept"), 0)
 	require.NoError(t, err)
-	for _, f := range []*OpenFile{lf, cf} { // 10, 11
+	tl, err := NewSocket(b, unix.AF_INET6, unix.SOCK_STREAM, 0, [3]uint32{}, 44)
+	require.NoError(t, err)
+	require.NoError(t, fs.BindInet(SocketOf(tl), netip.MustParseAddrPort("[::]:8080"), true))
+	require.NoError(t, fs.ListenInet(SocketOf(tl), 4))
+	tc, err := NewSocket(b, unix.AF_INET, unix.SOCK_STREAM, 0, [3]uint32{}, 45)
+	require.NoError(t, err)
+	_, err = fs.ConnectInet(SocketOf(tc), netip.MustParseAddrPort("127.0.0.1:8080"), false, 46)
+	require.NoError(t, err)
+	for _, f := range []*OpenFile{lf, cf, tl, tc} { // 10 to 13
 		_, err = fds.Install(f, false, 0)
 		require.NoError(t, err)
 	}
@@ -120,7 +129,7 @@ func TestSaveRestore(t *testing.T) {
 	got, err = sock.Read(buf, 0)
 	require.NoError(t, err)
 	require.Equal(t, "one", string(buf[:got]), "a message at a time")
-	v, _ := SocketOf(sock).Option(unix.SO_RCVBUF)
+	v, _ := SocketOf(sock).Option(unix.SOL_SOCKET, unix.SO_RCVBUF)
 	require.Equal(t, int32(10000), v)
 	other, _ := rfds.Get(8)
 	require.Same(t, SocketOf(other), SocketOf(sock).Peer(), "connected again")
@@ -134,6 +143,16 @@ func TestSaveRestore(t *testing.T) {
 	client, _ := rfds.Get(11)
 	require.Same(t, SocketOf(client), SocketOf(accepted).Peer())
 	require.Equal(t, [3]uint32{4, 5, 6}, SocketOf(client).Peer().Cred, "the client's peer is the listener's")
+	other6, err := NewSocket(rb, unix.AF_INET, unix.SOCK_STREAM, 0, [3]uint32{}, 99)
+	require.NoError(t, err)
+	require.ErrorIs(t, restored.FS.BindInet(SocketOf(other6), netip.MustParseAddrPort("127.0.0.1:8080"), true), unix.EADDRINUSE, "the port is taken again")
+	tcpListener, _ := rfds.Get(12)
+	conn, err := SocketOf(tcpListener).Accept(0, true)
+	require.NoError(t, err)
+	require.Equal(t, "[::ffff:127.0.0.1]:8080", SocketOf(conn).Local().String())
+	tcpClient, _ := rfds.Get(13)
+	require.Equal(t, SocketOf(tcpClient).Local().Port(), SocketOf(conn).Remote().Port())
+	require.Equal(t, "127.0.0.1:8080", SocketOf(tcpClient).Remote().String())
 	nodes := rb[Nodes]
 	rfds.Close(4)
 	require.Equal(t, nodes-1, rb[Nodes])
@@ -192,7 +211,8 @@ func TestForgedState(t *testing.T) {
 		{"names asked of a file", func(s *state) { s.nodes[firstFile(s)].Host = &SavedHost{Path: "/f", Asked: []string{"x"}} }, "names asked"},
 		{"a name asked", func(s *state) { s.nodes[0].Host = &SavedHost{Path: "/", Asked: []string{"a/b"}} }, "name"},
 		{"descriptor number", func(s *state) { s.fds[MaxFDs] = SavedFD{} }, "descriptor 4096"},
-		{"socket family", func(s *state) { firstSocket(s).Family = unix.AF_INET }, "family 2"},
+		{"socket family", func(s *state) { firstSocket(s).Family = unix.AF_PACKET }, "family 17"},
+		{"internet datagram socket", func(s *state) { firstSocket(s).Family = unix.AF_INET }, "type 2"},
 		{"socket type", func(s *state) { firstSocket(s).Type = 9 }, "type 9"},
 		{"socket overfull", func(s *state) {
 			sock := lastSocket(s)
@@ -211,7 +231,7 @@ func TestForgedState(t *testing.T) {
 		}, `the abstract name "same" twice`},
 		{"listening and connected", func(s *state) { firstSocket(s).Listening = true }, "listening, connected or unbound"},
 		{"backlog not listening", func(s *state) { firstSocket(s).Backlog = []int{1} }, "a backlog of 1"},
-		{"socket option", func(s *state) { firstSocket(s).Options = map[int]int32{unix.SO_TYPE: 1} }, "option 3"},
+		{"socket option", func(s *state) { firstSocket(s).Options = map[int]int32{unix.SO_TYPE: 1} }, "option 0x3"},
 		{"listing order short", func(s *state) { s.nodes[0].Order = s.nodes[0].Order[1:] }, "an order of"},
 		{"listing order of no entry", func(s *state) { s.nodes[0].Order[0] = "nope" }, `"nope" in the order`},
 		{"seals of a plain file", func(s *state) { s.nodes[firstFile(s)].Seals = 2 }, "a memfd (false) with seals 0x2"},

@@ -1,6 +1,10 @@
 package vfs
 
-import "golang.org/x/sys/unix"
+import (
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+)
 
 // Sockets (sockfs): the program's own, connected inside the machine, as
 // deterministic as a pipe — run only from the kernel's scheduler, nothing
@@ -41,7 +45,7 @@ type Socket struct {
 	eof                 bool
 	// Cred is who made it (SO_PEERCRED tells the peer): pid, uid, gid.
 	Cred [3]uint32
-	// options are the SOL_SOCKET options setsockopt set.
+	// options are the options setsockopt set, by optKey.
 	options map[int]int32
 	// name is its address once bound: a path, or "\x00" and an abstract
 	// name; node is a path's socket file.
@@ -52,11 +56,16 @@ type Socket struct {
 	listening  bool
 	backlog    []*Socket
 	maxBacklog int
-	fs         *FileSystem // whose abstract namespace holds its name
-	ino        uint64
-	queue      Queue
-	budget     *Budget
-	file       *OpenFile // the open file it is: a socket is in one
+	fs         *FileSystem // whose namespace (abstract names, ports) holds its name
+	// An internet socket's addresses, its own and its peer's (the zero
+	// AddrPort: none); reset is a connection its peer closed with bytes
+	// unread (an RST): its next receive is ECONNRESET.
+	local, remote netip.AddrPort
+	reset         bool
+	ino           uint64
+	queue         Queue
+	budget        *Budget
+	file          *OpenFile // the open file it is: a socket is in one
 }
 
 // NewSocket makes an unconnected socket of family and type, opened with
@@ -109,54 +118,6 @@ func (s *Socket) stream() bool { return s.Type == unix.SOCK_STREAM }
 // Stream reports whether the socket carries bytes, not messages.
 func (s *Socket) Stream() bool { return s.stream() }
 
-// settable are the SOL_SOCKET options setsockopt keeps, each an int,
-// with their defaults.
-var settable = map[int]int32{
-	unix.SO_REUSEADDR: 0, unix.SO_DONTROUTE: 0, unix.SO_BROADCAST: 0, unix.SO_SNDBUF: SocketCapacity,
-	unix.SO_RCVBUF: SocketCapacity, unix.SO_KEEPALIVE: 0, unix.SO_OOBINLINE: 0, unix.SO_PRIORITY: 0,
-	unix.SO_REUSEPORT: 0, unix.SO_PASSCRED: 0, unix.SO_RCVLOWAT: 1, unix.SO_SNDLOWAT: 1, unix.SO_PASSSEC: 0,
-}
-
-// Option is the value of a SOL_SOCKET option getsockopt asks for: the
-// socket's type, family, protocol and error (none), whether it listens,
-// and the settable ones; ok is false for an option it has not.
-func (s *Socket) Option(name int) (v int32, ok bool) {
-	switch name {
-	case unix.SO_TYPE:
-		return int32(s.Type), true
-	case unix.SO_DOMAIN:
-		return int32(s.Family), true
-	case unix.SO_PROTOCOL, unix.SO_ERROR, unix.SO_ACCEPTCONN:
-		return 0, true
-	}
-	if v, ok := s.options[name]; ok {
-		return v, true
-	}
-	v, ok = settable[name]
-	return v, ok
-}
-
-// SetOption sets a SOL_SOCKET option: a buffer's size as Linux keeps it
-// (doubled, at least its minimum, at most twice the maximum); ENOPROTOOPT
-// for one not kept.
-func (s *Socket) SetOption(name int, v int32) error {
-	if _, ok := settable[name]; !ok {
-		return unix.ENOPROTOOPT
-	}
-	switch name {
-	case unix.SO_SNDBUF, unix.SO_RCVBUF:
-		const minBuf, maxBuf = 4608, SocketCapacity
-		v = int32(min(max(int64(v)*2, minBuf), 2*maxBuf))
-	case unix.SO_RCVLOWAT:
-		v = max(v, 1)
-	}
-	if s.options == nil {
-		s.options = map[int]int32{}
-	}
-	s.options[name] = v
-	return nil
-}
-
 // Recv takes what the peer sent into b: up to len(b) bytes of a stream,
 // or the next message (cut to len(b); n is its whole length, which
 // MSG_TRUNC asks for) — peeking leaves it. An empty buffer is end of file
@@ -165,6 +126,10 @@ func (s *Socket) SetOption(name int, v int32) error {
 func (s *Socket) Recv(b []byte, peek, nonblocking bool) (got, n int, err error) {
 	if s.listening {
 		return 0, 0, unix.EINVAL
+	}
+	if s.reset {
+		s.reset = false
+		return 0, 0, unix.ECONNRESET
 	}
 	if len(s.buf) == 0 && len(s.msgs) == 0 {
 		switch {
@@ -279,6 +244,9 @@ func (*Socket) Seek(*OpenFile, int64, uint64) (uint64, error) { return 0, unix.E
 // writable with room in the peer's buffer; hung up when neither way is
 // open any more (the peer gone, or both shut).
 func (s *Socket) Readiness() Events {
+	if s.reset {
+		return EventIn | EventErr | EventHup
+	}
 	if s.listening {
 		if len(s.backlog) > 0 {
 			return EventIn
@@ -307,6 +275,7 @@ func (s *Socket) Queue() *Queue { return &s.queue }
 func (s *Socket) Release() {
 	if p := s.peer; p != nil {
 		p.peer, p.peerGone, p.eof = nil, true, true
+		p.reset = s.inet() && len(s.buf) > 0 // TCP resets a connection closed with bytes unread
 		p.queue.Notify(AllEvents)
 	}
 	for _, c := range s.backlog { // connections never accepted: their clients see them go

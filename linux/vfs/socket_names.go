@@ -141,6 +141,8 @@ func (s *Socket) Accept(flags uint64, nonblocking bool) (*OpenFile, error) {
 // again; a socket file stays, refusing connections.
 func (s *Socket) unbind() {
 	switch {
+	case s.inet():
+		s.unbindPort()
 	case s.node != nil:
 		s.node.sock = nil
 	case s.fs != nil && s.fs.abstract[s.name[1:]] == s:

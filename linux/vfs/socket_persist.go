@@ -3,6 +3,7 @@ package vfs
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 
 	"golang.org/x/sys/unix"
 )
@@ -27,6 +28,10 @@ type SavedSocket struct {
 	Listening           bool
 	MaxBacklog          int
 	Backlog             []int
+	// An internet socket's addresses (netip.AddrPort's text, "" for
+	// none), and a reset not yet received.
+	Local, Remote string
+	Reset         bool
 }
 
 // socket numbers s, and the sockets it is tied to.
@@ -39,7 +44,8 @@ func (sv *Saver) socket(s *Socket) int {
 	sv.Sockets = append(sv.Sockets, SavedSocket{})
 	ss := SavedSocket{Family: s.Family, Type: int(s.Type), Peer: -1, PeerGone: s.peerGone, Buf: s.buf, Msgs: s.msgs,
 		ShutRead: s.shutRead, ShutWrite: s.shutWrite, EOF: s.eof, Cred: s.Cred, Ino: s.ino, Options: maps.Clone(s.options),
-		Name: s.name, Bound: s.node != nil || s.fs != nil, Listening: s.listening, MaxBacklog: s.maxBacklog}
+		Name: s.name, Bound: s.node != nil || s.fs != nil, Listening: s.listening, MaxBacklog: s.maxBacklog,
+		Local: addrText(s.local), Remote: addrText(s.remote), Reset: s.reset}
 	if s.peer != nil {
 		ss.Peer = sv.socket(s.peer)
 	}
@@ -60,7 +66,7 @@ func checkSockets(sockets []SavedSocket) error {
 		if err := s.check(i, sockets); err != nil {
 			return fmt.Errorf("socket %d: %w", i, err)
 		}
-		if s.Bound && s.Name[0] == 0 {
+		if s.Bound && s.Family == unix.AF_UNIX && s.Name[0] == 0 {
 			if abstract[s.Name] {
 				return fmt.Errorf("socket %d: the abstract name %q twice", i, s.Name[1:])
 			}
@@ -85,10 +91,13 @@ func (s *SavedSocket) check(i int, sockets []SavedSocket) error {
 		msgBytes += n
 	}
 	switch {
-	case s.Family != unix.AF_UNIX:
+	case s.Family != unix.AF_UNIX && s.Family != unix.AF_INET && s.Family != unix.AF_INET6:
 		return fmt.Errorf("family %d", s.Family)
-	case s.Type != unix.SOCK_STREAM && s.Type != unix.SOCK_DGRAM && s.Type != unix.SOCK_SEQPACKET:
+	case s.Type != unix.SOCK_STREAM && s.Type != unix.SOCK_DGRAM && s.Type != unix.SOCK_SEQPACKET,
+		s.Family != unix.AF_UNIX && s.Type != unix.SOCK_STREAM:
 		return fmt.Errorf("type %d", s.Type)
+	case s.Family == unix.AF_UNIX && (s.Local != "" || s.Remote != "" || s.Reset):
+		return fmt.Errorf("an AF_UNIX socket with internet addresses")
 	case len(s.Buf)+msgOverhead*len(s.Msgs) > SocketCapacity:
 		return fmt.Errorf("%d bytes and %d messages buffered", len(s.Buf), len(s.Msgs))
 	case s.Type == unix.SOCK_STREAM && len(s.Msgs) > 0, s.Type != unix.SOCK_STREAM && msgBytes != len(s.Buf):
@@ -101,21 +110,45 @@ func (s *SavedSocket) check(i int, sockets []SavedSocket) error {
 		return fmt.Errorf("a name of %d bytes", len(s.Name))
 	case s.MaxBacklog < 0 || s.MaxBacklog > SoMaxConn || len(s.Backlog) > s.MaxBacklog+1 || !s.Listening && len(s.Backlog) > 0:
 		return fmt.Errorf("a backlog of %d, at most %d", len(s.Backlog), s.MaxBacklog)
-	case s.Listening && (s.Peer >= 0 || !s.Bound), s.Bound && s.Name == "":
+	case s.Listening && (s.Peer >= 0 || !s.Bound), s.Bound && s.Name == "" && s.Family == unix.AF_UNIX:
 		return fmt.Errorf("listening, connected or unbound")
 	}
-	for name := range s.Options {
-		if _, ok := settable[name]; !ok {
-			return fmt.Errorf("option %d", name)
+	for k := range s.Options {
+		if _, ok := settable[k]; !ok {
+			return fmt.Errorf("option %#x", k)
 		}
+	}
+	for _, a := range []string{s.Local, s.Remote} {
+		if _, err := parseAddr(a); err != nil {
+			return fmt.Errorf("address %q", a)
+		}
+	}
+	if local, _ := parseAddr(s.Local); s.Family != unix.AF_UNIX && s.Bound && (!local.IsValid() || !Local(local.Addr())) {
+		return fmt.Errorf("bound to %q", s.Local)
 	}
 	if s.Peer >= 0 {
 		p := sockets[s.Peer]
-		if p.Peer != i || p.Family != s.Family || p.Type != s.Type {
+		if p.Peer != i || (p.Family == unix.AF_UNIX) != (s.Family == unix.AF_UNIX) || p.Type != s.Type {
 			return fmt.Errorf("peer %d is not a socket connected back to it", s.Peer)
 		}
 	}
 	return nil
+}
+
+// addrText is an internet address as a checkpoint keeps it, "" for none.
+func addrText(a netip.AddrPort) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+// parseAddr reads addrText's text.
+func parseAddr(s string) (netip.AddrPort, error) {
+	if s == "" {
+		return netip.AddrPort{}, nil
+	}
+	return netip.ParseAddrPort(s)
 }
 
 // maxSocketName is the longest name a socket has: sockaddr_un's path.
@@ -126,7 +159,9 @@ const maxSocketName = 108
 func restoreSockets(fs *FileSystem, saved []SavedSocket) []*Socket {
 	out := make([]*Socket, len(saved))
 	for i, s := range saved {
-		out[i] = &Socket{Family: s.Family, Type: SockType(s.Type), peerGone: s.PeerGone, buf: s.Buf, msgs: s.Msgs,
+		local, _ := parseAddr(s.Local)
+		remote, _ := parseAddr(s.Remote)
+		out[i] = &Socket{local: local, remote: remote, reset: s.Reset, Family: s.Family, Type: SockType(s.Type), peerGone: s.PeerGone, buf: s.Buf, msgs: s.Msgs,
 			shutRead: s.ShutRead, shutWrite: s.ShutWrite, eof: s.EOF, Cred: s.Cred, ino: s.Ino, options: maps.Clone(s.Options),
 			name: s.Name, listening: s.Listening, maxBacklog: s.MaxBacklog, budget: fs.budget}
 	}
@@ -136,6 +171,9 @@ func restoreSockets(fs *FileSystem, saved []SavedSocket) []*Socket {
 		}
 		for _, c := range s.Backlog {
 			out[i].backlog = append(out[i].backlog, out[c])
+		}
+		if s.Bound && s.Family != unix.AF_UNIX {
+			fs.takePort(out[i])
 		}
 		if name := s.Name; s.Bound && len(name) > 0 && name[0] == 0 {
 			if fs.abstract == nil {
