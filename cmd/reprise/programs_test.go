@@ -211,12 +211,24 @@ func TestGoProgramMatchesHost(t *testing.T) {
 func matchesAcrossReplays(t *testing.T, dir string, args []string) cliResult {
 	t.Helper()
 	live := runCLIIn(t, dir, append([]string{"run"}, args...)...)
+	for _, rec := range recordingsReplay(t, dir, args) {
+		require.Equal(t, live.stdout, rec.stdout, "recorded: %s; live (exit %d): %s", rec.stderr, live.code, live.stderr)
+		require.Equal(t, live.code, rec.code, rec.stderr)
+	}
+	return live
+}
+
+// recordingsReplay records the program args in dir, then replays it three
+// times, and records it with the timer jittered and replays it once:
+// every replay must print what its recording did. It returns the two
+// recordings.
+func recordingsReplay(t *testing.T, dir string, args []string) []cliResult {
+	t.Helper()
 	tapes := t.TempDir()
+	var out []cliResult
 	for _, jitter := range []string{"0s", "2ms"} {
 		tp := filepath.Join(tapes, "prog-"+jitter+".tape")
 		rec := runCLIIn(t, dir, append([]string{"record", "-o", tp, "--timer-jitter", jitter}, args...)...)
-		require.Equal(t, live.stdout, rec.stdout, "recorded (jitter %s): %s; live (exit %d): %s", jitter, rec.stderr, live.code, live.stderr)
-		require.Equal(t, live.code, rec.code, rec.stderr)
 		replays := 3
 		if jitter != "0s" {
 			replays = 1
@@ -226,8 +238,30 @@ func matchesAcrossReplays(t *testing.T, dir string, args []string) cliResult {
 			require.Equal(t, rec.stdout, rep.stdout, "replay %d (jitter %s): %s", i, jitter, rep.stderr)
 			require.Contains(t, rep.stderr, "replay matched")
 		}
+		out = append(out, rec)
 	}
-	return live
+	return out
+}
+
+// redis-server and redis-benchmark in one recording (issue 27's first
+// server): the benchmark's figures, every one, are printed again by each
+// replay, and the keys the benchmark wrote are there (SET, INCR and
+// LPUSH's three). Its rates are the recording's, so no host comparison.
+func TestRedisBenchmarkReplays(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "redis-server", "redis-benchmark", "redis-cli")
+	const port = "16379"
+	cmd := `redis-server --port ` + port + ` --save "" --appendonly no --loglevel warning --logfile /dev/null & ` +
+		`while ! redis-cli -p ` + port + ` ping >/dev/null 2>&1; do sleep 0.05; done; ` +
+		`redis-benchmark -p ` + port + ` -q -n 300 -c 4 -t set,get,incr,lpush | tr '\r' '\n' | grep 'requests per second'; ` +
+		`redis-cli -p ` + port + ` dbsize; redis-cli -p ` + port + ` shutdown nosave; wait`
+	for _, rec := range recordingsReplay(t, t.TempDir(), []string{"--", "/bin/sh", "-c", cmd}) {
+		require.Zero(t, rec.code, rec.stderr)
+		for _, test := range []string{"SET", "GET", "INCR", "LPUSH"} {
+			require.Regexp(t, "(?m)^"+test+": [0-9.]+ requests per second", rec.stdout)
+		}
+		require.Contains(t, rec.stdout, "\n3\n", "dbsize: the benchmark's keys")
+	}
 }
 
 // onHost runs name with args in dir natively, with the environment
