@@ -426,6 +426,13 @@ func sysGetsockopt(t *thread, a args) (uint64, error) {
 	switch {
 	case a[1] != unix.SOL_SOCKET && s.Family == unix.AF_UNIX:
 		return 0, unix.EOPNOTSUPP
+	case a[1] == unix.SOL_SOCKET && a[2] == unix.SO_LINGER:
+		on, secs := s.Linger()
+		v = make([]byte, 8)
+		if on {
+			binary.LittleEndian.PutUint32(v, 1)
+			binary.LittleEndian.PutUint32(v[4:], uint32(secs))
+		}
 	case a[1] == unix.SOL_SOCKET && a[2] == unix.SO_PEERCRED:
 		v = make([]byte, 12)
 		if p := s.Peer(); p != nil {
@@ -467,6 +474,17 @@ func sysSetsockopt(t *thread, a args) (uint64, error) {
 	_, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
+	}
+	if a[1] == unix.SOL_SOCKET && a[2] == unix.SO_LINGER {
+		if int32(a[4]) < 8 {
+			return 0, unix.EINVAL
+		}
+		var b [8]byte
+		if err := t.proc.as.Read(a[3], b[:]); err != nil {
+			return 0, memErr(err)
+		}
+		s.SetLinger(binary.LittleEndian.Uint32(b[:]) != 0, int32(binary.LittleEndian.Uint32(b[4:])))
+		return 0, nil
 	}
 	if int32(a[4]) < 4 {
 		return 0, unix.EINVAL

@@ -96,6 +96,35 @@ for host in ("127.0.0.1", "[::1]", "localhost"):
 srv.shutdown()
 `},
 		cmd: `python3 web.py`},
+	// memcached with four worker threads and a client over TCP, one
+	// recording: its own stats count what the client did.
+	{name: "memcached", tools: []string{"memcached", "python3"}, files: map[string]string{"mc.py": `import socket, time
+for i in range(100):
+    try:
+        s = socket.create_connection(("127.0.0.1", 21211)); break
+    except OSError: time.sleep(0.02)
+f = s.makefile("rwb")
+def cmd(line, data=None):
+    f.write(line.encode() + b"\r\n")
+    if data is not None: f.write(data + b"\r\n")
+    f.flush()
+for i in range(50): cmd(f"set k{i} 0 0 3", b"v%02d" % i); f.readline()
+hits = 0
+for i in range(80):
+    cmd(f"get k{i}")
+    line = f.readline()
+    if line.startswith(b"VALUE"): f.readline(); f.readline(); hits += 1
+for i in range(10): cmd(f"delete k{i}"); f.readline()
+cmd("stats")
+stats = {}
+while True:
+    line = f.readline().strip()
+    if line == b"END": break
+    _, k, v = line.decode().split(" ", 2); stats[k] = v
+print(hits, {k: stats[k] for k in ("cmd_get", "get_hits", "get_misses", "cmd_set", "delete_hits", "curr_connections")})
+cmd("shutdown")
+`},
+		cmd: `memcached -u root -p 21211 -U 0 -t 4 -l 127.0.0.1 -A & python3 mc.py; wait`},
 	{name: "node", tools: []string{"node"}, cmd: `node -e '
 const fs = require("fs"), crypto = require("crypto");
 setTimeout(() => console.log("timer fired"), 20);

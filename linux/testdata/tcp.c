@@ -149,6 +149,20 @@ int main(void) {
 	six.sin6_addr = in6addr_loopback;
 	result("an IPv6 client", connect(socket(AF_INET6, SOCK_STREAM, 0), (struct sockaddr *)&six, sizeof six));
 	result("IPV6_V6ONLY once bound", setsockopt(l6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one));
+	struct linger lg = {1, 0}, lg2;
+	socklen_t lgl = sizeof lg2;
+	int lc = socket(AF_INET, SOCK_STREAM, 0);
+	result("SO_LINGER", setsockopt(lc, SOL_SOCKET, SO_LINGER, &lg, sizeof lg));
+	getsockopt(lc, SOL_SOCKET, SO_LINGER, &lg2, &lgl);
+	printf("  on %d for %d, %d bytes\n", lg2.l_onoff, lg2.l_linger, lgl);
+	l = listener4(&a);
+	connect(lc, (struct sockaddr *)&a, sizeof a);
+	s = accept(l, NULL, NULL);
+	close(lc); /* lingering no time: a reset */
+	char one_byte;
+	r = read(s, &one_byte, 1);
+	printf("  the peer of a close lingering no time: %d %s\n", r, r < 0 ? strerror(errno) : "");
+	result("SO_LINGER short", setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, 4));
 	result("a TCP option of an AF_UNIX socket", setsockopt(socket(AF_UNIX, SOCK_STREAM, 0), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one));
 	result("socket AF_INET bad protocol", socket(AF_INET, SOCK_STREAM, IPPROTO_UDP));
 	return 0;

@@ -275,7 +275,10 @@ func (s *Socket) Queue() *Queue { return &s.queue }
 func (s *Socket) Release() {
 	if p := s.peer; p != nil {
 		p.peer, p.peerGone, p.eof = nil, true, true
-		p.reset = s.inet() && len(s.buf) > 0 // TCP resets a connection closed with bytes unread
+		// TCP resets a connection closed with bytes unread, or with
+		// SO_LINGER of no time.
+		on, secs := s.Linger()
+		p.reset = s.inet() && (len(s.buf) > 0 || on && secs == 0)
 		p.queue.Notify(AllEvents)
 	}
 	for _, c := range s.backlog { // connections never accepted: their clients see them go

@@ -113,6 +113,29 @@ func (s *Socket) SetOption(level, name int, v int32) error {
 	return nil
 }
 
+// lingerKey keeps SO_LINGER's struct linger as one value: 0 off, else 1
+// plus twice the seconds.
+var lingerKey = optKey(unix.SOL_SOCKET, unix.SO_LINGER)
+
+// Linger is SO_LINGER: whether close lingers, and for how many seconds.
+func (s *Socket) Linger() (on bool, secs int32) {
+	v := s.options[lingerKey]
+	return v&1 != 0, v >> 1
+}
+
+// SetLinger sets SO_LINGER (a negative time is none, and at most what a
+// value holds): a close that lingers no time resets its connection.
+func (s *Socket) SetLinger(on bool, secs int32) {
+	if s.options == nil {
+		s.options = map[int]int32{}
+	}
+	if !on {
+		s.options[lingerKey] = 0
+		return
+	}
+	s.options[lingerKey] = 1 | min(max(secs, 0), 1<<29)<<1
+}
+
 // flag reports whether a flag option is set.
 func (s *Socket) flag(level, name int) bool {
 	v, _ := s.Option(level, name)

@@ -114,7 +114,7 @@ func (s *SavedSocket) check(i int, sockets []SavedSocket) error {
 		return fmt.Errorf("listening, connected or unbound")
 	}
 	for k := range s.Options {
-		if _, ok := settable[k]; !ok {
+		if _, ok := settable[k]; !ok && k != lingerKey {
 			return fmt.Errorf("option %#x", k)
 		}
 	}
