@@ -57,5 +57,6 @@ package linux
 // user's supplementary groups (getgroups said none), setgroups;
 // AF_UNIX sockets: socketpair's, and stream and seqpacket sockets bound
 // to a path or an abstract name, listening, connecting and accepting;
-// TCP over the loopback (AF_INET, AF_INET6 dual-stack).
+// TCP over the loopback (AF_INET, AF_INET6 dual-stack); SCM_RIGHTS;
+// SO_LINGER; FIOASYNC, F_SETOWN/F_GETOWN.
 const Version = 8

@@ -487,11 +487,13 @@ const (
 	fionbio  = 0x5421
 	fionclex = 0x5450
 	fioclex  = 0x5451
+	fioasync = 0x5452
 )
 
 // sysIoctl answers the requests Linux's do_vfs_ioctl answers for every
-// file (libuv sets O_NONBLOCK with FIONBIO on its pipes), then asks the
-// file (no kind here is a terminal).
+// file (libuv sets O_NONBLOCK with FIONBIO on its pipes, nginx O_ASYNC
+// with FIOASYNC on its channels), then asks the file (no kind here is a
+// terminal).
 func sysIoctl(t *thread, a args) (uint64, error) {
 	f, err := t.proc.fds.Get(a[0])
 	if err != nil {
@@ -501,14 +503,18 @@ func sysIoctl(t *thread, a args) (uint64, error) {
 	case fioclex, fionclex:
 		t.proc.fds[int(a[0])].Cloexec = a[1] == fioclex
 		return 0, nil
-	case fionbio:
+	case fionbio, fioasync:
 		var b [4]byte
 		if err := t.proc.as.Read(a[2], b[:]); err != nil {
 			return 0, memErr(err)
 		}
-		f.Flags &^= unix.O_NONBLOCK
+		flag := uint64(unix.O_NONBLOCK)
+		if a[1] == fioasync {
+			flag = unix.O_ASYNC // kept for F_GETFL; no SIGIO is sent
+		}
+		f.Flags &^= flag
 		if binary.LittleEndian.Uint32(b[:]) != 0 {
-			f.Flags |= unix.O_NONBLOCK
+			f.Flags |= flag
 		}
 		return 0, nil
 	case fionread:
@@ -546,8 +552,13 @@ func sysFcntl(t *thread, a args) (uint64, error) {
 		return 0, nil
 	case unix.F_GETFL:
 		return f.Flags &^ (unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC | unix.O_CLOEXEC), nil
+	case unix.F_GETOWN:
+		return uint64(int64(f.Owner)), nil
+	case unix.F_SETOWN:
+		f.Owner = int(int32(a[2])) // whom SIGIO would go to: none is sent
+		return 0, nil
 	case unix.F_SETFL:
-		const settable = unix.O_APPEND | unix.O_NONBLOCK
+		const settable = unix.O_APPEND | unix.O_NONBLOCK | unix.O_ASYNC
 		f.Flags = f.Flags&^settable | a[2]&settable
 		return 0, nil
 	case unix.F_GETLK, unix.F_SETLK, unix.F_SETLKW, fOFDGetlk, fOFDSetlk, fOFDSetlkw:

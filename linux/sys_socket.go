@@ -174,10 +174,10 @@ const (
 	msgNosignal = unix.MSG_NOSIGNAL
 )
 
-// send gives b to s's peer for t: ErrWouldBlock waits for room; a peer
+// send gives b, and files (SCM_RIGHTS), to s's peer for t: ErrWouldBlock waits for room; a peer
 // gone is EPIPE, with SIGPIPE unless MSG_NOSIGNAL.
-func (t *thread) send(f *openFile, s *vfs.Socket, b []byte, flags uint64) (uint64, error) {
-	n, err := s.Send(b, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
+func (t *thread) send(f *openFile, s *vfs.Socket, b []byte, files []*openFile, flags uint64) (uint64, error) {
+	n, err := s.SendRights(b, files, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
 	switch {
 	case errors.Is(err, vfs.ErrWouldBlock):
 		return 0, t.blockOnFiles(f)
@@ -196,11 +196,19 @@ func (t *thread) send(f *openFile, s *vfs.Socket, b []byte, flags uint64) (uint6
 // recv takes what s's peer sent into b for t: ErrWouldBlock waits. It
 // returns the bytes taken and the message's whole length.
 func (t *thread) recv(f *openFile, s *vfs.Socket, b []byte, flags uint64) (int, int, error) {
-	got, n, err := s.Recv(b, flags&msgPeek != 0, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
-	if errors.Is(err, vfs.ErrWouldBlock) {
-		return 0, 0, t.blockOnFiles(f)
-	}
+	got, n, files, err := t.recvRights(f, s, b, flags)
+	vfs.DropRefs(files) // a receive without room for them closes them, as Linux's
 	return got, n, err
+}
+
+// recvRights is recv that also returns the files sent with what it
+// received, whose references are the caller's.
+func (t *thread) recvRights(f *openFile, s *vfs.Socket, b []byte, flags uint64) (int, int, []*openFile, error) {
+	got, n, files, err := s.RecvRights(b, flags&msgPeek != 0, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
+	if errors.Is(err, vfs.ErrWouldBlock) {
+		return 0, 0, nil, t.blockOnFiles(f)
+	}
+	return got, n, files, err
 }
 
 // maxSockIO bounds what one send or receive moves: a socket's buffer
@@ -221,7 +229,7 @@ func sysSendto(t *thread, a args) (uint64, error) {
 	if err := t.proc.as.Read(a[1], b); err != nil {
 		return 0, memErr(err)
 	}
-	return t.send(f, s, b, a[3])
+	return t.send(f, s, b, nil, a[3])
 }
 
 // sysRecvfrom receives into the buffer; the sender's address, when asked
@@ -265,8 +273,8 @@ func (t *thread) readMsghdr(va uint64) (msghdr, error) {
 		le.Uint64(b[32:]), le.Uint64(b[40:]), uint64(le.Uint32(b[48:]))}, nil
 }
 
-// sysSendmsg gathers the message's iovecs and sends them as one; control
-// messages (SCM_RIGHTS, SCM_CREDENTIALS) are not passed yet: EOPNOTSUPP.
+// sysSendmsg gathers the message's iovecs and sends them as one, with
+// the files of an SCM_RIGHTS control message.
 func sysSendmsg(t *thread, a args) (uint64, error) {
 	f, s, err := t.socketAt(a[0])
 	if err != nil {
@@ -276,10 +284,12 @@ func sysSendmsg(t *thread, a args) (uint64, error) {
 	switch {
 	case err != nil:
 		return 0, err
-	case m.controllen != 0:
-		return 0, unix.EOPNOTSUPP
 	case m.name != 0 && m.namelen != 0 && s.Peer() != nil:
 		return 0, unix.EISCONN
+	}
+	files, err := t.readRights(s, m)
+	if err != nil {
+		return 0, err
 	}
 	segs, total, err := t.iovecs(m.iov, m.iovlen)
 	if err != nil {
@@ -293,12 +303,13 @@ func sysSendmsg(t *thread, a args) (uint64, error) {
 		}
 		b = append(b, part...)
 	}
-	return t.send(f, s, b, a[2])
+	return t.send(f, s, b, files, a[2])
 }
 
 // sysRecvmsg receives one message (or a stream's bytes) and scatters it
-// over the iovecs; msg_flags says MSG_TRUNC for a message cut short, the
-// name an unnamed AF_UNIX sender's, and no control messages are given.
+// over the iovecs, the files sent with it as an SCM_RIGHTS control
+// message; msg_flags says MSG_TRUNC for a message cut short, MSG_CTRUNC
+// for files that did not fit.
 func sysRecvmsg(t *thread, a args) (uint64, error) {
 	f, s, err := t.socketAt(a[0])
 	if err != nil {
@@ -313,7 +324,11 @@ func sysRecvmsg(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	b := make([]byte, min(total, maxSockIO))
-	got, n, err := t.recv(f, s, b, a[2])
+	got, n, files, err := t.recvRights(f, s, b, a[2])
+	if err != nil {
+		return 0, err
+	}
+	controllen, truncated, err := t.writeRights(m, files, a[2]&unix.MSG_CMSG_CLOEXEC != 0)
 	if err != nil {
 		return 0, err
 	}
@@ -329,12 +344,15 @@ func sysRecvmsg(t *thread, a args) (uint64, error) {
 	if n > got {
 		flags |= unix.MSG_TRUNC
 	}
+	if truncated {
+		flags |= unix.MSG_CTRUNC
+	}
 	var out [4]byte
 	binary.LittleEndian.PutUint32(out[:], flags)
 	if err := t.proc.as.Write(a[1]+48, out[:]); err != nil {
 		return 0, memErr(err)
 	}
-	if err := t.proc.as.PutUint64(a[1]+40, 0); err != nil { // no control messages
+	if err := t.proc.as.PutUint64(a[1]+40, controllen); err != nil {
 		return 0, memErr(err)
 	}
 	namelen := uint32(0)
@@ -698,4 +716,107 @@ func onSocket(err unix.Errno) handler {
 		}
 		return 0, err
 	}
+}
+
+// Control messages (struct cmsghdr: a length, a level, a type, then the
+// data, 8-byte aligned).
+const (
+	cmsgHdrLen  = 16
+	maxControl  = 64 << 10 // net.core.optmem_max's order: ENOBUFS past it
+	scmRights   = 1
+	scmCreds    = 2
+	cmsgAlignTo = 8
+)
+
+func cmsgAlign(n uint64) uint64 { return (n + cmsgAlignTo - 1) &^ (cmsgAlignTo - 1) }
+
+// readRights reads a sendmsg's control messages: the files of SCM_RIGHTS
+// (EBADF for a descriptor not open, EINVAL past MaxRights or on an
+// internet socket), SCM_CREDENTIALS taken if they are the sender's own
+// (EPERM otherwise); EINVAL for a malformed or unknown message, ENOBUFS
+// for a control buffer past maxControl.
+func (t *thread) readRights(s *vfs.Socket, m msghdr) ([]*openFile, error) {
+	switch {
+	case m.controllen == 0:
+		return nil, nil
+	case m.controllen > maxControl:
+		return nil, unix.ENOBUFS
+	}
+	c := make([]byte, m.controllen)
+	if err := t.proc.as.Read(m.control, c); err != nil {
+		return nil, memErr(err)
+	}
+	var files []*openFile
+	for off := uint64(0); off+cmsgHdrLen <= uint64(len(c)); {
+		le := binary.LittleEndian
+		n, level, typ := le.Uint64(c[off:]), le.Uint32(c[off+8:]), le.Uint32(c[off+12:])
+		if n < cmsgHdrLen || n > uint64(len(c))-off {
+			return nil, unix.EINVAL
+		}
+		data := c[off+cmsgHdrLen : off+n]
+		switch {
+		case level != unix.SOL_SOCKET || s.Family != unix.AF_UNIX:
+			return nil, unix.EINVAL
+		case typ == scmRights:
+			if len(data)%4 != 0 || len(files)+len(data)/4 > vfs.MaxRights {
+				return nil, unix.EINVAL
+			}
+			for i := 0; i < len(data); i += 4 {
+				f, err := t.proc.fds.Get(uint64(int32(le.Uint32(data[i:]))))
+				if err != nil {
+					return nil, err
+				}
+				files = append(files, f)
+			}
+		case typ == scmCreds:
+			cred := t.cred()
+			if len(data) < 12 || le.Uint32(data) != cred[0] || le.Uint32(data[4:]) != cred[1] || le.Uint32(data[8:]) != cred[2] {
+				return nil, unix.EPERM
+			}
+		default:
+			return nil, unix.EINVAL
+		}
+		off += cmsgAlign(n)
+	}
+	return files, nil
+}
+
+// writeRights gives a recvmsg the files sent with what it received: as
+// many as its control buffer holds are installed (close-on-exec if
+// asked) and written as one SCM_RIGHTS message; the rest, and those past
+// the descriptors the process may have, are closed and reported as
+// truncated. It returns the control bytes used.
+func (t *thread) writeRights(m msghdr, files []*openFile, cloexec bool) (used uint64, truncated bool, err error) {
+	if len(files) == 0 {
+		return 0, false, nil
+	}
+	fit := 0
+	if m.control != 0 && m.controllen >= cmsgHdrLen+4 {
+		fit = min(len(files), int(m.controllen-cmsgHdrLen)/4)
+	}
+	var fds []byte
+	for i, f := range files {
+		if i >= fit {
+			truncated = true
+			continue
+		}
+		fd, err := t.proc.fds.Install(f, cloexec, 0)
+		if err != nil {
+			truncated = true
+			continue
+		}
+		fds = binary.LittleEndian.AppendUint32(fds, uint32(fd))
+	}
+	vfs.DropRefs(files) // the in-flight references; installed ones hold their own
+	if len(fds) == 0 {
+		return 0, truncated, nil
+	}
+	c := binary.LittleEndian.AppendUint64(nil, uint64(cmsgHdrLen+len(fds)))
+	c = binary.LittleEndian.AppendUint32(c, unix.SOL_SOCKET)
+	c = binary.LittleEndian.AppendUint32(c, scmRights)
+	c = append(c, fds...)
+	if err := t.proc.as.Write(m.control, c); err != nil {
+		return 0, truncated, memErr(err)
+	}
+	return min(cmsgAlign(uint64(len(c))), m.controllen), truncated, nil
 }

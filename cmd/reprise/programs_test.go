@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +25,7 @@ type hostProgram struct {
 	files map[string]string // written into the directory first
 	env   []string          // beyond reprise's default environment
 	cmd   string            // run by bash -c in the directory
+	shows string            // what the output must hold (not an error both runs share)
 }
 
 // The programs of issue 26 part 3. Their output must not depend on
@@ -72,7 +74,8 @@ async def main():
     print(sum(await asyncio.gather(*(asyncio.sleep(0.001, result=i) for i in range(10)))))
 asyncio.run(main())
 `},
-		cmd: `python3 aio.py`},
+		shows: "over a socketpair\nfrom a child 0\n45\n",
+		cmd:   `python3 aio.py`},
 	// A threaded HTTP server on a dual-stack socket and its client, one
 	// program: TCP over the loopback, IPv4, IPv6 and localhost.
 	{name: "python3-http", tools: []string{"python3"}, files: map[string]string{"web.py": `import http.server, threading, urllib.request, os, socket
@@ -95,7 +98,8 @@ for host in ("127.0.0.1", "[::1]", "localhost"):
     print(host, len(body), body[:30])
 srv.shutdown()
 `},
-		cmd: `python3 web.py`},
+		shows: "localhost 7000",
+		cmd:   `python3 web.py`},
 	// memcached with four worker threads and a client over TCP, one
 	// recording: its own stats count what the client did.
 	{name: "memcached", tools: []string{"memcached", "python3"}, files: map[string]string{"mc.py": `import socket, time
@@ -124,7 +128,25 @@ while True:
 print(hits, {k: stats[k] for k in ("cmd_get", "get_hits", "get_misses", "cmd_set", "delete_hits", "curr_connections")})
 cmd("shutdown")
 `},
-		cmd: `memcached -u root -p 21211 -U 0 -t 4 -l 127.0.0.1 -A & python3 mc.py; wait`},
+		shows: "'get_hits': '50'",
+		cmd:   `memcached -u root -p 21211 -U 0 -t 4 -l 127.0.0.1 -A & python3 mc.py; wait`},
+	// nginx, a master and two workers (their channels pass descriptors
+	// with SCM_RIGHTS; the accept mutex is in shared memory), serving
+	// files to curl over keep-alive connections, one recording.
+	{name: "nginx", tools: []string{"nginx", "curl", "md5sum"},
+		files: map[string]string{
+			"nginx.conf": "user root;\ndaemon off;\nmaster_process on;\nworker_processes 2;\npid nginx.pid;\n" +
+				"error_log /dev/null crit;\nevents { worker_connections 64; }\n" +
+				"http { access_log off; server { listen 127.0.0.1:18080; root html; } }\n",
+			"html/index.html": "hello from nginx\n",
+			"html/big.txt":    strings.Repeat("a line of a file nginx serves whole\n", 4000),
+		},
+		shows: "hello from nginx\n",
+		cmd: `/usr/sbin/nginx -p "$PWD/" -c nginx.conf & n=0
+while ! curl -s -o /dev/null http://127.0.0.1:18080/ && [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done
+for i in 1 2 3; do curl -s http://127.0.0.1:18080/big.txt | md5sum; done
+curl -s http://127.0.0.1:18080/index.html http://127.0.0.1:18080/index.html http://127.0.0.1:18080/missing -w '%{http_code}\n' -o /dev/null
+curl -s http://127.0.0.1:18080/index.html; kill -QUIT $(cat nginx.pid); wait`},
 	{name: "node", tools: []string{"node"}, cmd: `node -e '
 const fs = require("fs"), crypto = require("crypto");
 setTimeout(() => console.log("timer fired"), 20);
@@ -186,6 +208,7 @@ func TestProgramsMatchHost(t *testing.T) {
 			kvmtest.RequireTools(t, append([]string{"bash"}, p.tools...)...)
 			dir := t.TempDir()
 			for name, data := range p.files {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
 				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
 			}
 			bash, err := exec.LookPath("bash")
@@ -197,6 +220,7 @@ func TestProgramsMatchHost(t *testing.T) {
 			got := matchesAcrossReplays(t, dir, args)
 			// Last, as reprise wrote nothing into the directory.
 			want, code := onHost(t, dir, p.env, bash, "-c", p.cmd)
+			require.Contains(t, want, p.shows, "the host's run")
 			require.Equal(t, want, got.stdout)
 			require.Equal(t, code, got.code, got.stderr)
 		})

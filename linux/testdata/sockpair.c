@@ -6,6 +6,7 @@
    /proc/self/fd, and the errors. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -130,6 +131,58 @@ int main(void) {
 	int status;
 	wait(&status);
 	printf("the child answered: %s, the peer's pid its parent's: %d\n", buf, WEXITSTATUS(status) == 0);
+
+	/* SCM_RIGHTS: a pipe's read end passed to a child, which reads it */
+	result("socketpair for rights", socketpair(AF_UNIX, SOCK_STREAM, 0, s));
+	int pp[2];
+	pipe(pp);
+	char cbuf[CMSG_SPACE(2 * sizeof(int))];
+	memset(cbuf, 0, sizeof cbuf);
+	struct iovec one = {"R", 1};
+	struct msghdr sm = {.msg_iov = &one, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = CMSG_SPACE(sizeof(int))};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&sm);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &pp[0], sizeof(int));
+	if (fork() == 0) {
+		char got, rb[CMSG_SPACE(sizeof(int))];
+		struct iovec in = {&got, 1};
+		struct msghdr rm = {.msg_iov = &in, .msg_iovlen = 1, .msg_control = rb, .msg_controllen = sizeof rb};
+		int n = recvmsg(s[1], &rm, MSG_CMSG_CLOEXEC);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&rm);
+		int fd = -1;
+		if (c && c->cmsg_type == SCM_RIGHTS)
+			memcpy(&fd, CMSG_DATA(c), sizeof fd);
+		char text[32] = {0};
+		read(fd, text, sizeof text - 1);
+		printf("  the child received %d byte, a descriptor (cloexec %d), and read: %s\n", n,
+		       (fcntl(fd, F_GETFD) & FD_CLOEXEC) != 0, text);
+		fflush(stdout);
+		_exit(0);
+	}
+	result("sendmsg with SCM_RIGHTS", sendmsg(s[0], &sm, 0));
+	close(pp[0]); /* the child's copy keeps the pipe open */
+	write(pp[1], "through the pipe", 16);
+	wait(NULL);
+	/* no room for the descriptor: MSG_CTRUNC, and it is closed */
+	pipe(pp);
+	memcpy(CMSG_DATA(cm), &pp[0], sizeof(int));
+	sendmsg(s[0], &sm, 0);
+	close(pp[0]);
+	char got;
+	struct iovec gotv = {&got, 1};
+	struct msghdr small = {.msg_iov = &gotv, .msg_iovlen = 1};
+	result("recvmsg without control room", recvmsg(s[1], &small, 0));
+	printf("  MSG_CTRUNC %d\n", (small.msg_flags & MSG_CTRUNC) != 0);
+	result("write to the pipe whose reader went", write(pp[1], "x", 1));
+	int bad = 999;
+	memcpy(CMSG_DATA(cm), &bad, sizeof(int));
+	result("SCM_RIGHTS of a closed descriptor", sendmsg(s[0], &sm, 0));
+	cm->cmsg_type = 77;
+	result("an unknown control message", sendmsg(s[0], &sm, 0));
+	close(s[0]);
+	close(s[1]);
 
 	result("socketpair AF_INET", socketpair(AF_INET, SOCK_STREAM, 0, s));
 	result("socketpair bad type", socketpair(AF_UNIX, 9, 0, s));

@@ -38,6 +38,16 @@ func (t FDTable) Clone() FDTable {
 	return c
 }
 
+// DropRefs drops a reference of each of files, releasing those whose
+// last it was: files passed and never installed.
+func DropRefs(files []*OpenFile) {
+	for _, f := range files {
+		if f.Refs--; f.Refs == 0 {
+			f.Release()
+		}
+	}
+}
+
 // Close drops descriptor fd; the last descriptor of an open file releases
 // it (a pipe end closes).
 func (t FDTable) Close(fd int) {

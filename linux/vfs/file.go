@@ -50,6 +50,9 @@ type OpenFile struct {
 	Flags  uint64 // O_ACCMODE, O_APPEND, O_NONBLOCK
 	Off    int64
 	DirPos int // the next directory entry getdents returns
+	// Owner is F_SETOWN's process (a group if negative), kept for
+	// F_GETOWN.
+	Owner int
 	// watchers are the epoll items that watch it, removed when it is
 	// released, as Linux removes them when the file's last reference goes.
 	watchers []*epollItem
@@ -152,6 +155,17 @@ func (f *OpenFile) Unread() (int64, bool) {
 		}
 	case *regular:
 		return impl.n.Size() - f.Off, true
+	case *Socket:
+		if impl.listening {
+			return 0, false
+		}
+		if !impl.stream() { // a message socket's next message
+			if len(impl.msgs) == 0 {
+				return 0, true
+			}
+			return int64(impl.msgs[0]), true
+		}
+		return int64(len(impl.buf)), true
 	}
 	return 0, false
 }

@@ -20,6 +20,7 @@ type SavedFile struct {
 	Flags      uint64
 	Off        int64
 	DirPos     int
+	Owner      int
 }
 
 // SavedFD is a descriptor.
@@ -38,7 +39,7 @@ func (sv *Saver) File(f *OpenFile) int {
 	i := len(sv.Files)
 	sv.files[f] = i
 	sv.Files = append(sv.Files, SavedFile{})
-	sf := SavedFile{Node: -1, Pipe: -1, Socket: -1, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
+	sf := SavedFile{Node: -1, Pipe: -1, Socket: -1, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos, Owner: f.Owner}
 	f.impl.save(sv, &sf)
 	sv.Files[i] = sf
 	return i
@@ -126,7 +127,7 @@ func (r *Restored) file(f SavedFile, console *Console, src SignalSource) *OpenFi
 	default:
 		impl = console
 	}
-	of := &OpenFile{impl: impl, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos}
+	of := &OpenFile{impl: impl, Path: f.Path, Refs: f.Refs, Flags: f.Flags, Off: f.Off, DirPos: f.DirPos, Owner: f.Owner}
 	switch k := impl.(type) {
 	case *Epoll:
 		k.self = of

@@ -62,6 +62,15 @@ func Check(nodes []SavedNode, nextIno uint64, pipes []SavedPipe, files []SavedFi
 			return fmt.Errorf("file %d: socket %d", i, n.Socket-1)
 		}
 	}
+	for i, s := range sockets {
+		for _, r := range s.InFlight {
+			for _, f := range r.Files {
+				if f < 0 || f >= len(files) {
+					return fmt.Errorf("socket %d: open file %d in flight", i, f)
+				}
+			}
+		}
+	}
 	return checkFiles(files, len(nodes), len(pipes), len(sockets))
 }
 
@@ -160,6 +169,15 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 		r.Files = append(r.Files, r.file(f, console, signals))
 	}
 	r.link(files)
+	for i, s := range sockets { // the files in flight, now they are restored
+		for _, sr := range s.InFlight {
+			fs := make([]*OpenFile, len(sr.Files))
+			for j, f := range sr.Files {
+				fs[j] = r.Files[f]
+			}
+			r.Sockets[i].inFlight = append(r.Sockets[i].inFlight, rights{at: sr.At, files: fs})
+		}
+	}
 	return r, nil
 }
 

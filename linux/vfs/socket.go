@@ -17,6 +17,16 @@ import (
 // to the budget while the socket is open.
 const SocketCapacity = 212992
 
+// rights are open files sent together (SCM_RIGHTS), at offset at of a
+// receive buffer.
+type rights struct {
+	at    int
+	files []*OpenFile
+}
+
+// MaxRights is the most files one message passes (SCM_MAX_FD).
+const MaxRights = 253
+
 // msgOverhead is what each message takes of a buffer beside its bytes,
 // as Linux counts a packet's truesize: a flood of empty datagrams fills
 // it too.
@@ -39,6 +49,10 @@ type Socket struct {
 	// lengths).
 	buf  []byte
 	msgs []int
+	// inFlight are open files sent with SCM_RIGHTS and not yet received,
+	// each batch with the offset in buf of the first byte sent with it;
+	// each file holds a reference while in flight.
+	inFlight []rights
 	// shutRead and shutWrite are its own shutdowns; the peer's write
 	// shutdown is its end of file.
 	shutRead, shutWrite bool
@@ -124,38 +138,63 @@ func (s *Socket) Stream() bool { return s.stream() }
 // once the peer shut its writing or went, else it blocks (EAGAIN if
 // nonblocking).
 func (s *Socket) Recv(b []byte, peek, nonblocking bool) (got, n int, err error) {
+	got, n, _, err = s.RecvRights(b, peek, nonblocking)
+	return got, n, err
+}
+
+// RecvRights is Recv that also takes the files sent with what it
+// receives (SCM_RIGHTS): a stream's receive stops before bytes sent with
+// files once it has some, as Linux's does, so the files come with the
+// receive that takes their first byte. The files' in-flight references
+// become the caller's.
+func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files []*OpenFile, err error) {
 	if s.listening {
-		return 0, 0, unix.EINVAL
+		return 0, 0, nil, unix.EINVAL
 	}
 	if s.reset {
 		s.reset = false
-		return 0, 0, unix.ECONNRESET
+		return 0, 0, nil, unix.ECONNRESET
 	}
 	if len(s.buf) == 0 && len(s.msgs) == 0 {
 		switch {
 		case s.eof || s.shutRead || s.peerGone:
-			return 0, 0, nil
+			return 0, 0, nil, nil
 		case s.peer == nil && s.stream():
-			return 0, 0, unix.ENOTCONN
+			return 0, 0, nil, unix.ENOTCONN
 		case nonblocking:
-			return 0, 0, unix.EAGAIN
+			return 0, 0, nil, unix.EAGAIN
 		}
-		return 0, 0, ErrWouldBlock
+		return 0, 0, nil, ErrWouldBlock
 	}
+	avail := len(s.buf)
 	if s.stream() {
-		got = copy(b, s.buf)
-		if !peek {
-			s.buf = s.buf[got:]
+		// Up to the next bytes sent with files, if these are not those.
+		for _, r := range s.inFlight {
+			if r.at > 0 {
+				avail = r.at
+				break
+			}
 		}
+		got = copy(b, s.buf[:avail])
 		n = got
 	} else {
 		n = s.msgs[0]
 		got = copy(b, s.buf[:n])
-		if !peek {
-			s.buf, s.msgs = s.buf[n:], s.msgs[1:]
-		}
+	}
+	if len(s.inFlight) > 0 && s.inFlight[0].at == 0 && !peek {
+		files = s.inFlight[0].files
+		s.inFlight = s.inFlight[1:]
 	}
 	if !peek {
+		used := got
+		if !s.stream() {
+			used = n
+			s.msgs = s.msgs[1:]
+		}
+		s.buf = s.buf[used:]
+		for i := range s.inFlight {
+			s.inFlight[i].at -= used
+		}
 		if len(s.buf) == 0 {
 			s.buf = nil // a drained buffer gives its array back
 		}
@@ -163,7 +202,7 @@ func (s *Socket) Recv(b []byte, peek, nonblocking bool) (got, n int, err error) 
 			s.peer.queue.Notify(EventOut)
 		}
 	}
-	return got, n, nil
+	return got, n, files, nil
 }
 
 // Send gives b to the peer: as much of a stream as its buffer has room
@@ -172,6 +211,13 @@ func (s *Socket) Recv(b []byte, peek, nonblocking bool) (got, n int, err error) 
 // or a socket shut for writing, is ErrNoReaders (EPIPE, SIGPIPE unless
 // MSG_NOSIGNAL).
 func (s *Socket) Send(b []byte, nonblocking bool) (int, error) {
+	return s.SendRights(b, nil, nonblocking)
+}
+
+// SendRights is Send with files passed along (SCM_RIGHTS): they go with
+// the first byte sent, each holding a reference until received (or
+// until the receiving socket closes).
+func (s *Socket) SendRights(b []byte, files []*OpenFile, nonblocking bool) (int, error) {
 	p := s.peer
 	switch {
 	case s.shutWrite || s.peerGone:
@@ -193,6 +239,12 @@ func (s *Socket) Send(b []byte, nonblocking bool) (int, error) {
 		return 0, ErrWouldBlock
 	}
 	n := min(len(b), room)
+	if len(files) > 0 {
+		for _, f := range files {
+			f.Refs++
+		}
+		p.inFlight = append(p.inFlight, rights{at: len(p.buf), files: files})
+	}
 	p.buf = append(p.buf, b[:n]...)
 	if !s.stream() {
 		p.msgs = append(p.msgs, n)
@@ -284,8 +336,11 @@ func (s *Socket) Release() {
 	for _, c := range s.backlog { // connections never accepted: their clients see them go
 		c.Release()
 	}
+	for _, r := range s.inFlight { // files sent it and never received
+		DropRefs(r.files)
+	}
 	s.unbind()
-	s.peer, s.buf, s.msgs, s.backlog = nil, nil, nil, nil
+	s.peer, s.buf, s.msgs, s.backlog, s.inFlight = nil, nil, nil, nil, nil
 	s.budget.Release(SocketBytes, SocketCapacity)
 }
 

@@ -32,6 +32,15 @@ type SavedSocket struct {
 	// none), and a reset not yet received.
 	Local, Remote string
 	Reset         bool
+	// InFlight are the files sent it and not yet received (indices into
+	// the open files), each batch at an offset of Buf.
+	InFlight []SavedRights
+}
+
+// SavedRights are files passed together, at an offset of a buffer.
+type SavedRights struct {
+	At    int
+	Files []int
 }
 
 // socket numbers s, and the sockets it is tied to.
@@ -51,6 +60,13 @@ func (sv *Saver) socket(s *Socket) int {
 	}
 	for _, c := range s.backlog {
 		ss.Backlog = append(ss.Backlog, sv.socket(c))
+	}
+	for _, r := range s.inFlight {
+		sr := SavedRights{At: r.at}
+		for _, f := range r.files {
+			sr.Files = append(sr.Files, sv.File(f))
+		}
+		ss.InFlight = append(ss.InFlight, sr)
 	}
 	sv.Sockets[i] = ss
 	return i
@@ -125,6 +141,13 @@ func (s *SavedSocket) check(i int, sockets []SavedSocket) error {
 	}
 	if local, _ := parseAddr(s.Local); s.Family != unix.AF_UNIX && s.Bound && (!local.IsValid() || !Local(local.Addr())) {
 		return fmt.Errorf("bound to %q", s.Local)
+	}
+	at := -1
+	for _, r := range s.InFlight {
+		if r.At < at || r.At > len(s.Buf) || len(r.Files) == 0 || len(r.Files) > MaxRights {
+			return fmt.Errorf("%d files in flight at %d of %d bytes", len(r.Files), r.At, len(s.Buf))
+		}
+		at = r.At
 	}
 	if s.Peer >= 0 {
 		p := sockets[s.Peer]
