@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -207,10 +209,7 @@ func TestProgramsMatchHost(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			kvmtest.RequireTools(t, append([]string{"bash"}, p.tools...)...)
 			dir := t.TempDir()
-			for name, data := range p.files {
-				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
-				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
-			}
+			writeFiles(t, dir, p.files)
 			bash, err := exec.LookPath("bash")
 			require.NoError(t, err)
 			args := []string{"--", bash, "-c", p.cmd}
@@ -317,6 +316,16 @@ func TestRedisBenchmarkReplays(t *testing.T) {
 	}
 }
 
+// writeFiles writes files (name to contents) into dir, making the
+// directories they are in.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, data := range files {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+}
+
 // onHost runs name with args in dir natively, with the environment
 // reprise gives a program plus env, standard output and error into one
 // pipe as under reprise; it returns what was printed and the exit status.
@@ -369,9 +378,7 @@ func BenchmarkHostPrograms(b *testing.B) {
 			}
 			for range b.N {
 				dir := b.TempDir()
-				for name, data := range p.files {
-					require.NoError(b, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
-				}
+				writeFiles(b, dir, p.files)
 				tp := filepath.Join(b.TempDir(), "prog.tape")
 				timed(&run, func() { runCLIIn(b, dir, append([]string{"run"}, args...)...) })
 				timed(&record, func() { runCLIIn(b, dir, append([]string{"record", "-o", tp}, args...)...) })
@@ -385,4 +392,49 @@ func BenchmarkHostPrograms(b *testing.B) {
 			b.ReportMetric(float64(replay)/float64(record), "replay/record")
 		})
 	}
+}
+
+// BenchmarkRedis is issue 27's server figure: redis-benchmark's SET and
+// GET rates against a redis-server, both natively and both inside one
+// machine — live, recorded — side by side in each iteration, with the
+// replay's time ÷ the recording's and the tape's bytes per request.
+func BenchmarkRedis(b *testing.B) {
+	kvmtest.Require(b)
+	kvmtest.RequireTools(b, "redis-server", "redis-benchmark", "redis-cli")
+	const port, requests = "16380", 2000
+	cmd := `redis-server --port ` + port + ` --save "" --appendonly no --loglevel warning --logfile /dev/null & ` +
+		`while ! redis-cli -p ` + port + ` ping >/dev/null 2>&1; do sleep 0.05; done; ` +
+		`redis-benchmark -p ` + port + ` -q -n ` + strconv.Itoa(requests) + ` -c 4 -t set,get | tr '\r' '\n' | grep 'requests per second'; ` +
+		`redis-cli -p ` + port + ` shutdown nosave; wait`
+	rate := regexp.MustCompile(`(?m)^(SET|GET): ([0-9.]+) requests per second`)
+	rates := func(out string) (sum float64) {
+		for _, m := range rate.FindAllStringSubmatch(out, -1) {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			sum += v
+		}
+		return sum / 2
+	}
+	var native, live, recorded, recordTime, replayTime, tapeBytes float64
+	for range b.N {
+		dir, tp := b.TempDir(), filepath.Join(b.TempDir(), "redis.tape")
+		out, _ := onHost(b, dir, nil, "/bin/sh", "-c", cmd)
+		native += rates(out)
+		live += rates(runCLIIn(b, dir, "run", "--", "/bin/sh", "-c", cmd).stdout)
+		start := time.Now()
+		recorded += rates(runCLIIn(b, dir, "record", "-o", tp, "--", "/bin/sh", "-c", cmd).stdout)
+		recordTime += time.Since(start).Seconds()
+		start = time.Now()
+		runCLIIn(b, dir, "replay", tp)
+		replayTime += time.Since(start).Seconds()
+		st, err := os.Stat(tp)
+		require.NoError(b, err)
+		tapeBytes += float64(st.Size())
+	}
+	n := float64(b.N)
+	b.ReportMetric(native/n, "native-req/s")
+	b.ReportMetric(live/n, "live-req/s")
+	b.ReportMetric(live/native, "live/native")
+	b.ReportMetric(recorded/live, "recorded/live")
+	b.ReportMetric(replayTime/recordTime, "replay/record")
+	b.ReportMetric(tapeBytes/n/(2*requests), "tape-B/req")
 }
