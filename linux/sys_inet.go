@@ -97,7 +97,7 @@ func (t *thread) connectInet(f *openFile, s *vfs.Socket, va, n uint64) error {
 	}
 	wait, err := t.k.fs.ConnectInet(s, addr, f.Flags&unix.O_NONBLOCK != 0, t.k.fs.NewIno())
 	if errors.Is(err, vfs.ErrWouldBlock) {
-		return t.blockOnFiles(wait)
+		return t.waitSocket(s.Timeouts[sndTimeo], wait)
 	}
 	return err
 }

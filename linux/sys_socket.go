@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -180,7 +181,7 @@ func (t *thread) send(f *openFile, s *vfs.Socket, b []byte, files []*openFile, f
 	n, err := s.SendRights(b, files, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
 	switch {
 	case errors.Is(err, vfs.ErrWouldBlock):
-		return 0, t.blockOnFiles(f)
+		return 0, t.waitSocket(s.Timeouts[sndTimeo], f)
 	case errors.Is(err, vfs.ErrNoReaders) && flags&msgNosignal != 0:
 		return 0, unix.EPIPE
 	case errors.Is(err, vfs.ErrNoReaders):
@@ -206,9 +207,29 @@ func (t *thread) recv(f *openFile, s *vfs.Socket, b []byte, flags uint64) (int, 
 func (t *thread) recvRights(f *openFile, s *vfs.Socket, b []byte, flags uint64) (int, int, []*openFile, error) {
 	got, n, files, err := s.RecvRights(b, flags&msgPeek != 0, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
 	if errors.Is(err, vfs.ErrWouldBlock) {
-		return 0, 0, nil, t.blockOnFiles(f)
+		return 0, 0, nil, t.waitSocket(s.Timeouts[rcvTimeo], f)
 	}
 	return got, n, files, err
+}
+
+// The socket timeouts, by index into vfs.Socket.Timeouts.
+const (
+	rcvTimeo = 0
+	sndTimeo = 1
+)
+
+// waitSocket waits for file to change, as a blocked socket call does:
+// for ever, or with a timeout (SO_RCVTIMEO, SO_SNDTIMEO), until it
+// passes — then the call, run once more, is EAGAIN, as Linux's.
+func (t *thread) waitSocket(timeout time.Duration, file *openFile) error {
+	switch {
+	case timeout == 0:
+		return t.blockOnFiles(file)
+	case t.timeUp():
+		return unix.EAGAIN
+	}
+	_, err := t.waitReady(timeout, []*openFile{file})
+	return err
 }
 
 // maxSockIO bounds what one send or receive moves: a socket's buffer
@@ -444,6 +465,10 @@ func sysGetsockopt(t *thread, a args) (uint64, error) {
 	switch {
 	case a[1] != unix.SOL_SOCKET && s.Family == unix.AF_UNIX:
 		return 0, unix.EOPNOTSUPP
+	case a[1] == unix.SOL_SOCKET && timeoutOpt(a[2]) >= 0:
+		d := s.Timeouts[timeoutOpt(a[2])]
+		v = binary.LittleEndian.AppendUint64(nil, uint64(d/time.Second))
+		v = binary.LittleEndian.AppendUint64(v, uint64(d%time.Second/time.Microsecond))
 	case a[1] == unix.SOL_SOCKET && a[2] == unix.SO_LINGER:
 		on, secs := s.Linger()
 		v = make([]byte, 8)
@@ -492,6 +517,14 @@ func sysSetsockopt(t *thread, a args) (uint64, error) {
 	_, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
+	}
+	if i := timeoutOpt(a[2]); a[1] == unix.SOL_SOCKET && i >= 0 {
+		d, err := t.readTimeval(a[3], a[4])
+		if err != nil {
+			return 0, err
+		}
+		s.Timeouts[i] = d
+		return 0, nil
 	}
 	if a[1] == unix.SOL_SOCKET && a[2] == unix.SO_LINGER {
 		if int32(a[4]) < 8 {
@@ -664,7 +697,7 @@ func sysConnect(t *thread, a args) (uint64, error) {
 	}
 	err = s.Connect(l, f.Flags&unix.O_NONBLOCK != 0, t.k.fs.NewIno())
 	if errors.Is(err, vfs.ErrWouldBlock) {
-		return 0, t.blockOnFiles(l.File())
+		return 0, t.waitSocket(s.Timeouts[sndTimeo], l.File())
 	}
 	return 0, err
 }
@@ -686,7 +719,7 @@ func sysAccept4(t *thread, a args) (uint64, error) {
 	c, err := s.Accept(flags, f.Flags&unix.O_NONBLOCK != 0)
 	switch {
 	case errors.Is(err, vfs.ErrWouldBlock):
-		return 0, t.blockOnFiles(f)
+		return 0, t.waitSocket(s.Timeouts[rcvTimeo], f)
 	case err != nil:
 		return 0, err
 	}
@@ -820,3 +853,43 @@ func (t *thread) writeRights(m msghdr, files []*openFile, cloexec bool) (used ui
 	}
 	return min(cmsgAlign(uint64(len(c))), m.controllen), truncated, nil
 }
+
+// timeoutOpt is the index into vfs.Socket.Timeouts of a SOL_SOCKET option
+// (SO_RCVTIMEO, SO_SNDTIMEO, old and new, the same struct on 64 bits), -1
+// for another.
+func timeoutOpt(name uint64) int {
+	switch name {
+	case unix.SO_RCVTIMEO, unix.SO_RCVTIMEO_NEW:
+		return rcvTimeo
+	case unix.SO_SNDTIMEO, unix.SO_SNDTIMEO_NEW:
+		return sndTimeo
+	}
+	return -1
+}
+
+// readTimeval reads a socket timeout, a struct timeval of n bytes at va:
+// EINVAL if shorter, EDOM for microseconds out of range; a negative time
+// is none, and one past what a Duration holds is for ever too.
+func (t *thread) readTimeval(va, n uint64) (time.Duration, error) {
+	if int32(n) < 16 {
+		return 0, unix.EINVAL
+	}
+	var b [16]byte
+	if err := t.proc.as.Read(va, b[:]); err != nil {
+		return 0, memErr(err)
+	}
+	sec, usec := int64(binary.LittleEndian.Uint64(b[:])), int64(binary.LittleEndian.Uint64(b[8:]))
+	switch {
+	case usec < 0 || usec >= 1000000:
+		return 0, unix.EDOM
+	case sec < 0 || sec >= int64(maxTimeout/time.Second):
+		return 0, nil
+	}
+	// Kept in ticks, as Linux keeps it in jiffies: rounded up to one.
+	d := time.Duration(sec)*time.Second + time.Duration(usec)*time.Microsecond
+	return (d + coarseResolution - 1) / coarseResolution * coarseResolution, nil
+}
+
+// maxTimeout is the longest socket timeout kept; one longer waits for
+// ever.
+const maxTimeout = 1 << 62

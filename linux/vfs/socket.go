@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"net/netip"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -76,6 +77,8 @@ type Socket struct {
 	// unread (an RST): its next receive is ECONNRESET.
 	local, remote netip.AddrPort
 	reset         bool
+	// Timeouts are SO_RCVTIMEO's and SO_SNDTIMEO's (0: none).
+	Timeouts [2]time.Duration
 	ino           uint64
 	queue         Queue
 	budget        *Budget

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,6 +36,7 @@ type SavedSocket struct {
 	// InFlight are the files sent it and not yet received (indices into
 	// the open files), each batch at an offset of Buf.
 	InFlight []SavedRights
+	Timeouts [2]time.Duration
 }
 
 // SavedRights are files passed together, at an offset of a buffer.
@@ -54,7 +56,7 @@ func (sv *Saver) socket(s *Socket) int {
 	ss := SavedSocket{Family: s.Family, Type: int(s.Type), Peer: -1, PeerGone: s.peerGone, Buf: s.buf, Msgs: s.msgs,
 		ShutRead: s.shutRead, ShutWrite: s.shutWrite, EOF: s.eof, Cred: s.Cred, Ino: s.ino, Options: maps.Clone(s.options),
 		Name: s.name, Bound: s.node != nil || s.fs != nil, Listening: s.listening, MaxBacklog: s.maxBacklog,
-		Local: addrText(s.local), Remote: addrText(s.remote), Reset: s.reset}
+		Local: addrText(s.local), Remote: addrText(s.remote), Reset: s.reset, Timeouts: s.Timeouts}
 	if s.peer != nil {
 		ss.Peer = sv.socket(s.peer)
 	}
@@ -122,6 +124,8 @@ func (s *SavedSocket) check(i int, sockets []SavedSocket) error {
 		return fmt.Errorf("peer %d", s.Peer)
 	case s.Peer >= 0 && s.PeerGone:
 		return fmt.Errorf("a peer, and gone")
+	case s.Timeouts[0] < 0 || s.Timeouts[1] < 0:
+		return fmt.Errorf("timeouts %v", s.Timeouts)
 	case len(s.Name) > maxSocketName:
 		return fmt.Errorf("a name of %d bytes", len(s.Name))
 	case s.MaxBacklog < 0 || s.MaxBacklog > SoMaxConn || len(s.Backlog) > s.MaxBacklog+1 || !s.Listening && len(s.Backlog) > 0:
@@ -184,7 +188,7 @@ func restoreSockets(fs *FileSystem, saved []SavedSocket) []*Socket {
 	for i, s := range saved {
 		local, _ := parseAddr(s.Local)
 		remote, _ := parseAddr(s.Remote)
-		out[i] = &Socket{local: local, remote: remote, reset: s.Reset, Family: s.Family, Type: SockType(s.Type), peerGone: s.PeerGone, buf: s.Buf, msgs: s.Msgs,
+		out[i] = &Socket{local: local, remote: remote, reset: s.Reset, Timeouts: s.Timeouts, Family: s.Family, Type: SockType(s.Type), peerGone: s.PeerGone, buf: s.Buf, msgs: s.Msgs,
 			shutRead: s.ShutRead, shutWrite: s.ShutWrite, eof: s.EOF, Cred: s.Cred, ino: s.Ino, options: maps.Clone(s.Options),
 			name: s.Name, listening: s.Listening, maxBacklog: s.MaxBacklog, budget: fs.budget}
 	}
