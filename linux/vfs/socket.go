@@ -79,10 +79,10 @@ type Socket struct {
 	reset         bool
 	// Timeouts are SO_RCVTIMEO's and SO_SNDTIMEO's (0: none).
 	Timeouts [2]time.Duration
-	ino           uint64
-	queue         Queue
-	budget        *Budget
-	file          *OpenFile // the open file it is: a socket is in one
+	ino      uint64
+	queue    Queue
+	budget   *Budget
+	file     *OpenFile // the open file it is: a socket is in one
 }
 
 // NewSocket makes an unconnected socket of family and type, opened with
