@@ -242,7 +242,7 @@ func (s *Socket) SendRights(b []byte, files []*OpenFile, nonblocking bool) (int,
 		return 0, ErrWouldBlock
 	}
 	n := min(len(b), room)
-	if len(files) > 0 {
+	if len(files) > 0 && (n > 0 || !s.stream()) { // files go with a byte of a stream, as Linux's
 		for _, f := range files {
 			f.Refs++
 		}
