@@ -807,3 +807,10 @@ func TestUnixSockets(t *testing.T) {
 func TestTCP(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "tcp.c", "-static", "-O1"), "tcp", time.Millisecond)
 }
+
+// F_SETLKW refuses to close a cycle of waiting processes with EDEADLK,
+// as Linux's deadlock detection does — the host's output, live, recorded
+// and replayed (both processes waited for ever).
+func TestLockDeadlock(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "deadlk.c", "-static", "-O1"), "deadlk", time.Millisecond)
+}

@@ -23,20 +23,71 @@ const (
 )
 
 // lockWait is what a thread waiting for a lock (F_SETLKW, flock without
-// LOCK_NB) blocks on: a change of the node's locks.
-type lockWait struct{ n *node }
+// LOCK_NB) blocks on: a change of the node's locks. A process's F_SETLKW
+// keeps its request too, which deadlock detection follows.
+type lockWait struct {
+	n   *node
+	req *lockRequest // nil for an OFD lock or flock
+}
+
+// lockRequest is a POSIX lock a process waits for: [from, to] of a node,
+// exclusive if write.
+type lockRequest struct {
+	p        *process
+	write    bool
+	from, to uint64
+}
+
+// maxDeadlockHops bounds the chain of waiting owners followed, as Linux's
+// MAX_DEADLK_ITERATIONS does.
+const maxDeadlockHops = 10
+
+// wouldDeadlock reports whether process p's waiting for r on n would
+// close a cycle of POSIX lock waits (posix_locks_deadlock): the owner of
+// the lock in the way waits for a lock whose owner waits … for one of
+// p's.
+func (k *Kernel) wouldDeadlock(n *node, r lockRequest) bool {
+	blocker, ok := n.Conflict(r.p, r.write, r.from, r.to)
+	for range maxDeadlockHops {
+		q, isProcess := blocker.Owner.(*process)
+		switch {
+		case !ok || !isProcess:
+			return false
+		case q == r.p:
+			return true
+		}
+		w := k.lockRequestOf(q)
+		if w == nil {
+			return false
+		}
+		blocker, ok = w.n.Conflict(q, w.req.write, w.req.from, w.req.to)
+	}
+	return false
+}
+
+// lockRequestOf is the POSIX lock wait of a thread of process q, nil if
+// none waits for one.
+func (k *Kernel) lockRequestOf(q *process) *lockWait {
+	for _, t := range k.threads {
+		if w, ok := t.waitKey.(lockWait); ok && t.proc == q && t.state == blocked && w.req != nil {
+			return &w
+		}
+	}
+	return nil
+}
 
 // saved: a lock wait is never in a checkpoint — another owner holds the
 // lock it waits for, and a state with locks held is not saved (SaveState)
 // — so it is saved as a kind a restore refuses, should that ever change.
 func (lockWait) saved(*saver, *thread) savedWait { return savedWait{Kind: waitLock} }
 
-// blockOnLock blocks t until n's locks change; its call then runs again.
-func (t *thread) blockOnLock(n *node) error {
+// blockOnLock blocks t until n's locks change (waiting for req, if a
+// POSIX lock); its call then runs again.
+func (t *thread) blockOnLock(n *node, req *lockRequest) error {
 	q := n.LockQueue()
 	q.Register(t, vfs.AllEvents)
 	t.lockQueue = q
-	return t.blockOn(lockWait{n})
+	return t.blockOn(lockWait{n, req})
 }
 
 func sysFlock(t *thread, a args) (uint64, error) {
@@ -57,7 +108,7 @@ func sysFlock(t *thread, a args) (uint64, error) {
 	case err == vfs.ErrWouldBlock && a[1]&unix.LOCK_NB != 0:
 		return 0, unix.EWOULDBLOCK
 	case err == vfs.ErrWouldBlock:
-		return 0, t.blockOnLock(n)
+		return 0, t.blockOnLock(n, nil)
 	}
 	return 0, err
 }
@@ -133,8 +184,14 @@ func (t *thread) fcntlLock(f *openFile, cmd, va uint64) (uint64, error) {
 	}
 	err = n.SetLock(t.k.budget, owner, ownerPID, typ == unix.F_UNLCK, write, from, to)
 	switch {
-	case err == vfs.ErrWouldBlock && (cmd == unix.F_SETLKW || cmd == fOFDSetlkw):
-		return 0, t.blockOnLock(n)
+	case err == vfs.ErrWouldBlock && cmd == fOFDSetlkw:
+		return 0, t.blockOnLock(n, nil)
+	case err == vfs.ErrWouldBlock && cmd == unix.F_SETLKW:
+		req := &lockRequest{t.proc, write, from, to}
+		if t.k.wouldDeadlock(n, *req) {
+			return 0, unix.EDEADLK
+		}
+		return 0, t.blockOnLock(n, req)
 	case err == vfs.ErrWouldBlock:
 		return 0, unix.EAGAIN
 	}
