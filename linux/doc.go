@@ -58,5 +58,6 @@ package linux
 // AF_UNIX sockets: socketpair's, and stream and seqpacket sockets bound
 // to a path or an abstract name, listening, connecting and accepting;
 // TCP over the loopback (AF_INET, AF_INET6 dual-stack); SCM_RIGHTS;
-// SO_LINGER; FIOASYNC, F_SETOWN/F_GETOWN; F_SETLKW's EDEADLK.
+// SO_LINGER; FIOASYNC, F_SETOWN/F_GETOWN; F_SETLKW's EDEADLK; sendmmsg,
+// recvmmsg.
 const Version = 8

@@ -740,17 +740,6 @@ func sysAccept(t *thread, a args) (uint64, error) {
 	return sysAccept4(t, a)
 }
 
-// onSocket answers err for a call on a socket that no socket here can
-// take yet, ENOTSOCK on anything else.
-func onSocket(err unix.Errno) handler {
-	return func(t *thread, a args) (uint64, error) {
-		if _, _, e := t.socketAt(a[0]); e != nil {
-			return 0, e
-		}
-		return 0, err
-	}
-}
-
 // Control messages (struct cmsghdr: a length, a level, a type, then the
 // data, 8-byte aligned).
 const (
@@ -893,3 +882,48 @@ func (t *thread) readTimeval(va, n uint64) (time.Duration, error) {
 // maxTimeout is the longest socket timeout kept; one longer waits for
 // ever.
 const maxTimeout = 1 << 62
+
+// mmsghdrSize is struct mmsghdr's: a msghdr and the length it moved.
+const mmsghdrSize = 64
+
+// sysSendmmsg sends up to vlen messages (at most IOV_MAX) as sendmsg
+// does, writing each one's length: the first may wait; the rest are sent
+// while they can be without waiting, and the count sent is returned (an
+// error only if none was).
+func sysSendmmsg(t *thread, a args) (uint64, error) { return t.eachMsg(a, sysSendmsg) }
+
+// sysRecvmmsg receives up to vlen messages as recvmsg does: the first
+// may wait; the rest are taken while some are there, as with
+// MSG_WAITFORONE (a wait for all vlen, or the timeout, is not kept).
+func sysRecvmmsg(t *thread, a args) (uint64, error) { return t.eachMsg(a, sysRecvmsg) }
+
+// eachMsg serves each mmsghdr of the vector at a[1] with one, the
+// messages after the first not waiting.
+func (t *thread) eachMsg(a args, one handler) (uint64, error) {
+	if _, _, err := t.socketAt(a[0]); err != nil {
+		return 0, err
+	}
+	vlen := min(a[2], maxIOV)
+	for i := range vlen {
+		hdr, flags := a[1]+i*mmsghdrSize, a[3]&^unix.MSG_WAITFORONE
+		if i > 0 {
+			flags |= msgDontwait
+		}
+		n, err := one(t, args{a[0], hdr, flags})
+		if err != nil {
+			if i == 0 {
+				return 0, err
+			}
+			return i, nil
+		}
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(n))
+		if err := t.proc.as.Write(hdr+56, b[:]); err != nil {
+			if i == 0 {
+				return 0, memErr(err)
+			}
+			return i, nil
+		}
+	}
+	return vlen, nil
+}

@@ -203,8 +203,8 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_DUP3:              {"dup3", 3, sysDup3},                          // 292
 	unix.SYS_PIPE2:             {"pipe2", 2, sysPipe2},                        // 293
 	unix.SYS_PRLIMIT64:         {"prlimit64", 4, sysPrlimit},                  // 302
-	unix.SYS_RECVMMSG:          {"recvmmsg", 5, onSocket(unix.EOPNOTSUPP)},    // 299
-	unix.SYS_SENDMMSG:          {"sendmmsg", 4, onSocket(unix.EOPNOTSUPP)},    // 307
+	unix.SYS_RECVMMSG:          {"recvmmsg", 5, sysRecvmmsg},                  // 299
+	unix.SYS_SENDMMSG:          {"sendmmsg", 4, sysSendmmsg},                  // 307
 	unix.SYS_GETCPU:            {"getcpu", 3, sysGetcpu},                      // 309
 	unix.SYS_RENAMEAT2:         {"renameat2", 5, sysRenameat},                 // 316
 	unix.SYS_GETRANDOM:         {"getrandom", 3, sysGetrandom},                // 318

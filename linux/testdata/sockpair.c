@@ -101,6 +101,22 @@ int main(void) {
 	struct msghdr r = {.msg_iov = in, .msg_iovlen = 2};
 	result("recvmsg", recvmsg(s[1], &r, 0));
 	printf("  %.3s %.3s, flags %#x\n", a, b, r.msg_flags);
+	struct mmsghdr vec[3];
+	struct iovec out3[3] = {{"a", 1}, {"bb", 2}, {"ccc", 3}};
+	memset(vec, 0, sizeof vec);
+	for (int i = 0; i < 3; i++)
+		vec[i].msg_hdr = (struct msghdr){.msg_iov = &out3[i], .msg_iovlen = 1};
+	result("sendmmsg", sendmmsg(s[0], vec, 3, 0));
+	printf("  lengths %u %u %u\n", vec[0].msg_len, vec[1].msg_len, vec[2].msg_len);
+	char r3[3][8];
+	struct iovec in3[3] = {{r3[0], 8}, {r3[1], 8}, {r3[2], 8}};
+	memset(vec, 0, sizeof vec);
+	for (int i = 0; i < 3; i++)
+		vec[i].msg_hdr = (struct msghdr){.msg_iov = &in3[i], .msg_iovlen = 1};
+	result("recvmmsg, waiting for one", recvmmsg(s[1], vec, 3, MSG_WAITFORONE, NULL));
+	printf("  lengths %u %u %u: %.1s %.2s %.3s\n", vec[0].msg_len, vec[1].msg_len, vec[2].msg_len, r3[0], r3[1], r3[2]);
+	send(s[0], "d", 1, 0);
+	result("recvmmsg of fewer than asked, waiting for one", recvmmsg(s[1], vec, 3, MSG_WAITFORONE, NULL));
 	close(s[0]);
 	close(s[1]);
 
