@@ -378,7 +378,15 @@ func (t *thread) procStat() []byte {
 	for _, v := range p.as.VMAs() {
 		size += v.End - v.Start
 	}
-	var ign, cgt uint64
+	ign, cgt := p.dispositions()
+	return fmt.Appendf(nil, "%d (%s) %s %d %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 %d 0 0 %d %d %d 0 0 %d 0 0 %d %d %d %d 0 0 0 17 0 0 0 0 0 0 0 0 %d %d %d %d %d 0\n",
+		p.pid, t.comm, state, ppid, p.pgid, p.sid, p.live, size, pages, ^uint64(0), p.args[0],
+		t.pending, t.sigmask, ign, cgt, p.brk[0], p.args[0], p.args[1], p.args[1], p.args[2])
+}
+
+// dispositions are the signals p ignores and those it catches, as masks
+// (/proc/PID/status's SigIgn and SigCgt, stat's sigignore and sigcatch).
+func (p *process) dispositions() (ign, cgt uint64) {
 	for sig, act := range p.sigactions {
 		switch {
 		case sig == 0:
@@ -388,15 +396,7 @@ func (t *thread) procStat() []byte {
 			cgt |= sigbit(uint64(sig))
 		}
 	}
-	threads := 0
-	for _, o := range t.k.threads {
-		if o.proc == p && o.state != exited {
-			threads++
-		}
-	}
-	return fmt.Appendf(nil, "%d (%s) %s %d %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 %d 0 0 %d %d %d 0 0 %d 0 0 %d %d %d %d 0 0 0 17 0 0 0 0 0 0 0 0 %d %d %d %d %d 0\n",
-		p.pid, t.comm, state, ppid, p.pgid, p.sid, threads, size, pages, ^uint64(0), p.args[0],
-		t.pending, t.sigmask, ign, cgt, p.brk[0], p.args[0], p.args[1], p.args[1], p.args[2])
+	return ign, cgt
 }
 
 // procStatm is /proc/PID/statm, in pages: the mapped size, what is
@@ -424,25 +424,11 @@ func (t *thread) procStatm() []byte {
 // programs read; no memory figures).
 func (t *thread) procStatus() []byte {
 	p, u, name := t.proc, t.k.prog.User, t.comm
-	ppid, threads := 0, 0
+	ppid, threads := 0, p.live
 	if p.parent != nil {
 		ppid = p.parent.pid
 	}
-	for _, o := range t.k.threads {
-		if o.proc == p && o.state != exited {
-			threads++
-		}
-	}
-	var ign, cgt uint64
-	for sig, act := range p.sigactions {
-		switch {
-		case sig == 0:
-		case act.handler == sigIGN:
-			ign |= sigbit(uint64(sig))
-		case act.handler > sigIGN:
-			cgt |= sigbit(uint64(sig))
-		}
-	}
+	ign, cgt := p.dispositions()
 	var b strings.Builder
 	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\tR (running)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n",
 		name, p.umask, p.pid, p.pid, ppid)

@@ -195,13 +195,19 @@ func (t *thread) writeFile(f *openFile, b []byte, off int64) (int, error) {
 	case vfs.ErrWouldBlock:
 		return 0, t.blockOnFiles(f)
 	case vfs.ErrNoReaders:
-		sig := uint64(unix.SIGPIPE)
-		if err := t.k.signal(t, sig, t.k.siginfo(sig, siUser, uint64(t.proc.pid))); err != nil {
-			return 0, err
-		}
-		return 0, unix.EPIPE
+		return 0, t.brokenPipe()
 	}
 	return n, err
+}
+
+// brokenPipe raises SIGPIPE at t, whose write found no reader, and is
+// the EPIPE the write fails with (or the error of the raise).
+func (t *thread) brokenPipe() error {
+	sig := uint64(unix.SIGPIPE)
+	if err := t.k.signal(t, sig, t.k.siginfo(sig, siUser, uint64(t.proc.pid))); err != nil {
+		return err
+	}
+	return unix.EPIPE
 }
 
 // rw moves up to n bytes between the guest buffer at va and the file fd:

@@ -175,8 +175,8 @@ const (
 	msgNosignal = unix.MSG_NOSIGNAL
 )
 
-// send gives b, and files (SCM_RIGHTS), to s's peer for t: ErrWouldBlock waits for room; a peer
-// gone is EPIPE, with SIGPIPE unless MSG_NOSIGNAL.
+// send gives b, and files (SCM_RIGHTS), to s's peer for t: ErrWouldBlock
+// waits for room; a peer gone is EPIPE, with SIGPIPE unless MSG_NOSIGNAL.
 func (t *thread) send(f *openFile, s *vfs.Socket, b []byte, files []*openFile, flags uint64) (uint64, error) {
 	n, err := s.SendRights(b, files, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
 	switch {
@@ -185,11 +185,7 @@ func (t *thread) send(f *openFile, s *vfs.Socket, b []byte, files []*openFile, f
 	case errors.Is(err, vfs.ErrNoReaders) && flags&msgNosignal != 0:
 		return 0, unix.EPIPE
 	case errors.Is(err, vfs.ErrNoReaders):
-		sig := uint64(unix.SIGPIPE)
-		if err := t.k.signal(t, sig, t.k.siginfo(sig, siUser, uint64(t.proc.pid))); err != nil {
-			return 0, err
-		}
-		return 0, unix.EPIPE
+		return 0, t.brokenPipe()
 	}
 	return uint64(n), err
 }

@@ -125,14 +125,27 @@ func TestLinuxCheckpointsKeepVectorRegisters(t *testing.T) {
 	require.Contains(t, console, "registers kept: 9 of 9 threads\n")
 	n := len(rec.Checkpoints)
 	require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")
-	for _, i := range slices.Compact([]int{1, n / 2, n - 1}) {
+	for i, part := range replaysFromEach(t, path, ck, rec, console, 1, n/2, n-1) {
+		require.Contains(t, part, "registers kept: 9 of 9 threads\n", "from checkpoint %d", i)
+	}
+}
+
+// replaysFromEach replays the tape at path from each of the checkpoints
+// starts (of ck; duplicates once) to the recorded end: the recording's
+// RAM, and the recorded console's output from there on. It returns what
+// each replay printed, by checkpoint.
+func replaysFromEach(t *testing.T, path, ck string, rec *recorder.Result, console string, starts ...int) map[int]string {
+	t.Helper()
+	out := map[int]string{}
+	for _, i := range slices.Compact(starts) {
 		var part bytes.Buffer
 		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
-		require.NoError(t, err, "from checkpoint %d of %d", i, n)
+		require.NoError(t, err, "from checkpoint %d of %d", i, len(rec.Checkpoints))
 		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
 		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
-		require.Contains(t, part.String(), "registers kept: 9 of 9 threads\n", "from checkpoint %d", i)
+		out[i] = part.String()
 	}
+	return out
 }
 
 // A checkpoint keeps each thread's alternate signal stack: a program whose
@@ -169,13 +182,7 @@ func replaysFromRecordersCheckpoints(t *testing.T, bin, name, want string) {
 	require.Contains(t, console, want)
 	n := len(rec.Checkpoints)
 	require.GreaterOrEqual(t, n, 2, "checkpoints taken while recording (at its exits)")
-	for _, i := range slices.Compact([]int{1, n / 2, n}) {
-		var part bytes.Buffer
-		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
-		require.NoError(t, err, "from checkpoint %d of %d", i, n)
-		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
-		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
-	}
+	replaysFromEach(t, path, ck, rec, console, 1, n/2, n)
 }
 
 // A checkpoint keeps shared memory: two processes map an anonymous
@@ -190,13 +197,7 @@ func TestLinuxCheckpointsKeepSharedMemory(t *testing.T) {
 	require.Equal(t, "anon 40000 file 40000 memfd 80000 read 40000\n", console)
 	n := len(rec.Checkpoints)
 	require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")
-	for _, i := range slices.Compact([]int{1, n / 2, n}) {
-		var part bytes.Buffer
-		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
-		require.NoError(t, err, "from checkpoint %d of %d", i, n)
-		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
-		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
-	}
+	replaysFromEach(t, path, ck, rec, console, 1, n/2, n)
 }
 
 // A checkpoint keeps sockets: a server and a client talk over TCP on the
@@ -210,11 +211,5 @@ func TestLinuxCheckpointsKeepSockets(t *testing.T) {
 	require.Equal(t, "tcp 80200 unix 160400 pair 240600\n", console)
 	n := len(rec.Checkpoints)
 	require.GreaterOrEqual(t, n, 3, "checkpoints taken while recording")
-	for _, i := range slices.Compact([]int{1, n / 2, n}) {
-		var part bytes.Buffer
-		res, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &part, Checkpoints: ck, Start: i})
-		require.NoError(t, err, "from checkpoint %d of %d", i, n)
-		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
-		require.True(t, strings.HasSuffix(console, part.String()), "from checkpoint %d: the output from there on", i)
-	}
+	replaysFromEach(t, path, ck, rec, console, 1, n/2, n)
 }

@@ -98,9 +98,9 @@ func (f *Frames) ObjectPage(o *Object, page uint64) []byte {
 	return b
 }
 
-// Shared reports whether the page at va is mapped shared (MAP_SHARED),
-// and if so the frame and the object behind it: a futex there is keyed by
-// its frame, which every process mapping it shares.
+// Shared reports whether va is in a page mapped shared (MAP_SHARED), and
+// if so its physical address: a futex there is keyed by it, which every
+// process mapping the page shares.
 func (as *Space) Shared(va uint64) (pa uint64, ok bool) {
 	if v := as.vmaAt(va); v == nil || v.Obj == nil {
 		return 0, false

@@ -159,7 +159,7 @@ func (f *OpenFile) Unread() (int64, bool) {
 		if impl.listening {
 			return 0, false
 		}
-		if !impl.stream() { // a message socket's next message
+		if !impl.Stream() { // a message socket's next message
 			if len(impl.msgs) == 0 {
 				return 0, true
 			}

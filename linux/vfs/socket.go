@@ -129,11 +129,8 @@ func (s *Socket) File() *OpenFile { return s.file }
 // Peer is the socket it is connected to, nil if none.
 func (s *Socket) Peer() *Socket { return s.peer }
 
-// stream reports whether the socket carries bytes, not messages.
-func (s *Socket) stream() bool { return s.Type == unix.SOCK_STREAM }
-
 // Stream reports whether the socket carries bytes, not messages.
-func (s *Socket) Stream() bool { return s.stream() }
+func (s *Socket) Stream() bool { return s.Type == unix.SOCK_STREAM }
 
 // Recv takes what the peer sent into b: up to len(b) bytes of a stream,
 // or the next message (cut to len(b); n is its whole length, which
@@ -162,7 +159,7 @@ func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files
 		switch {
 		case s.eof || s.shutRead || s.peerGone:
 			return 0, 0, nil, nil
-		case s.peer == nil && s.stream():
+		case s.peer == nil && s.Stream():
 			return 0, 0, nil, unix.ENOTCONN
 		case nonblocking:
 			return 0, 0, nil, unix.EAGAIN
@@ -170,7 +167,7 @@ func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files
 		return 0, 0, nil, ErrWouldBlock
 	}
 	avail := len(s.buf)
-	if s.stream() {
+	if s.Stream() {
 		// Up to the next bytes sent with files, if these are not those.
 		for _, r := range s.inFlight {
 			if r.at > 0 {
@@ -190,7 +187,7 @@ func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files
 	}
 	if !peek {
 		used := got
-		if !s.stream() {
+		if !s.Stream() {
 			used = n
 			s.msgs = s.msgs[1:]
 		}
@@ -225,31 +222,31 @@ func (s *Socket) SendRights(b []byte, files []*OpenFile, nonblocking bool) (int,
 	switch {
 	case s.shutWrite || s.peerGone:
 		return 0, ErrNoReaders
-	case p == nil && s.stream():
+	case p == nil && s.Stream():
 		return 0, unix.ENOTCONN
 	case p == nil:
 		return 0, unix.ENOTCONN // an unconnected datagram socket has no one to send to
-	case p.shutRead && s.stream():
+	case p.shutRead && s.Stream():
 		return 0, ErrNoReaders
-	case !s.stream() && len(b)+msgOverhead > SocketCapacity:
+	case !s.Stream() && len(b)+msgOverhead > SocketCapacity:
 		return 0, unix.EMSGSIZE
 	}
 	room := p.room()
-	if room <= 0 || !s.stream() && room < len(b)+msgOverhead {
+	if room <= 0 || !s.Stream() && room < len(b)+msgOverhead {
 		if nonblocking {
 			return 0, unix.EAGAIN
 		}
 		return 0, ErrWouldBlock
 	}
 	n := min(len(b), room)
-	if len(files) > 0 && (n > 0 || !s.stream()) { // files go with a byte of a stream, as Linux's
+	if len(files) > 0 && (n > 0 || !s.Stream()) { // files go with a byte of a stream, as Linux's
 		for _, f := range files {
 			f.Refs++
 		}
 		p.inFlight = append(p.inFlight, rights{at: len(p.buf), files: files})
 	}
 	p.buf = append(p.buf, b[:n]...)
-	if !s.stream() {
+	if !s.Stream() {
 		p.msgs = append(p.msgs, n)
 	}
 	p.queue.Notify(EventIn)
@@ -287,7 +284,7 @@ func (s *Socket) Read(f *OpenFile, b []byte, _ int64) (int, error) {
 
 // Write is send with no flags.
 func (s *Socket) Write(f *OpenFile, b []byte, _ int64) (int, error) {
-	if len(b) == 0 && s.stream() {
+	if len(b) == 0 && s.Stream() {
 		return 0, nil
 	}
 	return s.Send(b, f.nonblocking())

@@ -27,7 +27,7 @@ func (s *Socket) inet() bool { return s.Family == unix.AF_INET || s.Family == un
 // protocol is the socket's protocol number (SO_PROTOCOL).
 func (s *Socket) protocol() int {
 	switch {
-	case s.inet() && s.stream():
+	case s.inet() && s.Stream():
 		return unix.IPPROTO_TCP
 	case s.inet():
 		return unix.IPPROTO_UDP
@@ -130,7 +130,7 @@ func (fs *FileSystem) takePort(s *Socket) {
 // port of the wildcard), with a backlog as Listen's.
 func (fs *FileSystem) ListenInet(s *Socket, n int) error {
 	switch {
-	case !s.stream():
+	case !s.Stream():
 		return unix.EOPNOTSUPP
 	case s.peer != nil || s.peerGone:
 		return unix.EINVAL

@@ -42,7 +42,7 @@ func (s *Socket) hasLevel(level int) bool {
 	case !ok:
 		return false
 	case level == unix.IPPROTO_TCP:
-		return s.inet() && s.stream()
+		return s.inet() && s.Stream()
 	case fam == unix.AF_INET:
 		return s.inet()
 	case fam == unix.AF_INET6:
