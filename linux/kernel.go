@@ -379,6 +379,14 @@ func (k *Kernel) enter(entry, sp uint64) error {
 
 // Exit serves a system call or a trap.
 func (k *Kernel) Exit(port uint16) error {
+	err := k.exit(port)
+	if ferr := k.flushDoor(); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+func (k *Kernel) exit(port uint16) error {
 	k.noteRunning()
 	k.current().retryAt = 0 // it made the exit: the write it retried has run
 	if port != abi.PortTrap {
@@ -556,15 +564,28 @@ func signalNumber(vector uint64) uint64 {
 // signalFor names the signal Linux sends for an exception.
 func signalFor(vector uint64) string { return unix.SignalName(unix.Signal(signalNumber(vector))) }
 
-// Interrupt takes a tick: threads whose time has come wake, and the
-// running one yields to the next runnable one.
+// Interrupt takes a tick (threads whose time has come wake) or the door's
+// messages (Receive applied them; threads waiting on their sockets
+// wake), and the running thread yields to the next runnable one; what
+// the program sent through the door meanwhile goes out.
 func (k *Kernel) Interrupt(vector uint8, clock time.Duration) error {
-	if vector != abi.IRQBase+abi.IRQTimer {
-		return nil
+	err := k.takeInterrupt(vector, clock)
+	if ferr := k.flushDoor(); ferr != nil {
+		return ferr
 	}
-	k.tick(clock)
-	if err := k.fireTimers(clock); err != nil {
-		return err
+	return err
+}
+
+func (k *Kernel) takeInterrupt(vector uint8, clock time.Duration) error {
+	switch vector {
+	case abi.IRQBase + abi.IRQTimer:
+		k.tick(clock)
+		if err := k.fireTimers(clock); err != nil {
+			return err
+		}
+	case abi.IRQBase + abi.IRQNIC: // Receive applied the door's messages
+	default:
+		return nil
 	}
 	if k.m.VCPU().SyncedSregs().CS.Selector&3 == 0 {
 		// Inside a trap stub (a tick delivered at its exit): its IRETQ

@@ -239,7 +239,7 @@ func sysSendto(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if a[4] != 0 && s.Peer() != nil {
+	if a[4] != 0 && s.Connected() {
 		return 0, unix.EISCONN
 	}
 	b := make([]byte, min(a[2], maxSockIO))
@@ -301,7 +301,7 @@ func sysSendmsg(t *thread, a args) (uint64, error) {
 	switch {
 	case err != nil:
 		return 0, err
-	case m.name != 0 && m.namelen != 0 && s.Peer() != nil:
+	case m.name != 0 && m.namelen != 0 && s.Connected():
 		return 0, unix.EISCONN
 	}
 	files, err := t.readRights(s, m)

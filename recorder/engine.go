@@ -200,10 +200,7 @@ func (e *engine) GuestExit() error { return nil }
 func (e *engine) NetTX(frame []byte) error {
 	ev := e.event(tape.KindNetTX, tape.AtExit)
 	ev.Value, ev.Data = uint64(e.m.Now()), frame
-	if err := e.append(ev); err != nil {
-		return err
-	}
-	return e.m.Transmit(frame)
+	return e.append(ev)
 }
 
 func (e *engine) PortIn(port uint16, data []byte) error {

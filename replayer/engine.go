@@ -12,6 +12,7 @@ import (
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/door"
 )
 
 // engine replays a recording: every input comes from the tape, every
@@ -244,16 +245,20 @@ func (e *engine) setTarget(t uint64) error {
 func (e *engine) GuestExit() error { return e.drainTrace() }
 
 // NetTX checks a frame the guest sent against the one it sent when
-// recorded; nothing is sent.
+// recorded; nothing is sent. A Linux program's are door messages, named
+// by connection and offset.
 func (e *engine) NetTX(frame []byte) error {
 	ev, err := e.input(tape.KindNetTX, e.m.ExitPort(), 0)
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(ev.Data, frame) {
-		return e.diverge(ev, "sent frame", fmt.Sprintf("%d bytes, %x…", len(ev.Data), prefix(ev.Data)), fmt.Sprintf("%d bytes, %x…", len(frame), prefix(frame)))
+	switch {
+	case bytes.Equal(ev.Data, frame):
+		return nil
+	case e.kernel != nil:
+		return e.diverge(ev, "message sent through a published port", door.Describe(ev.Data), door.Describe(frame))
 	}
-	return nil
+	return e.diverge(ev, "sent frame", fmt.Sprintf("%d bytes, %x…", len(ev.Data), prefix(ev.Data)), fmt.Sprintf("%d bytes, %x…", len(frame), prefix(frame)))
 }
 
 func prefix(b []byte) []byte { return b[:min(len(b), 16)] }

@@ -157,9 +157,8 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 			eng.linux = newLinuxProbes(k, o.Set, o.OnHit, o.OnMapping, rec.parsedAs)
 			eng.linux.resuming = o.Start > 0
 			k.SetBreakpoints(eng.linux)
-			eng.kernel = k
 		}
-		kernel = k
+		eng.kernel, kernel = k, k
 	} else if o.Set != nil {
 		return nil, errors.New("replayer: a probes.Set is for Linux programs; the kit's probes are a probes.Plan (Options.Plan)")
 	} else if img, err = o.image(rec); err != nil {

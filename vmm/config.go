@@ -9,6 +9,7 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
 // Defaults for Config's zero values.
@@ -74,6 +75,9 @@ type Config struct {
 type NetConfig struct {
 	UDP  string // e.g. "127.0.0.1:7777"
 	Pcap string
+	// Publish are a Kernel's program's published ports: host clients'
+	// connections to them come through the door (vmm/door).
+	Publish []netback.Publish
 }
 
 // DiskConfig is a disk: a base image opened read-only and an overlay file

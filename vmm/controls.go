@@ -141,7 +141,11 @@ func (m *Machine) Deliver(vector uint8) (*Delivery, error) {
 	}
 	var data [][]byte
 	if vector == abi.IRQBase+abi.IRQNIC && m.net != nil {
-		d.Frames = m.net.Take(m.nic.RXFree())
+		room := m.nic.RXFree()
+		if m.kernel != nil {
+			room = abi.NICRing // messages for the kernel, a ring's worth at a time
+		}
+		d.Frames = m.net.Take(room)
 		for _, f := range d.Frames {
 			data = append(data, f.Data)
 		}
@@ -150,7 +154,7 @@ func (m *Machine) Deliver(vector uint8) (*Delivery, error) {
 	if d.Digest, err = m.Inject(vector, d.Clock, data); err != nil {
 		return nil, err
 	}
-	if len(d.Frames) > 0 && m.net.Backlog() > 0 && m.nic.RXFree() > 0 {
+	if len(d.Frames) > 0 && m.net.Backlog() > 0 && (m.kernel != nil || m.nic.RXFree() > 0) {
 		m.raiseNIC() // more waiting than this delivery took
 	}
 	return d, nil
@@ -180,7 +184,14 @@ func (m *Machine) Inject(vector uint8, clock time.Duration, rx [][]byte) (digest
 			return nil, err
 		}
 	case abi.IRQBase + abi.IRQNIC:
-		digest = m.nic.Deliver(rx)
+		if k, ok := m.kernel.(NetKernel); ok {
+			err = k.Receive(rx)
+		} else {
+			digest = m.nic.Deliver(rx)
+		}
+	}
+	if err != nil {
+		return nil, err
 	}
 	if m.kernel != nil {
 		err = m.kernel.Interrupt(vector, clock)

@@ -39,6 +39,12 @@ type Kernel interface {
 	Runnable() bool
 }
 
+// NetKernel is a Kernel with a network: the messages its published
+// ports received, delivered with a NIC interrupt (vmm/door).
+type NetKernel interface {
+	Receive(msgs [][]byte) error
+}
+
 // ErrKernelBusy is a Kernel's state that cannot be saved at this stop
 // but may be at a later one (a Linux program holding file locks): the
 // checkpoint is taken at a later stop, as one with a disk request in

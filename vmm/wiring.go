@@ -7,6 +7,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/vmm/devices"
+	"github.com/reprise-vm/reprise/vmm/door"
 	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
@@ -123,10 +124,21 @@ func (m *Machine) attachNet() error {
 				return err
 			}
 			m.net = p
+		case len(c.Publish) > 0:
+			d, err := netback.OpenDoor(c.Publish, raiseNIC)
+			if err != nil {
+				return err
+			}
+			m.net = d
 		}
 	}
 	m.nic = devices.NewNIC(m.ram, m.net != nil)
-	m.nic.Send = func(frame []byte) error { return m.eng.NetTX(frame) }
+	m.nic.Send = func(frame []byte) error {
+		if err := m.eng.NetTX(frame); err != nil {
+			return err
+		}
+		return m.Transmit(frame)
+	}
 	m.nic.RXPosted = func() {
 		if m.net != nil && m.net.Backlog() > 0 {
 			raiseNIC()
@@ -149,6 +161,24 @@ func (m *Machine) raiseNIC() {
 	case m.wake <- struct{}{}:
 	default:
 	}
+}
+
+// SendDoor sends a message a Kernel's program sent through the door:
+// the engine logs it as the tape keeps it (Data by digest), the door
+// takes it whole.
+func (m *Machine) SendDoor(msg *door.Msg) error {
+	if err := m.eng.NetTX(msg.Logged()); err != nil {
+		return err
+	}
+	return m.Transmit(msg.Encode())
+}
+
+// DoorAddrs are the host addresses a door listens on, or none.
+func (m *Machine) DoorAddrs() []net.Addr {
+	if d, ok := m.net.(*netback.Door); ok {
+		return d.Addrs()
+	}
+	return nil
 }
 
 // NetAddr is the host address of a UDP network backend, or nil.

@@ -85,6 +85,10 @@ is recorded and replays).`,
 			if err != nil {
 				return err
 			}
+			netCfg, err := mf.net(g.linux != nil)
+			if err != nil {
+				return err
+			}
 			mode, err := recorder.ParseHostMode(host)
 			if err != nil {
 				return &exitError{exitUsage, err}
@@ -92,7 +96,7 @@ is recorded and replays).`,
 			res, err := recorder.Record(ctx, recorder.Options{
 				Image: g.img, Linux: g.linux, KeepWrites: mf.keep, Pack: pack, Cmdline: g.cmdline, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
 				TimerJitter: jitter, PositionSource: tape.PositionSource(positionSource), Console: cmd.OutOrStdout(),
-				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: mf.net(), Host: mode,
+				Output: out, KVMPath: mf.kvmPath, DiskBase: mf.disk, DiskOverlay: mf.overlay, Net: netCfg, Host: mode,
 				Overwrite: force, CheckpointEvery: ckptEvery, Checkpoints: ckptFile,
 			})
 			if res != nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
 type machineFlags struct {
@@ -29,14 +32,36 @@ type machineFlags struct {
 	stdin   string   // a Linux program's --stdin FILE
 	root    string   // a Linux program's --root DIR
 	keep    string   // a Linux program's --keep-writes DIR
+	publish []string // a Linux program's --publish [HOSTADDR:]HOSTPORT:GUESTPORT
 }
 
-// net is the network backend the flags ask for, or nil.
-func (f *machineFlags) net() *vmm.NetConfig {
-	if f.udp == "" && f.pcap == "" {
-		return nil
+// net is the network the flags ask for, or nil: a NIC's backend for a
+// guest image, published ports for a Linux program.
+func (f *machineFlags) net(linuxProgram bool) (*vmm.NetConfig, error) {
+	switch {
+	case linuxProgram && (f.udp != "" || f.pcap != ""):
+		return nil, &exitError{exitUsage, errors.New("--udp and --net-input are a guest image's NIC; a Linux program's network is --publish")}
+	case !linuxProgram && len(f.publish) > 0:
+		return nil, &exitError{exitUsage, errors.New("--publish is for a Linux program (a guest image's NIC takes --udp)")}
+	case f.udp != "" || f.pcap != "":
+		return &vmm.NetConfig{UDP: f.udp, Pcap: f.pcap}, nil
+	case len(f.publish) == 0:
+		return nil, nil
 	}
-	return &vmm.NetConfig{UDP: f.udp, Pcap: f.pcap}
+	c := &vmm.NetConfig{}
+	hosts := map[netip.AddrPort]bool{}
+	for _, s := range f.publish {
+		p, err := netback.ParsePublish(s)
+		if err != nil {
+			return nil, &exitError{exitUsage, err}
+		}
+		if hosts[p.Host] {
+			return nil, &exitError{exitUsage, fmt.Errorf("--publish %q: host address %v published twice", s, p.Host)}
+		}
+		hosts[p.Host] = true
+		c.Publish = append(c.Publish, p)
+	}
+	return c, nil
 }
 
 func (f *machineFlags) register(cmd *cobra.Command) {
@@ -53,6 +78,7 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.files, "file", nil, "HOST[:GUEST] a host file or directory a Linux program sees at GUEST (default: the same path); its contents are recorded by hash (repeatable)")
 	cmd.Flags().StringVar(&f.root, "root", "", "a host directory a Linux program sees as its root, read-only, its symbolic links resolved inside it as in a chroot (at most 4096 files and 1 GiB, read when it starts)")
 	cmd.Flags().StringVar(&f.keep, "keep-writes", "", "copy the files a Linux program created or changed into this directory when it ends (no symbolic link below it is followed)")
+	cmd.Flags().StringArrayVar(&f.publish, "publish", nil, "[HOSTADDR:]HOSTPORT:GUESTPORT[/tcp] publish a Linux program's TCP port: host clients connecting to HOSTADDR:HOSTPORT (default address 127.0.0.1) reach the program's GUESTPORT, their traffic recorded (repeatable)")
 	cmd.Flags().StringVar(&f.stdin, "stdin", "", "a host file a Linux program reads as its standard input (recorded by hash; default: empty)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
@@ -104,6 +130,10 @@ a file that has a workload's name.`,
 				}
 				kernel = k
 			}
+			netCfg, err := mf.net(g.linux != nil)
+			if err != nil {
+				return err
+			}
 			disk, cleanup, err := runDisk(mf)
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -111,7 +141,7 @@ a file that has a workload's name.`,
 			defer cleanup()
 			m, err := vmm.New(vmm.Config{
 				Image: g.img, Kernel: kernel, MemBytes: g.memBytes(cmd, &mf), TimerHz: mf.tickRate(),
-				Cmdline: g.cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath, Disk: disk, Net: mf.net(),
+				Cmdline: g.cmdline, Console: cmd.OutOrStdout(), KVMPath: mf.kvmPath, Disk: disk, Net: netCfg,
 			})
 			if err != nil {
 				return &exitError{exitFailure, err}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/vmm/door"
 )
 
 // Sockets (sockfs): the program's own, connected inside the machine, as
@@ -83,6 +85,8 @@ type Socket struct {
 	queue    Queue
 	budget   *Budget
 	file     *OpenFile // the open file it is: a socket is in one
+	// out is a connection through the door: its peer is a host client.
+	out *outside
 }
 
 // NewSocket makes an unconnected socket of family and type, opened with
@@ -126,8 +130,12 @@ func (s *Socket) Ino() uint64 { return s.ino }
 // accepted.
 func (s *Socket) File() *OpenFile { return s.file }
 
-// Peer is the socket it is connected to, nil if none.
+// Peer is the socket it is connected to, nil if none (or outside).
 func (s *Socket) Peer() *Socket { return s.peer }
+
+// Connected reports whether the socket has a peer, inside the machine or
+// through the door.
+func (s *Socket) Connected() bool { return s.peer != nil || s.out != nil }
 
 // Stream reports whether the socket carries bytes, not messages.
 func (s *Socket) Stream() bool { return s.Type == unix.SOCK_STREAM }
@@ -159,7 +167,7 @@ func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files
 		switch {
 		case s.eof || s.shutRead || s.peerGone:
 			return 0, 0, nil, nil
-		case s.peer == nil && s.Stream():
+		case !s.Connected() && s.Stream():
 			return 0, 0, nil, unix.ENOTCONN
 		case nonblocking:
 			return 0, 0, nil, unix.EAGAIN
@@ -201,6 +209,9 @@ func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files
 		if s.peer != nil {
 			s.peer.queue.Notify(EventOut)
 		}
+		if s.out != nil {
+			s.out.took(used)
+		}
 	}
 	return got, n, files, nil
 }
@@ -218,6 +229,9 @@ func (s *Socket) Send(b []byte, nonblocking bool) (int, error) {
 // the first byte sent, each holding a reference until received (or
 // until the receiving socket closes).
 func (s *Socket) SendRights(b []byte, files []*OpenFile, nonblocking bool) (int, error) {
+	if s.out != nil {
+		return s.sendOut(b, nonblocking) // TCP passes no files
+	}
 	p := s.peer
 	switch {
 	case s.shutWrite || s.peerGone:
@@ -259,13 +273,16 @@ func (s *Socket) room() int { return SocketCapacity - len(s.buf) - msgOverhead*l
 // Shutdown shuts the socket for reading, writing or both (SHUT_RD,
 // SHUT_WR, SHUT_RDWR): a write shutdown is the peer's end of file.
 func (s *Socket) Shutdown(how int) error {
-	if s.peer == nil && !s.peerGone {
+	if !s.Connected() && !s.peerGone {
 		return unix.ENOTCONN
 	}
 	if how == unix.SHUT_RD || how == unix.SHUT_RDWR {
 		s.shutRead = true
 	}
 	if how == unix.SHUT_WR || how == unix.SHUT_RDWR {
+		if s.out != nil && !s.shutWrite && !s.peerGone {
+			s.out.door.send(door.Msg{Op: door.Fin, Conn: s.out.conn})
+		}
 		s.shutWrite = true
 		if s.peer != nil {
 			s.peer.eof = true
@@ -312,6 +329,9 @@ func (s *Socket) Readiness() Events {
 	if p := s.peer; p != nil && !s.shutWrite && p.room() > msgOverhead {
 		r |= EventOut
 	}
+	if s.out != nil && !s.shutWrite && !s.peerGone && s.out.unacked < door.Room {
+		r |= EventOut
+	}
 	if s.peerGone || s.shutWrite && (s.eof || s.shutRead) {
 		r |= EventHup
 	}
@@ -332,6 +352,9 @@ func (s *Socket) Release() {
 		on, secs := s.Linger()
 		p.reset = s.inet() && (len(s.buf) > 0 || on && secs == 0)
 		p.queue.Notify(AllEvents)
+	}
+	if s.out != nil {
+		s.closeOut()
 	}
 	for _, c := range s.backlog { // connections never accepted: their clients see them go
 		c.Release()

@@ -132,7 +132,7 @@ func (fs *FileSystem) ListenInet(s *Socket, n int) error {
 	switch {
 	case !s.Stream():
 		return unix.EOPNOTSUPP
-	case s.peer != nil || s.peerGone:
+	case s.Connected() || s.peerGone:
 		return unix.EINVAL
 	case !s.bound():
 		if err := fs.BindInet(s, netip.AddrPortFrom(wildcard(s.Family), 0), false); err != nil {
@@ -195,7 +195,7 @@ func (fs *FileSystem) ConnectInet(s *Socket, addr netip.AddrPort, nonblocking bo
 		addr = netip.AddrPortFrom(to, addr.Port())
 	}
 	switch {
-	case s.peer != nil || s.peerGone:
+	case s.Connected() || s.peerGone:
 		return nil, unix.EISCONN
 	case s.listening:
 		return nil, unix.EINVAL

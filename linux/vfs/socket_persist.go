@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/vmm/door"
 )
 
 // SavedSocket is a socket: its buffer (a message socket's messages as
@@ -37,6 +39,15 @@ type SavedSocket struct {
 	// the open files), each batch at an offset of Buf.
 	InFlight []SavedRights
 	Timeouts [2]time.Duration
+	// Door is a connection through the door, nil for none.
+	Door *SavedDoorConn
+}
+
+// SavedDoorConn is a door connection's state on its socket.
+type SavedDoorConn struct {
+	Conn           uint32
+	Sent           uint64
+	Unacked, Taken int
 }
 
 // SavedRights are files passed together, at an offset of a buffer.
@@ -60,6 +71,9 @@ func (sv *Saver) socket(s *Socket) int {
 	if s.peer != nil {
 		ss.Peer = sv.socket(s.peer)
 	}
+	if o := s.out; o != nil {
+		ss.Door = &SavedDoorConn{Conn: o.conn, Sent: o.sent, Unacked: o.unacked, Taken: o.taken}
+	}
 	for _, c := range s.backlog {
 		ss.Backlog = append(ss.Backlog, sv.socket(c))
 	}
@@ -79,8 +93,14 @@ func (sv *Saver) socket(s *Socket) int {
 // that is not connected back, a backlog of a socket that does not listen
 // or longer than it may be, or a socket in two backlogs.
 func checkSockets(sockets []SavedSocket) error {
-	queued, abstract := map[int]bool{}, map[string]bool{}
+	queued, abstract, conns := map[int]bool{}, map[string]bool{}, map[uint32]bool{}
 	for i, s := range sockets {
+		if d := s.Door; d != nil {
+			if conns[d.Conn] {
+				return fmt.Errorf("socket %d: door connection %d twice", i, d.Conn)
+			}
+			conns[d.Conn] = true
+		}
 		if err := s.check(i, sockets); err != nil {
 			return fmt.Errorf("socket %d: %w", i, err)
 		}
@@ -132,6 +152,11 @@ func (s *SavedSocket) check(i int, sockets []SavedSocket) error {
 		return fmt.Errorf("a backlog of %d, at most %d", len(s.Backlog), s.MaxBacklog)
 	case s.Listening && (s.Peer >= 0 || !s.Bound), s.Bound && s.Name == "" && s.Family == unix.AF_UNIX:
 		return fmt.Errorf("listening, connected or unbound")
+	case s.Door != nil && (s.Peer >= 0 || s.Listening || s.Family == unix.AF_UNIX || s.Type != unix.SOCK_STREAM):
+		return fmt.Errorf("a door connection that is not a TCP stream's")
+	case s.Door != nil && (s.Door.Unacked < 0 || s.Door.Unacked > door.Room || uint64(s.Door.Unacked) > s.Door.Sent ||
+		s.Door.Taken < 0 || len(s.Buf)+s.Door.Taken > door.Room):
+		return fmt.Errorf("door connection %d with %d bytes unacknowledged of %d, %d taken", s.Door.Conn, s.Door.Unacked, s.Door.Sent, s.Door.Taken)
 	}
 	for k := range s.Options {
 		if _, ok := settable[k]; !ok && k != lingerKey {
@@ -195,6 +220,15 @@ func restoreSockets(fs *FileSystem, saved []SavedSocket) []*Socket {
 	for i, s := range saved {
 		if s.Peer >= 0 {
 			out[i].peer = out[s.Peer]
+		}
+		if d := s.Door; d != nil {
+			out[i].out = &outside{door: &fs.door, conn: d.Conn, sent: d.Sent, unacked: d.Unacked, taken: d.Taken}
+			if !s.PeerGone {
+				if fs.door.conns == nil {
+					fs.door.conns = map[uint32]*Socket{}
+				}
+				fs.door.conns[d.Conn] = out[i]
+			}
 		}
 		for _, c := range s.Backlog {
 			out[i].backlog = append(out[i].backlog, out[c])

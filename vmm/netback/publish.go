@@ -1,0 +1,384 @@
+package netback
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reprise-vm/reprise/vmm/door"
+)
+
+// Publish is a published port: host clients connecting to Host reach the
+// program's port Guest (docker's -p HOSTADDR:HOSTPORT:GUESTPORT).
+type Publish struct {
+	Host  netip.AddrPort
+	Guest uint16
+}
+
+func (p Publish) String() string { return fmt.Sprintf("%v:%d/tcp", p.Host, p.Guest) }
+
+// ParsePublish reads [HOSTADDR:]HOSTPORT:GUESTPORT[/tcp], the host
+// address 127.0.0.1 by default (an IPv6 one in brackets).
+func ParsePublish(s string) (Publish, error) {
+	bad := func(why string) (Publish, error) {
+		return Publish{}, fmt.Errorf("--publish %q: %s (want [HOSTADDR:]HOSTPORT:GUESTPORT[/tcp])", s, why)
+	}
+	spec, proto, hasProto := strings.Cut(s, "/")
+	if hasProto && proto != "tcp" {
+		return bad("only tcp is published")
+	}
+	i := strings.LastIndex(spec, ":")
+	if i < 0 {
+		return bad("no guest port")
+	}
+	guest, err := port(spec[i+1:])
+	if err != nil {
+		return bad("guest port: " + err.Error())
+	}
+	host := spec[:i]
+	addr := netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	if j := strings.LastIndex(host, ":"); j >= 0 {
+		a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host[:j], "["), "]"))
+		if err != nil {
+			return bad("host address: " + err.Error())
+		}
+		addr, host = a, host[j+1:]
+	}
+	hp, err := port(host)
+	if err != nil {
+		return bad("host port: " + err.Error())
+	}
+	return Publish{Host: netip.AddrPortFrom(addr, hp), Guest: guest}, nil
+}
+
+func port(s string) (uint16, error) {
+	n, err := strconv.ParseUint(s, 10, 16)
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("%q is not a port from 1 to 65535", s)
+	}
+	return uint16(n), nil
+}
+
+// MaxDoorConns bounds the host connections open at once through a
+// machine's published ports: past it the door stops accepting (clients
+// wait in the host's listen backlog), so clients cannot grow the VMM.
+const MaxDoorConns = 256
+
+// DoorPeer is the address a published connection comes from, as the program
+// sees it (the user-mode network's host); the port is the client's own.
+var DoorPeer = netip.AddrFrom4([4]byte{10, 0, 2, 2})
+
+// Door is a machine's published ports: the host side of connections
+// host clients make to them (a Backend whose frames are door messages).
+// Each connection has a reader, which takes no more from its client than
+// the guest gave window for, and a writer, which writes what the guest
+// sent and acknowledges it.
+type Door struct {
+	raise     func()
+	listeners []net.Listener
+	slots     chan struct{} // one per open connection (MaxDoorConns)
+	done      chan struct{} // closed by Close
+	wg        sync.WaitGroup
+
+	mu     sync.Mutex
+	cond   *sync.Cond // credit given, writes queued, closing
+	queue  []*pending // messages for the guest, oldest first
+	conns  map[uint32]*doorConn
+	next   uint32
+	closed bool
+}
+
+// pending is a message queued for the guest; a connection adds to its
+// last Data or Ack while that is still queued.
+type pending struct {
+	msg door.Msg
+	at  time.Time
+}
+
+// doorConn is one host connection.
+type doorConn struct {
+	id     uint32
+	c      *net.TCPConn
+	credit int    // bytes the guest has room for
+	read   uint64 // bytes read from the client
+	out    [][]byte
+	// guestDone: the guest closed or reset its side; finAfter: a write
+	// shutdown follows the queued writes.
+	guestDone, finAfter, reset bool
+	readerDone, writerDone     bool
+	data, ack                  *pending // still queued, to add to
+}
+
+// OpenDoor listens on each published port's host address: an address in
+// use is an error naming it.
+func OpenDoor(pubs []Publish, raise func()) (*Door, error) {
+	d := &Door{raise: raise, slots: make(chan struct{}, MaxDoorConns), done: make(chan struct{}), conns: map[uint32]*doorConn{}}
+	d.cond = sync.NewCond(&d.mu)
+	for _, p := range pubs {
+		l, err := net.Listen("tcp", p.Host.String())
+		if err != nil {
+			d.Close()
+			return nil, fmt.Errorf("publish %v: %w", p, err)
+		}
+		d.listeners = append(d.listeners, l)
+	}
+	for i, l := range d.listeners {
+		d.wg.Add(1)
+		go d.accept(l, pubs[i].Guest)
+	}
+	return d, nil
+}
+
+// Addrs are the host addresses listened on (a port 0 chosen by the host).
+func (d *Door) Addrs() []net.Addr {
+	out := make([]net.Addr, len(d.listeners))
+	for i, l := range d.listeners {
+		out[i] = l.Addr()
+	}
+	return out
+}
+
+func (d *Door) accept(l net.Listener, guest uint16) {
+	defer d.wg.Done()
+	for {
+		select { // a slot first: past the bound, clients wait in the host's backlog
+		case d.slots <- struct{}{}:
+		case <-d.done:
+			return
+		}
+		c, err := l.Accept()
+		if err != nil {
+			<-d.slots
+			return // closed
+		}
+		tc := c.(*net.TCPConn)
+		client := netip.MustParseAddrPort(tc.RemoteAddr().String())
+		d.mu.Lock()
+		if d.closed {
+			d.mu.Unlock()
+			tc.Close()
+			<-d.slots
+			return
+		}
+		d.next++
+		dc := &doorConn{id: d.next, c: tc, credit: door.Room}
+		d.conns[dc.id] = dc
+		d.push(door.Msg{Op: door.Open, Conn: dc.id, Port: guest, Peer: netip.AddrPortFrom(DoorPeer, client.Port())})
+		d.mu.Unlock()
+		d.wg.Add(2)
+		go d.reader(dc)
+		go d.writer(dc)
+	}
+}
+
+// push queues m for the guest (d.mu held), adding Data and Acks to the
+// connection's one still queued, and raises the NIC line.
+func (d *Door) push(m door.Msg) {
+	dc := d.conns[m.Conn]
+	switch {
+	case m.Op == door.Data && dc != nil && dc.data != nil && len(dc.data.msg.Data)+len(m.Data) <= door.MaxData:
+		dc.data.msg.Data = append(dc.data.msg.Data, m.Data...)
+		return
+	case m.Op == door.Ack && dc != nil && dc.ack != nil:
+		dc.ack.msg.N += m.N
+		return
+	}
+	p := &pending{msg: m, at: time.Now()}
+	d.queue = append(d.queue, p)
+	if dc != nil {
+		switch m.Op {
+		case door.Data:
+			dc.data = p
+		case door.Ack:
+			dc.ack = p
+		}
+	}
+	d.raise()
+}
+
+func (dc *doorConn) forget(p *pending) {
+	if dc.data == p {
+		dc.data = nil
+	}
+	if dc.ack == p {
+		dc.ack = nil
+	}
+}
+
+// reader reads the client within the guest's window: end of file is a
+// Fin, an error a Reset.
+func (d *Door) reader(dc *doorConn) {
+	defer d.wg.Done()
+	buf := make([]byte, door.MaxData)
+	for {
+		d.mu.Lock()
+		for dc.credit == 0 && !dc.guestDone && !d.closed {
+			d.cond.Wait()
+		}
+		n := min(dc.credit, len(buf))
+		if dc.guestDone {
+			n = len(buf) // the guest takes no more: what comes is dropped
+		}
+		d.mu.Unlock()
+		got, err := dc.c.Read(buf[:n])
+		d.mu.Lock()
+		switch {
+		case got > 0 && dc.guestDone:
+			// Bytes for a socket the program closed: Linux resets.
+			dc.c.SetLinger(0)
+			err = errors.New("reset")
+		case got > 0:
+			d.push(door.Msg{Op: door.Data, Conn: dc.id, Offset: dc.read, Data: append([]byte(nil), buf[:got]...)})
+			dc.read += uint64(got)
+			dc.credit -= got
+		}
+		if err != nil {
+			if !dc.guestDone && !d.closed {
+				op := door.Fin
+				if !errors.Is(err, io.EOF) {
+					op, dc.reset = door.Reset, true // the writer stops too
+				}
+				d.push(door.Msg{Op: op, Conn: dc.id})
+			}
+			dc.readerDone = true
+			d.finish(dc)
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
+	}
+}
+
+// writer writes what the guest sent, acknowledging each write; a failed
+// write resets the guest's side.
+func (d *Door) writer(dc *doorConn) {
+	defer d.wg.Done()
+	for {
+		d.mu.Lock()
+		for len(dc.out) == 0 && !dc.finAfter && !dc.reset && !d.closed {
+			d.cond.Wait()
+		}
+		if len(dc.out) == 0 || dc.reset || d.closed {
+			if dc.finAfter && !dc.reset && !d.closed {
+				dc.c.CloseWrite()
+			}
+			dc.writerDone = true
+			d.finish(dc)
+			d.mu.Unlock()
+			return
+		}
+		b := dc.out[0]
+		dc.out = dc.out[1:]
+		d.mu.Unlock()
+		_, err := dc.c.Write(b)
+		d.mu.Lock()
+		if err != nil && !dc.guestDone && !d.closed {
+			d.push(door.Msg{Op: door.Reset, Conn: dc.id})
+			dc.reset = true
+		}
+		if err == nil {
+			d.push(door.Msg{Op: door.Ack, Conn: dc.id, N: uint32(len(b))})
+		}
+		d.mu.Unlock()
+	}
+}
+
+// finish closes a connection both of whose sides are done (d.mu held).
+func (d *Door) finish(dc *doorConn) {
+	if !dc.readerDone || !dc.writerDone {
+		d.cond.Broadcast()
+		return
+	}
+	if dc.reset {
+		dc.c.SetLinger(0)
+	}
+	dc.c.Close()
+	delete(d.conns, dc.id)
+	<-d.slots
+}
+
+// Take removes up to n messages for the guest, oldest first.
+func (d *Door) Take(n int) []Frame {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n = min(n, len(d.queue))
+	out := make([]Frame, n)
+	for i, p := range d.queue[:n] {
+		if dc := d.conns[p.msg.Conn]; dc != nil {
+			dc.forget(p)
+		}
+		out[i] = Frame{Data: p.msg.Encode(), At: p.at}
+	}
+	d.queue = d.queue[n:]
+	return out
+}
+
+// Backlog is how many messages wait for the guest.
+func (d *Door) Backlog() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.queue)
+}
+
+// Send takes a message the guest sent: bytes to write, room it gave, its
+// side's end. A message for a connection already gone is dropped, as
+// TCP drops a segment for a closed one.
+func (d *Door) Send(frame []byte) error {
+	m, err := door.Parse(frame)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dc := d.conns[m.Conn]
+	if dc == nil {
+		return nil
+	}
+	switch m.Op {
+	case door.Data:
+		if !dc.reset {
+			dc.out = append(dc.out, append([]byte(nil), m.Data...))
+		}
+	case door.Window:
+		dc.credit = min(dc.credit+int(m.N), door.Room)
+	case door.Fin:
+		dc.finAfter = true
+	case door.Close:
+		dc.finAfter, dc.guestDone = true, true
+	case door.Reset:
+		dc.reset, dc.guestDone = true, true
+		dc.out = nil
+		dc.c.SetLinger(0)
+		dc.c.CloseRead() // the reader stops now
+	default:
+		return fmt.Errorf("door: the guest sent %v", m)
+	}
+	d.cond.Broadcast()
+	return nil
+}
+
+// Close stops listening and closes every connection.
+func (d *Door) Close() error {
+	d.mu.Lock()
+	if !d.closed {
+		close(d.done)
+	}
+	d.closed = true
+	for _, dc := range d.conns {
+		dc.c.Close()
+	}
+	d.cond.Broadcast()
+	d.mu.Unlock()
+	var errs []error
+	for _, l := range d.listeners {
+		errs = append(errs, l.Close())
+	}
+	d.wg.Wait()
+	return errors.Join(errs...)
+}
