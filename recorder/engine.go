@@ -29,6 +29,10 @@ type engine struct {
 	// stopAsked is when a stop request was first seen.
 	stopAsked time.Time
 	ckpt      *checkpoints // nil: none taken
+	// sent are the frames the guest sent while an interrupt was being
+	// delivered (a Linux program's door messages): logged after the
+	// interrupt, where a replay meets them; nil outside a delivery.
+	sent *[]*tape.Event
 }
 
 // stopGrace bounds how long a recording waits, after a stop request, for a
@@ -152,7 +156,10 @@ func (e *engine) inject(vector uint8, where tape.Where) error {
 	// The event is built before injecting (the registers and exit of this
 	// point), its payload after (what the interrupt delivered).
 	ev := e.event(tape.KindInterrupt, where)
+	var sent []*tape.Event
+	e.sent = &sent
 	d, err := e.m.Deliver(vector)
+	e.sent = nil
 	if err != nil {
 		return err
 	}
@@ -173,6 +180,11 @@ func (e *engine) inject(vector uint8, where tape.Where) error {
 		fe := *ev
 		fe.Kind, fe.Vector, fe.Value, fe.Data = tape.KindNetRX, 0, uint64(e.m.RunTime(f.At)), f.Data
 		if err := e.append(&fe); err != nil {
+			return err
+		}
+	}
+	for _, s := range sent {
+		if err := e.append(s); err != nil {
 			return err
 		}
 	}
@@ -200,6 +212,10 @@ func (e *engine) GuestExit() error { return nil }
 func (e *engine) NetTX(frame []byte) error {
 	ev := e.event(tape.KindNetTX, tape.AtExit)
 	ev.Value, ev.Data = uint64(e.m.Now()), frame
+	if e.sent != nil {
+		*e.sent = append(*e.sent, ev)
+		return nil
+	}
 	return e.append(ev)
 }
 

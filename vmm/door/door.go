@@ -66,8 +66,9 @@ func (o Op) String() string {
 	return fmt.Sprintf("op %d", uint8(o))
 }
 
-// MaxData bounds the bytes one Data message carries.
-const MaxData = 64 << 10
+// MaxData bounds the bytes one Data message carries: with its header,
+// a message fits a tape's frame (at most 65 535 bytes).
+const MaxData = 64<<10 - 64
 
 // Room is a connection's window each way: what the guest's receive
 // buffer holds (vfs.SocketCapacity, Linux's default socket buffer).

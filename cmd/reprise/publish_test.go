@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/internal/cprog"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+)
+
+// freePort is a host TCP port nothing listens on (the host's choice).
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// servedRecording is a server recorded behind a published port while a
+// host client loaded it: what reprise printed, and what the client saw.
+type servedRecording struct {
+	tape   string
+	rec    cliResult
+	client string
+}
+
+// recordServed records args (a Linux program after "--") in dir with
+// guestPort published on a free host port, runs client against that
+// address meanwhile, and ends the recording with SIGINT once the client
+// is done if the program has not ended by itself.
+func recordServed(t *testing.T, dir, jitter string, guestPort int, args []string, client func(addr string) string) servedRecording {
+	t.Helper()
+	tp := filepath.Join(t.TempDir(), "served-"+jitter+".tape")
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(reprise, append([]string{"record", "-o", tp, "--timer-jitter", jitter,
+		"--publish", fmt.Sprintf("%s:%d", addr, guestPort)}, args...)...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	transcript := client(addr)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			cmd.Process.Kill()
+			t.Fatalf("the recording did not end on SIGINT: %s", errb.String())
+		}
+	}
+	return servedRecording{tp, cliResult{cmd.ProcessState.ExitCode(), out.String(), errb.String()}, transcript}
+}
+
+// replaysMatch replays a served recording n times: each prints what the
+// recording printed, and matches it.
+func replaysMatch(t *testing.T, dir string, s servedRecording, n int) {
+	t.Helper()
+	for i := range n {
+		rep := runCLIIn(t, dir, "replay", s.tape)
+		require.Equal(t, s.rec.stdout, rep.stdout, "replay %d: %s", i, rep.stderr)
+		require.Contains(t, rep.stderr, "replay matched", "replay %d", i)
+	}
+}
+
+// untilServed retries get until it answers (the door takes a connection
+// before the program listens, and resets it if nothing does), for a
+// minute at most.
+func untilServed(t *testing.T, get func() error) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := get()
+		if err == nil {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the server never answered: %v", err)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// blob is what gohttp's /blob?n=N serves.
+func blob(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i>>10)
+	}
+	return b
+}
+
+// A Go net/http server behind a published port, loaded from the host:
+// keep-alive requests from four connections at once, a response and an
+// upload each several times a connection's window, clients that connect
+// and vanish (one mid-request with a reset), and the server's own count
+// of what it served — recorded, jittered, and replayed exactly, each
+// replay opening no host socket.
+func TestPublishedGoServer(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.BuildGo(t, "gohttp")
+	dir := t.TempDir()
+	for _, jitter := range []string{"0s", "2ms"} {
+		s := recordServed(t, dir, jitter, 8080, []string{"--", bin, "8080"}, func(addr string) string {
+			return loadGoServer(t, addr)
+		})
+		require.Zero(t, s.rec.code, s.rec.stderr)
+		require.Equal(t, "gohttp served 44 requests\n", s.rec.stdout)
+		require.Equal(t, "served 44\n", s.client)
+		replays := 3
+		if jitter != "0s" {
+			replays = 1
+		}
+		replaysMatch(t, dir, s, replays)
+	}
+}
+
+// loadGoServer is the host client of TestPublishedGoServer; it returns
+// what /quit answered.
+func loadGoServer(t *testing.T, addr string) string {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	get := func(path string) ([]byte, error) {
+		r, err := client.Get("http://" + addr + path)
+		if err != nil {
+			return nil, err
+		}
+		defer r.Body.Close()
+		if r.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: %s", path, r.Status)
+		}
+		return io.ReadAll(r.Body)
+	}
+	untilServed(t, func() error { _, err := get("/hello?i=0"); return err })
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				want := fmt.Sprintf("hello %d-%d\n", c, i)
+				b, err := get(fmt.Sprintf("/hello?i=%d-%d", c, i))
+				if err == nil && string(b) != want {
+					err = fmt.Errorf("got %q, want %q", b, want)
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	const big = 1 << 20 // ~5 windows each way
+	b, err := get(fmt.Sprintf("/blob?n=%d", big))
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(blob(big), b), "the blob differs (%d bytes)", len(b))
+
+	upload := blob(big + 12345)
+	r, err := client.Post("http://"+addr+"/echo", "application/octet-stream", bytes.NewReader(upload))
+	require.NoError(t, err)
+	echoed, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprintf("%d %x\n", len(upload), sha256.Sum256(upload)), string(echoed))
+
+	// Clients that vanish: one at once, one mid-request with a reset.
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	c.Close()
+	c, err = net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, err = c.Write([]byte("GET /hel"))
+	require.NoError(t, err)
+	c.(*net.TCPConn).SetLinger(0)
+	c.Close()
+
+	b, err = get("/hello?i=after")
+	require.NoError(t, err)
+	require.Equal(t, "hello after\n", string(b))
+	quit, err := get("/quit")
+	require.NoError(t, err)
+	return string(quit)
+}
+
+// Bad --publish values are refused before anything runs, naming what is
+// wrong; a host port already in use is an error naming it.
+func TestPublishRefusals(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	for spec, why := range map[string]string{
+		"8080":                "no guest port",
+		"x:80":                "host port",
+		"8080:0":              "guest port",
+		"8080:70000":          "guest port",
+		"8080:80/udp":         "only tcp is published",
+		"nohost:8080:80":      "host address",
+		"[::1]:8080:80/sctp":  "only tcp",
+		"127.0.0.1:8080:80:9": "host address",
+	} {
+		r := runCLIIn(t, dir, "run", "--publish", spec, "--", "/bin/true")
+		require.Equal(t, exitUsage, r.code, spec)
+		require.Contains(t, r.stderr, why, spec)
+	}
+	r := runCLIIn(t, dir, "run", "--publish", "9001:80", "--publish", "127.0.0.1:9001:81", "--", "/bin/true")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "published twice")
+	r = runCLIIn(t, dir, "run", "--publish", "9001:80", "hello")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "--publish is for a Linux program")
+
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	spec := busy.Addr().String() + ":80"
+	for _, args := range [][]string{{"run"}, {"record", "-o", filepath.Join(dir, "t.tape")}} {
+		r = runCLIIn(t, dir, append(args, "--publish", spec, "--", "/bin/true")...)
+		require.Equal(t, exitFailure, r.code, r.stderr)
+		require.Contains(t, r.stderr, "publish "+busy.Addr().String())
+		require.Contains(t, r.stderr, "address already in use")
+	}
+	_, err = os.Stat(filepath.Join(dir, "t.tape"))
+	require.True(t, os.IsNotExist(err), "a recording that never started leaves no tape")
+}
+
+// A published port nothing listens on resets the host's connection, as a
+// closed port does; the program never sees it.
+func TestPublishedPortNothingListens(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	s := recordServed(t, dir, "0s", 8080, []string{"--", "/bin/sh", "-c", "sleep 3; echo slept"}, func(addr string) string {
+		var c net.Conn
+		untilServed(t, func() (err error) { c, err = net.Dial("tcp", addr); return err }) // the host side accepts...
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		_, err := c.Read(make([]byte, 1))
+		require.Error(t, err) // ...and the program's kernel refuses it
+		if !strings.Contains(err.Error(), "reset") {
+			require.ErrorIs(t, err, io.EOF)
+		}
+		return ""
+	})
+	require.Zero(t, s.rec.code, s.rec.stderr)
+	require.Equal(t, "slept\n", s.rec.stdout)
+	replaysMatch(t, dir, s, 1)
+}
