@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"fmt"
@@ -40,9 +41,9 @@ type servedRecording struct {
 
 // recordServed records args (a Linux program after "--") in dir with
 // guestPort published on a free host port, runs client against that
-// address meanwhile, and ends the recording with SIGINT once the client
-// is done if the program has not ended by itself.
-func recordServed(t *testing.T, dir, jitter string, guestPort int, args []string, client func(addr string) string) servedRecording {
+// address meanwhile, and then waits for the program to end (endsItself)
+// or ends the recording with SIGINT.
+func recordServed(t *testing.T, dir, jitter string, guestPort int, endsItself bool, args []string, client func(addr string) string) servedRecording {
 	t.Helper()
 	tp := filepath.Join(t.TempDir(), "served-"+jitter+".tape")
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -55,9 +56,13 @@ func recordServed(t *testing.T, dir, jitter string, guestPort int, args []string
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	transcript := client(addr)
+	wait := time.Minute
+	if !endsItself {
+		wait = 0
+	}
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait):
 		require.NoError(t, cmd.Process.Signal(os.Interrupt))
 		select {
 		case <-done:
@@ -116,7 +121,7 @@ func TestPublishedGoServer(t *testing.T) {
 	bin := cprog.BuildGo(t, "gohttp")
 	dir := t.TempDir()
 	for _, jitter := range []string{"0s", "2ms"} {
-		s := recordServed(t, dir, jitter, 8080, []string{"--", bin, "8080"}, func(addr string) string {
+		s := recordServed(t, dir, jitter, 8080, true, []string{"--", bin, "8080"}, func(addr string) string {
 			return loadGoServer(t, addr)
 		})
 		require.Zero(t, s.rec.code, s.rec.stderr)
@@ -246,7 +251,7 @@ func TestPublishRefusals(t *testing.T) {
 func TestPublishedPortNothingListens(t *testing.T) {
 	kvmtest.Require(t)
 	dir := t.TempDir()
-	s := recordServed(t, dir, "0s", 8080, []string{"--", "/bin/sh", "-c", "sleep 3; echo slept"}, func(addr string) string {
+	s := recordServed(t, dir, "0s", 8080, true, []string{"--", "/bin/sh", "-c", "sleep 3; echo slept"}, func(addr string) string {
 		var c net.Conn
 		untilServed(t, func() (err error) { c, err = net.Dial("tcp", addr); return err }) // the host side accepts...
 		defer c.Close()
@@ -261,4 +266,183 @@ func TestPublishedPortNothingListens(t *testing.T) {
 	require.Zero(t, s.rec.code, s.rec.stderr)
 	require.Equal(t, "slept\n", s.rec.stdout)
 	replaysMatch(t, dir, s, 1)
+}
+
+// memcached with four worker threads behind a published port, loaded by
+// a host client over three connections at once: memcached's own stats
+// count exactly what the client did, and every replay sends the client
+// the same bytes (checked by digest) as the recording did.
+func TestPublishedMemcached(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "memcached")
+	dir := t.TempDir()
+	s := recordServed(t, dir, "0s", 11211, true, []string{"--", "/usr/bin/memcached", "-u", "root", "-p", "11211", "-U", "0", "-t", "4", "-l", "127.0.0.1", "-A"},
+		func(addr string) string { return loadMemcached(t, addr) })
+	require.Zero(t, s.rec.code, s.rec.stderr)
+	require.Equal(t, "cmd_get 90 get_hits 60 get_misses 30 cmd_set 60 delete_hits 15 delete_misses 5", s.client)
+	replaysMatch(t, dir, s, 3)
+}
+
+// loadMemcached makes 60 sets, 90 gets (60 hits) and 20 deletes (15
+// hits) over three connections at once, then asks for the stats and
+// shuts memcached down.
+func loadMemcached(t *testing.T, addr string) string {
+	dial := func() (net.Conn, *bufio.Reader) {
+		var c net.Conn
+		untilServed(t, func() error {
+			var err error
+			if c, err = net.Dial("tcp", addr); err != nil {
+				return err
+			}
+			if _, err = c.Write([]byte("version\r\n")); err == nil {
+				c.SetReadDeadline(time.Now().Add(30 * time.Second))
+				_, err = bufio.NewReader(c).ReadString('\n')
+			}
+			if err != nil {
+				c.Close()
+			}
+			return err
+		})
+		return c, bufio.NewReader(c)
+	}
+	cmd := func(c net.Conn, r *bufio.Reader, line string) string {
+		_, err := c.Write([]byte(line + "\r\n"))
+		require.NoError(t, err)
+		reply, err := r.ReadString('\n')
+		require.NoError(t, err, line)
+		if strings.HasPrefix(reply, "VALUE") {
+			data, err := r.ReadString('\n')
+			require.NoError(t, err)
+			end, err := r.ReadString('\n')
+			require.NoError(t, err)
+			require.Equal(t, "END\r\n", end)
+			return data
+		}
+		return reply
+	}
+	var wg sync.WaitGroup
+	for w := range 3 {
+		c, r := dial()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			for i := range 20 {
+				require.Equal(t, "STORED\r\n", cmd(c, r, fmt.Sprintf("set k%d-%d 0 0 6\r\nv-%d-%02d", w, i, w, i)))
+			}
+			for i := range 30 {
+				want := "END\r\n"
+				if i < 20 {
+					want = fmt.Sprintf("v-%d-%02d\r\n", w, i)
+				}
+				require.Equal(t, want, cmd(c, r, fmt.Sprintf("get k%d-%d", w, i)))
+			}
+		}()
+	}
+	wg.Wait()
+	c, r := dial()
+	defer c.Close()
+	for i := range 20 {
+		want := "DELETED\r\n"
+		if i >= 15 {
+			want = "NOT_FOUND\r\n"
+		}
+		require.Equal(t, want, cmd(c, r, fmt.Sprintf("delete k%d-%d", i%3, i/3+100*(i/15))))
+	}
+	_, err := c.Write([]byte("stats\r\n"))
+	require.NoError(t, err)
+	stats := map[string]string{}
+	for {
+		line, err := r.ReadString('\n')
+		require.NoError(t, err)
+		if line == "END\r\n" {
+			break
+		}
+		f := strings.Fields(line)
+		stats[f[1]] = f[2]
+	}
+	_, err = c.Write([]byte("shutdown\r\n"))
+	require.NoError(t, err)
+	var out []string
+	for _, k := range []string{"cmd_get", "get_hits", "get_misses", "cmd_set", "delete_hits", "delete_misses"} {
+		out = append(out, k, stats[k])
+	}
+	return strings.Join(out, " ")
+}
+
+// nginx (a master and two workers passing the published connections'
+// sockets by SCM_RIGHTS) serving files behind a published port to a host
+// client making many keep-alive requests on two connections: every body
+// byte-identical to its file, in the recording and, by digest, in every
+// replay.
+func TestPublishedNginx(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "nginx")
+	dir := t.TempDir()
+	big := strings.Repeat("a line of a file nginx serves whole\n", 12000) // two windows
+	writeFiles(t, dir, map[string]string{
+		"nginx.conf": "user root;\ndaemon off;\nmaster_process on;\nworker_processes 2;\npid nginx.pid;\n" +
+			"error_log /dev/null crit;\nevents { worker_connections 64; }\n" +
+			"http { access_log off; keepalive_requests 1000; server { listen 8080; root html; } }\n",
+		"html/index.html": "hello from nginx\n",
+		"html/big.txt":    big,
+	})
+	files := map[string]string{"/index.html": "hello from nginx\n", "/big.txt": big}
+	s := recordServed(t, dir, "0s", 8080, false, []string{"--", "/usr/sbin/nginx", "-p", dir + "/", "-c", "nginx.conf"}, func(addr string) string {
+		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+		get := func(path string) (string, error) {
+			r, err := client.Get("http://" + addr + path)
+			if err != nil {
+				return "", err
+			}
+			defer r.Body.Close()
+			b, err := io.ReadAll(r.Body)
+			return string(b), err
+		}
+		untilServed(t, func() error { _, err := get("/index.html"); return err })
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 20 {
+					path := []string{"/index.html", "/big.txt"}[i%2]
+					b, err := get(path)
+					require.NoError(t, err)
+					require.True(t, b == files[path], "%s: %d bytes, want %d", path, len(b), len(files[path]))
+				}
+			}()
+		}
+		wg.Wait()
+		return ""
+	})
+	require.Equal(t, exitInterrupted, s.rec.code, s.rec.stderr)
+	replaysMatch(t, dir, s, 3)
+}
+
+// python3 -m http.server, bound dual-stack, behind a published port: a
+// file and a directory listing, as the host's python serves them.
+func TestPublishedPythonHTTP(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "python3")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"www/a.txt": "served by python\n", "www/sub/b.txt": "b\n"})
+	s := recordServed(t, dir, "0s", 8000, false, []string{"--", "/usr/bin/python3", "-m", "http.server", "-d", "www", "--bind", "::", "8000"}, func(addr string) string {
+		var got []string
+		for _, path := range []string{"/a.txt", "/sub/", "/missing"} {
+			var r *http.Response
+			untilServed(t, func() (err error) { r, err = http.Get("http://" + addr + path); return err })
+			b, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			require.NoError(t, err)
+			got = append(got, fmt.Sprintf("%s %d %s", path, r.StatusCode, b))
+		}
+		return strings.Join(got, "\n")
+	})
+	require.Equal(t, exitInterrupted, s.rec.code, s.rec.stderr)
+	require.Contains(t, s.client, "/a.txt 200 served by python\n")
+	require.Contains(t, s.client, `<a href="b.txt">b.txt</a>`)
+	require.Contains(t, s.client, "/missing 404")
+	require.Contains(t, s.rec.stdout, `"GET /a.txt HTTP/1.1" 200`)
+	replaysMatch(t, dir, s, 2)
 }
