@@ -202,6 +202,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
 		Engine: eng, Scripted: true, Kernel: kernel, VCPUAffinity: affinity, CPUID: cpuidOf(h), Disk: disk,
+		Net: recordedNet(h),
 	})
 	if err != nil {
 		return nil, err
@@ -380,3 +381,13 @@ func (s *script) verifyRest() error {
 }
 
 func (s *script) progress() (off int64, events uint64) { return s.off.Load(), s.events.Load() }
+
+// recordedNet is the network a recording had, as a replay's machine
+// takes it: there, with nothing opened (its frames are the tape's), or
+// none.
+func recordedNet(h *tape.Header) *vmm.NetConfig {
+	if h.Devices["net"] == "" {
+		return nil
+	}
+	return &vmm.NetConfig{}
+}

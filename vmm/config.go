@@ -52,7 +52,7 @@ type Config struct {
 	// Disk attaches a disk; nil leaves the disk device empty (capacity 0).
 	Disk *DiskConfig
 	// Net attaches a network backend to the NIC (live and record; a replay
-	// takes the frames from its tape).
+	// opens none, and takes the frames from its tape).
 	Net *NetConfig
 	// VCPUAffinity, if set, pins the vCPU thread to these host CPUs. On
 	// hosts where CPUID runs natively in user mode (PVM) its answers name

@@ -132,7 +132,9 @@ func (m *Machine) attachNet() error {
 			m.net = d
 		}
 	}
-	m.nic = devices.NewNIC(m.ram, m.net != nil)
+	// A replay's NIC has the recording's network behind it, its frames
+	// from the tape.
+	m.nic = devices.NewNIC(m.ram, m.net != nil || m.cfg.Scripted && m.cfg.Net != nil)
 	m.nic.Send = func(frame []byte) error {
 		if err := m.eng.NetTX(frame); err != nil {
 			return err

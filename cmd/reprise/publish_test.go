@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -445,4 +447,35 @@ func TestPublishedPythonHTTP(t *testing.T) {
 	require.Contains(t, s.client, "/missing 404")
 	require.Contains(t, s.rec.stdout, `"GET /a.txt HTTP/1.1" 200`)
 	replaysMatch(t, dir, s, 2)
+}
+
+// A server recorded with checkpoints while host clients are connected
+// replays from checkpoints taken mid-conversation (the door's connections,
+// their windows and unacknowledged bytes are in them), and split into
+// segments between all of them.
+func TestPublishedServerFromCheckpoints(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.BuildGo(t, "gohttp")
+	dir := t.TempDir()
+	tp := filepath.Join(t.TempDir(), "ck.tape")
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(reprise, "record", "-o", tp, "--checkpoint-every", "20ms", "--publish", addr+":8080", "--", bin, "8080")
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Start())
+	quit := loadGoServer(t, addr)
+	require.NoError(t, cmd.Wait(), errb.String())
+	require.Equal(t, "served 44\n", quit)
+	m := regexp.MustCompile(`(\d+) checkpoints`).FindStringSubmatch(errb.String())
+	require.NotNil(t, m, errb.String())
+	n, _ := strconv.Atoi(m[1])
+	require.GreaterOrEqual(t, n, 5, errb.String())
+	for _, from := range []string{"100ms", "300ms", "600ms"} {
+		r := runCLIIn(t, dir, "replay", "--from", from, tp)
+		require.Equal(t, out.String(), r.stdout, "from %s: %s", from, r.stderr)
+		require.Contains(t, r.stderr, "replay matched", "from %s", from)
+	}
+	r := runCLIIn(t, dir, "replay", "--jobs", "2", "--db", filepath.Join(t.TempDir(), "db"), tp)
+	require.Zero(t, r.code, r.stderr)
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/vmm/door"
 )
 
 // state is what a Saver saved of a tree and descriptor table.
@@ -240,6 +242,20 @@ func TestForgedState(t *testing.T) {
 		{"listing order of no entry", func(s *state) { s.nodes[0].Order[0] = "nope" }, `"nope" in the order`},
 		{"seals of a plain file", func(s *state) { s.nodes[firstFile(s)].Seals = 2 }, "a memfd (false) with seals 0x2"},
 		{"unknown seal", func(s *state) { n := &s.nodes[firstFile(s)]; n.MemFD, n.Seals = true, 0x100 }, "seals 0x100"},
+		{"door on a datagram socket", func(s *state) { firstSocket(s).Door = &SavedDoorConn{Conn: 1} }, "not a TCP stream's"},
+		{"door window overrun", func(s *state) {
+			s.sockets = append(s.sockets, SavedSocket{Family: unix.AF_INET, Type: unix.SOCK_STREAM, Peer: -1,
+				Door: &SavedDoorConn{Conn: 1, Sent: 1 << 20, Unacked: door.Room + 1}})
+		}, "door connection 1 with 212993 bytes unacknowledged"},
+		{"door acknowledges more than sent", func(s *state) {
+			s.sockets = append(s.sockets, SavedSocket{Family: unix.AF_INET, Type: unix.SOCK_STREAM, Peer: -1,
+				Door: &SavedDoorConn{Conn: 1, Sent: 10, Unacked: 11}})
+		}, "11 bytes unacknowledged of 10"},
+		{"door connection twice", func(s *state) {
+			for range 2 {
+				s.sockets = append(s.sockets, SavedSocket{Family: unix.AF_INET6, Type: unix.SOCK_STREAM, Peer: -1, Door: &SavedDoorConn{Conn: 7}})
+			}
+		}, "door connection 7 twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := save(fs, fds)
