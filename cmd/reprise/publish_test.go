@@ -90,7 +90,7 @@ func replaysMatch(t *testing.T, dir string, s servedRecording, n int) {
 // untilServed retries get until it answers (the door takes a connection
 // before the program listens, and resets it if nothing does), for a
 // minute at most.
-func untilServed(t *testing.T, get func() error) {
+func untilServed(t testing.TB, get func() error) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -478,4 +478,131 @@ func TestPublishedServerFromCheckpoints(t *testing.T) {
 	}
 	r := runCLIIn(t, dir, "replay", "--jobs", "2", "--db", filepath.Join(t.TempDir(), "db"), tp)
 	require.Zero(t, r.code, r.stderr)
+}
+
+// A server for BenchmarkPublished: its command line serving port, and
+// a host client's load against addr, which returns how many requests it
+// made.
+type benchServer struct {
+	name  string
+	tools []string
+	files map[string]string
+	args  func(dir string, port int) []string
+	load  func(b *testing.B, addr string) int
+}
+
+// httpLoad makes n keep-alive GETs of path from four connections at once.
+func httpLoad(path string, n int) func(b *testing.B, addr string) int {
+	return func(b *testing.B, addr string) int {
+		client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+		get := func() error {
+			r, err := client.Get("http://" + addr + path)
+			if err != nil {
+				return err
+			}
+			defer r.Body.Close()
+			_, err = io.Copy(io.Discard, r.Body)
+			return err
+		}
+		untilServed(b, get)
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range n / 4 {
+					require.NoError(b, get())
+				}
+			}()
+		}
+		wg.Wait()
+		return n / 4 * 4
+	}
+}
+
+// BenchmarkPublished is issue 27's published-port figure: a host client's
+// requests per second against a server running natively, under reprise
+// (live), and recorded — with the host's view (the default, --host full:
+// every exit and the host scheduler's switches on every CPU) and without
+// it (--host off: the door's logging alone) — side by side in each
+// iteration, with the replay's time ÷ the recording's and the tape's
+// bytes per request.
+func BenchmarkPublished(b *testing.B) {
+	kvmtest.Require(b)
+	gohttp := cprog.BuildGo(b, "gohttp")
+	for _, s := range []benchServer{
+		{name: "go-net-http", args: func(_ string, p int) []string { return []string{gohttp, strconv.Itoa(p)} }, load: httpLoad("/hello?i=1", 2000)},
+		{name: "nginx", tools: []string{"nginx"},
+			files: map[string]string{"html/index.html": strings.Repeat("<p>nginx</p>\n", 100)},
+			args: func(dir string, p int) []string {
+				conf := fmt.Sprintf("nginx-%d.conf", p)
+				writeFiles(b, dir, map[string]string{conf: fmt.Sprintf("user root; daemon off; master_process on; worker_processes 2; pid nginx.pid; error_log /dev/null crit;\n"+
+					"events { worker_connections 64; } http { access_log off; keepalive_requests 100000; server { listen %d; root html; } }\n", p)})
+				return []string{"/usr/sbin/nginx", "-p", dir + "/", "-c", conf}
+			}, load: httpLoad("/index.html", 2000)},
+	} {
+		b.Run(s.name, func(b *testing.B) {
+			kvmtest.RequireTools(b, s.tools...)
+			var native, live, recorded, bare, recordTime, replayTime, tapeBytes, requests float64
+			for range b.N {
+				dir := b.TempDir()
+				writeFiles(b, dir, s.files)
+				rate, _ := serveAndLoad(b, dir, s, "native", "")
+				native += rate
+				rate, _ = serveAndLoad(b, dir, s, "run", "")
+				live += rate
+				rate, _ = serveAndLoad(b, dir, s, "record", filepath.Join(b.TempDir(), "bare.tape"), "--host", "off")
+				bare += rate
+				tp := filepath.Join(b.TempDir(), "served.tape")
+				start := time.Now()
+				rate, n := serveAndLoad(b, dir, s, "record", tp)
+				recordTime += time.Since(start).Seconds()
+				recorded += rate
+				requests += float64(n)
+				start = time.Now()
+				r := runCLIIn(b, dir, "replay", tp)
+				require.Contains(b, r.stderr, "replay matched")
+				replayTime += time.Since(start).Seconds()
+				st, err := os.Stat(tp)
+				require.NoError(b, err)
+				tapeBytes += float64(st.Size())
+			}
+			n := float64(b.N)
+			b.ReportMetric(native/n, "native-req/s")
+			b.ReportMetric(live/n, "live-req/s")
+			b.ReportMetric(live/native, "live/native")
+			b.ReportMetric(recorded/live, "recorded/live")
+			b.ReportMetric(bare/live, "recorded-host-off/live")
+			b.ReportMetric(replayTime/recordTime, "replay/record")
+			b.ReportMetric(tapeBytes/requests, "tape-B/req")
+		})
+	}
+}
+
+// serveAndLoad starts s natively, under reprise run or recorded to tape
+// (mode, with reprise's flags), loads it from the host and stops it; it
+// returns the load's requests per second and how many it made.
+func serveAndLoad(b *testing.B, dir string, s benchServer, mode, tp string, flags ...string) (float64, int) {
+	hostPort := freePort(b)
+	args := s.args(dir, hostPort)
+	if mode != "native" {
+		flags = append([]string{reprise, mode, "--publish", fmt.Sprintf("%d:8080", hostPort)}, flags...)
+		if mode == "record" {
+			flags = append(flags, "-o", tp)
+		}
+		args = append(append(flags, "--"), s.args(dir, 8080)...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &errb
+	require.NoError(b, cmd.Start())
+	addr := fmt.Sprintf("127.0.0.1:%d", hostPort)
+	s.load(b, addr) // warm: the server is up, its first requests served
+	start := time.Now()
+	n := s.load(b, addr)
+	rate := float64(n) / time.Since(start).Seconds()
+	require.NoError(b, cmd.Process.Signal(os.Interrupt))
+	cmd.Wait()
+	return rate, 2 * n
 }
