@@ -35,6 +35,7 @@ type engine struct {
 	kernel  *linux.Kernel // the Linux personality linux is placed in
 	sampler *sampler      // nil: no sampling
 	trace   *traceRing    // nil: nobody wants the trace ring
+	onFrame FrameHandler  // nil: nobody wants the frames
 }
 
 func (e *engine) Attach(m *vmm.Machine) error {
@@ -208,6 +209,11 @@ func (e *engine) frames(ev *tape.Event) ([][]byte, error) {
 		}
 		e.consume()
 		rx = append(rx, next.Data)
+		if e.onFrame != nil {
+			if err := e.onFrame(next.Data, false, time.Duration(next.Value)); err != nil {
+				return nil, err
+			}
+		}
 	}
 }
 
@@ -262,6 +268,15 @@ func (e *engine) NetTX(frame []byte) error {
 }
 
 func prefix(b []byte) []byte { return b[:min(len(b), 16)] }
+
+// tap is the machine's Config.Tap for an OnFrame handler: each frame the
+// guest sends with the recording's time of the position it was sent at.
+func (e *engine) tap(on FrameHandler) func([]byte) error {
+	if on == nil {
+		return nil
+	}
+	return func(frame []byte) error { return on(frame, true, e.recordTime(e.m.Position())) }
+}
 
 // input consumes the event that must answer the guest's input request at
 // the current exit.

@@ -81,6 +81,11 @@ type Options struct {
 	// encoding) as the replay reads past them, the ones after the end
 	// event included when the replay matched.
 	OnHost func(count uint32, body []byte) error
+	// OnFrame receives every frame the guest receives and sends, whole,
+	// in the order it does, with the recording's time: a received one's
+	// arrival, a sent one's position. (A Linux program's door messages,
+	// whose sends the tape keeps by digest.)
+	OnFrame FrameHandler
 	// Checkpoints is a checkpoint file of the tape (package checkpoint).
 	// With CheckpointEvery, the replay writes one there every that much
 	// record time, replacing the file. Without it, a replay that passes a
@@ -139,7 +144,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	var kernel vmm.Kernel
 	var affinity []int
 	sc := &script{r: r}
-	eng := &engine{script: sc, rtime: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}}
+	eng := &engine{script: sc, rtime: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}, onFrame: o.OnFrame}
 	if h.Linux != nil {
 		affinity = []int{h.Linux.HostCPU}
 		k, err := rec.takeKernel()
@@ -202,7 +207,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
 		Console: o.Console, KVMPath: o.KVMPath,
 		Engine: eng, Scripted: true, Kernel: kernel, VCPUAffinity: affinity, CPUID: cpuidOf(h), Disk: disk,
-		Net: recordedNet(h),
+		Net: recordedNet(h), Tap: eng.tap(o.OnFrame),
 	})
 	if err != nil {
 		return nil, err
@@ -381,6 +386,9 @@ func (s *script) verifyRest() error {
 }
 
 func (s *script) progress() (off int64, events uint64) { return s.off.Load(), s.events.Load() }
+
+// FrameHandler receives a frame the guest received or sent (Options.OnFrame).
+type FrameHandler func(frame []byte, sent bool, at time.Duration) error
 
 // recordedNet is the network a recording had, as a replay's machine
 // takes it: there, with nothing opened (its frames are the tape's), or

@@ -54,6 +54,10 @@ type Config struct {
 	// Net attaches a network backend to the NIC (live and record; a replay
 	// opens none, and takes the frames from its tape).
 	Net *NetConfig
+	// Tap, if set, sees every frame the guest sends, whole — in a replay
+	// too, which sends none and whose tape keeps a Linux program's sends
+	// only by digest.
+	Tap func(frame []byte) error
 	// VCPUAffinity, if set, pins the vCPU thread to these host CPUs. On
 	// hosts where CPUID runs natively in user mode (PVM) its answers name
 	// the host CPU the vCPU is on, so a program that reads them is

@@ -225,8 +225,14 @@ func (m *Machine) Idle() error {
 	return nil
 }
 
-// Transmit sends a frame the guest sent to the network backend, if any.
+// Transmit sends a frame the guest sent to the network backend, if any,
+// and shows it to Config.Tap.
 func (m *Machine) Transmit(frame []byte) error {
+	if m.cfg.Tap != nil {
+		if err := m.cfg.Tap(frame); err != nil {
+			return err
+		}
+	}
 	if m.net == nil {
 		return nil
 	}

@@ -42,7 +42,7 @@ func TestNetInputAndPcapExport(t *testing.T) {
 	out := filepath.Join(dir, "out.pcap")
 	p := runCLI(t, nil, "pcap", tp, "-o", out)
 	require.Equal(t, 0, p.code, p.stderr)
-	require.Contains(t, p.stderr, "wrote 6 frames")
+	require.Contains(t, p.stderr, "wrote 6 packets")
 	pf, err := os.Open(out)
 	require.NoError(t, err)
 	defer pf.Close()

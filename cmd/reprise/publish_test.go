@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -134,6 +135,44 @@ func TestPublishedGoServer(t *testing.T) {
 			replays = 1
 		}
 		replaysMatch(t, dir, s, replays)
+		if jitter == "0s" {
+			checkPcap(t, dir, s.tape)
+		}
+	}
+}
+
+// checkPcap exports a TestPublishedGoServer recording's conversations and
+// reads them back with tshark: every request as the client made it, the
+// responses' sizes, and no segment missing or acknowledged unseen.
+func checkPcap(t *testing.T, dir, tp string) {
+	kvmtest.RequireTools(t, "tshark")
+	pcap := filepath.Join(t.TempDir(), "served.pcap")
+	r := runCLIIn(t, dir, "pcap", tp, "-o", pcap)
+	require.Zero(t, r.code, r.stderr)
+	tshark := func(args ...string) string {
+		out, err := exec.Command("tshark", append([]string{"-r", pcap}, args...)...).Output()
+		require.NoError(t, err)
+		return string(out)
+	}
+	uris := strings.Fields(tshark("-Y", "http.request", "-T", "fields", "-e", "http.request.uri"))
+	require.Equal(t, "/quit", uris[len(uris)-1])
+	slices.Sort(uris)
+	// 44 served and /quit; the readiness probe may have been sent again
+	// after a connection made before the server listened was reset.
+	require.Len(t, slices.Compact(uris), 45)
+	require.Contains(t, uris, "/hello?i=3-9")
+	require.Contains(t, uris, "/blob?n=1048576")
+	require.Contains(t, uris, "/echo")
+	longest := 0
+	for _, f := range strings.Fields(tshark("-Y", "http.response", "-T", "fields", "-e", "tcp.reassembled.length")) {
+		n, err := strconv.Atoi(f)
+		require.NoError(t, err)
+		longest = max(longest, n)
+	}
+	require.Greater(t, longest, 1<<20, "the blob's response, reassembled whole")
+	expert := tshark("-q", "-z", "expert,warn")
+	for _, bad := range []string{"Malformed", "not captured", "unseen segment", "Retransmission"} {
+		require.NotContains(t, expert, bad)
 	}
 }
 

@@ -1,0 +1,137 @@
+package door
+
+import (
+	"io"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/reprise-vm/reprise/abi"
+)
+
+// Capture writes door messages as the TCP/IP packets of the conversations
+// they were, for Wireshark and tshark: each connection a TCP connection
+// between its client (the peer address the program saw) and the machine
+// (abi.NetGuestIP, the published guest port) — a handshake when it
+// opened, data segments at their stream offsets, an acknowledgement for
+// each Ack and Window, FIN or RST at its end. Headers are synthesised;
+// the bytes are the conversation's.
+type Capture struct {
+	w     *pcapgo.Writer
+	conns map[uint32]*capConn
+	// Packets counts the packets written.
+	Packets int
+}
+
+// capConn is a connection's sequence space: each side's first sequence
+// number, bytes (and FIN) sent so far, and what the client acknowledged
+// of the program's (Ack: what reached it). The program acknowledges all
+// the client sent: a message reaches it only once delivered.
+type capConn struct {
+	client, server netip.AddrPort
+	cisn, sisn     uint32
+	csent, ssent   uint32 // bytes sent, SYN and FIN included
+	cacked         uint32
+	cfin, sfin     bool
+}
+
+// NewCapture writes a pcap file header to w.
+func NewCapture(w io.Writer) (*Capture, error) {
+	pw := pcapgo.NewWriter(w)
+	if err := pw.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		return nil, err
+	}
+	return &Capture{w: pw, conns: map[uint32]*capConn{}}, nil
+}
+
+// Write adds m, sent by the guest or by the host's client, at time at.
+// A message for a connection it has not seen open is skipped.
+func (c *Capture) Write(m Msg, fromGuest bool, at time.Time) error {
+	if m.Op == Open && !fromGuest {
+		k := &capConn{client: m.Peer, server: netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port), cisn: 1000 + m.Conn*7919, sisn: 5000 + m.Conn*104729}
+		c.conns[m.Conn] = k
+		syn := k.segment(false, layers.TCP{SYN: true}, nil)
+		synAck := k.segment(true, layers.TCP{SYN: true, ACK: true}, nil)
+		k.cacked = 1
+		return c.each(at, syn, synAck, k.segment(false, layers.TCP{ACK: true}, nil))
+	}
+	k := c.conns[m.Conn]
+	if k == nil {
+		return nil
+	}
+	switch m.Op {
+	case Data:
+		return c.each(at, k.segment(fromGuest, layers.TCP{PSH: true, ACK: true}, m.Data))
+	case Fin, Close:
+		fin := &k.cfin
+		if fromGuest {
+			fin = &k.sfin
+		}
+		if *fin { // a Close after a shutdown's Fin
+			return nil
+		}
+		*fin = true
+		return c.each(at, k.segment(fromGuest, layers.TCP{FIN: true, ACK: true}, nil))
+	case Reset:
+		delete(c.conns, m.Conn)
+		return c.each(at, k.segment(fromGuest, layers.TCP{RST: true, ACK: true}, nil))
+	case Ack: // the client took the guest's bytes
+		k.cacked += m.N
+		return c.each(at, k.segment(false, layers.TCP{ACK: true}, nil))
+	case Window: // the guest took the client's bytes: a window update
+		return c.each(at, k.segment(true, layers.TCP{ACK: true}, nil))
+	}
+	return nil
+}
+
+func addr4(v uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// segment is a packet from one side with flags and payload, its sequence
+// and acknowledgement numbers the connection's, which it advances.
+func (k *capConn) segment(fromServer bool, tcp layers.TCP, payload []byte) []gopacket.SerializableLayer {
+	src, dst, srcMAC, dstMAC := k.client, k.server, abi.NetHostMAC, abi.NetGuestMAC
+	seq, ack := k.cisn+k.csent, k.sisn+k.cacked
+	sent := &k.csent
+	if fromServer {
+		src, dst, srcMAC, dstMAC = k.server, k.client, abi.NetGuestMAC, abi.NetHostMAC
+		seq, ack, sent = k.sisn+k.ssent, k.cisn+k.csent, &k.ssent
+	}
+	*sent += uint32(len(payload))
+	if tcp.SYN || tcp.FIN {
+		*sent++ // each takes a sequence number
+	}
+	if !tcp.ACK {
+		ack = 0
+	}
+	tcp.SrcPort, tcp.DstPort, tcp.Seq, tcp.Ack, tcp.Window = layers.TCPPort(src.Port()), layers.TCPPort(dst.Port()), seq, ack, 65535
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolTCP, SrcIP: src.Addr().AsSlice(), DstIP: dst.Addr().AsSlice()}
+	tcp.SetNetworkLayerForChecksum(ip)
+	eth := &layers.Ethernet{SrcMAC: mac(srcMAC), DstMAC: mac(dstMAC), EthernetType: layers.EthernetTypeIPv4}
+	return []gopacket.SerializableLayer{eth, ip, &tcp, gopacket.Payload(payload)}
+}
+
+func mac(v int) net.HardwareAddr {
+	return net.HardwareAddr{byte(v >> 40), byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
+}
+
+// each writes packets at time at.
+func (c *Capture) each(at time.Time, packets ...[]gopacket.SerializableLayer) error {
+	for _, p := range packets {
+		buf := gopacket.NewSerializeBuffer()
+		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, p...); err != nil {
+			return err
+		}
+		b := buf.Bytes()
+		if err := c.w.WritePacket(gopacket.CaptureInfo{Timestamp: at, CaptureLength: len(b), Length: len(b)}, b); err != nil {
+			return err
+		}
+		c.Packets++
+	}
+	return nil
+}
