@@ -808,6 +808,18 @@ func TestTCP(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "tcp.c", "-static", "-O1"), "tcp", time.Millisecond)
 }
 
+// Datagrams by address are Linux's: UDP over the loopback (a sender
+// bound on its first send, recvfrom's sender, connect as default
+// destination and filter, ECONNREFUSED after a connected socket's
+// datagram found no socket, the source address a connect gives, a
+// dual-stack socket hearing IPv4) and AF_UNIX datagram sockets by path
+// and abstract name (named and unnamed senders, EPERM from a receiver
+// connected elsewhere) — the host's output, live, recorded and replayed
+// (UDP was EAFNOSUPPORT, an AF_UNIX datagram socket had only pairs).
+func TestUDP(t *testing.T) {
+	asOnHost(t, build(t, "gcc", "udp.c", "-static", "-O1"), "udp", time.Millisecond)
+}
+
 // F_SETLKW refuses to close a cycle of waiting processes with EDEADLK,
 // as Linux's deadlock detection does — the host's output, live, recorded
 // and replayed (both processes waited for ever).

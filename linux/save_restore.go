@@ -42,7 +42,7 @@ import (
 // files' objects (FileObjects); a futex wait's kind of key; a directory's
 // listing order; a memfd and its seals; sockets (Sockets: their buffers,
 // peers, names and backlogs; a socket file's socket).
-const stateVersion = 8
+const stateVersion = 9
 
 type savedKernel struct {
 	Version int

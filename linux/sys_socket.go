@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -20,9 +21,9 @@ import (
 // a descriptor that is no socket answers ENOTSOCK, and EBADF for one not
 // open, as Linux does (bash asks getpeername of its standard input).
 
-// sysSocket makes an unbound, unconnected socket: AF_UNIX's, or a TCP
-// one of AF_INET or AF_INET6 (UDP and raw sockets are not made yet:
-// EAFNOSUPPORT, as for every other family).
+// sysSocket makes an unbound, unconnected socket: AF_UNIX's, or a TCP or
+// UDP one of AF_INET or AF_INET6 (raw sockets are not made: EAFNOSUPPORT,
+// as for every other family).
 func sysSocket(t *thread, a args) (uint64, error) {
 	family, typ := a[0], a[1]
 	var err error
@@ -68,16 +69,17 @@ func unixType(typ *uint64, proto uint64) error {
 }
 
 // tcpType checks an internet socket's type and protocol: a stream of
-// protocol 0 or IPPROTO_TCP; EINVAL for other flags, EAFNOSUPPORT for a
-// type not made yet (a datagram, a raw socket), EPROTONOSUPPORT for
-// another protocol of a stream.
+// protocol 0 or IPPROTO_TCP, a datagram of 0 or IPPROTO_UDP; EINVAL for
+// other flags, EAFNOSUPPORT for a type not made (a raw socket),
+// EPROTONOSUPPORT for another protocol.
 func tcpType(typ, proto uint64) error {
-	switch {
+	switch t := typ & 0xf; {
 	case typ&^(sockFlags|0xf) != 0:
 		return unix.EINVAL
-	case typ&0xf != unix.SOCK_STREAM:
+	case t != unix.SOCK_STREAM && t != unix.SOCK_DGRAM:
 		return unix.EAFNOSUPPORT
-	case proto != 0 && proto != unix.IPPROTO_TCP:
+	case t == unix.SOCK_STREAM && proto != 0 && proto != unix.IPPROTO_TCP,
+		t == unix.SOCK_DGRAM && proto != 0 && proto != unix.IPPROTO_UDP:
 		return unix.EPROTONOSUPPORT
 	}
 	return nil
@@ -190,22 +192,30 @@ func (t *thread) send(f *openFile, s *vfs.Socket, b []byte, files []*openFile, f
 	return uint64(n), err
 }
 
-// recv takes what s's peer sent into b for t: ErrWouldBlock waits. It
-// returns the bytes taken and the message's whole length.
-func (t *thread) recv(f *openFile, s *vfs.Socket, b []byte, flags uint64) (int, int, error) {
-	got, n, files, err := t.recvRights(f, s, b, flags)
-	vfs.DropRefs(files) // a receive without room for them closes them, as Linux's
-	return got, n, err
+// recvFrom takes what was sent s into b for t: ErrWouldBlock waits. It
+// returns the bytes taken, the message's whole length, the files sent
+// with it (the caller's references: a receive without room for them drops
+// them, as Linux's) and who sent it.
+func (t *thread) recvFrom(f *openFile, s *vfs.Socket, b []byte, flags uint64) (int, int, []*openFile, vfs.Sender, error) {
+	got, n, files, from, err := s.RecvFrom(b, flags&msgPeek != 0, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
+	if errors.Is(err, vfs.ErrWouldBlock) {
+		return 0, 0, nil, from, t.waitSocket(s.Timeouts[rcvTimeo], f)
+	}
+	return got, n, files, from, err
 }
 
-// recvRights is recv that also returns the files sent with what it
-// received, whose references are the caller's.
-func (t *thread) recvRights(f *openFile, s *vfs.Socket, b []byte, flags uint64) (int, int, []*openFile, error) {
-	got, n, files, err := s.RecvRights(b, flags&msgPeek != 0, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
-	if errors.Is(err, vfs.ErrWouldBlock) {
-		return 0, 0, nil, t.waitSocket(s.Timeouts[rcvTimeo], f)
+// senderAddr is the address of who sent s a message, as recvfrom gives
+// it: its sender's, or a pair's peer's; none for an unnamed one.
+func senderAddr(s *vfs.Socket, from vfs.Sender) []byte {
+	switch {
+	case from.Addr.IsValid():
+		return inetSockaddr(s.Family, from.Addr)
+	case from.Name != "":
+		return sockaddrOf(from.Name)
+	case peerName(s) != "":
+		return sockaddrOf(peerName(s))
 	}
-	return got, n, files, err
+	return nil // an unnamed AF_UNIX sender: no address at all, as Linux's unix_copy_addr
 }
 
 // The socket timeouts, by index into vfs.Socket.Timeouts.
@@ -232,32 +242,94 @@ func (t *thread) waitSocket(timeout time.Duration, file *openFile) error {
 // holds no more.
 const maxSockIO = vfs.SocketCapacity
 
-// sysSendto sends the buffer; an address is EISCONN on a connected
-// socket, as every socket here is.
+// sysSendto sends the buffer: a datagram socket to the address given, if
+// any; an address is EISCONN on a connected stream.
 func sysSendto(t *thread, a args) (uint64, error) {
 	f, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
 	}
-	if a[4] != 0 && s.Connected() {
-		return 0, unix.EISCONN
-	}
 	b := make([]byte, min(a[2], maxSockIO))
 	if err := t.proc.as.Read(a[1], b); err != nil {
 		return 0, memErr(err)
 	}
-	return t.send(f, s, b, nil, a[3])
+	return t.sendTo(f, s, b, nil, a[3], a[4], a[5])
 }
 
-// sysRecvfrom receives into the buffer; the sender's address, when asked
-// for, is an unnamed AF_UNIX socket's (just the family).
+// sendTo sends b as send does, or, with an address (nameVA, nameLen), to
+// it — a datagram socket's receiver found by address: a UDP port, or an
+// AF_UNIX path (write permission needed; ENOENT for none, ECONNREFUSED
+// for a file no socket has) or abstract name. A stream given an address
+// when connected is EISCONN; a socketpair's datagram one too.
+func (t *thread) sendTo(f *openFile, s *vfs.Socket, b []byte, files []*openFile, flags, nameVA, nameLen uint64) (uint64, error) {
+	switch {
+	case nameVA == 0 || nameLen == 0:
+		return t.send(f, s, b, files, flags)
+	case s.Type != unix.SOCK_DGRAM || s.Peer() != nil:
+		if s.Connected() {
+			return 0, unix.EISCONN
+		}
+		return t.send(f, s, b, files, flags)
+	}
+	var to *vfs.Socket
+	var addr netip.AddrPort
+	var err error
+	if s.Family == unix.AF_UNIX {
+		to, err = t.unixSocketAt(nameVA, nameLen)
+	} else {
+		addr, err = t.readInetAddr(s, nameVA, nameLen, false)
+	}
+	if err != nil {
+		return 0, err
+	}
+	n, err := t.k.fs.SendTo(s, b, to, addr, flags&msgDontwait != 0 || f.Flags&unix.O_NONBLOCK != 0)
+	switch {
+	case errors.Is(err, vfs.ErrWouldBlock):
+		return 0, t.waitSocket(s.Timeouts[sndTimeo], to.File())
+	case errors.Is(err, vfs.ErrNoReaders) && flags&msgNosignal != 0:
+		return 0, unix.EPIPE
+	case errors.Is(err, vfs.ErrNoReaders):
+		return 0, t.brokenPipe()
+	}
+	return uint64(n), err
+}
+
+// unixSocketAt is the socket an AF_UNIX address of n bytes at va names:
+// a socket file's (ENOENT if there is none, EACCES without write
+// permission; nil for another file or one whose socket closed) or an
+// abstract name's (nil if no socket has it).
+func (t *thread) unixSocketAt(va, n uint64) (*vfs.Socket, error) {
+	addr, err := t.readUnixAddr(va, n)
+	if err != nil {
+		return nil, err
+	}
+	if addr.abstract {
+		return t.k.fs.Abstract(addr.name), nil
+	}
+	abs, err := t.resolve(atFDCWD, addr.name)
+	if err != nil {
+		return nil, err
+	}
+	node, err := t.lookup(abs)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.k.fs.Access(node, vfs.MayWrite); err != nil {
+		return nil, err
+	}
+	return node.Bound(), nil
+}
+
+// sysRecvfrom receives into the buffer, and the sender's address when
+// asked for (a message socket's).
 func sysRecvfrom(t *thread, a args) (uint64, error) {
 	f, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
 	}
 	b := make([]byte, min(a[2], maxSockIO))
-	got, n, err := t.recv(f, s, b, a[3])
+	got, n, files, from, err := t.recvFrom(f, s, b, a[3])
+	vfs.DropRefs(files)
 	if err != nil {
 		return 0, err
 	}
@@ -265,7 +337,7 @@ func sysRecvfrom(t *thread, a args) (uint64, error) {
 		return 0, memErr(err)
 	}
 	if a[4] != 0 && a[5] != 0 && !s.Stream() {
-		if err := t.writeSockaddr(a[4], a[5], sockaddrOf(peerName(s))); err != nil {
+		if err := t.writeSockaddr(a[4], a[5], senderAddr(s, from)); err != nil {
 			return 0, err
 		}
 	}
@@ -298,11 +370,8 @@ func sysSendmsg(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	m, err := t.readMsghdr(a[1])
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, err
-	case m.name != 0 && m.namelen != 0 && s.Connected():
-		return 0, unix.EISCONN
 	}
 	files, err := t.readRights(s, m)
 	if err != nil {
@@ -320,7 +389,7 @@ func sysSendmsg(t *thread, a args) (uint64, error) {
 		}
 		b = append(b, part...)
 	}
-	return t.send(f, s, b, files, a[2])
+	return t.sendTo(f, s, b, files, a[2], m.name, m.namelen)
 }
 
 // sysRecvmsg receives one message (or a stream's bytes) and scatters it
@@ -341,7 +410,7 @@ func sysRecvmsg(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	b := make([]byte, min(total, maxSockIO))
-	got, n, files, err := t.recvRights(f, s, b, a[2])
+	got, n, files, from, err := t.recvFrom(f, s, b, a[2])
 	if err != nil {
 		return 0, err
 	}
@@ -374,7 +443,7 @@ func sysRecvmsg(t *thread, a args) (uint64, error) {
 	}
 	namelen := uint32(0)
 	if m.name != 0 && !s.Stream() {
-		addr := sockaddrOf(peerName(s))
+		addr := senderAddr(s, from)
 		if err := t.proc.as.Write(m.name, addr[:min(uint64(len(addr)), m.namelen)]); err != nil {
 			return 0, memErr(err)
 		}
@@ -402,10 +471,14 @@ func sysShutdown(t *thread, a args) (uint64, error) {
 	return 0, s.Shutdown(int(a[1]))
 }
 
-// peerName is the name of s's peer, "" for none.
+// peerName is the name of s's peer (or of where an AF_UNIX datagram
+// socket connected), "" for none.
 func peerName(s *vfs.Socket) string {
 	if p := s.Peer(); p != nil {
 		return p.Name()
+	}
+	if d := s.Dest(); d != nil {
+		return d.Name()
 	}
 	return ""
 }
@@ -443,7 +516,7 @@ func sysGetpeername(t *thread, a args) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if s.Peer() == nil && !s.Remote().IsValid() {
+	if s.Peer() == nil && s.Dest() == nil && !s.Remote().IsValid() {
 		return 0, unix.ENOTCONN
 	}
 	return 0, t.writeSockaddr(a[1], a[2], peerAddr(s))
@@ -657,7 +730,8 @@ func sysListen(t *thread, a args) (uint64, error) {
 	return 0, s.Listen(int(int32(a[1])))
 }
 
-// sysConnect connects a socket to the listening one at an address: a
+// sysConnect connects a datagram socket to an address (connectDgram), or
+// a stream or seqpacket socket to the listening one at an address: a
 // socket file (ENOENT if there is none, EACCES without write permission,
 // ECONNREFUSED for another file or one whose socket closed or does not
 // listen) or an abstract name (ECONNREFUSED if no socket has it). A full
@@ -666,6 +740,9 @@ func sysConnect(t *thread, a args) (uint64, error) {
 	f, s, err := t.socketAt(a[0])
 	if err != nil {
 		return 0, err
+	}
+	if s.Type == unix.SOCK_DGRAM && s.Peer() == nil {
+		return 0, t.connectDgram(s, a[1], a[2])
 	}
 	if s.Family != unix.AF_UNIX {
 		return 0, t.connectInet(f, s, a[1], a[2])
@@ -696,6 +773,33 @@ func sysConnect(t *thread, a args) (uint64, error) {
 		return 0, t.waitSocket(s.Timeouts[sndTimeo], l.File())
 	}
 	return 0, err
+}
+
+// connectDgram connects a datagram socket to the address of n bytes at
+// va, its default destination and the only sender it then hears; an
+// address of family AF_UNSPEC disconnects it.
+func (t *thread) connectDgram(s *vfs.Socket, va, n uint64) error {
+	var fam [2]byte
+	if n >= 2 {
+		if err := t.proc.as.Read(va, fam[:]); err != nil {
+			return memErr(err)
+		}
+	}
+	if n >= 2 && binary.LittleEndian.Uint16(fam[:]) == unix.AF_UNSPEC {
+		return t.k.fs.ConnectDgram(s, nil, netip.AddrPort{}, true)
+	}
+	if s.Family == unix.AF_UNIX {
+		to, err := t.unixSocketAt(va, n)
+		if err != nil {
+			return err
+		}
+		return t.k.fs.ConnectDgram(s, to, netip.AddrPort{}, false)
+	}
+	addr, err := t.readInetAddr(s, va, n, false)
+	if err != nil {
+		return err
+	}
+	return t.k.fs.ConnectDgram(s, nil, addr, false)
 }
 
 // sysAccept4 takes a connection of a listening socket as a new socket

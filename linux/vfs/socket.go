@@ -52,6 +52,14 @@ type Socket struct {
 	// lengths).
 	buf  []byte
 	msgs []int
+	// senders are who sent each message, for a socket that receives by
+	// address (socket_dgram.go); dest is where an AF_UNIX datagram
+	// socket connected to; err is an error a connected UDP socket has yet
+	// to report; closed is a released socket's.
+	senders []Sender
+	dest    *Socket
+	err     unix.Errno
+	closed  bool
 	// inFlight are open files sent with SCM_RIGHTS and not yet received,
 	// each batch with the offset in buf of the first byte sent with it;
 	// each file holds a reference while in flight.
@@ -156,23 +164,33 @@ func (s *Socket) Recv(b []byte, peek, nonblocking bool) (got, n int, err error) 
 // receive that takes their first byte. The files' in-flight references
 // become the caller's.
 func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files []*OpenFile, err error) {
+	got, n, files, _, err = s.RecvFrom(b, peek, nonblocking)
+	return got, n, files, err
+}
+
+// RecvFrom is RecvRights that also says who sent a message received by
+// address (the zero Sender otherwise).
+func (s *Socket) RecvFrom(b []byte, peek, nonblocking bool) (got, n int, files []*OpenFile, from Sender, err error) {
 	if s.listening {
-		return 0, 0, nil, unix.EINVAL
+		return 0, 0, nil, from, unix.EINVAL
+	}
+	if err := s.takeError(); err != nil {
+		return 0, 0, nil, from, err
 	}
 	if s.reset {
 		s.reset = false
-		return 0, 0, nil, unix.ECONNRESET
+		return 0, 0, nil, from, unix.ECONNRESET
 	}
 	if len(s.buf) == 0 && len(s.msgs) == 0 {
 		switch {
 		case s.eof || s.shutRead || s.peerGone:
-			return 0, 0, nil, nil
+			return 0, 0, nil, from, nil
 		case !s.Connected() && s.Stream():
-			return 0, 0, nil, unix.ENOTCONN
+			return 0, 0, nil, from, unix.ENOTCONN
 		case nonblocking:
-			return 0, 0, nil, unix.EAGAIN
+			return 0, 0, nil, from, unix.EAGAIN
 		}
-		return 0, 0, nil, ErrWouldBlock
+		return 0, 0, nil, from, ErrWouldBlock
 	}
 	avail := len(s.buf)
 	if s.Stream() {
@@ -188,6 +206,9 @@ func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files
 	} else {
 		n = s.msgs[0]
 		got = copy(b, s.buf[:n])
+		if len(s.senders) > 0 {
+			from = s.senders[0]
+		}
 	}
 	if len(s.inFlight) > 0 && s.inFlight[0].at == 0 && !peek {
 		files = s.inFlight[0].files
@@ -198,6 +219,9 @@ func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files
 		if !s.Stream() {
 			used = n
 			s.msgs = s.msgs[1:]
+			if len(s.senders) > 0 {
+				s.senders = s.senders[1:]
+			}
 		}
 		s.buf = s.buf[used:]
 		for i := range s.inFlight {
@@ -213,7 +237,7 @@ func (s *Socket) RecvRights(b []byte, peek, nonblocking bool) (got, n int, files
 			s.out.took(used)
 		}
 	}
-	return got, n, files, nil
+	return got, n, files, from, nil
 }
 
 // Send gives b to the peer: as much of a stream as its buffer has room
@@ -231,6 +255,15 @@ func (s *Socket) Send(b []byte, nonblocking bool) (int, error) {
 func (s *Socket) SendRights(b []byte, files []*OpenFile, nonblocking bool) (int, error) {
 	if s.out != nil {
 		return s.sendOut(b, nonblocking) // TCP passes no files
+	}
+	if !s.Stream() && s.peer == nil && !s.peerGone && s.Type == unix.SOCK_DGRAM {
+		switch {
+		case s.remote.IsValid():
+			return s.fs.SendTo(s, b, nil, s.remote, nonblocking)
+		case s.dest != nil:
+			return s.fs.SendTo(s, b, s.dest, netip.AddrPort{}, nonblocking)
+		}
+		return 0, unix.EDESTADDRREQ
 	}
 	p := s.peer
 	switch {
@@ -332,6 +365,13 @@ func (s *Socket) Readiness() Events {
 	if s.out != nil && !s.shutWrite && !s.peerGone && s.out.unacked < door.Room {
 		r |= EventOut
 	}
+	if s.Type == unix.SOCK_DGRAM && s.peer == nil && !s.peerGone && !s.shutWrite &&
+		(s.dest == nil || !s.dest.closed && s.dest.room() > msgOverhead) {
+		r |= EventOut // by address: UDP never waits, AF_UNIX for its receiver's room
+	}
+	if s.err != 0 {
+		r |= EventErr
+	}
 	if s.peerGone || s.shutWrite && (s.eof || s.shutRead) {
 		r |= EventHup
 	}
@@ -363,7 +403,8 @@ func (s *Socket) Release() {
 		DropRefs(r.files)
 	}
 	s.unbind()
-	s.peer, s.buf, s.msgs, s.backlog, s.inFlight = nil, nil, nil, nil, nil
+	s.closed = true
+	s.peer, s.buf, s.msgs, s.backlog, s.inFlight, s.senders, s.dest = nil, nil, nil, nil, nil, nil, nil
 	s.budget.Release(SocketBytes, SocketCapacity)
 }
 

@@ -52,7 +52,8 @@ func (s *Socket) hasLevel(level int) bool {
 }
 
 // Option is the value of an option getsockopt asks for: the socket's
-// type, family, protocol, error (none) and whether it listens, and the
+// type, family, protocol, error (taken: a connected UDP socket's
+// ECONNREFUSED) and whether it listens, and the
 // settable ones; ok is false for one it has not (ENOPROTOOPT).
 func (s *Socket) Option(level, name int) (v int32, ok bool) {
 	if !s.hasLevel(level) {
@@ -67,7 +68,7 @@ func (s *Socket) Option(level, name int) (v int32, ok bool) {
 		case unix.SO_PROTOCOL:
 			return int32(s.protocol()), true
 		case unix.SO_ERROR:
-			return 0, true
+			return int32(s.TakeError()), true
 		case unix.SO_ACCEPTCONN:
 			return int32(btoi(s.listening)), true
 		}

@@ -41,6 +41,14 @@ type SavedSocket struct {
 	Timeouts [2]time.Duration
 	// Door is a connection through the door, nil for none.
 	Door *SavedDoorConn
+	// Senders are who sent each message received by address (one a
+	// message, or none); Dest is the socket an AF_UNIX datagram socket
+	// connected to (nil: none), Closed a socket released but still a
+	// destination, Err an error yet to report.
+	Senders []Sender
+	Dest    *int
+	Closed  bool
+	Err     int
 }
 
 // SavedDoorConn is a door connection's state on its socket.
@@ -67,7 +75,12 @@ func (sv *Saver) socket(s *Socket) int {
 	ss := SavedSocket{Family: s.Family, Type: int(s.Type), Peer: -1, PeerGone: s.peerGone, Buf: s.buf, Msgs: s.msgs,
 		ShutRead: s.shutRead, ShutWrite: s.shutWrite, EOF: s.eof, Cred: s.Cred, Ino: s.ino, Options: maps.Clone(s.options),
 		Name: s.name, Bound: s.node != nil || s.fs != nil, Listening: s.listening, MaxBacklog: s.maxBacklog,
-		Local: addrText(s.local), Remote: addrText(s.remote), Reset: s.reset, Timeouts: s.Timeouts}
+		Local: addrText(s.local), Remote: addrText(s.remote), Reset: s.reset, Timeouts: s.Timeouts,
+		Senders: s.senders, Closed: s.closed, Err: int(s.err)}
+	if s.dest != nil {
+		d := sv.socket(s.dest)
+		ss.Dest = &d
+	}
 	if s.peer != nil {
 		ss.Peer = sv.socket(s.peer)
 	}
@@ -152,6 +165,12 @@ func (s *SavedSocket) check(i int, sockets []SavedSocket) error {
 		return fmt.Errorf("a backlog of %d, at most %d", len(s.Backlog), s.MaxBacklog)
 	case s.Listening && (s.Peer >= 0 || !s.Bound), s.Bound && s.Name == "" && s.Family == unix.AF_UNIX:
 		return fmt.Errorf("listening, connected or unbound")
+	case len(s.Senders) != 0 && len(s.Senders) != len(s.Msgs):
+		return fmt.Errorf("%d senders of %d messages", len(s.Senders), len(s.Msgs))
+	case s.Dest != nil && (*s.Dest < 0 || *s.Dest >= len(sockets) || *s.Dest == i || s.Type != unix.SOCK_DGRAM || s.Family != unix.AF_UNIX || sockets[*s.Dest].Type != s.Type):
+		return fmt.Errorf("destination %d", *s.Dest)
+	case s.Err != 0 && s.Err != int(unix.ECONNREFUSED):
+		return fmt.Errorf("error %d", s.Err)
 	case s.Door != nil && (s.Peer >= 0 || s.Listening || s.Family == unix.AF_UNIX || s.Type != unix.SOCK_STREAM):
 		return fmt.Errorf("a door connection that is not a TCP stream's")
 	case s.Door != nil && (s.Door.Unacked < 0 || s.Door.Unacked > door.Room || uint64(s.Door.Unacked) > s.Door.Sent ||
@@ -215,11 +234,15 @@ func restoreSockets(fs *FileSystem, saved []SavedSocket) []*Socket {
 		remote, _ := parseAddr(s.Remote)
 		out[i] = &Socket{local: local, remote: remote, reset: s.Reset, Timeouts: s.Timeouts, Family: s.Family, Type: SockType(s.Type), peerGone: s.PeerGone, buf: s.Buf, msgs: s.Msgs,
 			shutRead: s.ShutRead, shutWrite: s.ShutWrite, eof: s.EOF, Cred: s.Cred, ino: s.Ino, options: maps.Clone(s.Options),
-			name: s.Name, listening: s.Listening, maxBacklog: s.MaxBacklog, budget: fs.budget}
+			name: s.Name, listening: s.Listening, maxBacklog: s.MaxBacklog, budget: fs.budget,
+			senders: s.Senders, closed: s.Closed, err: unix.Errno(s.Err)}
 	}
 	for i, s := range saved {
 		if s.Peer >= 0 {
 			out[i].peer = out[s.Peer]
+		}
+		if s.Dest != nil {
+			out[i].dest = out[*s.Dest]
 		}
 		if d := s.Door; d != nil {
 			out[i].out = &outside{door: &fs.door, conn: d.Conn, sent: d.Sent, unacked: d.Unacked, taken: d.Taken}
