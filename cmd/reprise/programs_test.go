@@ -78,6 +78,28 @@ asyncio.run(main())
 `},
 		shows: "over a socketpair\nfrom a child 0\n45\n",
 		cmd:   `python3 aio.py`},
+	// getaddrinfo (whose sort connects a UDP socket to each address and
+	// reads its source) and a UDP echo between asyncio and a plain socket.
+	{name: "python3-udp", tools: []string{"python3"}, files: map[string]string{"udp.py": `import asyncio, socket
+for fam, typ, proto, _, addr in socket.getaddrinfo("localhost", 7, type=socket.SOCK_DGRAM):
+    print(fam.name, typ.name, addr[0], addr[1])
+class Echo(asyncio.DatagramProtocol):
+    def connection_made(self, t): self.t = t
+    def datagram_received(self, data, addr): self.t.sendto(data.upper(), addr)
+async def main():
+    t, _ = await asyncio.get_running_loop().create_datagram_endpoint(Echo, local_addr=("127.0.0.1", 0))
+    port = t.get_extra_info("sockname")[1]
+    c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    c.setblocking(False)
+    for word in (b"one", b"two", b"three"):
+        c.sendto(word, ("127.0.0.1", port))
+        data = await asyncio.get_running_loop().sock_recv(c, 100)
+        print(data.decode())
+    t.close()
+asyncio.run(main())
+`},
+		shows: "ONE\nTWO\nTHREE\n",
+		cmd:   `python3 udp.py`},
 	// A threaded HTTP server on a dual-stack socket and its client, one
 	// program: TCP over the loopback, IPv4, IPv6 and localhost.
 	{name: "python3-http", tools: []string{"python3"}, files: map[string]string{"web.py": `import http.server, threading, urllib.request, os, socket
