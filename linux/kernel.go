@@ -273,6 +273,7 @@ func (k *Kernel) Stats() Stats { return k.stats }
 // with the executable and its stack, and the vCPU's state at its entry.
 func (k *Kernel) Boot(m *vmm.Machine) error {
 	k.m = m
+	k.fs.SetDoor(m.Networked())
 	ram := m.RAM()
 	for _, build := range []func() error{
 		func() error { return x86.BuildGDT(ram) },

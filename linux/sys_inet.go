@@ -89,7 +89,8 @@ func peerAddr(s *vfs.Socket) []byte {
 }
 
 // connectInet connects a TCP socket to the address of n bytes at va: a
-// full backlog waits on the listener.
+// full backlog waits on the listener, a connection to a host address
+// (--egress) on the socket itself for the host's answer.
 func (t *thread) connectInet(f *openFile, s *vfs.Socket, va, n uint64) error {
 	addr, err := t.readInetAddr(s, va, n, false)
 	if err != nil {
@@ -97,6 +98,9 @@ func (t *thread) connectInet(f *openFile, s *vfs.Socket, va, n uint64) error {
 	}
 	wait, err := t.k.fs.ConnectInet(s, addr, f.Flags&unix.O_NONBLOCK != 0, t.k.fs.NewIno())
 	if errors.Is(err, vfs.ErrWouldBlock) {
+		if wait == nil {
+			wait = f
+		}
 		return t.waitSocket(s.Timeouts[sndTimeo], wait)
 	}
 	return err

@@ -405,8 +405,8 @@ func header(o Options, source tape.PositionSource, hostCPU int) *tape.Header {
 		h.Devices["net"] = "udp " + o.Net.UDP
 	case o.Net != nil && o.Net.Pcap != "":
 		h.Devices["net"] = "pcap " + o.Net.Pcap
-	case o.Net != nil && len(o.Net.Publish) > 0:
-		h.Devices["net"] = "publish " + fmt.Sprint(o.Net.Publish)
+	case o.Net != nil && (len(o.Net.Publish) > 0 || len(o.Net.Egress) > 0):
+		h.Devices["net"] = fmt.Sprintf("publish %v egress %v", o.Net.Publish, o.Net.Egress)
 	}
 	return h
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"time"
 
 	"github.com/reprise-vm/reprise/abi"
@@ -82,6 +83,9 @@ type NetConfig struct {
 	// Publish are a Kernel's program's published ports: host clients'
 	// connections to them come through the door (vmm/door).
 	Publish []netback.Publish
+	// Egress are the host addresses a Kernel's program may connect to,
+	// through the door too.
+	Egress []netip.AddrPort
 }
 
 // DiskConfig is a disk: a base image opened read-only and an overlay file

@@ -124,8 +124,8 @@ func (m *Machine) attachNet() error {
 				return err
 			}
 			m.net = p
-		case len(c.Publish) > 0:
-			d, err := netback.OpenDoor(c.Publish, raiseNIC)
+		case len(c.Publish) > 0 || len(c.Egress) > 0:
+			d, err := netback.OpenDoor(c.Publish, c.Egress, raiseNIC)
 			if err != nil {
 				return err
 			}
@@ -134,7 +134,7 @@ func (m *Machine) attachNet() error {
 	}
 	// A replay's NIC has the recording's network behind it, its frames
 	// from the tape.
-	m.nic = devices.NewNIC(m.ram, m.net != nil || m.cfg.Scripted && m.cfg.Net != nil)
+	m.nic = devices.NewNIC(m.ram, m.Networked())
 	m.nic.Send = func(frame []byte) error {
 		if err := m.eng.NetTX(frame); err != nil {
 			return err
@@ -174,6 +174,10 @@ func (m *Machine) SendDoor(msg *door.Msg) error {
 	}
 	return m.Transmit(msg.Encode())
 }
+
+// Networked reports whether the machine has a network behind it: a
+// backend, or in a replay the recording's.
+func (m *Machine) Networked() bool { return m.net != nil || m.cfg.Scripted && m.cfg.Net != nil }
 
 // DoorAddrs are the host addresses a door listens on, or none.
 func (m *Machine) DoorAddrs() []net.Addr {

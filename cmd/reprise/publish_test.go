@@ -271,9 +271,12 @@ func TestPublishRefusals(t *testing.T) {
 	r := runCLIIn(t, dir, "run", "--publish", "9001:80", "--publish", "127.0.0.1:9001:81", "--", "/bin/true")
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, "published twice")
+	r = runCLIIn(t, dir, "run", "--egress", "nohost.invalid:80", "--", "/bin/true")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, `--egress "nohost.invalid:80": want HOST:PORT`)
 	r = runCLIIn(t, dir, "run", "--publish", "9001:80", "hello")
 	require.Equal(t, exitUsage, r.code)
-	require.Contains(t, r.stderr, "--publish is for a Linux program")
+	require.Contains(t, r.stderr, "--publish and --egress are for a Linux program")
 
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -688,4 +691,77 @@ func TestToolsOnPublishedMemcached(t *testing.T) {
 	}
 	require.Greater(t, shared, 0, "locks the threads share")
 	require.GreaterOrEqual(t, rep.Total.Acquired, uint64(60+90+20), "at least a lock a request")
+}
+
+// egressClient is a Python program that connects to each address given
+// (host:port) and prints the echo of what it sent, or the error.
+const egressClient = `import errno, socket, sys
+for target in sys.argv[1:]:
+    host, port = target.rsplit(":", 1)
+    try:
+        s = socket.create_connection((host, int(port)), timeout=20)
+        s.sendall(b"hello from the machine\n" * 1000)
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while True:
+            b = s.recv(65536)
+            if not b: break
+            data += b
+        print("echoed", len(data), data[:22].decode())
+    except OSError as e:
+        print("refused", errno.errorcode[e.errno])
+`
+
+// --egress lets a program connect to a host address, the host's loopback
+// as 10.0.2.2 (python's create_connection: a nonblocking connect, poll and
+// SO_ERROR), its traffic recorded both ways: a replay, with the host's
+// server gone, prints the same echo. A port not allowed and an address
+// off the host are refused; without --egress every host address is
+// unreachable, as before. pcap writes the conversation the program began.
+func TestEgress(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "python3")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"client.py": egressClient})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, _ := io.ReadAll(c)
+				c.Write(bytes.ToUpper(b))
+			}()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	targets := []string{fmt.Sprintf("10.0.2.2:%d", port), fmt.Sprintf("10.0.2.2:%d", port+1), "192.0.2.1:80"}
+	tp := filepath.Join(t.TempDir(), "egress.tape")
+	rec := runCLIIn(t, dir, append([]string{"record", "-o", tp, "--egress", l.Addr().String(), "--", "/usr/bin/python3", "client.py"}, targets...)...)
+	require.Zero(t, rec.code, rec.stderr)
+	require.Equal(t, "echoed 23000 HELLO FROM THE MACHINE\nrefused ECONNREFUSED\nrefused ECONNREFUSED\n", rec.stdout)
+	l.Close()
+	for i := range 2 {
+		rep := runCLIIn(t, dir, "replay", tp)
+		require.Equal(t, rec.stdout, rep.stdout, "replay %d: %s", i, rep.stderr)
+		require.Contains(t, rep.stderr, "replay matched")
+	}
+	live := runCLIIn(t, dir, append([]string{"run", "--", "/usr/bin/python3", "client.py"}, targets...)...)
+	require.Equal(t, strings.Repeat("refused ENETUNREACH\n", 3), live.stdout, live.stderr)
+
+	kvmtest.RequireTools(t, "tshark")
+	pcap := filepath.Join(t.TempDir(), "egress.pcap")
+	r := runCLIIn(t, dir, "pcap", tp, "-o", pcap)
+	require.Zero(t, r.code, r.stderr)
+	out, err := exec.Command("tshark", "-r", pcap, "-q", "-z", "conv,tcp").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), "10.0.2.15:", "the program's end")
+	require.Contains(t, string(out), fmt.Sprintf("10.0.2.2:%d", port))
+	syn, err := exec.Command("tshark", "-r", pcap, "-Y", "tcp.flags.syn == 1 && tcp.flags.ack == 0", "-T", "fields", "-e", "ip.src").Output()
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("10.0.2.15\n", 3), string(syn), "three connects, each a SYN from the program (two answered by a reset)")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -33,6 +34,7 @@ type machineFlags struct {
 	root    string   // a Linux program's --root DIR
 	keep    string   // a Linux program's --keep-writes DIR
 	publish []string // a Linux program's --publish [HOSTADDR:]HOSTPORT:GUESTPORT
+	egress  []string // a Linux program's --egress HOST:PORT
 }
 
 // net is the network the flags ask for, or nil: a NIC's backend for a
@@ -41,11 +43,11 @@ func (f *machineFlags) net(linuxProgram bool) (*vmm.NetConfig, error) {
 	switch {
 	case linuxProgram && (f.udp != "" || f.pcap != ""):
 		return nil, &exitError{exitUsage, errors.New("--udp and --net-input are a guest image's NIC; a Linux program's network is --publish")}
-	case !linuxProgram && len(f.publish) > 0:
-		return nil, &exitError{exitUsage, errors.New("--publish is for a Linux program (a guest image's NIC takes --udp)")}
+	case !linuxProgram && (len(f.publish) > 0 || len(f.egress) > 0):
+		return nil, &exitError{exitUsage, errors.New("--publish and --egress are for a Linux program (a guest image's NIC takes --udp)")}
 	case f.udp != "" || f.pcap != "":
 		return &vmm.NetConfig{UDP: f.udp, Pcap: f.pcap}, nil
-	case len(f.publish) == 0:
+	case len(f.publish) == 0 && len(f.egress) == 0:
 		return nil, nil
 	}
 	c := &vmm.NetConfig{}
@@ -60,6 +62,13 @@ func (f *machineFlags) net(linuxProgram bool) (*vmm.NetConfig, error) {
 		}
 		hosts[p.Host] = true
 		c.Publish = append(c.Publish, p)
+	}
+	for _, s := range f.egress {
+		a, err := net.ResolveTCPAddr("tcp", s)
+		if err != nil || a.Port == 0 || a.IP == nil {
+			return nil, &exitError{exitUsage, fmt.Errorf("--egress %q: want HOST:PORT, a host address and a port (%v)", s, err)}
+		}
+		c.Egress = append(c.Egress, netip.AddrPortFrom(a.AddrPort().Addr().Unmap(), a.AddrPort().Port()))
 	}
 	return c, nil
 }
@@ -79,6 +88,7 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.root, "root", "", "a host directory a Linux program sees as its root, read-only, its symbolic links resolved inside it as in a chroot (at most 4096 files and 1 GiB, read when it starts)")
 	cmd.Flags().StringVar(&f.keep, "keep-writes", "", "copy the files a Linux program created or changed into this directory when it ends (no symbolic link below it is followed)")
 	cmd.Flags().StringArrayVar(&f.publish, "publish", nil, "[HOSTADDR:]HOSTPORT:GUESTPORT[/tcp] publish a Linux program's TCP port: host clients connecting to HOSTADDR:HOSTPORT (default address 127.0.0.1) reach the program's GUESTPORT, their traffic recorded (repeatable)")
+	cmd.Flags().StringArrayVar(&f.egress, "egress", nil, "HOST:PORT a host TCP address a Linux program may connect to, its traffic recorded (repeatable; the host's 127.0.0.1 is 10.0.2.2 to the program); other host addresses are refused")
 	cmd.Flags().StringVar(&f.stdin, "stdin", "", "a host file a Linux program reads as its standard input (recorded by hash; default: empty)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")

@@ -362,8 +362,11 @@ func (s *Socket) Readiness() Events {
 	if p := s.peer; p != nil && !s.shutWrite && p.room() > msgOverhead {
 		r |= EventOut
 	}
-	if s.out != nil && !s.shutWrite && !s.peerGone && s.out.unacked < door.Room {
+	if s.out != nil && !s.out.connecting && !s.shutWrite && !s.peerGone && s.out.unacked < door.Room {
 		r |= EventOut
+	}
+	if s.out != nil && s.err != 0 {
+		r |= EventOut | EventHup // a refused connect: writable, and its error
 	}
 	if s.Type == unix.SOCK_DGRAM && s.peer == nil && !s.peerGone && !s.shutWrite &&
 		(s.dest == nil || !s.dest.closed && s.dest.room() > msgOverhead) {

@@ -19,8 +19,12 @@ import (
 // than its capacity, and its sends wait for the host's acknowledgements
 // as they would for a peer's buffer.
 
-// Door is the guest side of the machine's published ports.
+// Door is the guest side of the machine's published ports and egress.
 type Door struct {
+	// Open says the machine has a door: a connection to a host address
+	// goes through it (the host allows or refuses it) rather than being
+	// unreachable.
+	Open   bool
 	conns  map[uint32]*Socket
 	outbox []door.Msg
 }
@@ -33,7 +37,69 @@ type outside struct {
 	// unacked are bytes sent the host has not acknowledged writing;
 	// taken are bytes received the host has not been given room for.
 	unacked, taken int
+	// connecting: the program's connect awaits the host's answer;
+	// waiting: a blocking connect waits for it, to return it.
+	connecting, waiting bool
 }
+
+// SetDoor says whether the machine has a door (Door.Open).
+func (fs *FileSystem) SetDoor(open bool) { fs.door.Open = open }
+
+// egressBit marks the connections the program opens, apart from those
+// host clients open (netback.EgressConnBit).
+const egressBit = 1 << 31
+
+// GuestAddr is the machine's address on the host's side of the door.
+var GuestAddr = netip.AddrFrom4([4]byte{10, 0, 2, 15})
+
+// ConnectOut connects a TCP socket to a host address through the door: a
+// Connect goes out, and the connection waits for the host's answer — a
+// blocking connect (ErrWouldBlock) returns it, a nonblocking one is
+// EINPROGRESS and learns it by poll and SO_ERROR, as Linux's. Called
+// again: EALREADY while it waits, then its outcome once (a blocking
+// connect's), EISCONN after.
+func (fs *FileSystem) ConnectOut(s *Socket, addr netip.AddrPort, nonblocking bool) error {
+	if o := s.out; o != nil {
+		switch {
+		case o.connecting && nonblocking:
+			return unix.EALREADY
+		case o.connecting:
+			o.waiting = true
+			return ErrWouldBlock
+		case o.waiting:
+			o.waiting = false
+			return s.takeError()
+		}
+		return unix.EISCONN
+	}
+	if s.peerGone {
+		return unix.EISCONN
+	}
+	if !s.bound() {
+		if err := fs.BindInet(s, netip.AddrPortFrom(wildcard(s.Family), 0), false); err != nil {
+			return err
+		}
+	}
+	id := egressBit | uint32(s.ino)
+	if fs.door.conns[id] != nil {
+		return unix.EADDRNOTAVAIL
+	}
+	s.out = &outside{door: &fs.door, conn: id, connecting: true, waiting: !nonblocking}
+	s.local, s.remote = netip.AddrPortFrom(as(s.Family, GuestAddr), s.local.Port()), addr
+	if fs.door.conns == nil {
+		fs.door.conns = map[uint32]*Socket{}
+	}
+	fs.door.conns[id] = s
+	fs.door.send(door.Msg{Op: door.Connect, Conn: id, Port: s.local.Port(), Peer: netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())})
+	if nonblocking {
+		return unix.EINPROGRESS
+	}
+	return ErrWouldBlock
+}
+
+// Connecting reports whether the socket waits for the host to answer its
+// connect.
+func (s *Socket) Connecting() bool { return s.out != nil && s.out.connecting }
 
 // windowStep is how much room a receiver gathers before giving it back:
 // a message per quarter window, not per receive.
@@ -91,7 +157,16 @@ func (fs *FileSystem) Deliver(m door.Msg) error {
 		return nil
 	}
 	o := s.out
+	if o.connecting && m.Op != door.Connected && m.Op != door.Reset {
+		return fmt.Errorf("door %v: the connection is not made yet", m)
+	}
 	switch m.Op {
+	case door.Connected:
+		if !o.connecting {
+			return fmt.Errorf("door %v: the connection is made already", m)
+		}
+		o.connecting = false
+		s.queue.Notify(AllEvents)
 	case door.Data:
 		if len(s.buf)+o.taken+len(m.Data) > door.Room {
 			return fmt.Errorf("door %v: past the connection's window (%d bytes buffered)", m, len(s.buf))
@@ -102,7 +177,12 @@ func (fs *FileSystem) Deliver(m door.Msg) error {
 		s.eof = true
 		s.queue.Notify(AllEvents)
 	case door.Reset:
-		s.reset, s.peerGone, s.eof = true, true, true
+		if o.connecting { // refused
+			o.connecting, s.err = false, unix.ECONNREFUSED
+		} else {
+			s.reset = true
+		}
+		s.peerGone, s.eof = true, true
 		s.forgetDoor()
 		s.queue.Notify(AllEvents)
 	case door.Ack:
@@ -125,6 +205,10 @@ func (s *Socket) sendOut(b []byte, nonblocking bool) (int, error) {
 	switch {
 	case s.shutWrite || s.peerGone:
 		return 0, ErrNoReaders
+	case o.connecting && nonblocking:
+		return 0, unix.EAGAIN
+	case o.connecting:
+		return 0, ErrWouldBlock
 	case room <= 0 && nonblocking:
 		return 0, unix.EAGAIN
 	case room <= 0:

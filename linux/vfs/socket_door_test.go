@@ -106,3 +106,50 @@ func TestDoorConnection(t *testing.T) {
 	require.NoError(t, fs.Arrive(door.Msg{Op: door.Open, Conn: 4, Port: 80, Peer: peer}, 105))
 	require.ErrorContains(t, fs.Deliver(door.Msg{Op: door.Window, Conn: 4, N: 1}), "not a message from the host")
 }
+
+// A connection the program makes to a host address (--egress): a
+// Connect goes out from an ephemeral port of the machine's address, a
+// nonblocking connect is EINPROGRESS then EALREADY, it is writable once
+// the host says Connected; refused, its error is SO_ERROR's, once. With
+// no door, a host address is unreachable.
+func TestDoorEgress(t *testing.T) {
+	fs, b := tree(t)
+	sf, err := NewSocket(b, unix.AF_INET, unix.SOCK_STREAM, unix.O_NONBLOCK, [3]uint32{}, 7)
+	require.NoError(t, err)
+	s := SocketOf(sf)
+	to := netip.MustParseAddrPort("10.0.2.2:5432")
+	_, err = fs.ConnectInet(s, to, true, 8)
+	require.ErrorIs(t, err, unix.ENETUNREACH, "no door")
+
+	fs.SetDoor(true)
+	_, err = fs.ConnectInet(s, to, true, 8)
+	require.ErrorIs(t, err, unix.EINPROGRESS)
+	out := fs.TakeOutbox()
+	require.Len(t, out, 1)
+	require.Equal(t, door.Connect, out[0].Op)
+	require.Equal(t, to, out[0].Peer)
+	require.Equal(t, uint32(egressBit|7), out[0].Conn)
+	require.Equal(t, "10.0.2.15", s.Local().Addr().String())
+	require.Equal(t, s.Local().Port(), out[0].Port)
+	_, err = fs.ConnectInet(s, to, true, 8)
+	require.ErrorIs(t, err, unix.EALREADY)
+	require.Zero(t, s.Readiness()&EventOut, "not writable while connecting")
+	_, err = s.Write(sf, []byte("x"), 0)
+	require.ErrorIs(t, err, unix.EAGAIN)
+	require.ErrorContains(t, fs.Deliver(door.Msg{Op: door.Data, Conn: out[0].Conn, Data: []byte("x")}), "not made yet")
+	require.NoError(t, fs.Deliver(door.Msg{Op: door.Connected, Conn: out[0].Conn}))
+	require.NotZero(t, s.Readiness()&EventOut)
+	_, err = fs.ConnectInet(s, to, true, 8)
+	require.ErrorIs(t, err, unix.EISCONN)
+
+	rf, err := NewSocket(b, unix.AF_INET6, unix.SOCK_STREAM, unix.O_NONBLOCK, [3]uint32{}, 9)
+	require.NoError(t, err)
+	r := SocketOf(rf)
+	_, err = fs.ConnectInet(r, netip.MustParseAddrPort("[2001:db8::1]:80"), true, 10)
+	require.ErrorIs(t, err, unix.EINPROGRESS)
+	id := fs.TakeOutbox()[0].Conn
+	require.NoError(t, fs.Deliver(door.Msg{Op: door.Reset, Conn: id}))
+	require.NotZero(t, r.Readiness()&EventOut)
+	require.Equal(t, unix.ECONNREFUSED, r.TakeError())
+	require.Zero(t, r.TakeError(), "told once")
+}

@@ -195,10 +195,14 @@ func (fs *FileSystem) ConnectInet(s *Socket, addr netip.AddrPort, nonblocking bo
 		addr = netip.AddrPortFrom(to, addr.Port())
 	}
 	switch {
+	case s.out != nil && s.out.conn&egressBit != 0:
+		return nil, fs.ConnectOut(s, addr, nonblocking) // its outcome, or EALREADY, EISCONN
 	case s.Connected() || s.peerGone:
 		return nil, unix.EISCONN
 	case s.listening:
 		return nil, unix.EINVAL
+	case !Local(to) && fs.door.Open && s.Stream():
+		return nil, fs.ConnectOut(s, addr, nonblocking)
 	case !Local(to):
 		return nil, unix.ENETUNREACH
 	}

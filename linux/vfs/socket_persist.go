@@ -53,9 +53,10 @@ type SavedSocket struct {
 
 // SavedDoorConn is a door connection's state on its socket.
 type SavedDoorConn struct {
-	Conn           uint32
-	Sent           uint64
-	Unacked, Taken int
+	Conn                uint32
+	Sent                uint64
+	Unacked, Taken      int
+	Connecting, Waiting bool
 }
 
 // SavedRights are files passed together, at an offset of a buffer.
@@ -85,7 +86,7 @@ func (sv *Saver) socket(s *Socket) int {
 		ss.Peer = sv.socket(s.peer)
 	}
 	if o := s.out; o != nil {
-		ss.Door = &SavedDoorConn{Conn: o.conn, Sent: o.sent, Unacked: o.unacked, Taken: o.taken}
+		ss.Door = &SavedDoorConn{Conn: o.conn, Sent: o.sent, Unacked: o.unacked, Taken: o.taken, Connecting: o.connecting, Waiting: o.waiting}
 	}
 	for _, c := range s.backlog {
 		ss.Backlog = append(ss.Backlog, sv.socket(c))
@@ -245,7 +246,7 @@ func restoreSockets(fs *FileSystem, saved []SavedSocket) []*Socket {
 			out[i].dest = out[*s.Dest]
 		}
 		if d := s.Door; d != nil {
-			out[i].out = &outside{door: &fs.door, conn: d.Conn, sent: d.Sent, unacked: d.Unacked, taken: d.Taken}
+			out[i].out = &outside{door: &fs.door, conn: d.Conn, sent: d.Sent, unacked: d.Unacked, taken: d.Taken, connecting: d.Connecting, waiting: d.Waiting}
 			if !s.PeerGone {
 				if fs.door.conns == nil {
 					fs.door.conns = map[uint32]*Socket{}

@@ -11,6 +11,8 @@
 //	op u8 | conn u32 | body
 //
 //	Open    port u16 | peer address [16]byte | peer port u16
+//	Connect port u16 | peer address [16]byte | peer port u16   (the guest's local port, where to)
+//	Connected —
 //	Data    offset u64 | bytes (1 … MaxData)
 //	Sent    offset u64 | length u32 | SHA-256 prefix [16]byte   (Data's digest, as logged)
 //	Fin     —
@@ -55,9 +57,15 @@ const (
 	Ack
 	// Window: the guest took bytes off its receive buffer (guest → host).
 	Window
+	// Connect: the program connects to a host address (guest → host),
+	// allowed by --egress; Connected (host → guest) says it did, Reset
+	// that it was refused.
+	Connect
+	Connected
 )
 
-var opNames = [...]string{Open: "open", Data: "data", Sent: "sent", Fin: "fin", Close: "close", Reset: "reset", Ack: "ack", Window: "window"}
+var opNames = [...]string{Open: "open", Data: "data", Sent: "sent", Fin: "fin", Close: "close", Reset: "reset", Ack: "ack", Window: "window",
+	Connect: "connect", Connected: "connected"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && opNames[o] != "" {
@@ -79,7 +87,8 @@ type Msg struct {
 	Op   Op
 	Conn uint32
 	// Open: the guest port connected to and the client's address as the
-	// guest sees it.
+	// guest sees it; Connect: the guest's local port and where it
+	// connects.
 	Port uint16
 	Peer netip.AddrPort
 	// Data and Sent: where the bytes start in the connection's stream;
@@ -100,7 +109,7 @@ func (m *Msg) Encode() []byte {
 	b[0] = byte(m.Op)
 	binary.LittleEndian.PutUint32(b[1:], m.Conn)
 	switch m.Op {
-	case Open:
+	case Open, Connect:
 		a := m.Peer.Addr().As16()
 		b = binary.LittleEndian.AppendUint16(b, m.Port)
 		b = append(b, a[:]...)
@@ -140,7 +149,7 @@ func Parse(b []byte) (Msg, error) {
 	}
 	m := Msg{Op: Op(b[0]), Conn: binary.LittleEndian.Uint32(b[1:])}
 	body := b[header:]
-	want := map[Op]int{Open: 20, Sent: 28, Fin: 0, Close: 0, Reset: 0, Ack: 4, Window: 4}
+	want := map[Op]int{Open: 20, Connect: 20, Connected: 0, Sent: 28, Fin: 0, Close: 0, Reset: 0, Ack: 4, Window: 4}
 	if m.Op == Data {
 		if len(body) <= 8 || len(body) > 8+MaxData {
 			return Msg{}, fmt.Errorf("%w: data of %d bytes", ErrMalformed, len(body)-min(len(body), 8))
@@ -149,7 +158,7 @@ func Parse(b []byte) (Msg, error) {
 		return Msg{}, fmt.Errorf("%w: %v with a body of %d bytes", ErrMalformed, m.Op, len(body))
 	}
 	switch m.Op {
-	case Open:
+	case Open, Connect:
 		m.Port = binary.LittleEndian.Uint16(body)
 		m.Peer = netip.AddrPortFrom(netip.AddrFrom16([16]byte(body[2:18])).Unmap(), binary.LittleEndian.Uint16(body[18:]))
 	case Data:
@@ -170,6 +179,8 @@ func (m Msg) String() string {
 	switch m.Op {
 	case Open:
 		s += fmt.Sprintf(" to port %d from %v", m.Port, m.Peer)
+	case Connect:
+		s += fmt.Sprintf(" from port %d to %v", m.Port, m.Peer)
 	case Data:
 		s += fmt.Sprintf(" of %d bytes at offset %d", len(m.Data), m.Offset)
 	case Sent:

@@ -15,8 +15,9 @@ import (
 
 // Capture writes door messages as the TCP/IP packets of the conversations
 // they were, for Wireshark and tshark: each connection a TCP connection
-// between its client (the peer address the program saw) and the machine
-// (abi.NetGuestIP, the published guest port) — a handshake when it
+// between the host's end (the client's address as the program saw it, or
+// where the program connected) and the machine (abi.NetGuestIP, the
+// published port or the program's own) — a handshake when it
 // opened, data segments at their stream offsets, an acknowledgement for
 // each Ack and Window, FIN or RST at its end. Headers are synthesised;
 // the bytes are the conversation's.
@@ -27,16 +28,17 @@ type Capture struct {
 	Packets int
 }
 
-// capConn is a connection's sequence space: each side's first sequence
-// number, bytes (and FIN) sent so far, and what the client acknowledged
-// of the program's (Ack: what reached it). The program acknowledges all
-// the client sent: a message reaches it only once delivered.
+// capConn is a connection's sequence space: its host end and the
+// program's, each side's first sequence number, bytes (and SYN and FIN)
+// sent so far, and what the host end acknowledged of the program's (Ack:
+// what reached it). The program acknowledges all the host end sent: a
+// message reaches it only once delivered.
 type capConn struct {
-	client, server netip.AddrPort
-	cisn, sisn     uint32
-	csent, ssent   uint32 // bytes sent, SYN and FIN included
-	cacked         uint32
-	cfin, sfin     bool
+	host, guest  netip.AddrPort
+	hisn, gisn   uint32
+	hsent, gsent uint32 // bytes sent, SYN and FIN included
+	hacked       uint32
+	hfin, gfin   bool
 }
 
 // NewCapture writes a pcap file header to w.
@@ -48,28 +50,37 @@ func NewCapture(w io.Writer) (*Capture, error) {
 	return &Capture{w: pw, conns: map[uint32]*capConn{}}, nil
 }
 
-// Write adds m, sent by the guest or by the host's client, at time at.
+// Write adds m, sent by the guest or by the host's end, at time at.
 // A message for a connection it has not seen open is skipped.
 func (c *Capture) Write(m Msg, fromGuest bool, at time.Time) error {
 	if m.Op == Open && !fromGuest {
-		k := &capConn{client: m.Peer, server: netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port), cisn: 1000 + m.Conn*7919, sisn: 5000 + m.Conn*104729}
+		k := &capConn{host: m.Peer, guest: netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port), hisn: 1000 + m.Conn*7919, gisn: 5000 + m.Conn*104729}
 		c.conns[m.Conn] = k
 		syn := k.segment(false, layers.TCP{SYN: true}, nil)
 		synAck := k.segment(true, layers.TCP{SYN: true, ACK: true}, nil)
-		k.cacked = 1
+		k.hacked = 1
 		return c.each(at, syn, synAck, k.segment(false, layers.TCP{ACK: true}, nil))
+	}
+	if m.Op == Connect && fromGuest { // the program connects out: it is the one that SYNs
+		k := &capConn{host: m.Peer, guest: netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port), hisn: 1000 + m.Conn*7919, gisn: 5000 + m.Conn*104729}
+		c.conns[m.Conn] = k
+		return c.each(at, k.segment(true, layers.TCP{SYN: true}, nil))
 	}
 	k := c.conns[m.Conn]
 	if k == nil {
 		return nil
 	}
 	switch m.Op {
+	case Connected:
+		k.hacked = 1
+		synAck := k.segment(false, layers.TCP{SYN: true, ACK: true}, nil)
+		return c.each(at, synAck, k.segment(true, layers.TCP{ACK: true}, nil))
 	case Data:
 		return c.each(at, k.segment(fromGuest, layers.TCP{PSH: true, ACK: true}, m.Data))
 	case Fin, Close:
-		fin := &k.cfin
+		fin := &k.hfin
 		if fromGuest {
-			fin = &k.sfin
+			fin = &k.gfin
 		}
 		if *fin { // a Close after a shutdown's Fin
 			return nil
@@ -79,10 +90,10 @@ func (c *Capture) Write(m Msg, fromGuest bool, at time.Time) error {
 	case Reset:
 		delete(c.conns, m.Conn)
 		return c.each(at, k.segment(fromGuest, layers.TCP{RST: true, ACK: true}, nil))
-	case Ack: // the client took the guest's bytes
-		k.cacked += m.N
+	case Ack: // the host's end took the guest's bytes
+		k.hacked += m.N
 		return c.each(at, k.segment(false, layers.TCP{ACK: true}, nil))
-	case Window: // the guest took the client's bytes: a window update
+	case Window: // the guest took the host end's bytes: a window update
 		return c.each(at, k.segment(true, layers.TCP{ACK: true}, nil))
 	}
 	return nil
@@ -94,13 +105,13 @@ func addr4(v uint32) netip.Addr {
 
 // segment is a packet from one side with flags and payload, its sequence
 // and acknowledgement numbers the connection's, which it advances.
-func (k *capConn) segment(fromServer bool, tcp layers.TCP, payload []byte) []gopacket.SerializableLayer {
-	src, dst, srcMAC, dstMAC := k.client, k.server, abi.NetHostMAC, abi.NetGuestMAC
-	seq, ack := k.cisn+k.csent, k.sisn+k.cacked
-	sent := &k.csent
-	if fromServer {
-		src, dst, srcMAC, dstMAC = k.server, k.client, abi.NetGuestMAC, abi.NetHostMAC
-		seq, ack, sent = k.sisn+k.ssent, k.cisn+k.csent, &k.ssent
+func (k *capConn) segment(fromGuest bool, tcp layers.TCP, payload []byte) []gopacket.SerializableLayer {
+	src, dst, srcMAC, dstMAC := k.host, k.guest, abi.NetHostMAC, abi.NetGuestMAC
+	seq, ack := k.hisn+k.hsent, k.gisn+k.hacked
+	sent := &k.hsent
+	if fromGuest {
+		src, dst, srcMAC, dstMAC = k.guest, k.host, abi.NetGuestMAC, abi.NetHostMAC
+		seq, ack, sent = k.gisn+k.gsent, k.hisn+k.hsent, &k.gsent
 	}
 	*sent += uint32(len(payload))
 	if tcp.SYN || tcp.FIN {

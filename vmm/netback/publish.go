@@ -81,6 +81,7 @@ var DoorPeer = netip.AddrFrom4([4]byte{10, 0, 2, 2})
 // sent and acknowledges it.
 type Door struct {
 	raise     func()
+	egress    map[netip.AddrPort]bool // the host addresses the program may connect to
 	listeners []net.Listener
 	slots     chan struct{} // one per open connection (MaxDoorConns)
 	done      chan struct{} // closed by Close
@@ -115,10 +116,15 @@ type doorConn struct {
 	data, ack                  *pending // still queued, to add to
 }
 
-// OpenDoor listens on each published port's host address: an address in
-// use is an error naming it.
-func OpenDoor(pubs []Publish, raise func()) (*Door, error) {
-	d := &Door{raise: raise, slots: make(chan struct{}, MaxDoorConns), done: make(chan struct{}), conns: map[uint32]*doorConn{}}
+// OpenDoor listens on each published port's host address (an address in
+// use is an error naming it) and lets the program connect to the egress
+// addresses.
+func OpenDoor(pubs []Publish, egress []netip.AddrPort, raise func()) (*Door, error) {
+	d := &Door{raise: raise, slots: make(chan struct{}, MaxDoorConns), done: make(chan struct{}), conns: map[uint32]*doorConn{},
+		egress: map[netip.AddrPort]bool{}}
+	for _, e := range egress {
+		d.egress[e] = true
+	}
 	d.cond = sync.NewCond(&d.mu)
 	for _, p := range pubs {
 		l, err := net.Listen("tcp", p.Host.String())
@@ -167,14 +173,67 @@ func (d *Door) accept(l net.Listener, guest uint16) {
 			return
 		}
 		d.next++
-		dc := &doorConn{id: d.next, c: tc, credit: door.Room}
-		d.conns[dc.id] = dc
-		d.push(door.Msg{Op: door.Open, Conn: dc.id, Port: guest, Peer: netip.AddrPortFrom(DoorPeer, client.Port())})
+		d.start(d.next, tc, door.Msg{Op: door.Open, Conn: d.next, Port: guest, Peer: netip.AddrPortFrom(DoorPeer, client.Port())})
 		d.mu.Unlock()
-		d.wg.Add(2)
-		go d.reader(dc)
-		go d.writer(dc)
 	}
+}
+
+// start runs a connection whose slot is taken: announced to the guest
+// with m, then read and written (d.mu held).
+func (d *Door) start(id uint32, c *net.TCPConn, m door.Msg) {
+	dc := &doorConn{id: id, c: c, credit: door.Room}
+	d.conns[id] = dc
+	d.push(m)
+	d.wg.Add(2)
+	go d.reader(dc)
+	go d.writer(dc)
+}
+
+// EgressConnBit marks the connections the program opens (--egress), apart
+// from those host clients open.
+const EgressConnBit = 1 << 31
+
+// dialTimeout bounds an egress connection's wait for the host's answer.
+const dialTimeout = 10 * time.Second
+
+// connect dials an egress address for the program: the answer, Connected
+// or Reset (not allowed, no slot, refused, timed out), is an input
+// (d.mu held).
+func (d *Door) connect(m door.Msg) {
+	if m.Conn&EgressConnBit == 0 || d.conns[m.Conn] != nil {
+		return // not the program's to open: dropped
+	}
+	refuse := func() { d.push(door.Msg{Op: door.Reset, Conn: m.Conn}) }
+	to := m.Peer
+	if to.Addr() == DoorPeer { // the host's loopback, as the program sees it
+		to = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), to.Port())
+	}
+	if !d.egress[to] {
+		refuse()
+		return
+	}
+	select {
+	case d.slots <- struct{}{}:
+	default:
+		refuse()
+		return
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		c, err := net.DialTimeout("tcp", to.String(), dialTimeout)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err != nil || d.closed {
+			if c != nil {
+				c.Close()
+			}
+			<-d.slots
+			refuse()
+			return
+		}
+		d.start(m.Conn, c.(*net.TCPConn), door.Msg{Op: door.Connected, Conn: m.Conn})
+	}()
 }
 
 // push queues m for the guest (d.mu held), adding Data and Acks to the
@@ -336,6 +395,10 @@ func (d *Door) Send(frame []byte) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if m.Op == door.Connect {
+		d.connect(m)
+		return nil
+	}
 	dc := d.conns[m.Conn]
 	if dc == nil {
 		return nil

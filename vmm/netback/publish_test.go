@@ -52,7 +52,7 @@ func (g guestSide) send(m door.Msg) { require.NoError(g.t, g.d.Send(m.Encode()))
 // client and is acknowledged; the guest's close is the client's end of
 // file, the client's its Fin.
 func TestDoorWindowsAndEnds(t *testing.T) {
-	d, err := OpenDoor([]Publish{{Host: netip.MustParseAddrPort("127.0.0.1:0"), Guest: 80}}, func() {})
+	d, err := OpenDoor([]Publish{{Host: netip.MustParseAddrPort("127.0.0.1:0"), Guest: 80}}, nil, func() {})
 	require.NoError(t, err)
 	defer d.Close()
 	g := guestSide{t, d}
@@ -97,7 +97,7 @@ func TestDoorWindowsAndEnds(t *testing.T) {
 // Past MaxDoorConns open connections the door accepts no more: clients
 // wait in the host's backlog, and one is taken when another closes.
 func TestDoorBoundsConnections(t *testing.T) {
-	d, err := OpenDoor([]Publish{{Host: netip.MustParseAddrPort("127.0.0.1:0"), Guest: 80}}, func() {})
+	d, err := OpenDoor([]Publish{{Host: netip.MustParseAddrPort("127.0.0.1:0"), Guest: 80}}, nil, func() {})
 	require.NoError(t, err)
 	defer d.Close()
 	g := guestSide{t, d}
