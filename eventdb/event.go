@@ -33,8 +33,9 @@ const (
 
 	// A Linux program's runs.
 	KindMapping Kind = 14 // a file mapped: Thread the process id, Addr its start, Args [end, file offset, executable (1) or not (0), its index in Symbols.Mappings]
+	KindConn    Kind = 15 // a message through the door (published ports, egress): Thread the connection, Addr what it did (Conn*) plus ConnSent if the program sent it, Args [bytes, stream offset]
 
-	kindLast = KindMapping
+	kindLast = KindConn
 )
 
 // SampleCost is how many units of a sample's cost (its Args[0]) make a
@@ -68,7 +69,18 @@ var kindNames = [...]string{
 	KindHostWakeup:   "host-wakeup",
 	KindHostMigrate:  "host-migrate",
 	KindMapping:      "mapping",
+	KindConn:         "conn",
 }
+
+// What a KindConn event's message did (its Addr), plus ConnSent when
+// the program sent it.
+const (
+	ConnOther = 0 // room given back either way
+	ConnOpen  = 1 // the connection opened (a client's, or the program's connect and its answer)
+	ConnData  = 2 // bytes (Args [bytes, offset])
+	ConnEnd   = 3 // an end: a shutdown, a close or a reset
+	ConnSent  = 256
+)
 
 // Kinds returns every kind this package knows, in key order.
 func Kinds() []Kind {

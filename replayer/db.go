@@ -16,6 +16,7 @@ import (
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/symtab"
 	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/door"
 )
 
 // ToDB replays o's tape with its probe plan and sampling and writes what
@@ -123,6 +124,18 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	}
 	if h.Linux != nil {
 		o.OnTrace = nil // no guest kernel, no trace ring
+		o.OnFrame = func(frame []byte, sent bool, pos vmm.Position, at time.Duration) error {
+			m, err := door.Parse(frame)
+			if err != nil {
+				return err
+			}
+			op := uint64(connOp[m.Op])
+			if sent {
+				op += eventdb.ConnSent
+			}
+			return in.Add(&eventdb.Event{Kind: eventdb.KindConn, Thread: m.Conn, Pos: eventdb.Position(pos), Time: at,
+				Addr: op, Args: []uint64{uint64(len(m.Data)), m.Offset}})
+		}
 	}
 	// The host view is whole only in a replay that reads the tape to its
 	// end: a segment that ends at a checkpoint stores none.
@@ -252,3 +265,7 @@ func traceEvent(r *TraceRecord) *eventdb.Event {
 	}
 	return e
 }
+
+// connOp is what a door message did, as the event DB keeps it.
+var connOp = map[door.Op]int{door.Open: eventdb.ConnOpen, door.Connect: eventdb.ConnOpen, door.Connected: eventdb.ConnOpen,
+	door.Data: eventdb.ConnData, door.Fin: eventdb.ConnEnd, door.Close: eventdb.ConnEnd, door.Reset: eventdb.ConnEnd}

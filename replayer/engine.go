@@ -210,7 +210,7 @@ func (e *engine) frames(ev *tape.Event) ([][]byte, error) {
 		e.consume()
 		rx = append(rx, next.Data)
 		if e.onFrame != nil {
-			if err := e.onFrame(next.Data, false, time.Duration(next.Value)); err != nil {
+			if err := e.onFrame(next.Data, false, vmm.Position{Exit: next.Pos.Exit, Branch: next.Pos.Branch}, time.Duration(next.Value)); err != nil {
 				return nil, err
 			}
 		}
@@ -275,7 +275,10 @@ func (e *engine) tap(on FrameHandler) func([]byte) error {
 	if on == nil {
 		return nil
 	}
-	return func(frame []byte) error { return on(frame, true, e.recordTime(e.m.Position())) }
+	return func(frame []byte) error {
+		pos := e.m.Position()
+		return on(frame, true, pos, e.recordTime(pos))
+	}
 }
 
 // input consumes the event that must answer the guest's input request at

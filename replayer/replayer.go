@@ -387,8 +387,9 @@ func (s *script) verifyRest() error {
 
 func (s *script) progress() (off int64, events uint64) { return s.off.Load(), s.events.Load() }
 
-// FrameHandler receives a frame the guest received or sent (Options.OnFrame).
-type FrameHandler func(frame []byte, sent bool, at time.Duration) error
+// FrameHandler receives a frame the guest received or sent
+// (Options.OnFrame), at a position and the recording's time of it.
+type FrameHandler func(frame []byte, sent bool, pos vmm.Position, at time.Duration) error
 
 // recordedNet is the network a recording had, as a replay's machine
 // takes it: there, with nothing opened (its frames are the tape's), or

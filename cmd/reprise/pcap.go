@@ -12,6 +12,7 @@ import (
 
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
+	"github.com/reprise-vm/reprise/vmm"
 	"github.com/reprise-vm/reprise/vmm/door"
 )
 
@@ -81,7 +82,7 @@ func writeDoorPcap(ctx context.Context, tapePath string, r *tape.Reader, w io.Wr
 	}
 	start, last := r.Header().Created, time.Duration(0)
 	_, err = replayer.Replay(ctx, replayer.Options{Tape: tapePath, Console: io.Discard,
-		OnFrame: func(frame []byte, sent bool, at time.Duration) error {
+		OnFrame: func(frame []byte, sent bool, _ vmm.Position, at time.Duration) error {
 			m, err := door.Parse(frame)
 			if err != nil {
 				return err

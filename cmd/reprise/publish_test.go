@@ -139,8 +139,59 @@ func TestPublishedGoServer(t *testing.T) {
 		replaysMatch(t, dir, s, replays)
 		if jitter == "0s" {
 			checkPcap(t, dir, s.tape)
+			checkTimeline(t, dir, s.tape)
 		}
 	}
+}
+
+// checkTimeline replays a TestPublishedGoServer recording into an event
+// DB and reads its timeline: a track per connection, a slice per request
+// as the server served it, the megabyte upload and download among them.
+func checkTimeline(t *testing.T, dir, tp string) {
+	db := filepath.Join(t.TempDir(), "db")
+	r := runCLIIn(t, dir, "replay", "-q", "--db", db, tp)
+	require.Zero(t, r.code, r.stderr)
+	trace := filepath.Join(t.TempDir(), "t.json")
+	r = runCLIIn(t, dir, "timeline", "--json", "-o", trace, db)
+	require.Zero(t, r.code, r.stderr)
+	b, err := os.ReadFile(trace)
+	require.NoError(t, err)
+	var tr struct {
+		TraceEvents []struct {
+			Ph, Name string
+			Pid, Tid int
+			Args     map[string]any
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &tr))
+	connPid, tracks := 0, 0
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "M" && e.Name == "process_name" && strings.HasPrefix(fmt.Sprint(e.Args["name"]), "connections of ") {
+			connPid = e.Pid
+		}
+	}
+	require.NotZero(t, connPid, "a process of the connections")
+	exchange := regexp.MustCompile(`^(\d+) B in, (\d+) B out$`)
+	requests, bigIn, bigOut := 0, false, false
+	for _, e := range tr.TraceEvents {
+		if e.Pid != connPid {
+			continue
+		}
+		if e.Ph == "M" && e.Name == "thread_name" {
+			tracks++
+		}
+		if m := exchange.FindStringSubmatch(e.Name); e.Ph == "X" && m != nil {
+			requests++
+			in, _ := strconv.Atoi(m[1])
+			out, _ := strconv.Atoi(m[2])
+			bigIn = bigIn || in > 1<<20
+			bigOut = bigOut || out > 1<<20
+		}
+	}
+	require.GreaterOrEqual(t, tracks, 6, "the four load connections, the blob's, the vanishing ones")
+	require.GreaterOrEqual(t, requests, 45, "every request the server answered, /quit's too")
+	require.True(t, bigIn, "the upload, a request of over a megabyte")
+	require.True(t, bigOut, "the blob, a reply of over a megabyte")
 }
 
 // checkPcap exports a TestPublishedGoServer recording's conversations and

@@ -71,6 +71,9 @@ func Load(db *eventdb.DB, run uint32) (*Run, error) {
 	if err := r.loadThreads(db, run); err != nil {
 		return nil, err
 	}
+	if err := r.loadConns(db, run); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -115,6 +118,12 @@ func (r *Run) Align(ref *Run) {
 	for _, ss := range r.CPUs {
 		for i := range ss {
 			shift(&ss[i].Span)
+		}
+	}
+	for _, c := range r.Conns {
+		shift(&c.Span)
+		for i := range c.Exchanges {
+			shift(&c.Exchanges[i].Span)
 		}
 	}
 }

@@ -151,6 +151,7 @@ type Run struct {
 	Current []Current          // the guest kernel's current thread over time (one vCPU)
 	Threads map[uint32]*Thread // by guest thread id
 	CPUs    map[uint32][]HostSlice
+	Conns   []*Conn // a Linux program's door connections, by first message
 	comms   map[uint32]string
 	// offset is added to this run's times to put them on another run's
 	// time line (Align).

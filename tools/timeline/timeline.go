@@ -1,8 +1,10 @@
 // Package timeline writes a run's states (package states) as a trace that
 // ui.perfetto.dev opens: one process per recorded VM with a track per vCPU
 // (RUNNING, VMM with its exit reason, IDLE, PREEMPTED) and per guest
-// thread (running, runnable), and a "host" process with a track per host
-// CPU showing which host thread ran.
+// thread (running, runnable), a process of a Linux program's connections
+// through published ports with a track each (a slice per request and its
+// reply), and a "host" process with a track per host CPU showing which
+// host thread ran.
 //
 // The format is Perfetto's own protobuf (TrackEvent, names interned),
 // which Perfetto loads at sizes where its importer of the legacy Chrome
@@ -78,6 +80,12 @@ func Write(w io.Writer, runs []*states.Run, o Options) (Stats, error) {
 		procs = append(procs, "VM "+r.Name)
 		tracks = append(tracks, vmTracks(i+1, r)...)
 	}
+	for _, r := range runs {
+		if len(r.Conns) > 0 {
+			procs = append(procs, "connections of "+r.Name)
+			tracks = append(tracks, connTracks(len(procs), r)...)
+		}
+	}
 	if len(runs) > 0 && runs[0].Sched {
 		procs = append(procs, "host")
 		tracks = append(tracks, hostTracks(len(procs), runs)...)
@@ -150,6 +158,23 @@ func vmTracks(pid int, r *states.Run) []track {
 			if iv.State != states.ThreadBlocked {
 				t.slices = append(t.slices, slice{iv.Span, iv.State.String()})
 			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// connTracks show a Linux program's door connections, one track each: a
+// slice per request and its reply, as the program served them.
+func connTracks(pid int, r *states.Run) []track {
+	var out []track
+	for _, c := range r.Conns {
+		t := track{pid: pid, tid: int(c.ID%(1<<31)) + 1, name: fmt.Sprintf("connection %d", c.ID)}
+		if c.ID >= 1<<31 {
+			t.name = fmt.Sprintf("outgoing connection %d", c.ID-1<<31)
+		}
+		for _, x := range c.Exchanges {
+			t.slices = append(t.slices, slice{x.Span, fmt.Sprintf("%d B in, %d B out", x.In, x.Out)})
 		}
 		out = append(out, t)
 	}
