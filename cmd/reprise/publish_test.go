@@ -310,9 +310,9 @@ func TestPublishRefusals(t *testing.T) {
 		"x:80":                "host port",
 		"8080:0":              "guest port",
 		"8080:70000":          "guest port",
-		"8080:80/udp":         "only tcp is published",
+		"8080:80/icmp":        "tcp or udp is published",
 		"nohost:8080:80":      "host address",
-		"[::1]:8080:80/sctp":  "only tcp",
+		"[::1]:8080:80/sctp":  "tcp or udp",
 		"127.0.0.1:8080:80:9": "host address",
 	} {
 		r := runCLIIn(t, dir, "run", "--publish", spec, "--", "/bin/true")
@@ -815,4 +815,80 @@ func TestEgress(t *testing.T) {
 	syn, err := exec.Command("tshark", "-r", pcap, "-Y", "tcp.flags.syn == 1 && tcp.flags.ack == 0", "-T", "fields", "-e", "ip.src").Output()
 	require.NoError(t, err)
 	require.Equal(t, strings.Repeat("10.0.2.15\n", 3), string(syn), "three connects, each a SYN from the program (two answered by a reset)")
+}
+
+// A UDP server behind a published UDP port: a host client's datagrams
+// reach it from 10.0.2.2 and its own port, its replies come back from the
+// published address, each datagram whole; a replay, with no socket,
+// serves them again; pcap writes them as UDP.
+func TestPublishedUDP(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "python3")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"echo.py": `import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.bind(("::", 5353))
+n = 0
+while True:
+    data, peer = s.recvfrom(65535)
+    if data == b"quit": break
+    n += 1
+    s.sendto(b"%d %s" % (n, data.upper()), peer)
+print("served", n, "from", peer[0])
+`})
+	hostPort := freePort(t)
+	tp := filepath.Join(t.TempDir(), "udp.tape")
+	cmd := exec.Command(reprise, "record", "-o", tp, "--publish", fmt.Sprintf("%d:5353/udp", hostPort), "--", "/usr/bin/python3", "echo.py")
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Start())
+	c, err := net.Dial("udp", fmt.Sprintf("127.0.0.1:%d", hostPort))
+	require.NoError(t, err)
+	defer c.Close()
+	buf := make([]byte, 70000)
+	ask := func(msg []byte, wait time.Duration) (string, error) {
+		if _, err := c.Write(msg); err != nil {
+			return "", err
+		}
+		c.SetReadDeadline(time.Now().Add(wait))
+		n, err := c.Read(buf)
+		return string(buf[:n]), err
+	}
+	var first string
+	untilServed(t, func() (err error) { first, err = ask([]byte("ping"), 200*time.Millisecond); return err }) // dropped until it binds
+	require.Regexp(t, `^\d+ PING$`, first)
+	var n int
+	fmt.Sscan(first, &n) // pings sent before it bound were dropped; late replies to others are read below
+	for {
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		k, err := c.Read(buf)
+		if err != nil {
+			break
+		}
+		fmt.Sscan(string(buf[:k]), &n)
+	}
+	for i := range 30 {
+		msg := fmt.Sprintf("datagram %d %s", i, strings.Repeat("x", i*1000))
+		got, err := ask([]byte(msg), 30*time.Second)
+		require.NoError(t, err, "datagram %d", i)
+		n++
+		require.Equal(t, fmt.Sprintf("%d %s", n, strings.ToUpper(msg)), got)
+	}
+	_, err = c.Write([]byte("quit"))
+	require.NoError(t, err)
+	require.NoError(t, cmd.Wait(), errb.String())
+	require.Equal(t, fmt.Sprintf("served %d from ::ffff:10.0.2.2\n", n), out.String())
+	for i := range 2 {
+		rep := runCLIIn(t, dir, "replay", tp)
+		require.Equal(t, out.String(), rep.stdout, "replay %d: %s", i, rep.stderr)
+		require.Contains(t, rep.stderr, "replay matched")
+	}
+	kvmtest.RequireTools(t, "tshark")
+	pcap := filepath.Join(t.TempDir(), "udp.pcap")
+	r := runCLIIn(t, dir, "pcap", tp, "-o", pcap)
+	require.Zero(t, r.code, r.stderr)
+	replies, err := exec.Command("tshark", "-r", pcap, "-Y", "udp.srcport == 5353", "-T", "fields", "-e", "ip.dst").Output()
+	require.NoError(t, err)
+	require.Equal(t, strings.Repeat("10.0.2.2\n", n), string(replies), "a reply for every datagram served")
 }

@@ -51,16 +51,20 @@ func (f *machineFlags) net(linuxProgram bool) (*vmm.NetConfig, error) {
 		return nil, nil
 	}
 	c := &vmm.NetConfig{}
-	hosts := map[netip.AddrPort]bool{}
+	type hostPort struct {
+		addr netip.AddrPort
+		udp  bool
+	}
+	hosts := map[hostPort]bool{}
 	for _, s := range f.publish {
 		p, err := netback.ParsePublish(s)
 		if err != nil {
 			return nil, &exitError{exitUsage, err}
 		}
-		if hosts[p.Host] {
+		if hosts[hostPort{p.Host, p.UDP}] {
 			return nil, &exitError{exitUsage, fmt.Errorf("--publish %q: host address %v published twice", s, p.Host)}
 		}
-		hosts[p.Host] = true
+		hosts[hostPort{p.Host, p.UDP}] = true
 		c.Publish = append(c.Publish, p)
 	}
 	for _, s := range f.egress {
@@ -87,7 +91,7 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.files, "file", nil, "HOST[:GUEST] a host file or directory a Linux program sees at GUEST (default: the same path); its contents are recorded by hash (repeatable)")
 	cmd.Flags().StringVar(&f.root, "root", "", "a host directory a Linux program sees as its root, read-only, its symbolic links resolved inside it as in a chroot (at most 4096 files and 1 GiB, read when it starts)")
 	cmd.Flags().StringVar(&f.keep, "keep-writes", "", "copy the files a Linux program created or changed into this directory when it ends (no symbolic link below it is followed)")
-	cmd.Flags().StringArrayVar(&f.publish, "publish", nil, "[HOSTADDR:]HOSTPORT:GUESTPORT[/tcp] publish a Linux program's TCP port: host clients connecting to HOSTADDR:HOSTPORT (default address 127.0.0.1) reach the program's GUESTPORT, their traffic recorded (repeatable)")
+	cmd.Flags().StringArrayVar(&f.publish, "publish", nil, "[HOSTADDR:]HOSTPORT:GUESTPORT[/tcp|/udp] publish a Linux program's TCP (default) or UDP port: host clients of HOSTADDR:HOSTPORT (default address 127.0.0.1) reach the program's GUESTPORT, their traffic recorded (repeatable)")
 	cmd.Flags().StringArrayVar(&f.egress, "egress", nil, "HOST:PORT a host TCP address a Linux program may connect to, its traffic recorded (repeatable; the host's 127.0.0.1 is 10.0.2.2 to the program); other host addresses are refused")
 	cmd.Flags().StringVar(&f.stdin, "stdin", "", "a host file a Linux program reads as its standard input (recorded by hash; default: empty)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")

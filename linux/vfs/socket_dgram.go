@@ -4,6 +4,8 @@ import (
 	"net/netip"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/vmm/door"
 )
 
 // Datagrams by address: a datagram socket not made in a pair sends to the
@@ -71,7 +73,7 @@ func (fs *FileSystem) sendUDP(s *Socket, b []byte, addr netip.AddrPort) (int, er
 	switch {
 	case len(b) > maxUDP:
 		return 0, unix.EMSGSIZE
-	case !Local(to):
+	case !Local(to) && !fs.door.Open:
 		return 0, unix.ENETUNREACH
 	case addr.Port() == 0:
 		return 0, unix.EINVAL
@@ -80,6 +82,10 @@ func (fs *FileSystem) sendUDP(s *Socket, b []byte, addr netip.AddrPort) (int, er
 		if err := fs.BindInet(s, netip.AddrPortFrom(wildcard(s.Family), 0), false); err != nil {
 			return 0, err
 		}
+	}
+	if !Local(to) { // through the door: a reply to a published UDP port's client, or lost
+		fs.door.send(door.Msg{Op: door.Datagram, Port: s.local.Port(), Peer: netip.AddrPortFrom(to.Unmap(), addr.Port()), Data: append([]byte(nil), b...)})
+		return len(b), nil
 	}
 	from := s.local.Addr()
 	if from.IsUnspecified() {
@@ -98,6 +104,21 @@ func (fs *FileSystem) sendUDP(s *Socket, b []byte, addr netip.AddrPort) (int, er
 		r.deliver(b, Sender{Addr: netip.AddrPortFrom(as(r.Family, src.Addr()), src.Port())})
 	}
 	return len(b), nil
+}
+
+// arriveDatagram delivers a datagram a host client sent a published UDP
+// port to the socket bound there (on 127.0.0.1, or ::1), from the client
+// as the program sees it; with none, or no room, it is dropped.
+func (fs *FileSystem) arriveDatagram(m door.Msg) {
+	r := fs.udpReceiver(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), m.Port))
+	if r == nil {
+		r = fs.udpReceiver(netip.AddrPortFrom(netip.IPv6Loopback(), m.Port))
+	}
+	if r == nil || r.shutRead || r.room() < len(m.Data)+msgOverhead ||
+		r.remote.IsValid() && r.remote.Addr().Unmap() != m.Peer.Addr() {
+		return
+	}
+	r.deliver(m.Data, Sender{Addr: netip.AddrPortFrom(as(r.Family, m.Peer.Addr()), m.Peer.Port())})
 }
 
 // udpReceiver is the UDP socket bound to addr, or to the wildcard of its

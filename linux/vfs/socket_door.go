@@ -152,6 +152,10 @@ func (fs *FileSystem) Arrive(m door.Msg, ino uint64) error {
 // an acknowledgement of bytes never sent) is an error: it came from a
 // damaged tape.
 func (fs *FileSystem) Deliver(m door.Msg) error {
+	if m.Op == door.Datagram {
+		fs.arriveDatagram(m)
+		return nil
+	}
 	s := fs.door.conns[m.Conn]
 	if s == nil {
 		return nil

@@ -13,6 +13,7 @@
 //	Open    port u16 | peer address [16]byte | peer port u16
 //	Connect port u16 | peer address [16]byte | peer port u16   (the guest's local port, where to)
 //	Connected —
+//	Datagram port u16 | peer address [16]byte | peer port u16 | bytes (0 … MaxData)   (a published UDP port's: the guest port, the client)
 //	Data    offset u64 | bytes (1 … MaxData)
 //	Sent    offset u64 | length u32 | SHA-256 prefix [16]byte   (Data's digest, as logged)
 //	Fin     —
@@ -62,10 +63,14 @@ const (
 	// that it was refused.
 	Connect
 	Connected
+	// Datagram: a UDP datagram through a published UDP port, from a
+	// client to the guest port or back (Port the guest's, Peer the
+	// client as the program sees it).
+	Datagram
 )
 
 var opNames = [...]string{Open: "open", Data: "data", Sent: "sent", Fin: "fin", Close: "close", Reset: "reset", Ack: "ack", Window: "window",
-	Connect: "connect", Connected: "connected"}
+	Connect: "connect", Connected: "connected", Datagram: "datagram"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) && opNames[o] != "" {
@@ -109,11 +114,14 @@ func (m *Msg) Encode() []byte {
 	b[0] = byte(m.Op)
 	binary.LittleEndian.PutUint32(b[1:], m.Conn)
 	switch m.Op {
-	case Open, Connect:
+	case Open, Connect, Datagram:
 		a := m.Peer.Addr().As16()
 		b = binary.LittleEndian.AppendUint16(b, m.Port)
 		b = append(b, a[:]...)
 		b = binary.LittleEndian.AppendUint16(b, m.Peer.Port())
+		if m.Op == Datagram {
+			b = append(b, m.Data...)
+		}
 	case Data:
 		b = binary.LittleEndian.AppendUint64(b, m.Offset)
 		b = append(b, m.Data...)
@@ -150,17 +158,25 @@ func Parse(b []byte) (Msg, error) {
 	m := Msg{Op: Op(b[0]), Conn: binary.LittleEndian.Uint32(b[1:])}
 	body := b[header:]
 	want := map[Op]int{Open: 20, Connect: 20, Connected: 0, Sent: 28, Fin: 0, Close: 0, Reset: 0, Ack: 4, Window: 4}
-	if m.Op == Data {
+	switch n, ok := want[m.Op]; {
+	case m.Op == Data:
 		if len(body) <= 8 || len(body) > 8+MaxData {
 			return Msg{}, fmt.Errorf("%w: data of %d bytes", ErrMalformed, len(body)-min(len(body), 8))
 		}
-	} else if n, ok := want[m.Op]; !ok || len(body) != n {
+	case m.Op == Datagram:
+		if len(body) < 20 || len(body) > 20+MaxData {
+			return Msg{}, fmt.Errorf("%w: a datagram of %d bytes", ErrMalformed, len(body)-min(len(body), 20))
+		}
+	case !ok || len(body) != n:
 		return Msg{}, fmt.Errorf("%w: %v with a body of %d bytes", ErrMalformed, m.Op, len(body))
 	}
 	switch m.Op {
-	case Open, Connect:
+	case Open, Connect, Datagram:
 		m.Port = binary.LittleEndian.Uint16(body)
-		m.Peer = netip.AddrPortFrom(netip.AddrFrom16([16]byte(body[2:18])).Unmap(), binary.LittleEndian.Uint16(body[18:]))
+		m.Peer = netip.AddrPortFrom(netip.AddrFrom16([16]byte(body[2:18])).Unmap(), binary.LittleEndian.Uint16(body[18:20]))
+		if m.Op == Datagram {
+			m.Data = body[20:]
+		}
 	case Data:
 		m.Offset, m.Data = binary.LittleEndian.Uint64(body), body[8:]
 	case Sent:
@@ -181,6 +197,8 @@ func (m Msg) String() string {
 		s += fmt.Sprintf(" to port %d from %v", m.Port, m.Peer)
 	case Connect:
 		s += fmt.Sprintf(" from port %d to %v", m.Port, m.Peer)
+	case Datagram:
+		s += fmt.Sprintf(" of %d bytes between port %d and %v", len(m.Data), m.Port, m.Peer)
 	case Data:
 		s += fmt.Sprintf(" of %d bytes at offset %d", len(m.Data), m.Offset)
 	case Sent:

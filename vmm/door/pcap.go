@@ -61,6 +61,9 @@ func (c *Capture) Write(m Msg, fromGuest bool, at time.Time) error {
 		k.hacked = 1
 		return c.each(at, syn, synAck, k.segment(false, layers.TCP{ACK: true}, nil))
 	}
+	if m.Op == Datagram {
+		return c.each(at, datagram(m, fromGuest))
+	}
 	if m.Op == Connect && fromGuest { // the program connects out: it is the one that SYNs
 		k := &capConn{host: m.Peer, guest: netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port), hisn: 1000 + m.Conn*7919, gisn: 5000 + m.Conn*104729}
 		c.conns[m.Conn] = k
@@ -125,6 +128,21 @@ func (k *capConn) segment(fromGuest bool, tcp layers.TCP, payload []byte) []gopa
 	tcp.SetNetworkLayerForChecksum(ip)
 	eth := &layers.Ethernet{SrcMAC: mac(srcMAC), DstMAC: mac(dstMAC), EthernetType: layers.EthernetTypeIPv4}
 	return []gopacket.SerializableLayer{eth, ip, &tcp, gopacket.Payload(payload)}
+}
+
+// datagram is a published UDP port's datagram between its client and the
+// machine.
+func datagram(m Msg, fromGuest bool) []gopacket.SerializableLayer {
+	guest := netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port)
+	src, dst, srcMAC, dstMAC := m.Peer, guest, abi.NetHostMAC, abi.NetGuestMAC
+	if fromGuest {
+		src, dst, srcMAC, dstMAC = guest, m.Peer, abi.NetGuestMAC, abi.NetHostMAC
+	}
+	ip := &layers.IPv4{Version: 4, TTL: 64, Protocol: layers.IPProtocolUDP, SrcIP: src.Addr().AsSlice(), DstIP: dst.Addr().AsSlice()}
+	udp := &layers.UDP{SrcPort: layers.UDPPort(src.Port()), DstPort: layers.UDPPort(dst.Port())}
+	udp.SetNetworkLayerForChecksum(ip)
+	eth := &layers.Ethernet{SrcMAC: mac(srcMAC), DstMAC: mac(dstMAC), EthernetType: layers.EthernetTypeIPv4}
+	return []gopacket.SerializableLayer{eth, ip, udp, gopacket.Payload(m.Data)}
 }
 
 func mac(v int) net.HardwareAddr {

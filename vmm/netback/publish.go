@@ -15,23 +15,31 @@ import (
 )
 
 // Publish is a published port: host clients connecting to Host reach the
-// program's port Guest (docker's -p HOSTADDR:HOSTPORT:GUESTPORT).
+// program's port Guest (docker's -p HOSTADDR:HOSTPORT:GUESTPORT), over
+// TCP, or UDP.
 type Publish struct {
 	Host  netip.AddrPort
 	Guest uint16
+	UDP   bool
 }
 
-func (p Publish) String() string { return fmt.Sprintf("%v:%d/tcp", p.Host, p.Guest) }
+func (p Publish) String() string {
+	proto := "tcp"
+	if p.UDP {
+		proto = "udp"
+	}
+	return fmt.Sprintf("%v:%d/%s", p.Host, p.Guest, proto)
+}
 
-// ParsePublish reads [HOSTADDR:]HOSTPORT:GUESTPORT[/tcp], the host
+// ParsePublish reads [HOSTADDR:]HOSTPORT:GUESTPORT[/tcp|/udp], the host
 // address 127.0.0.1 by default (an IPv6 one in brackets).
 func ParsePublish(s string) (Publish, error) {
 	bad := func(why string) (Publish, error) {
-		return Publish{}, fmt.Errorf("--publish %q: %s (want [HOSTADDR:]HOSTPORT:GUESTPORT[/tcp])", s, why)
+		return Publish{}, fmt.Errorf("--publish %q: %s (want [HOSTADDR:]HOSTPORT:GUESTPORT[/tcp|/udp])", s, why)
 	}
 	spec, proto, hasProto := strings.Cut(s, "/")
-	if hasProto && proto != "tcp" {
-		return bad("only tcp is published")
+	if hasProto && proto != "tcp" && proto != "udp" {
+		return bad("tcp or udp is published")
 	}
 	i := strings.LastIndex(spec, ":")
 	if i < 0 {
@@ -54,7 +62,7 @@ func ParsePublish(s string) (Publish, error) {
 	if err != nil {
 		return bad("host port: " + err.Error())
 	}
-	return Publish{Host: netip.AddrPortFrom(addr, hp), Guest: guest}, nil
+	return Publish{Host: netip.AddrPortFrom(addr, hp), Guest: guest, UDP: proto == "udp"}, nil
 }
 
 func port(s string) (uint16, error) {
@@ -83,6 +91,12 @@ type Door struct {
 	raise     func()
 	egress    map[netip.AddrPort]bool // the host addresses the program may connect to
 	listeners []net.Listener
+	// udp are the published UDP ports' sockets, by guest port, and
+	// clients each one's clients by the port the program sees them at.
+	udp     map[uint16]*net.UDPConn
+	clients map[uint16]map[uint16]netip.AddrPort // guarded by mu
+	// datagrams are the datagrams queued for the guest (MaxDatagrams).
+	datagrams int
 	slots     chan struct{} // one per open connection (MaxDoorConns)
 	done      chan struct{} // closed by Close
 	wg        sync.WaitGroup
@@ -126,26 +140,84 @@ func OpenDoor(pubs []Publish, egress []netip.AddrPort, raise func()) (*Door, err
 		d.egress[e] = true
 	}
 	d.cond = sync.NewCond(&d.mu)
+	d.udp, d.clients = map[uint16]*net.UDPConn{}, map[uint16]map[uint16]netip.AddrPort{}
+	var guests []uint16
 	for _, p := range pubs {
+		if p.UDP {
+			c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(p.Host))
+			if err != nil {
+				d.Close()
+				return nil, fmt.Errorf("publish %v: %w", p, err)
+			}
+			d.udp[p.Guest] = c
+			continue
+		}
 		l, err := net.Listen("tcp", p.Host.String())
 		if err != nil {
 			d.Close()
 			return nil, fmt.Errorf("publish %v: %w", p, err)
 		}
 		d.listeners = append(d.listeners, l)
+		guests = append(guests, p.Guest)
 	}
 	for i, l := range d.listeners {
 		d.wg.Add(1)
-		go d.accept(l, pubs[i].Guest)
+		go d.accept(l, guests[i])
+	}
+	for guest, c := range d.udp {
+		d.wg.Add(1)
+		go d.receive(c, guest)
 	}
 	return d, nil
 }
 
-// Addrs are the host addresses listened on (a port 0 chosen by the host).
+// MaxDatagrams bounds the datagrams queued for a guest that does not take
+// them: past it they are dropped, as a full socket buffer drops them.
+const MaxDatagrams = 1024
+
+// receive queues the datagrams host clients send a published UDP port;
+// each client is seen by the program at DoorPeer and its own port.
+func (d *Door) receive(c *net.UDPConn, guest uint16) {
+	defer d.wg.Done()
+	buf := make([]byte, door.MaxData)
+	for {
+		n, from, err := c.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return // closed
+		}
+		d.mu.Lock()
+		if d.datagrams < MaxDatagrams && !d.closed {
+			if d.clients[guest] == nil {
+				d.clients[guest] = map[uint16]netip.AddrPort{}
+			}
+			d.clients[guest][from.Port()] = from
+			d.datagrams++
+			d.push(door.Msg{Op: door.Datagram, Port: guest, Peer: netip.AddrPortFrom(DoorPeer, from.Port()), Data: append([]byte(nil), buf[:n]...)})
+		}
+		d.mu.Unlock()
+	}
+}
+
+// reply sends a datagram the program sent from a published UDP port back
+// to the client it names; one to anyone else is dropped (d.mu held).
+func (d *Door) reply(m door.Msg) {
+	c := d.udp[m.Port]
+	to, ok := d.clients[m.Port][m.Peer.Port()]
+	if c == nil || !ok || m.Peer.Addr() != DoorPeer {
+		return
+	}
+	c.WriteToUDPAddrPort(m.Data, to) // a datagram lost on the host is lost
+}
+
+// Addrs are the host addresses listened on, TCP then UDP (a port 0
+// chosen by the host).
 func (d *Door) Addrs() []net.Addr {
-	out := make([]net.Addr, len(d.listeners))
-	for i, l := range d.listeners {
-		out[i] = l.Addr()
+	var out []net.Addr
+	for _, l := range d.listeners {
+		out = append(out, l.Addr())
+	}
+	for _, c := range d.udp {
+		out = append(out, c.LocalAddr())
 	}
 	return out
 }
@@ -369,7 +441,9 @@ func (d *Door) Take(n int) []Frame {
 	n = min(n, len(d.queue))
 	out := make([]Frame, n)
 	for i, p := range d.queue[:n] {
-		if dc := d.conns[p.msg.Conn]; dc != nil {
+		if p.msg.Op == door.Datagram {
+			d.datagrams--
+		} else if dc := d.conns[p.msg.Conn]; dc != nil {
 			dc.forget(p)
 		}
 		out[i] = Frame{Data: p.msg.Encode(), At: p.at}
@@ -395,8 +469,12 @@ func (d *Door) Send(frame []byte) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if m.Op == door.Connect {
+	switch m.Op {
+	case door.Connect:
 		d.connect(m)
+		return nil
+	case door.Datagram:
+		d.reply(m)
 		return nil
 	}
 	dc := d.conns[m.Conn]
@@ -441,6 +519,9 @@ func (d *Door) Close() error {
 	var errs []error
 	for _, l := range d.listeners {
 		errs = append(errs, l.Close())
+	}
+	for _, c := range d.udp {
+		errs = append(errs, c.Close())
 	}
 	d.wg.Wait()
 	return errors.Join(errs...)
