@@ -289,7 +289,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		}
 	}
 	k.fr, k.shm = mm.NewFrames(ram, k.m.DropTranslations), map[*node]*mm.Object{}
-	init := &process{pid: pid, pgid: pid, sid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022}
+	init := &process{pid: pid, pgid: pid, sid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022, cred: credsOf(k.prog.User)}
 	k.budget[processCount] = 1 // init
 	if err := k.initXSave(); err != nil {
 		return err

@@ -808,6 +808,32 @@ func TestTCP(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "tcp.c", "-static", "-O1"), "tcp", time.Millisecond)
 }
 
+// A process starting as root drops to nobody as servers do, and is held
+// to it as on Linux: its ids and groups after each call, root refused
+// back, root's files and directories closed to it, root's processes not
+// its to signal, its files its own, a fork inheriting it — the host's
+// output (run as root), live, recorded and replayed (every set*id call
+// but to the ids it had was EPERM, even for root).
+func TestCredentials(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the program starts as root and drops to nobody (CI runs as root)")
+	}
+	const dir = "/tmp/reprise-creds"
+	require.NoError(t, os.RemoveAll(dir))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for path, mode := range map[string]os.FileMode{dir: 0o711, dir + "/closed": 0o700, dir + "/open": 0o777} {
+		require.NoError(t, os.MkdirAll(path, 0o700))
+		require.NoError(t, os.Chmod(path, mode))
+	}
+	require.NoError(t, os.WriteFile(dir+"/secret", []byte("root's\n"), 0o600))
+	bin := build(t, "gcc", "creds.c", "-static", "-O1")
+	want, err := exec.Command(bin).Output()
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(dir+"/open/mine")) // the host run's: the program must not find it
+	require.Contains(t, string(want), "dropped: uid 65534 65534 65534")
+	prints(t, bin, "creds", string(want), time.Millisecond)
+}
+
 // Datagrams by address are Linux's: UDP over the loopback (a sender
 // bound on its first send, recvfrom's sender, connect as default
 // destination and filter, ECONNREFUSED after a connected socket's

@@ -204,7 +204,7 @@ type initialStack struct {
 	random      [randomBytes]byte
 	hwcap       uint64
 	minSigStack uint64 // AT_MINSIGSTKSZ (sigStackSize)
-	user        User   // AT_UID, AT_GID and their effective twins
+	cred        creds  // AT_UID, AT_EUID, AT_GID, AT_EGID
 }
 
 const (
@@ -262,7 +262,7 @@ func stackImage(as *mm.Space, top uint64, x *executable, s *initialStack) (uint6
 	auxv := []uint64{
 		atMINSIGSTKSZ, s.minSigStack, atHWCAP, s.hwcap, atPAGESZ, pageSize, atCLKTCK, 100,
 		atPHDR, x.phdr, atPHENT, 56, atPHNUM, uint64(x.phnum), atBASE, x.interpBase,
-		atFLAGS, 0, atENTRY, x.entry, atUID, uint64(s.user.UID), atEUID, uint64(s.user.UID), atGID, uint64(s.user.GID), atEGID, uint64(s.user.GID),
+		atFLAGS, 0, atENTRY, x.entry, atUID, uint64(s.cred.uid), atEUID, uint64(s.cred.euid), atGID, uint64(s.cred.gid), atEGID, uint64(s.cred.egid),
 		atSECURE, 0, atRANDOM, rnd, atHWCAP2, 0, atEXECFN, fn, atPLATFORM, plat, atNull, 0,
 	}
 	nwords := 1 + len(s.argv) + 1 + len(s.envp) + 1 + len(auxv)

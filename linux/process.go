@@ -39,6 +39,7 @@ type process struct {
 	timer      realTimer // alarm, setitimer (alarm.go)
 	// timers are its POSIX timers by id (sys_timer.go).
 	timers map[int]*posixTimer
+	cred   creds // who it is (cred.go)
 }
 
 // proc is the running thread's process.
@@ -76,7 +77,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
 	stack := &initialStack{execfn: execfn, argv: argv, envp: envp, random: k.random(p),
-		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes()), user: k.prog.User}
+		hwcap: hwcap(k.m), minSigStack: sigStackSize(k.xsave.frameBytes()), cred: p.cred}
 	sp, err = stackImage(as, userTop, x, stack)
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
@@ -168,7 +169,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err != nil {
 		return nil, memErr(err)
 	}
-	child := &process{parent: parent, pgid: parent.pgid, sid: parent.sid, args: parent.args, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions}
+	child := &process{parent: parent, pgid: parent.pgid, sid: parent.sid, args: parent.args, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions, cred: parent.cred.clone()}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0
@@ -288,7 +289,7 @@ func (k *Kernel) childInfo(c *process) [128]byte {
 		code, status = cldKill, c.status&0x7f
 	}
 	info := k.siginfo(uint64(unix.SIGCHLD), code, uint64(c.pid))
-	binary.LittleEndian.PutUint32(info[20:], k.prog.User.UID)
+	binary.LittleEndian.PutUint32(info[20:], c.cred.uid)
 	binary.LittleEndian.PutUint32(info[24:], uint32(status))
 	return info
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/linux/vfs"
+	"github.com/reprise-vm/reprise/tape"
 )
 
 // A process in a checkpoint (save_restore.go): what it shares with others
@@ -31,6 +32,10 @@ type savedProc struct {
 	Timers     map[int]savedTimer // POSIX timers by id
 	Pgid, Sid  int
 	Args       [3]uint64
+	// IDs are its real, effective and saved user and group ids; Groups
+	// its supplementary groups.
+	IDs    [6]uint32
+	Groups []uint32
 }
 
 // savedTimer is a POSIX timer.
@@ -53,7 +58,8 @@ func (sv *saver) proc(p *process) int {
 	i := len(sv.s.Procs)
 	sv.procs[p] = i
 	sv.s.Procs = append(sv.s.Procs, savedProc{})
-	sp := savedProc{PID: p.pid, Parent: -1, Cwd: -1, Umask: p.umask, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
+	c := p.cred
+	sp := savedProc{IDs: [6]uint32{c.uid, c.euid, c.suid, c.gid, c.egid, c.sgid}, Groups: c.groups, PID: p.pid, Parent: -1, Cwd: -1, Umask: p.umask, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
 		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: sv.FDs(p.fds), Subreaper: p.subreaper,
 		Pgid: p.pgid, Sid: p.sid, Args: p.args}
 	for sig, a := range p.sigactions {
@@ -106,6 +112,9 @@ func checkProc(s *savedKernel, p *savedProc) error {
 	if !index(p.Cwd, len(s.Nodes)) || p.Cwd >= 0 && !s.Nodes[p.Cwd].Dir {
 		return fmt.Errorf("working directory %d of %d files", p.Cwd, len(s.Nodes))
 	}
+	if len(p.Groups) > tape.MaxGroups {
+		return fmt.Errorf("%d groups", len(p.Groups))
+	}
 	if len(p.Timers) > maxTimers {
 		return fmt.Errorf("%d timers", len(p.Timers))
 	}
@@ -122,7 +131,8 @@ func checkProc(s *savedKernel, p *savedProc) error {
 // allocated already (restorer.procs).
 func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
 	*p = process{pid: sp.PID, pgid: sp.Pgid, sid: sp.Sid, args: sp.Args, umask: sp.Umask & 0o777, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
-		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery}}
+		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery},
+		cred: creds{sp.IDs[0], sp.IDs[1], sp.IDs[2], sp.IDs[3], sp.IDs[4], sp.IDs[5], sp.Groups}}
 	if sp.Parent >= 0 {
 		p.parent = r.procs[sp.Parent]
 	}

@@ -250,8 +250,8 @@ func (t *thread) fdLink(f *openFile) *node {
 	if f.Writable() {
 		mode |= 0o200
 	}
-	u := t.k.prog.User
-	return &node{Mode: mode, Link: t.fdTarget(f), UID: u.UID, GID: u.GID}
+	c := t.proc.cred
+	return &node{Mode: mode, Link: t.fdTarget(f), UID: c.euid, GID: c.egid}
 }
 
 // procMaps is /proc/self/maps: each range of the address space with its
@@ -423,7 +423,7 @@ func (t *thread) procStatm() []byte {
 // the signal state of the calling thread, in Linux's layout (the fields
 // programs read; no memory figures).
 func (t *thread) procStatus() []byte {
-	p, u, name := t.proc, t.k.prog.User, t.comm
+	p, c, name := t.proc, t.proc.cred, t.comm
 	ppid, threads := 0, p.live
 	if p.parent != nil {
 		ppid = p.parent.pid
@@ -432,8 +432,8 @@ func (t *thread) procStatus() []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Name:\t%s\nUmask:\t%04o\nState:\tR (running)\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n",
 		name, p.umask, p.pid, p.pid, ppid)
-	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nFDSize:\t64\nGroups:\t", u.UID, u.UID, u.UID, u.UID, u.GID, u.GID, u.GID, u.GID)
-	for _, g := range u.Groups {
+	fmt.Fprintf(&b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\nFDSize:\t64\nGroups:\t", c.uid, c.euid, c.suid, c.euid, c.gid, c.egid, c.sgid, c.egid)
+	for _, g := range c.groups {
 		fmt.Fprintf(&b, "%d ", g)
 	}
 	b.WriteString("\n")

@@ -85,6 +85,16 @@ func (t *thread) kill(id int64, sig uint64, toThread bool) (uint64, error) {
 	if len(targets) == 0 {
 		return 0, unix.ESRCH
 	}
+	// Only those it may signal (kill_ok_by_cred): EPERM if none.
+	allowed := targets[:0]
+	for _, o := range targets {
+		if t.proc.cred.maySignal(o.proc.cred) {
+			allowed = append(allowed, o)
+		}
+	}
+	if targets = allowed; len(targets) == 0 {
+		return 0, unix.EPERM
+	}
 	if sig == 0 {
 		return 0, nil
 	}
@@ -108,7 +118,7 @@ func (k *Kernel) siginfo(sig uint64, code int32, word uint64) [128]byte {
 	binary.LittleEndian.PutUint32(b[8:], uint32(code))
 	binary.LittleEndian.PutUint64(b[16:], word)
 	if code == siTkill || code == siUser {
-		binary.LittleEndian.PutUint32(b[20:], k.prog.User.UID)
+		binary.LittleEndian.PutUint32(b[20:], k.current().proc.cred.uid) // the sender's real user
 	}
 	return b
 }

@@ -5,95 +5,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/reprise-vm/reprise/tape"
 )
 
-// The identity a program runs under: the recording user's uid and gid
-// (Program.User), no capabilities, one CPU. The calls that change it
-// accept what an unprivileged process may do on Linux (keep its ids, drop
-// nothing it has) and refuse the rest with EPERM.
-
-// An idOf is one of the program's ids: its user's or its group's.
-type idOf func(User) uint32
-
-func userID(u User) uint32  { return u.UID }
-func groupID(u User) uint32 { return u.GID }
-
-// getID is getuid, geteuid, getgid or getegid.
-func getID(id idOf) handler {
-	return func(t *thread, _ args) (uint64, error) { return uint64(id(t.k.prog.User)), nil }
-}
-
-// setIDs is setuid/setgid (one id), setreuid/setregid (two) or
-// setresuid/setresgid (three): each must be the one the program has, or
-// -1 (unchanged) where more than one is given.
-func setIDs(have idOf, n int) handler {
-	return func(t *thread, a args) (uint64, error) {
-		for _, id := range a[:n] {
-			if id := uint32(id); (id != ^uint32(0) || n == 1) && id != have(t.k.prog.User) {
-				return 0, unix.EPERM
-			}
-		}
-		return 0, nil
-	}
-}
-
-// sysGetgroups writes the user's supplementary groups: their count for a
-// size of 0, EINVAL for a list too short.
-func sysGetgroups(t *thread, a args) (uint64, error) {
-	groups := t.k.prog.User.Groups
-	switch size := int32(a[0]); {
-	case size < 0:
-		return 0, unix.EINVAL
-	case size == 0:
-		return uint64(len(groups)), nil
-	case int(size) < len(groups):
-		return 0, unix.EINVAL
-	}
-	b := make([]byte, 4*len(groups))
-	for i, g := range groups {
-		binary.LittleEndian.PutUint32(b[4*i:], g)
-	}
-	return uint64(len(groups)), memErr(t.proc.as.Write(a[1], b))
-}
-
-// sysSetgroups: changing groups takes CAP_SETGID, which only root has
-// here (EPERM otherwise, as Linux); root may set the groups it has, not
-// others (the program's identity is the recording user's: EPERM).
-func sysSetgroups(t *thread, a args) (uint64, error) {
-	u := t.k.prog.User
-	switch size := int32(a[0]); {
-	case size < 0 || size > tape.MaxGroups:
-		return 0, unix.EINVAL
-	case u.UID != 0 || int(size) != len(u.Groups):
-		return 0, unix.EPERM
-	}
-	b := make([]byte, 4*len(u.Groups))
-	if err := t.proc.as.Read(a[1], b); err != nil {
-		return 0, memErr(err)
-	}
-	for i, g := range u.Groups {
-		if binary.LittleEndian.Uint32(b[4*i:]) != g {
-			return 0, unix.EPERM
-		}
-	}
-	return 0, nil
-}
-
-// getIDs is getresuid or getresgid: real, effective and saved, all one.
-func getIDs(id idOf) handler {
-	return func(t *thread, a args) (uint64, error) {
-		var b [4]byte
-		binary.LittleEndian.PutUint32(b[:], id(t.k.prog.User))
-		for _, va := range a[:3] {
-			if err := t.proc.as.Write(va, b[:]); err != nil {
-				return 0, memErr(err)
-			}
-		}
-		return 0, nil
-	}
-}
+// The identity calls (ids, groups) are cred.go's; here the
+// capabilities, and the calls about the CPU and time a program asks.
 
 // The capability header's versions (linux/capability.h): v1 has one
 // 32-bit set of each kind, v2 and v3 two.

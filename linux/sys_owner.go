@@ -53,7 +53,7 @@ func (t *thread) chownFile(f *openFile, owner, group uint64) error {
 // 32-bit value) leaves one as it is.
 func (t *thread) chown(n *node, owner, group uint64) error {
 	const same = 1<<32 - 1
-	u := t.k.prog.User
+	u := t.proc.cred.user()
 	owner, group = owner&same, group&same
 	switch {
 	case u.UID == 0:

@@ -87,8 +87,8 @@ func tcpType(typ, proto uint64) error {
 
 // cred is who t's process is, as SO_PEERCRED says: pid, uid, gid.
 func (t *thread) cred() [3]uint32 {
-	u := t.k.prog.User
-	return [3]uint32{uint32(t.proc.pid), u.UID, u.GID}
+	c := t.proc.cred
+	return [3]uint32{uint32(t.proc.pid), c.euid, c.egid}
 }
 
 // sockFlags are the flags socket and socketpair take in their type.
@@ -681,7 +681,7 @@ func sysBind(t *thread, a args) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		return 0, t.k.fs.BindInet(s, addr, t.k.prog.User.UID == 0)
+		return 0, t.k.fs.BindInet(s, addr, t.proc.cred.root())
 	}
 	if a[2] == 2 {
 		return 0, t.autobind(s)

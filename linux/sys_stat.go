@@ -33,12 +33,12 @@ type attrs struct {
 // attrsOf describes an open file or a node (f nil).
 func (k *Kernel) attrsOf(f *openFile, n *node) attrs {
 	if s := socketOf(f); s != nil {
-		return attrs{dev: sockDev, ino: s.Ino(), nlink: 1, mode: unix.S_IFSOCK | 0o777, uid: k.prog.User.UID, gid: k.prog.User.GID}
+		return attrs{dev: sockDev, ino: s.Ino(), nlink: 1, mode: unix.S_IFSOCK | 0o777, uid: k.proc().cred.euid, gid: k.proc().cred.egid}
 	}
 	if f != nil && f.IsStream() {
 		// A pipe, as when a program's output is piped on the host: the C
 		// library buffers it the same way.
-		return attrs{dev: pipeDev, ino: f.StreamIno(), nlink: 1, mode: unix.S_IFIFO | 0o600, uid: k.prog.User.UID, gid: k.prog.User.GID}
+		return attrs{dev: pipeDev, ino: f.StreamIno(), nlink: 1, mode: unix.S_IFIFO | 0o600, uid: k.proc().cred.euid, gid: k.proc().cred.egid}
 	}
 	if f != nil {
 		n = f.Node()

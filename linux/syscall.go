@@ -35,6 +35,7 @@ func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 	a := args{r.RDI, r.RSI, r.RDX, r.R10, r.R8, r.R9}
 	clear(a[sc.nargs:])
 	t := k.current()
+	t.useCreds()
 	k.fs.Forget(k.pinned) // between calls: none holds a node it found
 	ret, err := sc.fn(t, a)
 	if k.trace != nil {

@@ -110,24 +110,24 @@ var syscalls = map[uint64]sysCall{
 	unix.SYS_GETRLIMIT:         {"getrlimit", 2, sysGetrlimit},                // 97
 	unix.SYS_GETRUSAGE:         {"getrusage", 2, sysGetrusage},                // 98
 	unix.SYS_SYSINFO:           {"sysinfo", 1, sysSysinfo},                    // 99
-	unix.SYS_GETUID:            {"getuid", 0, getID(userID)},                  // 102
-	unix.SYS_GETGID:            {"getgid", 0, getID(groupID)},                 // 104
-	unix.SYS_SETUID:            {"setuid", 1, setIDs(userID, 1)},              // 105
-	unix.SYS_SETGID:            {"setgid", 1, setIDs(groupID, 1)},             // 106
-	unix.SYS_GETEUID:           {"geteuid", 0, getID(userID)},                 // 107
-	unix.SYS_GETEGID:           {"getegid", 0, getID(groupID)},                // 108
+	unix.SYS_GETUID:            {"getuid", 0, getID(userIDs, false)},          // 102
+	unix.SYS_GETGID:            {"getgid", 0, getID(groupIDs, false)},         // 104
+	unix.SYS_SETUID:            {"setuid", 1, setID(userIDs)},                 // 105
+	unix.SYS_SETGID:            {"setgid", 1, setID(groupIDs)},                // 106
+	unix.SYS_GETEUID:           {"geteuid", 0, getID(userIDs, true)},          // 107
+	unix.SYS_GETEGID:           {"getegid", 0, getID(groupIDs, true)},         // 108
 	unix.SYS_SETPGID:           {"setpgid", 2, sysSetpgid},                    // 109
 	unix.SYS_GETPPID:           {"getppid", 0, sysGetppid},                    // 110
 	unix.SYS_GETPGRP:           {"getpgrp", 0, sysGetpgrp},                    // 111
 	unix.SYS_SETSID:            {"setsid", 0, sysSetsid},                      // 112
-	unix.SYS_SETREUID:          {"setreuid", 2, setIDs(userID, 2)},            // 113
-	unix.SYS_SETREGID:          {"setregid", 2, setIDs(groupID, 2)},           // 114
+	unix.SYS_SETREUID:          {"setreuid", 2, setreIDs(userIDs)},            // 113
+	unix.SYS_SETREGID:          {"setregid", 2, setreIDs(groupIDs)},           // 114
 	unix.SYS_GETGROUPS:         {"getgroups", 2, sysGetgroups},                // 115
 	unix.SYS_SETGROUPS:         {"setgroups", 2, sysSetgroups},                // 116
-	unix.SYS_SETRESUID:         {"setresuid", 3, setIDs(userID, 3)},           // 117
-	unix.SYS_GETRESUID:         {"getresuid", 3, getIDs(userID)},              // 118
-	unix.SYS_SETRESGID:         {"setresgid", 3, setIDs(groupID, 3)},          // 119
-	unix.SYS_GETRESGID:         {"getresgid", 3, getIDs(groupID)},             // 120
+	unix.SYS_SETRESUID:         {"setresuid", 3, setresIDs(userIDs)},          // 117
+	unix.SYS_GETRESUID:         {"getresuid", 3, getIDs(userIDs)},             // 118
+	unix.SYS_SETRESGID:         {"setresgid", 3, setresIDs(groupIDs)},         // 119
+	unix.SYS_GETRESGID:         {"getresgid", 3, getIDs(groupIDs)},            // 120
 	unix.SYS_GETPGID:           {"getpgid", 1, sysGetpgid},                    // 121
 	unix.SYS_GETSID:            {"getsid", 1, sysGetsid},                      // 124
 	unix.SYS_CAPGET:            {"capget", 2, sysCapget},                      // 125
