@@ -23,7 +23,7 @@ type FileSystem struct {
 	// ports are the internet sockets bound, by port.
 	abstract map[string]*Socket
 	ports    map[uint16][]*Socket
-	door     Door // the published ports' connections
+	door     doorSide // the published ports' connections
 	clock    func() int64
 	magic    Magic
 	// forgotAt is the nodes held when forgetting last fell short

@@ -73,7 +73,7 @@ func (fs *FileSystem) sendUDP(s *Socket, b []byte, addr netip.AddrPort) (int, er
 	switch {
 	case len(b) > maxUDP:
 		return 0, unix.EMSGSIZE
-	case !Local(to) && !fs.door.Open:
+	case !Local(to) && !fs.door.open:
 		return 0, unix.ENETUNREACH
 	case addr.Port() == 0:
 		return 0, unix.EINVAL

@@ -19,19 +19,19 @@ import (
 // than its capacity, and its sends wait for the host's acknowledgements
 // as they would for a peer's buffer.
 
-// Door is the guest side of the machine's published ports and egress.
-type Door struct {
-	// Open says the machine has a door: a connection to a host address
+// doorSide is the guest side of the machine's published ports and egress.
+type doorSide struct {
+	// open says the machine has a door: a connection to a host address
 	// goes through it (the host allows or refuses it) rather than being
 	// unreachable.
-	Open   bool
+	open   bool
 	conns  map[uint32]*Socket
 	outbox []door.Msg
 }
 
 // outside is a door connection's state on its socket.
 type outside struct {
-	door *Door
+	door *doorSide
 	conn uint32
 	sent uint64 // bytes sent so far: the offset of the next
 	// unacked are bytes sent the host has not acknowledged writing;
@@ -42,8 +42,9 @@ type outside struct {
 	connecting, waiting bool
 }
 
-// SetDoor says whether the machine has a door (Door.Open).
-func (fs *FileSystem) SetDoor(open bool) { fs.door.Open = open }
+// SetDoor says whether the machine has a door: whether a connection to
+// a host address goes through it.
+func (fs *FileSystem) SetDoor(open bool) { fs.door.open = open }
 
 // egressBit marks the connections the program opens, apart from those
 // host clients open (netback.EgressConnBit).
@@ -113,7 +114,7 @@ func (fs *FileSystem) TakeOutbox() []door.Msg {
 	return out
 }
 
-func (d *Door) send(m door.Msg) { d.outbox = append(d.outbox, m) }
+func (d *doorSide) send(m door.Msg) { d.outbox = append(d.outbox, m) }
 
 // Arrive is an Open message: a host client connected to the program's
 // port. The connection waits in the backlog of the socket listening there

@@ -201,7 +201,7 @@ func (fs *FileSystem) ConnectInet(s *Socket, addr netip.AddrPort, nonblocking bo
 		return nil, unix.EISCONN
 	case s.listening:
 		return nil, unix.EINVAL
-	case !Local(to) && fs.door.Open && s.Stream():
+	case !Local(to) && fs.door.open && s.Stream():
 		return nil, fs.ConnectOut(s, addr, nonblocking)
 	case !Local(to):
 		return nil, unix.ENETUNREACH
