@@ -3,6 +3,7 @@ package linux_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/reprise-vm/reprise/internal/cprog"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/linux/vfs"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/tape"
@@ -806,6 +808,17 @@ func TestUnixSockets(t *testing.T) {
 // live, recorded and replayed (every internet socket was EAFNOSUPPORT).
 func TestTCP(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "tcp.c", "-static", "-O1"), "tcp", time.Millisecond)
+}
+
+// A program opening sockets in a loop meets an errno, not the VMM's
+// memory: every socket charges its buffer's capacity to the socket budget
+// (vfs.MaxSocketBytes), so the 1 261st fails with ENOBUFS — before the
+// descriptor table's bound — and once closed they can be opened again.
+// Recorded and replayed like any other program.
+func TestSocketFlood(t *testing.T) {
+	bin := build(t, "gcc", "socketflood.c", "-static", "-O1")
+	want := fmt.Sprintf("stopped after %d sockets: ENOBUFS\nagain: 0\n", vfs.MaxSocketBytes/vfs.SocketCapacity)
+	prints(t, bin, "socketflood", want, time.Millisecond)
 }
 
 // A process starting as root drops to nobody as servers do, and is held
