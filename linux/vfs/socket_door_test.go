@@ -153,3 +153,9 @@ func TestDoorEgress(t *testing.T) {
 	require.Equal(t, unix.ECONNREFUSED, r.TakeError())
 	require.Zero(t, r.TakeError(), "told once")
 }
+
+// The door's window each way is a socket's receive buffer: the host side
+// never gives the guest more than one holds.
+func TestDoorRoomIsASocketBuffer(t *testing.T) {
+	require.Equal(t, SocketCapacity, door.Room)
+}
