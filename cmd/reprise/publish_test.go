@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -24,7 +25,9 @@ import (
 
 	"github.com/reprise-vm/reprise/internal/cprog"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/tools/lockstat"
+	"github.com/reprise-vm/reprise/vmm/door"
 )
 
 // freePort is a host TCP port nothing listens on (the host's choice).
@@ -897,4 +900,66 @@ print("served", n, "from", peer[0])
 	replies, err := exec.Command("tshark", "-r", pcap, "-Y", "udp.srcport == 5353", "-T", "fields", "-e", "ip.dst").Output()
 	require.NoError(t, err)
 	require.Equal(t, strings.Repeat("10.0.2.2\n", n), string(replies), "a reply for every datagram served")
+}
+
+// A tape is as untrusted as a guest: a door message a replay cannot parse
+// (a received frame cut short) ends the replay with an error naming it;
+// one replaced by a message for no connection is dropped, as TCP drops a
+// segment for none, and the replay diverges where the recording answered
+// the real one — never a crash.
+func TestForgedDoorMessages(t *testing.T) {
+	kvmtest.Require(t)
+	dir := t.TempDir()
+	s := recordServed(t, dir, "0s", 8080, true, []string{"--", "/bin/sh", "-c", "sleep 2; echo slept"}, func(addr string) string {
+		var c net.Conn
+		untilServed(t, func() (err error) { c, err = net.Dial("tcp", addr); return err })
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		c.Read(make([]byte, 1)) // reset: nothing listens
+		c.Close()
+		return ""
+	})
+	require.Zero(t, s.rec.code, s.rec.stderr)
+	for name, forge := range map[string]struct {
+		edit func([]byte) []byte
+		want string
+	}{
+		"cut short": {func(b []byte) []byte { return b[:3] }, "door message 1 of 1: malformed door message: 3 bytes"},
+		"replaced": {func(b []byte) []byte {
+			m, err := door.Parse(b)
+			require.NoError(t, err)
+			w := door.Msg{Op: door.Window, Conn: m.Conn, N: 1}
+			return w.Encode()
+		}, "(net-tx at exit "},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, err := tape.Open(s.tape)
+			require.NoError(t, err)
+			defer r.Close()
+			var out bytes.Buffer
+			w, err := tape.NewWriter(&out, r.Header())
+			require.NoError(t, err)
+			forged := 0
+			for {
+				e, err := r.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				require.NoError(t, err)
+				if e.Kind == tape.KindNetRX {
+					e.Data = forge.edit(e.Data)
+					forged++
+				}
+				require.NoError(t, w.Append(e))
+			}
+			require.NoError(t, w.Close())
+			require.Equal(t, 1, forged, "the client's one connection")
+			tp := filepath.Join(t.TempDir(), "forged.tape")
+			require.NoError(t, os.WriteFile(tp, out.Bytes(), 0o644))
+			rep := runCLIIn(t, dir, "replay", tp)
+			require.NotZero(t, rep.code, rep.stderr)
+			require.NotContains(t, rep.stderr, "panic")
+			require.Contains(t, rep.stderr, forge.want)
+			require.NotContains(t, rep.stderr, "replay matched")
+		})
+	}
 }
