@@ -15,7 +15,7 @@ type Kind uint8
 const (
 	KindProbeEntry   Kind = 1 // a probe's entry hit, with arguments
 	KindProbeReturn  Kind = 2 // a return probe's hit, with the return value(s)
-	KindSample       Kind = 3 // RIP and frame-pointer stack of the current thread; a deterministic sample's Args [cost]: SampleCost
+	KindSample       Kind = 3 // RIP and frame-pointer stack of the current thread; a deterministic sample's Args [cost]: SampleCost; a timed one taken in the VMM Args [0, SampleSystem]
 	KindSwitch       Kind = 4 // guest context switch: Thread stops, Addr starts
 	KindThreadCreate Kind = 5 // guest thread created (Args: the kernel's payload)
 	KindThreadExit   Kind = 6 // guest thread exited
@@ -44,6 +44,10 @@ const (
 // count to the next: a count may stand for one instruction or a
 // thousand), in quarter cycles; a timed sample carries none.
 const SampleCost = 4
+
+// SampleSystem marks a timed sample taken while the VMM served the
+// program (Args[1]): its system calls and faults, perf's kernel time.
+const SampleSystem = 1
 
 // KindHypervisor codes (Event.Addr) and what Args[0] holds.
 const (

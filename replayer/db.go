@@ -109,8 +109,11 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 			thread = currentThread(mem, tidSym, haveTID)
 		}
 		var cost []uint64
-		if s.Cost > 0 {
+		switch {
+		case s.Cost > 0:
 			cost = []uint64{uint64(math.Round(s.Cost * eventdb.SampleCost))}
+		case s.System:
+			cost = []uint64{0, eventdb.SampleSystem}
 		}
 		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: thread,
 			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack, Args: cost})

@@ -35,6 +35,12 @@ type Sample struct {
 	// cost), since a count may stand for one instruction or a thousand.
 	// 0 for a timed sample, which stands for its period.
 	Cost float64
+	// System: a timed sample whose time came while the VMM served an
+	// exit (a Linux program's system call or fault) rather than the
+	// guest running — what perf counts as kernel time: the vCPU was out
+	// of KVM_RUN when it was due, or (a Linux program) stands just after
+	// a SYSCALL instruction.
+	System bool
 }
 
 // SampleHandler receives each sample with the guest's memory.
@@ -49,6 +55,7 @@ type sampler struct {
 	next   uint64 // branch count of the next deterministic sample (NoBranchTarget: none)
 	period time.Duration
 	due    atomic.Bool // a timed sample was asked for
+	system atomic.Bool // ...while the vCPU was out of the guest
 	on     SampleHandler
 	linux  *linuxProbes // a Linux program's: its stacks are unwound by its files' CFI
 	cost   *cost.Model  // the counted code's, for deterministic samples
@@ -90,6 +97,9 @@ func (s *sampler) timer() (stop func()) {
 		return func() {}
 	}
 	return tick.Every(s.period, func() {
+		if !s.due.Load() {
+			s.system.Store(!s.m.InGuest())
+		}
 		s.due.Store(true)
 		s.m.Kick()
 	})
@@ -126,8 +136,13 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 	m := s.m
 	regs := *m.Regs()
 	pos := m.Position()
-	smp := &Sample{Pos: pos, Time: recordTime(pos), Regs: regs, RIP: regs.RIP}
+	smp := &Sample{Pos: pos, Time: recordTime(pos), Regs: regs, RIP: regs.RIP, System: !atTarget && s.system.Load()}
 	if s.linux != nil {
+		// A kick that finds the program right after a SYSCALL came while
+		// the call was served — by the VMM, or in the exit and entry
+		// that frame it, which KVM_RUN spends — however InGuest read.
+		var insn [2]byte
+		smp.System = smp.System || m.ReadVirt(regs.RIP-2, insn[:]) == nil && insn == [2]byte{0x0f, 0x05}
 		s.linux.sample(smp)
 		m.Stats().Samples++
 		if s.on == nil {

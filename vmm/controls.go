@@ -114,6 +114,11 @@ func (m *Machine) ReadyForInterrupt() bool { return m.kernel != nil || m.cpu.Rea
 // an interrupt (or stops asking).
 func (m *Machine) RequestInterruptWindow(on bool) { m.cpu.RequestInterruptWindow(on) }
 
+// InGuest reports whether the vCPU thread is inside KVM_RUN now, rather
+// than in the VMM serving an exit (for a Kernel's program, its system
+// calls and faults): a sampler's view, read from another thread.
+func (m *Machine) InGuest() bool { return m.inGuest.Load() }
+
 // Kick makes the vCPU loop stop soon (StopKick) and wakes an idle guest.
 func (m *Machine) Kick() { m.kick() }
 

@@ -47,6 +47,7 @@ type Machine struct {
 	wake      chan struct{} // kicks a vCPU waiting in HLT
 	tid       atomic.Int32  // OS thread of the vCPU loop, 0 when not running
 	stopping  atomic.Bool
+	inGuest   atomic.Bool // the vCPU thread is inside KVM_RUN
 	kicksSent atomic.Uint64
 	stats     Stats
 	marks     map[uint64]time.Duration // latest HC_MARK of each id (MaxMarkIDs)

@@ -61,7 +61,9 @@ func (m *Machine) loop() error {
 		}
 		m.yield.stopped()
 		entry := m.hostNow()
+		m.inGuest.Store(true)
 		err := c.Run()
+		m.inGuest.Store(false)
 		m.settled = false
 		m.noteExit()
 		if ferr := m.foldCounter(); ferr != nil {

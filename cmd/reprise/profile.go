@@ -20,6 +20,7 @@ func newProfileCmd() *cobra.Command {
 		top       limitFlag = 20
 		output    string
 		asJSON    bool
+		user      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "profile DB",
@@ -37,7 +38,7 @@ or a flame graph ('go tool pprof -http=: FILE'); samples carry a "thread"
 label.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o := profile.Options{Run: run, CallGraph: callGraph, Thread: thread.Selected()}
+			o := profile.Options{Run: run, CallGraph: callGraph, Thread: thread.Selected(), User: user}
 			db, err := openDB(args[0])
 			if err != nil {
 				return err
@@ -75,6 +76,7 @@ label.`,
 	cmd.Flags().Var(&top, "top", "rows per table (0: all)")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "also write the profile in pprof format to this file (e.g. profile.pb.gz)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON instead of tables")
+	cmd.Flags().BoolVar(&user, "user", false, "leave out the samples taken while the VMM served the program's system calls and faults (as perf's cpu-clock:u)")
 	return cmd
 }
 

@@ -34,6 +34,10 @@ type Options struct {
 	Thread *uint32
 	// CallGraph also builds Profile.CallGraph.
 	CallGraph bool
+	// User leaves out the samples taken while the VMM served the program
+	// (its system calls and faults: eventdb.SampleSystem), as perf's
+	// cpu-clock:u samples user mode only.
+	User bool
 }
 
 // ErrNoSamples means the run (or thread) selected has no samples.
@@ -48,6 +52,11 @@ type Profile struct {
 	Sampling string  `json:"sampling"`
 	Thread   *uint32 `json:"thread,omitempty"` // the thread selected; nil: all
 	Samples  uint64  `json:"samples"`
+	// System counts the samples taken while the VMM served the program
+	// (in Samples, unless Options.User left them out: then Samples
+	// counts the rest).
+	System uint64 `json:"system_samples"`
+	User   bool   `json:"user_only,omitempty"`
 	// Weighted: the percentages are shares of estimated time, each
 	// deterministic sample weighing the cycles it stands for
 	// (eventdb.SampleCost); otherwise they are shares of samples.
@@ -110,7 +119,7 @@ func Build(db *eventdb.DB, o Options) (*Profile, error) {
 		return nil, err
 	}
 	run := &choice.Run
-	set, err := scan(db, run.ID, o.Thread)
+	set, err := scan(db, run.ID, o.Thread, o.User)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +127,7 @@ func Build(db *eventdb.DB, o Options) (*Profile, error) {
 		return nil, fmt.Errorf("%w: run %d has none of thread %d", ErrNoSamples, run.ID, *o.Thread)
 	}
 	p := &Profile{
-		Run: run.ID, RunNote: report.NoteOf(&choice), Tape: run.Tape, Sampling: run.Sampling, Thread: o.Thread, Samples: set.samples,
+		Run: run.ID, RunNote: report.NoteOf(&choice), Tape: run.Tape, Sampling: run.Sampling, Thread: o.Thread, Samples: set.samples, System: set.system, User: o.User,
 		created: run.Created, span: set.span, attr: newAttribution(syms, set),
 	}
 	p.Weighted = p.attr.weighted()
@@ -158,6 +167,12 @@ func (p *Profile) Describe() string {
 		b.WriteString("all threads, ")
 	}
 	fmt.Fprintf(&b, "%d samples", p.Samples)
+	switch {
+	case p.User:
+		fmt.Fprintf(&b, " in user mode (%d in the VMM left out)", p.System)
+	case p.System > 0:
+		fmt.Fprintf(&b, " (%d in the VMM: system calls and faults)", p.System)
+	}
 	if p.Sampling != "" {
 		fmt.Fprintf(&b, ", sampled %s", p.Sampling)
 	}

@@ -54,6 +54,8 @@ type stackSet struct {
 	index   map[string]int // key → position in stacks
 	stacks  []sampledStack
 	samples uint64
+	system  uint64        // samples taken in the VMM
+	user    bool          // ...which are left out
 	cost    uint64        // of all stacks
 	costed  uint64        // samples with a cost
 	span    time.Duration // the latest sample's record time
@@ -63,6 +65,12 @@ type stackSet struct {
 func newStackSet() *stackSet { return &stackSet{index: make(map[string]int)} }
 
 func (s *stackSet) add(e *eventdb.Event) {
+	if len(e.Args) > 1 && e.Args[1] == eventdb.SampleSystem {
+		s.system++
+		if s.user {
+			return
+		}
+	}
 	s.key = binary.LittleEndian.AppendUint32(s.key[:0], e.Thread)
 	s.key = binary.LittleEndian.AppendUint64(s.key, e.Addr)
 	for _, ret := range e.Stack {
@@ -71,7 +79,7 @@ func (s *stackSet) add(e *eventdb.Event) {
 	s.samples++
 	s.span = max(s.span, e.Time)
 	var cost, costed uint64
-	if len(e.Args) > 0 {
+	if len(e.Args) > 0 && e.Args[0] > 0 {
 		cost, costed = e.Args[0], 1
 		s.cost += cost
 		s.costed++
@@ -97,7 +105,7 @@ func (s *stackSet) add(e *eventdb.Event) {
 // in parallel into sets of their own, which are then concatenated in
 // thread order: reading and decoding the events is most of a profile's
 // cost.
-func scan(db *eventdb.DB, run uint32, thread *uint32) (*stackSet, error) {
+func scan(db *eventdb.DB, run uint32, thread *uint32, user bool) (*stackSet, error) {
 	var threads []uint32
 	if thread != nil {
 		threads = []uint32{*thread}
@@ -114,7 +122,7 @@ func scan(db *eventdb.DB, run uint32, thread *uint32) (*stackSet, error) {
 	for range min(runtime.GOMAXPROCS(0), len(threads)) {
 		wg.Go(func() {
 			for i := int(next.Add(1) - 1); i < len(threads); i = int(next.Add(1) - 1) {
-				sets[i], errs[i] = scanThread(db, run, threads[i])
+				sets[i], errs[i] = scanThread(db, run, threads[i], user)
 			}
 		})
 	}
@@ -126,6 +134,7 @@ func scan(db *eventdb.DB, run uint32, thread *uint32) (*stackSet, error) {
 	for _, s := range sets {
 		all.stacks = append(all.stacks, s.stacks...)
 		all.samples += s.samples
+		all.system += s.system
 		all.cost += s.cost
 		all.costed += s.costed
 		all.span = max(all.span, s.span)
@@ -134,8 +143,9 @@ func scan(db *eventdb.DB, run uint32, thread *uint32) (*stackSet, error) {
 }
 
 // scanThread reads the samples of one thread of run.
-func scanThread(db *eventdb.DB, run, thread uint32) (*stackSet, error) {
+func scanThread(db *eventdb.DB, run, thread uint32, user bool) (*stackSet, error) {
 	set := newStackSet()
+	set.user = user
 	it := db.Query(eventdb.Query{Run: run, Kinds: []eventdb.Kind{eventdb.KindSample}, Thread: &thread})
 	for it.Next() {
 		set.add(it.Event())

@@ -1,6 +1,7 @@
 // gohttp is a net/http server for published-port tests: it listens on
 // the port given (dual-stack), serves /hello, /blob?n=N (N bytes of a
-// fixed pattern) and /echo (the SHA-256 of the request body), counts the
+// fixed pattern), /echo (the SHA-256 of the request body) and /hash?mb=N
+// (the SHA-256 of N MiB of zeros: CPU for a profile), counts the
 // requests it served and prints the count when asked at /quit, then exits.
 package main
 
@@ -36,6 +37,16 @@ func main() {
 			b[i] = byte(i*7 + i>>10)
 		}
 		w.Write(b)
+	})
+	mux.HandleFunc("/hash", func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		n, _ := strconv.Atoi(r.URL.Query().Get("mb"))
+		h := sha256.New()
+		block := make([]byte, 1<<20)
+		for range n {
+			h.Write(block)
+		}
+		fmt.Fprintf(w, "%x\n", h.Sum(nil))
 	})
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)
