@@ -92,7 +92,8 @@ type Door struct {
 	egress    map[netip.AddrPort]bool // the host addresses the program may connect to
 	listeners []net.Listener
 	// udp are the published UDP ports' sockets, by guest port, and
-	// clients each one's clients by the port the program sees them at.
+	// clients each one's clients by the port the program sees them at
+	// (at most a port's worth each).
 	udp     map[uint16]*net.UDPConn
 	clients map[uint16]map[uint16]netip.AddrPort // guarded by mu
 	// datagrams are the datagrams queued for the guest (MaxDatagrams).
@@ -144,6 +145,10 @@ func OpenDoor(pubs []Publish, egress []netip.AddrPort, raise func()) (*Door, err
 	var guests []uint16
 	for _, p := range pubs {
 		if p.UDP {
+			if d.udp[p.Guest] != nil { // its replies could not tell which host address they leave from
+				d.Close()
+				return nil, fmt.Errorf("publish %v: guest port %d is published over UDP already", p, p.Guest)
+			}
 			c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(p.Host))
 			if err != nil {
 				d.Close()

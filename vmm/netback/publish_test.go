@@ -134,3 +134,11 @@ func TestParsePublish(t *testing.T) {
 		require.Equal(t, want, p.String())
 	}
 }
+
+// A guest UDP port is published once: its replies leave from one host
+// address.
+func TestDoorOneUDPAddressAPort(t *testing.T) {
+	_, err := OpenDoor([]Publish{{Host: netip.MustParseAddrPort("127.0.0.1:0"), Guest: 53, UDP: true},
+		{Host: netip.MustParseAddrPort("127.0.0.1:0"), Guest: 53, UDP: true}}, nil, func() {})
+	require.ErrorContains(t, err, "guest port 53 is published over UDP already")
+}
