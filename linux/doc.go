@@ -59,5 +59,9 @@ package linux
 // to a path or an abstract name, listening, connecting and accepting;
 // TCP over the loopback (AF_INET, AF_INET6 dual-stack); SCM_RIGHTS;
 // SO_LINGER; FIOASYNC, F_SETOWN/F_GETOWN; F_SETLKW's EDEADLK; sendmmsg,
-// recvmmsg.
-const Version = 8
+// recvmmsg. 9: published ports and egress through the door (a connect to
+// a host address was ENETUNREACH); UDP and AF_UNIX datagrams by address
+// (UDP was EAFNOSUPPORT; an unnamed AF_UNIX sender's address had 2
+// bytes, now none); per-process credentials (set*id to other ids was
+// EPERM even for root; kill now checks permission).
+const Version = 9
