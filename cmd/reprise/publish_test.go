@@ -965,11 +965,11 @@ func TestForgedDoorMessages(t *testing.T) {
 	}
 }
 
-// hashLoad asks gohttp for 12 SHA-256s of 48 MiB each, one at a time, and
+// hashLoad asks gohttp for 24 SHA-256s of 48 MiB each, one at a time, and
 // then to quit: a server whose time goes to its own code.
 func hashLoad(t *testing.T, addr string) {
 	untilServed(t, func() error { _, err := http.Get("http://" + addr + "/hello"); return err })
-	for range 12 {
+	for range 24 {
 		r, err := http.Get("http://" + addr + "/hash?mb=48")
 		require.NoError(t, err)
 		io.Copy(io.Discard, r.Body)
@@ -985,10 +985,12 @@ func hashLoad(t *testing.T, addr string) {
 // on both sides (perf's cpu-clock:u; reprise's --user leaves out the
 // samples taken while the VMM served a system call or fault, which perf
 // counts as kernel time): the hottest function is the same, and its share
-// is within 5 points of perf's. (Measured: perf 97.5–98.2%, reprise
-// 93.8–94.6%, idle and under stress-ng. The rest of the gap is page
-// faults, which the VMM serves and charges to the faulting code — Go's
-// memclr of a fresh block — where perf counts kernel time.)
+// is within 5 points of perf's. (Measured: perf 97.8–98.0%, reprise
+// 95.6–96.5%, with another package's tests running beside. The gap is
+// page faults, which the VMM serves and charges to the faulting code —
+// Go's memclr of a fresh block — where perf counts kernel time, and the
+// start-up, slower under reprise; the load is long enough to keep it
+// small.)
 func TestServerProfileAgainstPerf(t *testing.T) {
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "perf")
@@ -1020,7 +1022,7 @@ func TestServerProfileAgainstPerf(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
 	r := runCLIIn(t, dir, "replay", "-q", "--sample-period", "1ms", "--db", db, s.tape)
 	require.Zero(t, r.code, r.stderr)
-	pr := runCLIIn(t, dir, "profile", "--user", "--json", "--top", "3", db)
+	pr := runCLIIn(t, dir, "profile", "--user", "--json", "--top", "8", db)
 	require.Zero(t, pr.code, pr.stderr)
 	var p profile.Profile
 	require.NoError(t, json.Unmarshal([]byte(pr.stdout), &p), pr.stdout)
@@ -1029,6 +1031,9 @@ func TestServerProfileAgainstPerf(t *testing.T) {
 	require.Greater(t, p.System, uint64(0), "samples in the VMM, left out")
 	require.GreaterOrEqual(t, p.Samples, uint64(300), "enough samples for a share within points")
 	require.Equal(t, perfFn, p.Functions[0].Function, "the hottest function")
+	for _, f := range p.Functions {
+		t.Logf("reprise: %5.1f%% %s", f.SelfPct, f.Function)
+	}
 	require.InDelta(t, perfTop, p.Functions[0].SelfPct, 5, "%s: perf %.1f%%, reprise %.1f%%", perfFn, perfTop, p.Functions[0].SelfPct)
 	t.Logf("%s: perf %.1f%% of user samples, reprise %.1f%% of %d (%d in the VMM left out)", perfFn, perfTop, p.Functions[0].SelfPct, p.Samples, p.System)
 }
