@@ -179,14 +179,6 @@ func (m *Machine) SendDoor(msg *door.Msg) error {
 // backend, or in a replay the recording's.
 func (m *Machine) Networked() bool { return m.net != nil || m.cfg.Scripted && m.cfg.Net != nil }
 
-// DoorAddrs are the host addresses a door listens on, or none.
-func (m *Machine) DoorAddrs() []net.Addr {
-	if d, ok := m.net.(*netback.Door); ok {
-		return d.Addrs()
-	}
-	return nil
-}
-
 // NetAddr is the host address of a UDP network backend, or nil.
 func (m *Machine) NetAddr() net.Addr {
 	if u, ok := m.net.(*netback.UDP); ok {

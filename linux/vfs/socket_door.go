@@ -46,13 +46,6 @@ type outside struct {
 // a host address goes through it.
 func (fs *FileSystem) SetDoor(open bool) { fs.door.open = open }
 
-// egressBit marks the connections the program opens, apart from those
-// host clients open (netback.EgressConnBit).
-const egressBit = 1 << 31
-
-// GuestAddr is the machine's address on the host's side of the door.
-var GuestAddr = netip.AddrFrom4([4]byte{10, 0, 2, 15})
-
 // ConnectOut connects a TCP socket to a host address through the door: a
 // Connect goes out, and the connection waits for the host's answer — a
 // blocking connect (ErrWouldBlock) returns it, a nonblocking one is
@@ -81,12 +74,12 @@ func (fs *FileSystem) ConnectOut(s *Socket, addr netip.AddrPort, nonblocking boo
 			return err
 		}
 	}
-	id := egressBit | uint32(s.ino)
+	id := door.EgressBit | uint32(s.ino)
 	if fs.door.conns[id] != nil {
 		return unix.EADDRNOTAVAIL
 	}
 	s.out = &outside{door: &fs.door, conn: id, connecting: true, waiting: !nonblocking}
-	s.local, s.remote = netip.AddrPortFrom(as(s.Family, GuestAddr), s.local.Port()), addr
+	s.local, s.remote = netip.AddrPortFrom(as(s.Family, door.GuestAddr), s.local.Port()), addr
 	if fs.door.conns == nil {
 		fs.door.conns = map[uint32]*Socket{}
 	}

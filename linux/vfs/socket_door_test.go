@@ -128,7 +128,7 @@ func TestDoorEgress(t *testing.T) {
 	require.Len(t, out, 1)
 	require.Equal(t, door.Connect, out[0].Op)
 	require.Equal(t, to, out[0].Peer)
-	require.Equal(t, uint32(egressBit|7), out[0].Conn)
+	require.Equal(t, uint32(door.EgressBit|7), out[0].Conn)
 	require.Equal(t, "10.0.2.15", s.Local().Addr().String())
 	require.Equal(t, s.Local().Port(), out[0].Port)
 	_, err = fs.ConnectInet(s, to, true, 8)

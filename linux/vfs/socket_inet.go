@@ -4,6 +4,8 @@ import (
 	"net/netip"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/vmm/door"
 )
 
 // Internet sockets (AF_INET, AF_INET6) over the machine's loopback: TCP
@@ -195,7 +197,7 @@ func (fs *FileSystem) ConnectInet(s *Socket, addr netip.AddrPort, nonblocking bo
 		addr = netip.AddrPortFrom(to, addr.Port())
 	}
 	switch {
-	case s.out != nil && s.out.conn&egressBit != 0:
+	case s.out != nil && s.out.conn&door.EgressBit != 0:
 		return nil, fs.ConnectOut(s, addr, nonblocking) // its outcome, or EALREADY, EISCONN
 	case s.Connected() || s.peerGone:
 		return nil, unix.EISCONN

@@ -35,6 +35,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+
+	"github.com/reprise-vm/reprise/abi"
 )
 
 // Op is what a message says.
@@ -78,6 +80,24 @@ func (o Op) String() string {
 	}
 	return fmt.Sprintf("op %d", uint8(o))
 }
+
+// The addresses either end sees across the door (the user-mode
+// network's): the host's end is HostAddr to the program — a published
+// connection's client, and the host's own loopback for egress — and the
+// machine is GuestAddr to the host.
+var (
+	HostAddr  = addr4(abi.NetHostIP)
+	GuestAddr = addr4(abi.NetGuestIP)
+)
+
+func addr4(v uint32) netip.Addr {
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+// EgressBit marks the connections the program opens (--egress), apart
+// from those host clients open: the program's kernel numbers them with
+// it set, the host side with it clear.
+const EgressBit = 1 << 31
 
 // MaxData bounds the bytes one Data message carries: with its header,
 // a message fits a tape's frame (at most 65 535 bytes).

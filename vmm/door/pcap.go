@@ -16,7 +16,7 @@ import (
 // Capture writes door messages as the TCP/IP packets of the conversations
 // they were, for Wireshark and tshark: each connection a TCP connection
 // between the host's end (the client's address as the program saw it, or
-// where the program connected) and the machine (abi.NetGuestIP, the
+// where the program connected) and the machine (GuestAddr, the
 // published port or the program's own) — a handshake when it
 // opened, data segments at their stream offsets, an acknowledgement for
 // each Ack and Window, FIN or RST at its end. Headers are synthesised;
@@ -41,6 +41,14 @@ type capConn struct {
 	hfin, gfin   bool
 }
 
+// open starts the sequence space of the connection an Open or Connect
+// begins: its host end m.Peer, its end in the machine GuestAddr and m.Port.
+func (c *Capture) open(m Msg) *capConn {
+	k := &capConn{host: m.Peer, guest: netip.AddrPortFrom(GuestAddr, m.Port), hisn: 1000 + m.Conn*7919, gisn: 5000 + m.Conn*104729}
+	c.conns[m.Conn] = k
+	return k
+}
+
 // NewCapture writes a pcap file header to w.
 func NewCapture(w io.Writer) (*Capture, error) {
 	pw := pcapgo.NewWriter(w)
@@ -54,8 +62,7 @@ func NewCapture(w io.Writer) (*Capture, error) {
 // A message for a connection it has not seen open is skipped.
 func (c *Capture) Write(m Msg, fromGuest bool, at time.Time) error {
 	if m.Op == Open && !fromGuest {
-		k := &capConn{host: m.Peer, guest: netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port), hisn: 1000 + m.Conn*7919, gisn: 5000 + m.Conn*104729}
-		c.conns[m.Conn] = k
+		k := c.open(m)
 		syn := k.segment(false, layers.TCP{SYN: true}, nil)
 		synAck := k.segment(true, layers.TCP{SYN: true, ACK: true}, nil)
 		k.hacked = 1
@@ -65,8 +72,7 @@ func (c *Capture) Write(m Msg, fromGuest bool, at time.Time) error {
 		return c.each(at, datagram(m, fromGuest))
 	}
 	if m.Op == Connect && fromGuest { // the program connects out: it is the one that SYNs
-		k := &capConn{host: m.Peer, guest: netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port), hisn: 1000 + m.Conn*7919, gisn: 5000 + m.Conn*104729}
-		c.conns[m.Conn] = k
+		k := c.open(m)
 		return c.each(at, k.segment(true, layers.TCP{SYN: true}, nil))
 	}
 	k := c.conns[m.Conn]
@@ -102,10 +108,6 @@ func (c *Capture) Write(m Msg, fromGuest bool, at time.Time) error {
 	return nil
 }
 
-func addr4(v uint32) netip.Addr {
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
-}
-
 // segment is a packet from one side with flags and payload, its sequence
 // and acknowledgement numbers the connection's, which it advances.
 func (k *capConn) segment(fromGuest bool, tcp layers.TCP, payload []byte) []gopacket.SerializableLayer {
@@ -133,7 +135,7 @@ func (k *capConn) segment(fromGuest bool, tcp layers.TCP, payload []byte) []gopa
 // datagram is a published UDP port's datagram between its client and the
 // machine.
 func datagram(m Msg, fromGuest bool) []gopacket.SerializableLayer {
-	guest := netip.AddrPortFrom(addr4(abi.NetGuestIP), m.Port)
+	guest := netip.AddrPortFrom(GuestAddr, m.Port)
 	src, dst, srcMAC, dstMAC := m.Peer, guest, abi.NetHostMAC, abi.NetGuestMAC
 	if fromGuest {
 		src, dst, srcMAC, dstMAC = guest, m.Peer, abi.NetGuestMAC, abi.NetHostMAC

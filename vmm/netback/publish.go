@@ -78,10 +78,6 @@ func port(s string) (uint16, error) {
 // wait in the host's listen backlog), so clients cannot grow the VMM.
 const MaxDoorConns = 256
 
-// DoorPeer is the address a published connection comes from, as the program
-// sees it (the user-mode network's host); the port is the client's own.
-var DoorPeer = netip.AddrFrom4([4]byte{10, 0, 2, 2})
-
 // Door is a machine's published ports: the host side of connections
 // host clients make to them (a Backend whose frames are door messages).
 // Each connection has a reader, which takes no more from its client than
@@ -181,7 +177,7 @@ func OpenDoor(pubs []Publish, egress []netip.AddrPort, raise func()) (*Door, err
 const MaxDatagrams = 1024
 
 // receive queues the datagrams host clients send a published UDP port;
-// each client is seen by the program at DoorPeer and its own port.
+// each client is seen by the program at door.HostAddr and its own port.
 func (d *Door) receive(c *net.UDPConn, guest uint16) {
 	defer d.wg.Done()
 	buf := make([]byte, door.MaxData)
@@ -197,7 +193,7 @@ func (d *Door) receive(c *net.UDPConn, guest uint16) {
 			}
 			d.clients[guest][from.Port()] = from
 			d.datagrams++
-			d.push(door.Msg{Op: door.Datagram, Port: guest, Peer: netip.AddrPortFrom(DoorPeer, from.Port()), Data: append([]byte(nil), buf[:n]...)})
+			d.push(door.Msg{Op: door.Datagram, Port: guest, Peer: netip.AddrPortFrom(door.HostAddr, from.Port()), Data: append([]byte(nil), buf[:n]...)})
 		}
 		d.mu.Unlock()
 	}
@@ -208,7 +204,7 @@ func (d *Door) receive(c *net.UDPConn, guest uint16) {
 func (d *Door) reply(m door.Msg) {
 	c := d.udp[m.Port]
 	to, ok := d.clients[m.Port][m.Peer.Port()]
-	if c == nil || !ok || m.Peer.Addr() != DoorPeer {
+	if c == nil || !ok || m.Peer.Addr() != door.HostAddr {
 		return
 	}
 	c.WriteToUDPAddrPort(m.Data, to) // a datagram lost on the host is lost
@@ -250,7 +246,7 @@ func (d *Door) accept(l net.Listener, guest uint16) {
 			return
 		}
 		d.next++
-		d.start(d.next, tc, door.Msg{Op: door.Open, Conn: d.next, Port: guest, Peer: netip.AddrPortFrom(DoorPeer, client.Port())})
+		d.start(d.next, tc, door.Msg{Op: door.Open, Conn: d.next, Port: guest, Peer: netip.AddrPortFrom(door.HostAddr, client.Port())})
 		d.mu.Unlock()
 	}
 }
@@ -266,10 +262,6 @@ func (d *Door) start(id uint32, c *net.TCPConn, m door.Msg) {
 	go d.writer(dc)
 }
 
-// EgressConnBit marks the connections the program opens (--egress), apart
-// from those host clients open.
-const EgressConnBit = 1 << 31
-
 // dialTimeout bounds an egress connection's wait for the host's answer.
 const dialTimeout = 10 * time.Second
 
@@ -277,12 +269,12 @@ const dialTimeout = 10 * time.Second
 // or Reset (not allowed, no slot, refused, timed out), is an input
 // (d.mu held).
 func (d *Door) connect(m door.Msg) {
-	if m.Conn&EgressConnBit == 0 || d.conns[m.Conn] != nil {
+	if m.Conn&door.EgressBit == 0 || d.conns[m.Conn] != nil {
 		return // not the program's to open: dropped
 	}
 	refuse := func() { d.push(door.Msg{Op: door.Reset, Conn: m.Conn}) }
 	to := m.Peer
-	if to.Addr() == DoorPeer { // the host's loopback, as the program sees it
+	if to.Addr() == door.HostAddr { // the host's loopback, as the program sees it
 		to = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), to.Port())
 	}
 	if !d.egress[to] {

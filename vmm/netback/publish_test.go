@@ -62,7 +62,7 @@ func TestDoorWindowsAndEnds(t *testing.T) {
 	open := g.until(func(ms []door.Msg) bool { return len(ms) == 1 })[0]
 	require.Equal(t, door.Open, open.Op)
 	require.Equal(t, uint16(80), open.Port)
-	require.Equal(t, DoorPeer, open.Peer.Addr())
+	require.Equal(t, door.HostAddr, open.Peer.Addr())
 	require.Equal(t, uint16(c.LocalAddr().(*net.TCPAddr).Port), open.Peer.Port())
 
 	go c.Write(make([]byte, 2*door.Room)) // blocks once the host's buffers fill: fine
