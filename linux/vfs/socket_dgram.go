@@ -110,10 +110,7 @@ func (fs *FileSystem) sendUDP(s *Socket, b []byte, addr netip.AddrPort) (int, er
 // port to the socket bound there (on 127.0.0.1, or ::1), from the client
 // as the program sees it; with none, or no room, it is dropped.
 func (fs *FileSystem) arriveDatagram(m door.Msg) {
-	r := fs.udpReceiver(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), m.Port))
-	if r == nil {
-		r = fs.udpReceiver(netip.AddrPortFrom(netip.IPv6Loopback(), m.Port))
-	}
+	r, _ := atLoopback(m.Port, fs.udpReceiver)
 	if r == nil || r.shutRead || r.room() < len(m.Data)+msgOverhead ||
 		r.remote.IsValid() && r.remote.Addr().Unmap() != m.Peer.Addr() {
 		return
@@ -124,19 +121,7 @@ func (fs *FileSystem) arriveDatagram(m door.Msg) {
 // udpReceiver is the UDP socket bound to addr, or to the wildcard of its
 // port, nil if none.
 func (fs *FileSystem) udpReceiver(addr netip.AddrPort) *Socket {
-	var wild *Socket
-	for _, o := range fs.ports[addr.Port()] {
-		if !o.udp() || !covers(o.local.Addr(), o.Family, o.v6only(), addr.Addr()) {
-			continue
-		}
-		if !o.local.Addr().IsUnspecified() {
-			return o
-		}
-		if wild == nil {
-			wild = o
-		}
-	}
-	return wild
+	return fs.boundAt(addr, (*Socket).udp)
 }
 
 // deliver queues a message from sender.
@@ -192,12 +177,10 @@ func (s *Socket) Dest() *Socket { return s.dest }
 // takeError returns and clears an error a connected UDP socket has yet
 // to report (SO_ERROR, or its next call).
 func (s *Socket) takeError() error {
-	err := s.err
-	s.err = 0
-	if err == 0 {
-		return nil
+	if err := s.TakeError(); err != 0 {
+		return err
 	}
-	return err
+	return nil
 }
 
 // TakeError is takeError for SO_ERROR: the error number, 0 for none.

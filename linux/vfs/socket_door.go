@@ -118,18 +118,13 @@ func (fs *FileSystem) Arrive(m door.Msg, ino uint64) error {
 	if fs.door.conns[m.Conn] != nil {
 		return fmt.Errorf("door %v: the connection is open already", m)
 	}
-	to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), m.Port)
-	l := fs.listener(to)
-	if l == nil {
-		to = netip.AddrPortFrom(netip.IPv6Loopback(), m.Port)
-		l = fs.listener(to)
-	}
+	l, to := atLoopback(m.Port, fs.listener)
 	if l == nil || len(l.backlog) > l.maxBacklog || l.budget.Charge(SocketBytes, SocketCapacity) != nil {
 		fs.door.send(door.Msg{Op: door.Reset, Conn: m.Conn})
 		return nil
 	}
 	s := &Socket{Family: l.Family, Type: unix.SOCK_STREAM, Cred: [3]uint32{0, ^uint32(0), ^uint32(0)}, ino: ino, budget: l.budget,
-		local: netip.AddrPortFrom(as(l.Family, to.Addr()), m.Port), remote: netip.AddrPortFrom(as(l.Family, m.Peer.Addr()), m.Peer.Port()),
+		local: netip.AddrPortFrom(as(l.Family, to), m.Port), remote: netip.AddrPortFrom(as(l.Family, m.Peer.Addr()), m.Peer.Port()),
 		out: &outside{door: &fs.door, conn: m.Conn}}
 	if fs.door.conns == nil {
 		fs.door.conns = map[uint32]*Socket{}

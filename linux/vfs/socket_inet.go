@@ -168,9 +168,16 @@ func loopback(to netip.Addr) netip.Addr {
 // listener is the listening TCP socket that takes a connection to addr,
 // nil if none: one bound to it, before one bound to the wildcard.
 func (fs *FileSystem) listener(addr netip.AddrPort) *Socket {
+	return fs.boundAt(addr, (*Socket).Listening)
+}
+
+// boundAt is the socket, of those which picks, that takes what is sent to
+// addr: one bound to addr itself before one bound to the wildcard of its
+// port; nil if none.
+func (fs *FileSystem) boundAt(addr netip.AddrPort, which func(*Socket) bool) *Socket {
 	var wild *Socket
 	for _, o := range fs.ports[addr.Port()] {
-		if !o.listening || !covers(o.local.Addr(), o.Family, o.v6only(), addr.Addr()) {
+		if !which(o) || !covers(o.local.Addr(), o.Family, o.v6only(), addr.Addr()) {
 			continue
 		}
 		if !o.local.Addr().IsUnspecified() {
@@ -232,6 +239,18 @@ func (fs *FileSystem) ConnectInet(s *Socket, addr netip.AddrPort, nonblocking bo
 	l.queue.Notify(EventIn)
 	s.queue.Notify(EventOut)
 	return nil, nil
+}
+
+// atLoopback is the socket at (a listener, a UDP receiver) finds on the
+// machine's port — on 127.0.0.1, else on ::1, where the door delivers —
+// and the address it was found at.
+func atLoopback(port uint16, at func(netip.AddrPort) *Socket) (*Socket, netip.Addr) {
+	for _, a := range []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()} {
+		if s := at(netip.AddrPortFrom(a, port)); s != nil {
+			return s, a
+		}
+	}
+	return nil, netip.Addr{}
 }
 
 // as is a seen by a socket of family fam: v4-mapped on an AF_INET6
