@@ -377,11 +377,18 @@ func TestPublishedMemcached(t *testing.T) {
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "memcached")
 	dir := t.TempDir()
+	s := recordMemcached(t, dir)
+	require.Equal(t, "cmd_get 90 get_hits 60 get_misses 30 cmd_set 60 delete_hits 15 delete_misses 5", s.client)
+	replaysMatch(t, dir, s, 3)
+}
+
+// recordMemcached records memcached -t 4 in dir behind a published port
+// while loadMemcached loads it; memcached ends at the client's shutdown.
+func recordMemcached(t *testing.T, dir string) servedRecording {
 	s := recordServed(t, dir, "0s", 11211, true, []string{"--", "/usr/bin/memcached", "-u", "root", "-p", "11211", "-U", "0", "-t", "4", "-l", "127.0.0.1", "-A"},
 		func(addr string) string { return loadMemcached(t, addr) })
 	require.Zero(t, s.rec.code, s.rec.stderr)
-	require.Equal(t, "cmd_get 90 get_hits 60 get_misses 30 cmd_set 60 delete_hits 15 delete_misses 5", s.client)
-	replaysMatch(t, dir, s, 3)
+	return s
 }
 
 // loadMemcached makes 60 sets, 90 gets (60 hits) and 20 deletes (15
@@ -648,38 +655,27 @@ func BenchmarkPublished(b *testing.B) {
 	} {
 		b.Run(s.name, func(b *testing.B) {
 			kvmtest.RequireTools(b, s.tools...)
-			var native, live, recorded, bare, recordTime, replayTime, tapeBytes, requests float64
+			var f serverFigures
+			var bare float64
 			for range b.N {
 				dir := b.TempDir()
 				writeFiles(b, dir, s.files)
 				rate, _ := serveAndLoad(b, dir, s, "native", "")
-				native += rate
+				f.native += rate
 				rate, _ = serveAndLoad(b, dir, s, "run", "")
-				live += rate
+				f.live += rate
 				rate, _ = serveAndLoad(b, dir, s, "record", filepath.Join(b.TempDir(), "bare.tape"), "--host", "off")
 				bare += rate
 				tp := filepath.Join(b.TempDir(), "served.tape")
 				start := time.Now()
 				rate, n := serveAndLoad(b, dir, s, "record", tp)
-				recordTime += time.Since(start).Seconds()
-				recorded += rate
-				requests += float64(n)
-				start = time.Now()
-				r := runCLIIn(b, dir, "replay", tp)
-				require.Contains(b, r.stderr, "replay matched")
-				replayTime += time.Since(start).Seconds()
-				st, err := os.Stat(tp)
-				require.NoError(b, err)
-				tapeBytes += float64(st.Size())
+				f.recordSecs += time.Since(start).Seconds()
+				f.recorded += rate
+				f.requests += float64(n)
+				f.replayed(b, dir, tp)
 			}
-			n := float64(b.N)
-			b.ReportMetric(native/n, "native-req/s")
-			b.ReportMetric(live/n, "live-req/s")
-			b.ReportMetric(live/native, "live/native")
-			b.ReportMetric(recorded/live, "recorded/live")
-			b.ReportMetric(bare/live, "recorded-host-off/live")
-			b.ReportMetric(replayTime/recordTime, "replay/record")
-			b.ReportMetric(tapeBytes/requests, "tape-B/req")
+			f.report(b)
+			b.ReportMetric(bare/f.live, "recorded-host-off/live")
 		})
 	}
 }
@@ -722,9 +718,7 @@ func TestToolsOnPublishedMemcached(t *testing.T) {
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "memcached")
 	dir := t.TempDir()
-	s := recordServed(t, dir, "0s", 11211, true, []string{"--", "/usr/bin/memcached", "-u", "root", "-p", "11211", "-U", "0", "-t", "4", "-l", "127.0.0.1", "-A"},
-		func(addr string) string { return loadMemcached(t, addr) })
-	require.Zero(t, s.rec.code, s.rec.stderr)
+	s := recordMemcached(t, dir)
 	var reports []string
 	for i := range 2 {
 		db := filepath.Join(t.TempDir(), "db")
