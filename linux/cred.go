@@ -46,7 +46,9 @@ func (c creds) maySignal(target creds) bool {
 func (c creds) user() User { return User{c.euid, c.egid, c.groups} }
 
 // useCreds makes the file system check what the calling thread does
-// against its process's identity.
+// against its process's identity. A process's groups are replaced, never
+// changed in place (setgroups makes a new slice, fork a copy), so the
+// tree may hold them.
 func (t *thread) useCreds() {
 	c := &t.proc.cred
 	t.k.fs.SetOwner(c.euid, c.egid)

@@ -245,7 +245,7 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	// The kernel's own files are root's, as on Linux; what the program
 	// makes is its user's, and its user's rights are checked from now.
 	fs.SetOwner(p.User.UID, p.User.GID)
-	fs.SetGroups(p.User.Groups)
+	fs.SetGroups(slices.Clone(p.User.Groups))
 	fs.MountHost(p.Root)
 	fs.SetHost(hostView{k})
 	limitHeap()

@@ -44,8 +44,9 @@ func (fs *FileSystem) SetMagic(m Magic) { fs.magic = m }
 func (fs *FileSystem) SetOwner(uid, gid uint32) { fs.owner = [2]uint32{uid, gid} }
 
 // SetGroups gives the program's user its supplementary groups, whose
-// files it may access as their group.
-func (fs *FileSystem) SetGroups(groups []uint32) { fs.groups = slices.Clone(groups) }
+// files it may access as their group. The tree keeps the slice, not a
+// copy (the kernel sets it at every call): the caller never changes it.
+func (fs *FileSystem) SetGroups(groups []uint32) { fs.groups = groups }
 
 // SetClock gives the tree the time a change happens at, in ns since the
 // Unix epoch, to stamp files with; before it, files have zero times.
