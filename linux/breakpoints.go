@@ -205,7 +205,7 @@ func (k *Kernel) HostTrap(port uint16) bool {
 		return false
 	}
 	v, err := k.m.RAM().Uint64(k.m.VCPU().SyncedRegs().RSP)
-	return err == nil && (v == 1 || v == 3 || v == 14 && k.staleFault())
+	return err == nil && (v == 1 || v == 3 || v == 14 && k.staleFault() || v == 6 && k.staleOpcode())
 }
 
 // The trap frame's slots the stub leaves at RSP.

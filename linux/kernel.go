@@ -519,6 +519,9 @@ func (k *Kernel) trap() error {
 	if vector == 14 && k.staleFault() {
 		return k.retryStale(frame[2], c.SyncedSregs().CR2)
 	}
+	if vector == 6 && k.staleOpcode() {
+		return k.retryStale(frame[2], 0)
+	}
 	persisted := vector == 14 && k.stale == staleAt{frame[2], c.SyncedSregs().CR2}
 	k.stale = staleAt{}
 	// A user write to a present copy-on-write page: copy it, retry.

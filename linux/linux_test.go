@@ -46,6 +46,14 @@ func runLive(t *testing.T, path string, argv, env []string) (*vmm.Result, string
 // wherever the program is, so a fast timer preempts it often.
 func runLiveHz(t *testing.T, hz int, path string, argv, env []string) (*vmm.Result, string, error) {
 	t.Helper()
+	_, res, out, err := runLiveKernel(t, hz, path, argv, env)
+	return res, out, err
+}
+
+// runLiveKernel is runLiveHz that also gives the kernel, for its
+// statistics.
+func runLiveKernel(t *testing.T, hz int, path string, argv, env []string) (*linux.Kernel, *vmm.Result, string, error) {
+	t.Helper()
 	kvmtest.Require(t)
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -59,7 +67,7 @@ func runLiveHz(t *testing.T, hz int, path string, argv, env []string) (*vmm.Resu
 	defer cancel()
 	res, err := m.Run(ctx)
 	t.Logf("system calls: %v; unsupported: %v", k.Stats().Calls, k.Stats().Unsupported)
-	return res, out.String(), err
+	return k, res, out.String(), err
 }
 
 // buildMuslStaticPIE builds testdata/src as a musl static-PIE. Debian's
@@ -808,6 +816,18 @@ func TestUnixSockets(t *testing.T) {
 // live, recorded and replayed (every internet socket was EAFNOSUPPORT).
 func TestTCP(t *testing.T) {
 	asOnHost(t, build(t, "gcc", "tcp.c", "-static", "-O1"), "tcp", time.Millisecond)
+}
+
+// An invalid opcode is the program's: UD2 raises SIGILL at its address
+// each time, as on the host — the retry of a #UD that a stale host
+// translation caused (the bytes at RIP decode to a valid instruction)
+// leaves it alone.
+func TestInvalidOpcode(t *testing.T) {
+	bin := build(t, "gcc", "ud.c", "-static", "-O1")
+	asOnHost(t, bin, "ud", time.Millisecond)
+	k, _, _, err := runLiveKernel(t, vmm.DefaultTimerHz, bin, []string{"ud"}, nil)
+	require.NoError(t, err)
+	require.Zero(t, k.Stats().StaleTranslations, "a UD2 is not retried")
 }
 
 // A program opening sockets in a loop meets an errno, not the VMM's

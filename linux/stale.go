@@ -1,6 +1,8 @@
 package linux
 
 import (
+	"golang.org/x/arch/x86/x86asm"
+
 	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
@@ -70,6 +72,31 @@ func (k *Kernel) staleFault() bool {
 		want |= x86.PTEWrite
 	}
 	return pte&want == want
+}
+
+// staleOpcode reports whether the invalid-opcode fault the trap stub
+// holds is one the program's code does not explain, and that has not just
+// been retried: the bytes at RIP, read through the process's own tables,
+// decode to an instruction that is not UD0, UD1 or UD2 — the CPU fetched
+// other bytes, from a frame a stale translation still maps. (Seen once in
+// a full test run: #UD on the `cmp rax, -4096` after ld.so's mmap
+// system call.) An instruction this CPU truly lacks faults again at once
+// and is the program's then, as a fault that persists is.
+func (k *Kernel) staleOpcode() bool {
+	rip, err := k.m.RAM().Uint64(k.m.VCPU().SyncedRegs().RSP + frameRIP)
+	if err != nil || (staleAt{rip, 0}) == k.stale {
+		return false
+	}
+	as := k.proc().as
+	if as == nil || as.Site(rip) != 0 {
+		return false // a patched RDTSC: emulated, not stale
+	}
+	code := make([]byte, min(15, pageSize-rip&pageMask)) // the rest of its page at most
+	if as.Read(rip, code) != nil {
+		return false
+	}
+	inst, err := x86asm.Decode(code, 64)
+	return err == nil && inst.Op != x86asm.UD0 && inst.Op != x86asm.UD1 && inst.Op != x86asm.UD2
 }
 
 // retryStale drops KVM's translations and has the stub's IRETQ run the
