@@ -15,7 +15,7 @@ type Kind uint8
 const (
 	KindProbeEntry   Kind = 1 // a probe's entry hit, with arguments
 	KindProbeReturn  Kind = 2 // a return probe's hit, with the return value(s)
-	KindSample       Kind = 3 // RIP and frame-pointer stack of the current thread; a deterministic sample's Args [cost]: SampleCost; a timed one taken in the VMM Args [0, SampleSystem]
+	KindSample       Kind = 3 // RIP and call stack of the current thread; Args [cost (SampleCost), SampleSystem or 0, then a Linux program's ObjectRef of Addr and of each Stack entry], the parts that say nothing left out (SampleArgs)
 	KindSwitch       Kind = 4 // guest context switch: Thread stops, Addr starts
 	KindThreadCreate Kind = 5 // guest thread created (Args: the kernel's payload)
 	KindThreadExit   Kind = 6 // guest thread exited
@@ -48,6 +48,35 @@ const SampleCost = 4
 // SampleSystem marks a timed sample taken while the VMM served the
 // program (Args[1]): its system calls and faults, perf's kernel time.
 const SampleSystem = 1
+
+// SampleArgs are a sample's Args: its cost (0: a timed sample), whether
+// it was taken in the VMM, and the objects its addresses were in (nil:
+// not known), as few as say all that.
+func SampleArgs(cost uint64, system bool, objects []ObjectRef) []uint64 {
+	var flags uint64
+	if system {
+		flags = SampleSystem
+	}
+	switch {
+	case len(objects) > 0:
+		return append([]uint64{cost, flags}, objects...)
+	case system:
+		return []uint64{cost, flags}
+	case cost > 0:
+		return []uint64{cost}
+	}
+	return nil
+}
+
+// SampleObjects returns the objects (refs into Symbols.Objects) a Linux
+// program's sample's addresses were in: Addr's, then each Stack entry's;
+// nil when the sample does not say.
+func (e *Event) SampleObjects() []ObjectRef {
+	if e.Kind != KindSample || len(e.Args) <= 2 {
+		return nil
+	}
+	return e.Args[2:]
+}
 
 // KindHypervisor codes (Event.Addr) and what Args[0] holds.
 const (

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/symtab"
 )
 
 // Merged gives back arrival order across threads and kinds; Threads lists
@@ -63,4 +65,31 @@ func TestSymbols(t *testing.T) {
 	require.Equal(t, "data+0x4", got.Describe(0x3004))
 	require.Equal(t, "0x3004", got.Function(0x3004), "not a function")
 	require.Equal(t, "0xfff", got.Describe(0xfff))
+}
+
+// A Linux program's table keeps each loaded file's symbols: two files
+// loaded at one address (two processes' executables) each name it their
+// own way, through the object a sample says it was in, and both survive
+// the round trip; an object index past the table's is a corrupt table.
+func TestObjectSymbols(t *testing.T) {
+	db, err := Open(t.TempDir(), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	obj := func(path, fn string) Object {
+		return Object{Path: path, Start: 0x1000, End: 0x3000, Symbols: symtab.New([]Symbol{
+			{Name: fn, Addr: 0x1100, Size: 0x100, Func: true}, {Name: "shared", Addr: 0x2000, Size: 0x10, Func: true}})}
+	}
+	maps := []Mapping{{PID: 1, Start: 0x1000, End: 0x3000, Path: "/bin/a", Exec: true}, {PID: 2, Start: 0x1000, End: 0x3000, Path: "/bin/b", Exec: true}}
+	tab := NewObjectSymbols("img", maps, []Object{obj("/bin/a", "alpha"), obj("/bin/b", "beta")})
+	require.NoError(t, db.SetSymbols(tab))
+	got, err := db.Symbols()
+	require.NoError(t, err)
+	require.Len(t, got.Objects, 2)
+	require.Equal(t, "alpha+0x10", got.DescribeIn(1, 0x1110))
+	require.Equal(t, "beta", got.FunctionIn(2, 0x1180))
+	require.Equal(t, "shared", got.FunctionIn(2, 0x2000))
+	require.Equal(t, "b+0x1f00", got.FunctionIn(2, 0x2f00), "in b, past its symbols")
+	require.Contains(t, []string{"alpha", "beta"}, got.FunctionIn(0, 0x1180), "no object: either")
+	require.Equal(t, got.FunctionIn(0, 0x1180), got.FunctionIn(3, 0x1180), "no such object: as none")
+	require.Equal(t, maps, got.Mappings)
 }

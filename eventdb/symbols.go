@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -29,34 +30,92 @@ type Symbols struct {
 }
 
 // Object is an ELF file a Linux program loaded: where its image lies,
-// zero-filled data included.
+// zero-filled data included, and its own symbols.
 type Object struct {
 	Path       string
 	BuildID    string
 	Start, End uint64 // [Start, End): its base and the end of its image
+	// Symbols are the file's, at the addresses it was loaded at (a
+	// shared library's named SYMBOL@LIBRARY): processes that loaded
+	// different files at one address (two executables, or libraries
+	// loaded in another order) name it each after its own. Nil in a
+	// table written before objects kept theirs.
+	Symbols *symtab.Table
+}
+
+// ObjectRef names an object of a Symbols table: its index in Objects
+// plus one; 0 names none. A Linux program's samples carry the ref of the
+// file each of their addresses was in (Event.SampleObjects).
+type ObjectRef = uint64
+
+// NewObjectSymbols builds a Linux program's table from the files it
+// loaded, each with its symbols, and its mappings; the whole table is
+// the union of the objects'.
+func NewObjectSymbols(image string, maps []Mapping, objs []Object) *Symbols {
+	var all []Symbol
+	for _, o := range objs {
+		if o.Symbols != nil {
+			all = append(all, o.Symbols.All()...)
+		}
+	}
+	s := NewSymbols(image, all)
+	s.Mappings, s.Objects = maps, objs
+	return s
+}
+
+// Object returns the object ref names, or nil.
+func (s *Symbols) Object(ref ObjectRef) *Object {
+	if ref == 0 || ref > uint64(len(s.Objects)) {
+		return nil
+	}
+	return &s.Objects[ref-1]
+}
+
+// ResolveIn is Resolve within the object ref names, when it has symbols
+// of its own, else within the whole table.
+func (s *Symbols) ResolveIn(ref ObjectRef, addr uint64) (Symbol, uint64, bool) {
+	if o := s.Object(ref); o != nil && o.Symbols != nil {
+		return o.Symbols.Resolve(addr)
+	}
+	return s.Resolve(addr)
 }
 
 // Function names the function holding addr; an address that no
 // function symbol holds but a loaded file does is named FILE+0xOFFSET,
 // the address in the file, as perf names it (libz.so.1+0x4a26).
-func (s *Symbols) Function(addr uint64) string {
-	if sym, _, ok := s.Resolve(addr); ok && sym.Func {
+func (s *Symbols) Function(addr uint64) string { return s.FunctionIn(0, addr) }
+
+// FunctionIn is Function within the object ref names (0: anywhere).
+func (s *Symbols) FunctionIn(ref ObjectRef, addr uint64) string {
+	if sym, _, ok := s.ResolveIn(ref, addr); ok && sym.Func {
 		return sym.Name
 	}
-	return s.inObject(addr)
+	return s.inObject(ref, addr)
 }
 
 // Describe names addr as "symbol", "symbol+0x12", FILE+0xOFFSET in a
 // loaded file no symbol covers, or hex.
-func (s *Symbols) Describe(addr uint64) string {
-	if _, _, ok := s.Resolve(addr); ok {
-		return s.Table.Describe(addr)
+func (s *Symbols) Describe(addr uint64) string { return s.DescribeIn(0, addr) }
+
+// DescribeIn is Describe within the object ref names (0: anywhere).
+func (s *Symbols) DescribeIn(ref ObjectRef, addr uint64) string {
+	if sym, off, ok := s.ResolveIn(ref, addr); ok {
+		if off == 0 {
+			return sym.Name
+		}
+		return fmt.Sprintf("%s+%#x", sym.Name, off)
 	}
-	return s.inObject(addr)
+	return s.inObject(ref, addr)
 }
 
-func (s *Symbols) inObject(addr uint64) string {
-	if o, ok := s.ObjectAt(addr); ok {
+func (s *Symbols) inObject(ref ObjectRef, addr uint64) string {
+	o := s.Object(ref)
+	if o == nil || addr < o.Start || addr >= o.End {
+		if found, ok := s.ObjectAt(addr); ok {
+			o = &found
+		}
+	}
+	if o != nil && addr >= o.Start && addr < o.End {
 		return fmt.Sprintf("%s+%#x", filepath.Base(o.Path), addr-o.Start)
 	}
 	return fmt.Sprintf("%#x", addr)
@@ -138,6 +197,32 @@ func (db *DB) SetSymbols(t *Symbols) error {
 			v = binary.AppendUvarint(v, o.Start)
 			v = binary.AppendUvarint(v, o.End)
 		}
+		// Each object's symbols, as indices into the table's (which hold
+		// them all), ascending and delta-coded.
+		index := make(map[Symbol]uint64, len(t.All()))
+		for i, sym := range t.All() {
+			index[sym] = uint64(i)
+		}
+		for _, o := range t.Objects {
+			var syms []Symbol
+			if o.Symbols != nil {
+				syms = o.Symbols.All()
+			}
+			at := make([]uint64, 0, len(syms))
+			for _, sym := range syms {
+				if i, ok := index[sym]; ok {
+					at = append(at, i)
+				}
+			}
+			slices.Sort(at)
+			at = slices.Compact(at) // a symbol a file lists twice
+			v = binary.AppendUvarint(v, uint64(len(at)))
+			prev := uint64(0)
+			for _, i := range at {
+				v = binary.AppendUvarint(v, i-prev)
+				prev = i
+			}
+		}
 	}
 	if err := db.pdb.Set(codec.MetaSymbolsKey, v, pebble.Sync); err != nil {
 		return fmt.Errorf("eventdb: store symbols: %w", err)
@@ -186,10 +271,26 @@ func (db *DB) Symbols() (*Symbols, error) {
 			objs = append(objs, Object{Path: r.String("path"), BuildID: r.String("build-id"), Start: r.Uvarint("start"), End: r.Uvarint("end")})
 		}
 	}
+	s := NewSymbols(image, syms)
+	if r.More() { // each object's symbols (absent from older DBs)
+		sorted := s.All()
+		for i := 0; i < len(objs) && r.Err() == nil; i++ {
+			n := r.Count("object symbols", 1)
+			own := make([]Symbol, 0, min(n, len(sorted)))
+			at := uint64(0)
+			for j := 0; j < n && r.Err() == nil; j++ {
+				d := r.Uvarint("symbol index")
+				if at += d; j > 0 && d == 0 || at >= uint64(len(sorted)) {
+					return nil, corrupt(codec.MetaSymbolsKey, fmt.Errorf("object %d: symbol index %d of %d", i, at, len(sorted)))
+				}
+				own = append(own, sorted[at])
+			}
+			objs[i].Symbols = symtab.New(own)
+		}
+	}
 	if err := r.Done(); err != nil {
 		return nil, corrupt(codec.MetaSymbolsKey, err)
 	}
-	s := NewSymbols(image, syms)
 	s.Mappings, s.Objects = maps, objs
 	return s, nil
 }

@@ -53,7 +53,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	if h.Linux != nil {
 		// The symbols are those of the files the program maps: stored
 		// when the replay has seen them all.
-		mapped = &mappedSymbols{image: fmt.Sprintf("%x", h.Image.SHA256), seen: map[string]bool{}}
+		mapped = &mappedSymbols{image: fmt.Sprintf("%x", h.Image.SHA256), refs: map[LoadedFile]eventdb.ObjectRef{}}
 	} else {
 		if o.Image == nil {
 			if o.Image, err = rec.Image(); err != nil {
@@ -108,15 +108,16 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		if thread == 0 {
 			thread = currentThread(mem, tidSym, haveTID)
 		}
-		var cost []uint64
-		switch {
-		case s.Cost > 0:
-			cost = []uint64{uint64(math.Round(s.Cost * eventdb.SampleCost))}
-		case s.System:
-			cost = []uint64{0, eventdb.SampleSystem}
+		var objs []eventdb.ObjectRef
+		if s.Files != nil {
+			objs = make([]eventdb.ObjectRef, len(s.Files))
+			for i, f := range s.Files {
+				objs[i] = mapped.ref(f)
+			}
 		}
+		args := eventdb.SampleArgs(uint64(math.Round(s.Cost*eventdb.SampleCost)), s.System, objs)
 		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: thread,
-			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack, Args: cost})
+			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack, Args: args})
 	}
 	o.OnTrace = func(r *TraceRecord) error {
 		e := traceEvent(r)
@@ -194,13 +195,14 @@ const (
 
 // mappedSymbols collects the symbols of the files a Linux program maps,
 // at the addresses it maps them at: each file's symbols once per load
-// address, a shared library's named SYMBOL@LIBRARY. Processes that map
-// different files at one address (after an exec) share one table, so
-// such addresses may be named after either.
+// address, a shared library's named SYMBOL@LIBRARY, kept per object so
+// that where processes map different files at one address (after an
+// exec) a sample, which names the file of each address, is named after
+// its own.
 type mappedSymbols struct {
 	image string
-	seen  map[string]bool // "path@base"
-	syms  []symtab.Symbol
+	refs  map[LoadedFile]eventdb.ObjectRef
+	nsyms int
 	maps  []eventdb.Mapping
 	objs  []eventdb.Object
 }
@@ -217,31 +219,32 @@ func (c *mappedSymbols) add(m linux.Mapping, f *elffile.File) error {
 		return nil
 	}
 	base, ok := f.Base(m.Start, m.Offset)
-	key := fmt.Sprintf("%s@%#x", m.Path, base)
-	if !ok || c.seen[key] {
+	key := LoadedFile{Path: m.Path, Base: base}
+	if !ok || c.refs[key] != 0 || len(c.objs) >= maxMappings {
 		return nil
 	}
-	c.seen[key] = true
-	if len(c.objs) < maxMappings {
-		c.objs = append(c.objs, eventdb.Object{Path: m.Path, BuildID: f.BuildID, Start: base, End: base + f.Span()})
-	}
+	var syms []symtab.Symbol
 	for _, s := range f.Symbols.All() {
-		if len(c.syms) >= maxSymbols {
+		if c.nsyms >= maxSymbols {
 			break
 		}
 		if f.Shared {
 			s.Name += "@" + f.Name()
 		}
 		s.Addr += base
-		c.syms = append(c.syms, s)
+		syms = append(syms, s)
+		c.nsyms++
 	}
+	c.objs = append(c.objs, eventdb.Object{Path: m.Path, BuildID: f.BuildID, Start: base, End: base + f.Span(), Symbols: symtab.New(syms)})
+	c.refs[key] = eventdb.ObjectRef(len(c.objs))
 	return nil
 }
 
+// ref names the object a file loaded at a base is (0: none collected).
+func (c *mappedSymbols) ref(f LoadedFile) eventdb.ObjectRef { return c.refs[f] }
+
 func (c *mappedSymbols) symbols() *eventdb.Symbols {
-	s := eventdb.NewSymbols(c.image, c.syms)
-	s.Mappings, s.Objects = c.maps, c.objs
-	return s
+	return eventdb.NewObjectSymbols(c.image, c.maps, c.objs)
 }
 
 // imageSymbols is the table tools name addresses with, keyed by the

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/arch/x86/x86asm"
+
 	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/probes"
@@ -66,29 +68,56 @@ func newLinuxProbes(k *linux.Kernel, set *probes.Set, onHit func(Hit) error, onM
 // the call-frame information of the files it maps.
 func (lp *linuxProbes) sample(s *Sample) {
 	regs := lp.k.UserRegs(s.Regs)
-	s.RIP, s.Thread = regs.RIP, uint32(lp.k.CurrentThread())
 	mem := func(addr uint64) (uint64, error) {
 		var b [8]byte
 		err := lp.m.ReadVirt(addr, b[:])
 		return binary.LittleEndian.Uint64(b[:]), err
 	}
+	// A kick that finds the vCPU in the system-call stub or an exception
+	// vector, or the program just after a SYSCALL, came while a call or
+	// fault was served — by the VMM, or in the exit and entry that frame
+	// it, which KVM_RUN spends — however InGuest read: perf's kernel time.
+	// One that finds it on a SYSCALL found a thread blocked in the call
+	// (to be restarted there) or about to enter it: idle or kernel time.
+	var code [syscallSkid*15 + 4]byte
+	at := regs.RIP - uint64(len(code)) + 2
+	s.System = s.System || regs.RIP != s.Regs.RIP ||
+		lp.m.ReadVirt(at, code[:]) == nil && nearSyscall(code[:])
+	s.RIP, s.Thread = regs.RIP, uint32(lp.k.CurrentThread())
 	s.Stack = elffile.Unwind(elffile.Regs{RIP: regs.RIP, RSP: regs.RSP, RBP: regs.RBP}, mem, lp.locator(lp.k.FileAt), maxStackDepth)
+	s.Files = make([]LoadedFile, 0, 1+len(s.Stack))
+	for i, pc := range append([]uint64{s.RIP}, s.Stack...) {
+		if i > 0 {
+			pc-- // a return address: the call is the byte before
+		}
+		_, lf, _ := lp.loadedAt(lp.k.FileAt, pc)
+		s.Files = append(s.Files, lf)
+	}
 }
 
-// locator finds the parsed file mapped executable at a pc, through the
-// mappings fileAt names, and the base it is loaded at.
+// loadedAt finds the parsed file mapped executable at a pc, through the
+// mappings fileAt names, and where it is loaded.
+func (lp *linuxProbes) loadedAt(fileAt func(va uint64) *linux.Mapping, pc uint64) (*elffile.File, LoadedFile, bool) {
+	m := fileAt(pc)
+	if m == nil || !m.Exec {
+		return nil, LoadedFile{}, false
+	}
+	o := lp.files[m.Path]
+	if o == nil || o.file == nil {
+		return nil, LoadedFile{}, false
+	}
+	base, ok := o.file.Base(m.Start, m.Offset)
+	if !ok {
+		return nil, LoadedFile{}, false
+	}
+	return o.file, LoadedFile{Path: m.Path, Base: base}, true
+}
+
+// locator is loadedAt for the unwinder.
 func (lp *linuxProbes) locator(fileAt func(va uint64) *linux.Mapping) elffile.Locate {
 	return func(pc uint64) (*elffile.File, uint64, bool) {
-		m := fileAt(pc)
-		if m == nil || !m.Exec {
-			return nil, 0, false
-		}
-		o := lp.files[m.Path]
-		if o == nil || o.file == nil {
-			return nil, 0, false
-		}
-		base, ok := o.file.Base(m.Start, m.Offset)
-		return o.file, base, ok
+		f, lf, ok := lp.loadedAt(fileAt, pc)
+		return f, lf.Base, ok
 	}
 }
 
@@ -307,4 +336,37 @@ func (lp *linuxProbes) siteOf(b *linux.Break) *objectSite {
 		return nil
 	}
 	return o.sites[vaddr]
+}
+
+// syscallSkid is how many instructions a kick may find the program past
+// the return from a system call: KVM_RUN leaves the guest a little after
+// the kick's signal, and the instructions glibc runs after a SYSCALL
+// (cmp rax,-4096; ja; ret) take next to no time of their own.
+const syscallSkid = 2
+
+// nearSyscall reports whether the instruction at code[len(code)-2:] (the
+// sampled RIP's, code holding the bytes before it) is a SYSCALL, or
+// follows one by at most syscallSkid instructions decoded straight on.
+func nearSyscall(code []byte) bool {
+	rip := len(code) - 2
+	if code[rip] == 0x0f && code[rip+1] == 0x05 {
+		return true
+	}
+	for i := 0; i+2 <= rip; i++ {
+		if code[i] != 0x0f || code[i+1] != 0x05 {
+			continue
+		}
+		at := i + 2
+		for range syscallSkid + 1 {
+			if at == rip {
+				return true
+			}
+			in, err := x86asm.Decode(code[at:rip], 64)
+			if err != nil {
+				break
+			}
+			at += in.Len
+		}
+	}
+	return false
 }

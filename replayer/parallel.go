@@ -307,7 +307,7 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 		if err != nil {
 			return stopped(fmt.Errorf("replayer: merge: %w", err))
 		}
-		remap, err := joined.add(syms)
+		remap, objRemap, err := joined.add(syms)
 		if err != nil {
 			return stopped(fmt.Errorf("replayer: merge: run %d: %w", r.ID, err))
 		}
@@ -322,6 +322,12 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 			e := it.Event().Clone()
 			if e.Kind == eventdb.KindMapping && len(e.Args) > 3 && e.Args[3] < uint64(len(remap)) {
 				e.Args[3] = remap[e.Args[3]]
+			}
+			objs := e.SampleObjects()
+			for i, ref := range objs {
+				if ref != 0 && ref <= uint64(len(objRemap)) {
+					objs[i] = objRemap[ref-1]
+				}
 			}
 			if err := in.Add(e); err != nil {
 				_ = it.Close()
@@ -375,27 +381,33 @@ func SameOptions(a, b *eventdb.Run) error {
 // symbolJoin joins the symbol tables of a split replay's parts into the
 // one a replay from boot builds: each part's table holds the mappings
 // restored at its start (an earlier part's) and those it saw made, so a
-// mapping already joined is found again and a new one appended, in the
-// order they were made.
+// mapping (or loaded file) already joined is found again and a new one
+// appended, in the order they were made.
 type symbolJoin struct {
 	image string
-	syms  []symtab.Symbol
-	maps  []eventdb.Mapping
-	objs  []eventdb.Object
+	syms  []symtab.Symbol // a kit image's
 	seen  map[symtab.Symbol]bool
-	objOf map[eventdb.Object]bool
+	maps  []eventdb.Mapping
+	objs  []eventdb.Object // a Linux program's, each with its symbols
+	objOf map[objectKey]eventdb.ObjectRef
+}
+
+// objectKey identifies a loaded file across the parts.
+type objectKey struct {
+	path, buildID string
+	start, end    uint64
 }
 
 // add joins s and returns, for each of its mappings, its index in the
-// joined table.
-func (j *symbolJoin) add(s *eventdb.Symbols) ([]uint64, error) {
+// joined table, and for each of its objects, its ref there.
+func (j *symbolJoin) add(s *eventdb.Symbols) (maps []uint64, objs []eventdb.ObjectRef, err error) {
 	if j.seen == nil {
-		j.image, j.seen, j.objOf = s.Image, map[symtab.Symbol]bool{}, map[eventdb.Object]bool{}
+		j.image, j.seen, j.objOf = s.Image, map[symtab.Symbol]bool{}, map[objectKey]eventdb.ObjectRef{}
 	}
 	if s.Image != j.image {
-		return nil, fmt.Errorf("symbols of image %s, not %s: parts of another recording", s.Image, j.image)
+		return nil, nil, fmt.Errorf("symbols of image %s, not %s: parts of another recording", s.Image, j.image)
 	}
-	if s.Table != nil {
+	if s.Table != nil && len(s.Objects) == 0 {
 		for _, sym := range s.All() {
 			if !j.seen[sym] {
 				j.seen[sym] = true
@@ -403,30 +415,36 @@ func (j *symbolJoin) add(s *eventdb.Symbols) ([]uint64, error) {
 			}
 		}
 	}
-	for _, o := range s.Objects {
-		if !j.objOf[o] {
-			j.objOf[o] = true
+	objs = make([]eventdb.ObjectRef, len(s.Objects))
+	for i, o := range s.Objects {
+		k := objectKey{o.Path, o.BuildID, o.Start, o.End}
+		if j.objOf[k] == 0 {
 			j.objs = append(j.objs, o)
+			j.objOf[k] = eventdb.ObjectRef(len(j.objs))
 		}
+		objs[i] = j.objOf[k]
 	}
-	remap := make([]uint64, len(s.Mappings))
+	maps = make([]uint64, len(s.Mappings))
 	for i, m := range s.Mappings {
 		at := lastIndex(j.maps, m) // mapped again alike after an unmap: the latest
 		if at < 0 {
 			if len(j.maps) >= maxMappings {
-				return nil, fmt.Errorf("more than %d mappings", maxMappings)
+				return nil, nil, fmt.Errorf("more than %d mappings", maxMappings)
 			}
 			at = len(j.maps)
 			j.maps = append(j.maps, m)
 		}
-		remap[i] = uint64(at)
+		maps[i] = uint64(at)
 	}
-	return remap, nil
+	return maps, objs, nil
 }
 
 func (j *symbolJoin) symbols() *eventdb.Symbols {
+	if len(j.objs) > 0 {
+		return eventdb.NewObjectSymbols(j.image, j.maps, j.objs)
+	}
 	s := eventdb.NewSymbols(j.image, j.syms)
-	s.Mappings, s.Objects = j.maps, j.objs
+	s.Mappings = j.maps
 	return s
 }
 

@@ -35,12 +35,23 @@ type Sample struct {
 	// cost), since a count may stand for one instruction or a thousand.
 	// 0 for a timed sample, which stands for its period.
 	Cost float64
+	// Files are, for a Linux program, the file each address was in —
+	// RIP's, then each Stack entry's (the zero LoadedFile: none) — since
+	// processes may load different files at one address.
+	Files []LoadedFile
 	// System: a timed sample whose time came while the VMM served an
 	// exit (a Linux program's system call or fault) rather than the
 	// guest running — what perf counts as kernel time: the vCPU was out
 	// of KVM_RUN when it was due, or (a Linux program) stands just after
 	// a SYSCALL instruction.
 	System bool
+}
+
+// LoadedFile is a file as a Linux program loaded it: its path and the
+// address its image is based at.
+type LoadedFile struct {
+	Path string
+	Base uint64
 }
 
 // SampleHandler receives each sample with the guest's memory.
@@ -138,11 +149,6 @@ func (s *sampler) take(atTarget bool, recordTime func(vmm.Position) time.Duratio
 	pos := m.Position()
 	smp := &Sample{Pos: pos, Time: recordTime(pos), Regs: regs, RIP: regs.RIP, System: !atTarget && s.system.Load()}
 	if s.linux != nil {
-		// A kick that finds the program right after a SYSCALL came while
-		// the call was served — by the VMM, or in the exit and entry
-		// that frame it, which KVM_RUN spends — however InGuest read.
-		var insn [2]byte
-		smp.System = smp.System || m.ReadVirt(regs.RIP-2, insn[:]) == nil && insn == [2]byte{0x0f, 0x05}
 		s.linux.sample(smp)
 		m.Stats().Samples++
 		if s.on == nil {

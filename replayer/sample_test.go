@@ -75,3 +75,4 @@ func TestTimedSampling(t *testing.T) {
 	require.GreaterOrEqual(t, n, 5, "a ~300 ms replay sampled every 2 ms")
 	require.LessOrEqual(t, n, int(res.Elapsed/(2*time.Millisecond))+1, "at most one sample per period")
 }
+

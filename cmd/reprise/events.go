@@ -120,7 +120,7 @@ the table. Addresses are exact decimal integers.`,
 				addr := fmt.Sprintf("%#x", e.Addr)
 				switch e.Kind {
 				case eventdb.KindProbeEntry, eventdb.KindProbeReturn, eventdb.KindSample:
-					addr = syms.Describe(e.Addr)
+					addr = syms.DescribeIn(objectOf(e, 0), e.Addr)
 				case eventdb.KindMapping:
 					if m, ok := mappingOf(e, syms); ok {
 						extra = fmt.Sprintf("%s [%#x, %#x) offset %#x", m.Path, m.Start, m.End, m.Offset)
@@ -142,6 +142,15 @@ the table. Addresses are exact decimal integers.`,
 	cmd.Flags().StringVar(&probe, "probe", "", "only this probe's hits, by name (e.g. lock)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON Lines: one run or event a line")
 	return cmd
+}
+
+// objectOf is the object a sample's address i (0: Addr, then its Stack)
+// was in, 0 where it does not say.
+func objectOf(e *eventdb.Event, i int) eventdb.ObjectRef {
+	if objs := e.SampleObjects(); i < len(objs) {
+		return objs[i]
+	}
+	return 0
 }
 
 // eventJSON is an event as reprise events --json prints it.
@@ -181,15 +190,19 @@ func eventLine(run uint32, e *eventdb.Event, r *eventdb.Run, syms *eventdb.Symbo
 				name = p.Args[i]
 			case e.Kind == eventdb.KindSample && i == 0:
 				name = "cost" // eventdb.SampleCost
+			case e.Kind == eventdb.KindSample && i == 1:
+				name = "system" // eventdb.SampleSystem
+			case e.Kind == eventdb.KindSample:
+				name = fmt.Sprintf("object%d", i-2) // of the address, then of each stack entry
 			}
 			out.Args[name] = v
 		}
 	}
 	if e.Kind == eventdb.KindProbeEntry || e.Kind == eventdb.KindProbeReturn || e.Kind == eventdb.KindSample {
-		out.Symbol = syms.Describe(e.Addr)
+		out.Symbol = syms.DescribeIn(objectOf(e, 0), e.Addr)
 	}
-	for _, a := range e.Stack {
-		out.Symbols = append(out.Symbols, syms.Describe(a))
+	for i, a := range e.Stack {
+		out.Symbols = append(out.Symbols, syms.DescribeIn(objectOf(e, i+1), a))
 	}
 	if e.Kind == eventdb.KindMapping {
 		out.Args = nil

@@ -18,6 +18,7 @@ type funcID int32
 // byte.
 type frameAddr struct {
 	addr uint64
+	obj  uint32 // the eventdb.ObjectRef of the file it was in (0: not known)
 	ret  bool
 }
 
@@ -111,10 +112,11 @@ func (a *attribution) function(f frameAddr) funcID {
 	if f.ret && look > 0 {
 		look--
 	}
-	name := a.syms.Describe(f.addr)
-	if s, _, ok := a.syms.Resolve(look); ok && s.Func {
+	ref := eventdb.ObjectRef(f.obj)
+	name := a.syms.DescribeIn(ref, f.addr)
+	if s, _, ok := a.syms.ResolveIn(ref, look); ok && s.Func {
 		name = s.Name
-	} else if _, _, ok := a.syms.Resolve(f.addr); ok {
+	} else if _, _, ok := a.syms.ResolveIn(ref, f.addr); ok {
 		name = fmt.Sprintf("%#x", f.addr) // inside a data or unsized symbol: no function
 	}
 	id := a.id(name)
@@ -188,6 +190,7 @@ func (a *attribution) fill(p *Profile, callGraph bool) {
 		whole += tt.weight
 	}
 	p.Functions = a.funcStats(global, whole)
+	p.Files = a.fileStats(whole)
 	for _, tid := range slices.Sorted(maps.Keys(a.threads)) {
 		tt := a.threads[tid]
 		p.Threads = append(p.Threads, ThreadProfile{Thread: tid, Samples: tt.samples,
@@ -217,6 +220,40 @@ func (a *attribution) funcStats(ts map[funcID]*tally, whole float64) []FuncStat 
 	for i, r := range rs {
 		out[i] = r.FuncStat
 	}
+	return out
+}
+
+// unknownFile holds the samples in no loaded file, as perf names it.
+const unknownFile = "[unknown]"
+
+// fileStats tallies the samples by the file their leaf was in, sorted by
+// share, then path; nil for a kit image, which loads no files.
+func (a *attribution) fileStats(whole float64) []FileStat {
+	if len(a.syms.Objects) == 0 {
+		return nil
+	}
+	byFile := map[string]*share{}
+	for i := range a.stacks {
+		s := &a.stacks[i]
+		leaf := s.frame(0)
+		file := unknownFile
+		if o := a.syms.Object(eventdb.ObjectRef(leaf.obj)); o != nil {
+			file = o.Path
+		} else if o, ok := a.syms.ObjectAt(leaf.addr); ok {
+			file = o.Path
+		}
+		if byFile[file] == nil {
+			byFile[file] = &share{}
+		}
+		byFile[file].add(s.count, a.weight(s))
+	}
+	out := make([]FileStat, 0, len(byFile))
+	for f, n := range byFile {
+		out = append(out, FileStat{File: f, Self: n.samples, SelfPct: pct(n.weight, whole)})
+	}
+	slices.SortFunc(out, func(x, y FileStat) int {
+		return cmp.Or(cmp.Compare(y.SelfPct, x.SelfPct), cmp.Compare(x.File, y.File))
+	})
 	return out
 }
 

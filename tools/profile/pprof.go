@@ -107,7 +107,7 @@ func (b *pprofBuilder) location(f frameAddr) *profile.Location {
 		return l
 	}
 	l := &profile.Location{
-		ID: uint64(len(b.out.Location) + 1), Mapping: b.mappingOf(f.addr), Address: f.addr,
+		ID: uint64(len(b.out.Location) + 1), Mapping: b.mappingOf(f), Address: f.addr,
 		Line: []profile.Line{{Function: b.function(b.a.function(f))}},
 	}
 	b.out.Location = append(b.out.Location, l)
@@ -115,11 +115,14 @@ func (b *pprofBuilder) location(f frameAddr) *profile.Location {
 	return l
 }
 
-// mappingOf is the mapping of the loaded file holding addr, else the
-// image's.
-func (b *pprofBuilder) mappingOf(addr uint64) *profile.Mapping {
+// mappingOf is the mapping of the loaded file the frame was in (the one
+// holding its address when the sample does not say), else the image's.
+func (b *pprofBuilder) mappingOf(f frameAddr) *profile.Mapping {
+	if f.obj != 0 && int(f.obj) <= len(b.objects) {
+		return b.objects[f.obj-1]
+	}
 	for _, m := range b.objects {
-		if addr >= m.Start && addr < m.Limit {
+		if f.addr >= m.Start && f.addr < m.Limit {
 			return m
 		}
 	}

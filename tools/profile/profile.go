@@ -64,6 +64,10 @@ type Profile struct {
 
 	// Functions are sorted by self share, then total share, then name.
 	Functions []FuncStat `json:"functions"`
+	// Files are, for a Linux program, the files the samples were in (as
+	// perf's --sort dso), by self share, then path; "[unknown]" holds
+	// the samples in no file.
+	Files []FileStat `json:"files,omitempty"`
 	// Threads are sorted by thread id; percentages in their Functions are
 	// shares of that thread's samples.
 	Threads []ThreadProfile `json:"threads"`
@@ -85,6 +89,13 @@ type FuncStat struct {
 	SelfPct  float64 `json:"self_pct"`
 	Total    uint64  `json:"total"`
 	TotalPct float64 `json:"total_pct"`
+}
+
+// FileStat is the samples whose sampled code was in one file.
+type FileStat struct {
+	File    string  `json:"file"` // its path
+	Self    uint64  `json:"self"`
+	SelfPct float64 `json:"self_pct"`
 }
 
 // ThreadProfile is one guest thread's share and its functions.

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -18,8 +19,9 @@ import (
 // stack, weighted by count.
 type sampledStack struct {
 	// key is the thread (4 bytes) then the leaf address and the return
-	// addresses, innermost first (8 bytes each), little-endian: the map key
-	// is also the only copy of the stack.
+	// addresses, innermost first, each (8 bytes) followed by the object it
+	// was in (4 bytes, an eventdb.ObjectRef; 0: not known),
+	// little-endian: the map key is also the only copy of the stack.
 	key   string
 	count uint64
 	// cost is the sum of the costs of its samples that carry one (a
@@ -31,6 +33,7 @@ type sampledStack struct {
 const (
 	threadBytes = 4
 	addrBytes   = 8
+	frameBytes  = addrBytes + 4
 )
 
 func (s *sampledStack) thread() uint32 {
@@ -38,16 +41,14 @@ func (s *sampledStack) thread() uint32 {
 }
 
 // depth is the number of addresses: the leaf and the return addresses.
-func (s *sampledStack) depth() int { return (len(s.key) - threadBytes) / addrBytes }
+func (s *sampledStack) depth() int { return (len(s.key) - threadBytes) / frameBytes }
 
-// addr returns address i: 0 is the leaf, i > 0 the return address i-1.
-func (s *sampledStack) addr(i int) uint64 {
-	off := threadBytes + i*addrBytes
-	return binary.LittleEndian.Uint64([]byte(s.key[off : off+addrBytes]))
+// frame returns address i as a frame: 0 is the leaf, i > 0 the return
+// address i-1.
+func (s *sampledStack) frame(i int) frameAddr {
+	b := []byte(s.key[threadBytes+i*frameBytes:][:frameBytes])
+	return frameAddr{addr: binary.LittleEndian.Uint64(b), obj: binary.LittleEndian.Uint32(b[addrBytes:]), ret: i > 0}
 }
-
-// frame returns address i as a frame: the leaf, or a return address.
-func (s *sampledStack) frame(i int) frameAddr { return frameAddr{addr: s.addr(i), ret: i > 0} }
 
 // stackSet counts samples per distinct stack.
 type stackSet struct {
@@ -72,9 +73,18 @@ func (s *stackSet) add(e *eventdb.Event) {
 		}
 	}
 	s.key = binary.LittleEndian.AppendUint32(s.key[:0], e.Thread)
-	s.key = binary.LittleEndian.AppendUint64(s.key, e.Addr)
-	for _, ret := range e.Stack {
-		s.key = binary.LittleEndian.AppendUint64(s.key, ret)
+	objs := e.SampleObjects()
+	for i := range 1 + len(e.Stack) {
+		addr := e.Addr
+		if i > 0 {
+			addr = e.Stack[i-1]
+		}
+		var obj uint32
+		if i < len(objs) && objs[i] <= math.MaxUint32 {
+			obj = uint32(objs[i])
+		}
+		s.key = binary.LittleEndian.AppendUint64(s.key, addr)
+		s.key = binary.LittleEndian.AppendUint32(s.key, obj)
 	}
 	s.samples++
 	s.span = max(s.span, e.Time)

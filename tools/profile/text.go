@@ -22,6 +22,11 @@ func (p *Profile) WriteText(w io.Writer, top int, perThread bool) error {
 	if err := funcTable(titled(title, len(p.Functions), top), p.Functions, top).Write(w); err != nil {
 		return err
 	}
+	if p.Files != nil {
+		if err := writeSection(w, p.fileTable(top)); err != nil {
+			return err
+		}
+	}
 	// With one thread, its table would repeat the one above.
 	if perThread && len(p.Threads) > 1 {
 		for _, t := range p.Threads {
@@ -67,6 +72,17 @@ func funcTable(title string, fs []FuncStat, top int) *report.Table {
 	return t
 }
 
+// fileTable lists the files the sampled code was in.
+func (p *Profile) fileTable(top int) *report.Table {
+	t := &report.Table{Title: titled("files by self samples", len(p.Files), top), Columns: []report.Column{
+		{Name: "file"}, {Name: "self", Right: true}, {Name: "self%", Right: true},
+	}}
+	for _, f := range first(p.Files, top) {
+		t.Add(f.File, f.Self, percent(f.SelfPct))
+	}
+	return t
+}
+
 func (p *Profile) edgeTable(top int) *report.Table {
 	t := &report.Table{Title: titled("call graph: caller → callee", len(p.CallGraph), top), Columns: []report.Column{
 		{Name: "caller"}, {Name: "callee"}, {Name: "samples", Right: true}, {Name: "%", Right: true},
@@ -85,6 +101,7 @@ func percent(v float64) string { return report.Percent(v, 100) }
 func (p *Profile) WriteJSON(w io.Writer, top int) error {
 	out := *p
 	out.Functions = first(p.Functions, top)
+	out.Files = first(p.Files, top)
 	out.Threads = make([]ThreadProfile, len(p.Threads))
 	for i, t := range p.Threads {
 		t.Functions = first(t.Functions, top)
