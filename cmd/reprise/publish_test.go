@@ -632,6 +632,79 @@ func httpLoad(path string, n int) func(b *testing.B, addr string) int {
 	}
 }
 
+// exchangeLoad makes n request/reply exchanges of a text protocol from
+// four connections at once; exchange makes the i-th on a connection.
+func exchangeLoad(n int, exchange func(rw *bufio.ReadWriter, i int) error) func(b *testing.B, addr string) int {
+	return func(b *testing.B, addr string) int {
+		dial := func() (*bufio.ReadWriter, net.Conn, error) {
+			c, err := net.DialTimeout("tcp", addr, 30*time.Second)
+			if err != nil {
+				return nil, nil, err
+			}
+			c.SetDeadline(time.Now().Add(time.Minute))
+			return bufio.NewReadWriter(bufio.NewReader(c), bufio.NewWriter(c)), c, nil
+		}
+		untilServed(b, func() error {
+			rw, c, err := dial()
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			return exchange(rw, 0)
+		})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rw, c, err := dial()
+				require.NoError(b, err)
+				defer c.Close()
+				for i := range n / 4 {
+					require.NoError(b, exchange(rw, i))
+				}
+			}()
+		}
+		wg.Wait()
+		return n / 4 * 4
+	}
+}
+
+// expect sends req and reads until the reply ends with want's last line,
+// failing unless the reply is want.
+func expect(rw *bufio.ReadWriter, req, want string) error {
+	if _, err := rw.WriteString(req); err != nil {
+		return err
+	}
+	if err := rw.Flush(); err != nil {
+		return err
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(rw, got); err != nil {
+		return err
+	}
+	if string(got) != want {
+		return fmt.Errorf("%q answered %q, want %q", req, got, want)
+	}
+	return nil
+}
+
+// memcacheExchange alternates a set and a get of one key.
+func memcacheExchange(rw *bufio.ReadWriter, i int) error {
+	if i%2 == 0 {
+		return expect(rw, "set k 0 0 5\r\nhello\r\n", "STORED\r\n")
+	}
+	return expect(rw, "get k\r\n", "VALUE k 0 5\r\nhello\r\nEND\r\n")
+}
+
+// redisExchange alternates a SET and a GET of one key.
+func redisExchange(rw *bufio.ReadWriter, i int) error {
+	if i%2 == 0 {
+		return expect(rw, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nhello\r\n", "+OK\r\n")
+	}
+	return expect(rw, "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", "$5\r\nhello\r\n")
+}
+
 // BenchmarkPublished is issue 27's published-port figure: a host client's
 // requests per second against a server running natively, under reprise
 // (live), and recorded — with the host's view (the default, --host full:
@@ -652,6 +725,15 @@ func BenchmarkPublished(b *testing.B) {
 					"events { worker_connections 64; } http { access_log off; keepalive_requests 100000; server { listen %d; root html; } }\n", p)})
 				return []string{"/usr/sbin/nginx", "-p", dir + "/", "-c", conf}
 			}, load: httpLoad("/index.html", 2000)},
+		{name: "memcached", tools: []string{"memcached"},
+			args: func(_ string, p int) []string {
+				return []string{"/usr/bin/memcached", "-t", "4", "-u", "root", "-U", "0", "-p", strconv.Itoa(p)}
+			}, load: exchangeLoad(2000, memcacheExchange)},
+		{name: "redis", tools: []string{"redis-server"},
+			args: func(_ string, p int) []string {
+				return []string{"/usr/bin/redis-server", "--port", strconv.Itoa(p), "--save", "", "--appendonly", "no",
+					"--protected-mode", "no", "--loglevel", "warning", "--logfile", "/dev/null"}
+			}, load: exchangeLoad(2000, redisExchange)},
 	} {
 		b.Run(s.name, func(b *testing.B) {
 			kvmtest.RequireTools(b, s.tools...)
