@@ -108,7 +108,7 @@ type callCase struct {
 // handler, and what is at each offset in it.
 const (
 	scratchBytes = 0x10000
-	offPathA     = 0x000 // "/tmp/a", and so on: the strings of scratchStrings
+	offPathA     = 0x000 // "/tmp/t/a", and so on: the strings of scratchStrings
 	offPathB     = 0x040
 	offPathC     = 0x080
 	offPathD     = 0x0c0
@@ -119,7 +119,7 @@ const (
 	offNameC     = 0x200
 	offXattr     = 0x240
 	offTmp       = 0x280
-	offLinkA     = 0x2c0 // "/tmp/s1", "/tmp/s2": symbolic links' names
+	offLinkA     = 0x2c0 // "/tmp/t/s1", "/tmp/t/s2": symbolic links' names
 	offLinkB     = 0x300
 	offBuf       = 0x1000 // "hello, world\n", then what the I/O calls read
 	offOut       = 0x2000 // where calls write what they report
@@ -144,17 +144,17 @@ const (
 
 // scratchStrings are the NUL-terminated strings the scratch area holds.
 var scratchStrings = map[uint64]string{
-	offPathA: "/tmp/a", offPathB: "/tmp/b", offPathC: "/tmp/c", offPathD: "/tmp/d", offPathE: "/tmp/e",
-	offExe: "/bin/hello", offSelf: "/proc/self/exe", offRoot: "/", offNameC: "c", offXattr: "user.x", offTmp: "/tmp",
-	offLinkA: "/tmp/s1", offLinkB: "/tmp/s2",
+	offPathA: "/tmp/t/a", offPathB: "/tmp/t/b", offPathC: "/tmp/t/c", offPathD: "/tmp/t/d", offPathE: "/tmp/t/e",
+	offExe: "/bin/hello", offSelf: "/proc/self/exe", offRoot: "/", offNameC: "c", offXattr: "user.x", offTmp: "/tmp/t",
+	offLinkA: "/tmp/t/s1", offLinkB: "/tmp/t/s2",
 	offBuf: "hello, world\n",
 }
 
 // The descriptors the test program opens before the calls.
 const (
 	fdExe  = 3 // /bin/hello, read-only
-	fdTmp  = 4 // the directory /tmp
-	fdFile = 5 // /tmp/a, read-write: it becomes /tmp/c
+	fdTmp  = 4 // the directory /tmp/t, the machine's own (the host's /tmp changes as other tests run: getdents64 read it)
+	fdFile = 5 // /tmp/t/a, read-write: it becomes /tmp/t/c
 )
 
 // callCases issue every registered call, in an order in which each does
@@ -359,7 +359,7 @@ func callCases(s uint64) []callCase {
 		{name: "pause", skip: "blocks until a signal"},
 		{name: "rt_sigsuspend", skip: "blocks until a signal"},
 		{name: "rt_sigpending", a: args{s + offOut, 8}},
-		// A successful exec would replace the program: /tmp/b is no
+		// A successful exec would replace the program: /tmp/t/b is no
 		// executable, so this one looks the file up and fails.
 		{name: "execve", a: args{s + offPathB, 0, 0}},
 		{name: "exit", skip: "ends the thread"},
@@ -446,6 +446,9 @@ func (ck *callKernel) prepare(t *testing.T) uint64 {
 	put(offEpollEv, unix.EPOLLIN|unix.EPOLLOUT|0x1234<<32, 0)
 	put(offCapHdr, 0x20080522)
 	put(offCPUSet, 1)
+	if r, _ := ck.issue(t, "mkdir", args{s + offTmp, 0o755}); r != 0 {
+		t.Fatalf("mkdir /tmp/t = %d", int64(r))
+	}
 	for _, o := range []struct {
 		fd uint64
 		a  args
