@@ -75,4 +75,3 @@ func TestTimedSampling(t *testing.T) {
 	require.GreaterOrEqual(t, n, 5, "a ~300 ms replay sampled every 2 ms")
 	require.LessOrEqual(t, n, int(res.Elapsed/(2*time.Millisecond))+1, "at most one sample per period")
 }
-
