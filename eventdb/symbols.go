@@ -71,13 +71,34 @@ func (s *Symbols) Object(ref ObjectRef) *Object {
 	return &s.Objects[ref-1]
 }
 
-// ResolveIn is Resolve within the object ref names, when it has symbols
-// of its own, else within the whole table.
-func (s *Symbols) ResolveIn(ref ObjectRef, addr uint64) (Symbol, uint64, bool) {
-	if o := s.Object(ref); o != nil && o.Symbols != nil {
-		return o.Symbols.Resolve(addr)
+// Locate is the object addr was in: the one ref names if its image holds
+// addr, else the first that holds it; 0 if none does.
+func (s *Symbols) Locate(ref ObjectRef, addr uint64) ObjectRef {
+	if o := s.Object(ref); o != nil && o.holds(addr) {
+		return ref
 	}
-	return s.Resolve(addr)
+	for i, o := range s.Objects {
+		if o.holds(addr) {
+			return ObjectRef(i + 1)
+		}
+	}
+	return 0
+}
+
+func (o *Object) holds(addr uint64) bool { return addr >= o.Start && addr < o.End }
+
+// tableIn is the table that names addresses in the object ref names: its
+// own, when it has one, else the whole table.
+func (s *Symbols) tableIn(ref ObjectRef) *symtab.Table {
+	if o := s.Object(ref); o != nil && o.Symbols != nil {
+		return o.Symbols
+	}
+	return s.Table
+}
+
+// ResolveIn is Resolve within the object ref names (0: anywhere).
+func (s *Symbols) ResolveIn(ref ObjectRef, addr uint64) (Symbol, uint64, bool) {
+	return s.tableIn(ref).Resolve(addr)
 }
 
 // Function names the function holding addr; an address that no
@@ -99,23 +120,15 @@ func (s *Symbols) Describe(addr uint64) string { return s.DescribeIn(0, addr) }
 
 // DescribeIn is Describe within the object ref names (0: anywhere).
 func (s *Symbols) DescribeIn(ref ObjectRef, addr uint64) string {
-	if sym, off, ok := s.ResolveIn(ref, addr); ok {
-		if off == 0 {
-			return sym.Name
-		}
-		return fmt.Sprintf("%s+%#x", sym.Name, off)
+	t := s.tableIn(ref)
+	if _, _, ok := t.Resolve(addr); ok {
+		return t.Describe(addr)
 	}
 	return s.inObject(ref, addr)
 }
 
 func (s *Symbols) inObject(ref ObjectRef, addr uint64) string {
-	o := s.Object(ref)
-	if o == nil || addr < o.Start || addr >= o.End {
-		if found, ok := s.ObjectAt(addr); ok {
-			o = &found
-		}
-	}
-	if o != nil && addr >= o.Start && addr < o.End {
+	if o := s.Object(s.Locate(ref, addr)); o != nil {
 		return fmt.Sprintf("%s+%#x", filepath.Base(o.Path), addr-o.Start)
 	}
 	return fmt.Sprintf("%#x", addr)
@@ -123,10 +136,8 @@ func (s *Symbols) inObject(ref ObjectRef, addr uint64) string {
 
 // ObjectAt finds the loaded file whose image holds addr.
 func (s *Symbols) ObjectAt(addr uint64) (Object, bool) {
-	for _, o := range s.Objects {
-		if addr >= o.Start && addr < o.End {
-			return o, true
-		}
+	if o := s.Object(s.Locate(0, addr)); o != nil {
+		return *o, true
 	}
 	return Object{}, false
 }

@@ -42,8 +42,9 @@ type Sample struct {
 	// System: a timed sample whose time came while the VMM served an
 	// exit (a Linux program's system call or fault) rather than the
 	// guest running — what perf counts as kernel time: the vCPU was out
-	// of KVM_RUN when it was due, or (a Linux program) stands just after
-	// a SYSCALL instruction.
+	// of KVM_RUN when it was due, or (a Linux program) stood in the
+	// system-call stub or an exception vector, on a SYSCALL, or at most
+	// syscallSkid instructions past one.
 	System bool
 }
 

@@ -22,15 +22,18 @@ import (
 )
 
 // perfRecord runs args natively under perf record -e cpu-clock:u (user
-// mode, as reprise profile --user) into data, skipping the test where
-// the host refuses perf_event_open.
-func perfRecord(t *testing.T, data string, args ...string) {
+// mode, as reprise profile --user) into data while load runs, and waits
+// for them to end, skipping the test where the host refuses
+// perf_event_open.
+func perfRecord(t *testing.T, data string, load func(), args ...string) {
 	t.Helper()
 	kvmtest.RequireTools(t, "perf")
 	cmd := exec.Command("perf", append([]string{"record", "-q", "-e", "cpu-clock:u", "-o", data, "--"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
+	require.NoError(t, cmd.Start())
+	load()
+	if err := cmd.Wait(); err != nil {
 		if strings.Contains(out.String(), "perf_event_open") || strings.Contains(out.String(), "Permission") {
 			t.Skipf("perf cannot sample on this host (perf_event_open refused): %s", out.String())
 		}
@@ -133,13 +136,7 @@ func TestRedisProfileAgainstPerf(t *testing.T) {
 	}
 	data := filepath.Join(t.TempDir(), "perf.data")
 	port := freePort(t)
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		redisLoad(t, fmt.Sprintf("127.0.0.1:%d", port))
-	}()
-	perfRecord(t, data, server(port)...)
-	<-loaded
+	perfRecord(t, data, func() { redisLoad(t, fmt.Sprintf("127.0.0.1:%d", port)) }, server(port)...)
 	perfRows := perfReport(t, data)
 
 	dir := t.TempDir()

@@ -1075,23 +1075,9 @@ func TestServerProfileAgainstPerf(t *testing.T) {
 
 	data := filepath.Join(t.TempDir(), "perf.data")
 	port := freePort(t)
-	perf := exec.Command("perf", "record", "-e", "cpu-clock:u", "-o", data, "--", bin, strconv.Itoa(port))
-	var perfOut bytes.Buffer
-	perf.Stdout, perf.Stderr = &perfOut, &perfOut
-	require.NoError(t, perf.Start())
-	hashLoad(t, fmt.Sprintf("127.0.0.1:%d", port))
-	if err := perf.Wait(); err != nil {
-		if strings.Contains(perfOut.String(), "perf_event_open") || strings.Contains(perfOut.String(), "Permission") {
-			t.Skipf("perf cannot sample on this host (perf_event_open refused): %s", perfOut.String())
-		}
-		require.NoError(t, err, perfOut.String())
-	}
-	report, err := exec.Command("perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "sym").Output()
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^\s+([\d.]+)%\s+\[\.\]\s+(\S+)`).FindStringSubmatch(string(report))
-	require.NotNil(t, m, string(report))
-	perfTop, _ := strconv.ParseFloat(m[1], 64)
-	perfFn := m[2]
+	perfRecord(t, data, func() { hashLoad(t, fmt.Sprintf("127.0.0.1:%d", port)) }, bin, strconv.Itoa(port))
+	top := perfReport(t, data)[0] // one static file: by file and symbol is by symbol
+	perfTop, perfFn := top.pct, top.name
 
 	s := recordServed(t, dir, "0s", 8080, true, []string{"--", bin, "8080"}, func(addr string) string { hashLoad(t, addr); return "" })
 	require.Zero(t, s.rec.code, s.rec.stderr)

@@ -237,9 +237,7 @@ func (a *attribution) fileStats(whole float64) []FileStat {
 		s := &a.stacks[i]
 		leaf := s.frame(0)
 		file := unknownFile
-		if o := a.syms.Object(eventdb.ObjectRef(leaf.obj)); o != nil {
-			file = o.Path
-		} else if o, ok := a.syms.ObjectAt(leaf.addr); ok {
+		if o := a.syms.Object(a.syms.Locate(eventdb.ObjectRef(leaf.obj), leaf.addr)); o != nil {
 			file = o.Path
 		}
 		if byFile[file] == nil {

@@ -118,13 +118,8 @@ func (b *pprofBuilder) location(f frameAddr) *profile.Location {
 // mappingOf is the mapping of the loaded file the frame was in (the one
 // holding its address when the sample does not say), else the image's.
 func (b *pprofBuilder) mappingOf(f frameAddr) *profile.Mapping {
-	if f.obj != 0 && int(f.obj) <= len(b.objects) {
-		return b.objects[f.obj-1]
-	}
-	for _, m := range b.objects {
-		if f.addr >= m.Start && f.addr < m.Limit {
-			return m
-		}
+	if ref := b.a.syms.Locate(eventdb.ObjectRef(f.obj), f.addr); ref != 0 {
+		return b.objects[ref-1] // one mapping per object, in their order
 	}
 	return b.image
 }
