@@ -3,6 +3,7 @@ package linux
 import (
 	"fmt"
 
+	"github.com/reprise-vm/reprise/linux/vfs"
 	"github.com/reprise-vm/reprise/vmm"
 	"github.com/reprise-vm/reprise/vmm/door"
 )
@@ -47,3 +48,8 @@ func (k *Kernel) flushDoor() error {
 	}
 	return nil
 }
+
+// SetWire makes w see the packets the program's own internet sockets send
+// each other (vfs.Wire): they are not inputs, so a replay sees them
+// again as the recording made them.
+func (k *Kernel) SetWire(w vfs.Wire) { k.fs.SetWire(w) }

@@ -23,6 +23,7 @@ import (
 	"github.com/reprise-vm/reprise/host/tick"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/linux/vfs"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
@@ -86,6 +87,10 @@ type Options struct {
 	// arrival, a sent one's position. (A Linux program's door messages,
 	// whose sends the tape keeps by digest.)
 	OnFrame FrameHandler
+	// OnLoopback receives the packets a Linux program's own internet
+	// sockets send each other (never on the tape: the replay makes them
+	// again), with the recording's time of the position each was sent at.
+	OnLoopback LoopbackHandler
 	// Checkpoints is a checkpoint file of the tape (package checkpoint).
 	// With CheckpointEvery, the replay writes one there every that much
 	// record time, replacing the file. Without it, a replay that passes a
@@ -213,6 +218,12 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer m.Close()
+	if o.OnLoopback != nil && eng.kernel != nil {
+		eng.kernel.SetWire(func(p vfs.Packet) {
+			pos := m.Position()
+			o.OnLoopback(p, pos, eng.recordTime(pos))
+		})
+	}
 	if o.Progress != nil {
 		defer showProgress(o.Progress, sc, r.Offset(), rec.tape.Size())()
 	}
@@ -390,6 +401,11 @@ func (s *script) progress() (off int64, events uint64) { return s.off.Load(), s.
 // FrameHandler receives a frame the guest received or sent
 // (Options.OnFrame), at a position and the recording's time of it.
 type FrameHandler func(frame []byte, sent bool, pos vmm.Position, at time.Duration) error
+
+// LoopbackHandler receives a packet between a Linux program's own
+// sockets (Options.OnLoopback), at the position it was sent and the
+// recording's time of it. Its Data is valid only during the call.
+type LoopbackHandler func(p vfs.Packet, pos vmm.Position, at time.Duration)
 
 // recordedNet is the network a recording had, as a replay's machine
 // takes it: there, with nothing opened (its frames are the tape's), or

@@ -24,6 +24,7 @@ type FileSystem struct {
 	abstract map[string]*Socket
 	ports    map[uint16][]*Socket
 	door     doorSide // the published ports' connections
+	wire     wireTap  // who sees the loopback's packets
 	clock    func() int64
 	magic    Magic
 	// forgotAt is the nodes held when forgetting last fell short

@@ -93,8 +93,10 @@ type Socket struct {
 	queue    Queue
 	budget   *Budget
 	file     *OpenFile // the open file it is: a socket is in one
-	// out is a connection through the door: its peer is a host client.
-	out *outside
+	// out is a connection through the door: its peer is a host client;
+	// wire, a connection inside the machine's, is who sees its packets.
+	out  *outside
+	wire *wireTap
 }
 
 // NewSocket makes an unconnected socket of family and type, opened with
@@ -295,6 +297,8 @@ func (s *Socket) SendRights(b []byte, files []*OpenFile, nonblocking bool) (int,
 	p.buf = append(p.buf, b[:n]...)
 	if !s.Stream() {
 		p.msgs = append(p.msgs, n)
+	} else if n > 0 {
+		s.wire.show(PacketData, s.local, s.remote, b[:n])
 	}
 	p.queue.Notify(EventIn)
 	return n, nil
@@ -316,6 +320,7 @@ func (s *Socket) Shutdown(how int) error {
 		if s.out != nil && !s.shutWrite && !s.peerGone {
 			s.out.door.send(door.Msg{Op: door.Fin, Conn: s.out.conn})
 		}
+		s.showEnd(false)
 		s.shutWrite = true
 		if s.peer != nil {
 			s.peer.eof = true
@@ -394,7 +399,10 @@ func (s *Socket) Release() {
 		// SO_LINGER of no time.
 		on, secs := s.Linger()
 		p.reset = s.inet() && (len(s.buf) > 0 || on && secs == 0)
+		s.showEnd(p.reset)
 		p.queue.Notify(AllEvents)
+	} else if s.peerGone {
+		s.showEnd(false) // the end closed second
 	}
 	if s.out != nil {
 		s.closeOut()

@@ -91,8 +91,10 @@ func (fs *FileSystem) sendUDP(s *Socket, b []byte, addr netip.AddrPort) (int, er
 	if from.IsUnspecified() {
 		from = loopback(to)
 	}
-	r := fs.udpReceiver(netip.AddrPortFrom(to, addr.Port()))
+	dst := netip.AddrPortFrom(to, addr.Port())
+	r := fs.udpReceiver(dst)
 	src := netip.AddrPortFrom(from.Unmap(), s.local.Port())
+	fs.wire.show(PacketDatagram, src, dst, b)
 	switch {
 	case r == nil:
 		if s.remote.IsValid() {

@@ -235,6 +235,8 @@ func (fs *FileSystem) ConnectInet(s *Socket, addr netip.AddrPort, nonblocking bo
 	server := &Socket{Family: l.Family, Type: s.Type, Cred: l.Cred, ino: ino, budget: s.budget, peer: s,
 		local: netip.AddrPortFrom(as(l.Family, to), addr.Port()), remote: netip.AddrPortFrom(as(l.Family, s.local.Addr()), s.local.Port())}
 	s.peer, s.remote = server, addr
+	s.wire, server.wire = &fs.wire, &fs.wire
+	s.wire.show(PacketConnect, s.local, server.local, nil)
 	l.backlog = append(l.backlog, server)
 	l.queue.Notify(EventIn)
 	s.queue.Notify(EventOut)

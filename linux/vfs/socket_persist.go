@@ -257,6 +257,9 @@ func restoreSockets(fs *FileSystem, saved []SavedSocket) []*Socket {
 		for _, c := range s.Backlog {
 			out[i].backlog = append(out[i].backlog, out[c])
 		}
+		if s.Family != unix.AF_UNIX && s.Door == nil && (s.Peer >= 0 || s.PeerGone) {
+			out[i].wire = &fs.wire
+		}
 		if s.Bound && s.Family != unix.AF_UNIX {
 			fs.takePort(out[i])
 		}
