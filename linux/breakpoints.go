@@ -46,8 +46,11 @@ type Break struct {
 	// cookie it gave.
 	Return bool
 	Cookie uint64
-	k      *Kernel
-	proc   *process
+	// Stepped is set for a single step Step asked for, done; Start for the
+	// stop StopAtStart asked for.
+	Stepped, Start bool
+	k              *Kernel
+	proc           *process
 }
 
 // maxReturnWatches bounds the returns one thread can be watched for at
@@ -121,6 +124,11 @@ type breakpoints struct {
 	// breakpoints' traps wrote it: zeros, or the frame of the program's
 	// own last debug trap.
 	debugStack []byte
+	// A debugger's (debug.go): the holds on the int3s it set, the threads
+	// it has single-stepping, and whether it waits for the start.
+	holds    map[uint64]int
+	stepping map[int]bool
+	atStart  bool
 }
 
 // keepDebugStack notes what the debug stack holds after a trap of the
@@ -144,7 +152,7 @@ type stepOver struct {
 // SetBreakpoints lets b place breakpoints in the program from now on;
 // call it before the machine runs.
 func (k *Kernel) SetBreakpoints(b Breakpoints) {
-	k.bp = &breakpoints{on: b, temp: map[uint64]int{}, returns: map[int][]returnWatch{}}
+	k.bp = &breakpoints{on: b, temp: map[uint64]int{}, returns: map[int][]returnWatch{}, holds: map[uint64]int{}, stepping: map[int]bool{}}
 }
 
 // mapped records a new file mapping of p, tells the breakpoints and
@@ -227,24 +235,7 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	}
 	ram := k.m.RAM()
 	if vector == 1 {
-		s := bp.step
-		if s == nil || s.tid != k.current().tid {
-			return false, nil
-		}
-		bp.step = nil
-		if s.site || bp.temp[s.pa] > 0 {
-			if err := k.fr.Patch(s.pa, s.site); err != nil {
-				return true, err
-			}
-		}
-		flags, err := ram.Uint64(regs.RSP + frameRFLAGS)
-		if err != nil {
-			return true, err
-		}
-		if !s.tf {
-			flags &^= rflagsTF
-		}
-		return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
+		return k.stepTrap(regs)
 	}
 	at := rip - 1 // past the int3
 	pa, ok := k.proc().as.Frame(at &^ pageMask)
@@ -286,6 +277,53 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 		return true, err
 	}
 	return true, ram.PutUint64(regs.RSP+frameRFLAGS, hit.RFLAGS|rflagsTF)
+}
+
+// stepTrap handles a #DB: the end of a step over an int3 (which goes
+// back), and of a single step a debugger asked for (a Break). Another is
+// the program's own (handled false).
+func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
+	bp, t, ram := k.bp, k.current(), k.m.RAM()
+	s := bp.step
+	over := s != nil && s.tid == t.tid
+	if !over && !bp.stepping[t.tid] {
+		return false, nil
+	}
+	flags, err := ram.Uint64(regs.RSP + frameRFLAGS)
+	if err != nil {
+		return true, err
+	}
+	if over {
+		bp.step = nil
+		if s.site || bp.temp[s.pa] > 0 {
+			if err := k.fr.Patch(s.pa, s.site); err != nil {
+				return true, err
+			}
+		}
+		if !s.tf {
+			flags &^= rflagsTF
+		}
+	}
+	if bp.stepping[t.tid] {
+		delete(bp.stepping, t.tid)
+		flags &^= rflagsTF
+		hit := *regs
+		if hit.RIP, err = ram.Uint64(regs.RSP + frameRIP); err != nil {
+			return true, err
+		}
+		if hit.RSP, err = ram.Uint64(regs.RSP + frameRSP); err != nil {
+			return true, err
+		}
+		hit.RFLAGS = flags
+		b := &Break{TID: t.tid, PID: t.proc.pid, Regs: &hit, Mapping: t.proc.as.FileAt(hit.RIP), Stepped: true, k: k, proc: t.proc}
+		if err := bp.on.Break(b); err != nil {
+			return true, err
+		}
+		if bp.stepping[t.tid] { // stepped again
+			flags |= rflagsTF
+		}
+	}
+	return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
 }
 
 // returned reports the watched returns that thread b.TID has reached at

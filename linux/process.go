@@ -24,6 +24,7 @@ type process struct {
 	brk      [2]uint64 // the heap: [start, current end)
 	exe      string    // /proc/self/exe
 	args     [3]uint64 // where argv's strings start, the environment's start and end: /proc/PID/cmdline, environ
+	auxv     uint64    // where the auxiliary vector is, on the initial stack (0: unknown)
 	cwd      *node     // the working directory (chdir); nil: the root
 	umask    uint32    // cleared from a new file's or directory's mode
 	children []*process
@@ -89,6 +90,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 		p.as.Release()
 	}
 	p.as, p.brk, p.exe, p.args = as, [2]uint64{x.brk, x.brk}, path, argStrings(userTop, stack)
+	p.auxv = sp + 8*uint64(3+len(argv)+len(envp)) // past argc, argv and envp with their NULLs
 	k.current().comm = commOf(execfn)
 	p.execs++
 	for i, act := range p.sigactions { // handlers are gone with the image; ignored stays ignored
@@ -169,7 +171,7 @@ func (k *Kernel) fork() (*thread, error) {
 	if err != nil {
 		return nil, memErr(err)
 	}
-	child := &process{parent: parent, pgid: parent.pgid, sid: parent.sid, args: parent.args, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions, cred: parent.cred.clone()}
+	child := &process{parent: parent, pgid: parent.pgid, sid: parent.sid, args: parent.args, auxv: parent.auxv, as: as, fds: parent.fds.Clone(), brk: parent.brk, exe: parent.exe, cwd: parent.cwd, umask: parent.umask, sigactions: parent.sigactions, cred: parent.cred.clone()}
 	c := k.m.VCPU()
 	regs := *c.SyncedRegs()
 	regs.RAX = 0

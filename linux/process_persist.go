@@ -32,6 +32,7 @@ type savedProc struct {
 	Timers     map[int]savedTimer // POSIX timers by id
 	Pgid, Sid  int
 	Args       [3]uint64
+	Auxv       uint64
 	// IDs are its real, effective and saved user and group ids; Groups
 	// its supplementary groups.
 	IDs    [6]uint32
@@ -61,7 +62,7 @@ func (sv *saver) proc(p *process) int {
 	c := p.cred
 	sp := savedProc{IDs: [6]uint32{c.uid, c.euid, c.suid, c.gid, c.egid, c.sgid}, Groups: c.groups, PID: p.pid, Parent: -1, Cwd: -1, Umask: p.umask, Brk: p.brk, Exe: p.exe, Live: p.live, Zombie: p.zombie, Status: p.status,
 		Execs: p.execs, TimerAt: p.timer.at, TimerEvery: p.timer.interval, FDs: sv.FDs(p.fds), Subreaper: p.subreaper,
-		Pgid: p.pgid, Sid: p.sid, Args: p.args}
+		Pgid: p.pgid, Sid: p.sid, Args: p.args, Auxv: p.auxv}
 	for sig, a := range p.sigactions {
 		sp.Sigactions[sig] = savedSigaction{Handler: a.handler, Flags: a.flags, Restorer: a.restorer, Mask: a.mask}
 	}
@@ -130,7 +131,7 @@ func checkProc(s *savedKernel, p *savedProc) error {
 // proc fills p from its checked state; the processes it names are
 // allocated already (restorer.procs).
 func (r *restorer) proc(p *process, sp *savedProc, fr *mm.Frames) {
-	*p = process{pid: sp.PID, pgid: sp.Pgid, sid: sp.Sid, args: sp.Args, umask: sp.Umask & 0o777, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
+	*p = process{pid: sp.PID, pgid: sp.Pgid, sid: sp.Sid, args: sp.Args, auxv: sp.Auxv, umask: sp.Umask & 0o777, brk: sp.Brk, exe: sp.Exe, live: sp.Live, zombie: sp.Zombie, status: sp.Status, subreaper: sp.Subreaper,
 		execs: sp.Execs, timer: realTimer{at: sp.TimerAt, interval: sp.TimerEvery},
 		cred: creds{sp.IDs[0], sp.IDs[1], sp.IDs[2], sp.IDs[3], sp.IDs[4], sp.IDs[5], sp.Groups}}
 	if sp.Parent >= 0 {

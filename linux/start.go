@@ -60,7 +60,7 @@ func (k *Kernel) start() error {
 	}
 	*k.m.VCPU().SyncedRegs() = kvm.Regs{RIP: entry, RSP: sp, RFLAGS: x86.RFLAGSReserved | x86.RFLAGSIF}
 	k.returned = true
-	return nil
+	return k.startBreak()
 }
 
 // mount places the host file or directory m.Host at m.Guest, over what

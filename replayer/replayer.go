@@ -87,6 +87,10 @@ type Options struct {
 	// arrival, a sent one's position. (A Linux program's door messages,
 	// whose sends the tape keeps by digest.)
 	OnFrame FrameHandler
+	// Debugger, for a Linux program, is told of its mappings and stops it
+	// where it asks, first before its first instruction (package
+	// debugger serves gdb with it).
+	Debugger linux.Breakpoints
 	// OnLoopback receives the packets a Linux program's own internet
 	// sockets send each other (never on the tape: the replay makes them
 	// again), with the recording's time of the position each was sent at.
@@ -162,6 +166,13 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 			return nil, errors.New("replayer: a Linux program's probes are a probes.Set (Options.Set), resolved in the files it maps")
 		case o.SampleEvery != 0:
 			return nil, errors.New("replayer: a Linux program is sampled by time (SamplePeriod): its positions count no branches")
+		}
+		if o.Debugger != nil {
+			if o.Set != nil || o.OnMapping != nil || o.SamplePeriod != 0 {
+				return nil, errors.New("replayer: a debugged replay takes no probes, mappings handler or sampling")
+			}
+			k.SetBreakpoints(o.Debugger)
+			k.StopAtStart()
 		}
 		if o.Set != nil || o.OnMapping != nil || o.SamplePeriod != 0 {
 			eng.linux = newLinuxProbes(k, o.Set, o.OnHit, o.OnMapping, rec.parsedAs)

@@ -117,3 +117,15 @@ func (f *Frames) copied(from, to uint64) {
 
 // cleared forgets the int3s of a frame whose contents are gone.
 func (f *Frames) cleared(frame uint64) { delete(f.patched, frame) }
+
+// Originals puts back, in b — bytes read from RAM at pa, within one
+// frame — the bytes the int3s among them replaced: memory as the program
+// has it.
+func (f *Frames) Originals(pa uint64, b []byte) {
+	frame, off := pa&^PageMask, pa&PageMask
+	for o, p := range f.patched[frame] {
+		if i := uint64(o); i >= off && i-off < uint64(len(b)) {
+			b[i-off] = p.orig
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package linux
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux/mm"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// A debugger's view of a program a Break holds stopped: its threads, their
+// registers, its memory as the program has it, and the breakpoints and
+// single steps the debugger asks for. The methods are valid only during
+// the Break call, on the machine's goroutine. Nothing here changes what
+// the program computes: a breakpoint is an int3 the replay steps over, a
+// single step the trap flag for one instruction.
+
+// ThreadInfo names a live thread.
+type ThreadInfo struct {
+	TID, PID int
+	Name     string
+}
+
+// Threads lists the live threads, in creation order.
+func (b *Break) Threads() []ThreadInfo {
+	var out []ThreadInfo
+	for _, t := range b.k.threads {
+		if t.state != exited {
+			out = append(out, ThreadInfo{TID: t.tid, PID: t.proc.pid, Name: t.comm})
+		}
+	}
+	return out
+}
+
+// ThreadState is a thread's user state: its general registers, thread
+// pointer and XSAVE image (x87, SSE, AVX).
+type ThreadState struct {
+	Regs   kvm.Regs
+	FSBase uint64
+	XSave  kvm.XSave
+}
+
+// State is live thread tid's state; ok is false if there is none. The
+// stopped thread's general registers are b.Regs.
+func (b *Break) State(tid int) (s ThreadState, ok bool, err error) {
+	t := b.k.thread(tid)
+	if t == nil {
+		return s, false, nil
+	}
+	if t != b.k.current() {
+		return ThreadState{Regs: t.regs, FSBase: t.fsBase, XSave: t.xsave}, true, nil
+	}
+	x, err := b.k.m.VCPU().XSave()
+	if err != nil {
+		return s, false, err
+	}
+	return ThreadState{Regs: *b.Regs, FSBase: t.fsBase, XSave: x}, true, nil
+}
+
+// thread is live thread tid, nil if none.
+func (k *Kernel) thread(tid int) *thread {
+	for _, t := range k.threads {
+		if t.tid == tid && t.state != exited {
+			return t
+		}
+	}
+	return nil
+}
+
+// liveProcess is live process pid, nil if none.
+func (k *Kernel) liveProcess(pid int) *process {
+	for _, p := range k.liveProcesses() {
+		if p.pid == pid {
+			return p
+		}
+	}
+	return nil
+}
+
+// space is live process pid's address space, nil if none.
+func (k *Kernel) space(pid int) *mm.Space {
+	if p := k.liveProcess(pid); p != nil {
+		return p.as
+	}
+	return nil
+}
+
+// ReadMemory reads process pid's memory at va into p as the program has
+// it: the bytes breakpoints replaced show as they were. An address the
+// process cannot read is mm.ErrFault.
+func (b *Break) ReadMemory(pid int, va uint64, p []byte) error {
+	as := b.k.space(pid)
+	if as == nil {
+		return fmt.Errorf("linux: no process %d", pid)
+	}
+	for len(p) > 0 {
+		n := min(uint64(len(p)), pageSize-va&pageMask)
+		if err := as.Read(va, p[:n]); err != nil {
+			return err
+		}
+		if pa, ok := as.Frame(va &^ pageMask); ok {
+			b.k.fr.Originals(pa+va&pageMask, p[:n])
+		}
+		p, va = p[n:], va+n
+	}
+	return nil
+}
+
+// SetBreakpoint puts a breakpoint at va in process pid: a Break when a
+// thread reaches it — in any process whose mapping shares the page, so
+// the caller looks at Break.PID. Each call holds it until a
+// ClearBreakpoint.
+func (b *Break) SetBreakpoint(pid int, va uint64) error {
+	pa, err := b.k.codeFrame(pid, va)
+	if err != nil {
+		return err
+	}
+	bp := b.k.bp
+	bp.holds[pa]++
+	return b.k.fr.Patch(pa, true)
+}
+
+// ClearBreakpoint drops a hold SetBreakpoint took; the int3 goes with the
+// last, unless a return watch still needs it.
+func (b *Break) ClearBreakpoint(pid int, va uint64) error {
+	pa, err := b.k.codeFrame(pid, va)
+	if err != nil {
+		return err
+	}
+	bp := b.k.bp
+	if bp.holds[pa] == 0 {
+		return nil
+	}
+	if bp.holds[pa]--; bp.holds[pa] > 0 {
+		return nil
+	}
+	delete(bp.holds, pa)
+	if s := bp.step; s != nil && s.pa == pa {
+		s.site = false // the step over it puts back only what is still wanted
+	}
+	if bp.temp[pa] > 0 {
+		return nil
+	}
+	return b.k.fr.Unpatch(pa)
+}
+
+// codeFrame is where va of process pid is in RAM.
+func (k *Kernel) codeFrame(pid int, va uint64) (uint64, error) {
+	as := k.space(pid)
+	if as == nil {
+		return 0, fmt.Errorf("linux: no process %d", pid)
+	}
+	pa, ok := as.Frame(va &^ pageMask)
+	if !ok {
+		return 0, fmt.Errorf("linux: %#x is not mapped in process %d", va, pid)
+	}
+	return pa + va&pageMask, nil
+}
+
+// Step has thread tid run one instruction and stop again, with a Break
+// whose Stepped is set. (A step over a SYSCALL stops after the instruction
+// that follows it.)
+func (b *Break) Step(tid int) error {
+	t := b.k.thread(tid)
+	if t == nil {
+		return fmt.Errorf("linux: no thread %d", tid)
+	}
+	b.k.bp.stepping[tid] = true
+	if t != b.k.current() {
+		t.regs.RFLAGS |= rflagsTF
+	}
+	return nil // the stopped thread's flag is set as it resumes (debugTrap)
+}
+
+// StopAtStart asks for a Break (Start set) before the program's first
+// instruction.
+func (k *Kernel) StopAtStart() { k.bp.atStart = true }
+
+// startBreak is the Break StopAtStart asked for, the program's first
+// thread at its entry with the registers it starts with.
+func (k *Kernel) startBreak() error {
+	bp := k.bp
+	if bp == nil || !bp.atStart {
+		return nil
+	}
+	bp.atStart = false
+	c := k.m.VCPU()
+	regs := c.SyncedRegs()
+	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: regs, Mapping: k.proc().as.FileAt(regs.RIP), Start: true, k: k, proc: k.proc()}
+	if err := bp.on.Break(b); err != nil {
+		return err
+	}
+	if bp.stepping[b.TID] {
+		regs.RFLAGS |= rflagsTF
+		c.MarkRegsDirty()
+	}
+	return nil
+}
+
+// maxAuxv bounds the auxiliary vector read: Linux's has some twenty pairs.
+const maxAuxv = 64
+
+// Auxv is process pid's auxiliary vector as its initial stack holds it,
+// through its AT_NULL pair (as /proc/PID/auxv): where a debugger finds
+// the executable's and loader's load addresses. Empty if unknown.
+func (b *Break) Auxv(pid int) ([]byte, error) {
+	p := b.k.liveProcess(pid)
+	if p == nil || p.auxv == 0 {
+		return nil, nil
+	}
+	var out []byte
+	for i := range maxAuxv {
+		pair := make([]byte, 16)
+		if err := b.ReadMemory(pid, p.auxv+uint64(i)*16, pair); err != nil {
+			return nil, err
+		}
+		out = append(out, pair...)
+		if binary.LittleEndian.Uint64(pair) == atNull {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Exe is the path process pid executes (/proc/PID/exe), "" if none.
+func (b *Break) Exe(pid int) string {
+	if p := b.k.liveProcess(pid); p != nil {
+		return p.exe
+	}
+	return ""
+}
+
+// Position is where the replay is: the machine's position.
+func (b *Break) Position() vmm.Position { return b.k.m.Position() }
