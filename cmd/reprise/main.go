@@ -45,7 +45,7 @@ tools answer questions about it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newLockstatCmd(), newDeadlockCmd(), newProfileCmd(), newPreemptCmd(), newOverheadCmd(), newTimelineCmd(), newDemoCmd(), newWorkloadsCmd(), newCCCmd(), newPackCmd(), newMergeCmd())
+	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newLockstatCmd(), newDeadlockCmd(), newProfileCmd(), newPreemptCmd(), newOverheadCmd(), newTimelineCmd(), newDemoCmd(), newWorkloadsCmd(), newCCCmd(), newPackCmd(), newMergeCmd(), newDebugCmd())
 	return root
 }
 

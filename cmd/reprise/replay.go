@@ -39,6 +39,7 @@ func newReplayCmd() *cobra.Command {
 		from       string
 		jobs       int
 		segment    string
+		gdbListen  string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay TAPE",
@@ -133,8 +134,16 @@ machine, and reprise merge joins the N DBs into one run.`,
 			if (opts.Plan != nil || opts.Set != nil || sample != 0 || period != 0) && dbDir == "" {
 				return &exitError{exitUsage, errors.New("probes and sampling write to an event database: add --db DIR")}
 			}
+			if gdbListen != "" && (probing || dbDir != "" || sample != 0 || period != 0 || opts.CheckpointEvery != 0 || opts.Start != 0) {
+				return &exitError{exitUsage, errors.New("--gdb-listen debugs a replay from boot: it takes no probes, sampling, --db, --from or --checkpoint-every")}
+			}
 			var res *replayer.Result
-			if dbDir != "" {
+			if gdbListen != "" {
+				res, err = serveGDB(ctx, opts, gdbListen, cmd.ErrOrStderr(), nil)
+				if res == nil && err == nil {
+					return nil // killed from gdb
+				}
+			} else if dbDir != "" {
 				var run *eventdb.Run
 				res, run, err = replayToDB(ctx, opts, dbDir, jobs, segment, cmd.ErrOrStderr())
 				if run != nil {
@@ -183,6 +192,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent; never a directory of other files)")
 	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "the tape's checkpoint file (default: TAPE.ckpt; --checkpoint-every writes a new one, never an existing file)")
 	cmd.Flags().Var(newDurationFlag(&ckptEvery, 10*time.Millisecond, 24*time.Hour, ""), "checkpoint-every", "write a checkpoint every this much of the recording's time (e.g. 5s)")
+	cmd.Flags().StringVar(&gdbListen, "gdb-listen", "", "wait for a gdb remote client on this address (e.g. 127.0.0.1:2345) and let it debug the replay of a Linux program")
 	cmd.Flags().IntVar(&jobs, "jobs", 0, "replay the segments between the tape's checkpoints this many at a time (with --db)")
 	cmd.Flags().StringVar(&segment, "segment", "", "replay share I of N of the segments between the tape's checkpoints into --db (I/N; join the N DBs with reprise merge)")
 	cmd.Flags().StringVar(&from, "from", "", "start at the last checkpoint before this record time (e.g. 30s) or position (EXIT:BRANCH)")

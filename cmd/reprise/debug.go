@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reprise-vm/reprise/debugger"
+	"github.com/reprise-vm/reprise/replayer"
+)
+
+func newDebugCmd() *cobra.Command {
+	var gdbPath string
+	cmd := &cobra.Command{
+		Use:   "debug TAPE [-- GDB ARGS...]",
+		Short: "Debug a replay of a Linux program with gdb",
+		Long: `Replay a Linux program's recording under gdb: the replay starts stopped
+at the program's first instruction and gdb attaches to it with the
+executable's symbols (its libraries' come as the loader maps them), as
+'rr replay' does. Break, continue, step, next, finish, info registers, x,
+print, bt, info threads and thread N work as on a live program; a write to
+memory or registers is refused (a replay cannot change its past).
+Arguments after -- go to gdb (e.g. -batch -x script.gdb).
+
+The replay is checked as any replay; continued to its end, it ends with
+the recording's RAM and console. 'reprise replay --gdb-listen ADDR' waits
+for any gdb remote client instead.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tapePath, gdbArgs := args[0], args[1:]
+			if cmd.ArgsLenAtDash() > 1 || cmd.ArgsLenAtDash() == -1 && len(args) > 1 {
+				return &exitError{exitUsage, errors.New("debug takes one tape; gdb's arguments go after --")}
+			}
+			rec, err := replayer.OpenRecording(tapePath)
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			defer rec.Close()
+			l := rec.Header.Linux
+			if l == nil {
+				return &exitError{exitUsage, fmt.Errorf("%s records a guest image: reprise debug debugs a Linux program's replay", tapePath)}
+			}
+			root := l.Root
+			if root == "" {
+				root = "/"
+			}
+			gdb := func(addr string) (*exec.Cmd, error) {
+				c := exec.CommandContext(cmd.Context(), gdbPath, append([]string{"-q", filepath.Join(root, l.Path),
+					"-ex", "set sysroot " + root, "-ex", "target remote " + addr}, gdbArgs...)...)
+				c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
+				return c, c.Start()
+			}
+			opts := replayer.Options{Tape: tapePath, Recording: rec, Console: cmd.OutOrStdout()}
+			res, err := serveGDB(cmd.Context(), opts, "127.0.0.1:0", cmd.ErrOrStderr(), gdb)
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			if res != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: replay matched: %d events, %d exits, %s; console and RAM identical\n",
+					res.Events, res.Stats.TotalExits(), describeEnd(res.End))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&gdbPath, "gdb", "gdb", "the gdb to run")
+	return cmd
+}
+
+// serveGDB replays opts for one gdb remote client, which connects to
+// addr: w is told where it listens, unless client starts the client
+// itself (given the address; serveGDB waits for it to end). It returns
+// the replay's result, nil if gdb killed the replay or the client went.
+func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writer, client func(addr string) (*exec.Cmd, error)) (*replayer.Result, error) {
+	if opts.Recording != nil && opts.Recording.Header.Linux == nil {
+		return nil, errors.New("a gdb client debugs a Linux program's replay; this tape records a guest image")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gdb listener: %w", err)
+	}
+	defer ln.Close()
+	at := ln.Addr().String()
+	if client == nil {
+		fmt.Fprintf(w, "reprise: waiting for gdb on %s (target remote %s)\n", at, at)
+	}
+	var gdbDone chan struct{} // closed when the gdb started here ends
+	if client != nil {
+		gdb, err := client(at)
+		if err != nil {
+			return nil, fmt.Errorf("starting gdb: %w", err)
+		}
+		gdbDone = make(chan struct{})
+		go func() {
+			gdb.Wait()
+			close(gdbDone)
+			ln.Close() // a gdb that ends before connecting ends the wait
+		}()
+	}
+	conn, err := ln.Accept()
+	if err != nil {
+		return nil, fmt.Errorf("waiting for gdb: %w", err)
+	}
+	defer conn.Close()
+	var res *replayer.Result
+	err = debugger.Serve(conn, func(s *debugger.Session) (uint32, error) {
+		o := opts
+		o.Debugger = s
+		r, err := replayer.Replay(ctx, o)
+		if r != nil && r.Result != nil {
+			res = r
+			return r.Status, err
+		}
+		return 0, err
+	})
+	if gdbDone != nil {
+		conn.Close()
+		<-gdbDone
+	}
+	var gone *debugger.ClientError
+	if errors.As(err, &gone) {
+		fmt.Fprintf(w, "reprise: notice: %v; the replay ended with the session\n", err)
+		return nil, nil
+	}
+	return res, err
+}

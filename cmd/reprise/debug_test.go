@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"encoding/hex"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/internal/cprog"
+	"github.com/reprise-vm/reprise/internal/kvmtest"
+	"github.com/reprise-vm/reprise/rsp"
+)
+
+// debugScript runs reprise debug on tape with a gdb batch script and
+// returns what gdb and the program printed.
+func debugScript(t *testing.T, dir, tp, script string) string {
+	t.Helper()
+	kvmtest.RequireTools(t, "gdb")
+	path := filepath.Join(t.TempDir(), "script.gdb")
+	require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+	r := runCLIIn(t, dir, "debug", tp, "--", "-nx", "-batch", "-x", path)
+	require.Zero(t, r.code, "%s\n%s", r.stdout, r.stderr)
+	require.NotContains(t, r.stderr, "panic")
+	return r.stdout + r.stderr
+}
+
+// TestDebugThreadsWithGDB debugs the replay of a dynamic glibc program
+// with threads (internal/cprog/testdata/overwrite.c) in gdb: a breakpoint
+// on a function hit in its thread, bt through libc, info threads, print,
+// finish, next, a breakpoint at a line in another thread, x/i, stepi, the
+// SSE, AVX and thread pointer registers, and continue to the end, which
+// prints what the recording printed. Two sessions print the same,
+// registers included.
+func TestDebugThreadsWithGDB(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "overwrite.tape")
+	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
+	require.Zero(t, r.code, r.stderr)
+	recorded := r.stdout
+
+	script := `break add
+continue
+bt
+info threads
+print by
+finish
+next
+print total
+delete
+break overwrite.c:35
+continue
+print total >= 500
+x/1i $pc
+stepi
+info registers rip rsp
+print $fs_base != 0
+print sizeof($xmm0)
+print $ymm0.v8_int32[7]
+delete
+continue
+`
+	out := debugScript(t, dir, tp, script)
+	t.Log(out)
+	for _, want := range []string{
+		"hit Breakpoint 1, add (v=0, by=1) at ", "overwrite.c:15",
+		"in adder (arg=0x0) at ", "in start_thread", "in clone",
+		"$1 = 1", "Value returned is $2 = 1", "$3 = 1",
+		"hit Breakpoint 2, clobber (arg=0x0) at ", "overwrite.c:35", "$4 = 1", "<clobber+",
+		"$5 = 1", "$6 = 16", "$7 = 0",
+		recorded, "[Inferior 1 (process 1) exited normally]", "reprise: replay matched: ",
+	} {
+		require.Contains(t, out, want)
+	}
+	threads := regexp.MustCompile(`(?m)^\*? +\d+ +Thread 1\.\d+ \(overwrite-gcc\)`).FindAllString(out, -1)
+	require.Len(t, threads, 3, "info threads: main, adder, clobber")
+	require.Equal(t, out, debugScript(t, dir, tp, script), "a second session")
+}
+
+// TestDebugStaticMusl debugs a static musl program: a breakpoint on its
+// function, bt to main, finish with its value, and the end.
+func TestDebugStaticMusl(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "musl-gcc", "spin", "-static", "-g", "-O0", "-DFN=spin_musl")
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "spin.tape")
+	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin, "1000")
+	require.Zero(t, r.code, r.stderr)
+	out := debugScript(t, dir, tp, `break spin_musl
+continue
+bt
+print n
+finish
+continue
+`)
+	t.Log(out)
+	for _, want := range []string{"Breakpoint 1, spin_musl (n=1000)", "in main (", "$1 = 1000",
+		"Value returned is $2 = 499500", "499500\n", "exited normally", "reprise: replay matched: "} {
+		require.Contains(t, out, want)
+	}
+}
+
+// TestGDBListenHostileClient feeds reprise replay --gdb-listen what a
+// hostile client sends — malformed packets, reads far out of range,
+// breakpoints nowhere, unknown threads, writes, a packet with a bad
+// checksum — and checks each answer; then a packet larger than any
+// allowed, on which the server drops the connection: the replay ends with
+// a notice, nothing crashes.
+func TestGDBListenHostileClient(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "spin", "-O1")
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "spin.tape")
+	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin, "1000")
+	require.Zero(t, r.code, r.stderr)
+
+	cmd := exec.Command(reprise, "replay", "-q", "--gdb-listen", "127.0.0.1:0", tp)
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer cmd.Process.Kill()
+	lines := bufio.NewScanner(stderr)
+	var addr string
+	for addr == "" && lines.Scan() {
+		if m := regexp.MustCompile(`waiting for gdb on (\S+)`).FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	require.NotEmpty(t, addr)
+	var rest strings.Builder
+	done := make(chan struct{})
+	go func() {
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		close(done)
+	}()
+
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	gdb := rsp.NewConn(c)
+	ask := func(p string) string {
+		require.NoError(t, gdb.Write([]byte(p)), p)
+		b, err := gdb.Read()
+		require.NoError(t, err, p)
+		return string(b)
+	}
+	require.Equal(t, "OK", ask("QStartNoAckMode"))
+	gdb.SetNoAck()
+	for _, q := range []struct{ packet, want string }{
+		{"m0,10", "E0e"}, {"mffffffffffffffff,ffff", "E16"}, {"m12,zz", "E16"}, {"m,", "E16"},
+		{"Z0,0,1", "E0e"}, {"z0,dead,1", "OK"}, {"Z2,1000,8", ""},
+		{"Hgp99.99", "OK"}, {"Tp5.5", "E03"}, {"vCont;s:p99.99", "E03"}, {"qRcmd,zz", "E16"},
+		{"G00", "E.reprise: a replay cannot change its past"}, {"M1000,2:abcd", "E.reprise: a replay cannot change its past"},
+		{"qXfer:features:read:target.xml:ffffffffffffff,ffff", "l"}, {"qXfer:exec-file:read:zz:0,10", "E16"},
+		{"qXfer:nonsense:read::0,10", ""}, {"vMustReplyEmpty", ""}, {"bc", ""},
+	} {
+		require.Equal(t, q.want, ask(q.packet), q.packet)
+	}
+	auxv := ask("qXfer:auxv:read::0,1000")
+	require.True(t, strings.HasPrefix(auxv, "l") && len(auxv)%16 == 1 && strings.HasSuffix(auxv, strings.Repeat("\x00", 16)), "the auxiliary vector, to AT_NULL: %q", auxv)
+	require.Regexp(t, "^[0-9a-f]+$", ask("g"))
+	when, err := hex.DecodeString(ask("qRcmd," + hex.EncodeToString([]byte("when"))))
+	require.NoError(t, err)
+	require.Regexp(t, "^position [0-9]+:[0-9]+ ", string(when))
+	_, err = c.Write([]byte("$m0,4#00")) // a bad checksum, not checked once acks are off: read as m0,4
+	require.NoError(t, err)
+	b, err := gdb.Read()
+	require.NoError(t, err)
+	require.Equal(t, "E0e", string(b))
+	_, err = c.Write([]byte("$" + strings.Repeat("A", 200<<10) + "#00")) // past the largest packet
+	require.NoError(t, err)
+
+	exited := make(chan error, 1)
+	go func() { <-done; exited <- cmd.Wait() }()
+	select {
+	case err = <-exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the replay did not end after the client's packet: %s", &rest)
+	}
+	require.NoError(t, err, "%s", &rest)
+	require.Contains(t, rest.String(), "reprise: notice: gdb client: ")
+	require.NotContains(t, rest.String(), "panic")
+}

@@ -1,0 +1,447 @@
+package debugger
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/rsp"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// Replay runs the replay a server debugs, with the session as its
+// debugger (replayer.Options.Debugger), and returns its exit status.
+type Replay func(s *Session) (status uint32, err error)
+
+// ended is the replay's end: the program exited (err nil) or the replay
+// failed.
+type ended struct {
+	status uint32
+	err    error
+}
+
+// server is one gdb client's connection to a replay. It reads and
+// answers packets on one goroutine (a Conn waits for acks on the stream it
+// reads), so while the program runs it reads nothing: an interrupt
+// (0x03) waits for the next stop, and is then skipped.
+type server struct {
+	conn    *rsp.Conn
+	session *Session
+	end     chan ended
+	// last is where the program last stopped; over, once the replay
+	// ended, how.
+	last stop
+	over *ended
+	// gThread is the thread register and memory reads are of (Hg); first
+	// the process the replay started with.
+	gThread rsp.ThreadID
+	first   int
+}
+
+// Serve debugs the replay run starts for the gdb client on rw until the
+// client detaches, kills it or goes, or the replay ends and the client
+// leaves. It returns the replay's error, if any, or the connection's.
+func Serve(rw io.ReadWriter, run Replay) error {
+	s := &server{conn: rsp.NewConn(rw), session: NewSession(), end: make(chan ended, 1)}
+	go func() {
+		status, err := run(s.session)
+		s.end <- ended{status, err}
+	}()
+	if err := s.wait(); err != nil {
+		return err
+	}
+	s.first = s.last.pid
+	for {
+		payload, err := s.conn.Read()
+		switch {
+		case errors.Is(err, rsp.ErrInterrupt):
+			continue
+		case err != nil:
+			return s.leave(err)
+		}
+		cmd, err := rsp.Parse(payload)
+		if err != nil {
+			if err := s.conn.Write(rsp.Error(22)); err != nil { // EINVAL
+				return s.leave(err)
+			}
+			continue
+		}
+		done, err := s.handle(cmd)
+		if err != nil || done {
+			return s.leave(err)
+		}
+	}
+}
+
+// wait waits for the program's next stop or the replay's end.
+func (s *server) wait() error {
+	select {
+	case st := <-s.session.stops:
+		s.last = st
+		s.gThread = rsp.ThreadID{PID: st.pid, TID: st.tid}
+		return nil
+	case e := <-s.end:
+		s.over = &e
+		return e.err
+	}
+}
+
+// leave ends the session: a program still stopped is killed (the client
+// went without detaching). It returns the replay's error, if it failed,
+// else a ClientError for a connection that broke (connErr: what Serve's
+// last read or write met; nil or EOF when the client ended it).
+func (s *server) leave(connErr error) error {
+	if s.over == nil {
+		s.session.detached.Store(true)
+		s.requests(resume{kill: true})
+		e := <-s.end
+		s.over = &e
+	}
+	switch {
+	case s.over.err != nil && !errors.Is(s.over.err, errKilled):
+		return s.over.err
+	case connErr != nil && !errors.Is(connErr, io.EOF):
+		return &ClientError{connErr}
+	}
+	return nil
+}
+
+// ClientError is a gdb client's connection that broke, or that sent what
+// the protocol does not allow (a packet past rsp.MaxPacket): the session
+// ended, the replay with it.
+type ClientError struct{ Err error }
+
+func (e *ClientError) Error() string { return "gdb client: " + e.Err.Error() }
+func (e *ClientError) Unwrap() error { return e.Err }
+
+// requests ends the stop with r.
+func (s *server) requests(r resume) { s.session.requests <- request{resume: &r} }
+
+// on runs f on the stopped machine.
+func (s *server) on(f func(b *linux.Break)) {
+	done := make(chan struct{})
+	s.session.requests <- request{do: f, done: done}
+	<-done
+}
+
+// supported is what the server tells gdb it does (qSupported; the
+// packet size rsp.Supported gives).
+var supported = []string{
+	"QStartNoAckMode+", "multiprocess+", "swbreak+", "hwbreak+", "vContSupported+",
+	"qXfer:features:read+", "qXfer:auxv:read+", "qXfer:exec-file:read+",
+}
+
+// errReadOnly answers a write to memory or registers: the past is fixed.
+var errReadOnly = []byte("E.reprise: a replay cannot change its past")
+
+// handle answers one command; done says the session is over.
+func (s *server) handle(cmd rsp.Command) (done bool, err error) {
+	if s.over != nil {
+		return s.afterEnd(cmd)
+	}
+	var reply []byte
+	switch c := cmd.(type) {
+	case rsp.QSupported:
+		reply = rsp.Supported(supported...)
+	case rsp.StartNoAckMode:
+		if err := s.conn.Write(rsp.OK()); err != nil {
+			return true, err
+		}
+		s.conn.SetNoAck()
+		return false, nil
+	case rsp.QueryAttached:
+		reply = []byte("1")
+	case rsp.QuerySymbol:
+		reply = rsp.OK()
+	case rsp.Monitor:
+		reply = rsp.Hex([]byte(s.monitor(c.Command)))
+	case rsp.XferRead:
+		reply = s.xfer(c)
+	case rsp.QueryCurrentThread:
+		reply = rsp.CurrentThread(rsp.ThreadID{PID: s.last.pid, TID: s.last.tid})
+	case rsp.ThreadInfoFirst:
+		reply = rsp.ThreadList(s.threads())
+	case rsp.ThreadInfoNext:
+		reply = rsp.ThreadList(nil)
+	case rsp.ThreadExtraInfo:
+		reply = rsp.Hex([]byte(s.threadName(c.Thread)))
+	case rsp.ThreadAlive:
+		reply = rsp.Error(3) // ESRCH
+		if s.thread(c.Thread) != nil {
+			reply = rsp.OK()
+		}
+	case rsp.SetThread:
+		if c.Op == 'g' {
+			if t := s.thread(c.Thread); t != nil {
+				s.gThread = rsp.ThreadID{PID: t.PID, TID: t.TID}
+			}
+		}
+		reply = rsp.OK()
+	case rsp.ReadRegisters:
+		reply = s.registers(-1)
+	case rsp.ReadRegister:
+		reply = s.registers(c.Reg)
+	case rsp.WriteRegisters, rsp.WriteRegister, rsp.WriteMemory:
+		reply = errReadOnly
+	case rsp.ReadMemory:
+		reply = s.memory(c.Addr, c.Length)
+	case rsp.InsertBreak:
+		reply = s.breakpoint(c.Kind, c.Addr, true)
+	case rsp.RemoveBreak:
+		reply = s.breakpoint(c.Kind, c.Addr, false)
+	case rsp.StopReason:
+		reply = s.stopReply()
+	case rsp.VContQuery:
+		reply = []byte("vCont;c;C;s;S")
+	case rsp.Continue, rsp.ContinueWithSignal:
+		return s.run(resume{})
+	case rsp.Step:
+		return s.run(resume{step: []int{s.last.tid}})
+	case rsp.StepWithSignal:
+		return s.run(resume{step: []int{s.last.tid}})
+	case rsp.VCont:
+		r, ok := s.vcont(c)
+		if !ok {
+			reply = rsp.Error(3) // ESRCH: a thread to step that is not there
+			break
+		}
+		return s.run(r)
+	case rsp.Kill:
+		s.requests(resume{kill: true})
+		e := <-s.end
+		s.over = &e
+		if c.PID != rsp.Any {
+			return true, s.conn.Write(rsp.OK())
+		}
+		return true, nil
+	case rsp.Detach:
+		s.session.detached.Store(true)
+		s.on(func(b *linux.Break) { err = s.session.clearAll(b) })
+		if err != nil {
+			return true, err
+		}
+		if err := s.conn.Write(rsp.OK()); err != nil {
+			return true, err
+		}
+		s.requests(resume{})
+		e := <-s.end
+		s.over = &e
+		return true, e.err
+	default: // unknown, or not supported here: gdb learns so from ""
+	}
+	return false, s.conn.Write(reply)
+}
+
+// afterEnd answers the client once the replay ended: its exit status,
+// and nothing to read.
+func (s *server) afterEnd(cmd rsp.Command) (done bool, err error) {
+	switch c := cmd.(type) {
+	case rsp.Kill:
+		if c.PID != rsp.Any {
+			return true, s.conn.Write(rsp.OK())
+		}
+		return true, nil
+	case rsp.Detach:
+		return true, s.conn.Write(rsp.OK())
+	case rsp.QSupported:
+		return false, s.conn.Write(rsp.Supported(supported...))
+	case rsp.StopReason, rsp.Continue, rsp.Step, rsp.VCont, rsp.ContinueWithSignal, rsp.StepWithSignal:
+		return false, s.conn.Write(s.exitReply())
+	}
+	return false, s.conn.Write(rsp.Error(3)) // ESRCH: no process
+}
+
+// run resumes the program and reports where it stops next, or its end.
+func (s *server) run(r resume) (bool, error) {
+	s.requests(r)
+	if err := s.wait(); err != nil {
+		return true, err
+	}
+	if s.over != nil {
+		return false, s.conn.Write(s.exitReply())
+	}
+	return false, s.conn.Write(s.stopReply())
+}
+
+// vcont is a vCont's resume: the threads its s actions name step (one
+// naming every thread steps the one that stopped); c and the rest run.
+// ok is false if a thread to step is not a live one.
+func (s *server) vcont(c rsp.VCont) (r resume, ok bool) {
+	for _, a := range c.Actions {
+		if a.Kind != 's' && a.Kind != 'S' {
+			continue
+		}
+		t := s.thread(a.Thread)
+		if t == nil {
+			return r, false
+		}
+		r.step = append(r.step, t.TID)
+	}
+	return r, true
+}
+
+// monitor runs a monitor command and returns what it prints.
+func (s *server) monitor(cmd string) string {
+	switch strings.TrimSpace(cmd) {
+	case "when":
+		var pos vmm.Position
+		s.on(func(b *linux.Break) { pos = b.Position() })
+		return fmt.Sprintf("position %d:%d (exit %d, branch count %d), thread %d of process %d\n", pos.Exit, pos.Branch, pos.Exit, pos.Branch, s.last.tid, s.last.pid)
+	case "help", "":
+		return "monitor when: the replay's position (EXIT:BRANCH, as reprise replay --from takes)\n"
+	}
+	return fmt.Sprintf("unknown monitor command %q: try monitor help\n", cmd)
+}
+
+// stopReply is the T packet of the last stop: SIGTRAP, the thread, its
+// frame registers, and swbreak at a breakpoint (its pc the breakpoint's).
+func (s *server) stopReply() []byte {
+	st := s.last
+	r := rsp.StopReply{Signal: rsp.SigTrap, Thread: rsp.ThreadID{PID: st.pid, TID: st.tid},
+		Regs: []rsp.RegValue{{Num: 6, Value: word64(st.regs.RBP)}, {Num: 7, Value: word64(st.regs.RSP)}, {Num: 16, Value: word64(st.regs.RIP)}}}
+	if st.kind == stopBreak {
+		r.Reason = rsp.ReasonSwBreak
+	}
+	return r.Encode()
+}
+
+// exitReply says the replay ended: the program's exit status, or (the
+// replay failed) a signal-less end.
+func (s *server) exitReply() []byte {
+	if s.over.err != nil {
+		return []byte("X09;process:" + strconv.FormatInt(int64(s.first), 16)) // SIGKILL
+	}
+	return rsp.Exited{Code: uint8(s.over.status), PID: s.first}.Encode()
+}
+
+// threads lists the program's live threads.
+func (s *server) threads() []rsp.ThreadID {
+	var out []rsp.ThreadID
+	s.on(func(b *linux.Break) {
+		for _, t := range b.Threads() {
+			out = append(out, rsp.ThreadID{PID: t.PID, TID: t.TID})
+		}
+	})
+	return out
+}
+
+// thread is the live thread id names (every or any: the one that
+// stopped), nil if none.
+func (s *server) thread(id rsp.ThreadID) *linux.ThreadInfo {
+	tid := id.TID
+	if tid == rsp.All || tid == rsp.Any {
+		tid = s.last.tid
+	}
+	var found *linux.ThreadInfo
+	s.on(func(b *linux.Break) {
+		for _, t := range b.Threads() {
+			if t.TID == tid {
+				found = &t
+			}
+		}
+	})
+	return found
+}
+
+func (s *server) threadName(id rsp.ThreadID) string {
+	if t := s.thread(id); t != nil {
+		return t.Name
+	}
+	return ""
+}
+
+// registers is the 'g' reply of the Hg thread (reg < 0), or one
+// register's 'p' reply.
+func (s *server) registers(reg int) []byte {
+	if reg >= len(registers) {
+		return rsp.Error(22)
+	}
+	var state linux.ThreadState
+	var ok bool
+	var err error
+	s.on(func(b *linux.Break) { state, ok, err = b.State(s.gThread.TID) })
+	switch {
+	case err != nil || !ok:
+		return rsp.Error(3)
+	case reg < 0:
+		return rsp.Hex(registerBytes(&state))
+	}
+	return rsp.Hex(registers[reg].value(&state, state.XSave.Bytes()))
+}
+
+// memory is the 'm' reply: what of [addr, addr+n) the Hg thread's
+// process can read, from addr on; EFAULT if none.
+func (s *server) memory(addr, n uint64) []byte {
+	buf := make([]byte, n)
+	got := 0
+	s.on(func(b *linux.Break) {
+		for got < len(buf) {
+			end := min(len(buf), got+int(4096-(addr+uint64(got))%4096))
+			if b.ReadMemory(s.gThread.PID, addr+uint64(got), buf[got:end]) != nil {
+				return
+			}
+			got = end
+		}
+	})
+	if got == 0 && n > 0 {
+		return rsp.Error(14)
+	}
+	return rsp.Hex(buf[:got])
+}
+
+// breakpoint sets or clears a breakpoint (software or hardware: both are
+// int3s here) in the Hg thread's process. Watchpoints are not the
+// server's: "" has gdb watch by single-stepping.
+func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, set bool) []byte {
+	if kind != rsp.BreakSoftware && kind != rsp.BreakHardware {
+		return nil
+	}
+	k := bpKey{pid: s.gThread.PID, addr: addr}
+	var err error
+	s.on(func(b *linux.Break) {
+		if set {
+			err = s.session.setBreak(b, k)
+		} else {
+			err = s.session.clearBreak(b, k)
+		}
+	})
+	if err != nil {
+		return rsp.Error(14)
+	}
+	return rsp.OK()
+}
+
+// xfer answers a qXfer read: the target description, the Hg process's
+// auxiliary vector, or a process's executable.
+func (s *server) xfer(c rsp.XferRead) []byte {
+	var doc []byte
+	switch {
+	case c.Object == "features" && c.Annex == "target.xml":
+		doc = []byte(targetXML)
+	case c.Object == "auxv":
+		var err error
+		s.on(func(b *linux.Break) { doc, err = b.Auxv(s.gThread.PID) })
+		if err != nil {
+			return rsp.Error(14)
+		}
+	case c.Object == "exec-file":
+		pid := s.gThread.PID
+		if c.Annex != "" {
+			p, err := strconv.ParseInt(c.Annex, 16, 32)
+			if err != nil {
+				return rsp.Error(22)
+			}
+			pid = int(p)
+		}
+		s.on(func(b *linux.Break) { doc = []byte(b.Exe(int(pid))) })
+		if len(doc) == 0 {
+			return rsp.Error(3)
+		}
+	default:
+		return nil
+	}
+	return rsp.XferChunk(doc, c.Offset, c.Length)
+}
