@@ -189,19 +189,17 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 	case rsp.ReadMemory:
 		reply = s.memory(c.Addr, c.Length)
 	case rsp.InsertBreak:
-		reply = s.breakpoint(c.Kind, c.Addr, true)
+		reply = s.breakpoint(c.Kind, c.Addr, c.Size, true)
 	case rsp.RemoveBreak:
-		reply = s.breakpoint(c.Kind, c.Addr, false)
+		reply = s.breakpoint(c.Kind, c.Addr, c.Size, false)
 	case rsp.StopReason:
 		reply = s.stopReply()
 	case rsp.VContQuery:
 		reply = []byte("vCont;c;C;s;S")
 	case rsp.Continue, rsp.ContinueWithSignal:
-		return s.run(resume{})
-	case rsp.Step:
-		return s.run(resume{step: []int{s.last.tid}})
-	case rsp.StepWithSignal:
-		return s.run(resume{step: []int{s.last.tid}})
+		return s.run(resume{watch: true})
+	case rsp.Step, rsp.StepWithSignal:
+		return s.run(resume{step: []int{s.last.tid}, watch: true})
 	case rsp.VCont:
 		r, ok := s.vcont(c)
 		if !ok {
@@ -270,6 +268,7 @@ func (s *server) run(r resume) (bool, error) {
 // naming every thread steps the one that stopped); c and the rest run.
 // ok is false if a thread to step is not a live one.
 func (s *server) vcont(c rsp.VCont) (r resume, ok bool) {
+	r.watch = true
 	for _, a := range c.Actions {
 		if a.Kind != 's' && a.Kind != 'S' {
 			continue
@@ -302,8 +301,11 @@ func (s *server) stopReply() []byte {
 	st := s.last
 	r := rsp.StopReply{Signal: rsp.SigTrap, Thread: rsp.ThreadID{PID: st.pid, TID: st.tid},
 		Regs: []rsp.RegValue{{Num: 6, Value: word64(st.regs.RBP)}, {Num: 7, Value: word64(st.regs.RSP)}, {Num: 16, Value: word64(st.regs.RIP)}}}
-	if st.kind == stopBreak {
+	switch st.kind {
+	case stopBreak:
 		r.Reason = rsp.ReasonSwBreak
+	case stopWatch:
+		r.Reason, r.ReasonValue = rsp.ReasonWatch, strconv.FormatUint(st.watch, 16)
 	}
 	return r.Encode()
 }
@@ -393,21 +395,34 @@ func (s *server) memory(addr, n uint64) []byte {
 }
 
 // breakpoint sets or clears a breakpoint (software or hardware: both are
-// int3s here) in the Hg thread's process. Watchpoints are not the
-// server's: "" has gdb watch by single-stepping.
-func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, set bool) []byte {
-	if kind != rsp.BreakSoftware && kind != rsp.BreakHardware {
+// int3s here) or a write watchpoint (the replay steps every thread and
+// compares the memory after each instruction: exact, and slow) in the Hg
+// thread's process. Read and access watchpoints are not the server's:
+// "" tells gdb so.
+func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool) []byte {
+	pid := s.gThread.PID
+	var err error
+	switch kind {
+	case rsp.BreakSoftware, rsp.BreakHardware:
+		k := bpKey{pid: pid, addr: addr}
+		s.on(func(b *linux.Break) {
+			if set {
+				err = s.session.setBreak(b, k)
+			} else {
+				err = s.session.clearBreak(b, k)
+			}
+		})
+	case rsp.WatchWrite:
+		s.on(func(b *linux.Break) {
+			if set {
+				err = s.session.setWatch(b, pid, addr, size)
+			} else {
+				s.session.clearWatch(pid, addr, size)
+			}
+		})
+	default:
 		return nil
 	}
-	k := bpKey{pid: s.gThread.PID, addr: addr}
-	var err error
-	s.on(func(b *linux.Break) {
-		if set {
-			err = s.session.setBreak(b, k)
-		} else {
-			err = s.session.clearBreak(b, k)
-		}
-	})
 	if err != nil {
 		return rsp.Error(14)
 	}

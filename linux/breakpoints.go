@@ -129,6 +129,9 @@ type breakpoints struct {
 	holds    map[uint64]int
 	stepping map[int]bool
 	atStart  bool
+	// afterSyscall is, for a thread stepping over a SYSCALL, the int3
+	// after it that ends the step (armStep).
+	afterSyscall map[int]uint64
 }
 
 // keepDebugStack notes what the debug stack holds after a trap of the
@@ -152,7 +155,7 @@ type stepOver struct {
 // SetBreakpoints lets b place breakpoints in the program from now on;
 // call it before the machine runs.
 func (k *Kernel) SetBreakpoints(b Breakpoints) {
-	k.bp = &breakpoints{on: b, temp: map[uint64]int{}, returns: map[int][]returnWatch{}, holds: map[uint64]int{}, stepping: map[int]bool{}}
+	k.bp = &breakpoints{on: b, temp: map[uint64]int{}, returns: map[int][]returnWatch{}, holds: map[uint64]int{}, stepping: map[int]bool{}, afterSyscall: map[int]uint64{}}
 }
 
 // mapped records a new file mapping of p, tells the breakpoints and
@@ -260,6 +263,9 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 		if err := bp.returned(k, b, pa); err != nil {
 			return true, err
 		}
+		if err := bp.steppedSyscall(k, b, pa); err != nil {
+			return true, err
+		}
 	}
 	if site {
 		b.Return, b.Cookie = false, 0
@@ -272,7 +278,8 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	if err := k.fr.Unpatch(pa); err != nil {
 		return true, err
 	}
-	bp.step = &stepOver{tid: b.TID, pa: pa, site: site, tf: hit.RFLAGS&rflagsTF != 0}
+	// A trap flag of a debugger's step is not the thread's own.
+	bp.step = &stepOver{tid: b.TID, pa: pa, site: site, tf: hit.RFLAGS&rflagsTF != 0 && !bp.stepping[b.TID]}
 	if err := ram.PutUint64(regs.RSP+frameRIP, at); err != nil {
 		return true, err
 	}
@@ -320,10 +327,56 @@ func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
 			return true, err
 		}
 		if bp.stepping[t.tid] { // stepped again
-			flags |= rflagsTF
+			tf, err := k.armStep(t, hit.RIP)
+			if err != nil {
+				return true, err
+			}
+			if tf {
+				flags |= rflagsTF
+			}
 		}
 	}
 	return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
+}
+
+// armStep has thread t, about to run the instruction at rip, stop after
+// it — by the trap flag (tf: the caller sets it), or, for a SYSCALL, by
+// an int3 after it: SYSCALL copies the flags into R11, and a trap flag
+// there would be seen where the recording saw none (and would trap one
+// instruction late).
+func (k *Kernel) armStep(t *thread, rip uint64) (tf bool, err error) {
+	var code [2]byte
+	if k.readOriginal(t.proc.as, rip, code[:]) != nil || code != [2]byte{0x0f, 0x05} {
+		return true, nil
+	}
+	after := rip + 2
+	pa, ok := t.proc.as.Frame(after &^ pageMask)
+	if !ok {
+		return true, nil
+	}
+	pa += after & pageMask
+	bp := k.bp
+	bp.afterSyscall[t.tid] = pa
+	bp.temp[pa]++
+	return false, k.fr.Patch(pa, false)
+}
+
+// steppedSyscall reports the end of a step over a SYSCALL (armStep), if
+// that is the int3 thread b.TID reached at pa: a Break with Stepped set.
+func (bp *breakpoints) steppedSyscall(k *Kernel, b *Break, pa uint64) error {
+	if at, ok := bp.afterSyscall[b.TID]; !ok || at != pa {
+		return nil
+	}
+	delete(bp.afterSyscall, b.TID)
+	bp.dropTemp(k, pa)
+	if !bp.stepping[b.TID] {
+		return nil
+	}
+	delete(bp.stepping, b.TID)
+	b.Stepped = true
+	err := bp.on.Break(b)
+	b.Stepped = false
+	return err
 }
 
 // returned reports the watched returns that thread b.TID has reached at
@@ -351,13 +404,17 @@ func (bp *breakpoints) returned(k *Kernel, b *Break, pa uint64) error {
 // unwatch drops a return watch's hold on its int3, removing the int3
 // with the last hold unless it is also a site (or being stepped over:
 // the step puts back what is still wanted).
-func (bp *breakpoints) unwatch(k *Kernel, w returnWatch) {
-	if bp.temp[w.pa]--; bp.temp[w.pa] > 0 {
+func (bp *breakpoints) unwatch(k *Kernel, w returnWatch) { bp.dropTemp(k, w.pa) }
+
+// dropTemp drops a hold on the temporary int3 at pa, removing it with the
+// last unless it is also a site.
+func (bp *breakpoints) dropTemp(k *Kernel, pa uint64) {
+	if bp.temp[pa]--; bp.temp[pa] > 0 {
 		return
 	}
-	delete(bp.temp, w.pa)
-	if _, site := k.fr.PatchedAt(w.pa); !site {
-		_ = k.fr.Unpatch(w.pa)
+	delete(bp.temp, pa)
+	if _, site := k.fr.PatchedAt(pa); !site {
+		_ = k.fr.Unpatch(pa)
 	}
 }
 
@@ -370,6 +427,10 @@ func (k *Kernel) forgetReturns(tid int) {
 		k.bp.unwatch(k, w)
 	}
 	delete(k.bp.returns, tid)
+	if pa, ok := k.bp.afterSyscall[tid]; ok {
+		k.bp.dropTemp(k, pa)
+		delete(k.bp.afterSyscall, tid)
+	}
 }
 
 // RemoveBreakpoints puts back every instruction a breakpoint replaced and

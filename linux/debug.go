@@ -94,13 +94,19 @@ func (b *Break) ReadMemory(pid int, va uint64, p []byte) error {
 	if as == nil {
 		return fmt.Errorf("linux: no process %d", pid)
 	}
+	return b.k.readOriginal(as, va, p)
+}
+
+// readOriginal reads as's memory at va into p, the int3s shown as the
+// bytes they replaced.
+func (k *Kernel) readOriginal(as *mm.Space, va uint64, p []byte) error {
 	for len(p) > 0 {
 		n := min(uint64(len(p)), pageSize-va&pageMask)
 		if err := as.Read(va, p[:n]); err != nil {
 			return err
 		}
 		if pa, ok := as.Frame(va &^ pageMask); ok {
-			b.k.fr.Originals(pa+va&pageMask, p[:n])
+			k.fr.Originals(pa+va&pageMask, p[:n])
 		}
 		p, va = p[n:], va+n
 	}
@@ -166,11 +172,20 @@ func (b *Break) Step(tid int) error {
 	if t == nil {
 		return fmt.Errorf("linux: no thread %d", tid)
 	}
-	b.k.bp.stepping[tid] = true
-	if t != b.k.current() {
+	bp := b.k.bp
+	bp.stepping[tid] = true
+	if _, inCall := bp.afterSyscall[tid]; inCall || t == b.k.current() {
+		// Armed already: in a system call, its step ends at the int3
+		// after it; the stopped thread is armed as it resumes
+		// (debugTrap, startBreak).
+		return nil
+	}
+	tf, err := b.k.armStep(t, t.regs.RIP)
+	t.regs.RFLAGS &^= rflagsTF // a step armed before, by the flag, is this one's now
+	if tf {
 		t.regs.RFLAGS |= rflagsTF
 	}
-	return nil // the stopped thread's flag is set as it resumes (debugTrap)
+	return err
 }
 
 // StopAtStart asks for a Break (Start set) before the program's first
@@ -192,8 +207,14 @@ func (k *Kernel) startBreak() error {
 		return err
 	}
 	if bp.stepping[b.TID] {
-		regs.RFLAGS |= rflagsTF
-		c.MarkRegsDirty()
+		tf, err := k.armStep(k.current(), regs.RIP)
+		if err != nil {
+			return err
+		}
+		if tf {
+			regs.RFLAGS |= rflagsTF
+			c.MarkRegsDirty()
+		}
 	}
 	return nil
 }

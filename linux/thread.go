@@ -236,6 +236,9 @@ func (k *Kernel) spawn(p *process, regs kvm.Regs, xsave kvm.XSave, fsBase uint64
 		return nil, unix.EAGAIN
 	}
 	k.nextTID++
+	if k.bp != nil && len(k.threads) > 0 && k.bp.stepping[k.current().tid] {
+		regs.RFLAGS &^= rflagsTF // the debugger's step is its creator's, not the new thread's
+	}
 	t := &thread{k: k, tid: k.nextTID, proc: p, regs: regs, xsave: xsave, fsBase: fsBase}
 	if len(k.threads) > 0 {
 		t.comm = k.current().comm // a new thread or a fork's child has its creator's name

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -86,6 +87,51 @@ continue
 	require.Equal(t, out, debugScript(t, dir, tp, script), "a second session")
 }
 
+// TestDebugWatchpointFindsTheWrite is the bug hunt overwrite.c stages: a
+// watchpoint on total, conditioned on the value the bug writes, stops in
+// the other thread right after its unlocked write — the replay stepping
+// every thread and comparing the memory after each instruction — and the
+// replay still ends as recorded. Then a stepi over a system call stops
+// right after the SYSCALL, its result in rax, no trap flag left in the
+// program's flags.
+func TestDebugWatchpointFindsTheWrite(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "overwrite.tape")
+	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
+	require.Zero(t, r.code, r.stderr)
+	recorded := r.stdout
+	out := debugScript(t, dir, tp, `set breakpoint pending on
+break adder
+continue
+delete
+watch total if total < 0
+continue
+print total
+delete
+break write
+continue
+set $n = 0
+while $n < 100 && *(unsigned short *)$pc != 0x050f
+  stepi
+  set $n = $n + 1
+end
+set $at = $pc
+stepi
+print $pc - $at
+print $rax
+print $eflags & 0x100
+continue
+`)
+	t.Log(out)
+	for _, want := range []string{"Hardware watchpoint 2: total", "New value = -1", "clobber (arg=0x0) at ", "overwrite.c:36", "$1 = -1",
+		"$2 = 2", fmt.Sprintf("$3 = %d", len(recorded)), "$4 = 0",
+		recorded, "exited normally", "reprise: replay matched: "} {
+		require.Contains(t, out, want)
+	}
+}
+
 // TestDebugStaticMusl debugs a static musl program: a breakpoint on its
 // function, bt to main, finish with its value, and the end.
 func TestDebugStaticMusl(t *testing.T) {
@@ -160,7 +206,7 @@ func TestGDBListenHostileClient(t *testing.T) {
 	gdb.SetNoAck()
 	for _, q := range []struct{ packet, want string }{
 		{"m0,10", "E0e"}, {"mffffffffffffffff,ffff", "E16"}, {"m12,zz", "E16"}, {"m,", "E16"},
-		{"Z0,0,1", "E0e"}, {"z0,dead,1", "OK"}, {"Z2,1000,8", ""},
+		{"Z0,0,1", "E0e"}, {"z0,dead,1", "OK"}, {"Z2,1000,8", "E0e"}, {"Z3,1000,8", ""}, {"Z2,7ffff000,100000", "E0e"},
 		{"Hgp99.99", "OK"}, {"Tp5.5", "E03"}, {"vCont;s:p99.99", "E03"}, {"qRcmd,zz", "E16"},
 		{"G00", "E.reprise: a replay cannot change its past"}, {"M1000,2:abcd", "E.reprise: a replay cannot change its past"},
 		{"qXfer:features:read:target.xml:ffffffffffffff,ffff", "l"}, {"qXfer:exec-file:read:zz:0,10", "E16"},
