@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -238,4 +239,47 @@ func TestGDBListenHostileClient(t *testing.T) {
 	require.NoError(t, err, "%s", &rest)
 	require.Contains(t, rest.String(), "reprise: notice: gdb client: ")
 	require.NotContains(t, rest.String(), "panic")
+}
+
+// BenchmarkDebug measures, side by side on one recording of overwrite.c,
+// gdb's single-step rate through the server (stepi 2000, each a round
+// trip: vCont;s, the stop, gdb's register reads) and the watchpoint's
+// stepping rate inside the replay (every thread stepped and compared
+// after each instruction, from adder's start to the clobbering write),
+// each against the same session without the steps.
+//
+//	go test -run '^$' -bench Debug -benchtime 3x ./cmd/reprise
+func BenchmarkDebug(b *testing.B) {
+	kvmtest.Require(b)
+	kvmtest.RequireTools(b, "gdb")
+	bin := cprog.Build(b, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	dir := b.TempDir()
+	tp := filepath.Join(dir, "overwrite.tape")
+	r := runCLIIn(b, dir, "record", "-o", tp, "--", bin)
+	require.Zero(b, r.code, r.stderr)
+	session := func(script string) (time.Duration, int) {
+		path := filepath.Join(dir, "bench.gdb")
+		require.NoError(b, os.WriteFile(path, []byte(script), 0o644))
+		start := time.Now()
+		r := runCLIIn(b, dir, "debug", tp, "--", "-nx", "-batch", "-x", path)
+		took := time.Since(start)
+		require.Zero(b, r.code, r.stderr)
+		m := regexp.MustCompile(`replay matched: \d+ events, (\d+) exits`).FindStringSubmatch(r.stderr)
+		require.NotNil(b, m, r.stderr)
+		exits, _ := strconv.Atoi(m[1])
+		return took, exits
+	}
+	const steps = 2000
+	var stepRate, watchRate float64
+	for range b.N {
+		base, baseExits := session("break adder\ncontinue\ndelete\ncontinue\n")
+		stepped, _ := session(fmt.Sprintf("break adder\ncontinue\ndelete\nstepi %d\ncontinue\n", steps))
+		watched, watchExits := session("break adder\ncontinue\ndelete\nwatch total if total < 0\ncontinue\ndelete\ncontinue\n")
+		stepRate = steps / (stepped - base).Seconds()
+		watchRate = float64(watchExits-baseExits) / (watched - base).Seconds()
+		b.Logf("session %v; stepi %d: +%v (%.0f steps/s); watch: %d steps, +%v (%.0f steps/s)",
+			base.Round(time.Millisecond), steps, (stepped - base).Round(time.Millisecond), stepRate, watchExits-baseExits, (watched - base).Round(time.Millisecond), watchRate)
+	}
+	b.ReportMetric(stepRate, "gdb-steps/s")
+	b.ReportMetric(watchRate, "watch-steps/s")
 }
