@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,6 +31,7 @@ type ended struct {
 type server struct {
 	conn    *rsp.Conn
 	session *Session
+	replay  Replay
 	end     chan ended
 	// last is where the program last stopped; over, once the replay
 	// ended, how.
@@ -39,17 +41,17 @@ type server struct {
 	// the process the replay started with.
 	gThread rsp.ThreadID
 	first   int
+	// atBegin: a reverse continue found nothing before and went back to
+	// the start of the history.
+	atBegin bool
 }
 
 // Serve debugs the replay run starts for the gdb client on rw until the
 // client detaches, kills it or goes, or the replay ends and the client
 // leaves. It returns the replay's error, if any, or the connection's.
 func Serve(rw io.ReadWriter, run Replay) error {
-	s := &server{conn: rsp.NewConn(rw), session: NewSession(), end: make(chan ended, 1)}
-	go func() {
-		status, err := run(s.session)
-		s.end <- ended{status, err}
-	}()
+	s := &server{conn: rsp.NewConn(rw), session: NewSession(), replay: run, end: make(chan ended, 1)}
+	go s.start()
 	if err := s.wait(); err != nil {
 		return err
 	}
@@ -74,6 +76,12 @@ func Serve(rw io.ReadWriter, run Replay) error {
 			return s.leave(err)
 		}
 	}
+}
+
+// start runs a replay of the session's.
+func (s *server) start() {
+	status, err := s.replay(s.session)
+	s.end <- ended{status, err}
 }
 
 // wait waits for the program's next stop or the replay's end.
@@ -130,7 +138,7 @@ func (s *server) on(f func(b *linux.Break)) {
 // supported is what the server tells gdb it does (qSupported; the
 // packet size rsp.Supported gives).
 var supported = []string{
-	"QStartNoAckMode+", "multiprocess+", "swbreak+", "hwbreak+", "vContSupported+",
+	"QStartNoAckMode+", "multiprocess+", "swbreak+", "hwbreak+", "vContSupported+", "ReverseContinue+", "ReverseStep+",
 	"qXfer:features:read+", "qXfer:auxv:read+", "qXfer:exec-file:read+",
 }
 
@@ -200,6 +208,10 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 		return s.run(resume{watch: true})
 	case rsp.Step, rsp.StepWithSignal:
 		return s.run(resume{step: []int{s.last.tid}, watch: true})
+	case rsp.ReverseContinue:
+		return s.reverseContinue()
+	case rsp.ReverseStep:
+		return s.reverseStep()
 	case rsp.VCont:
 		r, ok := s.vcont(c)
 		if !ok {
@@ -254,6 +266,7 @@ func (s *server) afterEnd(cmd rsp.Command) (done bool, err error) {
 
 // run resumes the program and reports where it stops next, or its end.
 func (s *server) run(r resume) (bool, error) {
+	s.atBegin = false
 	s.requests(r)
 	if err := s.wait(); err != nil {
 		return true, err
@@ -262,6 +275,121 @@ func (s *server) run(r resume) (bool, error) {
 		return false, s.conn.Write(s.exitReply())
 	}
 	return false, s.conn.Write(s.stopReply())
+}
+
+// reverseContinue runs back to the last arrival at one of gdb's
+// breakpoints before where the program is stopped: it replays to here
+// with them all placed, noting each arrival on the way, then replays
+// again to the last one. With none, it goes back to the start of the
+// history (replaylog begin).
+func (s *server) reverseContinue() (bool, error) {
+	var now Mark
+	scan := map[bpKey]bool{}
+	s.on(func(*linux.Break) {
+		now = s.session.now
+		for k := range s.session.user {
+			scan[k] = true
+		}
+	})
+	if now.Start {
+		s.atBegin = true
+		return false, s.conn.Write(s.stopReply())
+	}
+	sk := &seeker{goal: now, scan: scan}
+	if err := s.replayAgain(sk); err != nil {
+		return true, err
+	}
+	target := Mark{Start: true}
+	if n := len(sk.hits); n > 0 {
+		target = sk.hits[n-1]
+	}
+	return s.goBackTo(target)
+}
+
+// reverseStep goes back one instruction of the stopped thread: it
+// replays to an earlier place of the thread in the same stretch between
+// two exits — the path's previous hop, the previous arrival at this
+// address, or where the stretch began (found by replaying with the exits
+// watched) — steps the thread on to here, noting the place before each
+// step, and replays to the last. At the first instruction of a stretch,
+// the one before is the thread's SYSCALL (its last arrival there);
+// another exit (a fault, an interrupt) cannot be stepped back across yet.
+func (s *server) reverseStep() (bool, error) {
+	var now Mark
+	s.on(func(*linux.Break) { now = s.session.now })
+	if now.Start {
+		s.atBegin = true
+		return false, s.conn.Write(s.stopReply())
+	}
+	last, prefix := now.Path[len(now.Path)-1], now.Path[:len(now.Path)-1]
+	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID}
+	switch {
+	case last.Count > 1:
+		from.Path = append(from.Path, Hop{last.Addr, last.Count - 1})
+	case len(prefix) == 0:
+		sk := &seeker{goal: now, findResume: true}
+		if err := s.replayAgain(sk); err != nil {
+			return true, err
+		}
+		from = sk.resumed
+		if from.TID != now.TID || from.Path[0].Addr == last.Addr {
+			return s.backAcrossExit(now)
+		}
+	}
+	sk := &seeker{goal: from, stepTo: last.Addr}
+	if err := s.replayAgain(sk); err != nil {
+		return true, err
+	}
+	return s.goBackTo(sk.last)
+}
+
+// backAcrossExit goes back from the first instruction of a stretch to
+// the SYSCALL that ended the thread's previous one.
+func (s *server) backAcrossExit(now Mark) (bool, error) {
+	at := now.Path[0].Addr - 2
+	var code [2]byte
+	var err error
+	s.on(func(b *linux.Break) { err = b.ReadMemory(now.PID, at, code[:]) })
+	if err != nil || code != [2]byte{0x0f, 0x05} {
+		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's)"))
+	}
+	sk := &seeker{goal: now, scan: map[bpKey]bool{{now.PID, at}: true}, scanTID: now.TID}
+	if err := s.replayAgain(sk); err != nil {
+		return true, err
+	}
+	target := Mark{Start: true}
+	if n := len(sk.hits); n > 0 {
+		target = sk.hits[n-1]
+	}
+	return s.goBackTo(target)
+}
+
+// goBackTo replays to target and reports the stop there.
+func (s *server) goBackTo(target Mark) (bool, error) {
+	if err := s.replayAgain(&seeker{goal: target}); err != nil {
+		return true, err
+	}
+	s.atBegin = target.Start
+	return false, s.conn.Write(s.stopReply())
+}
+
+// replayAgain ends the current replay and starts another, which stops
+// where sk's mark is.
+func (s *server) replayAgain(sk *seeker) error {
+	s.requests(resume{kill: true})
+	if e := <-s.end; e.err != nil && !errors.Is(e.err, errKilled) {
+		s.over = &e
+		return e.err
+	}
+	s.session.replayAgain(sk)
+	go s.start()
+	if err := s.wait(); err != nil {
+		return err
+	}
+	if s.over != nil {
+		return fmt.Errorf("debugger: the replay ended before it came back to %+v", sk.goal)
+	}
+	return nil
 }
 
 // vcont is a vCont's resume: the threads its s actions name step (one
@@ -301,10 +429,12 @@ func (s *server) stopReply() []byte {
 	st := s.last
 	r := rsp.StopReply{Signal: rsp.SigTrap, Thread: rsp.ThreadID{PID: st.pid, TID: st.tid},
 		Regs: []rsp.RegValue{{Num: 6, Value: word64(st.regs.RBP)}, {Num: 7, Value: word64(st.regs.RSP)}, {Num: 16, Value: word64(st.regs.RIP)}}}
-	switch st.kind {
-	case stopBreak:
+	switch {
+	case s.atBegin:
+		r.Reason, r.ReasonValue = rsp.ReasonReplayLog, "begin"
+	case st.kind == stopBreak:
 		r.Reason = rsp.ReasonSwBreak
-	case stopWatch:
+	case st.kind == stopWatch:
 		r.Reason, r.ReasonValue = rsp.ReasonWatch, strconv.FormatUint(st.watch, 16)
 	}
 	return r.Encode()

@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 
@@ -87,30 +88,104 @@ type bpKey struct {
 }
 
 // Session is the machine's side of a debugged replay: a linux.Breakpoints
-// for replayer.Options.Debugger.
+// for replayer.Options.Debugger. One session serves every replay of a
+// debugging session: reverse execution replays again, finding a mark.
 type Session struct {
 	stops    chan stop
 	requests chan request
 	// detached: gdb left, the replay runs on to its end without stops.
 	detached atomic.Bool
-	// The machine's goroutine owns the rest. breaks are the debugger's
-	// breakpoints with their holds (gdb may insert one twice); watches
-	// its watched memory, watching whether the program steps to check
-	// it; stepFor the threads whose next step stops the program.
-	breaks   map[bpKey]int
+	// The machine's goroutine owns the rest (the server changes it only
+	// between replays). user are gdb's breakpoints with their holds (gdb
+	// may insert one twice), placed the int3s the current replay's
+	// kernel holds for the session; watches its watched memory, watching
+	// whether the program steps to check it; stepFor the threads whose
+	// next step stops the program.
+	user     map[bpKey]int
+	placed   map[bpKey]int
 	watches  []watch
 	watching bool
 	stepFor  map[int]bool
+	// now is where the program stopped last; tally counts arrivals
+	// since, for the next stop's mark; seek, while a replay looks for a
+	// mark, is its search.
+	now   Mark
+	tally arrivals
+	seek  *seeker
+}
+
+// seeker is a replay looking for a mark: silent until it arrives, and on
+// the way recording the arrivals at the scan breakpoints before it (a
+// reverse continue's candidates).
+type seeker struct {
+	goal Mark
+	hop  int // the next hop of goal.Path to arrive at
+	// scan are the breakpoints whose arrivals before the goal are
+	// recorded in hits — only thread scanTID's, if it is not 0.
+	scan    map[bpKey]bool
+	scanTID int
+	hits    []Mark
+	// stepTo, if set, has the goal's thread step on from the goal until
+	// it lands there, last the place before each step (a reverse step's
+	// target); stepping once it does.
+	stepTo   uint64
+	last     Mark
+	stepping bool
+	// resumed is, if asked for (findResume), where the thread that ran
+	// after the goal's exit began: its first instruction there.
+	findResume bool
+	resumed    Mark
+}
+
+// wants reports whether the seek needs an int3 at k: a hop's address or
+// a scanned breakpoint.
+func (sk *seeker) wants(k bpKey) bool {
+	if sk.scan[k] {
+		return true
+	}
+	return k.pid == sk.goal.PID && slices.ContainsFunc(sk.goal.Path, func(h Hop) bool { return h.Addr == k.addr })
 }
 
 // NewSession is a session no server serves yet.
 func NewSession() *Session {
-	return &Session{stops: make(chan stop), requests: make(chan request), breaks: map[bpKey]int{}, stepFor: map[int]bool{}}
+	return &Session{stops: make(chan stop), requests: make(chan request), user: map[bpKey]int{}, placed: map[bpKey]int{}, stepFor: map[int]bool{}}
 }
 
-// Mapped places nothing: gdb sets its breakpoints itself, after it learns
-// of a library from the loader's own breakpoint.
-func (s *Session) Mapped(linux.Mapping, []byte) ([]uint64, error) { return nil, nil }
+// replayAgain readies the session for a new replay of the same program,
+// looking for sk's mark: nothing is placed in it yet.
+func (s *Session) replayAgain(sk *seeker) {
+	s.placed, s.stepFor, s.watching, s.seek = map[bpKey]int{}, map[int]bool{}, false, sk
+	s.tally = arrivals{}
+}
+
+// wanted reports whether the session needs an int3 at k now.
+func (s *Session) wanted(k bpKey) bool {
+	return s.user[k] > 0 || s.seek != nil && s.seek.wants(k)
+}
+
+// Mapped places the session's breakpoints that fall in a mapping as it is
+// made: after a replay again, gdb's, and a seek's, in the libraries the
+// loader maps on the way — again in a mapping made over one that had
+// them (the loader maps a library whole, then its segments over it).
+// (In the first replay gdb sets its own once it learns of a library,
+// from the loader's breakpoint.)
+func (s *Session) Mapped(m linux.Mapping, _ []byte) ([]uint64, error) {
+	keys := slices.Collect(maps.Keys(s.user))
+	if s.seek != nil {
+		keys = append(keys, slices.Collect(maps.Keys(s.seek.scan))...)
+		for _, h := range s.seek.goal.Path {
+			keys = append(keys, bpKey{s.seek.goal.PID, h.Addr})
+		}
+	}
+	var out []uint64
+	for _, k := range keys {
+		if k.pid == m.PID && k.addr >= m.Start && k.addr < m.End && s.wanted(k) {
+			s.placed[k]++
+			out = append(out, k.addr)
+		}
+	}
+	return out, nil
+}
 
 // Resumed is nothing to a debugger: a replay it debugs starts at boot.
 func (s *Session) Resumed(*linux.Break) error { return nil }
@@ -118,17 +193,29 @@ func (s *Session) Resumed(*linux.Break) error { return nil }
 // Break hands a stop of the debugger's to the server and serves its
 // requests until it resumes the program. Another process's hit of an
 // int3 on a page it shares with the debugged one, a breakpoint cleared
-// since, a step that only checked watched memory, or anything after gdb
-// detached, goes on at once.
+// since, a step that only checked watched memory, anything on a seek's
+// way, or anything after gdb detached, goes on at once.
 func (s *Session) Break(b *linux.Break) error {
 	if s.detached.Load() {
 		return nil
 	}
 	st := stop{tid: b.TID, pid: b.PID, regs: *b.Regs}
+	exit := b.Position().Exit
+	var here Mark
 	switch {
 	case b.Start:
-		st.kind = stopStart
+		st.kind, here = stopStart, Mark{Start: true, Exit: exit, TID: b.TID, PID: b.PID}
+		if s.seek != nil && !s.seek.goal.Start {
+			s.tally.restart(here)
+			return nil
+		}
+		s.seek = nil // the start was the goal
+	case b.Return:
+		return nil
+	case s.seek != nil:
+		return s.seeking(b, exit)
 	case b.Stepped:
+		here = s.tally.arrive(exit, b.Regs.RIP, true, b.TID, b.PID)
 		asked := s.stepFor[b.TID]
 		delete(s.stepFor, b.TID)
 		switch w := s.written(b); {
@@ -141,11 +228,20 @@ func (s *Session) Break(b *linux.Break) error {
 		default:
 			return nil // a step the server no longer wants
 		}
-	case b.Return || s.breaks[bpKey{b.PID, b.Regs.RIP}] == 0:
-		return nil
 	default:
+		here = s.tally.arrive(exit, b.Regs.RIP, false, b.TID, b.PID)
+		if s.user[bpKey{b.PID, b.Regs.RIP}] == 0 {
+			return nil
+		}
 		st.kind = stopBreak
 	}
+	return s.stopAt(b, st, here)
+}
+
+// stopAt hands the stop st, at mark here, to the server and serves it.
+func (s *Session) stopAt(b *linux.Break, st stop, here Mark) error {
+	s.now = here
+	s.tally.restart(here)
 	s.stops <- st
 	for r := range s.requests {
 		if r.resume == nil {
@@ -156,6 +252,83 @@ func (s *Session) Break(b *linux.Break) error {
 		return s.resume(b, *r.resume)
 	}
 	return errKilled // the server is gone
+}
+
+// seeking is a trap on a seek's way: the next hop of its goal (the goal
+// itself, once the last: the program stops there for the server), a
+// scanned breakpoint's hit before it (recorded), or an int3 of neither.
+func (s *Session) seeking(b *linux.Break, exit uint64) error {
+	sk, addr := s.seek, b.Regs.RIP
+	here := s.tally.arrive(exit, addr, b.Stepped, b.TID, b.PID)
+	if sk.stepping {
+		switch {
+		case !b.Stepped || b.TID != sk.goal.TID:
+			return nil // an int3 on the way (its landing counted it)
+		case addr == sk.stepTo:
+			return s.arrived(b, here)
+		}
+		sk.last = here
+		return b.Step(b.TID)
+	}
+	g := sk.goal
+	if exit > g.Exit {
+		return fmt.Errorf("debugger: the replay passed exit %d without arriving at its mark (%v)", g.Exit, g.Path)
+	}
+	hop := exit == g.Exit && b.PID == g.PID && len(here.Path) == sk.hop+1 && here.Path[sk.hop] == g.Path[sk.hop]
+	if last := hop && sk.hop+1 == len(g.Path); !last && sk.scan[bpKey{b.PID, addr}] && (sk.scanTID == 0 || sk.scanTID == b.TID) {
+		sk.hits = append(sk.hits, here) // before the goal: a hop on the way counts too
+	}
+	if !hop {
+		return nil
+	}
+	sk.hop++
+	s.tally.restart(Mark{Exit: exit, Path: g.Path[:sk.hop]})
+	switch {
+	case sk.hop < len(g.Path):
+		return nil
+	case sk.stepTo != 0:
+		sk.stepping, sk.last = true, here
+		return b.Step(b.TID)
+	}
+	return s.arrived(b, here)
+}
+
+// Exited notes, for a seek that asks, where the stretch of execution
+// after its goal's exit begins (linux.ExitWatcher).
+func (s *Session) Exited(b *linux.Break) error {
+	if sk := s.seek; sk != nil && sk.findResume && b.Position().Exit == sk.goal.Exit {
+		sk.resumed = Mark{Exit: sk.goal.Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
+	}
+	return nil
+}
+
+// arrived ends a seek where the program is, at here: the program stops
+// there for the server.
+func (s *Session) arrived(b *linux.Break, here Mark) error {
+	s.seek = nil
+	if err := s.dropUnwanted(b); err != nil {
+		return err
+	}
+	kind := stopStep
+	if s.user[bpKey{b.PID, b.Regs.RIP}] > 0 {
+		kind = stopBreak
+	}
+	return s.stopAt(b, stop{kind: kind, tid: b.TID, pid: b.PID, regs: *b.Regs}, here)
+}
+
+// dropUnwanted removes the int3s a seek placed that gdb did not ask for.
+func (s *Session) dropUnwanted(b *linux.Break) error {
+	var errs []error
+	for k, n := range s.placed {
+		if s.wanted(k) {
+			continue
+		}
+		for range n {
+			errs = append(errs, b.ClearBreakpoint(k.pid, k.addr))
+		}
+		delete(s.placed, k)
+	}
+	return errors.Join(errs...)
 }
 
 // resume sets the program going as r says.
@@ -232,34 +405,32 @@ func (s *Session) clearWatch(pid int, addr uint64, size int) {
 	}
 }
 
-// setBreak and clearBreak change the debugger's breakpoints, on the
-// machine's goroutine.
+// setBreak and clearBreak change gdb's breakpoints, on the machine's
+// goroutine.
 func (s *Session) setBreak(b *linux.Break, k bpKey) error {
-	if err := b.SetBreakpoint(k.pid, k.addr); err != nil {
-		return err
+	if s.placed[k] == 0 {
+		if err := b.SetBreakpoint(k.pid, k.addr); err != nil {
+			return err
+		}
+		s.placed[k]++
 	}
-	s.breaks[k]++
+	s.user[k]++
 	return nil
 }
 
 func (s *Session) clearBreak(b *linux.Break, k bpKey) error {
-	if s.breaks[k] == 0 {
+	if s.user[k] == 0 {
 		return nil
 	}
-	if s.breaks[k]--; s.breaks[k] == 0 {
-		delete(s.breaks, k)
+	if s.user[k]--; s.user[k] > 0 {
+		return nil
 	}
-	return b.ClearBreakpoint(k.pid, k.addr)
+	delete(s.user, k)
+	return s.dropUnwanted(b)
 }
 
 // clearAll removes every breakpoint of the debugger's.
 func (s *Session) clearAll(b *linux.Break) error {
-	var errs []error
-	for k, n := range s.breaks {
-		for range n {
-			errs = append(errs, b.ClearBreakpoint(k.pid, k.addr))
-		}
-	}
-	clear(s.breaks)
-	return errors.Join(errs...)
+	clear(s.user)
+	return s.dropUnwanted(b)
 }

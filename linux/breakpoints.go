@@ -34,6 +34,15 @@ type Breakpoints interface {
 	Resumed(b *Break) error
 }
 
+// ExitWatcher is a Breakpoints that is also told, after each of the
+// program's exits (a system call, a trap, an interrupt), of the thread
+// that runs next with its user registers: where the stretch of execution
+// up to the next exit begins. Only a debugger looking for a place needs
+// it.
+type ExitWatcher interface {
+	Exited(b *Break) error
+}
+
 // Break is a thread stopped at a breakpoint.
 type Break struct {
 	TID, PID int
@@ -132,6 +141,8 @@ type breakpoints struct {
 	// afterSyscall is, for a thread stepping over a SYSCALL, the int3
 	// after it that ends the step (armStep).
 	afterSyscall map[int]uint64
+	// exits is on, if it watches exits.
+	exits ExitWatcher
 }
 
 // keepDebugStack notes what the debug stack holds after a trap of the
@@ -156,6 +167,7 @@ type stepOver struct {
 // call it before the machine runs.
 func (k *Kernel) SetBreakpoints(b Breakpoints) {
 	k.bp = &breakpoints{on: b, temp: map[uint64]int{}, returns: map[int][]returnWatch{}, holds: map[uint64]int{}, stepping: map[int]bool{}, afterSyscall: map[int]uint64{}}
+	k.bp.exits, _ = b.(ExitWatcher)
 }
 
 // mapped records a new file mapping of p, tells the breakpoints and
@@ -184,6 +196,7 @@ func (k *Kernel) placeIn(as *mm.Space, m Mapping) error {
 		if err := k.fr.Patch(pa+va&pageMask, true); err != nil {
 			return err
 		}
+		k.bp.holds[pa+va&pageMask]++ // as SetBreakpoint's: ClearBreakpoint drops it
 	}
 	return nil
 }
@@ -477,6 +490,15 @@ func (k *Kernel) WithoutBreakpoints(f func() error) error {
 	err = f()
 	copy(stack, ours)
 	return errors.Join(err, k.fr.ShowPatches())
+}
+
+// exited tells an ExitWatcher of the thread that runs after an exit.
+func (k *Kernel) exited() error {
+	if k.bp == nil || k.bp.exits == nil || k.current().state == exited {
+		return nil
+	}
+	regs := k.UserRegs(*k.m.VCPU().SyncedRegs())
+	return k.bp.exits.Exited(&Break{TID: k.current().tid, PID: k.proc().pid, Regs: &regs, k: k, proc: k.proc()})
 }
 
 // CurrentThread is the running thread's id.

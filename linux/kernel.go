@@ -380,11 +380,15 @@ func (k *Kernel) enter(entry, sp uint64) error {
 
 // Exit serves a system call or a trap.
 func (k *Kernel) Exit(port uint16) error {
+	host := k.HostTrap(port) // not the program's exit: no stretch begins
 	err := k.exit(port)
 	if ferr := k.flushDoor(); ferr != nil {
 		return ferr
 	}
-	return err
+	if err != nil || host {
+		return err
+	}
+	return k.exited()
 }
 
 func (k *Kernel) exit(port uint16) error {
@@ -577,7 +581,10 @@ func (k *Kernel) Interrupt(vector uint8, clock time.Duration) error {
 	if ferr := k.flushDoor(); ferr != nil {
 		return ferr
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return k.exited()
 }
 
 func (k *Kernel) takeInterrupt(vector uint8, clock time.Duration) error {

@@ -133,6 +133,58 @@ continue
 	}
 }
 
+// TestDebugReverse runs a replay backwards in gdb: reverse-continue to
+// the previous hits of a breakpoint and past the first to the start of
+// the history; forwards again to the same hits; reverse-stepi and stepi
+// arrive at the same registers; reverse-next, reverse-step and
+// reverse-finish walk back through a call.
+func TestDebugReverse(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "overwrite.tape")
+	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
+	require.Zero(t, r.code, r.stderr)
+	out := debugScript(t, dir, tp, `break add
+continue
+continue
+continue
+print by
+reverse-continue
+print by
+reverse-continue
+print by
+reverse-continue
+continue
+print by
+finish
+next
+print/x $pc
+print $rax
+reverse-stepi
+print/x $pc
+stepi
+print/x $pc
+print $rax
+reverse-next
+reverse-step
+print by
+reverse-finish
+print by
+delete
+continue
+`)
+	t.Log(out)
+	for _, want := range []string{"$1 = 3", "$2 = 2", "$3 = 1", "No more reverse-execution history.", "$4 = 1",
+		"Value returned is $5 = 1", "$7 = 1", "$10 = 1", "$11 = 1", "$12 = 1", "reprise: replay matched: "} {
+		require.Contains(t, out, want)
+	}
+	pcs := regexp.MustCompile(`\$(6|8|9) = (0x[0-9a-f]+)`).FindAllStringSubmatch(out, -1)
+	require.Len(t, pcs, 3)
+	require.Equal(t, pcs[0][2], pcs[2][2], "stepi after reverse-stepi comes back to the same pc")
+	require.NotEqual(t, pcs[0][2], pcs[1][2])
+}
+
 // TestDebugStaticMusl debugs a static musl program: a breakpoint on its
 // function, bt to main, finish with its value, and the end.
 func TestDebugStaticMusl(t *testing.T) {
