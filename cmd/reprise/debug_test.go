@@ -263,10 +263,11 @@ func TestGDBListenHostileClient(t *testing.T) {
 		{"Hgp99.99", "OK"}, {"Tp5.5", "E03"}, {"vCont;s:p99.99", "E03"}, {"qRcmd,zz", "E16"},
 		{"G00", "E.reprise: a replay cannot change its past"}, {"M1000,2:abcd", "E.reprise: a replay cannot change its past"},
 		{"qXfer:features:read:target.xml:ffffffffffffff,ffff", "l"}, {"qXfer:exec-file:read:zz:0,10", "E16"},
-		{"qXfer:nonsense:read::0,10", ""}, {"vMustReplyEmpty", ""}, {"bc", ""},
+		{"qXfer:nonsense:read::0,10", ""}, {"vMustReplyEmpty", ""},
 	} {
 		require.Equal(t, q.want, ask(q.packet), q.packet)
 	}
+	require.True(t, strings.HasSuffix(ask("bc"), ";replaylog:begin;"), "reverse at the start: the history's beginning")
 	auxv := ask("qXfer:auxv:read::0,1000")
 	require.True(t, strings.HasPrefix(auxv, "l") && len(auxv)%16 == 1 && strings.HasSuffix(auxv, strings.Repeat("\x00", 16)), "the auxiliary vector, to AT_NULL: %q", auxv)
 	require.Regexp(t, "^[0-9a-f]+$", ask("g"))
