@@ -42,8 +42,10 @@ type server struct {
 	gThread rsp.ThreadID
 	first   int
 	// atBegin: a reverse continue found nothing before and went back to
-	// the start of the history.
+	// the start of the history; watchAt, that it stopped after a write to
+	// the watch at that address.
 	atBegin bool
+	watchAt uint64
 }
 
 // Serve debugs the replay run starts for the gdb client on rw until the
@@ -266,7 +268,7 @@ func (s *server) afterEnd(cmd rsp.Command) (done bool, err error) {
 
 // run resumes the program and reports where it stops next, or its end.
 func (s *server) run(r resume) (bool, error) {
-	s.atBegin = false
+	s.atBegin, s.watchAt = false, 0
 	s.requests(r)
 	if err := s.wait(); err != nil {
 		return true, err
@@ -283,6 +285,7 @@ func (s *server) run(r resume) (bool, error) {
 // again to the last one. With none, it goes back to the start of the
 // history (replaylog begin).
 func (s *server) reverseContinue() (bool, error) {
+	s.watchAt = 0
 	var now Mark
 	scan := map[bpKey]bool{}
 	s.on(func(*linux.Break) {
@@ -296,6 +299,11 @@ func (s *server) reverseContinue() (bool, error) {
 		return false, s.conn.Write(s.stopReply())
 	}
 	sk := &seeker{goal: now, scan: scan}
+	var watching bool
+	s.on(func(*linux.Break) { watching = len(s.session.watches) > 0 })
+	if watching {
+		sk.watch = &watchScan{}
+	}
 	if err := s.replayAgain(sk); err != nil {
 		return true, err
 	}
@@ -303,7 +311,34 @@ func (s *server) reverseContinue() (bool, error) {
 	if n := len(sk.hits); n > 0 {
 		target = sk.hits[n-1]
 	}
+	if ws := sk.watch; ws != nil && ws.start != nil && (target.Start || ws.start.Exit >= target.Exit) {
+		found, addr, err := s.lastWrite(ws, now)
+		if err != nil {
+			return true, err
+		}
+		if found != nil {
+			target, s.watchAt = *found, addr
+		}
+	}
 	return s.goBackTo(target)
+}
+
+// lastWrite replays the stretch the first replay found changing the
+// watched memory, stepping it, and returns the place right after its last
+// change and the watch's address — or, if no instruction of it made the
+// change (its exit did), where the next stretch began.
+func (s *server) lastWrite(found *watchScan, now Mark) (*Mark, uint64, error) {
+	ws := &watchScan{step: true, exit: found.start.Exit}
+	if found.inGoal {
+		ws.until = &Hop{now.Path[len(now.Path)-1].Addr, found.goalAbs}
+	}
+	if err := s.replayAgain(&seeker{goal: *found.start, watch: ws}); err != nil {
+		return nil, 0, err
+	}
+	if ws.last != nil {
+		return ws.last, ws.addr, nil
+	}
+	return found.after, 0, nil
 }
 
 // reverseStep goes back one instruction of the stopped thread: it
@@ -315,6 +350,7 @@ func (s *server) reverseContinue() (bool, error) {
 // the one before is the thread's SYSCALL (its last arrival there);
 // another exit (a fault, an interrupt) cannot be stepped back across yet.
 func (s *server) reverseStep() (bool, error) {
+	s.watchAt = 0
 	var now Mark
 	s.on(func(*linux.Break) { now = s.session.now })
 	if now.Start {
@@ -366,6 +402,9 @@ func (s *server) backAcrossExit(now Mark) (bool, error) {
 
 // goBackTo replays to target and reports the stop there.
 func (s *server) goBackTo(target Mark) (bool, error) {
+	if target.Path == nil && !target.Start {
+		target = Mark{Start: true}
+	}
 	if err := s.replayAgain(&seeker{goal: target}); err != nil {
 		return true, err
 	}
@@ -432,6 +471,8 @@ func (s *server) stopReply() []byte {
 	switch {
 	case s.atBegin:
 		r.Reason, r.ReasonValue = rsp.ReasonReplayLog, "begin"
+	case s.watchAt != 0:
+		r.Reason, r.ReasonValue = rsp.ReasonWatch, strconv.FormatUint(s.watchAt, 16)
 	case st.kind == stopBreak:
 		r.Reason = rsp.ReasonSwBreak
 	case st.kind == stopWatch:

@@ -135,6 +135,9 @@ type seeker struct {
 	// after the goal's exit began: its first instruction there.
 	findResume bool
 	resumed    Mark
+	// watch, if set, searches for the last write to the watched memory
+	// (reverse_watch.go).
+	watch *watchScan
 }
 
 // wants reports whether the seek needs an int3 at k: a hop's address or
@@ -260,6 +263,18 @@ func (s *Session) stopAt(b *linux.Break, st stop, here Mark) error {
 func (s *Session) seeking(b *linux.Break, exit uint64) error {
 	sk, addr := s.seek, b.Regs.RIP
 	here := s.tally.arrive(exit, addr, b.Stepped, b.TID, b.PID)
+	if ws := sk.watch; ws != nil && ws.step && sk.stepping {
+		switch {
+		case !b.Stepped || b.TID != sk.goal.TID:
+			return nil
+		case s.stepScan(b, sk, here):
+			return s.arrived(b, here)
+		}
+		return b.Step(b.TID)
+	}
+	if ws := sk.watch; ws != nil && !b.Stepped {
+		ws.countAbs(exit, addr)
+	}
 	if sk.stepping {
 		switch {
 		case !b.Stepped || b.TID != sk.goal.TID:
@@ -283,9 +298,16 @@ func (s *Session) seeking(b *linux.Break, exit uint64) error {
 	}
 	sk.hop++
 	s.tally.restart(Mark{Exit: exit, Path: g.Path[:sk.hop]})
-	switch {
+	switch ws := sk.watch; {
 	case sk.hop < len(g.Path):
 		return nil
+	case ws != nil && ws.step: // the stretch's first instruction: step it through
+		sk.stepping, ws.before = true, here
+		ws.countAbs(exit, addr)
+		s.look(b, ws)
+		return b.Step(b.TID)
+	case ws != nil:
+		s.goalScan(b, sk)
 	case sk.stepTo != 0:
 		sk.stepping, sk.last = true, here
 		return b.Step(b.TID)
@@ -296,8 +318,15 @@ func (s *Session) seeking(b *linux.Break, exit uint64) error {
 // Exited notes, for a seek that asks, where the stretch of execution
 // after its goal's exit begins (linux.ExitWatcher).
 func (s *Session) Exited(b *linux.Break) error {
-	if sk := s.seek; sk != nil && sk.findResume && b.Position().Exit == sk.goal.Exit {
+	sk := s.seek
+	switch {
+	case sk == nil:
+	case sk.findResume && b.Position().Exit == sk.goal.Exit:
 		sk.resumed = Mark{Exit: sk.goal.Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
+	case sk.watch != nil && sk.watch.step && sk.stepping && b.Position().Exit > sk.watch.exit:
+		return s.arrived(b, Mark{}) // the stretch ended here, past any change in it
+	case sk.watch != nil && !sk.watch.step:
+		s.exitedScan(b, sk)
 	}
 	return nil
 }

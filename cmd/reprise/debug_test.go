@@ -59,7 +59,7 @@ finish
 next
 print total
 delete
-break overwrite.c:35
+break overwrite.c:36
 continue
 print total >= 500
 x/1i $pc
@@ -74,10 +74,10 @@ continue
 	out := debugScript(t, dir, tp, script)
 	t.Log(out)
 	for _, want := range []string{
-		"hit Breakpoint 1, add (v=0, by=1) at ", "overwrite.c:15",
+		"hit Breakpoint 1, add (v=0, by=1) at ", "overwrite.c:16",
 		"#1  0x", "in adder (arg=0x0) at ",
 		"$1 = 1", "Value returned is $2 = 1", "$3 = 1",
-		"hit Breakpoint 2, clobber (arg=0x0) at ", "overwrite.c:35", "$4 = 1", "<clobber+",
+		"hit Breakpoint 2, clobber (arg=0x0) at ", "overwrite.c:36", "$4 = 1", "<clobber+",
 		"$5 = 1", "$6 = 16", "$7 = 0",
 		recorded, "[Inferior 1 (process 1) exited normally]", "reprise: replay matched: ",
 	} {
@@ -126,7 +126,7 @@ print $eflags & 0x100
 continue
 `)
 	t.Log(out)
-	for _, want := range []string{"Hardware watchpoint 2: total", "New value = -1", "clobber (arg=0x0) at ", "overwrite.c:36", "$1 = -1",
+	for _, want := range []string{"Hardware watchpoint 2: total", "New value = -1", "clobber (arg=0x0) at ", "overwrite.c:37", "$1 = -1",
 		"$2 = 2", fmt.Sprintf("$3 = %d", len(recorded)), "$4 = 0",
 		recorded, "exited normally", "reprise: replay matched: "} {
 		require.Contains(t, out, want)
@@ -183,6 +183,46 @@ continue
 	require.Len(t, pcs, 3)
 	require.Equal(t, pcs[0][2], pcs[2][2], "stepi after reverse-stepi comes back to the same pc")
 	require.NotEqual(t, pcs[0][2], pcs[1][2])
+}
+
+// TestDebugReverseWatchFindsTheBug is the hunt rr is used for: at the end
+// of overwrite.c, where total is wrong, a watchpoint on total and
+// reverse-continue stop at the write that broke it — in the clobbering
+// thread, at its line, before the write (gdb shows the value after it as
+// the old one, as with a hardware watchpoint run backwards) — and once
+// more at the write before, adder's last. Continued, the replay ends as
+// recorded.
+func TestDebugReverseWatchFindsTheBug(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "overwrite.tape")
+	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
+	require.Zero(t, r.code, r.stderr)
+	require.Equal(t, "total -1 (want 5050)\n", r.stdout)
+	out := debugScript(t, dir, tp, `break overwrite.c:48
+continue
+print total
+watch total
+reverse-continue
+print total
+info threads
+reverse-continue
+print total
+print i
+delete
+continue
+`)
+	t.Log(out)
+	for _, want := range []string{
+		"$1 = -1", "Hardware watchpoint 2: total",
+		"Old value = -1\nNew value = 5050\nclobber (arg=0x0) at ", "overwrite.c:36\n36\t\ttotal = -1;", "$2 = 5050",
+		"Old value = 5050\nNew value = 4950\nadder (arg=0x0) at ", "$3 = 4950", "$4 = 100",
+		"total -1 (want 5050)", "exited normally", "reprise: replay matched: ",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.Regexp(t, `(?m)^\* +\d+ +Thread 1\.3 \(overwrite-gcc\) clobber \(arg=0x0\)`, out, "the clobbering thread is the one stopped")
 }
 
 // TestDebugStaticMusl debugs a static musl program: a breakpoint on its

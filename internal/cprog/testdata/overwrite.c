@@ -1,9 +1,10 @@
 /* Two threads and a value one of them breaks: adder() adds 1..100 to
-   total under a lock, and clobber(), once total passes 500, overwrites it
-   without the lock — the kind of bug a watchpoint and reverse execution
-   find. A barrier starts both together, so all three threads are alive
-   when adder first calls add(). Prints the total, which is not the 5050
-   it should be. */
+   total under a lock, and clobber(), once total reaches 5050, overwrites
+   it without the lock — the kind of bug a watchpoint and reverse
+   execution find: at the end, the last write to total is the bug's. A
+   barrier starts both together, so all three threads are alive when
+   adder first calls add(). Prints the total, which is not the 5050 it
+   should be. */
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -30,7 +31,7 @@ static void *adder(void *arg) {
 static void *clobber(void *arg) {
 	(void)arg;
 	pthread_barrier_wait(&start);
-	while (*(volatile long *)&total < 500)
+	while (*(volatile long *)&total < 5050)
 		usleep(50);
 	total = -1; /* the bug: no lock, and a value nobody asked for */
 	return NULL;
