@@ -14,8 +14,10 @@ import (
 )
 
 // Replay runs the replay a server debugs, with the session as its
-// debugger (replayer.Options.Debugger), and returns its exit status.
-type Replay func(s *Session) (status uint32, err error)
+// debugger (replayer.Options.Debugger), from checkpoint from of the
+// tape's checkpoint file (1-based; 0: from boot), and returns its exit
+// status.
+type Replay func(s *Session, from int) (status uint32, err error)
 
 // ended is the replay's end: the program exited (err nil) or the replay
 // failed.
@@ -32,7 +34,10 @@ type server struct {
 	conn    *rsp.Conn
 	session *Session
 	replay  Replay
-	end     chan ended
+	// checkpoints are the exit counts of the checkpoint file's
+	// checkpoints, in order: where a replay again may start.
+	checkpoints []uint64
+	end         chan ended
 	// last is where the program last stopped; over, once the replay
 	// ended, how.
 	last stop
@@ -50,10 +55,12 @@ type server struct {
 
 // Serve debugs the replay run starts for the gdb client on rw until the
 // client detaches, kills it or goes, or the replay ends and the client
-// leaves. It returns the replay's error, if any, or the connection's.
-func Serve(rw io.ReadWriter, run Replay) error {
-	s := &server{conn: rsp.NewConn(rw), session: NewSession(), replay: run, end: make(chan ended, 1)}
-	go s.start()
+// leaves. checkpoints are the exit counts of the checkpoints run can
+// start from, in order. It returns the replay's error, if any, or the
+// connection's.
+func Serve(rw io.ReadWriter, run Replay, checkpoints []uint64) error {
+	s := &server{conn: rsp.NewConn(rw), session: NewSession(), replay: run, checkpoints: checkpoints, end: make(chan ended, 1)}
+	go s.start(0)
 	if err := s.wait(); err != nil {
 		return err
 	}
@@ -80,10 +87,23 @@ func Serve(rw io.ReadWriter, run Replay) error {
 	}
 }
 
-// start runs a replay of the session's.
-func (s *server) start() {
-	status, err := s.replay(s.session)
+// start runs a replay of the session's from checkpoint from.
+func (s *server) start(from int) {
+	status, err := s.replay(s.session, from)
 	s.end <- ended{status, err}
+}
+
+// before is the last checkpoint a replay to a place after exit may start
+// from: one taken before that exit (1-based; 0: boot). A place's own
+// exit is not enough: the stretch after it must be replayed whole.
+func (s *server) before(exit uint64) int {
+	n := 0
+	for i, at := range s.checkpoints {
+		if at < exit {
+			n = i + 1
+		}
+	}
+	return n
 }
 
 // wait waits for the program's next stop or the replay's end.
@@ -298,26 +318,33 @@ func (s *server) reverseContinue() (bool, error) {
 		s.atBegin = true
 		return false, s.conn.Write(s.stopReply())
 	}
-	sk := &seeker{goal: now, scan: scan}
 	var watching bool
 	s.on(func(*linux.Break) { watching = len(s.session.watches) > 0 })
-	if watching {
-		sk.watch = &watchScan{}
-	}
-	if err := s.replayAgain(sk); err != nil {
-		return true, err
-	}
+	// From the last checkpoint before here, then, finding nothing, from
+	// the one before that, to boot.
 	target := Mark{Start: true}
-	if n := len(sk.hits); n > 0 {
-		target = sk.hits[n-1]
-	}
-	if ws := sk.watch; ws != nil && ws.start != nil && (target.Start || ws.start.Exit >= target.Exit) {
-		found, addr, err := s.lastWrite(ws, now)
-		if err != nil {
+	for from := s.before(now.Exit); ; from-- {
+		sk := &seeker{goal: now, scan: scan}
+		if watching {
+			sk.watch = &watchScan{}
+		}
+		if err := s.replayAgain(sk, from); err != nil {
 			return true, err
 		}
-		if found != nil {
-			target, s.watchAt = *found, addr
+		if n := len(sk.hits); n > 0 {
+			target = sk.hits[n-1]
+		}
+		if ws := sk.watch; ws != nil && ws.start != nil && (target.Start || ws.start.Exit >= target.Exit) {
+			found, addr, err := s.lastWrite(ws, now)
+			if err != nil {
+				return true, err
+			}
+			if found != nil {
+				target, s.watchAt = *found, addr
+			}
+		}
+		if !target.Start || from == 0 {
+			break
 		}
 	}
 	return s.goBackTo(target)
@@ -332,7 +359,7 @@ func (s *server) lastWrite(found *watchScan, now Mark) (*Mark, uint64, error) {
 	if found.inGoal {
 		ws.until = &Hop{now.Path[len(now.Path)-1].Addr, found.goalAbs}
 	}
-	if err := s.replayAgain(&seeker{goal: *found.start, watch: ws}); err != nil {
+	if err := s.replayAgain(&seeker{goal: *found.start, watch: ws}, s.before(found.start.Exit)); err != nil {
 		return nil, 0, err
 	}
 	if ws.last != nil {
@@ -364,7 +391,7 @@ func (s *server) reverseStep() (bool, error) {
 		from.Path = append(from.Path, Hop{last.Addr, last.Count - 1})
 	case len(prefix) == 0:
 		sk := &seeker{goal: now, findResume: true}
-		if err := s.replayAgain(sk); err != nil {
+		if err := s.replayAgain(sk, s.before(now.Exit)); err != nil {
 			return true, err
 		}
 		from = sk.resumed
@@ -373,7 +400,7 @@ func (s *server) reverseStep() (bool, error) {
 		}
 	}
 	sk := &seeker{goal: from, stepTo: last.Addr}
-	if err := s.replayAgain(sk); err != nil {
+	if err := s.replayAgain(sk, s.before(from.Exit)); err != nil {
 		return true, err
 	}
 	return s.goBackTo(sk.last)
@@ -389,13 +416,18 @@ func (s *server) backAcrossExit(now Mark) (bool, error) {
 	if err != nil || code != [2]byte{0x0f, 0x05} {
 		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's)"))
 	}
-	sk := &seeker{goal: now, scan: map[bpKey]bool{{now.PID, at}: true}, scanTID: now.TID}
-	if err := s.replayAgain(sk); err != nil {
-		return true, err
-	}
 	target := Mark{Start: true}
-	if n := len(sk.hits); n > 0 {
-		target = sk.hits[n-1]
+	for from := s.before(now.Exit); target.Start; from-- {
+		sk := &seeker{goal: now, scan: map[bpKey]bool{{now.PID, at}: true}, scanTID: now.TID}
+		if err := s.replayAgain(sk, from); err != nil {
+			return true, err
+		}
+		if n := len(sk.hits); n > 0 {
+			target = sk.hits[n-1]
+		}
+		if from == 0 {
+			break
+		}
 	}
 	return s.goBackTo(target)
 }
@@ -405,23 +437,27 @@ func (s *server) goBackTo(target Mark) (bool, error) {
 	if target.Path == nil && !target.Start {
 		target = Mark{Start: true}
 	}
-	if err := s.replayAgain(&seeker{goal: target}); err != nil {
+	from := 0
+	if !target.Start {
+		from = s.before(target.Exit)
+	}
+	if err := s.replayAgain(&seeker{goal: target}, from); err != nil {
 		return true, err
 	}
 	s.atBegin = target.Start
 	return false, s.conn.Write(s.stopReply())
 }
 
-// replayAgain ends the current replay and starts another, which stops
-// where sk's mark is.
-func (s *server) replayAgain(sk *seeker) error {
+// replayAgain ends the current replay and starts another, from
+// checkpoint from, which stops where sk's mark is.
+func (s *server) replayAgain(sk *seeker, from int) error {
 	s.requests(resume{kill: true})
 	if e := <-s.end; e.err != nil && !errors.Is(e.err, errKilled) {
 		s.over = &e
 		return e.err
 	}
 	s.session.replayAgain(sk)
-	go s.start()
+	go s.start(from)
 	if err := s.wait(); err != nil {
 		return err
 	}

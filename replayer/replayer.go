@@ -103,6 +103,11 @@ type Options struct {
 	Checkpoints     string
 	CheckpointEvery time.Duration
 	Start           int
+	// StartOnly uses the checkpoint file only to start from: the
+	// checkpoints the replay passes are not checked (each check hashes
+	// the whole RAM), as a debugger replaying again and again to a place
+	// wants; the end is checked still.
+	StartOnly bool
 	// Until ends the replay when it reaches that checkpoint (1-based;
 	// 0: the recording's end), checked: one segment of a replay split at
 	// its checkpoints.

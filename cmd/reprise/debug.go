@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/debugger"
 	"github.com/reprise-vm/reprise/replayer"
 )
@@ -58,6 +59,9 @@ for any gdb remote client instead.`,
 				return c, c.Start()
 			}
 			opts := replayer.Options{Tape: tapePath, Recording: rec, Console: cmd.OutOrStdout()}
+			if err := checkpointOptions(&opts, "", 0, "", cmd.ErrOrStderr()); err != nil {
+				return err
+			}
 			res, err := serveGDB(cmd.Context(), opts, "127.0.0.1:0", cmd.ErrOrStderr(), gdb)
 			if err != nil {
 				return &exitError{exitFailure, err}
@@ -80,6 +84,10 @@ for any gdb remote client instead.`,
 func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writer, client func(addr string) (*exec.Cmd, error)) (*replayer.Result, error) {
 	if opts.Recording != nil && opts.Recording.Header.Linux == nil {
 		return nil, errors.New("a gdb client debugs a Linux program's replay; this tape records a guest image")
+	}
+	starts, err := checkpointExits(opts)
+	if err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -109,16 +117,16 @@ func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writ
 	}
 	defer conn.Close()
 	var res *replayer.Result
-	err = debugger.Serve(conn, func(s *debugger.Session) (uint32, error) {
+	err = debugger.Serve(conn, func(s *debugger.Session, from int) (uint32, error) {
 		o := opts
-		o.Debugger = s
+		o.Debugger, o.Start, o.StartOnly = s, from, true
 		r, err := replayer.Replay(ctx, o)
 		if r != nil && r.Result != nil {
 			res = r
 			return r.Status, err
 		}
 		return 0, err
-	})
+	}, starts)
 	if gdbDone != nil {
 		conn.Close()
 		<-gdbDone
@@ -129,4 +137,23 @@ func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writ
 		return nil, nil
 	}
 	return res, err
+}
+
+// checkpointExits are the exit counts of the checkpoints of opts's
+// checkpoint file, where a debugger's replays may start; none without
+// one.
+func checkpointExits(opts replayer.Options) ([]uint64, error) {
+	if opts.Checkpoints == "" {
+		return nil, nil
+	}
+	f, err := checkpoint.Open(opts.Checkpoints, checkpoint.RecordingOf(opts.Recording.Header))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var exits []uint64
+	for _, c := range f.Checkpoints() {
+		exits = append(exits, c.Pos.Exit)
+	}
+	return exits, nil
 }

@@ -21,6 +21,21 @@ import (
 	"github.com/reprise-vm/reprise/rsp"
 )
 
+// overwriteLine is the line of internal/cprog/testdata/overwrite.c that
+// holds text: scripts and checks name lines by what is on them.
+func overwriteLine(t *testing.T, text string) int {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "internal", "cprog", "testdata", "overwrite.c"))
+	require.NoError(t, err)
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, text) {
+			return i + 1
+		}
+	}
+	t.Fatalf("overwrite.c has no line with %q", text)
+	return 0
+}
+
 // debugScript runs reprise debug on tape with a gdb batch script and
 // returns what gdb and the program printed.
 func debugScript(t *testing.T, dir, tp, script string) string {
@@ -59,7 +74,7 @@ finish
 next
 print total
 delete
-break overwrite.c:36
+break overwrite.c:BUG
 continue
 print total >= 500
 x/1i $pc
@@ -71,13 +86,14 @@ print $ymm0.v8_int32[7]
 delete
 continue
 `
+	script = strings.ReplaceAll(script, "BUG", strconv.Itoa(overwriteLine(t, "total = -1;")))
 	out := debugScript(t, dir, tp, script)
 	t.Log(out)
 	for _, want := range []string{
-		"hit Breakpoint 1, add (v=0, by=1) at ", "overwrite.c:16",
+		"hit Breakpoint 1, add (v=0, by=1) at ", fmt.Sprintf("overwrite.c:%d", overwriteLine(t, "static long add")),
 		"#1  0x", "in adder (arg=0x0) at ",
 		"$1 = 1", "Value returned is $2 = 1", "$3 = 1",
-		"hit Breakpoint 2, clobber (arg=0x0) at ", "overwrite.c:36", "$4 = 1", "<clobber+",
+		"hit Breakpoint 2, clobber (arg=0x0) at ", fmt.Sprintf("overwrite.c:%d", overwriteLine(t, "total = -1;")), "$4 = 1", "<clobber+",
 		"$5 = 1", "$6 = 16", "$7 = 0",
 		recorded, "[Inferior 1 (process 1) exited normally]", "reprise: replay matched: ",
 	} {
@@ -126,7 +142,7 @@ print $eflags & 0x100
 continue
 `)
 	t.Log(out)
-	for _, want := range []string{"Hardware watchpoint 2: total", "New value = -1", "clobber (arg=0x0) at ", "overwrite.c:37", "$1 = -1",
+	for _, want := range []string{"Hardware watchpoint 2: total", "New value = -1", "clobber (arg=0x0) at ", fmt.Sprintf("overwrite.c:%d", overwriteLine(t, "total = -1;")+1), "$1 = -1",
 		"$2 = 2", fmt.Sprintf("$3 = %d", len(recorded)), "$4 = 0",
 		recorded, "exited normally", "reprise: replay matched: "} {
 		require.Contains(t, out, want)
@@ -195,13 +211,32 @@ continue
 func TestDebugReverseWatchFindsTheBug(t *testing.T) {
 	kvmtest.Require(t)
 	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	for _, checkpoints := range []bool{false, true} {
+		t.Run(fmt.Sprintf("checkpoints=%v", checkpoints), func(t *testing.T) {
+			reverseWatch(t, bin, checkpoints)
+		})
+	}
+}
+
+// reverseWatch is TestDebugReverseWatchFindsTheBug on a recording with a
+// checkpoint every 10 ms or none: with them, replays again start at the
+// last checkpoint before the place they go to, and a reverse continue
+// that finds nothing after one looks again from the one before.
+func reverseWatch(t *testing.T, bin string, checkpoints bool) {
 	dir := t.TempDir()
 	tp := filepath.Join(dir, "overwrite.tape")
-	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
+	args := []string{"record", "-o", tp}
+	if checkpoints {
+		args = append(args, "--checkpoint-every", "10ms")
+	}
+	r := runCLIIn(t, dir, append(args, "--", bin)...)
 	require.Zero(t, r.code, r.stderr)
 	require.Equal(t, "total -1 (want 5050)\n", r.stdout)
-	out := debugScript(t, dir, tp, `break overwrite.c:48
-continue
+	if checkpoints {
+		require.Regexp(t, `wrote ([2-9]|\d\d+) checkpoints`, r.stderr)
+	}
+	bug := overwriteLine(t, "total = -1;")
+	out := debugScript(t, dir, tp, fmt.Sprintf("break overwrite.c:%d\n", overwriteLine(t, "printf("))+`continue
 print total
 watch total
 reverse-continue
@@ -216,7 +251,7 @@ continue
 	t.Log(out)
 	for _, want := range []string{
 		"$1 = -1", "Hardware watchpoint 2: total",
-		"Old value = -1\nNew value = 5050\nclobber (arg=0x0) at ", "overwrite.c:36\n36\t\ttotal = -1;", "$2 = 5050",
+		"Old value = -1\nNew value = 5050\nclobber (arg=0x0) at ", fmt.Sprintf("overwrite.c:%d\n%d\t\ttotal = -1;", bug, bug), "$2 = 5050",
 		"Old value = 5050\nNew value = 4950\nadder (arg=0x0) at ", "$3 = 4950", "$4 = 100",
 		"total -1 (want 5050)", "exited normally", "reprise: replay matched: ",
 	} {

@@ -3,8 +3,9 @@
    it without the lock — the kind of bug a watchpoint and reverse
    execution find: at the end, the last write to total is the bug's. A
    barrier starts both together, so all three threads are alive when
-   adder first calls add(). Prints the total, which is not the 5050 it
-   should be. */
+   adder first calls add(). Main lingers 40 ms before it prints the total
+   (not the 5050 it should be), so that a recording with a checkpoint
+   every 10 ms has some between the bug and the end. */
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -45,6 +46,8 @@ int main(void) {
 	pthread_barrier_wait(&start);
 	pthread_join(a, NULL);
 	pthread_join(b, NULL);
+	for (int k = 0; k < 20; k++)
+		usleep(2000);
 	printf("total %ld (want 5050)\n", total);
 	return 0;
 }
