@@ -26,10 +26,11 @@ type ended struct {
 	err    error
 }
 
-// server is one gdb client's connection to a replay. It reads and
-// answers packets on one goroutine (a Conn waits for acks on the stream it
-// reads), so while the program runs it reads nothing: an interrupt
-// (0x03) waits for the next stop, and is then skipped.
+// server is one gdb client's connection to a replay. It answers packets
+// on one goroutine; until acks are off it reads them there too (a Conn
+// waits for acks on the stream it reads), after on a reader goroutine, so
+// that an interrupt (0x03) reaches a running program: it stops at its
+// next exit.
 type server struct {
 	conn    *rsp.Conn
 	session *Session
@@ -46,6 +47,11 @@ type server struct {
 	// the process the replay started with.
 	gThread rsp.ThreadID
 	first   int
+	// packets are the client's packets once acks are off (read), pending
+	// those that came while the program ran.
+	packets chan packet
+	pending []packet
+	done    chan struct{} // closed when Serve returns: the reader ends
 	// atBegin: a reverse continue found nothing before and went back to
 	// the start of the history; watchAt, that it stopped after a write to
 	// the watch at that address.
@@ -59,17 +65,18 @@ type server struct {
 // start from, in order. It returns the replay's error, if any, or the
 // connection's.
 func Serve(rw io.ReadWriter, run Replay, checkpoints []uint64) error {
-	s := &server{conn: rsp.NewConn(rw), session: NewSession(), replay: run, checkpoints: checkpoints, end: make(chan ended, 1)}
+	s := &server{conn: rsp.NewConn(rw), session: NewSession(), replay: run, checkpoints: checkpoints, end: make(chan ended, 1), done: make(chan struct{})}
+	defer close(s.done)
 	go s.start(0)
 	if err := s.wait(); err != nil {
 		return err
 	}
 	s.first = s.last.pid
 	for {
-		payload, err := s.conn.Read()
+		payload, err := s.next()
 		switch {
 		case errors.Is(err, rsp.ErrInterrupt):
-			continue
+			continue // the program is stopped already
 		case err != nil:
 			return s.leave(err)
 		}
@@ -85,6 +92,12 @@ func Serve(rw io.ReadWriter, run Replay, checkpoints []uint64) error {
 			return s.leave(err)
 		}
 	}
+}
+
+// packet is a packet the reader read, or its error.
+type packet struct {
+	payload []byte
+	err     error
 }
 
 // start runs a replay of the session's from checkpoint from.
@@ -106,16 +119,59 @@ func (s *server) before(exit uint64) int {
 	return n
 }
 
-// wait waits for the program's next stop or the replay's end.
+// next is the client's next packet: one that came while the program ran,
+// else the next read.
+func (s *server) next() ([]byte, error) {
+	if len(s.pending) > 0 {
+		p := s.pending[0]
+		s.pending = s.pending[1:]
+		return p.payload, p.err
+	}
+	if s.packets != nil {
+		p := <-s.packets
+		return p.payload, p.err
+	}
+	return s.conn.Read()
+}
+
+// read hands the client's packets to the server once acks are off (a
+// Conn then reads on one goroutine while it writes on another), so that
+// an interrupt reaches a running program.
+func (s *server) read() {
+	for {
+		b, err := s.conn.Read()
+		select {
+		case s.packets <- packet{b, err}:
+		case <-s.done:
+			return
+		}
+		if err != nil && !errors.Is(err, rsp.ErrInterrupt) {
+			return
+		}
+	}
+}
+
+// wait waits for the program's next stop or the replay's end. An
+// interrupt meanwhile asks the program to stop at its next exit; another
+// packet waits for the stop.
 func (s *server) wait() error {
-	select {
-	case st := <-s.session.stops:
-		s.last = st
-		s.gThread = rsp.ThreadID{PID: st.pid, TID: st.tid}
-		return nil
-	case e := <-s.end:
-		s.over = &e
-		return e.err
+	for {
+		select {
+		case st := <-s.session.stops:
+			s.last = st
+			s.gThread = rsp.ThreadID{PID: st.pid, TID: st.tid}
+			return nil
+		case e := <-s.end:
+			s.over = &e
+			return e.err
+		case p := <-s.packets:
+			if p.err != nil { // an interrupt, or a client gone: stop it
+				s.session.interrupt.Store(true)
+			}
+			if !errors.Is(p.err, rsp.ErrInterrupt) {
+				s.pending = append(s.pending, p)
+			}
+		}
 	}
 }
 
@@ -181,6 +237,8 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 			return true, err
 		}
 		s.conn.SetNoAck()
+		s.packets = make(chan packet)
+		go s.read()
 		return false, nil
 	case rsp.QueryAttached:
 		reply = []byte("1")
@@ -502,7 +560,11 @@ func (s *server) monitor(cmd string) string {
 // frame registers, and swbreak at a breakpoint (its pc the breakpoint's).
 func (s *server) stopReply() []byte {
 	st := s.last
-	r := rsp.StopReply{Signal: rsp.SigTrap, Thread: rsp.ThreadID{PID: st.pid, TID: st.tid},
+	sig := rsp.SigTrap
+	if st.kind == stopInterrupt {
+		sig = rsp.SigInt
+	}
+	r := rsp.StopReply{Signal: sig, Thread: rsp.ThreadID{PID: st.pid, TID: st.tid},
 		Regs: []rsp.RegValue{{Num: 6, Value: word64(st.regs.RBP)}, {Num: 7, Value: word64(st.regs.RSP)}, {Num: 16, Value: word64(st.regs.RIP)}}}
 	switch {
 	case s.atBegin:

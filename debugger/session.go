@@ -34,10 +34,11 @@ var errKilled = errors.New("debugger: the replay was killed from gdb")
 type stopKind int
 
 const (
-	stopStart stopKind = iota // before its first instruction
-	stopBreak                 // at a breakpoint the debugger set
-	stopStep                  // a single step done
-	stopWatch                 // a write to watched memory done
+	stopStart     stopKind = iota // before its first instruction
+	stopBreak                     // at a breakpoint the debugger set
+	stopStep                      // a single step done
+	stopWatch                     // a write to watched memory done
+	stopInterrupt                 // gdb's interrupt, at an exit
 )
 
 // stop is the program stopped: the thread that stopped, its process and
@@ -93,8 +94,11 @@ type bpKey struct {
 type Session struct {
 	stops    chan stop
 	requests chan request
-	// detached: gdb left, the replay runs on to its end without stops.
-	detached atomic.Bool
+	// detached: gdb left, the replay runs on to its end without stops;
+	// interrupt: gdb asked to stop the running program (0x03), which
+	// stops at its next exit.
+	detached  atomic.Bool
+	interrupt atomic.Bool
 	// The machine's goroutine owns the rest (the server changes it only
 	// between replays). user are gdb's breakpoints with their holds (gdb
 	// may insert one twice), placed the int3s the current replay's
@@ -245,6 +249,9 @@ func (s *Session) Break(b *linux.Break) error {
 func (s *Session) stopAt(b *linux.Break, st stop, here Mark) error {
 	s.now = here
 	s.tally.restart(here)
+	if st.kind == stopInterrupt {
+		s.tally.landed = b.Regs.RIP
+	}
 	s.stops <- st
 	for r := range s.requests {
 		if r.resume == nil {
@@ -320,6 +327,11 @@ func (s *Session) seeking(b *linux.Break, exit uint64) error {
 func (s *Session) Exited(b *linux.Break) error {
 	sk := s.seek
 	switch {
+	case sk == nil && !s.detached.Load() && s.interrupt.Swap(false):
+		// Stopped where the stretch after this exit begins: its first
+		// arrival, which an int3 there is too.
+		here := Mark{Exit: b.Position().Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
+		return s.stopAt(b, stop{kind: stopInterrupt, tid: b.TID, pid: b.PID, regs: *b.Regs}, here)
 	case sk == nil:
 	case sk.findResume && b.Position().Exit == sk.goal.Exit:
 		sk.resumed = Mark{Exit: sk.goal.Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}

@@ -10,6 +10,7 @@ import (
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/vmm/memory"
+	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
 // Mapping is a file mapped into a process: what names the addresses in
@@ -239,7 +240,7 @@ const (
 	frameRSP    = 5 * 8
 )
 
-const rflagsTF = 1 << 8
+const rflagsTF = x86.RFLAGSTF
 
 // debugTrap handles #BP and #DB: a breakpoint of k.bp is reported and
 // stepped over; anything else is the program's own (handled reports
@@ -497,8 +498,40 @@ func (k *Kernel) exited() error {
 	if k.bp == nil || k.bp.exits == nil || k.current().state == exited {
 		return nil
 	}
+	t := k.current()
+	armed := k.bp.stepping[t.tid] // armed before: by the int3 after its system call
 	regs := k.UserRegs(*k.m.VCPU().SyncedRegs())
-	return k.bp.exits.Exited(&Break{TID: k.current().tid, PID: k.proc().pid, Regs: &regs, k: k, proc: k.proc()})
+	if err := k.bp.exits.Exited(&Break{TID: t.tid, PID: k.proc().pid, Regs: &regs, k: k, proc: k.proc()}); err != nil {
+		return err
+	}
+	if armed || !k.bp.stepping[t.tid] {
+		return nil
+	}
+	return k.armResumed(regs.RIP)
+}
+
+// armResumed arms a step asked for at an exit for the thread about to
+// resume at rip: in its flags as the vCPU holds them, or, in a trap stub,
+// in the frame the stub's IRETQ pops.
+func (k *Kernel) armResumed(rip uint64) error {
+	t := k.current()
+	tf, err := k.armStep(t, rip)
+	if err != nil || !tf {
+		return err
+	}
+	c := k.m.VCPU()
+	regs := c.SyncedRegs()
+	if regs.RIP == rip {
+		regs.RFLAGS |= rflagsTF
+		c.MarkRegsDirty()
+		return nil
+	}
+	ram := k.m.RAM()
+	flags, err := ram.Uint64(regs.RSP + frameRFLAGS)
+	if err != nil {
+		return err
+	}
+	return ram.PutUint64(regs.RSP+frameRFLAGS, flags|rflagsTF)
 }
 
 // CurrentThread is the running thread's id.

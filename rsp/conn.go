@@ -228,3 +228,8 @@ func eofUnexpected(err error) error {
 	}
 	return err
 }
+
+// Interrupt sends the byte 0x03 outside a packet, as gdb does to stop a
+// running target: a client's side of the protocol, for a program that
+// drives a stub as gdb would.
+func (c *Conn) Interrupt() error { return c.send(0x03) }

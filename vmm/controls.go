@@ -7,6 +7,7 @@ import (
 
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
 // What an engine sees of the machine and does to it, between KVM_RUNs on
@@ -26,12 +27,15 @@ func (m *Machine) Regs() *kvm.Regs { return m.cpu.SyncedRegs() }
 // RegsDigest summarises the guest's general registers, so a replay
 // notices a guest that reached a recorded position in another state. The
 // register counter's r15 is left out: it is placed for each run's own next
-// target (the count it stands for is the position's).
+// target (the count it stands for is the position's). So is the trap flag
+// of RFLAGS: a debugger single-stepping a replay sets it where the
+// recording had none (programs do not set it themselves).
 func (m *Machine) RegsDigest() uint64 {
 	r := *m.cpu.SyncedRegs()
 	if m.counter == CounterRegister {
 		r.R15 = 0
 	}
+	r.RFLAGS &^= x86.RFLAGSTF
 	h := fnv.New64a()
 	var b [8]byte
 	for _, v := range [...]uint64{

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -62,6 +63,11 @@ for any gdb remote client instead.`,
 			if err := checkpointOptions(&opts, "", 0, "", cmd.ErrOrStderr()); err != nil {
 				return err
 			}
+			// Ctrl-C is gdb's (it stops the replay through the protocol):
+			// caught here and dropped, not reprise's death.
+			ints := make(chan os.Signal, 1)
+			signal.Notify(ints, os.Interrupt)
+			defer signal.Stop(ints)
 			res, err := serveGDB(cmd.Context(), opts, "127.0.0.1:0", cmd.ErrOrStderr(), gdb)
 			if err != nil {
 				return &exitError{exitFailure, err}

@@ -260,6 +260,78 @@ continue
 	require.Regexp(t, `(?m)^\* +\d+ +Thread 1\.3 \(overwrite-gcc\) clobber \(arg=0x0\)`, out, "the clobbering thread is the one stopped")
 }
 
+// TestGDBInterrupt stops a running replay from the protocol, as gdb's
+// Ctrl-C does: an interrupt (0x03) while the program runs stops it at its
+// next exit with SIGINT, where its registers read as any stop's; it then
+// runs on to its end.
+func TestGDBInterrupt(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	dir := t.TempDir()
+	tp := filepath.Join(dir, "overwrite.tape")
+	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
+	require.Zero(t, r.code, r.stderr)
+	_, gdb, wait := gdbListen(t, dir, tp)
+	ask := func(p string) string {
+		require.NoError(t, gdb.Write([]byte(p)), p)
+		b, err := gdb.Read()
+		require.NoError(t, err, p)
+		return string(b)
+	}
+	require.Equal(t, "OK", ask("QStartNoAckMode"))
+	gdb.SetNoAck()
+	require.NoError(t, gdb.Write([]byte("vCont;c")))
+	require.NoError(t, gdb.Interrupt())
+	stop, err := gdb.Read()
+	require.NoError(t, err)
+	require.Regexp(t, `^T02thread:p1\.[0-9a-f]+;`, string(stop), "stopped by the interrupt")
+	require.Regexp(t, "^[0-9a-f]+$", ask("g"))
+	require.Equal(t, "W00;process:1", ask("c"), "and on to the end")
+	require.NoError(t, gdb.Write([]byte("k")))
+	out := wait()
+	require.Contains(t, out, "replay matched")
+}
+
+// gdbListen starts reprise replay --gdb-listen on tape and connects a
+// protocol client to it (raw: its connection, to send what no client
+// would); wait waits for the replay to end and returns what it printed.
+func gdbListen(t *testing.T, dir, tp string) (raw net.Conn, client *rsp.Conn, wait func() string) {
+	cmd := exec.Command(reprise, "replay", "-q", "--gdb-listen", "127.0.0.1:0", tp)
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := bufio.NewScanner(stderr)
+	var addr string
+	for addr == "" && lines.Scan() {
+		if m := regexp.MustCompile(`waiting for gdb on (\S+)`).FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	require.NotEmpty(t, addr)
+	var rest strings.Builder
+	done := make(chan struct{})
+	go func() {
+		for lines.Scan() {
+			rest.WriteString(lines.Text() + "\n")
+		}
+		close(done)
+	}()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c, rsp.NewConn(c), func() string {
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the replay did not end: %s", &rest)
+		}
+		require.NoError(t, cmd.Wait(), "%s", &rest)
+		return rest.String()
+	}
+}
+
 // TestDebugStaticMusl debugs a static musl program: a breakpoint on its
 // function, bt to main, finish with its value, and the end.
 func TestDebugStaticMusl(t *testing.T) {
@@ -297,33 +369,7 @@ func TestGDBListenHostileClient(t *testing.T) {
 	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin, "1000")
 	require.Zero(t, r.code, r.stderr)
 
-	cmd := exec.Command(reprise, "replay", "-q", "--gdb-listen", "127.0.0.1:0", tp)
-	cmd.Dir = dir
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(stderr)
-	var addr string
-	for addr == "" && lines.Scan() {
-		if m := regexp.MustCompile(`waiting for gdb on (\S+)`).FindStringSubmatch(lines.Text()); m != nil {
-			addr = m[1]
-		}
-	}
-	require.NotEmpty(t, addr)
-	var rest strings.Builder
-	done := make(chan struct{})
-	go func() {
-		for lines.Scan() {
-			rest.WriteString(lines.Text() + "\n")
-		}
-		close(done)
-	}()
-
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer c.Close()
-	gdb := rsp.NewConn(c)
+	raw, gdb, wait := gdbListen(t, dir, tp)
 	ask := func(p string) string {
 		require.NoError(t, gdb.Write([]byte(p)), p)
 		b, err := gdb.Read()
@@ -349,24 +395,16 @@ func TestGDBListenHostileClient(t *testing.T) {
 	when, err := hex.DecodeString(ask("qRcmd," + hex.EncodeToString([]byte("when"))))
 	require.NoError(t, err)
 	require.Regexp(t, "^position [0-9]+:[0-9]+ ", string(when))
-	_, err = c.Write([]byte("$m0,4#00")) // a bad checksum, not checked once acks are off: read as m0,4
+	_, err = raw.Write([]byte("$m0,4#00")) // a bad checksum, not checked once acks are off: read as m0,4
 	require.NoError(t, err)
 	b, err := gdb.Read()
 	require.NoError(t, err)
 	require.Equal(t, "E0e", string(b))
-	_, err = c.Write([]byte("$" + strings.Repeat("A", 200<<10) + "#00")) // past the largest packet
+	_, err = raw.Write([]byte("$" + strings.Repeat("A", 200<<10) + "#00")) // past the largest packet
 	require.NoError(t, err)
-
-	exited := make(chan error, 1)
-	go func() { <-done; exited <- cmd.Wait() }()
-	select {
-	case err = <-exited:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the replay did not end after the client's packet: %s", &rest)
-	}
-	require.NoError(t, err, "%s", &rest)
-	require.Contains(t, rest.String(), "reprise: notice: gdb client: ")
-	require.NotContains(t, rest.String(), "panic")
+	rest := wait()
+	require.Contains(t, rest, "reprise: notice: gdb client: ")
+	require.NotContains(t, rest, "panic")
 }
 
 // BenchmarkDebug measures, side by side on one recording of overwrite.c,

@@ -25,6 +25,7 @@ const (
 	EFERLMA = 1 << 10
 
 	RFLAGSReserved = 1 << 1
+	RFLAGSTF       = 1 << 8 // the trap flag: a #DB after the next instruction
 	RFLAGSIF       = 1 << 9
 )
 
