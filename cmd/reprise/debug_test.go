@@ -23,7 +23,9 @@ import (
 
 // overwriteLine is the line of internal/cprog/testdata/overwrite.c that
 // holds text: scripts and checks name lines by what is on them.
-func overwriteLine(t *testing.T, text string) int {
+func overwriteLine(t *testing.T, text string) int { return overwriteLineB(t, text) }
+
+func overwriteLineB(t testing.TB, text string) int {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "..", "internal", "cprog", "testdata", "overwrite.c"))
 	require.NoError(t, err)
@@ -177,11 +179,13 @@ finish
 next
 print/x $pc
 print $rax
+info registers
 reverse-stepi
 print/x $pc
 stepi
 print/x $pc
 print $rax
+info registers
 reverse-next
 reverse-step
 print by
@@ -199,6 +203,9 @@ continue
 	require.Len(t, pcs, 3)
 	require.Equal(t, pcs[0][2], pcs[2][2], "stepi after reverse-stepi comes back to the same pc")
 	require.NotEqual(t, pcs[0][2], pcs[1][2])
+	dumps := regexp.MustCompile(`(?s)rax +0x.*?gs_base +0x[0-9a-f]+ +[0-9]+\n`).FindAllString(out, -1)
+	require.Len(t, dumps, 2)
+	require.Equal(t, dumps[0], dumps[1], "every register the same, back and forth again")
 }
 
 // TestDebugReverseWatchFindsTheBug is the hunt rr is used for: at the end
@@ -409,10 +416,12 @@ func TestGDBListenHostileClient(t *testing.T) {
 
 // BenchmarkDebug measures, side by side on one recording of overwrite.c,
 // gdb's single-step rate through the server (stepi 2000, each a round
-// trip: vCont;s, the stop, gdb's register reads) and the watchpoint's
+// trip: vCont;s, the stop, gdb's register reads), the watchpoint's
 // stepping rate inside the replay (every thread stepped and compared
 // after each instruction, from adder's start to the clobbering write),
-// each against the same session without the steps.
+// each against the same session without the steps, and what a
+// reverse-continue from the end to the last write of a watched value
+// adds to a session that stops at the end.
 //
 //	go test -run '^$' -bench Debug -benchtime 3x ./cmd/reprise
 func BenchmarkDebug(b *testing.B) {
@@ -436,16 +445,22 @@ func BenchmarkDebug(b *testing.B) {
 		return took, exits
 	}
 	const steps = 2000
+	end := fmt.Sprintf("break overwrite.c:%d\ncontinue\n", overwriteLineB(b, "printf("))
 	var stepRate, watchRate float64
+	var reverse time.Duration
 	for range b.N {
 		base, baseExits := session("break adder\ncontinue\ndelete\ncontinue\n")
 		stepped, _ := session(fmt.Sprintf("break adder\ncontinue\ndelete\nstepi %d\ncontinue\n", steps))
 		watched, watchExits := session("break adder\ncontinue\ndelete\nwatch total if total < 0\ncontinue\ndelete\ncontinue\n")
+		atEnd, _ := session(end + "continue\n")
+		back, _ := session(end + "watch total\nreverse-continue\ndelete\ncontinue\n")
 		stepRate = steps / (stepped - base).Seconds()
 		watchRate = float64(watchExits-baseExits) / (watched - base).Seconds()
-		b.Logf("session %v; stepi %d: +%v (%.0f steps/s); watch: %d steps, +%v (%.0f steps/s)",
-			base.Round(time.Millisecond), steps, (stepped - base).Round(time.Millisecond), stepRate, watchExits-baseExits, (watched - base).Round(time.Millisecond), watchRate)
+		reverse = back - atEnd
+		b.Logf("session %v; stepi %d: +%v (%.0f steps/s); watch: %d steps, +%v (%.0f steps/s); reverse-continue to the last write: +%v",
+			base.Round(time.Millisecond), steps, (stepped - base).Round(time.Millisecond), stepRate, watchExits-baseExits, (watched - base).Round(time.Millisecond), watchRate, reverse.Round(time.Millisecond))
 	}
 	b.ReportMetric(stepRate, "gdb-steps/s")
 	b.ReportMetric(watchRate, "watch-steps/s")
+	b.ReportMetric(reverse.Seconds(), "reverse-watch-s")
 }
