@@ -44,8 +44,8 @@ func TestRegisters(t *testing.T) {
 	var s linux.ThreadState
 	s.Regs.RAX, s.Regs.RIP, s.FSBase = 0x1122334455667788, 0x401000, 0x7f0000001000
 	s.XSave.Region[xsaveXMM/4] = 0xdeadbeef // xmm0's low word
-	s.XSave.Region[xsaveBV/4] = 4          // AVX state in use
-	s.XSave.Region[xsaveYMMHi/4] = 0xfeed  // ymm0h's low word
+	s.XSave.Region[xsaveBV/4] = 4           // AVX state in use
+	s.XSave.Region[xsaveYMMHi/4] = 0xfeed   // ymm0h's low word
 	g := registerBytes(&s)
 	require.Len(t, g, size)
 	at := func(name string) []byte {
