@@ -80,7 +80,7 @@ func (ws *watchScan) countAbs(exit, addr uint64) int {
 // exit.
 func (s *Session) exitedScan(b *linux.Break, sk *seeker) {
 	ws, exit := sk.watch, b.Position().Exit
-	if exit > sk.goal.Exit {
+	if exit > sk.goal.Exit && !sk.window {
 		return
 	}
 	resume := Mark{Exit: exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}

@@ -15,9 +15,9 @@ import (
 
 // Replay runs the replay a server debugs, with the session as its
 // debugger (replayer.Options.Debugger), from checkpoint from of the
-// tape's checkpoint file (1-based; 0: from boot), and returns its exit
-// status.
-type Replay func(s *Session, from int) (status uint32, err error)
+// tape's checkpoint file (1-based; 0: from boot) to checkpoint until (0:
+// the end), and returns its exit status.
+type Replay func(s *Session, from, until int) (status uint32, err error)
 
 // ended is the replay's end: the program exited (err nil) or the replay
 // failed.
@@ -52,6 +52,8 @@ type server struct {
 	packets chan packet
 	pending []packet
 	done    chan struct{} // closed when Serve returns: the reader ends
+	// idle: no replay runs (one between two checkpoints ended).
+	idle bool
 	// atBegin: a reverse continue found nothing before and went back to
 	// the start of the history; watchAt, that it stopped after a write to
 	// the watch at that address.
@@ -67,7 +69,7 @@ type server struct {
 func Serve(rw io.ReadWriter, run Replay, checkpoints []uint64) error {
 	s := &server{conn: rsp.NewConn(rw), session: NewSession(), replay: run, checkpoints: checkpoints, end: make(chan ended, 1), done: make(chan struct{})}
 	defer close(s.done)
-	go s.start(0)
+	go s.start(0, 0)
 	if err := s.wait(); err != nil {
 		return err
 	}
@@ -100,9 +102,10 @@ type packet struct {
 	err     error
 }
 
-// start runs a replay of the session's from checkpoint from.
-func (s *server) start(from int) {
-	status, err := s.replay(s.session, from)
+// start runs a replay of the session's from checkpoint from to
+// checkpoint until.
+func (s *server) start(from, until int) {
+	status, err := s.replay(s.session, from, until)
 	s.end <- ended{status, err}
 }
 
@@ -378,34 +381,61 @@ func (s *server) reverseContinue() (bool, error) {
 	}
 	var watching bool
 	s.on(func(*linux.Break) { watching = len(s.session.watches) > 0 })
-	// From the last checkpoint before here, then, finding nothing, from
-	// the one before that, to boot.
-	target := Mark{Start: true}
-	for from := s.before(now.Exit); ; from-- {
-		sk := &seeker{goal: now, scan: scan}
+	target, addr, err := s.scanBack(now, func() *seeker {
+		sk := &seeker{scan: scan}
 		if watching {
 			sk.watch = &watchScan{}
 		}
-		if err := s.replayAgain(sk, from); err != nil {
-			return true, err
-		}
-		if n := len(sk.hits); n > 0 {
-			target = sk.hits[n-1]
-		}
-		if ws := sk.watch; ws != nil && ws.start != nil && (target.Start || ws.start.Exit >= target.Exit) {
-			found, addr, err := s.lastWrite(ws, now)
-			if err != nil {
-				return true, err
+		return sk
+	})
+	if err != nil {
+		return true, err
+	}
+	s.watchAt = addr
+	return s.goBackTo(target)
+}
+
+// scanBack finds the last of what a seek records (fresh makes each seek)
+// before now: replaying from the last checkpoint before now to now, then,
+// finding nothing, each stretch between two checkpoints before that,
+// latest first, down to boot. It returns the place — the start of the
+// history if none — and, for a watch's write, the watch's address.
+func (s *server) scanBack(now Mark, fresh func() *seeker) (Mark, uint64, error) {
+	from := s.before(now.Exit)
+	for until := 0; ; until, from = from, from-1 {
+		sk := fresh()
+		if until == 0 {
+			sk.goal = now
+			if err := s.replayAgain(sk, from); err != nil {
+				return Mark{}, 0, err
 			}
-			if found != nil {
-				target, s.watchAt = *found, addr
-			}
+		} else if err := s.replayWindow(sk, from, until); err != nil {
+			return Mark{}, 0, err
 		}
-		if !target.Start || from == 0 {
-			break
+		target, addr, err := s.lastFound(sk, now)
+		if err != nil || !target.Start || from == 0 {
+			return target, addr, err
 		}
 	}
-	return s.goBackTo(target)
+}
+
+// lastFound is the last place a finished seek recorded: its last hit, or
+// a later last write to watched memory (and the watch's address); the
+// start of the history if none.
+func (s *server) lastFound(sk *seeker, now Mark) (Mark, uint64, error) {
+	target := Mark{Start: true}
+	if n := len(sk.hits); n > 0 {
+		target = sk.hits[n-1]
+	}
+	ws := sk.watch
+	if ws == nil || ws.start == nil || !target.Start && ws.start.Exit < target.Exit {
+		return target, 0, nil
+	}
+	found, addr, err := s.lastWrite(ws, now)
+	if err != nil || found == nil {
+		return target, 0, err
+	}
+	return *found, addr, nil
 }
 
 // lastWrite replays the stretch the first replay found changing the
@@ -474,18 +504,11 @@ func (s *server) backAcrossExit(now Mark) (bool, error) {
 	if err != nil || code != [2]byte{0x0f, 0x05} {
 		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's)"))
 	}
-	target := Mark{Start: true}
-	for from := s.before(now.Exit); target.Start; from-- {
-		sk := &seeker{goal: now, scan: map[bpKey]bool{{now.PID, at}: true}, scanTID: now.TID}
-		if err := s.replayAgain(sk, from); err != nil {
-			return true, err
-		}
-		if n := len(sk.hits); n > 0 {
-			target = sk.hits[n-1]
-		}
-		if from == 0 {
-			break
-		}
+	target, _, err := s.scanBack(now, func() *seeker {
+		return &seeker{scan: map[bpKey]bool{{now.PID, at}: true}, scanTID: now.TID}
+	})
+	if err != nil {
+		return true, err
 	}
 	return s.goBackTo(target)
 }
@@ -509,18 +532,49 @@ func (s *server) goBackTo(target Mark) (bool, error) {
 // replayAgain ends the current replay and starts another, from
 // checkpoint from, which stops where sk's mark is.
 func (s *server) replayAgain(sk *seeker, from int) error {
-	s.requests(resume{kill: true})
-	if e := <-s.end; e.err != nil && !errors.Is(e.err, errKilled) {
-		s.over = &e
-		return e.err
+	if err := s.endReplay(); err != nil {
+		return err
 	}
 	s.session.replayAgain(sk)
-	go s.start(from)
+	go s.start(from, 0)
 	if err := s.wait(); err != nil {
 		return err
 	}
 	if s.over != nil {
 		return fmt.Errorf("debugger: the replay ended before it came back to %+v", sk.goal)
+	}
+	return nil
+}
+
+// replayWindow replays from checkpoint from to checkpoint until for sk,
+// which records what it scans: no stop, and no replay after.
+func (s *server) replayWindow(sk *seeker, from, until int) error {
+	if err := s.endReplay(); err != nil {
+		return err
+	}
+	sk.window = true
+	s.session.replayAgain(sk)
+	go s.start(from, until)
+	if err := s.wait(); err != nil {
+		return err
+	}
+	if s.over == nil {
+		return errors.New("debugger: a replay between two checkpoints stopped")
+	}
+	s.over, s.idle = nil, true
+	return nil
+}
+
+// endReplay kills the replay that runs, if one does.
+func (s *server) endReplay() error {
+	if s.idle {
+		s.idle = false
+		return nil
+	}
+	s.requests(resume{kill: true})
+	if e := <-s.end; e.err != nil && !errors.Is(e.err, errKilled) {
+		s.over = &e
+		return e.err
 	}
 	return nil
 }

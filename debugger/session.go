@@ -142,6 +142,8 @@ type seeker struct {
 	// watch, if set, searches for the last write to the watched memory
 	// (reverse_watch.go).
 	watch *watchScan
+	// window: no goal, the replay ends at a checkpoint; only scanned.
+	window bool
 }
 
 // wants reports whether the seek needs an int3 at k: a hop's address or
@@ -281,6 +283,12 @@ func (s *Session) seeking(b *linux.Break, exit uint64) error {
 	}
 	if ws := sk.watch; ws != nil && !b.Stepped {
 		ws.countAbs(exit, addr)
+	}
+	if sk.window {
+		if sk.scan[bpKey{b.PID, addr}] && (sk.scanTID == 0 || sk.scanTID == b.TID) {
+			sk.hits = append(sk.hits, here)
+		}
+		return nil
 	}
 	if sk.stepping {
 		switch {

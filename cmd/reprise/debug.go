@@ -123,9 +123,9 @@ func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writ
 	}
 	defer conn.Close()
 	var res *replayer.Result
-	err = debugger.Serve(conn, func(s *debugger.Session, from int) (uint32, error) {
+	err = debugger.Serve(conn, func(s *debugger.Session, from, until int) (uint32, error) {
 		o := opts
-		o.Debugger, o.Start, o.StartOnly = s, from, true
+		o.Debugger, o.Start, o.Until, o.StartOnly = s, from, until, true
 		r, err := replayer.Replay(ctx, o)
 		if r != nil && r.Result != nil {
 			res = r
