@@ -1,0 +1,234 @@
+package debugger
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/reprise-vm/reprise/linux"
+)
+
+// Reverse execution: every command replays again (mark.go says how a
+// place is found): reverse-continue scans back for the last arrival at
+// gdb's breakpoints or the last write to watched memory, reverse-stepi
+// steps forward from an earlier place of the thread and keeps the place
+// before the last step, and each goes back to what it found.
+
+// reverseContinue runs back to the last arrival at one of gdb's
+// breakpoints before where the program is stopped: it replays to here
+// with them all placed, noting each arrival on the way, then replays
+// again to the last one. With none, it goes back to the start of the
+// history (replaylog begin).
+func (s *server) reverseContinue() (bool, error) {
+	s.watchAt = 0
+	var now Mark
+	scan := map[bpKey]bool{}
+	s.on(func(*linux.Break) {
+		now = s.session.now
+		for k := range s.session.user {
+			scan[k] = true
+		}
+	})
+	if now.Start {
+		s.atBegin = true
+		return false, s.conn.Write(s.stopReply())
+	}
+	var watching bool
+	s.on(func(*linux.Break) { watching = len(s.session.watches) > 0 })
+	target, addr, err := s.scanBack(now, func() *seeker {
+		sk := &seeker{scan: scan}
+		if watching {
+			sk.watch = &watchScan{}
+		}
+		return sk
+	})
+	if err != nil {
+		return true, err
+	}
+	s.watchAt = addr
+	return s.goBackTo(target)
+}
+
+// scanBack finds the last of what a seek records (fresh makes each seek)
+// before now: replaying from the last checkpoint before now to now, then,
+// finding nothing, each stretch between two checkpoints before that,
+// latest first, down to boot. It returns the place — the start of the
+// history if none — and, for a watch's write, the watch's address.
+func (s *server) scanBack(now Mark, fresh func() *seeker) (Mark, uint64, error) {
+	from := s.before(now.Exit)
+	for until := 0; ; until, from = from, from-1 {
+		sk := fresh()
+		if until == 0 {
+			sk.goal = now
+			if err := s.replayAgain(sk, from); err != nil {
+				return Mark{}, 0, err
+			}
+		} else if err := s.replayWindow(sk, from, until); err != nil {
+			return Mark{}, 0, err
+		}
+		target, addr, err := s.lastFound(sk, now)
+		if err != nil || !target.Start || from == 0 {
+			return target, addr, err
+		}
+	}
+}
+
+// lastFound is the last place a finished seek recorded: its last hit, or
+// a later last write to watched memory (and the watch's address); the
+// start of the history if none.
+func (s *server) lastFound(sk *seeker, now Mark) (Mark, uint64, error) {
+	target := Mark{Start: true}
+	if n := len(sk.hits); n > 0 {
+		target = sk.hits[n-1]
+	}
+	ws := sk.watch
+	if ws == nil || ws.start == nil || !target.Start && ws.start.Exit < target.Exit {
+		return target, 0, nil
+	}
+	found, addr, err := s.lastWrite(ws, now)
+	if err != nil || found == nil {
+		return target, 0, err
+	}
+	return *found, addr, nil
+}
+
+// lastWrite replays the stretch the first replay found changing the
+// watched memory, stepping it, and returns the place right after its last
+// change and the watch's address — or, if no instruction of it made the
+// change (its exit did), where the next stretch began.
+func (s *server) lastWrite(found *watchScan, now Mark) (*Mark, uint64, error) {
+	ws := &watchScan{step: true, exit: found.start.Exit}
+	if found.inGoal {
+		ws.until = &Hop{now.Path[len(now.Path)-1].Addr, found.goalAbs}
+	}
+	if err := s.replayAgain(&seeker{goal: *found.start, watch: ws}, s.before(found.start.Exit)); err != nil {
+		return nil, 0, err
+	}
+	if ws.last != nil {
+		return ws.last, ws.addr, nil
+	}
+	return found.after, 0, nil
+}
+
+// reverseStep goes back one instruction of the stopped thread: it
+// replays to an earlier place of the thread in the same stretch between
+// two exits — the path's previous hop, the previous arrival at this
+// address, or where the stretch began (found by replaying with the exits
+// watched) — steps the thread on to here, noting the place before each
+// step, and replays to the last. At the first instruction of a stretch,
+// the one before is the thread's SYSCALL (its last arrival there);
+// another exit (a fault, an interrupt) cannot be stepped back across yet.
+func (s *server) reverseStep() (bool, error) {
+	s.watchAt = 0
+	var now Mark
+	s.on(func(*linux.Break) { now = s.session.now })
+	if now.Start {
+		s.atBegin = true
+		return false, s.conn.Write(s.stopReply())
+	}
+	last, prefix := now.Path[len(now.Path)-1], now.Path[:len(now.Path)-1]
+	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID}
+	switch {
+	case last.Count > 1:
+		from.Path = append(from.Path, Hop{last.Addr, last.Count - 1})
+	case len(prefix) == 0:
+		sk := &seeker{goal: now, findResume: true}
+		if err := s.replayAgain(sk, s.before(now.Exit)); err != nil {
+			return true, err
+		}
+		from = sk.resumed
+		if from.TID != now.TID || from.Path[0].Addr == last.Addr {
+			return s.backAcrossExit(now)
+		}
+	}
+	sk := &seeker{goal: from, stepTo: last.Addr}
+	if err := s.replayAgain(sk, s.before(from.Exit)); err != nil {
+		return true, err
+	}
+	return s.goBackTo(sk.last)
+}
+
+// backAcrossExit goes back from the first instruction of a stretch to
+// the SYSCALL that ended the thread's previous one.
+func (s *server) backAcrossExit(now Mark) (bool, error) {
+	at := now.Path[0].Addr - 2
+	var code [2]byte
+	var err error
+	s.on(func(b *linux.Break) { err = b.ReadMemory(now.PID, at, code[:]) })
+	if err != nil || code != [2]byte{0x0f, 0x05} {
+		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's)"))
+	}
+	target, _, err := s.scanBack(now, func() *seeker {
+		return &seeker{scan: map[bpKey]bool{{now.PID, at}: true}, scanTID: now.TID}
+	})
+	if err != nil {
+		return true, err
+	}
+	return s.goBackTo(target)
+}
+
+// goBackTo replays to target and reports the stop there.
+func (s *server) goBackTo(target Mark) (bool, error) {
+	if target.Path == nil && !target.Start {
+		target = Mark{Start: true}
+	}
+	from := 0
+	if !target.Start {
+		from = s.before(target.Exit)
+	}
+	if err := s.replayAgain(&seeker{goal: target}, from); err != nil {
+		return true, err
+	}
+	s.atBegin = target.Start
+	return false, s.conn.Write(s.stopReply())
+}
+
+// replayAgain ends the current replay and starts another, from
+// checkpoint from, which stops where sk's mark is.
+func (s *server) replayAgain(sk *seeker, from int) error {
+	if err := s.endReplay(); err != nil {
+		return err
+	}
+	s.session.replayAgain(sk)
+	go s.start(from, 0)
+	if err := s.wait(); err != nil {
+		return err
+	}
+	if s.over != nil {
+		return fmt.Errorf("debugger: the replay ended before it came back to %+v", sk.goal)
+	}
+	return nil
+}
+
+// replayWindow replays from checkpoint from to checkpoint until for sk,
+// which records what it scans: no stop, and no replay after.
+func (s *server) replayWindow(sk *seeker, from, until int) error {
+	if err := s.endReplay(); err != nil {
+		return err
+	}
+	sk.window = true
+	s.session.replayAgain(sk)
+	go s.start(from, until)
+	if err := s.wait(); err != nil {
+		return err
+	}
+	if s.over == nil {
+		return errors.New("debugger: a replay between two checkpoints stopped")
+	}
+	s.over, s.idle = nil, true
+	return nil
+}
+
+// endReplay kills the replay that runs, if one does.
+func (s *server) endReplay() error {
+	if s.idle {
+		s.idle = false
+		return nil
+	}
+	s.requests(resume{kill: true})
+	if e := <-s.end; e.err != nil && !errors.Is(e.err, errKilled) {
+		s.over = &e
+		return e.err
+	}
+	return nil
+}
