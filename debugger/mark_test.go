@@ -37,3 +37,18 @@ func TestSeekerWants(t *testing.T) {
 	require.True(t, sk.wants(bpKey{5, 0x50}))
 	require.False(t, sk.wants(bpKey{4, 0x40}))
 }
+
+// A client's breakpoints and watches are bounded before anything is
+// placed: the one past the bound is refused without touching the
+// program (a nil Break would be a crash).
+func TestSessionBounds(t *testing.T) {
+	s := NewSession()
+	for i := range maxBreakpoints {
+		s.user[bpKey{1, uint64(i)}] = 1
+	}
+	require.ErrorContains(t, s.setBreak(nil, bpKey{1, 1 << 40}), "at most")
+	s.watches = make([]watch, maxWatches)
+	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, 8), "at most")
+	s.watches = nil
+	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, maxWatchSize+1), "at most")
+}

@@ -67,11 +67,13 @@ type watch struct {
 	old  []byte
 }
 
-// Bounds on watches, which the client sets: each is compared after
-// every instruction the program runs.
+// Bounds on what the client sets: watches (each compared after every
+// instruction the program runs) and breakpoints (each an int3 and the
+// session's and kernel's bookkeeping; gdb sets a few dozen).
 const (
-	maxWatches   = 64
-	maxWatchSize = 4096
+	maxWatches     = 64
+	maxWatchSize   = 4096
+	maxBreakpoints = 4096
 )
 
 // request is something the server needs done on the stopped machine, or
@@ -457,6 +459,9 @@ func (s *Session) clearWatch(pid int, addr uint64, size int) {
 // setBreak and clearBreak change gdb's breakpoints, on the machine's
 // goroutine.
 func (s *Session) setBreak(b *linux.Break, k bpKey) error {
+	if s.user[k] == 0 && len(s.user) >= maxBreakpoints {
+		return fmt.Errorf("debugger: at most %d breakpoints", maxBreakpoints)
+	}
 	if s.placed[k] == 0 {
 		if err := b.SetBreakpoint(k.pid, k.addr); err != nil {
 			return err
