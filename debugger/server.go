@@ -95,6 +95,10 @@ func Serve(rw io.ReadWriter, run Replay, checkpoints []uint64) error {
 	}
 }
 
+// maxPending bounds the packets kept while the program runs (gdb sends
+// none but the interrupt then).
+const maxPending = 16
+
 // packet is a packet the reader read, or its error.
 type packet struct {
 	payload []byte
@@ -158,6 +162,10 @@ func (s *server) read() {
 // packet waits for the stop.
 func (s *server) wait() error {
 	for {
+		packets := s.packets
+		if len(s.pending) >= maxPending {
+			packets = nil // the reader waits, and the client with it
+		}
 		select {
 		case st := <-s.session.stops:
 			s.last = st
@@ -166,7 +174,7 @@ func (s *server) wait() error {
 		case e := <-s.end:
 			s.over = &e
 			return e.err
-		case p := <-s.packets:
+		case p := <-packets:
 			if p.err != nil { // an interrupt, or a client gone: stop it
 				s.session.interrupt.Store(true)
 			}
