@@ -22,19 +22,17 @@ import (
 func (s *server) reverseContinue() (bool, error) {
 	s.watchAt = 0
 	var now Mark
+	var watching bool
 	scan := map[bpKey]bool{}
 	s.on(func(*linux.Break) {
-		now = s.session.now
+		now, watching = s.session.now, len(s.session.watches) > 0
 		for k := range s.session.user {
 			scan[k] = true
 		}
 	})
 	if now.Start {
-		s.atBegin = true
-		return false, s.conn.Write(s.stopReply())
+		return s.historyStart()
 	}
-	var watching bool
-	s.on(func(*linux.Break) { watching = len(s.session.watches) > 0 })
 	target, addr, err := s.scanBack(now, func() *seeker {
 		sk := &seeker{scan: scan}
 		if watching {
@@ -123,8 +121,7 @@ func (s *server) reverseStep() (bool, error) {
 	var now Mark
 	s.on(func(*linux.Break) { now = s.session.now })
 	if now.Start {
-		s.atBegin = true
-		return false, s.conn.Write(s.stopReply())
+		return s.historyStart()
 	}
 	last, prefix := now.Path[len(now.Path)-1], now.Path[:len(now.Path)-1]
 	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID}
@@ -165,6 +162,13 @@ func (s *server) backAcrossExit(now Mark) (bool, error) {
 		return true, err
 	}
 	return s.goBackTo(target)
+}
+
+// historyStart answers a reverse command at the program's first
+// instruction: nothing is before it.
+func (s *server) historyStart() (bool, error) {
+	s.atBegin = true
+	return false, s.conn.Write(s.stopReply())
 }
 
 // goBackTo replays to target and reports the stop there.

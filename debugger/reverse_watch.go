@@ -54,10 +54,7 @@ func (s *Session) look(b *linux.Break, ws *watchScan) uint64 {
 	}
 	var changed uint64
 	for i, w := range s.watches {
-		now := make([]byte, len(w.old))
-		if b.ReadMemory(w.pid, w.addr, now) != nil {
-			now = nil
-		}
+		now := w.read(b)
 		if now != nil && ws.vals[i] != nil && !bytes.Equal(now, ws.vals[i]) && changed == 0 {
 			changed = w.addr
 		}

@@ -419,11 +419,7 @@ func (s *Session) written(b *linux.Break) *watch {
 	var hit *watch
 	for i := range s.watches {
 		w := &s.watches[i]
-		now := make([]byte, len(w.old))
-		if b.ReadMemory(w.pid, w.addr, now) != nil {
-			continue
-		}
-		if !bytes.Equal(now, w.old) {
+		if now := w.read(b); now != nil && !bytes.Equal(now, w.old) {
 			w.old = now
 			if hit == nil {
 				hit = w
@@ -431,6 +427,15 @@ func (s *Session) written(b *linux.Break) *watch {
 		}
 	}
 	return hit
+}
+
+// read is the watched memory now, nil if its process cannot read it.
+func (w *watch) read(b *linux.Break) []byte {
+	now := make([]byte, len(w.old))
+	if b.ReadMemory(w.pid, w.addr, now) != nil {
+		return nil
+	}
+	return now
 }
 
 // setWatch and clearWatch change the watched memory, on the machine's

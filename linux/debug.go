@@ -200,23 +200,15 @@ func (k *Kernel) startBreak() error {
 		return nil
 	}
 	bp.atStart = false
-	c := k.m.VCPU()
-	regs := c.SyncedRegs()
+	regs := k.m.VCPU().SyncedRegs()
 	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: regs, Mapping: k.proc().as.FileAt(regs.RIP), Start: true, k: k, proc: k.proc()}
 	if err := bp.on.Break(b); err != nil {
 		return err
 	}
-	if bp.stepping[b.TID] {
-		tf, err := k.armStep(k.current(), regs.RIP)
-		if err != nil {
-			return err
-		}
-		if tf {
-			regs.RFLAGS |= rflagsTF
-			c.MarkRegsDirty()
-		}
+	if !bp.stepping[b.TID] {
+		return nil
 	}
-	return nil
+	return k.armResumed(regs.RIP)
 }
 
 // maxAuxv bounds the auxiliary vector read: Linux's has some twenty pairs.

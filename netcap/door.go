@@ -1,14 +1,13 @@
 package netcap
 
 import (
-	"net"
 	"net/netip"
 	"time"
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/vmm/door"
+	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
 // The door's connections: between the host's end (the client's address
@@ -22,14 +21,8 @@ const (
 	guestSide = 1
 )
 
-var (
-	hostMAC  = mac(abi.NetHostMAC)
-	guestMAC = mac(abi.NetGuestMAC)
-)
-
-func mac(v int) net.HardwareAddr {
-	return net.HardwareAddr{byte(v >> 40), byte(v >> 32), byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
-}
+// The ends' hardware addresses are the user-mode network's.
+var hostMAC, guestMAC = netback.HostMAC, netback.GuestMAC
 
 // openDoor starts the sequence space of the connection an Open or Connect
 // begins.

@@ -51,6 +51,32 @@ func debugScript(t *testing.T, dir, tp, script string) string {
 	return r.stdout + r.stderr
 }
 
+// recordTape records argv, with record's flags, in a directory of its
+// own: the directory, the tape and what record printed.
+func recordTape(t testing.TB, argv []string, flags ...string) (dir, tp string, r cliResult) {
+	t.Helper()
+	dir = t.TempDir()
+	tp = filepath.Join(dir, filepath.Base(argv[0])+".tape")
+	args := append(append([]string{"record", "-o", tp}, flags...), "--")
+	r = runCLIIn(t, dir, append(args, argv...)...)
+	require.Zero(t, r.code, r.stderr)
+	return dir, tp, r
+}
+
+// noAck turns acks off on a protocol client, as gdb does first, and
+// returns how to ask it: a packet, and its answer.
+func noAck(t *testing.T, gdb *rsp.Conn) (ask func(packet string) string) {
+	ask = func(p string) string {
+		require.NoError(t, gdb.Write([]byte(p)), p)
+		b, err := gdb.Read()
+		require.NoError(t, err, p)
+		return string(b)
+	}
+	require.Equal(t, "OK", ask("QStartNoAckMode"))
+	gdb.SetNoAck()
+	return ask
+}
+
 // TestDebugThreadsWithGDB debugs the replay of a dynamic glibc program
 // with threads (internal/cprog/testdata/overwrite.c) in gdb: a breakpoint
 // on a function hit in its thread, bt, info threads, print,
@@ -60,11 +86,7 @@ func debugScript(t *testing.T, dir, tp, script string) string {
 // registers included.
 func TestDebugThreadsWithGDB(t *testing.T) {
 	kvmtest.Require(t)
-	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
-	dir := t.TempDir()
-	tp := filepath.Join(dir, "overwrite.tape")
-	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
-	require.Zero(t, r.code, r.stderr)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")})
 	recorded := r.stdout
 
 	script := `break add
@@ -115,11 +137,7 @@ continue
 // program's flags.
 func TestDebugWatchpointFindsTheWrite(t *testing.T) {
 	kvmtest.Require(t)
-	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
-	dir := t.TempDir()
-	tp := filepath.Join(dir, "overwrite.tape")
-	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
-	require.Zero(t, r.code, r.stderr)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")})
 	recorded := r.stdout
 	out := debugScript(t, dir, tp, `set breakpoint pending on
 break adder
@@ -158,11 +176,7 @@ continue
 // reverse-finish walk back through a call.
 func TestDebugReverse(t *testing.T) {
 	kvmtest.Require(t)
-	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
-	dir := t.TempDir()
-	tp := filepath.Join(dir, "overwrite.tape")
-	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
-	require.Zero(t, r.code, r.stderr)
+	dir, tp, _ := recordTape(t, []string{cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")})
 	out := debugScript(t, dir, tp, `break add
 continue
 continue
@@ -230,14 +244,11 @@ func TestDebugReverseWatchFindsTheBug(t *testing.T) {
 // last checkpoint before the place they go to, and a reverse continue
 // that finds nothing after one looks again from the one before.
 func reverseWatch(t *testing.T, bin string, checkpoints bool) {
-	dir := t.TempDir()
-	tp := filepath.Join(dir, "overwrite.tape")
-	args := []string{"record", "-o", tp}
+	var flags []string
 	if checkpoints {
-		args = append(args, "--checkpoint-every", "10ms")
+		flags = []string{"--checkpoint-every", "10ms"}
 	}
-	r := runCLIIn(t, dir, append(args, "--", bin)...)
-	require.Zero(t, r.code, r.stderr)
+	dir, tp, r := recordTape(t, []string{bin}, flags...)
 	require.Equal(t, "total -1 (want 5050)\n", r.stdout)
 	if checkpoints {
 		require.Regexp(t, `wrote ([2-9]|\d\d+) checkpoints`, r.stderr)
@@ -273,20 +284,9 @@ continue
 // runs on to its end.
 func TestGDBInterrupt(t *testing.T) {
 	kvmtest.Require(t)
-	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
-	dir := t.TempDir()
-	tp := filepath.Join(dir, "overwrite.tape")
-	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin)
-	require.Zero(t, r.code, r.stderr)
+	dir, tp, _ := recordTape(t, []string{cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")})
 	_, gdb, wait := gdbListen(t, dir, tp)
-	ask := func(p string) string {
-		require.NoError(t, gdb.Write([]byte(p)), p)
-		b, err := gdb.Read()
-		require.NoError(t, err, p)
-		return string(b)
-	}
-	require.Equal(t, "OK", ask("QStartNoAckMode"))
-	gdb.SetNoAck()
+	ask := noAck(t, gdb)
 	require.NoError(t, gdb.Write([]byte("vCont;c")))
 	require.NoError(t, gdb.Interrupt())
 	stop, err := gdb.Read()
@@ -343,11 +343,7 @@ func gdbListen(t *testing.T, dir, tp string) (raw net.Conn, client *rsp.Conn, wa
 // function, bt to main, finish with its value, and the end.
 func TestDebugStaticMusl(t *testing.T) {
 	kvmtest.Require(t)
-	bin := cprog.Build(t, "musl-gcc", "spin", "-static", "-g", "-O0", "-DFN=spin_musl")
-	dir := t.TempDir()
-	tp := filepath.Join(dir, "spin.tape")
-	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin, "1000")
-	require.Zero(t, r.code, r.stderr)
+	dir, tp, _ := recordTape(t, []string{cprog.Build(t, "musl-gcc", "spin", "-static", "-g", "-O0", "-DFN=spin_musl"), "1000"})
 	out := debugScript(t, dir, tp, `break spin_musl
 continue
 bt
@@ -370,21 +366,10 @@ continue
 // a notice, nothing crashes.
 func TestGDBListenHostileClient(t *testing.T) {
 	kvmtest.Require(t)
-	bin := cprog.Build(t, "gcc", "spin", "-O1")
-	dir := t.TempDir()
-	tp := filepath.Join(dir, "spin.tape")
-	r := runCLIIn(t, dir, "record", "-o", tp, "--", bin, "1000")
-	require.Zero(t, r.code, r.stderr)
+	dir, tp, _ := recordTape(t, []string{cprog.Build(t, "gcc", "spin", "-O1"), "1000"})
 
 	raw, gdb, wait := gdbListen(t, dir, tp)
-	ask := func(p string) string {
-		require.NoError(t, gdb.Write([]byte(p)), p)
-		b, err := gdb.Read()
-		require.NoError(t, err, p)
-		return string(b)
-	}
-	require.Equal(t, "OK", ask("QStartNoAckMode"))
-	gdb.SetNoAck()
+	ask := noAck(t, gdb)
 	for _, q := range []struct{ packet, want string }{
 		{"m0,10", "E0e"}, {"mffffffffffffffff,ffff", "E16"}, {"m12,zz", "E16"}, {"m,", "E16"},
 		{"Z0,0,1", "E0e"}, {"z0,dead,1", "OK"}, {"Z2,1000,8", "E0e"}, {"Z3,1000,8", ""}, {"Z2,7ffff000,100000", "E0e"},
@@ -427,11 +412,7 @@ func TestGDBListenHostileClient(t *testing.T) {
 func BenchmarkDebug(b *testing.B) {
 	kvmtest.Require(b)
 	kvmtest.RequireTools(b, "gdb")
-	bin := cprog.Build(b, "gcc", "overwrite", "-g", "-O0", "-pthread")
-	dir := b.TempDir()
-	tp := filepath.Join(dir, "overwrite.tape")
-	r := runCLIIn(b, dir, "record", "-o", tp, "--", bin)
-	require.Zero(b, r.code, r.stderr)
+	dir, tp, _ := recordTape(b, []string{cprog.Build(b, "gcc", "overwrite", "-g", "-O0", "-pthread")})
 	session := func(script string) (time.Duration, int) {
 		path := filepath.Join(dir, "bench.gdb")
 		require.NoError(b, os.WriteFile(path, []byte(script), 0o644))
