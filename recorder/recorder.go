@@ -247,13 +247,6 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	ckpt, err := o.checkpoints(h)
-	if err != nil {
-		return nil, err
-	}
-	if ckpt != nil {
-		defer ckpt.w.Close()
-	}
 	mode, err := ParseHostMode(string(o.Host))
 	if err != nil {
 		return nil, err
@@ -268,7 +261,7 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		defer host.close()
 		hostObs = host
 	}
-	eng := &engine{log: log, source: source, ckpt: ckpt}
+	eng := &engine{log: log, source: source}
 	if k, ok := kernel.(*linux.Kernel); ok {
 		k.SetObserver(eng)
 	}
@@ -285,8 +278,22 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		h.CPUID = append(h.CPUID, tape.CPUIDEntry{Function: e.Function, Index: e.Index, Flags: e.Flags,
 			EAX: e.EAX, EBX: e.EBX, ECX: e.ECX, EDX: e.EDX})
 	}
+	// The outputs are created only once the machine is: a host without
+	// KVM, or a guest it refuses, leaves no file behind.
+	ckpt, err := o.checkpoints(h)
+	if err != nil {
+		return nil, err
+	}
+	if ckpt != nil {
+		defer ckpt.w.Close()
+	}
+	eng.ckpt = ckpt
 	w, err := tape.Create(o.Output, h)
 	if err != nil {
+		if ckpt != nil {
+			ckpt.w.Close()
+			os.Remove(o.checkpointPath())
+		}
 		return nil, err
 	}
 	log.w = w

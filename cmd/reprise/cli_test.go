@@ -105,6 +105,22 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+// A recording that cannot start — here, no KVM — leaves no file behind:
+// neither a tape nor a checkpoint file, which would also refuse the next
+// recording to the same name.
+func TestRecordWithoutKVMLeavesNoFiles(t *testing.T) {
+	for _, guest := range [][]string{{"hello"}, {"--", "/bin/true"}} {
+		dir := t.TempDir()
+		args := append([]string{"record", "--kvm", "/nonexistent/kvm", "--checkpoint-every", "10ms", "-o", filepath.Join(dir, "t.tape")}, guest...)
+		r := runCLI(t, nil, args...)
+		require.Equal(t, exitFailure, r.code, r.stderr)
+		require.Contains(t, r.stderr, "no KVM")
+		left, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Empty(t, left, "%v left files", guest)
+	}
+}
+
 // Without a C toolchain the kit cannot be built: the message says what to
 // install instead of failing somewhere inside make.
 func TestRunWithoutCompiler(t *testing.T) {

@@ -112,6 +112,7 @@ func TestSplitReplayOfACutTape(t *testing.T) {
 // and a tool reading it warns: never a run marked complete with the
 // segments merged before the interrupt.
 func TestInterruptedSplitReplayIsIncomplete(t *testing.T) {
+	kvmtest.Require(t)
 	dir := t.TempDir()
 	tp := filepath.Join(dir, "s.tape")
 	// Ten times splitTape's: a replay of seconds even on an idle host.

@@ -229,6 +229,7 @@ func TestReplayIntoEventDB(t *testing.T) {
 // named with its offset, and the replay uses the whole checkpoints before
 // it.
 func TestCheckpointCLI(t *testing.T) {
+	kvmtest.Require(t)
 	dir := t.TempDir()
 	tp := filepath.Join(dir, "p.tape")
 	r := runCLI(t, nil, "record", "-o", tp, "periodic", "count=20")
@@ -267,6 +268,7 @@ func TestCheckpointCLI(t *testing.T) {
 // Kubernetes Indexed Job would run them) joined by reprise merge, store
 // the events a replay from boot stores.
 func TestSplitReplayCLI(t *testing.T) {
+	kvmtest.Require(t)
 	dir := t.TempDir()
 	tp := filepath.Join(dir, "s.tape")
 	// The recording takes the checkpoints: its first replay is already split.
