@@ -49,12 +49,14 @@ func (s *server) reverseContinue() (bool, error) {
 
 // scanBack finds the last of what a seek records (fresh makes each seek)
 // before now: replaying from the last checkpoint before now to now, then,
-// finding nothing, each stretch between two checkpoints before that,
-// latest first, down to boot. It returns the place — the start of the
-// history if none — and, for a watch's write, the watch's address.
+// finding nothing, stretches between earlier checkpoints, latest first
+// and each twice as many checkpoints long as the one after it (a restore
+// costs as much as replaying a good deal), down to boot. It returns the
+// place — the start of the history if none — and, for a watch's write,
+// the watch's address.
 func (s *server) scanBack(now Mark, fresh func() *seeker) (Mark, uint64, error) {
-	from := s.before(now.Exit)
-	for until := 0; ; until, from = from, from-1 {
+	from, width := s.before(now.Exit), 1
+	for until := 0; ; until, from, width = from, max(from-width, 0), width*2 {
 		sk := fresh()
 		if until == 0 {
 			sk.goal = now
@@ -173,6 +175,15 @@ func (s *server) historyStart() (bool, error) {
 
 // goBackTo replays to target and reports the stop there.
 func (s *server) goBackTo(target Mark) (bool, error) {
+	if err := s.returnTo(target); err != nil {
+		return true, err
+	}
+	return false, s.conn.Write(s.stopReply())
+}
+
+// returnTo replays to target (the start of the history if it has no
+// path), where the program stops.
+func (s *server) returnTo(target Mark) error {
 	if target.Path == nil && !target.Start {
 		target = Mark{Start: true}
 	}
@@ -181,10 +192,10 @@ func (s *server) goBackTo(target Mark) (bool, error) {
 		from = s.before(target.Exit)
 	}
 	if err := s.replayAgain(&seeker{goal: target}, from); err != nil {
-		return true, err
+		return err
 	}
 	s.atBegin = target.Start
-	return false, s.conn.Write(s.stopReply())
+	return nil
 }
 
 // replayAgain ends the current replay and starts another, from

@@ -2,14 +2,12 @@ package debugger
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
+	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/rsp"
-	"github.com/reprise-vm/reprise/vmm"
 )
 
 // Replay runs the replay a server debugs, with the session as its
@@ -34,9 +32,9 @@ type server struct {
 	conn    *rsp.Conn
 	session *Session
 	replay  Replay
-	// checkpoints are the exit counts of the checkpoint file's
-	// checkpoints, in order: where a replay again may start.
-	checkpoints []uint64
+	// checkpoints are the checkpoint file's, in order: where a replay
+	// again may start.
+	checkpoints []checkpoint.Summary
 	end         chan ended
 	// last is where the program last stopped; over, once the replay
 	// ended, how.
@@ -58,14 +56,15 @@ type server struct {
 	// the watch at that address.
 	atBegin bool
 	watchAt uint64
+	// saved are the places monitor checkpoint saved, in order.
+	saved []savedPlace
 }
 
 // Serve debugs the replay run starts for the gdb client on rw until the
 // client detaches, kills it or goes, or the replay ends and the client
-// leaves. checkpoints are the exit counts of the checkpoints run can
-// start from, in order. It returns the replay's error, if any, or the
-// connection's.
-func Serve(rw io.ReadWriter, run Replay, checkpoints []uint64) error {
+// leaves. checkpoints are those run can start from, in order. It returns
+// the replay's error, if any, or the connection's.
+func Serve(rw io.ReadWriter, run Replay, checkpoints []checkpoint.Summary) error {
 	s := &server{conn: rsp.NewConn(rw), session: NewSession(), replay: run, checkpoints: checkpoints, end: make(chan ended, 1), done: make(chan struct{})}
 	defer close(s.done)
 	go s.start(0, 0)
@@ -117,8 +116,8 @@ func (s *server) start(from, until int) {
 // exit is not enough: the stretch after it must be replayed whole.
 func (s *server) before(exit uint64) int {
 	n := 0
-	for i, at := range s.checkpoints {
-		if at < exit {
+	for i, c := range s.checkpoints {
+		if c.Pos.Exit < exit {
 			n = i + 1
 		}
 	}
@@ -255,7 +254,11 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 	case rsp.QuerySymbol:
 		reply = rsp.OK()
 	case rsp.Monitor:
-		reply = rsp.Hex([]byte(s.monitor(c.Command)))
+		out, err := s.monitor(c.Command)
+		if err != nil {
+			return true, err
+		}
+		reply = rsp.Hex([]byte(out))
 	case rsp.XferRead:
 		reply = s.xfer(c)
 	case rsp.QueryCurrentThread:
@@ -383,19 +386,6 @@ func (s *server) vcont(c rsp.VCont) (r resume, ok bool) {
 		r.step = append(r.step, t.TID)
 	}
 	return r, true
-}
-
-// monitor runs a monitor command and returns what it prints.
-func (s *server) monitor(cmd string) string {
-	switch strings.TrimSpace(cmd) {
-	case "when":
-		var pos vmm.Position
-		s.on(func(b *linux.Break) { pos = b.Position() })
-		return fmt.Sprintf("position %d:%d (exit %d, branch count %d), thread %d of process %d\n", pos.Exit, pos.Branch, pos.Exit, pos.Branch, s.last.tid, s.last.pid)
-	case "help", "":
-		return "monitor when: the replay's position (EXIT:BRANCH, as reprise replay --from takes)\n"
-	}
-	return fmt.Sprintf("unknown monitor command %q: try monitor help\n", cmd)
 }
 
 // stopReply is the T packet of the last stop: SIGTRAP, the thread, its

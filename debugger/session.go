@@ -39,6 +39,7 @@ const (
 	stopStep                      // a single step done
 	stopWatch                     // a write to watched memory done
 	stopInterrupt                 // gdb's interrupt, at an exit
+	stopSeek                      // a seek's exit reached (monitor seek)
 )
 
 // stop is the program stopped: the thread that stopped, its process and
@@ -146,6 +147,9 @@ type seeker struct {
 	watch *watchScan
 	// window: no goal, the replay ends at a checkpoint; only scanned.
 	window bool
+	// at, if set, is the goal instead: an exit count or record time
+	// (monitor seek).
+	at *exitGoal
 }
 
 // wants reports whether the seek needs an int3 at k: a hop's address or
@@ -253,7 +257,7 @@ func (s *Session) Break(b *linux.Break) error {
 func (s *Session) stopAt(b *linux.Break, st stop, here Mark) error {
 	s.now = here
 	s.tally.restart(here)
-	if st.kind == stopInterrupt {
+	if st.kind == stopInterrupt || st.kind == stopSeek {
 		s.tally.landed = b.Regs.RIP
 	}
 	s.stops <- st
@@ -273,6 +277,9 @@ func (s *Session) stopAt(b *linux.Break, st stop, here Mark) error {
 // scanned breakpoint's hit before it (recorded), or an int3 of neither.
 func (s *Session) seeking(b *linux.Break, exit uint64) error {
 	sk, addr := s.seek, b.Regs.RIP
+	if sk.at != nil {
+		return nil // its goal is an exit's (Exited)
+	}
 	here := s.tally.arrive(exit, addr, b.Stepped, b.TID, b.PID)
 	if ws := sk.watch; ws != nil && ws.step && sk.stepping {
 		switch {
@@ -338,11 +345,17 @@ func (s *Session) Exited(b *linux.Break) error {
 	sk := s.seek
 	switch {
 	case sk == nil && !s.detached.Load() && s.interrupt.Swap(false):
-		// Stopped where the stretch after this exit begins: its first
-		// arrival, which an int3 there is too.
-		here := Mark{Exit: b.Position().Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
-		return s.stopAt(b, stop{kind: stopInterrupt, tid: b.TID, pid: b.PID, regs: *b.Regs}, here)
+		return s.stopAfterExit(b, stopInterrupt)
 	case sk == nil:
+	case sk.at != nil:
+		if !sk.at.reached(b) {
+			return nil
+		}
+		s.seek = nil
+		if err := s.dropUnwanted(b); err != nil {
+			return err
+		}
+		return s.stopAfterExit(b, stopSeek)
 	case sk.findResume && b.Position().Exit == sk.goal.Exit:
 		sk.resumed = Mark{Exit: sk.goal.Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
 	case sk.watch != nil && sk.watch.step && sk.stepping && b.Position().Exit > sk.watch.exit:
@@ -351,6 +364,13 @@ func (s *Session) Exited(b *linux.Break) error {
 		s.exitedScan(b, sk)
 	}
 	return nil
+}
+
+// stopAfterExit stops the program where the stretch after the exit just
+// made begins: its first arrival there, which an int3 there is too.
+func (s *Session) stopAfterExit(b *linux.Break, kind stopKind) error {
+	here := Mark{Exit: b.Position().Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
+	return s.stopAt(b, stop{kind: kind, tid: b.TID, pid: b.PID, regs: *b.Regs}, here)
 }
 
 // arrived ends a seek where the program is, at here: the program stops

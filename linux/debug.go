@@ -3,6 +3,7 @@ package linux
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux/mm"
@@ -246,3 +247,17 @@ func (b *Break) Exe(pid int) string {
 
 // Position is where the replay is: the machine's position.
 func (b *Break) Position() vmm.Position { return b.k.m.Position() }
+
+// SetRecordClock gives a replay's kernel the recording's time at a
+// position, which a Break reports.
+func (k *Kernel) SetRecordClock(c func(vmm.Position) time.Duration) { k.recordClock = c }
+
+// RecordTime is the recording's time where the replay is: how long after
+// its start the recorded run was here (0 if the kernel has no record
+// clock).
+func (b *Break) RecordTime() time.Duration {
+	if b.k.recordClock == nil {
+		return 0
+	}
+	return b.k.recordClock(b.Position())
+}

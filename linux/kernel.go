@@ -122,6 +122,9 @@ type Kernel struct {
 	// observer logs or replays what the host says of its files
 	// (hostview.go); nil asks the host.
 	observer Observer
+	// recordClock is, in a replay, the recording's time at a position
+	// (SetRecordClock): what a debugger's stop reports.
+	recordClock func(vmm.Position) time.Duration
 	// started says the start call ran (start.go).
 	started bool
 	// coarse is the latest clock reading the kernel was given (a tick's,

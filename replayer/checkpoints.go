@@ -31,9 +31,11 @@ type checkpoints struct {
 	start   int // 1-based: the checkpoint the replay started from
 	until   int // 1-based: the checkpoint the replay ends at (0: the end)
 
-	file  *checkpoint.File
-	known []checkpoint.Summary
-	check int // the next of known to reach
+	file *checkpoint.File
+	// shared, if set, owns file (Options.CheckpointFile).
+	shared *CheckpointFile
+	known  []checkpoint.Summary
+	check  int // the next of known to reach
 	// startOnly: the file is only where the replay starts, its
 	// checkpoints passed unchecked (Options.StartOnly).
 	startOnly bool
@@ -46,9 +48,11 @@ var errSegmentEnd = errors.New("replayer: the segment's end")
 // read (nil: none).
 func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	switch {
-	case o.Checkpoints == "" && (o.CheckpointEvery != 0 || o.Start != 0 || o.Until != 0):
+	case o.CheckpointFile != nil && (o.Checkpoints != "" || o.CheckpointEvery != 0):
+		return nil, errors.New("replayer: a shared checkpoint file (Options.CheckpointFile) is only read: no Checkpoints, no CheckpointEvery")
+	case o.Checkpoints == "" && o.CheckpointFile == nil && (o.CheckpointEvery != 0 || o.Start != 0 || o.Until != 0):
 		return nil, errors.New("replayer: checkpoints need a checkpoint file (Options.Checkpoints)")
-	case o.Checkpoints == "":
+	case o.Checkpoints == "" && o.CheckpointFile == nil:
 		return nil, nil
 	case o.CheckpointEvery < 0 || o.Start < 0:
 		return nil, errors.New("replayer: negative checkpoint interval or start")
@@ -63,14 +67,19 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	if o.CheckpointEvery != 0 {
 		return c, nil // created at attach, when RAM's size is known
 	}
-	f, err := checkpoint.Open(o.Checkpoints, c.rec)
-	if err != nil {
-		return nil, err
+	if c.shared = o.CheckpointFile; c.shared != nil {
+		c.file, c.path = c.shared.f, c.shared.path
+	} else {
+		f, err := checkpoint.Open(o.Checkpoints, c.rec)
+		if err != nil {
+			return nil, err
+		}
+		c.file = f
 	}
-	c.file, c.known = f, f.Checkpoints()
+	c.known = c.file.Checkpoints()
 	if max(o.Start, o.Until) > len(c.known) {
-		f.Close()
-		return nil, fmt.Errorf("replayer: %s has %d checkpoints, no checkpoint %d", o.Checkpoints, len(c.known), max(o.Start, o.Until))
+		err := fmt.Errorf("replayer: %s has %d checkpoints, no checkpoint %d", c.path, len(c.known), max(o.Start, o.Until))
+		return nil, errors.Join(err, c.close())
 	}
 	return c, nil
 }
@@ -89,7 +98,7 @@ func (c *checkpoints) attach(e *engine) error {
 		return nil
 	}
 	if c.start > 0 {
-		return e.resume(c.file, c.start-1)
+		return e.resume(c, c.start-1)
 	}
 	return nil
 }
@@ -104,10 +113,10 @@ func (c *checkpoints) close() error {
 		err = c.w.Close()
 		c.w = nil
 	}
-	if c.file != nil {
+	if c.file != nil && c.shared == nil {
 		err = errors.Join(err, c.file.Close())
-		c.file = nil
 	}
+	c.file = nil
 	return err
 }
 
@@ -227,13 +236,14 @@ func (e *engine) engineState() checkpoint.EngineState {
 	return st
 }
 
-// resume puts the machine and the engine in checkpoint i's state: RAM,
-// then the machine, then the engine, and the tape read up to where the
-// checkpoint was taken. RAM and registers are checked against the
-// checkpoint's own hashes, so a damaged one is never run.
-func (e *engine) resume(f *checkpoint.File, i int) error {
+// resume puts the machine and the engine in checkpoint i of c's file's
+// state: RAM, then the machine, then the engine, and the tape read up to
+// where the checkpoint was taken. RAM and registers are checked against
+// the checkpoint's own hashes, so a damaged one is never run — RAM once a
+// shared file's checkpoint, which the file's CRCs then keep.
+func (e *engine) resume(c *checkpoints, i int) error {
 	m := e.m
-	cp, disk, err := f.Load(i, m.RAM().Bytes())
+	cp, disk, err := c.file.Load(i, m.RAM().Bytes())
 	if err != nil {
 		return err
 	}
@@ -241,9 +251,12 @@ func (e *engine) resume(f *checkpoint.File, i int) error {
 	if err := checkStop(cp); err != nil {
 		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
 	}
-	e.target = st.Target                                                       // what RAM holds: recordedRAMHash puts it back
-	if got, err := e.recordedRAMHash(false); err != nil || got != cp.RAMHash { // probes are placed after
-		return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
+	e.target = st.Target // what RAM holds: recordedRAMHash puts it back
+	if !c.shared.isVerified(i) {
+		if got, err := e.recordedRAMHash(false); err != nil || got != cp.RAMHash { // probes are placed after
+			return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
+		}
+		c.shared.setVerified(i)
 	}
 	if st.Applied != cp.Events {
 		return fmt.Errorf("replayer: checkpoint %d: engine state at event %d, checkpoint at %d", i, st.Applied, cp.Events)

@@ -108,6 +108,10 @@ type Options struct {
 	// the whole RAM), as a debugger replaying again and again to a place
 	// wants; the end is checked still.
 	StartOnly bool
+	// CheckpointFile, instead of Checkpoints, is a checkpoint file
+	// opened once for many replays, which start from it (Start, Until,
+	// StartOnly as with Checkpoints) one at a time.
+	CheckpointFile *CheckpointFile
 	// Until ends the replay when it reaches that checkpoint (1-based;
 	// 0: the recording's end), checked: one segment of a replay split at
 	// its checkpoints.
@@ -177,6 +181,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 				return nil, errors.New("replayer: a debugged replay takes no probes, mappings handler or sampling")
 			}
 			k.SetBreakpoints(o.Debugger)
+			k.SetRecordClock(eng.recordTime)
 			k.StopAtStart()
 		}
 		if o.Set != nil || o.OnMapping != nil || o.SamplePeriod != 0 {

@@ -53,9 +53,14 @@ for any gdb remote client instead.`,
 			if root == "" {
 				root = "/"
 			}
+			defs, err := writeGDBCommands()
+			if err != nil {
+				return &exitError{exitFailure, err}
+			}
+			defer os.Remove(defs)
 			gdb := func(addr string) (*exec.Cmd, error) {
 				c := exec.CommandContext(cmd.Context(), gdbPath, append([]string{"-q", filepath.Join(root, l.Path),
-					"-ex", "set sysroot " + root, "-ex", "target remote " + addr}, gdbArgs...)...)
+					"-ex", "set sysroot " + root, "-x", defs, "-ex", "target remote " + addr}, gdbArgs...)...)
 				c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
 				return c, c.Start()
 			}
@@ -83,6 +88,34 @@ for any gdb remote client instead.`,
 	return cmd
 }
 
+// gdbCommands are the commands reprise debug defines in gdb. A jump
+// (monitor seek) is followed by reading the registers again: gdb keeps
+// them across a monitor command, not knowing the program moved.
+const gdbCommands = `define seek
+  monitor seek $arg0
+  maintenance flush register-cache
+end
+document seek
+Go to another place of the replay: EXIT (an exit count, as 'monitor when'
+prints it), a record time (2.5s) or #N (a place 'monitor checkpoint' saved).
+end
+`
+
+// writeGDBCommands writes gdbCommands to a file for gdb's -x and returns
+// its path.
+func writeGDBCommands() (string, error) {
+	f, err := os.CreateTemp("", "reprise-gdb-*.gdb")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(gdbCommands)
+	if err := errors.Join(err, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("gdb commands: %w", err)
+	}
+	return f.Name(), nil
+}
+
 // serveGDB replays opts for one gdb remote client, which connects to
 // addr: w is told where it listens, unless client starts the client
 // itself (given the address; serveGDB waits for it to end). It returns
@@ -91,9 +124,16 @@ func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writ
 	if opts.Recording != nil && opts.Recording.Header.Linux == nil {
 		return nil, errors.New("a gdb client debugs a Linux program's replay; this tape records a guest image")
 	}
-	starts, err := checkpointExits(opts)
-	if err != nil {
-		return nil, err
+	var starts []checkpoint.Summary
+	if opts.Checkpoints != "" {
+		// Opened once for all the session's replays, each checkpoint's
+		// RAM hashed the first time a replay starts from it.
+		cf, err := replayer.OpenCheckpointFile(opts.Checkpoints, opts.Recording)
+		if err != nil {
+			return nil, err
+		}
+		defer cf.Close()
+		opts.Checkpoints, opts.CheckpointFile, starts = "", cf, cf.Checkpoints()
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -143,23 +183,4 @@ func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writ
 		return nil, nil
 	}
 	return res, err
-}
-
-// checkpointExits are the exit counts of the checkpoints of opts's
-// checkpoint file, where a debugger's replays may start; none without
-// one.
-func checkpointExits(opts replayer.Options) ([]uint64, error) {
-	if opts.Checkpoints == "" {
-		return nil, nil
-	}
-	f, err := checkpoint.Open(opts.Checkpoints, checkpoint.RecordingOf(opts.Recording.Header))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var exits []uint64
-	for _, c := range f.Checkpoints() {
-		exits = append(exits, c.Pos.Exit)
-	}
-	return exits, nil
 }

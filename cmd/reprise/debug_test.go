@@ -445,3 +445,82 @@ func BenchmarkDebug(b *testing.B) {
 	b.ReportMetric(watchRate, "watch-steps/s")
 	b.ReportMetric(reverse.Seconds(), "reverse-watch-s")
 }
+
+// TestDebugSeek jumps about a replay with monitor seek (reprise debug's
+// seek command): to an exit count, to a record time, to the history's
+// start, past the recording's end (refused: the program stays where it
+// was), and back to a place monitor checkpoint saved, where gdb sees the
+// same registers and memory as when it was saved. On a recording without
+// checkpoints and on one with one every 10 ms, where a jump starts from
+// the last checkpoint before its goal; two sessions print the same.
+func TestDebugSeek(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	for _, checkpoints := range []bool{false, true} {
+		t.Run(fmt.Sprintf("checkpoints=%v", checkpoints), func(t *testing.T) {
+			var flags []string
+			if checkpoints {
+				flags = []string{"--checkpoint-every", "10ms"}
+			}
+			dir, tp, _ := recordTape(t, []string{bin}, flags...)
+			when := regexp.MustCompile(`position (\d+):0 \(exit (\d+)\), record time ([^,]+), thread (\d+) of process (\d+)`)
+			// Where the program stands at its printf, and the start.
+			atEnd := fmt.Sprintf("break overwrite.c:%d\ncontinue\n", overwriteLine(t, "printf("))
+			out := debugScript(t, dir, tp, "monitor when\n"+atEnd+"monitor when\n")
+			places := when.FindAllStringSubmatch(out, -1)
+			require.Len(t, places, 2, out)
+			start, end := places[0], places[1]
+			endExit, err := strconv.Atoi(end[1])
+			require.NoError(t, err)
+			endTime, err := time.ParseDuration(end[3])
+			require.NoError(t, err)
+			require.Greater(t, endExit, 10, out)
+			mid, half := endExit/2, endTime/2/time.Microsecond*time.Microsecond
+			script := atEnd + fmt.Sprintf(`monitor checkpoint
+info registers rip rsp
+print total
+seek %d
+info registers rip
+seek %dus
+seek 0
+seek %d
+monitor when
+seek #1
+info registers rip rsp
+print total
+frame
+monitor checkpoints
+seek #2
+seek %d
+delete
+continue
+`, mid, half.Microseconds(), endExit+1000000, mid)
+			out = debugScript(t, dir, tp, script)
+			t.Log(out)
+			places = when.FindAllStringSubmatch(out, -1)
+			require.Len(t, places, 9, out)
+			require.Equal(t, end[0], places[0][0], "the checkpoint: where the program stands")
+			require.Equal(t, strconv.Itoa(mid), places[1][1], "seek to an exit count")
+			byTime, err := time.ParseDuration(places[2][3])
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, byTime, half, "seek to a record time: the first exit at or after it")
+			require.Less(t, byTime, endTime)
+			require.Equal(t, start[0], places[3][0], "seek 0: the history's start")
+			require.Contains(t, out, "monitor seek: the recording ends first, at exit ")
+			require.Equal(t, start[0], places[4][0], "a seek past the end leaves the program where it was")
+			require.Equal(t, start[0], places[5][0])
+			require.Equal(t, end[0], places[6][0], "seek #1: back where the checkpoint was saved")
+			require.Equal(t, end[0], places[7][0], "monitor checkpoints")
+			require.Equal(t, places[1][0], places[8][0], "the same exit twice: the same place")
+			regs := regexp.MustCompile(`(?m)^(rip|rsp) +0x[0-9a-f]+ .*$`).FindAllString(out, -1)
+			require.Len(t, regs, 5, out)
+			require.Equal(t, regs[:2], regs[3:5], "the checkpoint's registers")
+			require.Equal(t, 2, strings.Count(out, " = -1\n"), "total at the checkpoint, twice")
+			require.Contains(t, out, fmt.Sprintf("overwrite.c:%d", overwriteLine(t, "printf(")))
+			require.Contains(t, out, "monitor seek: no checkpoint #2 (1 saved)")
+			require.Contains(t, out, "total -1 (want 5050)")
+			require.Contains(t, out, "reprise: replay matched: ")
+			require.Equal(t, out, debugScript(t, dir, tp, script), "a second session")
+		})
+	}
+}
