@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"time"
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/linux"
@@ -58,6 +59,10 @@ type server struct {
 	watchAt uint64
 	// saved are the places monitor checkpoint saved, in order.
 	saved []savedPlace
+	// keepAlive, while a monitor command runs, has wait send gdb an empty
+	// output packet every second: gdb waits for its answer 2 s at a
+	// time, complaining each time it does not come.
+	keepAlive bool
 }
 
 // Serve debugs the replay run starts for the gdb client on rw until the
@@ -158,8 +163,16 @@ func (s *server) read() {
 
 // wait waits for the program's next stop or the replay's end. An
 // interrupt meanwhile asks the program to stop at its next exit; another
-// packet waits for the stop.
+// packet waits for the stop. For a monitor command (keepAlive), gdb is
+// sent an empty output packet every second.
 func (s *server) wait() error {
+	var tick <-chan time.Time
+	var gone error
+	if s.keepAlive {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		packets := s.packets
 		if len(s.pending) >= maxPending {
@@ -169,10 +182,17 @@ func (s *server) wait() error {
 		case st := <-s.session.stops:
 			s.last = st
 			s.gThread = rsp.ThreadID{PID: st.pid, TID: st.tid}
-			return nil
+			return gone
 		case e := <-s.end:
 			s.over = &e
 			return e.err
+		case <-tick:
+			if err := s.conn.Write(rsp.Output(nil)); err != nil {
+				// The client is gone: stop the program, as for an
+				// interrupt, and end with the stop.
+				s.session.interrupt.Store(true)
+				tick, gone = nil, err
+			}
 		case p := <-packets:
 			if p.err != nil { // an interrupt, or a client gone: stop it
 				s.session.interrupt.Store(true)
@@ -254,7 +274,9 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 	case rsp.QuerySymbol:
 		reply = rsp.OK()
 	case rsp.Monitor:
+		s.keepAlive = true
 		out, err := s.monitor(c.Command)
+		s.keepAlive = false
 		if err != nil {
 			return true, err
 		}

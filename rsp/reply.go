@@ -17,6 +17,11 @@ func Error(errno uint8) []byte { return fmt.Appendf(nil, "E%02x", errno) }
 // monitor command's output, a thread's extra info.
 func Hex(b []byte) []byte { return hex.AppendEncode(nil, b) }
 
+// Output is console output sent before a monitor command's answer: gdb
+// prints it and reads on. An empty one only says the target is alive:
+// each packet restarts gdb's wait, which is remotetimeout (2 s) long.
+func Output(text []byte) []byte { return append([]byte("O"), Hex(text)...) }
+
 // Supported answers qSupported: PacketSize (MaxPacket, so that gdb sends
 // nothing longer than a Conn reads), then features ("multiprocess+",
 // "QStartNoAckMode+", "ReverseContinue+", "qXfer:features:read+", ...).

@@ -16,6 +16,8 @@ func TestSimpleReplies(t *testing.T) {
 	require.Equal(t, "S05", string(StopSignal(SigTrap)))
 	require.Equal(t, "S02", string(StopSignal(SigInt)))
 	require.Equal(t, "QCp1.2", string(CurrentThread(ThreadID{PID: 1, TID: 2})))
+	require.Equal(t, "O", string(Output(nil)), "a keepalive, which is not OK")
+	require.Equal(t, "O68690a", string(Output([]byte("hi\n"))))
 	require.Equal(t, "PacketSize=10000", string(Supported()))
 	require.Equal(t, "PacketSize=10000;multiprocess+;QStartNoAckMode+", string(Supported("multiprocess+", "QStartNoAckMode+")))
 }

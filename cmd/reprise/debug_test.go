@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -518,9 +519,58 @@ continue
 			require.Equal(t, 2, strings.Count(out, " = -1\n"), "total at the checkpoint, twice")
 			require.Contains(t, out, fmt.Sprintf("overwrite.c:%d", overwriteLine(t, "printf(")))
 			require.Contains(t, out, "monitor seek: no checkpoint #2 (1 saved)")
+			require.NotContains(t, out, "Ignoring packet error", "gdb waited for a seek's answer without news")
 			require.Contains(t, out, "total -1 (want 5050)")
 			require.Contains(t, out, "reprise: replay matched: ")
 			require.Equal(t, out, debugScript(t, dir, tp, script), "a second session")
 		})
+	}
+}
+
+// BenchmarkDebugReverseLong measures the issue's reverse figure: on a
+// minute-long recording (internal/cprog/testdata/longrun.c: a second's
+// sleep and a little work, sixty times; marker() half a minute before
+// the end), what a reverse-continue from finish() back to marker() adds
+// to a session that stops at finish(), recorded without checkpoints and
+// with one every 5 s. REPRISE_LONGRUN_ROUNDS shortens the minute.
+//
+//	go test -run '^$' -bench DebugReverseLong -benchtime 3x ./cmd/reprise
+func BenchmarkDebugReverseLong(b *testing.B) {
+	kvmtest.Require(b)
+	kvmtest.RequireTools(b, "gdb")
+	rounds := cmp.Or(os.Getenv("REPRISE_LONGRUN_ROUNDS"), "60")
+	bin := cprog.Build(b, "gcc", "longrun", "-g", "-O1")
+	type recording struct{ name, dir, tape string }
+	var recs []recording
+	for _, flags := range [][]string{nil, {"--checkpoint-every", "5s"}} {
+		dir, tp, r := recordTape(b, []string{bin, rounds}, flags...)
+		require.Contains(b, r.stdout, "rounds "+rounds+" ")
+		name := "without checkpoints"
+		if flags != nil {
+			name = "with " + strings.Join(flags, " ")
+		}
+		recs = append(recs, recording{name, dir, tp})
+	}
+	session := func(rec recording, script string) (time.Duration, string) {
+		path := filepath.Join(rec.dir, "bench.gdb")
+		require.NoError(b, os.WriteFile(path, []byte(script), 0o644))
+		start := time.Now()
+		r := runCLIIn(b, rec.dir, "debug", rec.tape, "--", "-nx", "-batch", "-x", path)
+		took := time.Since(start)
+		require.Zero(b, r.code, r.stderr)
+		require.Contains(b, r.stderr, "replay matched")
+		return took, r.stdout
+	}
+	const atEnd = "break finish\ncontinue\n"
+	for range b.N {
+		for _, rec := range recs {
+			base, _ := session(rec, atEnd+"delete\ncontinue\n")
+			back, out := session(rec, atEnd+"break marker\nreverse-continue\nmonitor when\ndelete\ncontinue\n")
+			require.Contains(b, out, "marker (round=", out)
+			when := regexp.MustCompile(`record time ([^,]+),`).FindStringSubmatch(out)
+			require.NotNil(b, when, out)
+			b.Logf("recording %s: session to finish() %v; reverse-continue to marker() (record time %s) adds %v",
+				rec.name, base.Round(time.Millisecond), when[1], (back - base).Round(time.Millisecond))
+		}
 	}
 }

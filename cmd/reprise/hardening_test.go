@@ -315,3 +315,14 @@ func TestDiskBaseMustBeARegularFile(t *testing.T) {
 		require.Less(t, time.Since(start), 20*time.Second, args)
 	}
 }
+
+// --gdb-listen refuses what a debugged replay does not take before it
+// opens anything, so it says nothing else first (it used to print the
+// checkpoint a --from would start at, then refuse).
+func TestGDBListenRefusesFlagsFirst(t *testing.T) {
+	for _, flags := range [][]string{{"--from", "1s"}, {"--checkpoint-every", "1s"}, {"--db", "db"}, {"--locks"}, {"--sample-period", "1ms"}} {
+		r := runCLI(t, nil, append(append([]string{"replay", "--gdb-listen", "127.0.0.1:0"}, flags...), "no-such.tape")...)
+		require.Equal(t, exitUsage, r.code, "%v: %s", flags, r.stderr)
+		require.Equal(t, "reprise: --gdb-listen debugs a replay from boot: it takes no probes, sampling, --db, --from or --checkpoint-every\n", r.stderr, flags)
+	}
+}

@@ -70,6 +70,9 @@ them N at a time and stores one run, the one a replay from boot stores;
 machine, and reprise merge joins the N DBs into one run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if gdbListen != "" && (locks || len(probeSpecs) > 0 || probeFile != "" || dbDir != "" || sample != 0 || period != 0 || ckptEvery != 0 || from != "") {
+				return &exitError{exitUsage, errors.New("--gdb-listen debugs a replay from boot: it takes no probes, sampling, --db, --from or --checkpoint-every")}
+			}
 			ctx, cancel := guestContext(cmd.Context(), 0)
 			defer cancel()
 			console := cmd.OutOrStdout()
@@ -133,9 +136,6 @@ machine, and reprise merge joins the N DBs into one run.`,
 			}
 			if (opts.Plan != nil || opts.Set != nil || sample != 0 || period != 0) && dbDir == "" {
 				return &exitError{exitUsage, errors.New("probes and sampling write to an event database: add --db DIR")}
-			}
-			if gdbListen != "" && (probing || dbDir != "" || sample != 0 || period != 0 || opts.CheckpointEvery != 0 || opts.Start != 0) {
-				return &exitError{exitUsage, errors.New("--gdb-listen debugs a replay from boot: it takes no probes, sampling, --db, --from or --checkpoint-every")}
 			}
 			var res *replayer.Result
 			if gdbListen != "" {
