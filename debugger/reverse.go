@@ -110,14 +110,8 @@ func (s *server) lastWrite(found *watchScan, now Mark) (*Mark, uint64, error) {
 	return found.after, 0, nil
 }
 
-// reverseStep goes back one instruction of the stopped thread: it
-// replays to an earlier place of the thread in the same stretch between
-// two exits — the path's previous hop, the previous arrival at this
-// address, or where the stretch began (found by replaying with the exits
-// watched) — steps the thread on to here, noting the place before each
-// step, and replays to the last. At the first instruction of a stretch,
-// the one before is the thread's SYSCALL (its last arrival there);
-// another exit (a fault, an interrupt) cannot be stepped back across yet.
+// reverseStep goes back one instruction of the stopped thread: to the
+// place placeBefore finds.
 func (s *server) reverseStep() (bool, error) {
 	s.watchAt = 0
 	var now Mark
@@ -125,6 +119,24 @@ func (s *server) reverseStep() (bool, error) {
 	if now.Start {
 		return s.historyStart()
 	}
+	target, err := s.placeBefore(now)
+	switch {
+	case err != nil:
+		return true, err
+	case target == nil:
+		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's or a retried fault's)"))
+	}
+	return s.goBackTo(*target)
+}
+
+// placeBefore finds the place one instruction of now's thread before
+// now: it replays to an earlier place of the thread in the same stretch
+// between two exits — the path's previous hop, the previous arrival at
+// this address, or where the stretch began (found by replaying with the
+// exits watched) — and steps the thread on to now, noting the place
+// before each step. At the first instruction of a stretch the place is
+// across the exit (beforeExit); nil if it cannot be found.
+func (s *server) placeBefore(now Mark) (*Mark, error) {
 	last, prefix := now.Path[len(now.Path)-1], now.Path[:len(now.Path)-1]
 	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID}
 	switch {
@@ -133,37 +145,46 @@ func (s *server) reverseStep() (bool, error) {
 	case len(prefix) == 0:
 		sk := &seeker{goal: now, findResume: true}
 		if err := s.replayAgain(sk, s.before(now.Exit)); err != nil {
-			return true, err
+			return nil, err
 		}
 		from = sk.resumed
 		if from.TID != now.TID || from.Path[0].Addr == last.Addr {
-			return s.backAcrossExit(now)
+			return s.beforeExit(now)
 		}
 	}
 	sk := &seeker{goal: from, stepTo: last.Addr}
 	if err := s.replayAgain(sk, s.before(from.Exit)); err != nil {
-		return true, err
+		return nil, err
 	}
-	return s.goBackTo(sk.last)
+	return &sk.last, nil
 }
 
-// backAcrossExit goes back from the first instruction of a stretch to
-// the SYSCALL that ended the thread's previous one.
-func (s *server) backAcrossExit(now Mark) (bool, error) {
-	at := now.Path[0].Addr - 2
+// beforeExit finds the place before now, the first instruction of a
+// stretch: the thread's SYSCALL before it (its last arrival there), or,
+// after a fault the kernel served and the program retries (copy on
+// write), the place before the attempt that faulted — the thread's last
+// arrival at the same instruction, in the stretch that the fault ended.
+// nil for any other exit (a signal's delivery, an emulated instruction).
+func (s *server) beforeExit(now Mark) (*Mark, error) {
+	at := now.Path[0].Addr
 	var code [2]byte
 	var err error
-	s.on(func(b *linux.Break) { err = b.ReadMemory(now.PID, at, code[:]) })
-	if err != nil || code != [2]byte{0x0f, 0x05} {
-		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's)"))
+	s.on(func(b *linux.Break) { err = b.ReadMemory(now.PID, at-2, code[:]) })
+	if err == nil && code == [2]byte{0x0f, 0x05} {
+		at -= 2
 	}
-	target, _, err := s.scanBack(now, func() *seeker {
+	found, _, err := s.scanBack(now, func() *seeker {
 		return &seeker{scan: map[bpKey]bool{{now.PID, at}: true}, scanTID: now.TID}
 	})
-	if err != nil {
-		return true, err
+	switch {
+	case err != nil:
+		return nil, err
+	case at != now.Path[0].Addr:
+		return &found, nil // the SYSCALL
+	case found.Start || found.TID != now.TID || found.Exit+1 != now.Exit:
+		return nil, nil
 	}
-	return s.goBackTo(target)
+	return s.placeBefore(found)
 }
 
 // historyStart answers a reverse command at the program's first

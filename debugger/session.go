@@ -161,6 +161,13 @@ func (sk *seeker) wants(k bpKey) bool {
 	return k.pid == sk.goal.PID && slices.ContainsFunc(sk.goal.Path, func(h Hop) bool { return h.Addr == k.addr })
 }
 
+// scans reports whether a trap is a hit the seek records: at a scanned
+// breakpoint, in the scanned thread, and not a retry (the same hit as
+// the trap before the fault).
+func (sk *seeker) scans(b *linux.Break) bool {
+	return sk.scan[bpKey{b.PID, b.Regs.RIP}] && (sk.scanTID == 0 || sk.scanTID == b.TID) && !b.Retry
+}
+
 // NewSession is a session no server serves yet.
 func NewSession() *Session {
 	return &Session{stops: make(chan stop), requests: make(chan request), user: map[bpKey]int{}, placed: map[bpKey]int{}, stepFor: map[int]bool{}}
@@ -245,8 +252,8 @@ func (s *Session) Break(b *linux.Break) error {
 		}
 	default:
 		here = s.tally.arrive(exit, b.Regs.RIP, false, b.TID, b.PID)
-		if s.user[bpKey{b.PID, b.Regs.RIP}] == 0 {
-			return nil
+		if b.Retry || s.user[bpKey{b.PID, b.Regs.RIP}] == 0 {
+			return nil // a retry is an arrival, not another hit
 		}
 		st.kind = stopBreak
 	}
@@ -294,7 +301,7 @@ func (s *Session) seeking(b *linux.Break, exit uint64) error {
 		ws.countAbs(exit, addr)
 	}
 	if sk.window {
-		if sk.scan[bpKey{b.PID, addr}] && (sk.scanTID == 0 || sk.scanTID == b.TID) {
+		if sk.scans(b) {
 			sk.hits = append(sk.hits, here)
 		}
 		return nil
@@ -314,7 +321,7 @@ func (s *Session) seeking(b *linux.Break, exit uint64) error {
 		return fmt.Errorf("debugger: the replay passed exit %d without arriving at its mark (%v)", g.Exit, g.Path)
 	}
 	hop := exit == g.Exit && b.PID == g.PID && len(here.Path) == sk.hop+1 && here.Path[sk.hop] == g.Path[sk.hop]
-	if last := hop && sk.hop+1 == len(g.Path); !last && sk.scan[bpKey{b.PID, addr}] && (sk.scanTID == 0 || sk.scanTID == b.TID) {
+	if last := hop && sk.hop+1 == len(g.Path); !last && sk.scans(b) {
 		sk.hits = append(sk.hits, here) // before the goal: a hop on the way counts too
 	}
 	if !hop {

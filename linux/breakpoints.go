@@ -57,10 +57,13 @@ type Break struct {
 	Return bool
 	Cookie uint64
 	// Stepped is set for a single step Step asked for, done; Start for the
-	// stop StopAtStart asked for.
-	Stepped, Start bool
-	k              *Kernel
-	proc           *process
+	// stop StopAtStart asked for. Retry is set for a breakpoint reached
+	// again because its instruction faulted before it ran and runs again
+	// (a fault the kernel served): the same execution of it, met twice —
+	// once in the stretch the fault ended, once where the next begins.
+	Stepped, Start, Retry bool
+	k                     *Kernel
+	proc                  *process
 }
 
 // maxReturnWatches bounds the returns one thread can be watched for at
@@ -128,8 +131,10 @@ type breakpoints struct {
 	temp    map[uint64]int // the int3s returns are watched at, with their holds
 	returns map[int][]returnWatch
 	// step is the int3 the running thread is being single-stepped over:
-	// put back when the step traps (#DB).
-	step *stepOver
+	// put back when the step traps (#DB), or when its instruction faults
+	// (abortStep), and then retry is that thread's next trap there.
+	step  *stepOver
+	retry *stepOver
 	// debugStack is what the debug traps' stack held before the
 	// breakpoints' traps wrote it: zeros, or the frame of the program's
 	// own last debug trap.
@@ -273,6 +278,10 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 		return true, err
 	}
 	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: &hit, Mapping: k.proc().as.FileAt(at), k: k, proc: k.proc()}
+	if r := bp.retry; r != nil && r.tid == b.TID {
+		bp.retry = nil
+		b.Retry = r.pa == pa
+	}
 	if bp.temp[pa] > 0 {
 		if err := bp.returned(k, b, pa); err != nil {
 			return true, err
@@ -351,6 +360,31 @@ func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
 		}
 	}
 	return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
+}
+
+// abortStep ends the step over an int3 of the running thread whose
+// instruction faulted instead (the trap stub's frame at regs.RSP, its
+// flags slot flags): the int3 goes back and the trap flag is again the
+// thread's own, so that the instruction, run again after a fault the
+// kernel serves, meets its breakpoint again, a Break with Retry set —
+// and a signal's handler, entered instead, runs without the flag.
+func (k *Kernel) abortStep(regs *kvm.Regs, flags *uint64) error {
+	bp := k.bp
+	if bp == nil || bp.step == nil || bp.step.tid != k.current().tid {
+		return nil
+	}
+	s := bp.step
+	bp.step, bp.retry = nil, s
+	if s.site || bp.temp[s.pa] > 0 {
+		if err := k.fr.Patch(s.pa, s.site); err != nil {
+			return err
+		}
+	}
+	*flags &^= rflagsTF
+	if s.tf || bp.stepping[s.tid] {
+		*flags |= rflagsTF
+	}
+	return k.m.RAM().PutUint64(regs.RSP+frameRFLAGS, *flags)
 }
 
 // armStep has thread t, about to run the instruction at rip, stop after

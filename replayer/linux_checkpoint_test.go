@@ -100,6 +100,34 @@ func TestLinuxCheckpoints(t *testing.T) {
 	}
 }
 
+// A checkpoint file shared by many replays (a debugging session's, which
+// opens it once and hashes a checkpoint's RAM the first time a replay
+// starts from it): each replay from it ends as one from boot, the second
+// from the same checkpoint too; it is only read.
+func TestSharedCheckpointFile(t *testing.T) {
+	bin := cprog.Build(t, "musl-gcc", "pipeline", "-static", "-O1")
+	path, ck, rec, console := recordLinuxCheckpoints(t, bin, "pipeline", "40")
+	n := len(rec.Checkpoints)
+	require.GreaterOrEqual(t, n, 3)
+	r, err := replayer.OpenRecording(path)
+	require.NoError(t, err)
+	defer r.Close()
+	cf, err := replayer.OpenCheckpointFile(ck, r)
+	require.NoError(t, err)
+	defer cf.Close()
+	require.Len(t, cf.Checkpoints(), n)
+	require.Equal(t, rec.Checkpoints[n-1].Pos, cf.Checkpoints()[n-1].Pos)
+	for _, i := range []int{n / 2, n, n / 2} {
+		var out bytes.Buffer
+		res, err := replayer.Replay(context.Background(), replayer.Options{Recording: r, Console: &out, CheckpointFile: cf, Start: i, StartOnly: true})
+		require.NoError(t, err, "from checkpoint %d", i)
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
+		require.True(t, strings.HasSuffix(console, out.String()), "from checkpoint %d: the output from there on", i)
+	}
+	_, err = replayer.Replay(context.Background(), replayer.Options{Recording: r, Console: &bytes.Buffer{}, CheckpointFile: cf, CheckpointEvery: time.Millisecond})
+	require.ErrorContains(t, err, "only read")
+}
+
 // recordLinuxCheckpoints records bin taking a checkpoint every 5 ms of
 // guest time, and returns the tape, the checkpoint file, the result and
 // the console output.

@@ -286,6 +286,9 @@ func (lp *linuxProbes) Mapped(m linux.Mapping, data []byte) ([]uint64, error) {
 // Break reports the probes of a site the program reached, and asks to
 // see the function return if it has return probes.
 func (lp *linuxProbes) Break(b *linux.Break) error {
+	if b.Retry {
+		return nil // reported at the attempt that faulted
+	}
 	var list []*probes.Probe
 	if b.Return {
 		if b.Cookie >= uint64(len(lp.returns)) {

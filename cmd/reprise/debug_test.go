@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -409,7 +410,7 @@ func TestGDBListenHostileClient(t *testing.T) {
 // reverse-continue from the end to the last write of a watched value
 // adds to a session that stops at the end.
 //
-//	go test -run '^$' -bench Debug -benchtime 3x ./cmd/reprise
+//	go test -run '^$' -bench 'Debug$' -benchtime 3x ./cmd/reprise
 func BenchmarkDebug(b *testing.B) {
 	kvmtest.Require(b)
 	kvmtest.RequireTools(b, "gdb")
@@ -573,4 +574,52 @@ func BenchmarkDebugReverseLong(b *testing.B) {
 				rec.name, base.Round(time.Millisecond), when[1], (back - base).Round(time.Millisecond))
 		}
 	}
+}
+
+// TestDebugReverseStepAcrossAFault steps back across an exit that is not
+// a system call's: in internal/cprog/testdata/cow.c the parent's store
+// after fork faults (copy on write), and runs again once the kernel has
+// copied the page, so the stretch after the fault begins at the store.
+// reverse-stepi from after the store goes to the store run again;
+// another goes across the fault, past the attempt that faulted, to the
+// jne before it; stepping forwards again arrives at the same places with
+// the same registers.
+func TestDebugReverseStepAcrossAFault(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "cow", "-g", "-O0")})
+	require.Equal(t, "value 42\n", r.stdout)
+	src, err := os.ReadFile(filepath.Join("..", "..", "internal", "cprog", "testdata", "cow.c"))
+	require.NoError(t, err)
+	line := slices.IndexFunc(strings.Split(string(src), "\n"), func(l string) bool { return strings.Contains(l, "value = 42;") }) + 1
+	const regs = "info registers rip rsp rbp rax rcx rdx rsi rdi r11 eflags\n"
+	out := debugScript(t, dir, tp, fmt.Sprintf("break cow.c:%d\ncontinue\n", line)+regs+`print value
+delete
+stepi
+print value
+info registers rip
+reverse-stepi
+info registers rip
+print value
+reverse-stepi
+`+regs+`stepi
+`+regs+`stepi
+info registers rip
+print value
+continue
+`)
+	t.Log(out)
+	rip := regexp.MustCompile(`(?m)^rip +0x[0-9a-f]+ +0x[0-9a-f]+ <(main\+\d+)>$`)
+	var at []string
+	for _, m := range rip.FindAllStringSubmatch(out, -1) {
+		at = append(at, m[1])
+	}
+	require.Equal(t, []string{"main+32", "main+43", "main+32", "main+20", "main+32", "main+43"}, at,
+		"the store, after it, the store again (retried), the jne before it, forwards to the store and past it")
+	blocks := regexp.MustCompile(`(?m)^rip [^\n]*\n(?:[a-z0-9]+ +[^\n]*\n){9}`).FindAllString(out, -1)
+	require.Len(t, blocks, 3, out)
+	require.Equal(t, blocks[0], blocks[2], "at the store before it faults, forwards and after stepping back")
+	require.Equal(t, []string{"$1 = 1", "$2 = 42", "$3 = 1", "$4 = 42"}, regexp.MustCompile(`\$\d+ = \d+`).FindAllString(out, -1))
+	require.NotContains(t, out, "cannot step back")
+	require.Contains(t, out, "value 42")
+	require.Contains(t, out, "reprise: replay matched: ")
 }
