@@ -29,7 +29,12 @@ executable's symbols (its libraries' come as the loader maps them), as
 'rr replay' does. Break, continue, step, next, finish, info registers, x,
 print, bt, info threads and thread N work as on a live program; a write to
 memory or registers is refused (a replay cannot change its past).
-Arguments after -- go to gdb (e.g. -batch -x script.gdb).
+Backwards: reverse-continue (to a breakpoint, or the last write to a
+watched value), reverse-stepi, reverse-step, reverse-next, reverse-finish.
+Jumps: 'seek EXIT', 'seek 2.5s' (a record time), 'seek #N' (a place
+'monitor checkpoint' saved); 'monitor when' says where the replay is,
+'monitor help' lists the rest. Arguments after -- go to gdb (e.g. -batch
+-x script.gdb).
 
 The replay is checked as any replay; continued to its end, it ends with
 the recording's RAM and console. 'reprise replay --gdb-listen ADDR' waits
