@@ -161,12 +161,7 @@ func (s *server) seekExit(goal *exitGoal) (string, error) {
 	if goal.exit == 0 {
 		from = s.beforeTime(goal.time)
 	}
-	if err := s.endReplay(); err != nil {
-		return "", err
-	}
-	s.session.replayAgain(&seeker{at: goal})
-	go s.start(from, 0)
-	if err := s.wait(); err != nil {
+	if err := s.replayFor(&seeker{at: goal}, from, 0); err != nil {
 		return "", err
 	}
 	if s.over == nil {

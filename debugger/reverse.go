@@ -219,15 +219,22 @@ func (s *server) returnTo(target Mark) error {
 	return nil
 }
 
-// replayAgain ends the current replay and starts another, from
-// checkpoint from, which stops where sk's mark is.
-func (s *server) replayAgain(sk *seeker, from int) error {
+// replayFor ends the current replay and starts another for sk, from
+// checkpoint from to checkpoint until (0: the end), and waits for its
+// first stop or its end (s.over).
+func (s *server) replayFor(sk *seeker, from, until int) error {
 	if err := s.endReplay(); err != nil {
 		return err
 	}
 	s.session.replayAgain(sk)
-	go s.start(from, 0)
-	if err := s.wait(); err != nil {
+	go s.start(from, until)
+	return s.wait()
+}
+
+// replayAgain ends the current replay and starts another, from
+// checkpoint from, which stops where sk's mark is.
+func (s *server) replayAgain(sk *seeker, from int) error {
+	if err := s.replayFor(sk, from, 0); err != nil {
 		return err
 	}
 	if s.over != nil {
@@ -239,13 +246,8 @@ func (s *server) replayAgain(sk *seeker, from int) error {
 // replayWindow replays from checkpoint from to checkpoint until for sk,
 // which records what it scans: no stop, and no replay after.
 func (s *server) replayWindow(sk *seeker, from, until int) error {
-	if err := s.endReplay(); err != nil {
-		return err
-	}
 	sk.window = true
-	s.session.replayAgain(sk)
-	go s.start(from, until)
-	if err := s.wait(); err != nil {
+	if err := s.replayFor(sk, from, until); err != nil {
 		return err
 	}
 	if s.over == nil {
