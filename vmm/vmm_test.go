@@ -112,13 +112,16 @@ func TestHaltWithInterruptsOff(t *testing.T) {
 }
 
 // The interrupt path without a kernel: a one-entry handler table at a
-// known symbol, the timer programmed at 1 kHz, and `sti; hlt` until ten
-// ticks have been counted by the handler.
+// known symbol, the timer programmed at 100 Hz, and `sti; hlt` until ten
+// ticks have been counted by the handler. Each tick finds the guest halted:
+// the period is long enough that even an emulated machine (nested KVM under
+// QEMU's TCG, where an exit takes a millisecond) re-enters the guest and
+// reaches its HLT before the next tick is due.
 var tickAsm = `
 .globl _start, reprise_vectors
 _start:
 	mov $0x520, %dx
-	mov $1000, %eax          /* 1 ms period */
+	mov $10000, %eax         /* 10 ms period */
 	out %eax, %dx
 1:	sti
 	hlt
