@@ -7,7 +7,6 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -52,7 +51,7 @@ type exitGoal struct {
 }
 
 // reached reports whether the exit just made is the goal's.
-func (g *exitGoal) reached(b *linux.Break) bool {
+func (g *exitGoal) reached(b *Trap) bool {
 	g.last, g.lastTime = b.Position().Exit, b.RecordTime()
 	if g.exit != 0 {
 		return g.last >= g.exit
@@ -91,7 +90,7 @@ func (s *server) monitor(cmd string) (string, error) {
 func (s *server) where() string {
 	var pos vmm.Position
 	var t time.Duration
-	s.on(func(b *linux.Break) { pos, t = b.Position(), b.RecordTime() })
+	s.on(func(b *Trap) { pos, t = b.Position(), b.RecordTime() })
 	return describePlace(pos, t, s.last.tid, s.last.pid) + "\n"
 }
 
@@ -105,7 +104,7 @@ func (s *server) checkpoint() string {
 		return fmt.Sprintf("monitor checkpoint: at most %d checkpoints\n", maxSaved)
 	}
 	var p savedPlace
-	s.on(func(b *linux.Break) { p = savedPlace{mark: s.session.now, pos: b.Position(), time: b.RecordTime()} })
+	s.on(func(b *Trap) { p = savedPlace{mark: s.session.now, pos: b.Position(), time: b.RecordTime()} })
 	s.saved = append(s.saved, p)
 	return fmt.Sprintf("checkpoint #%d: %s\n", len(s.saved), describePlace(p.pos, p.time, p.mark.TID, p.mark.PID))
 }
@@ -156,7 +155,7 @@ func (s *server) jump(m Mark) (string, error) {
 // program where it was.
 func (s *server) seekExit(goal *exitGoal) (string, error) {
 	var now Mark
-	s.on(func(*linux.Break) { now = s.session.now })
+	s.on(func(*Trap) { now = s.session.now })
 	from := s.before(goal.exit)
 	if goal.exit == 0 {
 		from = s.beforeTime(goal.time)

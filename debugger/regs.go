@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/reprise-vm/reprise/kvm"
-	"github.com/reprise-vm/reprise/linux"
 )
 
 // The registers gdb sees, in the order of the target description the
@@ -22,7 +21,7 @@ type register struct {
 	bits    int
 	typ     string // the description's type
 	feature string // which of the description's features holds it
-	value   func(s *linux.ThreadState, img []byte) []byte
+	value   func(s *ThreadState, img []byte) []byte
 }
 
 const (
@@ -52,12 +51,12 @@ func word32(v uint64) []byte { return binary.LittleEndian.AppendUint32(nil, uint
 
 // gpr is a general register read from the saved set.
 func gpr(name string, at func(r *kvm.Regs) uint64, typ string) register {
-	return register{name: name, bits: 64, typ: typ, feature: featureCore, value: func(s *linux.ThreadState, img []byte) []byte { return word64(at(&s.Regs)) }}
+	return register{name: name, bits: 64, typ: typ, feature: featureCore, value: func(s *ThreadState, img []byte) []byte { return word64(at(&s.Regs)) }}
 }
 
 // xsaveBytes is a register n bytes long at off of the XSAVE image.
 func xsaveBytes(name string, off, n int, typ, feature string) register {
-	return register{name: name, bits: 8 * n, typ: typ, feature: feature, value: func(s *linux.ThreadState, img []byte) []byte {
+	return register{name: name, bits: 8 * n, typ: typ, feature: feature, value: func(s *ThreadState, img []byte) []byte {
 		return append([]byte(nil), img[off:off+n]...)
 	}}
 }
@@ -65,7 +64,7 @@ func xsaveBytes(name string, off, n int, typ, feature string) register {
 // xsaveField is an x87 control field of width bytes at off, as gdb's
 // 32-bit register.
 func xsaveField(name string, off, width int) register {
-	return register{name: name, bits: 32, typ: "int", feature: featureCore, value: func(s *linux.ThreadState, img []byte) []byte {
+	return register{name: name, bits: 32, typ: "int", feature: featureCore, value: func(s *ThreadState, img []byte) []byte {
 		var v uint64
 		for i := width - 1; i >= 0; i-- {
 			v = v<<8 | uint64(img[off+i])
@@ -76,7 +75,7 @@ func xsaveField(name string, off, width int) register {
 
 // fullTag expands the abridged tag word into x87's: a valid register 00
 // (gdb shows it as such), an empty one 11.
-func fullTag(_ *linux.ThreadState, img []byte) []byte {
+func fullTag(_ *ThreadState, img []byte) []byte {
 	abridged := img[xsaveFTW]
 	var tag uint64
 	for i := range 8 {
@@ -90,7 +89,7 @@ func fullTag(_ *linux.ThreadState, img []byte) []byte {
 // segment is a selector gdb asks for; the program's are the user
 // selectors Linux gives, fixed.
 func segment(name string, sel uint64) register {
-	return register{name: name, bits: 32, typ: "int32", feature: featureCore, value: func(*linux.ThreadState, []byte) []byte { return word32(sel) }}
+	return register{name: name, bits: 32, typ: "int32", feature: featureCore, value: func(*ThreadState, []byte) []byte { return word32(sel) }}
 }
 
 // Linux's x86-64 user selectors (__USER_CS, __USER_DS).
@@ -118,7 +117,7 @@ var registers = func() []register {
 		gpr("r14", func(r *kvm.Regs) uint64 { return r.R14 }, "int64"),
 		gpr("r15", func(r *kvm.Regs) uint64 { return r.R15 }, "int64"),
 		gpr("rip", func(r *kvm.Regs) uint64 { return r.RIP }, "code_ptr"),
-		{name: "eflags", bits: 32, typ: "int32", feature: featureCore, value: func(s *linux.ThreadState, img []byte) []byte { return word32(s.Regs.RFLAGS) }},
+		{name: "eflags", bits: 32, typ: "int32", feature: featureCore, value: func(s *ThreadState, img []byte) []byte { return word32(s.Regs.RFLAGS) }},
 		segment("cs", userCS), segment("ss", userDS), segment("ds", 0), segment("es", 0), segment("fs", 0), segment("gs", 0),
 	}
 	for i := range 8 {
@@ -137,16 +136,16 @@ var registers = func() []register {
 	for i := range 16 {
 		rs = append(rs, xsaveBytes(fmt.Sprintf("xmm%d", i), xsaveXMM+16*i, 16, "vec128", featureSSE))
 	}
-	rs = append(rs, register{name: "mxcsr", bits: 32, typ: "int", feature: featureSSE, value: func(s *linux.ThreadState, img []byte) []byte {
+	rs = append(rs, register{name: "mxcsr", bits: 32, typ: "int", feature: featureSSE, value: func(s *ThreadState, img []byte) []byte {
 		return word32(uint64(binary.LittleEndian.Uint32(img[xsaveMXCSR:])))
 	}})
 	rs = append(rs,
-		register{name: "orig_rax", bits: 64, typ: "int", feature: featureLinux, value: func(*linux.ThreadState, []byte) []byte { return word64(^uint64(0)) }},
-		register{name: "fs_base", bits: 64, typ: "int", feature: featureLinux, value: func(s *linux.ThreadState, img []byte) []byte { return word64(s.FSBase) }},
-		register{name: "gs_base", bits: 64, typ: "int", feature: featureLinux, value: func(*linux.ThreadState, []byte) []byte { return word64(0) }},
+		register{name: "orig_rax", bits: 64, typ: "int", feature: featureLinux, value: func(*ThreadState, []byte) []byte { return word64(^uint64(0)) }},
+		register{name: "fs_base", bits: 64, typ: "int", feature: featureLinux, value: func(s *ThreadState, img []byte) []byte { return word64(s.FSBase) }},
+		register{name: "gs_base", bits: 64, typ: "int", feature: featureLinux, value: func(*ThreadState, []byte) []byte { return word64(0) }},
 	)
 	for i := range 16 {
-		rs = append(rs, register{name: fmt.Sprintf("ymm%dh", i), bits: 128, typ: "uint128", feature: featureAVX, value: func(s *linux.ThreadState, img []byte) []byte {
+		rs = append(rs, register{name: fmt.Sprintf("ymm%dh", i), bits: 128, typ: "uint128", feature: featureAVX, value: func(s *ThreadState, img []byte) []byte {
 			b := make([]byte, 16)
 			if img[xsaveBV]&4 != 0 { // else the upper halves are in their initial state: zeros
 				copy(b, img[xsaveYMMHi+16*i:])
@@ -193,7 +192,7 @@ var targetXML = func() string {
 }()
 
 // registerBytes is the 'g' packet's data: every register in order.
-func registerBytes(s *linux.ThreadState) []byte {
+func registerBytes(s *ThreadState) []byte {
 	var out []byte
 	img := s.XSave.Bytes()
 	for _, r := range registers {

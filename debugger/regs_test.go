@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/reprise-vm/reprise/linux"
 )
 
 // The target description and the 'g' packet come from one table: the
@@ -41,7 +39,7 @@ func TestRegisters(t *testing.T) {
 	require.Len(t, names, len(registers))
 	require.Subset(t, names, []string{"rax", "rip", "eflags", "st0", "fop", "xmm15", "mxcsr", "fs_base", "ymm0h"})
 
-	var s linux.ThreadState
+	var s ThreadState
 	s.Regs.RAX, s.Regs.RIP, s.FSBase = 0x1122334455667788, 0x401000, 0x7f0000001000
 	s.XSave.Region[xsaveXMM/4] = 0xdeadbeef // xmm0's low word
 	s.XSave.Region[xsaveBV/4] = 4           // AVX state in use

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-
-	"github.com/reprise-vm/reprise/linux"
 )
 
 // Reverse execution: every command replays again (mark.go says how a
@@ -24,7 +22,7 @@ func (s *server) reverseContinue() (bool, error) {
 	var now Mark
 	var watching bool
 	scan := map[bpKey]bool{}
-	s.on(func(*linux.Break) {
+	s.on(func(*Trap) {
 		now, watching = s.session.now, len(s.session.watches) > 0
 		for k := range s.session.user {
 			scan[k] = true
@@ -115,7 +113,7 @@ func (s *server) lastWrite(found *watchScan, now Mark) (*Mark, uint64, error) {
 func (s *server) reverseStep() (bool, error) {
 	s.watchAt = 0
 	var now Mark
-	s.on(func(*linux.Break) { now = s.session.now })
+	s.on(func(*Trap) { now = s.session.now })
 	if now.Start {
 		return s.historyStart()
 	}
@@ -169,7 +167,7 @@ func (s *server) beforeExit(now Mark) (*Mark, error) {
 	at := now.Path[0].Addr
 	var code [2]byte
 	var err error
-	s.on(func(b *linux.Break) { err = b.ReadMemory(now.PID, at-2, code[:]) })
+	s.on(func(b *Trap) { err = b.ReadMemory(now.PID, at-2, code[:]) })
 	if err == nil && code == [2]byte{0x0f, 0x05} {
 		at -= 2
 	}

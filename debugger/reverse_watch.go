@@ -2,8 +2,6 @@ package debugger
 
 import (
 	"bytes"
-
-	"github.com/reprise-vm/reprise/linux"
 )
 
 // A reverse continue with watched memory looks for the last write to it
@@ -48,7 +46,7 @@ type watchScan struct {
 // look reads the watched memory again and returns the address of the
 // first watch whose bytes changed since the last look (0 if none). Memory
 // that was unreadable and now is, or the reverse, is no write.
-func (s *Session) look(b *linux.Break, ws *watchScan) uint64 {
+func (s *Session) look(b *Trap, ws *watchScan) uint64 {
 	if ws.vals == nil {
 		ws.vals = make([][]byte, len(s.watches))
 	}
@@ -75,7 +73,7 @@ func (ws *watchScan) countAbs(exit, addr uint64) int {
 // exitedScan is the first replay's look at an exit: a change since the
 // last look was made by the stretch that began at ws.resume, or by this
 // exit.
-func (s *Session) exitedScan(b *linux.Break, sk *seeker) {
+func (s *Session) exitedScan(b *Trap, sk *seeker) {
 	ws, exit := sk.watch, b.Position().Exit
 	if exit > sk.goal.Exit && !sk.window {
 		return
@@ -93,7 +91,7 @@ func (s *Session) exitedScan(b *linux.Break, sk *seeker) {
 
 // goalScan is the first replay's look on arriving at its goal: a change
 // since the last exit was made in the goal's stretch, before the goal.
-func (s *Session) goalScan(b *linux.Break, sk *seeker) {
+func (s *Session) goalScan(b *Trap, sk *seeker) {
 	ws := sk.watch
 	ws.goalAbs = ws.abs[b.Regs.RIP]
 	if s.look(b, ws) != 0 {
@@ -104,7 +102,7 @@ func (s *Session) goalScan(b *linux.Break, sk *seeker) {
 
 // stepScan is a landing of the second replay's stepping: it notes a
 // change, and says whether the stretch (or the goal in it) is done.
-func (s *Session) stepScan(b *linux.Break, sk *seeker, here Mark) (done bool) {
+func (s *Session) stepScan(b *Trap, sk *seeker, here Mark) (done bool) {
 	ws, exit := sk.watch, b.Position().Exit
 	if exit != ws.exit {
 		return true

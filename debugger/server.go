@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/reprise-vm/reprise/checkpoint"
-	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/rsp"
 )
 
@@ -236,7 +235,7 @@ func (e *ClientError) Unwrap() error { return e.Err }
 func (s *server) requests(r resume) { s.session.requests <- request{resume: &r} }
 
 // on runs f on the stopped machine.
-func (s *server) on(f func(b *linux.Break)) {
+func (s *server) on(f func(b *Trap)) {
 	done := make(chan struct{})
 	s.session.requests <- request{do: f, done: done}
 	<-done
@@ -344,7 +343,7 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 		return true, nil
 	case rsp.Detach:
 		s.session.detached.Store(true)
-		s.on(func(b *linux.Break) { err = s.session.clearAll(b) })
+		s.on(func(b *Trap) { err = s.session.clearAll(b) })
 		if err != nil {
 			return true, err
 		}
@@ -445,7 +444,7 @@ func (s *server) exitReply() []byte {
 // threads lists the program's live threads.
 func (s *server) threads() []rsp.ThreadID {
 	var out []rsp.ThreadID
-	s.on(func(b *linux.Break) {
+	s.on(func(b *Trap) {
 		for _, t := range b.Threads() {
 			out = append(out, rsp.ThreadID{PID: t.PID, TID: t.TID})
 		}
@@ -455,13 +454,13 @@ func (s *server) threads() []rsp.ThreadID {
 
 // thread is the live thread id names (every or any: the one that
 // stopped), nil if none.
-func (s *server) thread(id rsp.ThreadID) *linux.ThreadInfo {
+func (s *server) thread(id rsp.ThreadID) *ThreadInfo {
 	tid := id.TID
 	if tid == rsp.All || tid == rsp.Any {
 		tid = s.last.tid
 	}
-	var found *linux.ThreadInfo
-	s.on(func(b *linux.Break) {
+	var found *ThreadInfo
+	s.on(func(b *Trap) {
 		for _, t := range b.Threads() {
 			if t.TID == tid {
 				found = &t
@@ -484,10 +483,10 @@ func (s *server) registers(reg int) []byte {
 	if reg >= len(registers) {
 		return rsp.Error(22)
 	}
-	var state linux.ThreadState
+	var state ThreadState
 	var ok bool
 	var err error
-	s.on(func(b *linux.Break) { state, ok, err = b.State(s.gThread.TID) })
+	s.on(func(b *Trap) { state, ok, err = b.State(s.gThread.TID) })
 	switch {
 	case err != nil || !ok:
 		return rsp.Error(3)
@@ -502,7 +501,7 @@ func (s *server) registers(reg int) []byte {
 func (s *server) memory(addr, n uint64) []byte {
 	buf := make([]byte, n)
 	got := 0
-	s.on(func(b *linux.Break) {
+	s.on(func(b *Trap) {
 		for got < len(buf) {
 			end := min(len(buf), got+int(4096-(addr+uint64(got))%4096))
 			if b.ReadMemory(s.gThread.PID, addr+uint64(got), buf[got:end]) != nil {
@@ -528,7 +527,7 @@ func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool)
 	switch kind {
 	case rsp.BreakSoftware, rsp.BreakHardware:
 		k := bpKey{pid: pid, addr: addr}
-		s.on(func(b *linux.Break) {
+		s.on(func(b *Trap) {
 			if set {
 				err = s.session.setBreak(b, k)
 			} else {
@@ -536,7 +535,7 @@ func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool)
 			}
 		})
 	case rsp.WatchWrite:
-		s.on(func(b *linux.Break) {
+		s.on(func(b *Trap) {
 			if set {
 				err = s.session.setWatch(b, pid, addr, size)
 			} else {
@@ -561,7 +560,7 @@ func (s *server) xfer(c rsp.XferRead) []byte {
 		doc = []byte(targetXML)
 	case c.Object == "auxv":
 		var err error
-		s.on(func(b *linux.Break) { doc, err = b.Auxv(s.gThread.PID) })
+		s.on(func(b *Trap) { doc, err = b.Auxv(s.gThread.PID) })
 		if err != nil {
 			return rsp.Error(14)
 		}
@@ -574,7 +573,7 @@ func (s *server) xfer(c rsp.XferRead) []byte {
 			}
 			pid = int(p)
 		}
-		s.on(func(b *linux.Break) { doc = []byte(b.Exe(int(pid))) })
+		s.on(func(b *Trap) { doc = []byte(b.Exe(int(pid))) })
 		if len(doc) == 0 {
 			return rsp.Error(3)
 		}

@@ -9,10 +9,11 @@
 // Two goroutines meet here. The machine's runs the replay; where the
 // program stops for the debugger (its first instruction, a breakpoint of
 // the debugger's, a step done) the kernel calls Session.Break, which hands
-// the stop to the server and then runs the server's requests — reads of
-// registers and memory, breakpoints set and cleared — on the machine's
-// goroutine until the server resumes it. The server's goroutine speaks the
-// protocol (server.go).
+// the stop, a Trap, to the server and then runs the server's requests —
+// reads of registers and memory, breakpoints set and cleared, through the
+// Trap's Program (program.go) — on the machine's goroutine until the
+// server resumes it. The server's goroutine speaks the protocol
+// (server.go).
 package debugger
 
 import (
@@ -80,7 +81,7 @@ const (
 // request is something the server needs done on the stopped machine, or
 // (resume set) the end of the stop.
 type request struct {
-	do     func(b *linux.Break)
+	do     func(b *Trap)
 	done   chan struct{}
 	resume *resume
 }
@@ -164,7 +165,7 @@ func (sk *seeker) wants(k bpKey) bool {
 // scans reports whether a trap is a hit the seek records: at a scanned
 // breakpoint, in the scanned thread, and not a retry (the same hit as
 // the trap before the fault).
-func (sk *seeker) scans(b *linux.Break) bool {
+func (sk *seeker) scans(b *Trap) bool {
 	return sk.scan[bpKey{b.PID, b.Regs.RIP}] && (sk.scanTID == 0 || sk.scanTID == b.TID) && !b.Retry
 }
 
@@ -212,12 +213,18 @@ func (s *Session) Mapped(m linux.Mapping, _ []byte) ([]uint64, error) {
 // Resumed is nothing to a debugger: a replay it debugs starts at boot.
 func (s *Session) Resumed(*linux.Break) error { return nil }
 
-// Break hands a stop of the debugger's to the server and serves its
+// Break serves a Linux program's stop (linux.Breakpoints).
+func (s *Session) Break(b *linux.Break) error { return s.trap(linuxTrap(b)) }
+
+// Exited serves a Linux program's exit (linux.ExitWatcher).
+func (s *Session) Exited(b *linux.Break) error { return s.exited(linuxTrap(b)) }
+
+// trap hands a stop of the debugger's to the server and serves its
 // requests until it resumes the program. Another process's hit of an
 // int3 on a page it shares with the debugged one, a breakpoint cleared
 // since, a step that only checked watched memory, anything on a seek's
 // way, or anything after gdb detached, goes on at once.
-func (s *Session) Break(b *linux.Break) error {
+func (s *Session) trap(b *Trap) error {
 	if s.detached.Load() {
 		return nil
 	}
@@ -261,7 +268,7 @@ func (s *Session) Break(b *linux.Break) error {
 }
 
 // stopAt hands the stop st, at mark here, to the server and serves it.
-func (s *Session) stopAt(b *linux.Break, st stop, here Mark) error {
+func (s *Session) stopAt(b *Trap, st stop, here Mark) error {
 	s.now = here
 	s.tally.restart(here)
 	if st.kind == stopInterrupt || st.kind == stopSeek {
@@ -282,7 +289,7 @@ func (s *Session) stopAt(b *linux.Break, st stop, here Mark) error {
 // seeking is a trap on a seek's way: the next hop of its goal (the goal
 // itself, once the last: the program stops there for the server), a
 // scanned breakpoint's hit before it (recorded), or an int3 of neither.
-func (s *Session) seeking(b *linux.Break, exit uint64) error {
+func (s *Session) seeking(b *Trap, exit uint64) error {
 	sk, addr := s.seek, b.Regs.RIP
 	if sk.at != nil {
 		return nil // its goal is an exit's (Exited)
@@ -346,9 +353,9 @@ func (s *Session) seeking(b *linux.Break, exit uint64) error {
 	return s.arrived(b, here)
 }
 
-// Exited notes, for a seek that asks, where the stretch of execution
-// after its goal's exit begins (linux.ExitWatcher).
-func (s *Session) Exited(b *linux.Break) error {
+// exited notes, for a seek that asks, where the stretch of execution
+// after its goal's exit begins.
+func (s *Session) exited(b *Trap) error {
 	sk := s.seek
 	switch {
 	case sk == nil && !s.detached.Load() && s.interrupt.Swap(false):
@@ -375,14 +382,14 @@ func (s *Session) Exited(b *linux.Break) error {
 
 // stopAfterExit stops the program where the stretch after the exit just
 // made begins: its first arrival there, which an int3 there is too.
-func (s *Session) stopAfterExit(b *linux.Break, kind stopKind) error {
+func (s *Session) stopAfterExit(b *Trap, kind stopKind) error {
 	here := Mark{Exit: b.Position().Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
 	return s.stopAt(b, stop{kind: kind, tid: b.TID, pid: b.PID, regs: *b.Regs}, here)
 }
 
 // arrived ends a seek where the program is, at here: the program stops
 // there for the server.
-func (s *Session) arrived(b *linux.Break, here Mark) error {
+func (s *Session) arrived(b *Trap, here Mark) error {
 	s.seek = nil
 	if err := s.dropUnwanted(b); err != nil {
 		return err
@@ -395,7 +402,7 @@ func (s *Session) arrived(b *linux.Break, here Mark) error {
 }
 
 // dropUnwanted removes the int3s a seek placed that gdb did not ask for.
-func (s *Session) dropUnwanted(b *linux.Break) error {
+func (s *Session) dropUnwanted(b *Trap) error {
 	var errs []error
 	for k, n := range s.placed {
 		if s.wanted(k) {
@@ -410,7 +417,7 @@ func (s *Session) dropUnwanted(b *linux.Break) error {
 }
 
 // resume sets the program going as r says.
-func (s *Session) resume(b *linux.Break, r resume) error {
+func (s *Session) resume(b *Trap, r resume) error {
 	if r.kill {
 		return errKilled
 	}
@@ -430,7 +437,7 @@ func (s *Session) resume(b *linux.Break, r resume) error {
 // stepAll has every live thread step, so that watched memory is checked
 // after each instruction whichever thread runs (new threads included:
 // each step arms the ones made since).
-func (s *Session) stepAll(b *linux.Break) error {
+func (s *Session) stepAll(b *Trap) error {
 	for _, t := range b.Threads() {
 		if err := b.Step(t.TID); err != nil {
 			return err
@@ -442,7 +449,7 @@ func (s *Session) stepAll(b *linux.Break) error {
 // written is the first watch whose memory changed since it was last
 // checked, nil if none; every watch's memory is read again. Memory gone
 // (unmapped, its process ended) reads as unchanged.
-func (s *Session) written(b *linux.Break) *watch {
+func (s *Session) written(b *Trap) *watch {
 	var hit *watch
 	for i := range s.watches {
 		w := &s.watches[i]
@@ -457,7 +464,7 @@ func (s *Session) written(b *linux.Break) *watch {
 }
 
 // read is the watched memory now, nil if its process cannot read it.
-func (w *watch) read(b *linux.Break) []byte {
+func (w *watch) read(b *Trap) []byte {
 	now := make([]byte, len(w.old))
 	if b.ReadMemory(w.pid, w.addr, now) != nil {
 		return nil
@@ -467,7 +474,7 @@ func (w *watch) read(b *linux.Break) []byte {
 
 // setWatch and clearWatch change the watched memory, on the machine's
 // goroutine.
-func (s *Session) setWatch(b *linux.Break, pid int, addr uint64, size int) error {
+func (s *Session) setWatch(b *Trap, pid int, addr uint64, size int) error {
 	if len(s.watches) >= maxWatches || size <= 0 || size > maxWatchSize {
 		return fmt.Errorf("debugger: at most %d watches of at most %d bytes", maxWatches, maxWatchSize)
 	}
@@ -490,7 +497,7 @@ func (s *Session) clearWatch(pid int, addr uint64, size int) {
 
 // setBreak and clearBreak change gdb's breakpoints, on the machine's
 // goroutine.
-func (s *Session) setBreak(b *linux.Break, k bpKey) error {
+func (s *Session) setBreak(b *Trap, k bpKey) error {
 	if s.user[k] == 0 && len(s.user) >= maxBreakpoints {
 		return fmt.Errorf("debugger: at most %d breakpoints", maxBreakpoints)
 	}
@@ -504,7 +511,7 @@ func (s *Session) setBreak(b *linux.Break, k bpKey) error {
 	return nil
 }
 
-func (s *Session) clearBreak(b *linux.Break, k bpKey) error {
+func (s *Session) clearBreak(b *Trap, k bpKey) error {
 	if s.user[k] == 0 {
 		return nil
 	}
@@ -516,7 +523,7 @@ func (s *Session) clearBreak(b *linux.Break, k bpKey) error {
 }
 
 // clearAll removes every breakpoint of the debugger's.
-func (s *Session) clearAll(b *linux.Break) error {
+func (s *Session) clearAll(b *Trap) error {
 	clear(s.user)
 	return s.dropUnwanted(b)
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Runs the KVM tests that .ci/nested/tests names inside software-emulated
 # VMs with a nested KVM (run.sh): what .ci/run does on a host that has no
-# /dev/kvm. Each package's test binary is built here, then run in a fresh
-# one-CPU VM (one a package, so a VM that hangs loses only its own package)
-# with CI=true, so a test that cannot reach KVM there fails instead of
-# skipping; as many VMs run at once as the host has CPUs. A package's output
-# is printed when it ends. Exits non-zero if any package fails or outlives
-# its time budget.
+# /dev/kvm. Each package's test binary is built here, then each line of the
+# list runs in a fresh one-CPU VM (so a VM that hangs loses only its own
+# line) with CI=true, so a test that cannot reach KVM there fails instead
+# of skipping; as many VMs run at once as the host has CPUs. A line's output
+# is printed when all have ended. Exits non-zero if any line fails or
+# outlives its time budget. NESTED_TESTS=FILE runs another list, of the
+# same form.
 #
 # One emulated CPU a VM: with two, a kick from one to the other sometimes
 # never leaves the nested guest and the whole VM locks up (QEMU 7.2's TCG;
@@ -47,7 +48,7 @@ while read -r pkg pattern budget; do
 	lines+=("$name $pkg")
 	while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n || true; done
 	run "$name" "$pkg" "$pattern" "$budget" &
-done <"$here/tests"
+done <"${NESTED_TESTS:-$here/tests}"
 wait
 
 failed=()

@@ -1,0 +1,90 @@
+package debugger
+
+import (
+	"time"
+
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/vmm"
+)
+
+// Trap is the program stopped for the session: the thread that stopped,
+// its registers, why, and the Program to ask about the rest. It is valid
+// only during the call that hands it over, on the machine's goroutine.
+type Trap struct {
+	TID, PID int
+	// Regs are the thread's registers (RIP where it stopped); the session
+	// must not change them.
+	Regs *kvm.Regs
+	// Start: before the program's first instruction. Stepped: a single
+	// step the session asked for, done. Retry: a breakpoint met again
+	// because its instruction faulted before it ran (the same execution of
+	// it, not another hit). Return: a return the session did not ask for.
+	Start, Stepped, Retry, Return bool
+	Program
+}
+
+// Program is what the session asks of a stopped program and the machine
+// replaying it. Nothing in it changes what the program computes: a
+// breakpoint is an int3 the replay steps over, a step the trap flag for
+// one instruction.
+type Program interface {
+	// Threads lists the live threads, in creation order.
+	Threads() []ThreadInfo
+	// State is live thread tid's state; ok is false if there is none.
+	State(tid int) (s ThreadState, ok bool, err error)
+	// ReadMemory reads process pid's memory as the program has it: the
+	// bytes breakpoints replaced show as they were.
+	ReadMemory(pid int, va uint64, p []byte) error
+	// SetBreakpoint holds a breakpoint at va in process pid until a
+	// ClearBreakpoint; ClearBreakpoint lets one hold go.
+	SetBreakpoint(pid int, va uint64) error
+	ClearBreakpoint(pid int, va uint64) error
+	// Step has thread tid run one instruction when the program resumes,
+	// then trap with Stepped set.
+	Step(tid int) error
+	// Position is where the replay stands; RecordTime the recording's
+	// time there.
+	Position() vmm.Position
+	RecordTime() time.Duration
+	// Auxv is process pid's auxiliary vector (nil if it has none), Exe the
+	// path of its executable.
+	Auxv(pid int) ([]byte, error)
+	Exe(pid int) string
+}
+
+// ThreadInfo names a live thread.
+type ThreadInfo struct {
+	TID, PID int
+	Name     string
+}
+
+// ThreadState is a thread's user state: its general registers, thread
+// pointer and XSAVE image (x87, SSE, AVX).
+type ThreadState struct {
+	Regs   kvm.Regs
+	FSBase uint64
+	XSave  kvm.XSave
+}
+
+// linuxProgram is a Linux program stopped in the Go kernel's Break.
+type linuxProgram struct{ *linux.Break }
+
+func (p linuxProgram) Threads() []ThreadInfo {
+	var out []ThreadInfo
+	for _, t := range p.Break.Threads() {
+		out = append(out, ThreadInfo(t))
+	}
+	return out
+}
+
+func (p linuxProgram) State(tid int) (ThreadState, bool, error) {
+	s, ok, err := p.Break.State(tid)
+	return ThreadState(s), ok, err
+}
+
+// linuxTrap is b as the session sees it.
+func linuxTrap(b *linux.Break) *Trap {
+	return &Trap{TID: b.TID, PID: b.PID, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Retry: b.Retry, Return: b.Return,
+		Program: linuxProgram{b}}
+}
