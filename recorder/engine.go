@@ -203,7 +203,7 @@ func (e *engine) event(kind tape.Kind, where tape.Where) *tape.Event {
 		HostTime:   m.Now(),
 		ExitReason: uint8(m.ExitReason()),
 		Port:       m.ExitPort(),
-		Digest:     m.RegsDigest(),
+		Digest:     m.EventDigest(),
 	}
 }
 

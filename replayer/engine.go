@@ -28,6 +28,9 @@ type engine struct {
 	last     tape.Position
 	rtime    tape.RecordClock
 	drainErr error // from the trace-ring handler
+	// exitDigests: the tape sums an event's registers as the exit left
+	// them (vmm.Machine.EventDigest), not as a checkpoint settled them.
+	exitDigests bool
 
 	ckpt    *checkpoints  // nil: none written or checked
 	probes  *patches      // nil: no probes

@@ -162,7 +162,8 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	var kernel vmm.Kernel
 	var affinity []int
 	sc := &script{r: r}
-	eng := &engine{script: sc, rtime: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}, onFrame: o.OnFrame}
+	eng := &engine{script: sc, rtime: tape.RecordClock{ByExit: h.PositionSource == tape.SourceExitSync}, onFrame: o.OnFrame,
+		exitDigests: tape.DigestsExitRegs(h.Version)}
 	if h.Linux != nil {
 		affinity = []int{h.Linux.HostCPU}
 		k, err := rec.takeKernel()

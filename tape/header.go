@@ -32,7 +32,14 @@ import (
 //	7  a listing (FileList) gains the order the host listed its entries
 //	   in (FileFact.Order); before, name order; the header's "linux.user"
 //	   gains the user's supplementary groups
-const FormatVersion = 7
+//	8  an event's register digest at a stop where a checkpoint settled
+//	   the vCPU is of the registers as the exit left them
+//	   (vmm.Machine.EventDigest); before, of the settled ones
+const FormatVersion = 8
+
+// DigestsExitRegs reports whether a tape of version v sums an event's
+// registers as the exit left them (vmm.Machine.EventDigest).
+func DigestsExitRegs(v int) bool { return v >= 8 }
 
 // PositionSource names how asynchronous events are positioned
 // (docs/architecture.md, "Position sources").

@@ -30,8 +30,23 @@ func (m *Machine) Regs() *kvm.Regs { return m.cpu.SyncedRegs() }
 // target (the count it stands for is the position's). So is the trap flag
 // of RFLAGS: a debugger single-stepping a replay sets it where the
 // recording had none (programs do not set it themselves).
-func (m *Machine) RegsDigest() uint64 {
-	r := *m.cpu.SyncedRegs()
+func (m *Machine) RegsDigest() uint64 { return m.digest(*m.cpu.SyncedRegs()) }
+
+// EventDigest is RegsDigest of the registers as the stop's exit left
+// them, whether or not a Settle (a checkpoint's, or its check's) has since
+// completed the exit's instruction: the registers an event at the stop is
+// logged with, the same in a recording that took checkpoints and in a
+// replay that takes or checks none. (KVM completes an OUT, its skip, and
+// an IN, its value, at the next KVM_RUN, which a Settle is; seen under
+// nested SVM to change an interrupt's digest after a system call.)
+func (m *Machine) EventDigest() uint64 {
+	if m.settled && m.exitRegs != nil {
+		return m.digest(*m.exitRegs)
+	}
+	return m.RegsDigest()
+}
+
+func (m *Machine) digest(r kvm.Regs) uint64 {
 	if m.counter == CounterRegister {
 		r.R15 = 0
 	}

@@ -54,6 +54,10 @@ type Machine struct {
 	ticks     uint64
 	yield     schedYield
 	settled   bool // Settle ran since the last KVM_RUN of the loop
+	// exitRegs are the registers as the last exit left them, kept by the
+	// first Settle after it (which may complete the exit's instruction):
+	// what EventDigest sums while settled. nil: none kept.
+	exitRegs *kvm.Regs
 }
 
 // CPUID is the table the guest sees (a recording stores it).

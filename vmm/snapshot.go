@@ -26,6 +26,10 @@ type Snapshot struct {
 	VCPU     VCPUState
 	Devices  DeviceState
 	Console  ConsoleState
+	// ExitRegs are the registers as the stop's exit left them, before the
+	// snapshot's Settle completed its instruction: what an event at this
+	// stop sums (Machine.EventDigest). Absent from older snapshots.
+	ExitRegs *kvm.Regs `json:",omitempty"`
 	// Kernel is a Kernel's own state (KernelState), opaque here.
 	Kernel []byte `json:",omitempty"`
 }
@@ -79,7 +83,7 @@ func (m *Machine) Snapshot() (*Snapshot, error) {
 		return nil, err
 	}
 	c := m.cpu
-	s := &Snapshot{Exits: m.exits, LastStop: m.lastStop, LastExit: m.lastExit, Stats: m.stats, Ticks: m.ticks}
+	s := &Snapshot{Exits: m.exits, LastStop: m.lastStop, LastExit: m.lastExit, Stats: m.stats, Ticks: m.ticks, ExitRegs: m.exitRegs}
 	var err error
 	if s.VCPU.Regs, err = c.Regs(); err != nil {
 		return nil, err
@@ -174,7 +178,11 @@ func (m *Machine) Restore(s *Snapshot) error {
 	m.reg = registerCounter{} // r15 is placed again, for this run's targets, before the next entry
 	// As Snapshot did: the exit fields of kvm_run (ready for injection,
 	// IF) now describe this state, for the engine's first BeforeEntry.
-	return m.Settle()
+	if err := m.Settle(); err != nil {
+		return err
+	}
+	m.exitRegs = s.ExitRegs
+	return nil
 }
 
 // restoreKernel gives the Kernel its state back: a snapshot of a machine
@@ -198,9 +206,14 @@ func (m *Machine) restoreKernel(state []byte) error {
 // last exit left pending (an IN's result, say), refreshes kvm_run and the
 // synced registers, and returns without entering the guest. The
 // registers are then those the guest resumes with, whichever replay asks.
-// Call it between two entries (an engine's BeforeEntry).
+// The registers as the exit left them are kept for EventDigest. Call it
+// between two entries (an engine's BeforeEntry).
 func (m *Machine) Settle() error {
 	c := m.cpu
+	if !m.settled {
+		r := *c.SyncedRegs()
+		m.exitRegs = &r
+	}
 	c.SetImmediateExit(true)
 	err := c.Run()
 	c.SetImmediateExit(false)

@@ -64,7 +64,7 @@ func (m *Machine) loop() error {
 		m.inGuest.Store(true)
 		err := c.Run()
 		m.inGuest.Store(false)
-		m.settled = false
+		m.settled, m.exitRegs = false, nil
 		m.noteExit()
 		if ferr := m.foldCounter(); ferr != nil {
 			return ferr
