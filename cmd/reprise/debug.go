@@ -82,7 +82,7 @@ for any gdb remote client instead.`,
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
-			if res != nil {
+			if res != nil && res.End != nil {
 				fmt.Fprintf(cmd.ErrOrStderr(), "reprise: replay matched: %d events, %d exits, %s; console and RAM identical\n",
 					res.Events, res.Stats.TotalExits(), describeEnd(res.End))
 			}
@@ -93,10 +93,15 @@ for any gdb remote client instead.`,
 	return cmd
 }
 
-// gdbCommands are the commands reprise debug defines in gdb. A jump
+// gdbCommands are the settings and commands reprise debug gives gdb. A jump
 // (monitor seek) is followed by reading the registers again: gdb keeps
 // them across a monitor command, not knowing the program moved.
-const gdbCommands = `define seek
+const gdbCommands = `# The server answers gdb's first packets once the replay stands at the
+# program's first instruction: on a loaded host that takes longer than
+# gdb's 2 s, after which gdb goes on without the answer and takes the next
+# one for it.
+set remotetimeout 60
+define seek
   monitor seek $arg0
   maintenance flush register-cache
 end
