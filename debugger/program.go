@@ -47,6 +47,10 @@ type Program interface {
 	// time there.
 	Position() vmm.Position
 	RecordTime() time.Duration
+	// SignalEntry is the last signal delivery that entered a handler in
+	// live thread tid: the exit it came at, the handler's address and the
+	// place the signal interrupted. ok is false if there is none.
+	SignalEntry(tid int) (exit, handler, from uint64, ok bool)
 	// Auxv is process pid's auxiliary vector (nil if it has none), Exe the
 	// path of its executable.
 	Auxv(pid int) ([]byte, error)

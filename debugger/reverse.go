@@ -122,7 +122,7 @@ func (s *server) reverseStep() (bool, error) {
 	case err != nil:
 		return true, err
 	case target == nil:
-		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's or a retried fault's)"))
+		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's, a retried fault's or a signal's delivery)"))
 	}
 	return s.goBackTo(*target)
 }
@@ -158,31 +158,61 @@ func (s *server) placeBefore(now Mark) (*Mark, error) {
 }
 
 // beforeExit finds the place before now, the first instruction of a
-// stretch: the thread's SYSCALL before it (its last arrival there), or,
-// after a fault the kernel served and the program retries (copy on
-// write), the place before the attempt that faulted — the thread's last
-// arrival at the same instruction, in the stretch that the fault ended.
-// nil for any other exit (a signal's delivery, an emulated instruction).
+// stretch: the thread's SYSCALL before it (its last arrival there); after
+// a fault the kernel served and the program retries (copy on write), the
+// place before the attempt that faulted — the thread's last arrival at the
+// same instruction, in the stretch that the fault ended; at a signal
+// handler's entry, the place the signal interrupted — the SYSCALL it was
+// delivered after, or the instruction that faulted. nil for any other
+// exit (an emulated instruction).
 func (s *server) beforeExit(now Mark) (*Mark, error) {
 	at := now.Path[0].Addr
-	var code [2]byte
-	var err error
-	s.on(func(b *Trap) { err = b.ReadMemory(now.PID, at-2, code[:]) })
-	if err == nil && code == [2]byte{0x0f, 0x05} {
-		at -= 2
-	}
-	found, _, err := s.scanBack(now, func() *seeker {
-		return &seeker{scan: map[bpKey]bool{{now.PID, at}: true}, scanTID: now.TID}
+	var signaled bool
+	var interrupted uint64
+	s.on(func(b *Trap) {
+		exit, handler, from, ok := b.SignalEntry(now.TID)
+		signaled, interrupted = ok && exit == now.Exit && handler == at, from
 	})
 	switch {
-	case err != nil:
-		return nil, err
-	case at != now.Path[0].Addr:
-		return &found, nil // the SYSCALL
-	case found.Start || found.TID != now.TID || found.Exit+1 != now.Exit:
-		return nil, nil
+	case signaled:
+		if s.afterSyscall(now.PID, interrupted) {
+			interrupted -= 2
+		}
+		return s.lastArrival(now, interrupted)
+	case s.afterSyscall(now.PID, at):
+		found, _, err := s.scanBack(now, s.arrivalsAt(now, at-2))
+		return &found, err
 	}
-	return s.placeBefore(found)
+	found, err := s.lastArrival(now, at)
+	if err != nil || found == nil {
+		return nil, err
+	}
+	return s.placeBefore(*found)
+}
+
+// afterSyscall reports whether the instruction before va in process pid
+// is a SYSCALL.
+func (s *server) afterSyscall(pid int, va uint64) bool {
+	var code [2]byte
+	var err error
+	s.on(func(b *Trap) { err = b.ReadMemory(pid, va-2, code[:]) })
+	return err == nil && code == [2]byte{0x0f, 0x05}
+}
+
+// arrivalsAt makes the seeks that record now's thread's arrivals at va.
+func (s *server) arrivalsAt(now Mark, va uint64) func() *seeker {
+	return func() *seeker { return &seeker{scan: map[bpKey]bool{{now.PID, va}: true}, scanTID: now.TID} }
+}
+
+// lastArrival is now's thread's last arrival at va in the stretch before
+// now's (the one the exit now's stretch follows ended), nil if it has none
+// there.
+func (s *server) lastArrival(now Mark, va uint64) (*Mark, error) {
+	found, _, err := s.scanBack(now, s.arrivalsAt(now, va))
+	if err != nil || found.Start || found.TID != now.TID || found.Exit+1 != now.Exit {
+		return nil, err
+	}
+	return &found, nil
 }
 
 // historyStart answers a reverse command at the program's first

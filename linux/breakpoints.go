@@ -297,7 +297,9 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 		}
 	}
 	// Step over: the original instruction in place, one instruction
-	// with the trap flag, then the int3 back (the #DB above).
+	// with the trap flag, then the int3 back (the #DB above) — or, for a
+	// SYSCALL, which would copy the flag into R11, an int3 after it
+	// (armStep; steppedSyscall puts this one back).
 	if err := k.fr.Unpatch(pa); err != nil {
 		return true, err
 	}
@@ -306,7 +308,28 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	if err := ram.PutUint64(regs.RSP+frameRIP, at); err != nil {
 		return true, err
 	}
+	tf, err := k.armStep(k.current(), at)
+	if err != nil {
+		return true, err
+	}
+	if !tf {
+		return true, nil
+	}
 	return true, ram.PutUint64(regs.RSP+frameRFLAGS, hit.RFLAGS|rflagsTF)
+}
+
+// endStepOver ends thread tid's step over an int3, if one is under way by
+// an int3 after a SYSCALL: the int3 goes back if still wanted.
+func (bp *breakpoints) endStepOver(k *Kernel, tid int) error {
+	s := bp.step
+	if s == nil || s.tid != tid {
+		return nil
+	}
+	bp.step = nil
+	if s.site || bp.temp[s.pa] > 0 {
+		return k.fr.Patch(s.pa, s.site)
+	}
+	return nil
 }
 
 // stepTrap handles a #DB: the end of a step over an int3 (which goes
@@ -360,6 +383,48 @@ func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
 		}
 	}
 	return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
+}
+
+// steps reports whether a debugger's single step of t is under way.
+func (bp *breakpoints) steps(t *thread) bool { return bp != nil && bp.stepping[t.tid] }
+
+// handlerEntered ends the step over a SYSCALL of the running thread t
+// whose return enters the signal handler regs now point at: the int3
+// after the SYSCALL goes (the handler may never return there), an int3
+// stepped over comes back. A debugger's single step ends where the handler
+// begins too, as Linux ends a ptraced thread's (signal_setup_done), without
+// its trap flag (the debugger's: the signal frame keeps the flags without
+// it): a Break with Stepped set.
+func (bp *breakpoints) handlerEntered(k *Kernel, t *thread, regs *kvm.Regs) error {
+	if bp == nil {
+		return nil
+	}
+	if pa, ok := bp.afterSyscall[t.tid]; ok {
+		delete(bp.afterSyscall, t.tid)
+		bp.dropTemp(k, pa)
+		if err := bp.endStepOver(k, t.tid); err != nil {
+			return err
+		}
+	}
+	if !bp.steps(t) {
+		return nil
+	}
+	delete(bp.stepping, t.tid)
+	regs.RFLAGS &^= rflagsTF
+	b := &Break{TID: t.tid, PID: t.proc.pid, Regs: regs, Mapping: t.proc.as.FileAt(regs.RIP), Stepped: true, k: k, proc: t.proc}
+	if err := bp.on.Break(b); err != nil {
+		return err
+	}
+	if bp.stepping[t.tid] { // stepped again
+		tf, err := k.armStep(t, regs.RIP)
+		if err != nil {
+			return err
+		}
+		if tf {
+			regs.RFLAGS |= rflagsTF
+		}
+	}
+	return nil
 }
 
 // abortStep ends the step over an int3 of the running thread whose
@@ -417,6 +482,9 @@ func (bp *breakpoints) steppedSyscall(k *Kernel, b *Break, pa uint64) error {
 	}
 	delete(bp.afterSyscall, b.TID)
 	bp.dropTemp(k, pa)
+	if err := bp.endStepOver(k, b.TID); err != nil {
+		return err
+	}
 	if !bp.stepping[b.TID] {
 		return nil
 	}

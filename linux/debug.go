@@ -246,6 +246,18 @@ func (b *Break) Exe(pid int) string {
 }
 
 // Position is where the replay is: the machine's position.
+// SignalEntry is the last signal delivery that entered a handler in live
+// thread tid: the exit it came at, the handler's address and the place
+// the signal interrupted (the RIP its frame keeps: after a SYSCALL, or an
+// instruction that faulted). ok is false if there is none.
+func (b *Break) SignalEntry(tid int) (exit, handler, from uint64, ok bool) {
+	t := b.k.thread(tid)
+	if t == nil || t.entered.handler == 0 {
+		return 0, 0, 0, false
+	}
+	return t.entered.exit, t.entered.handler, t.entered.from, true
+}
+
 func (b *Break) Position() vmm.Position { return b.k.m.Position() }
 
 // SetRecordClock gives a replay's kernel the recording's time at a

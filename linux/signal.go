@@ -247,8 +247,12 @@ func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction)
 	le.PutUint64(uc[0:], ucFPXState|ucSigcontextSS|ucStrictRestoreSS)
 	t.altstack.put(uc[16:])
 	mc := uc[40:]
+	flags := regs.RFLAGS
+	if k.bp.steps(t) {
+		flags &^= rflagsTF // a debugger's, as Linux's get_flags hides a forced one
+	}
 	for i, v := range []uint64{regs.R8, regs.R9, regs.R10, regs.R11, regs.R12, regs.R13, regs.R14, regs.R15,
-		regs.RDI, regs.RSI, regs.RBP, regs.RBX, regs.RDX, regs.RAX, regs.RCX, regs.RSP, regs.RIP, regs.RFLAGS} {
+		regs.RDI, regs.RSI, regs.RBP, regs.RBX, regs.RDX, regs.RAX, regs.RCX, regs.RSP, regs.RIP, flags} {
 		le.PutUint64(mc[i*8:], v)
 	}
 	le.PutUint16(mc[144:], 0x33) // cs: a 64-bit user code segment
@@ -271,9 +275,10 @@ func (k *Kernel) pushFrame(t *thread, regs *kvm.Regs, sig uint64, act sigaction)
 		t.sigmask |= sigbit(sig)
 	}
 	t.sigmask |= act.mask &^ unblockable
+	t.entered = signalEntry{exit: k.m.Position().Exit, handler: act.handler, from: regs.RIP}
 	regs.RSP, regs.RIP = sp, act.handler
 	regs.RDI, regs.RSI, regs.RDX, regs.RAX = sig, sp+312, sp+8, 0
 	regs.RFLAGS &^= 1 << 10 // DF clear, as the ABI wants on entry
 	k.m.VCPU().MarkRegsDirty()
-	return nil
+	return k.bp.handlerEntered(k, t, regs)
 }

@@ -67,6 +67,15 @@ type thread struct {
 	// retryAt is the RIP of a write that faulted on a copy-on-write page
 	// and has not run again since (breakCOWFault), 0 if none.
 	retryAt uint64
+	// entered is the last signal handler entered, for a debugger stepping
+	// back out of it (Break.SignalEntry).
+	entered signalEntry
+}
+
+// signalEntry is a signal's delivery: at which exit, the handler it
+// entered and the place it interrupted (the RIP the frame keeps).
+type signalEntry struct {
+	exit, handler, from uint64
 }
 
 // maxThreads bounds the threads a program can create (RLIMIT_NPROC-like):

@@ -39,6 +39,8 @@ type savedThread struct {
 	Suspended bool
 	AltStack  savedAltStack
 	RetryAt   uint64
+	// Entered is thread.entered: exit, handler, interrupted place.
+	Entered [3]uint64
 }
 
 type savedAltStack struct {
@@ -75,6 +77,7 @@ func (sv *saver) thread(t *thread) savedThread {
 		Wait: w, Warned: t.warned, TimedOut: t.timedOut, Sigmask: t.sigmask, Pending: t.pending, Infos: maps.Clone(t.infos),
 		SavedMask: t.savedMask, Suspended: t.suspended,
 		AltStack: savedAltStack{t.altstack.sp, t.altstack.size, t.altstack.flags}, RetryAt: t.retryAt,
+		Entered: [3]uint64{t.entered.exit, t.entered.handler, t.entered.from},
 	}
 }
 
@@ -126,7 +129,8 @@ func (r *restorer) thread(st *savedThread) *thread {
 		fsBase: st.FSBase, comm: commOf(st.Comm), clearTID: st.ClearTID, futexMask: st.FutexMask, deadline: st.Deadline,
 		wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
 		sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,
-		altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt}
+		altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt,
+		entered: signalEntry{st.Entered[0], st.Entered[1], st.Entered[2]}}
 	t.futex = restoredKey(t.proc.as, st.FutexAddr, st.FutexKind)
 	switch st.Wait.Kind {
 	case waitFiles:

@@ -623,3 +623,44 @@ continue
 	require.Contains(t, out, "value 42")
 	require.Contains(t, out, "reprise: replay matched: ")
 }
+
+// reverse-stepi at a signal handler's first instruction goes back to the
+// place the signal interrupted: raise's SYSCALL, whose return delivered
+// SIGUSR1, and the store that faulted (SIGSEGV); stepi from there enters
+// the handler again, with the registers it had.
+func TestDebugReverseStepOutOfASignal(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "signals_entry", "-g", "-O0")})
+	require.Equal(t, "usr1 1 segv 1\n", r.stdout)
+	const regs = "info registers rip rsp rdi rsi rdx rax\n"
+	out := debugScript(t, dir, tp, "break *usr1\nbreak *segv\ncontinue\n"+regs+`reverse-stepi
+x/i $pc
+stepi
+`+regs+`continue
+`+regs+`reverse-stepi
+x/i $pc
+info symbol $pc
+stepi
+`+regs+`delete
+continue
+`)
+	t.Log(out)
+	rip := regexp.MustCompile(`(?m)^rip +0x[0-9a-f]+ +0x[0-9a-f]+ <(\w+)\+?\d*>$`)
+	var at []string
+	for _, m := range rip.FindAllStringSubmatch(out, -1) {
+		at = append(at, m[1])
+	}
+	require.Equal(t, []string{"usr1", "usr1", "segv", "segv"}, at, "each handler's entry, before and after stepping back and forth")
+	insns := regexp.MustCompile(`(?m)^=> 0x[0-9a-f]+ <([^>]+)>:\s+(\S+)`).FindAllStringSubmatch(out, -1)
+	require.Len(t, insns, 2, out)
+	require.Equal(t, "syscall", insns[0][2], "SIGUSR1 came on raise's system call's return: %s", insns[0][1])
+	require.True(t, strings.HasPrefix(insns[1][1], "main+"), "SIGSEGV came at main's store: %s", insns[1][1])
+	require.Equal(t, "movl", insns[1][2], out)
+	blocks := regexp.MustCompile(`(?m)^rip [^\n]*\n(?:[a-z0-9]+ +[^\n]*\n){5}`).FindAllString(out, -1)
+	require.Len(t, blocks, 4, out)
+	require.Equal(t, blocks[0], blocks[1], "SIGUSR1's handler entered again as it was")
+	require.Equal(t, blocks[2], blocks[3], "SIGSEGV's handler entered again as it was")
+	require.NotContains(t, out, "cannot step back")
+	require.Contains(t, out, "usr1 1 segv 1")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
