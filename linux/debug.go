@@ -245,7 +245,6 @@ func (b *Break) Exe(pid int) string {
 	return ""
 }
 
-// Position is where the replay is: the machine's position.
 // SignalEntry is the last signal delivery that entered a handler in live
 // thread tid: the exit it came at, the handler's address and the place
 // the signal interrupted (the RIP its frame keeps: after a SYSCALL, or an
@@ -258,6 +257,7 @@ func (b *Break) SignalEntry(tid int) (exit, handler, from uint64, ok bool) {
 	return t.entered.exit, t.entered.handler, t.entered.from, true
 }
 
+// Position is where the replay is: the machine's position.
 func (b *Break) Position() vmm.Position { return b.k.m.Position() }
 
 // SetRecordClock gives a replay's kernel the recording's time at a
