@@ -25,7 +25,8 @@
 #                           exit 124 then. 0 (default) = no limit.
 #   NESTED_ONESHOT=1        boot a fresh VM even if the persistent one runs.
 #   NESTED_CPU=max          QEMU -cpu model (needs svm,npt; default max).
-#   NESTED_MEM=6G NESTED_SMP=2
+#   NESTED_MEM=6G NESTED_SMP=1   (two emulated CPUs have locked the VM up: a kick
+#                           that never left the nested guest)
 #   NESTED_VERBOSE=1        print the VM console log to stderr afterwards.
 #   NESTED_STATE=DIR        persistent VM's state dir (default /var/tmp/reprise-nested/state).
 #   NESTED_BUILD=DIR        boot files (default /var/tmp/reprise-nested/build).
@@ -46,7 +47,7 @@ state=${NESTED_STATE:-/var/tmp/reprise-nested/state}
 export NESTED_BUILD=$build
 cpu=${NESTED_CPU:-max}
 mem=${NESTED_MEM:-6G}
-smp=${NESTED_SMP:-2}
+smp=${NESTED_SMP:-1}
 cache=${NESTED_9P_CACHE:-loose}
 jobroot=/tmp/nested-jobs
 mkdir -p "$jobroot"
