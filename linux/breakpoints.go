@@ -299,7 +299,7 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	// Step over: the original instruction in place, one instruction
 	// with the trap flag, then the int3 back (the #DB above) — or, for a
 	// SYSCALL, which would copy the flag into R11, an int3 after it
-	// (armStep; steppedSyscall puts this one back).
+	// (armStep; syscallStepped puts this one back).
 	if err := k.fr.Unpatch(pa); err != nil {
 		return true, err
 	}
@@ -318,20 +318,6 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	return true, ram.PutUint64(regs.RSP+frameRFLAGS, hit.RFLAGS|rflagsTF)
 }
 
-// endStepOver ends thread tid's step over an int3, if one is under way by
-// an int3 after a SYSCALL: the int3 goes back if still wanted.
-func (bp *breakpoints) endStepOver(k *Kernel, tid int) error {
-	s := bp.step
-	if s == nil || s.tid != tid {
-		return nil
-	}
-	bp.step = nil
-	if s.site || bp.temp[s.pa] > 0 {
-		return k.fr.Patch(s.pa, s.site)
-	}
-	return nil
-}
-
 // stepTrap handles a #DB: the end of a step over an int3 (which goes
 // back), and of a single step a debugger asked for (a Break). Another is
 // the program's own (handled false).
@@ -348,17 +334,14 @@ func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
 	}
 	if over {
 		bp.step = nil
-		if s.site || bp.temp[s.pa] > 0 {
-			if err := k.fr.Patch(s.pa, s.site); err != nil {
-				return true, err
-			}
+		if err := bp.putBack(k, s); err != nil {
+			return true, err
 		}
 		if !s.tf {
 			flags &^= rflagsTF
 		}
 	}
 	if bp.stepping[t.tid] {
-		delete(bp.stepping, t.tid)
 		flags &^= rflagsTF
 		hit := *regs
 		if hit.RIP, err = ram.Uint64(regs.RSP + frameRIP); err != nil {
@@ -368,21 +351,36 @@ func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
 			return true, err
 		}
 		hit.RFLAGS = flags
-		b := &Break{TID: t.tid, PID: t.proc.pid, Regs: &hit, Mapping: t.proc.as.FileAt(hit.RIP), Stepped: true, k: k, proc: t.proc}
-		if err := bp.on.Break(b); err != nil {
+		tf, err := k.stepped(t, &hit)
+		if err != nil {
 			return true, err
 		}
-		if bp.stepping[t.tid] { // stepped again
-			tf, err := k.armStep(t, hit.RIP)
-			if err != nil {
-				return true, err
-			}
-			if tf {
-				flags |= rflagsTF
-			}
+		if tf {
+			flags |= rflagsTF
 		}
 	}
 	return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
+}
+
+// stepped reports a debugger's single step of thread t done, at regs: a
+// Break with Stepped set. If the debugger steps t again, the step is
+// armed and tf says whether by the trap flag (the caller sets it).
+func (k *Kernel) stepped(t *thread, regs *kvm.Regs) (tf bool, err error) {
+	bp := k.bp
+	delete(bp.stepping, t.tid)
+	b := &Break{TID: t.tid, PID: t.proc.pid, Regs: regs, Mapping: t.proc.as.FileAt(regs.RIP), Stepped: true, k: k, proc: t.proc}
+	if err := bp.on.Break(b); err != nil || !bp.stepping[t.tid] {
+		return false, err
+	}
+	return k.armStep(t, regs.RIP)
+}
+
+// putBack puts the int3 a step over s took out back, if still wanted.
+func (bp *breakpoints) putBack(k *Kernel, s *stepOver) error {
+	if s.site || bp.temp[s.pa] > 0 {
+		return k.fr.Patch(s.pa, s.site)
+	}
+	return nil
 }
 
 // steps reports whether a debugger's single step of t is under way.
@@ -400,31 +398,19 @@ func (bp *breakpoints) handlerEntered(k *Kernel, t *thread, regs *kvm.Regs) erro
 		return nil
 	}
 	if pa, ok := bp.afterSyscall[t.tid]; ok {
-		delete(bp.afterSyscall, t.tid)
-		bp.dropTemp(k, pa)
-		if err := bp.endStepOver(k, t.tid); err != nil {
+		if err := bp.syscallStepped(k, t.tid, pa); err != nil {
 			return err
 		}
 	}
 	if !bp.steps(t) {
 		return nil
 	}
-	delete(bp.stepping, t.tid)
 	regs.RFLAGS &^= rflagsTF
-	b := &Break{TID: t.tid, PID: t.proc.pid, Regs: regs, Mapping: t.proc.as.FileAt(regs.RIP), Stepped: true, k: k, proc: t.proc}
-	if err := bp.on.Break(b); err != nil {
-		return err
+	tf, err := k.stepped(t, regs)
+	if tf {
+		regs.RFLAGS |= rflagsTF
 	}
-	if bp.stepping[t.tid] { // stepped again
-		tf, err := k.armStep(t, regs.RIP)
-		if err != nil {
-			return err
-		}
-		if tf {
-			regs.RFLAGS |= rflagsTF
-		}
-	}
-	return nil
+	return err
 }
 
 // abortStep ends the step over an int3 of the running thread whose
@@ -440,10 +426,8 @@ func (k *Kernel) abortStep(regs *kvm.Regs, flags *uint64) error {
 	}
 	s := bp.step
 	bp.step, bp.retry = nil, s
-	if s.site || bp.temp[s.pa] > 0 {
-		if err := k.fr.Patch(s.pa, s.site); err != nil {
-			return err
-		}
+	if err := bp.putBack(k, s); err != nil {
+		return err
 	}
 	*flags &^= rflagsTF
 	if s.tf || bp.stepping[s.tid] {
@@ -474,15 +458,26 @@ func (k *Kernel) armStep(t *thread, rip uint64) (tf bool, err error) {
 	return false, k.fr.Patch(pa, false)
 }
 
+// syscallStepped ends thread tid's step over a SYSCALL, by the int3 after
+// it at pa (armStep): that int3 goes, and an int3 on the SYSCALL that the
+// step went over comes back.
+func (bp *breakpoints) syscallStepped(k *Kernel, tid int, pa uint64) error {
+	delete(bp.afterSyscall, tid)
+	bp.dropTemp(k, pa)
+	if st := bp.step; st != nil && st.tid == tid {
+		bp.step = nil
+		return bp.putBack(k, st)
+	}
+	return nil
+}
+
 // steppedSyscall reports the end of a step over a SYSCALL (armStep), if
 // that is the int3 thread b.TID reached at pa: a Break with Stepped set.
 func (bp *breakpoints) steppedSyscall(k *Kernel, b *Break, pa uint64) error {
 	if at, ok := bp.afterSyscall[b.TID]; !ok || at != pa {
 		return nil
 	}
-	delete(bp.afterSyscall, b.TID)
-	bp.dropTemp(k, pa)
-	if err := bp.endStepOver(k, b.TID); err != nil {
+	if err := bp.syscallStepped(k, b.TID, pa); err != nil {
 		return err
 	}
 	if !bp.stepping[b.TID] {

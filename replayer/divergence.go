@@ -55,11 +55,11 @@ func (e *engine) check(ev *tape.Event) error {
 	case uint8(reason) != ev.ExitReason || port != ev.Port:
 		return e.diverge(ev, "exit", vmm.DescribeExit(kvm.ExitReason(ev.ExitReason), ev.Port), vmm.DescribeExit(reason, port))
 	}
-	d := m.RegsDigest()
+	digest := m.RegsDigest
 	if e.exitDigests {
-		d = m.EventDigest()
+		digest = m.EventDigest
 	}
-	if d != ev.Digest {
+	if d := digest(); d != ev.Digest {
 		return e.diverge(ev, "register digest", fmt.Sprintf("%016x", ev.Digest), fmt.Sprintf("%016x", d))
 	}
 	return nil
