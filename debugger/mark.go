@@ -21,12 +21,23 @@ type Hop struct {
 }
 
 // Mark is a place in the replay: after exit Exit, along Path, in thread
-// TID of process PID; Start is the program's first instruction.
+// TID of process PID, running its image Image; Start is the program's
+// first instruction.
 type Mark struct {
 	Start    bool
 	Exit     uint64
 	Path     []Hop
 	TID, PID int
+	Image    uint64
+}
+
+// key is where a breakpoint at addr in m's process and image is.
+func (m Mark) key(addr uint64) bpKey { return bpKey{m.PID, m.Image, addr} }
+
+// markAfterExit is the mark of the first instruction b's thread runs
+// after the exit just made: where its stretch begins.
+func markAfterExit(b *Trap) Mark {
+	return Mark{Exit: b.Position().Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID, Image: b.Image}
 }
 
 // arrivals counts arrivals since the last stop or exit: the session's
@@ -47,8 +58,8 @@ func (a *arrivals) restart(m Mark) {
 
 // arrive counts an arrival at addr in exit interval exit (a step's
 // landing, or an int3's trap unless a landing there counted it) and
-// returns the mark of that place.
-func (a *arrivals) arrive(exit, addr uint64, landing bool, tid, pid int) Mark {
+// returns the mark of that place, in b's thread.
+func (a *arrivals) arrive(exit, addr uint64, landing bool, b *Trap) Mark {
 	if exit != a.exit || a.count == nil {
 		a.exit, a.base, a.count = exit, nil, map[uint64]int{}
 	}
@@ -59,5 +70,5 @@ func (a *arrivals) arrive(exit, addr uint64, landing bool, tid, pid int) Mark {
 	if landing {
 		a.landed = addr
 	}
-	return Mark{Exit: exit, Path: append(slices.Clone(a.base), Hop{addr, a.count[addr]}), TID: tid, PID: pid}
+	return Mark{Exit: exit, Path: append(slices.Clone(a.base), Hop{addr, a.count[addr]}), TID: b.TID, PID: b.PID, Image: b.Image}
 }

@@ -11,31 +11,33 @@ import (
 // landing on an int3 is one arrival, not two.
 func TestArrivals(t *testing.T) {
 	var a arrivals
-	m := a.arrive(7, 0x10, false, 1, 1)
-	require.Equal(t, Mark{Exit: 7, Path: []Hop{{0x10, 1}}, TID: 1, PID: 1}, m)
-	m = a.arrive(7, 0x10, false, 1, 1)
+	main := &Trap{TID: 1, PID: 1, Image: 1}
+	m := a.arrive(7, 0x10, false, main)
+	require.Equal(t, Mark{Exit: 7, Path: []Hop{{0x10, 1}}, TID: 1, PID: 1, Image: 1}, m)
+	m = a.arrive(7, 0x10, false, main)
 	require.Equal(t, []Hop{{0x10, 2}}, m.Path, "the second arrival in the stretch")
 
 	a.restart(m) // stopped there
-	m = a.arrive(7, 0x20, true, 1, 1)
+	m = a.arrive(7, 0x20, true, main)
 	require.Equal(t, []Hop{{0x10, 2}, {0x20, 1}}, m.Path, "a step from the stop")
-	m = a.arrive(7, 0x20, false, 1, 1)
+	m = a.arrive(7, 0x20, false, main)
 	require.Equal(t, []Hop{{0x10, 2}, {0x20, 1}}, m.Path, "the int3 where the step landed: the same arrival")
-	m = a.arrive(7, 0x20, false, 1, 1)
+	m = a.arrive(7, 0x20, false, main)
 	require.Equal(t, []Hop{{0x10, 2}, {0x20, 2}}, m.Path, "the next trap there is the next arrival")
 
-	m = a.arrive(9, 0x20, false, 2, 1)
-	require.Equal(t, Mark{Exit: 9, Path: []Hop{{0x20, 1}}, TID: 2, PID: 1}, m, "a new exit: counted from it")
+	m = a.arrive(9, 0x20, false, &Trap{TID: 2, PID: 1, Image: 1})
+	require.Equal(t, Mark{Exit: 9, Path: []Hop{{0x20, 1}}, TID: 2, PID: 1, Image: 1}, m, "a new exit: counted from it")
 }
 
 // A seeker wants an int3 at each of its goal's hops (in the goal's
-// process) and at each breakpoint it scans.
+// process and image) and at each breakpoint it scans.
 func TestSeekerWants(t *testing.T) {
-	sk := &seeker{goal: Mark{Exit: 3, Path: []Hop{{0x10, 1}, {0x30, 2}}, PID: 4}, scan: map[bpKey]bool{{5, 0x50}: true}}
-	require.True(t, sk.wants(bpKey{4, 0x30}))
-	require.False(t, sk.wants(bpKey{5, 0x30}), "another process's")
-	require.True(t, sk.wants(bpKey{5, 0x50}))
-	require.False(t, sk.wants(bpKey{4, 0x40}))
+	sk := &seeker{goal: Mark{Exit: 3, Path: []Hop{{0x10, 1}, {0x30, 2}}, PID: 4, Image: 1}, scan: map[bpKey]bool{{5, 1, 0x50}: true}}
+	require.True(t, sk.wants(bpKey{4, 1, 0x30}))
+	require.False(t, sk.wants(bpKey{5, 1, 0x30}), "another process's")
+	require.False(t, sk.wants(bpKey{4, 2, 0x30}), "the image an exec put in its place")
+	require.True(t, sk.wants(bpKey{5, 1, 0x50}))
+	require.False(t, sk.wants(bpKey{4, 1, 0x40}))
 }
 
 // A client's breakpoints and watches are bounded before anything is
@@ -44,9 +46,9 @@ func TestSeekerWants(t *testing.T) {
 func TestSessionBounds(t *testing.T) {
 	s := NewSession()
 	for i := range maxBreakpoints {
-		s.user[bpKey{1, uint64(i)}] = 1
+		s.user[bpKey{1, 1, uint64(i)}] = 1
 	}
-	require.ErrorContains(t, s.setBreak(nil, bpKey{1, 1 << 40}), "at most")
+	require.ErrorContains(t, s.setBreak(nil, bpKey{1, 1, 1 << 40}), "at most")
 	s.watches = make([]watch, maxWatches)
 	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, 8), "at most")
 	s.watches = nil

@@ -13,6 +13,9 @@ import (
 // only during the call that hands it over, on the machine's goroutine.
 type Trap struct {
 	TID, PID int
+	// Image is which of the process's images runs: the count of its
+	// execs. A breakpoint is set in one image, and goes with it.
+	Image uint64
 	// Regs are the thread's registers (RIP where it stopped); the session
 	// must not change them.
 	Regs *kvm.Regs
@@ -21,6 +24,11 @@ type Trap struct {
 	// because its instruction faulted before it ran (the same execution of
 	// it, not another hit). Return: a return the session did not ask for.
 	Start, Stepped, Retry, Return bool
+	// Forked and Execed are news of the system call the thread resumes
+	// from (Session.exited): it made process Forked, or exec replaced
+	// the thread's image.
+	Forked int
+	Execed bool
 	Program
 }
 
@@ -36,10 +44,14 @@ type Program interface {
 	// ReadMemory reads process pid's memory as the program has it: the
 	// bytes breakpoints replaced show as they were.
 	ReadMemory(pid int, va uint64, p []byte) error
-	// SetBreakpoint holds a breakpoint at va in process pid until a
-	// ClearBreakpoint; ClearBreakpoint lets one hold go.
-	SetBreakpoint(pid int, va uint64) error
-	ClearBreakpoint(pid int, va uint64) error
+	// ImageOf is which image live process pid runs; ok is false if there
+	// is no such process.
+	ImageOf(pid int) (image uint64, ok bool)
+	// SetBreakpoint holds a breakpoint at va in image of process pid (the
+	// one it runs) until a ClearBreakpoint, or until the image goes;
+	// ClearBreakpoint lets one hold go.
+	SetBreakpoint(pid int, image, va uint64) error
+	ClearBreakpoint(pid int, image, va uint64) error
 	// Step has thread tid run one instruction when the program resumes,
 	// then trap with Stepped set.
 	Step(tid int) error
@@ -89,6 +101,6 @@ func (p linuxProgram) State(tid int) (ThreadState, bool, error) {
 
 // linuxTrap is b as the session sees it.
 func linuxTrap(b *linux.Break) *Trap {
-	return &Trap{TID: b.TID, PID: b.PID, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Retry: b.Retry, Return: b.Return,
-		Program: linuxProgram{b}}
+	return &Trap{TID: b.TID, PID: b.PID, Image: b.Image, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Retry: b.Retry, Return: b.Return,
+		Forked: b.Forked, Execed: b.Execed, Program: linuxProgram{b}}
 }

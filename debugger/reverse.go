@@ -136,7 +136,7 @@ func (s *server) reverseStep() (bool, error) {
 // across the exit (beforeExit); nil if it cannot be found.
 func (s *server) placeBefore(now Mark) (*Mark, error) {
 	last, prefix := now.Path[len(now.Path)-1], now.Path[:len(now.Path)-1]
-	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID}
+	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID, Image: now.Image}
 	switch {
 	case last.Count > 1:
 		from.Path = append(from.Path, Hop{last.Addr, last.Count - 1})
@@ -201,7 +201,7 @@ func (s *server) afterSyscall(pid int, va uint64) bool {
 
 // arrivalsAt makes the seeks that record now's thread's arrivals at va.
 func (s *server) arrivalsAt(now Mark, va uint64) func() *seeker {
-	return func() *seeker { return &seeker{scan: map[bpKey]bool{{now.PID, va}: true}, scanTID: now.TID} }
+	return func() *seeker { return &seeker{scan: map[bpKey]bool{now.key(va): true}, scanTID: now.TID} }
 }
 
 // lastArrival is now's thread's last arrival at va in the stretch before

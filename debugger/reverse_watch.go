@@ -78,7 +78,7 @@ func (s *Session) exitedScan(b *Trap, sk *seeker) {
 	if exit > sk.goal.Exit && !sk.window {
 		return
 	}
-	resume := Mark{Exit: exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
+	resume := markAfterExit(b)
 	if s.look(b, ws) != 0 {
 		start := ws.resume
 		ws.start, ws.after, ws.inGoal = &start, &resume, false

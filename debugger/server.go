@@ -1,8 +1,10 @@
 package debugger
 
 import (
+	"encoding/hex"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -241,7 +243,47 @@ func (s *server) on(f func(b *Trap)) {
 	<-done
 }
 
-// supported is what the server tells gdb it does (qSupported; the
+// supported answers gdb's qSupported: what the server does, with fork
+// and exec events if gdb takes them (a vfork is a fork here: its child's
+// memory is a copy).
+func (s *server) supported(q rsp.QSupported) []byte {
+	features := slices.Clone(supported)
+	var forks, execs bool
+	for _, f := range q.Features {
+		switch f {
+		case "fork-events+":
+			forks = true
+			features = append(features, f)
+		case "exec-events+":
+			execs = true
+			features = append(features, f)
+		}
+	}
+	if s.over == nil {
+		s.on(func(*Trap) { s.session.tellForks, s.session.tellExecs = forks, execs })
+	}
+	return rsp.Supported(features...)
+}
+
+// detachOne lets gdb stop following process pid, if it follows others:
+// the program runs on, gdb's breakpoints and watches in pid gone. one is
+// false for a detach of everything, which ends the session.
+func (s *server) detachOne(pid int) (one bool, err error) {
+	if pid == rsp.Any {
+		return false, nil
+	}
+	s.on(func(b *Trap) {
+		for p, on := range s.session.followed {
+			one = one || on && p != pid
+		}
+		if one {
+			err = s.session.unfollow(b, pid)
+		}
+	})
+	return one, err
+}
+
+// supported is what the server always tells gdb it does (qSupported; the
 // packet size rsp.Supported gives).
 var supported = []string{
 	"QStartNoAckMode+", "multiprocess+", "swbreak+", "hwbreak+", "vContSupported+", "ReverseContinue+", "ReverseStep+",
@@ -259,7 +301,7 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 	var reply []byte
 	switch c := cmd.(type) {
 	case rsp.QSupported:
-		reply = rsp.Supported(supported...)
+		reply = s.supported(c)
 	case rsp.StartNoAckMode:
 		if err := s.conn.Write(rsp.OK()); err != nil {
 			return true, err
@@ -296,12 +338,18 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 			reply = rsp.OK()
 		}
 	case rsp.SetThread:
+		reply = rsp.OK()
 		if c.Op == 'g' {
+			s.gThread = c.Thread
 			if t := s.thread(c.Thread); t != nil {
 				s.gThread = rsp.ThreadID{PID: t.PID, TID: t.TID}
+			} else {
+				// Reads and breakpoints there fail rather than reach
+				// another thread (gdb goes on whatever the reply): a
+				// fork's child gdb detaches from may be gone already.
+				reply = rsp.Error(3)
 			}
 		}
-		reply = rsp.OK()
 	case rsp.ReadRegisters:
 		reply = s.registers(-1)
 	case rsp.ReadRegister:
@@ -342,6 +390,13 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 		}
 		return true, nil
 	case rsp.Detach:
+		if one, err := s.detachOne(c.PID); one {
+			reply = rsp.OK()
+			if err != nil {
+				reply = rsp.Error(14)
+			}
+			break
+		}
 		s.session.detached.Store(true)
 		s.on(func(b *Trap) { err = s.session.clearAll(b) })
 		if err != nil {
@@ -371,7 +426,7 @@ func (s *server) afterEnd(cmd rsp.Command) (done bool, err error) {
 	case rsp.Detach:
 		return true, s.conn.Write(rsp.OK())
 	case rsp.QSupported:
-		return false, s.conn.Write(rsp.Supported(supported...))
+		return false, s.conn.Write(s.supported(c))
 	case rsp.StopReason, rsp.Continue, rsp.Step, rsp.VCont, rsp.ContinueWithSignal, rsp.StepWithSignal:
 		return false, s.conn.Write(s.exitReply())
 	}
@@ -428,6 +483,10 @@ func (s *server) stopReply() []byte {
 		r.Reason = rsp.ReasonSwBreak
 	case st.kind == stopWatch:
 		r.Reason, r.ReasonValue = rsp.ReasonWatch, strconv.FormatUint(st.watch, 16)
+	case st.kind == stopFork:
+		r.Reason, r.ReasonValue = rsp.ReasonFork, rsp.ThreadID{PID: st.child, TID: st.child}.String()
+	case st.kind == stopExec:
+		r.Reason, r.ReasonValue = rsp.ReasonExec, hex.EncodeToString([]byte(st.exe))
 	}
 	return r.Encode()
 }
@@ -441,29 +500,37 @@ func (s *server) exitReply() []byte {
 	return rsp.Exited{Code: uint8(s.over.status), PID: s.first}.Encode()
 }
 
-// threads lists the program's live threads.
+// threads lists the live threads of the processes gdb follows.
 func (s *server) threads() []rsp.ThreadID {
 	var out []rsp.ThreadID
 	s.on(func(b *Trap) {
 		for _, t := range b.Threads() {
-			out = append(out, rsp.ThreadID{PID: t.PID, TID: t.TID})
+			if s.session.following(t.PID) {
+				out = append(out, rsp.ThreadID{PID: t.PID, TID: t.TID})
+			}
 		}
 	})
 	return out
 }
 
-// thread is the live thread id names (every or any: the one that
-// stopped), nil if none.
+// thread is the live thread of a followed process that id names — for
+// every or any thread, the one that stopped, or the first of the process
+// id names — nil if none.
 func (s *server) thread(id rsp.ThreadID) *ThreadInfo {
-	tid := id.TID
+	pid, tid := id.PID, id.TID
+	anyPID := pid == rsp.All || pid == rsp.Any
 	if tid == rsp.All || tid == rsp.Any {
-		tid = s.last.tid
+		tid = rsp.Any
+		if anyPID || pid == s.last.pid {
+			tid = s.last.tid
+		}
 	}
 	var found *ThreadInfo
 	s.on(func(b *Trap) {
 		for _, t := range b.Threads() {
-			if t.TID == tid {
+			if s.session.following(t.PID) && (anyPID || t.PID == pid) && (tid == rsp.Any || t.TID == tid) {
 				found = &t
+				return
 			}
 		}
 	})
@@ -526,8 +593,15 @@ func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool)
 	var err error
 	switch kind {
 	case rsp.BreakSoftware, rsp.BreakHardware:
-		k := bpKey{pid: pid, addr: addr}
 		s.on(func(b *Trap) {
+			image, ok := b.ImageOf(pid)
+			if !ok {
+				if set { // nothing to clear in a process that is gone
+					err = errors.New("no such process")
+				}
+				return
+			}
+			k := bpKey{pid: pid, image: image, addr: addr}
 			if set {
 				err = s.session.setBreak(b, k)
 			} else {

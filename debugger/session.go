@@ -41,15 +41,20 @@ const (
 	stopWatch                     // a write to watched memory done
 	stopInterrupt                 // gdb's interrupt, at an exit
 	stopSeek                      // a seek's exit reached (monitor seek)
+	stopFork                      // back from a fork: a process to follow
+	stopExec                      // back from an exec, in the new image
 )
 
 // stop is the program stopped: the thread that stopped, its process and
-// registers, and for stopWatch the watch's address.
+// registers, for stopWatch the watch's address, for stopFork the child's
+// process, for stopExec the executable's path.
 type stop struct {
 	kind     stopKind
 	tid, pid int
 	regs     kvm.Regs
 	watch    uint64
+	child    int
+	exe      string
 }
 
 // resume is how the stopped program goes on: the threads to step one
@@ -86,11 +91,16 @@ type request struct {
 	resume *resume
 }
 
-// bpKey is a breakpoint of the debugger's: an address in a process.
+// bpKey is a breakpoint of the debugger's: an address in one image of a
+// process (gdb's go with the image an exec replaces, as under Linux).
 type bpKey struct {
-	pid  int
-	addr uint64
+	pid   int
+	image uint64
+	addr  uint64
 }
+
+// keyAt is where a breakpoint at addr in b's process and image is.
+func keyAt(b *Trap, addr uint64) bpKey { return bpKey{b.PID, b.Image, addr} }
 
 // Session is the machine's side of a debugged replay: a linux.Breakpoints
 // for replayer.Options.Debugger. One session serves every replay of a
@@ -114,6 +124,13 @@ type Session struct {
 	watches  []watch
 	watching bool
 	stepFor  map[int]bool
+	// followed are the processes gdb was told of, by pid: true while it
+	// follows them (the first process, and the children of fork events
+	// it keeps), false once it detached. gdb sees only the threads of
+	// followed ones, and stops only there. tellForks and tellExecs: gdb
+	// takes fork and exec events (qSupported).
+	followed             map[int]bool
+	tellForks, tellExecs bool
 	// now is where the program stopped last; tally counts arrivals
 	// since, for the next stop's mark; seek, while a replay looks for a
 	// mark, is its search.
@@ -159,19 +176,19 @@ func (sk *seeker) wants(k bpKey) bool {
 	if sk.scan[k] {
 		return true
 	}
-	return k.pid == sk.goal.PID && slices.ContainsFunc(sk.goal.Path, func(h Hop) bool { return h.Addr == k.addr })
+	return k.pid == sk.goal.PID && k.image == sk.goal.Image && slices.ContainsFunc(sk.goal.Path, func(h Hop) bool { return h.Addr == k.addr })
 }
 
 // scans reports whether a trap is a hit the seek records: at a scanned
 // breakpoint, in the scanned thread, and not a retry (the same hit as
 // the trap before the fault).
 func (sk *seeker) scans(b *Trap) bool {
-	return sk.scan[bpKey{b.PID, b.Regs.RIP}] && (sk.scanTID == 0 || sk.scanTID == b.TID) && !b.Retry
+	return sk.scan[keyAt(b, b.Regs.RIP)] && (sk.scanTID == 0 || sk.scanTID == b.TID) && !b.Retry
 }
 
 // NewSession is a session no server serves yet.
 func NewSession() *Session {
-	return &Session{stops: make(chan stop), requests: make(chan request), user: map[bpKey]int{}, placed: map[bpKey]int{}, stepFor: map[int]bool{}}
+	return &Session{stops: make(chan stop), requests: make(chan request), user: map[bpKey]int{}, placed: map[bpKey]int{}, stepFor: map[int]bool{}, followed: map[int]bool{}}
 }
 
 // replayAgain readies the session for a new replay of the same program,
@@ -197,12 +214,12 @@ func (s *Session) Mapped(m linux.Mapping, _ []byte) ([]uint64, error) {
 	if s.seek != nil {
 		keys = append(keys, slices.Collect(maps.Keys(s.seek.scan))...)
 		for _, h := range s.seek.goal.Path {
-			keys = append(keys, bpKey{s.seek.goal.PID, h.Addr})
+			keys = append(keys, s.seek.goal.key(h.Addr))
 		}
 	}
 	var out []uint64
 	for _, k := range keys {
-		if k.pid == m.PID && k.addr >= m.Start && k.addr < m.End && s.wanted(k) {
+		if k.pid == m.PID && k.image == m.Image && k.addr >= m.Start && k.addr < m.End && s.wanted(k) {
 			s.placed[k]++
 			out = append(out, k.addr)
 		}
@@ -212,6 +229,9 @@ func (s *Session) Mapped(m linux.Mapping, _ []byte) ([]uint64, error) {
 
 // Resumed is nothing to a debugger: a replay it debugs starts at boot.
 func (s *Session) Resumed(*linux.Break) error { return nil }
+
+// following reports whether gdb follows process pid.
+func (s *Session) following(pid int) bool { return s.followed[pid] }
 
 // Break serves a Linux program's stop (linux.Breakpoints).
 func (s *Session) Break(b *linux.Break) error { return s.trap(linuxTrap(b)) }
@@ -223,7 +243,8 @@ func (s *Session) Exited(b *linux.Break) error { return s.exited(linuxTrap(b)) }
 // requests until it resumes the program. Another process's hit of an
 // int3 on a page it shares with the debugged one, a breakpoint cleared
 // since, a step that only checked watched memory, anything on a seek's
-// way, or anything after gdb detached, goes on at once.
+// way, anything in a process gdb does not follow, or anything after gdb
+// detached, goes on at once.
 func (s *Session) trap(b *Trap) error {
 	if s.detached.Load() {
 		return nil
@@ -233,7 +254,10 @@ func (s *Session) trap(b *Trap) error {
 	var here Mark
 	switch {
 	case b.Start:
-		st.kind, here = stopStart, Mark{Start: true, Exit: exit, TID: b.TID, PID: b.PID}
+		if len(s.followed) == 0 {
+			s.followed[b.PID] = true // the program's first process
+		}
+		st.kind, here = stopStart, Mark{Start: true, Exit: exit, TID: b.TID, PID: b.PID, Image: b.Image}
 		if s.seek != nil && !s.seek.goal.Start {
 			s.tally.restart(here)
 			return nil
@@ -243,8 +267,10 @@ func (s *Session) trap(b *Trap) error {
 		return nil
 	case s.seek != nil:
 		return s.seeking(b, exit)
+	case !s.following(b.PID):
+		return nil
 	case b.Stepped:
-		here = s.tally.arrive(exit, b.Regs.RIP, true, b.TID, b.PID)
+		here = s.tally.arrive(exit, b.Regs.RIP, true, b)
 		asked := s.stepFor[b.TID]
 		delete(s.stepFor, b.TID)
 		switch w := s.written(b); {
@@ -258,8 +284,8 @@ func (s *Session) trap(b *Trap) error {
 			return nil // a step the server no longer wants
 		}
 	default:
-		here = s.tally.arrive(exit, b.Regs.RIP, false, b.TID, b.PID)
-		if b.Retry || s.user[bpKey{b.PID, b.Regs.RIP}] == 0 {
+		here = s.tally.arrive(exit, b.Regs.RIP, false, b)
+		if b.Retry || s.user[keyAt(b, b.Regs.RIP)] == 0 {
 			return nil // a retry is an arrival, not another hit
 		}
 		st.kind = stopBreak
@@ -294,7 +320,7 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 	if sk.at != nil {
 		return nil // its goal is an exit's (Exited)
 	}
-	here := s.tally.arrive(exit, addr, b.Stepped, b.TID, b.PID)
+	here := s.tally.arrive(exit, addr, b.Stepped, b)
 	if ws := sk.watch; ws != nil && ws.step && sk.stepping {
 		switch {
 		case !b.Stepped || b.TID != sk.goal.TID:
@@ -327,7 +353,7 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 	if exit > g.Exit {
 		return fmt.Errorf("debugger: the replay passed exit %d without arriving at its mark (%v)", g.Exit, g.Path)
 	}
-	hop := exit == g.Exit && b.PID == g.PID && len(here.Path) == sk.hop+1 && here.Path[sk.hop] == g.Path[sk.hop]
+	hop := exit == g.Exit && b.PID == g.PID && b.Image == g.Image && len(here.Path) == sk.hop+1 && here.Path[sk.hop] == g.Path[sk.hop]
 	if last := hop && sk.hop+1 == len(g.Path); !last && sk.scans(b) {
 		sk.hits = append(sk.hits, here) // before the goal: a hop on the way counts too
 	}
@@ -354,24 +380,37 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 }
 
 // exited notes, for a seek that asks, where the stretch of execution
-// after its goal's exit begins.
+// after its goal's exit begins; and, with no seek, stops where it begins
+// for a fork or exec gdb is to be told of, or for gdb's interrupt.
 func (s *Session) exited(b *Trap) error {
 	sk := s.seek
+	if sk == nil && !s.detached.Load() && s.following(b.PID) {
+		switch {
+		case b.Forked != 0 && s.tellForks:
+			if _, told := s.followed[b.Forked]; !told {
+				s.followed[b.Forked] = true
+				return s.stopAfterExit(b, stop{kind: stopFork, child: b.Forked})
+			}
+		case b.Execed && s.tellExecs:
+			return s.stopAfterExit(b, stop{kind: stopExec, exe: b.Exe(b.PID)})
+		}
+		if s.interrupt.Swap(false) {
+			return s.stopAfterExit(b, stop{kind: stopInterrupt})
+		}
+	}
 	switch {
-	case sk == nil && !s.detached.Load() && s.interrupt.Swap(false):
-		return s.stopAfterExit(b, stopInterrupt)
 	case sk == nil:
 	case sk.at != nil:
-		if !sk.at.reached(b) {
+		if !sk.at.reached(b) || !s.following(b.PID) {
 			return nil
 		}
 		s.seek = nil
 		if err := s.dropUnwanted(b); err != nil {
 			return err
 		}
-		return s.stopAfterExit(b, stopSeek)
+		return s.stopAfterExit(b, stop{kind: stopSeek})
 	case sk.findResume && b.Position().Exit == sk.goal.Exit:
-		sk.resumed = Mark{Exit: sk.goal.Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
+		sk.resumed = markAfterExit(b)
 	case sk.watch != nil && sk.watch.step && sk.stepping && b.Position().Exit > sk.watch.exit:
 		return s.arrived(b, Mark{}) // the stretch ended here, past any change in it
 	case sk.watch != nil && !sk.watch.step:
@@ -380,11 +419,12 @@ func (s *Session) exited(b *Trap) error {
 	return nil
 }
 
-// stopAfterExit stops the program where the stretch after the exit just
-// made begins: its first arrival there, which an int3 there is too.
-func (s *Session) stopAfterExit(b *Trap, kind stopKind) error {
-	here := Mark{Exit: b.Position().Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID}
-	return s.stopAt(b, stop{kind: kind, tid: b.TID, pid: b.PID, regs: *b.Regs}, here)
+// stopAfterExit stops the program, for st, where the stretch after the
+// exit just made begins: its first arrival there, which an int3 there is
+// too.
+func (s *Session) stopAfterExit(b *Trap, st stop) error {
+	st.tid, st.pid, st.regs = b.TID, b.PID, *b.Regs
+	return s.stopAt(b, st, markAfterExit(b))
 }
 
 // arrived ends a seek where the program is, at here: the program stops
@@ -395,7 +435,7 @@ func (s *Session) arrived(b *Trap, here Mark) error {
 		return err
 	}
 	kind := stopStep
-	if s.user[bpKey{b.PID, b.Regs.RIP}] > 0 {
+	if s.user[keyAt(b, b.Regs.RIP)] > 0 {
 		kind = stopBreak
 	}
 	return s.stopAt(b, stop{kind: kind, tid: b.TID, pid: b.PID, regs: *b.Regs}, here)
@@ -409,7 +449,7 @@ func (s *Session) dropUnwanted(b *Trap) error {
 			continue
 		}
 		for range n {
-			errs = append(errs, b.ClearBreakpoint(k.pid, k.addr))
+			errs = append(errs, b.ClearBreakpoint(k.pid, k.image, k.addr))
 		}
 		delete(s.placed, k)
 	}
@@ -434,11 +474,14 @@ func (s *Session) resume(b *Trap, r resume) error {
 	return nil
 }
 
-// stepAll has every live thread step, so that watched memory is checked
-// after each instruction whichever thread runs (new threads included:
-// each step arms the ones made since).
+// stepAll has every live thread of the followed processes step, so that
+// watched memory is checked after each instruction whichever runs (new
+// threads included: each step arms the ones made since).
 func (s *Session) stepAll(b *Trap) error {
 	for _, t := range b.Threads() {
+		if !s.following(t.PID) {
+			continue
+		}
 		if err := b.Step(t.TID); err != nil {
 			return err
 		}
@@ -498,11 +541,20 @@ func (s *Session) clearWatch(pid int, addr uint64, size int) {
 // setBreak and clearBreak change gdb's breakpoints, on the machine's
 // goroutine.
 func (s *Session) setBreak(b *Trap, k bpKey) error {
+	for old := range s.user {
+		if old.pid == k.pid && old.image < k.image {
+			// Gone with the image exec replaced (the kernel let its
+			// int3s go): gdb sets its breakpoints anew after an exec
+			// without clearing the old ones.
+			delete(s.user, old)
+			delete(s.placed, old)
+		}
+	}
 	if s.user[k] == 0 && len(s.user) >= maxBreakpoints {
 		return fmt.Errorf("debugger: at most %d breakpoints", maxBreakpoints)
 	}
 	if s.placed[k] == 0 {
-		if err := b.SetBreakpoint(k.pid, k.addr); err != nil {
+		if err := b.SetBreakpoint(k.pid, k.image, k.addr); err != nil {
 			return err
 		}
 		s.placed[k]++
@@ -519,6 +571,21 @@ func (s *Session) clearBreak(b *Trap, k bpKey) error {
 		return nil
 	}
 	delete(s.user, k)
+	return s.dropUnwanted(b)
+}
+
+// unfollow stops following process pid: gdb detached from it. Its
+// breakpoints and watches go.
+func (s *Session) unfollow(b *Trap, pid int) error {
+	if _, told := s.followed[pid]; told {
+		s.followed[pid] = false
+	}
+	for k := range s.user {
+		if k.pid == pid {
+			delete(s.user, k)
+		}
+	}
+	s.watches = slices.DeleteFunc(s.watches, func(w watch) bool { return w.pid == pid })
 	return s.dropUnwanted(b)
 }
 

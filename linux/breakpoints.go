@@ -47,6 +47,9 @@ type ExitWatcher interface {
 // Break is a thread stopped at a breakpoint.
 type Break struct {
 	TID, PID int
+	// Image is which of the process's images runs: the count of its
+	// execs (Mapping.Image).
+	Image uint64
 	// Regs are the thread's registers, RIP at the breakpoint. The callee
 	// must not change them.
 	Regs *kvm.Regs
@@ -62,8 +65,14 @@ type Break struct {
 	// (a fault the kernel served): the same execution of it, met twice —
 	// once in the stretch the fault ended, once where the next begins.
 	Stepped, Start, Retry bool
-	k                     *Kernel
-	proc                  *process
+	// Forked and Execed, on an exit's Break (ExitWatcher), say what the
+	// system call the thread resumes from did to its process: it made
+	// process Forked (fork, vfork, or a clone without CLONE_THREAD), or
+	// exec replaced its image (Regs at the new image's entry).
+	Forked int
+	Execed bool
+	k      *Kernel
+	proc   *process
 }
 
 // maxReturnWatches bounds the returns one thread can be watched for at
@@ -139,9 +148,11 @@ type breakpoints struct {
 	// breakpoints' traps wrote it: zeros, or the frame of the program's
 	// own last debug trap.
 	debugStack []byte
-	// A debugger's (debug.go): the holds on the int3s it set, the threads
-	// it has single-stepping, and whether it waits for the start.
+	// A debugger's (debug.go): the holds on the int3s it set, in all and
+	// by the image they were set in, the threads it has single-stepping,
+	// and whether it waits for the start.
 	holds    map[uint64]int
+	held     map[image]map[uint64]int
 	stepping map[int]bool
 	atStart  bool
 	// afterSyscall is, for a thread stepping over a SYSCALL, the int3
@@ -162,6 +173,13 @@ func (bp *breakpoints) keepDebugStack(ram *memory.RAM) {
 	}
 }
 
+// image is one of a process's images: what a breakpoint is set in, and
+// goes with.
+type image struct {
+	pid   int
+	execs uint64
+}
+
 type stepOver struct {
 	tid  int
 	pa   uint64
@@ -172,14 +190,14 @@ type stepOver struct {
 // SetBreakpoints lets b place breakpoints in the program from now on;
 // call it before the machine runs.
 func (k *Kernel) SetBreakpoints(b Breakpoints) {
-	k.bp = &breakpoints{on: b, temp: map[uint64]int{}, returns: map[int][]returnWatch{}, holds: map[uint64]int{}, stepping: map[int]bool{}, afterSyscall: map[int]uint64{}}
+	k.bp = &breakpoints{on: b, temp: map[uint64]int{}, returns: map[int][]returnWatch{}, holds: map[uint64]int{}, held: map[image]map[uint64]int{}, stepping: map[int]bool{}, afterSyscall: map[int]uint64{}}
 	k.bp.exits, _ = b.(ExitWatcher)
 }
 
 // mapped records a new file mapping of p, tells the breakpoints and
 // places the ones they ask for.
 func (k *Kernel) mapped(p *process, m Mapping, data []byte) error {
-	m.PID = p.pid
+	m.PID, m.Image = p.pid, p.execs
 	m = p.as.AddFile(m, data)
 	if k.bp == nil {
 		return nil
@@ -199,20 +217,66 @@ func (k *Kernel) placeIn(as *mm.Space, m Mapping) error {
 		if va < m.Start || va >= m.End || !ok {
 			return fmt.Errorf("linux: breakpoint %#x is outside the mapping of %s at [%#x, %#x)", va, m.Path, m.Start, m.End)
 		}
-		if err := k.fr.Patch(pa+va&pageMask, true); err != nil {
+		if err := k.bp.hold(k, image{m.PID, m.Image}, pa+va&pageMask); err != nil { // as SetBreakpoint's: ClearBreakpoint drops it
 			return err
 		}
-		k.bp.holds[pa+va&pageMask]++ // as SetBreakpoint's: ClearBreakpoint drops it
 	}
 	return nil
 }
 
-// placeAll tells the breakpoints of every file mapping of p's address
-// space — a new image's, the ones a fork's child inherits, or (restored)
-// those of a program restored from a checkpoint — and places the ones
-// they ask for.
-func (k *Kernel) placeAll(pid int, as *mm.Space, restored bool) error {
-	as.SetPID(pid)
+// hold holds the int3 at pa for a breakpoint set in img.
+func (bp *breakpoints) hold(k *Kernel, img image, pa uint64) error {
+	if bp.held[img] == nil {
+		bp.held[img] = map[uint64]int{}
+	}
+	bp.held[img][pa]++
+	bp.holds[pa]++
+	return k.fr.Patch(pa, true)
+}
+
+// release lets n holds of img on the int3 at pa go; the int3 goes with
+// the last, unless a return watch or a step still needs it.
+func (bp *breakpoints) release(k *Kernel, img image, pa uint64, n int) error {
+	n = min(n, bp.held[img][pa])
+	if n == 0 {
+		return nil
+	}
+	if bp.held[img][pa] -= n; bp.held[img][pa] == 0 {
+		delete(bp.held[img], pa)
+	}
+	if bp.holds[pa] -= n; bp.holds[pa] > 0 {
+		return nil
+	}
+	delete(bp.holds, pa)
+	if s := bp.step; s != nil && s.pa == pa {
+		s.site = false // the step over it puts back only what is still wanted
+	}
+	if bp.temp[pa] > 0 {
+		return nil
+	}
+	return k.fr.Unpatch(pa)
+}
+
+// imageGone lets every hold set in img go: exec replaced the image, or
+// its process ended. Frames it shared (a fork's) keep the others' int3s.
+func (k *Kernel) imageGone(img image) error {
+	if k.bp == nil {
+		return nil
+	}
+	var errs []error
+	for pa, n := range k.bp.held[img] {
+		errs = append(errs, k.bp.release(k, img, pa, n))
+	}
+	delete(k.bp.held, img)
+	return errors.Join(errs...)
+}
+
+// placeAll tells the breakpoints of every file mapping of process pid's
+// address space as, its image execs — a new image's, the ones a fork's
+// child inherits, or (restored) those of a program restored from a
+// checkpoint — and places the ones they ask for.
+func (k *Kernel) placeAll(pid int, execs uint64, as *mm.Space, restored bool) error {
+	as.SetOwner(pid, execs)
 	if k.bp == nil {
 		return nil
 	}
@@ -277,7 +341,7 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	if hit.RFLAGS, err = ram.Uint64(regs.RSP + frameRFLAGS); err != nil {
 		return true, err
 	}
-	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: &hit, Mapping: k.proc().as.FileAt(at), k: k, proc: k.proc()}
+	b := &Break{TID: k.current().tid, PID: k.proc().pid, Image: k.proc().execs, Regs: &hit, Mapping: k.proc().as.FileAt(at), k: k, proc: k.proc()}
 	if r := bp.retry; r != nil && r.tid == b.TID {
 		bp.retry = nil
 		b.Retry = r.pa == pa
@@ -368,7 +432,7 @@ func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
 func (k *Kernel) stepped(t *thread, regs *kvm.Regs) (tf bool, err error) {
 	bp := k.bp
 	delete(bp.stepping, t.tid)
-	b := &Break{TID: t.tid, PID: t.proc.pid, Regs: regs, Mapping: t.proc.as.FileAt(regs.RIP), Stepped: true, k: k, proc: t.proc}
+	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: regs, Mapping: t.proc.as.FileAt(regs.RIP), Stepped: true, k: k, proc: t.proc}
 	if err := bp.on.Break(b); err != nil || !bp.stepping[t.tid] {
 		return false, err
 	}
@@ -529,19 +593,33 @@ func (bp *breakpoints) dropTemp(k *Kernel, pa uint64) {
 	}
 }
 
-// forgetReturns forgets the returns an exited thread was watched for.
-func (k *Kernel) forgetReturns(tid int) {
-	if k.bp == nil {
-		return
+// forgetThread forgets what the breakpoints keep for a thread that exited,
+// or whose image exec replaced: the returns it was watched for, and the
+// steps under way — a debugger's, and the step over an int3 on the
+// system call that ended it (exit, execve), whose int3 goes back, for
+// the threads and processes that share its code.
+func (k *Kernel) forgetThread(tid int) error {
+	bp := k.bp
+	if bp == nil {
+		return nil
 	}
-	for _, w := range k.bp.returns[tid] {
-		k.bp.unwatch(k, w)
+	for _, w := range bp.returns[tid] {
+		bp.unwatch(k, w)
 	}
-	delete(k.bp.returns, tid)
-	if pa, ok := k.bp.afterSyscall[tid]; ok {
-		k.bp.dropTemp(k, pa)
-		delete(k.bp.afterSyscall, tid)
+	delete(bp.returns, tid)
+	if pa, ok := bp.afterSyscall[tid]; ok {
+		bp.dropTemp(k, pa)
+		delete(bp.afterSyscall, tid)
 	}
+	delete(bp.stepping, tid)
+	if r := bp.retry; r != nil && r.tid == tid {
+		bp.retry = nil
+	}
+	if s := bp.step; s != nil && s.tid == tid {
+		bp.step = nil
+		return bp.putBack(k, s)
+	}
+	return nil
 }
 
 // RemoveBreakpoints puts back every instruction a breakpoint replaced and
@@ -590,6 +668,21 @@ func (k *Kernel) WithoutBreakpoints(f func() error) error {
 	return errors.Join(err, k.fr.ShowPatches())
 }
 
+// procNews is what a thread's system call did to its process, for an
+// ExitWatcher to be told when the thread resumes (Break.Forked, Execed).
+type procNews struct {
+	forked int
+	execed bool
+}
+
+// tell keeps news for thread t's next resumption, if an ExitWatcher
+// watches: only a debugger asks, and a replay without one keeps none.
+func (k *Kernel) tell(t *thread, news procNews) {
+	if k.bp != nil && k.bp.exits != nil {
+		t.news = news
+	}
+}
+
 // exited tells an ExitWatcher of the thread that runs after an exit.
 func (k *Kernel) exited() error {
 	if k.bp == nil || k.bp.exits == nil || k.current().state == exited {
@@ -598,7 +691,10 @@ func (k *Kernel) exited() error {
 	t := k.current()
 	armed := k.bp.stepping[t.tid] // armed before: by the int3 after its system call
 	regs := k.UserRegs(*k.m.VCPU().SyncedRegs())
-	if err := k.bp.exits.Exited(&Break{TID: t.tid, PID: k.proc().pid, Regs: &regs, k: k, proc: k.proc()}); err != nil {
+	news := t.news
+	t.news = procNews{}
+	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, Forked: news.forked, Execed: news.execed, k: k, proc: t.proc}
+	if err := k.bp.exits.Exited(b); err != nil {
 		return err
 	}
 	if armed || !k.bp.stepping[t.tid] {
@@ -671,7 +767,7 @@ func (k *Kernel) replaceBreakpoints() error {
 	k.SetBreakpoints(k.bp.on)
 	k.bp.keepDebugStack(k.m.RAM())
 	for _, p := range k.liveProcesses() {
-		if err := k.placeAll(p.pid, p.as, true); err != nil {
+		if err := k.placeAll(p.pid, p.execs, p.as, true); err != nil {
 			return err
 		}
 	}
@@ -687,7 +783,7 @@ func (k *Kernel) replaceBreakpoints() error {
 			}
 			regs = k.UserRegs(r)
 		}
-		if err := k.bp.on.Resumed(&Break{TID: t.tid, PID: t.proc.pid, Regs: &regs, k: k, proc: t.proc}); err != nil {
+		if err := k.bp.on.Resumed(&Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, k: k, proc: t.proc}); err != nil {
 			return err
 		}
 	}

@@ -114,51 +114,53 @@ func (k *Kernel) readOriginal(as *mm.Space, va uint64, p []byte) error {
 	return nil
 }
 
-// SetBreakpoint puts a breakpoint at va in process pid: a Break when a
-// thread reaches it — in any process whose mapping shares the page, so
-// the caller looks at Break.PID. Each call holds it until a
-// ClearBreakpoint.
-func (b *Break) SetBreakpoint(pid int, va uint64) error {
-	pa, err := b.k.codeFrame(pid, va)
+// ImageOf is which of live process pid's images runs now: the count of its
+// execs (Mapping.Image). ok is false if there is no such process.
+func (b *Break) ImageOf(pid int) (execs uint64, ok bool) {
+	if p := b.k.liveProcess(pid); p != nil {
+		return p.execs, true
+	}
+	return 0, false
+}
+
+// SetBreakpoint puts a breakpoint at va in image execs of process pid,
+// which must be the one it runs: a Break when a thread reaches it — in
+// any process whose mapping shares the page, so the caller looks at
+// Break.PID and Image. Each call holds it until a ClearBreakpoint, or
+// until the image goes (exec replaces it, or its process ends).
+func (b *Break) SetBreakpoint(pid int, execs, va uint64) error {
+	pa, err := b.k.codeFrame(pid, execs, va)
 	if err != nil {
 		return err
 	}
-	bp := b.k.bp
-	bp.holds[pa]++
-	return b.k.fr.Patch(pa, true)
+	return b.k.bp.hold(b.k, image{pid, execs}, pa)
 }
 
 // ClearBreakpoint drops a hold SetBreakpoint took; the int3 goes with the
-// last, unless a return watch still needs it.
-func (b *Break) ClearBreakpoint(pid int, va uint64) error {
-	pa, err := b.k.codeFrame(pid, va)
+// last, unless a return watch still needs it. Nothing is left to drop in
+// an image that is gone.
+func (b *Break) ClearBreakpoint(pid int, execs, va uint64) error {
+	img := image{pid, execs}
+	if len(b.k.bp.held[img]) == 0 {
+		return nil
+	}
+	pa, err := b.k.codeFrame(pid, execs, va)
 	if err != nil {
 		return err
 	}
-	bp := b.k.bp
-	if bp.holds[pa] == 0 {
-		return nil
-	}
-	if bp.holds[pa]--; bp.holds[pa] > 0 {
-		return nil
-	}
-	delete(bp.holds, pa)
-	if s := bp.step; s != nil && s.pa == pa {
-		s.site = false // the step over it puts back only what is still wanted
-	}
-	if bp.temp[pa] > 0 {
-		return nil
-	}
-	return b.k.fr.Unpatch(pa)
+	return b.k.bp.release(b.k, img, pa, 1)
 }
 
-// codeFrame is where va of process pid is in RAM.
-func (k *Kernel) codeFrame(pid int, va uint64) (uint64, error) {
-	as := k.space(pid)
-	if as == nil {
+// codeFrame is where va of image execs of process pid is in RAM.
+func (k *Kernel) codeFrame(pid int, execs, va uint64) (uint64, error) {
+	p := k.liveProcess(pid)
+	if p == nil {
 		return 0, fmt.Errorf("linux: no process %d", pid)
 	}
-	pa, ok := as.Frame(va &^ pageMask)
+	if p.execs != execs {
+		return 0, fmt.Errorf("linux: process %d runs image %d, not %d", pid, p.execs, execs)
+	}
+	pa, ok := p.as.Frame(va &^ pageMask)
 	if !ok {
 		return 0, fmt.Errorf("linux: %#x is not mapped in process %d", va, pid)
 	}
@@ -202,7 +204,7 @@ func (k *Kernel) startBreak() error {
 	}
 	bp.atStart = false
 	regs := k.m.VCPU().SyncedRegs()
-	b := &Break{TID: k.current().tid, PID: k.proc().pid, Regs: regs, Mapping: k.proc().as.FileAt(regs.RIP), Start: true, k: k, proc: k.proc()}
+	b := &Break{TID: k.current().tid, PID: k.proc().pid, Image: k.proc().execs, Regs: regs, Mapping: k.proc().as.FileAt(regs.RIP), Start: true, k: k, proc: k.proc()}
 	if err := bp.on.Break(b); err != nil {
 		return err
 	}

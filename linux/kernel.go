@@ -308,7 +308,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		return fmt.Errorf("linux: address space: %w", err)
 	}
 	init.as = as
-	if err := k.placeAll(init.pid, as, false); err != nil {
+	if err := k.placeAll(init.pid, init.execs, as, false); err != nil {
 		return err
 	}
 	return k.enter(stubPage, 0)

@@ -83,10 +83,13 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: initial stack: %w", err)
 	}
-	if err := k.placeAll(p.pid, as, false); err != nil {
+	if err := k.placeAll(p.pid, p.execs+1, as, false); err != nil {
 		return 0, 0, err
 	}
 	if p.as != nil {
+		if err := k.imageGone(image{p.pid, p.execs}); err != nil {
+			return 0, 0, err
+		}
 		p.as.Release()
 	}
 	p.as, p.brk, p.exe, p.args = as, [2]uint64{x.brk, x.brk}, path, argStrings(userTop, stack)
@@ -194,9 +197,10 @@ func (k *Kernel) fork() (*thread, error) {
 	}
 	k.fr.Forgotten()
 	charged = false // the child holds it now, until it is reaped
-	if err := k.placeAll(child.pid, as, false); err != nil {
+	if err := k.placeAll(child.pid, child.execs, as, false); err != nil {
 		return nil, err
 	}
+	k.tell(k.current(), procNews{forked: child.pid})
 	return t, nil
 }
 
@@ -227,12 +231,17 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 		if t.proc == p && t.state != exited {
 			t.state = exited
 			t.leaveQueues()
-			k.forgetReturns(t.tid)
+			if err := k.forgetThread(t.tid); err != nil {
+				return err
+			}
 		}
 	}
 	p.live = 0
 	for _, fd := range p.fds.Sorted() {
 		p.closeFD(fd)
+	}
+	if err := k.imageGone(image{p.pid, p.execs}); err != nil {
+		return err
 	}
 	p.as.Release() // a zombie keeps its status, nothing of its image
 	p.zombie, p.status = true, status

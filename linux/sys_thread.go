@@ -156,11 +156,15 @@ func sysExecve(t *thread, a args) (uint64, error) {
 		if other.proc == p && other != t && other.state != exited {
 			other.state = exited
 			other.leaveQueues()
-			t.k.forgetReturns(other.tid)
+			if err := t.k.forgetThread(other.tid); err != nil {
+				return 0, err
+			}
 			p.live--
 		}
 	}
-	t.k.forgetReturns(t.tid) // they were in the image exec replaces
+	if err := t.k.forgetThread(t.tid); err != nil { // its steps were in the image exec replaces
+		return 0, err
+	}
 	entry, sp, err := t.k.execImage(p, vfs.Clean(path), execfn, n, argv, envp)
 	switch {
 	case errors.Is(err, mm.ErrNoMemory):
@@ -178,6 +182,7 @@ func sysExecve(t *thread, a args) (uint64, error) {
 	if err := t.k.resetXSave(); err != nil {
 		return 0, err
 	}
+	t.k.tell(t, procNews{execed: true})
 	regs := t.k.m.VCPU().SyncedRegs()
 	*regs = kvm.Regs{RSP: sp, RFLAGS: regs.R11}
 	// Exit sets RIP from RCX, as after any system call.

@@ -70,6 +70,10 @@ type thread struct {
 	// entered is the last signal handler entered, for a debugger stepping
 	// back out of it (Break.SignalEntry).
 	entered signalEntry
+	// news is what its last system call did to its process, told to a
+	// debugger when it resumes (exited). Not in checkpoints: a debugged
+	// replay restored between the call and that resumption is not told.
+	news procNews
 }
 
 // signalEntry is a signal's delivery: at which exit, the handler it
@@ -268,7 +272,9 @@ func (k *Kernel) exitThread(status uint64) error {
 		}
 	}
 	t.state = exited
-	k.forgetReturns(t.tid)
+	if err := k.forgetThread(t.tid); err != nil {
+		return err
+	}
 	t.proc.live--
 	if t.proc.live == 0 {
 		return k.exitProcess(t.proc, (status&0xff)<<8)

@@ -55,6 +55,10 @@ const (
 	ReasonRWatch    Reason = "rwatch"
 	ReasonAWatch    Reason = "awatch"
 	ReasonReplayLog Reason = "replaylog"
+	// A fork's value is the child's thread id (ThreadID.String); an exec's
+	// the new executable's path, hex.
+	ReasonFork Reason = "fork"
+	ReasonExec Reason = "exec"
 )
 
 // RegValue is a register sent with a stop reply, to spare gdb asking.

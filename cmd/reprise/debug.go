@@ -101,6 +101,9 @@ const gdbCommands = `# The server answers gdb's first packets once the replay st
 # gdb's 2 s, after which gdb goes on without the answer and takes the next
 # one for it.
 set remotetimeout 60
+# A replay runs every process of the program: none can be held while the
+# others go on, whichever gdb resumes.
+set schedule-multiple on
 define seek
   monitor seek $arg0
   maintenance flush register-cache

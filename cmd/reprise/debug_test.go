@@ -375,7 +375,7 @@ func TestGDBListenHostileClient(t *testing.T) {
 	for _, q := range []struct{ packet, want string }{
 		{"m0,10", "E0e"}, {"mffffffffffffffff,ffff", "E16"}, {"m12,zz", "E16"}, {"m,", "E16"},
 		{"Z0,0,1", "E0e"}, {"z0,dead,1", "OK"}, {"Z2,1000,8", "E0e"}, {"Z3,1000,8", ""}, {"Z2,7ffff000,100000", "E0e"},
-		{"Hgp99.99", "OK"}, {"Tp5.5", "E03"}, {"vCont;s:p99.99", "E03"}, {"qRcmd,zz", "E16"},
+		{"Hgp99.99", "E03"}, {"g", "E03"}, {"m1000,10", "E0e"}, {"Z0,1000,1", "E0e"}, {"z0,1000,1", "OK"}, {"Hgp0.0", "OK"}, {"Tp5.5", "E03"}, {"vCont;s:p99.99", "E03"}, {"qRcmd,zz", "E16"},
 		{"G00", "E.reprise: a replay cannot change its past"}, {"M1000,2:abcd", "E.reprise: a replay cannot change its past"},
 		{"qXfer:features:read:target.xml:ffffffffffffff,ffff", "l"}, {"qXfer:exec-file:read:zz:0,10", "E16"},
 		{"qXfer:nonsense:read::0,10", ""}, {"vMustReplyEmpty", ""},
@@ -620,7 +620,63 @@ continue
 	require.Equal(t, blocks[0], blocks[2], "at the store before it faults, forwards and after stepping back")
 	require.Equal(t, []string{"$1 = 1", "$2 = 42", "$3 = 1", "$4 = 42"}, regexp.MustCompile(`\$\d+ = \d+`).FindAllString(out, -1))
 	require.NotContains(t, out, "cannot step back")
+	require.Contains(t, out, "[Detaching after fork from child process 2]", "gdb told of the fork, whichever process ran first after it")
 	require.Contains(t, out, "value 42")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
+// A breakpoint on a SYSCALL that ends a process stays for the others that
+// share the code (internal/cprog/testdata/sharedexit.c): the child, which
+// gdb does not follow, meets the parent's int3 first and is stepped over
+// it into its exit; the parent stops there after.
+func TestDebugBreakpointOnAnExitingSyscall(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "sharedexit", "-g", "-O0")})
+	require.Equal(t, "child ended 3\n", r.stdout)
+	out := debugScript(t, dir, tp, `break *exit_syscall
+continue
+info registers rip rax rdi
+continue
+`)
+	t.Log(out)
+	require.Contains(t, out, "[Detaching after fork from child process 2]")
+	require.Regexp(t, `Breakpoint 1, 0x[0-9a-f]+ in exit_syscall \(\)`, out, "the parent's stop, after the child went through")
+	require.Regexp(t, `(?m)^rdi +0x0 +0$`, out, "the parent's exit status, not the child's 3")
+	require.Contains(t, out, "child ended 3")
+	require.Contains(t, out, "[Inferior 1 (process 1) exited normally]")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
+// gdb follows a fork and an exec as under Linux: with detach-on-fork off
+// it keeps the child (internal/cprog/testdata/forkexec.c), whose exec
+// stops at gdb's catchpoint and gives it a new image in which gdb sets
+// its breakpoint again; the breakpoint the fork copied goes with the
+// image exec replaced, so the replay still matches.
+func TestDebugFollowsForkAndExec(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "forkexec", "-g", "-O0")})
+	require.Equal(t, "child 42\nparent saw 0\n", r.stdout)
+	out := debugScript(t, dir, tp, `set detach-on-fork off
+break child_work
+catch exec
+continue
+continue
+info inferiors
+bt
+info threads
+continue
+`)
+	t.Log(out)
+	require.Contains(t, out, "process 2 is executing new program: ")
+	require.Regexp(t, `Thread 2\.1 (?:"[^"]*" )?hit Catchpoint 2 \(exec'd .*/forkexec-gcc\)`, out)
+	require.Regexp(t, `Thread 2\.1 hit Breakpoint 1\.2, child_work \(n=6\)`, out, "the child's breakpoint, in its new image")
+	require.Regexp(t, `(?m)^\s+1\s+process 1\s.*forkexec`, out)
+	require.Regexp(t, `(?m)^\*\s+2\s+process 2\s.*forkexec`, out, "both processes, the child's current")
+	require.Regexp(t, `#1 +0x[0-9a-f]+ in main \(argc=2,`, out)
+	require.Regexp(t, `(?m)^\s+1\.1\s+Thread 1\.1 .*wait4`, out, "info threads: the parent, waiting")
+	require.Regexp(t, `(?m)^\*\s+2\.1\s+Thread 2\.2 .*child_work`, out, "and the child")
+	require.Contains(t, out, "child 42")
+	require.Contains(t, out, "parent saw 0")
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 

@@ -3,7 +3,10 @@ package mm
 // Mapping is a file mapped into a process: what names the addresses in
 // it.
 type Mapping struct {
-	PID        int
+	PID int
+	// Image is which of the process's images holds it: the count of its
+	// execs when it was mapped. A debugger's breakpoint belongs to one.
+	Image      uint64
 	Path       string
 	Start, End uint64 // [Start, End), page-aligned
 	Offset     uint64 // the file offset mapped at Start
@@ -54,10 +57,11 @@ func (as *Space) AddFile(m Mapping, data []byte) Mapping {
 // Files are the file mappings, in order.
 func (as *Space) Files() []Mapping { return as.files.clone().list }
 
-// SetPID names pid as the process of every file mapping.
-func (as *Space) SetPID(pid int) {
+// SetOwner names pid, and its image, as the process of every file
+// mapping.
+func (as *Space) SetOwner(pid int, image uint64) {
 	for i := range as.files.list {
-		as.files.list[i].PID = pid
+		as.files.list[i].PID, as.files.list[i].Image = pid, image
 	}
 }
 
