@@ -137,12 +137,17 @@ _start:
 ticks: .quad 0
 `
 
+// The guest halts until ten ticks came: each HLT it exits on is woken by
+// an injected tick, and a tick that comes while it runs between two HLTs
+// (a slow host) spares it one, so there are at most as many HLT exits as
+// ticks, and some.
 func TestTimerInterruptsWakeHalt(t *testing.T) {
 	res, _, err := bootAsm(t, tickAsm, Config{TimerHz: -1})
 	require.NoError(t, err)
 	require.Equal(t, uint32(0), res.Status)
 	require.GreaterOrEqual(t, res.Stats.Injected, uint64(10))
-	require.GreaterOrEqual(t, res.Stats.Exits[kvm.ExitHLT], uint64(10))
+	require.NotZero(t, res.Stats.Exits[kvm.ExitHLT])
+	require.LessOrEqual(t, res.Stats.Exits[kvm.ExitHLT], res.Stats.Injected)
 }
 
 func TestContextCancelStopsSpinningGuest(t *testing.T) {
