@@ -63,6 +63,10 @@ type Program interface {
 	// live thread tid: the exit it came at, the handler's address and the
 	// place the signal interrupted. ok is false if there is none.
 	SignalEntry(tid int) (exit, handler, from uint64, ok bool)
+	// Emulated is the last instruction the replay's kernel emulated for
+	// live thread tid (an RDTSC): the exit it came at and its address. ok
+	// is false if there is none.
+	Emulated(tid int) (exit, at uint64, ok bool)
 	// Auxv is process pid's auxiliary vector (nil if it has none), Exe the
 	// path of its executable.
 	Auxv(pid int) ([]byte, error)

@@ -122,7 +122,7 @@ func (s *server) reverseStep() (bool, error) {
 	case err != nil:
 		return true, err
 	case target == nil:
-		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's, a retried fault's or a signal's delivery)"))
+		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's, a retried fault's, an emulated RDTSC's or a signal's delivery)"))
 	}
 	return s.goBackTo(*target)
 }
@@ -161,19 +161,25 @@ func (s *server) placeBefore(now Mark) (*Mark, error) {
 // stretch: the thread's SYSCALL before it (its last arrival there); after
 // a fault the kernel served and the program retries (copy on write), the
 // place before the attempt that faulted — the thread's last arrival at the
-// same instruction, in the stretch that the fault ended; at a signal
+// same instruction, in the stretch that the fault ended; after an
+// instruction the kernel emulated (an RDTSC), that instruction — the
+// thread's last arrival there, in the stretch its trap ended; at a signal
 // handler's entry, the place the signal interrupted — the SYSCALL it was
 // delivered after, or the instruction that faulted. nil for any other
-// exit (an emulated instruction).
+// exit.
 func (s *server) beforeExit(now Mark) (*Mark, error) {
 	at := now.Path[0].Addr
-	var signaled bool
-	var interrupted uint64
+	var signaled, emulated bool
+	var interrupted, emulatedAt uint64
 	s.on(func(b *Trap) {
 		exit, handler, from, ok := b.SignalEntry(now.TID)
 		signaled, interrupted = ok && exit == now.Exit && handler == at, from
+		exit, emulatedAt, ok = b.Emulated(now.TID)
+		emulated = ok && exit == now.Exit
 	})
 	switch {
+	case emulated: // the handler of a signal delivered as it resumed, too
+		return s.lastArrival(now, emulatedAt)
 	case signaled:
 		if s.afterSyscall(now.PID, interrupted) {
 			interrupted -= 2

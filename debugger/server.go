@@ -365,11 +365,11 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 	case rsp.StopReason:
 		reply = s.stopReply()
 	case rsp.VContQuery:
-		reply = []byte("vCont;c;C;s;S")
+		reply = []byte("vCont;c;C;s;S;r")
 	case rsp.Continue, rsp.ContinueWithSignal:
 		return s.run(resume{watch: true})
 	case rsp.Step, rsp.StepWithSignal:
-		return s.run(resume{step: []int{s.last.tid}, watch: true})
+		return s.run(resume{step: map[int]addrRange{s.last.tid: {}}, watch: true})
 	case rsp.ReverseContinue:
 		return s.reverseContinue()
 	case rsp.ReverseStep:
@@ -446,20 +446,21 @@ func (s *server) run(r resume) (bool, error) {
 	return false, s.conn.Write(s.stopReply())
 }
 
-// vcont is a vCont's resume: the threads its s actions name step (one
-// naming every thread steps the one that stopped); c and the rest run.
-// ok is false if a thread to step is not a live one.
+// vcont is a vCont's resume: the threads its s and r actions name step
+// (one naming every thread steps the one that stopped), an r's on while
+// it stays in its range; c and the rest run. ok is false if a thread to
+// step is not a live one.
 func (s *server) vcont(c rsp.VCont) (r resume, ok bool) {
-	r.watch = true
+	r.watch, r.step = true, map[int]addrRange{}
 	for _, a := range c.Actions {
-		if a.Kind != 's' && a.Kind != 'S' {
+		if a.Kind != 's' && a.Kind != 'S' && a.Kind != 'r' {
 			continue
 		}
 		t := s.thread(a.Thread)
 		if t == nil {
 			return r, false
 		}
-		r.step = append(r.step, t.TID)
+		r.step[t.TID] = addrRange{a.RangeStart, a.RangeEnd}
 	}
 	return r, true
 }

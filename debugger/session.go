@@ -58,13 +58,20 @@ type stop struct {
 }
 
 // resume is how the stopped program goes on: the threads to step one
-// instruction (the rest run free), or ended. With watch, every thread
-// steps, watched memory checked after each instruction.
+// instruction, each on while it stays in its range (gdb's range stepping,
+// vCont;r; an empty range: one instruction) — the rest run free — or
+// ended. With watch, every thread steps, watched memory checked after
+// each instruction.
 type resume struct {
-	step  []int
+	step  map[int]addrRange
 	watch bool
 	kill  bool
 }
+
+// addrRange is [start, end) of addresses.
+type addrRange struct{ start, end uint64 }
+
+func (r addrRange) holds(a uint64) bool { return a >= r.start && a < r.end }
 
 // watch is watched memory (gdb's write watchpoints): a range of a
 // process, and what it held after the last instruction checked.
@@ -118,12 +125,12 @@ type Session struct {
 	// may insert one twice), placed the int3s the current replay's
 	// kernel holds for the session; watches its watched memory, watching
 	// whether the program steps to check it; stepFor the threads whose
-	// next step stops the program.
+	// next step stops the program, unless it lands in the thread's range.
 	user     map[bpKey]int
 	placed   map[bpKey]int
 	watches  []watch
 	watching bool
-	stepFor  map[int]bool
+	stepFor  map[int]addrRange
 	// followed are the processes gdb was told of, by pid: true while it
 	// follows them (the first process, and the children of fork events
 	// it keeps), false once it detached. gdb sees only the threads of
@@ -188,13 +195,13 @@ func (sk *seeker) scans(b *Trap) bool {
 
 // NewSession is a session no server serves yet.
 func NewSession() *Session {
-	return &Session{stops: make(chan stop), requests: make(chan request), user: map[bpKey]int{}, placed: map[bpKey]int{}, stepFor: map[int]bool{}, followed: map[int]bool{}}
+	return &Session{stops: make(chan stop), requests: make(chan request), user: map[bpKey]int{}, placed: map[bpKey]int{}, stepFor: map[int]addrRange{}, followed: map[int]bool{}}
 }
 
 // replayAgain readies the session for a new replay of the same program,
 // looking for sk's mark: nothing is placed in it yet.
 func (s *Session) replayAgain(sk *seeker) {
-	s.placed, s.stepFor, s.watching, s.seek = map[bpKey]int{}, map[int]bool{}, false, sk
+	s.placed, s.stepFor, s.watching, s.seek = map[bpKey]int{}, map[int]addrRange{}, false, sk
 	s.tally = arrivals{}
 }
 
@@ -271,11 +278,26 @@ func (s *Session) trap(b *Trap) error {
 		return nil
 	case b.Stepped:
 		here = s.tally.arrive(exit, b.Regs.RIP, true, b)
-		asked := s.stepFor[b.TID]
+		within, asked := s.stepFor[b.TID]
 		delete(s.stepFor, b.TID)
 		switch w := s.written(b); {
 		case w != nil:
 			st.kind, st.watch = stopWatch, w.addr
+		case asked && within.holds(b.Regs.RIP) && s.user[keyAt(b, b.Regs.RIP)] == 0:
+			// Still in the range, at no breakpoint: step on unseen. The
+			// tally counts on from the last stop, so the stop's mark is
+			// one hop however many steps it took — but from the first
+			// landing after an exit (a path of one hop), since the
+			// instruction the thread resumed at there was no landing.
+			s.stepFor[b.TID] = within
+			if len(here.Path) == 1 {
+				s.tally.restart(here)
+				s.tally.landed = b.Regs.RIP // an int3 there is this arrival
+			}
+			if s.watching {
+				return s.stepAll(b)
+			}
+			return b.Step(b.TID)
 		case asked:
 			st.kind = stopStep
 		case s.watching:
@@ -461,11 +483,18 @@ func (s *Session) resume(b *Trap, r resume) error {
 	if r.kill {
 		return errKilled
 	}
-	for _, tid := range r.step {
+	for tid := range s.stepFor {
+		if _, again := r.step[tid]; !again {
+			// Asked before, and the program stopped elsewhere first:
+			// the step ends unseen, as ptrace's PTRACE_CONT ends one.
+			delete(s.stepFor, tid)
+		}
+	}
+	for tid, within := range r.step {
 		if err := b.Step(tid); err != nil {
 			return err
 		}
-		s.stepFor[tid] = true
+		s.stepFor[tid] = within
 	}
 	s.watching = r.watch && len(s.watches) > 0
 	if s.watching {

@@ -477,6 +477,37 @@ func (bp *breakpoints) handlerEntered(k *Kernel, t *thread, regs *kvm.Regs) erro
 	return err
 }
 
+// emulatedStep ends a debugger's single step of the running thread t
+// over an instruction the kernel emulated (an RDTSC, patched to UD2): its
+// fault came before the trap flag's trap, and the thread, with the flag
+// still set, would run one more instruction before it. The step ends
+// where the trap stub's frame (at regs.RSP) resumes t, as it would have
+// natively: a Break with Stepped set.
+func (bp *breakpoints) emulatedStep(k *Kernel, t *thread, regs *kvm.Regs) error {
+	if !bp.steps(t) {
+		return nil
+	}
+	ram := k.m.RAM()
+	var frame [4]uint64 // RIP, CS, RFLAGS, RSP
+	for i := range frame {
+		v, err := ram.Uint64(regs.RSP + frameRIP + uint64(i)*8)
+		if err != nil {
+			return err
+		}
+		frame[i] = v
+	}
+	at := *regs
+	at.RIP, at.RFLAGS, at.RSP = frame[0], frame[2]&^rflagsTF, frame[3]
+	tf, err := k.stepped(t, &at)
+	if err != nil {
+		return err
+	}
+	if tf {
+		at.RFLAGS |= rflagsTF
+	}
+	return ram.PutUint64(regs.RSP+frameRFLAGS, at.RFLAGS)
+}
+
 // abortStep ends the step over an int3 of the running thread whose
 // instruction faulted instead (the trap stub's frame at regs.RSP, its
 // flags slot flags): the int3 goes back and the trap flag is again the

@@ -168,8 +168,8 @@ func (k *Kernel) codeFrame(pid int, execs, va uint64) (uint64, error) {
 }
 
 // Step has thread tid run one instruction and stop again, with a Break
-// whose Stepped is set. (A step over a SYSCALL stops after the instruction
-// that follows it.)
+// whose Stepped is set. (A step over a SYSCALL stops at the instruction
+// after it, by an int3 there: see armStep.)
 func (b *Break) Step(tid int) error {
 	t := b.k.thread(tid)
 	if t == nil {
@@ -257,6 +257,17 @@ func (b *Break) SignalEntry(tid int) (exit, handler, from uint64, ok bool) {
 		return 0, 0, 0, false
 	}
 	return t.entered.exit, t.entered.handler, t.entered.from, true
+}
+
+// Emulated is the last instruction the kernel emulated for live thread
+// tid (an RDTSC, which the thread resumed after): the exit it came at and
+// its address. ok is false if there is none.
+func (b *Break) Emulated(tid int) (exit, at uint64, ok bool) {
+	t := b.k.thread(tid)
+	if t == nil || t.emulated == (emulation{}) {
+		return 0, 0, false
+	}
+	return t.emulated.exit, t.emulated.at, true
 }
 
 // Position is where the replay is: the machine's position.

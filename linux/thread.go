@@ -70,11 +70,18 @@ type thread struct {
 	// entered is the last signal handler entered, for a debugger stepping
 	// back out of it (Break.SignalEntry).
 	entered signalEntry
+	// emulated is the last instruction the kernel emulated for it (an
+	// RDTSC): the exit and its address, for a debugger stepping back
+	// across it (Break.Emulated).
+	emulated emulation
 	// news is what its last system call did to its process, told to a
 	// debugger when it resumes (exited). Not in checkpoints: a debugged
 	// replay restored between the call and that resumption is not told.
 	news procNews
 }
+
+// emulation is an instruction the kernel ran for a thread, at an exit.
+type emulation struct{ exit, at uint64 }
 
 // signalEntry is a signal's delivery: at which exit, the handler it
 // entered and the place it interrupted (the RIP the frame keeps).

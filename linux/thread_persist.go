@@ -41,6 +41,8 @@ type savedThread struct {
 	RetryAt   uint64
 	// Entered is thread.entered: exit, handler, interrupted place.
 	Entered [3]uint64
+	// Emulated is thread.emulated: exit, address.
+	Emulated [2]uint64
 }
 
 type savedAltStack struct {
@@ -77,7 +79,7 @@ func (sv *saver) thread(t *thread) savedThread {
 		Wait: w, Warned: t.warned, TimedOut: t.timedOut, Sigmask: t.sigmask, Pending: t.pending, Infos: maps.Clone(t.infos),
 		SavedMask: t.savedMask, Suspended: t.suspended,
 		AltStack: savedAltStack{t.altstack.sp, t.altstack.size, t.altstack.flags}, RetryAt: t.retryAt,
-		Entered: [3]uint64{t.entered.exit, t.entered.handler, t.entered.from},
+		Entered: [3]uint64{t.entered.exit, t.entered.handler, t.entered.from}, Emulated: [2]uint64{t.emulated.exit, t.emulated.at},
 	}
 }
 
@@ -130,7 +132,7 @@ func (r *restorer) thread(st *savedThread) *thread {
 		wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
 		sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,
 		altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt,
-		entered: signalEntry{st.Entered[0], st.Entered[1], st.Entered[2]}}
+		entered: signalEntry{st.Entered[0], st.Entered[1], st.Entered[2]}, emulated: emulation{st.Emulated[0], st.Emulated[1]}}
 	t.futex = restoredKey(t.proc.as, st.FutexAddr, st.FutexKind)
 	switch st.Wait.Kind {
 	case waitFiles:

@@ -140,16 +140,21 @@ func decodeTSC(code []byte, start uint64, r [2]uint64, stop bool, sites []tscSit
 // emulateTSC answers a patched RDTSC or RDTSCP (n bytes) that trapped at
 // rip with the clock, in EDX:EAX (RDTSCP: processor 0 in ECX), and
 // resumes after it (the trap frame's RIP, past the vector and error code
-// at the stub's RSP).
+// at the stub's RSP). A debugger's single step of it ends there.
 func (k *Kernel) emulateTSC(regs *kvm.Regs, rip uint64, n uint8) error {
-	t, err := k.m.Clock()
+	clock, err := k.m.Clock()
 	if err != nil {
 		return err
 	}
-	regs.RAX, regs.RDX = uint64(t)&0xffffffff, uint64(t)>>32
+	regs.RAX, regs.RDX = uint64(clock)&0xffffffff, uint64(clock)>>32
 	if n == rdtscpLen {
 		regs.RCX = 0
 	}
 	k.m.VCPU().MarkRegsDirty()
-	return k.m.RAM().PutUint64(regs.RSP+16, rip+uint64(n))
+	t := k.current()
+	t.emulated = emulation{exit: k.m.Position().Exit, at: rip}
+	if err := k.m.RAM().PutUint64(regs.RSP+frameRIP, rip+uint64(n)); err != nil {
+		return err
+	}
+	return k.bp.emulatedStep(k, t, regs)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"cmp"
+	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -82,10 +83,12 @@ func noAck(t *testing.T, gdb *rsp.Conn) (ask func(packet string) string) {
 // TestDebugThreadsWithGDB debugs the replay of a dynamic glibc program
 // with threads (internal/cprog/testdata/overwrite.c) in gdb: a breakpoint
 // on a function hit in its thread, bt, info threads, print,
-// finish, next, a breakpoint at a line in another thread, x/i, stepi, the
-// SSE, AVX and thread pointer registers, and continue to the end, which
-// prints what the recording printed. Two sessions print the same,
-// registers included.
+// finish, next (one range step: gdb's vCont;r, the replay stepping on
+// while the thread stays in the line; from where it stopped, back one
+// instruction and forwards again), a breakpoint at a line in another
+// thread, x/i, stepi, the SSE, AVX and thread pointer registers, and
+// continue to the end, which prints what the recording printed. Two
+// sessions print the same, registers included.
 func TestDebugThreadsWithGDB(t *testing.T) {
 	kvmtest.Require(t)
 	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")})
@@ -97,7 +100,13 @@ bt
 info threads
 print by
 finish
+set debug remote 1
 next
+set debug remote 0
+info registers rip
+reverse-stepi
+stepi
+info registers rip
 print total
 delete
 break overwrite.c:BUG
@@ -125,6 +134,11 @@ continue
 	} {
 		require.Contains(t, out, want)
 	}
+	require.Regexp(t, `Sending packet: \$vCont;r[0-9a-f]+,[0-9a-f]+:p1\.[0-9a-f]+[;#]`, out, "next is a range step")
+	require.NotContains(t, out, "Sending packet: $vCont;s", "and no single step")
+	rips := regexp.MustCompile(`(?m)^rip +0x[0-9a-f]+ .*$`).FindAllString(out, -1)
+	require.GreaterOrEqual(t, len(rips), 2, out)
+	require.Equal(t, rips[0], rips[1], "back one instruction from where next stopped, and forwards again")
 	threads := regexp.MustCompile(`(?m)^\*? +\d+ +Thread 1\.\d+ \(overwrite-gcc\)`).FindAllString(out, -1)
 	require.Len(t, threads, 3, "info threads: main, adder, clobber")
 	require.Equal(t, out, debugScript(t, dir, tp, script), "a second session")
@@ -339,6 +353,39 @@ func gdbListen(t *testing.T, dir, tp string) (raw net.Conn, client *rsp.Conn, wa
 		require.NoError(t, cmd.Wait(), "%s", &rest)
 		return rest.String()
 	}
+}
+
+// A step asked of a thread that does not run before the program stops
+// elsewhere ends unseen when the program is continued, as a ptraced
+// thread's does: in overwrite.c main waits in pthread_join while adder
+// calls add; a client stopped at add steps main, stops at add again
+// (adder), removes the breakpoint and continues — and the program runs to
+// its end, with no stop in main.
+func TestGDBStepNotTakenEndsOnContinue(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
+	dir, tp, r := recordTape(t, []string{bin})
+	f, err := elf.Open(bin)
+	require.NoError(t, err)
+	syms, err := f.Symbols()
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+	i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == "add" })
+	require.GreaterOrEqual(t, i, 0)
+	add := fmt.Sprintf("%x", 0x555555554000+syms[i].Value) // the personality's PIE base
+
+	_, gdb, wait := gdbListen(t, dir, tp)
+	ask := noAck(t, gdb)
+	ask("qSupported:multiprocess+")
+	require.Equal(t, "OK", ask("Z0,"+add+",1"))
+	require.Contains(t, ask("vCont;c"), "thread:p1.2;", "adder at add")
+	require.Contains(t, ask("vCont;s:p1.1"), "thread:p1.2;", "adder at add again, main not run")
+	require.Equal(t, "OK", ask("z0,"+add+",1"))
+	end := ask("vCont;c")
+	require.True(t, strings.HasPrefix(end, "W00"), "the end, no stop in main: %q", end)
+	require.Equal(t, "OK", ask("D"))
+	require.Contains(t, r.stdout, "total")
+	require.NotContains(t, wait(), "panic")
 }
 
 // TestDebugStaticMusl debugs a static musl program: a breakpoint on its
@@ -622,6 +669,37 @@ continue
 	require.NotContains(t, out, "cannot step back")
 	require.Contains(t, out, "[Detaching after fork from child process 2]", "gdb told of the fork, whichever process ran first after it")
 	require.Contains(t, out, "value 42")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
+// An RDTSC is emulated (internal/cprog/testdata/tsc.c): stepi over it
+// stops right after it, as natively, not one instruction later; and
+// reverse-stepi from there goes back across the emulation's exit to it,
+// from where stepi arrives with the same registers.
+func TestDebugStepsAcrossAnRDTSC(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "tsc", "-g", "-O0")})
+	require.Equal(t, "forwards 1\n", r.stdout)
+	const regs = "info registers rip rax rdx\n"
+	out := debugScript(t, dir, tp, "break *second_rdtsc\ncontinue\n"+regs+"stepi\n"+regs+"reverse-stepi\n"+regs+"stepi\n"+regs+"continue\n")
+	t.Log(out)
+	rip := regexp.MustCompile(`(?m)^rip +0x([0-9a-f]+) `)
+	var at []uint64
+	for _, m := range rip.FindAllStringSubmatch(out, -1) {
+		v, err := strconv.ParseUint(m[1], 16, 64)
+		require.NoError(t, err)
+		at = append(at, v)
+	}
+	require.Len(t, at, 4, out)
+	require.Equal(t, []uint64{at[0], at[0] + 2, at[0], at[0] + 2}, at, "the RDTSC, after it, back at it, after it again")
+	blocks := regexp.MustCompile(`(?m)^rip [^\n]*\n(?:[a-z0-9]+ +[^\n]*\n){2}`).FindAllString(out, -1)
+	require.Len(t, blocks, 4, out)
+	require.Equal(t, blocks[1], blocks[3], "the counter's value, the same both times")
+	require.Equal(t, blocks[0], blocks[2], "before it, the same both times")
+	rax := regexp.MustCompile(`(?m)^rax +(0x[0-9a-f]+)`).FindAllStringSubmatch(out, -1)
+	require.NotEqual(t, rax[0][1], rax[1][1], "the counter's value, in rax after it")
+	require.NotContains(t, out, "cannot step back")
+	require.Contains(t, out, "forwards 1")
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
