@@ -29,6 +29,9 @@ type Trap struct {
 	// the thread's image.
 	Forked int
 	Execed bool
+	// Ended are the processes (but the program's first) that ended since
+	// the last exit.
+	Ended []ProcessEnd
 	Program
 }
 
@@ -73,6 +76,14 @@ type Program interface {
 	Exe(pid int) string
 }
 
+// ProcessEnd is a process's end: it exited with Code, or Signal (Linux's
+// number) killed it.
+type ProcessEnd struct {
+	PID    int
+	Code   uint8
+	Signal int
+}
+
 // ThreadInfo names a live thread.
 type ThreadInfo struct {
 	TID, PID int
@@ -106,5 +117,14 @@ func (p linuxProgram) State(tid int) (ThreadState, bool, error) {
 // linuxTrap is b as the session sees it.
 func linuxTrap(b *linux.Break) *Trap {
 	return &Trap{TID: b.TID, PID: b.PID, Image: b.Image, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Retry: b.Retry, Return: b.Return,
-		Forked: b.Forked, Execed: b.Execed, Program: linuxProgram{b}}
+		Forked: b.Forked, Execed: b.Execed, Ended: processEnds(b.Ended), Program: linuxProgram{b}}
+}
+
+// processEnds are the ends of Linux processes, from their wait statuses.
+func processEnds(ends []linux.ProcessEnd) []ProcessEnd {
+	var out []ProcessEnd
+	for _, e := range ends {
+		out = append(out, ProcessEnd{PID: e.PID, Code: uint8(e.Status >> 8), Signal: int(e.Status & 0x7f)})
+	}
+	return out
 }

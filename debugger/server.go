@@ -466,9 +466,15 @@ func (s *server) vcont(c rsp.VCont) (r resume, ok bool) {
 }
 
 // stopReply is the T packet of the last stop: SIGTRAP, the thread, its
-// frame registers, and swbreak at a breakpoint (its pc the breakpoint's).
+// frame registers, and swbreak at a breakpoint (its pc the breakpoint's);
+// or a followed process's end.
 func (s *server) stopReply() []byte {
 	st := s.last
+	if e := st.ended; st.kind == stopEnd && e.Signal != 0 {
+		return rsp.Killed{Signal: rsp.LinuxSignal(e.Signal), PID: e.PID}.Encode()
+	} else if st.kind == stopEnd {
+		return rsp.Exited{Code: e.Code, PID: e.PID}.Encode()
+	}
 	sig := rsp.SigTrap
 	if st.kind == stopInterrupt {
 		sig = rsp.SigInt
@@ -493,12 +499,21 @@ func (s *server) stopReply() []byte {
 }
 
 // exitReply says the replay ended: the program's exit status, or (the
-// replay failed) a signal-less end.
+// replay failed) SIGKILL — of the first process if gdb follows it, else of
+// one it follows, which the run's end killed.
 func (s *server) exitReply() []byte {
-	if s.over.err != nil {
-		return []byte("X09;process:" + strconv.FormatInt(int64(s.first), 16)) // SIGKILL
+	pid := s.first
+	if !s.session.following(pid) {
+		for p, on := range s.session.followed {
+			if on {
+				return rsp.Killed{Signal: rsp.SigKill, PID: p}.Encode()
+			}
+		}
 	}
-	return rsp.Exited{Code: uint8(s.over.status), PID: s.first}.Encode()
+	if s.over.err != nil {
+		return rsp.Killed{Signal: rsp.SigKill, PID: pid}.Encode()
+	}
+	return rsp.Exited{Code: uint8(s.over.status), PID: pid}.Encode()
 }
 
 // threads lists the live threads of the processes gdb follows.

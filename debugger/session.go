@@ -43,11 +43,12 @@ const (
 	stopSeek                      // a seek's exit reached (monitor seek)
 	stopFork                      // back from a fork: a process to follow
 	stopExec                      // back from an exec, in the new image
+	stopEnd                       // a followed process ended
 )
 
 // stop is the program stopped: the thread that stopped, its process and
 // registers, for stopWatch the watch's address, for stopFork the child's
-// process, for stopExec the executable's path.
+// process, for stopExec the executable's path, for stopEnd the end.
 type stop struct {
 	kind     stopKind
 	tid, pid int
@@ -55,6 +56,7 @@ type stop struct {
 	watch    uint64
 	child    int
 	exe      string
+	ended    ProcessEnd
 }
 
 // resume is how the stopped program goes on: the threads to step one
@@ -138,6 +140,8 @@ type Session struct {
 	// takes fork and exec events (qSupported).
 	followed             map[int]bool
 	tellForks, tellExecs bool
+	// ends are the ends of followed processes gdb is yet to be told of.
+	ends []ProcessEnd
 	// now is where the program stopped last; tally counts arrivals
 	// since, for the next stop's mark; seek, while a replay looks for a
 	// mark, is its search.
@@ -202,7 +206,7 @@ func NewSession() *Session {
 // looking for sk's mark: nothing is placed in it yet.
 func (s *Session) replayAgain(sk *seeker) {
 	s.placed, s.stepFor, s.watching, s.seek = map[bpKey]int{}, map[int]addrRange{}, false, sk
-	s.tally = arrivals{}
+	s.tally, s.ends = arrivals{}, nil
 }
 
 // wanted reports whether the session needs an int3 at k now.
@@ -406,6 +410,11 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 // for a fork or exec gdb is to be told of, or for gdb's interrupt.
 func (s *Session) exited(b *Trap) error {
 	sk := s.seek
+	if sk == nil && !s.detached.Load() {
+		if stopped, err := s.tellEnd(b); stopped {
+			return err
+		}
+	}
 	if sk == nil && !s.detached.Load() && s.following(b.PID) {
 		switch {
 		case b.Forked != 0 && s.tellForks:
@@ -439,6 +448,33 @@ func (s *Session) exited(b *Trap) error {
 		s.exitedScan(b, sk)
 	}
 	return nil
+}
+
+// tellEnd stops the program to tell gdb of a followed process's end
+// (stopped), the first not told yet: a W or X stop reply for it, as
+// gdbserver sends. gdb no longer follows it. The stop's thread is one
+// gdb follows, if one lives.
+func (s *Session) tellEnd(b *Trap) (stopped bool, err error) {
+	for _, e := range b.Ended {
+		if s.following(e.PID) {
+			s.followed[e.PID] = false
+			s.ends = append(s.ends, e)
+		}
+	}
+	if len(s.ends) == 0 {
+		return false, nil
+	}
+	st := stop{kind: stopEnd, ended: s.ends[0], tid: b.TID, pid: b.PID, regs: *b.Regs}
+	s.ends = s.ends[1:]
+	if !s.following(b.PID) {
+		for _, t := range b.Threads() {
+			if s.following(t.PID) {
+				st.tid, st.pid = t.TID, t.PID
+				break
+			}
+		}
+	}
+	return true, s.stopAt(b, st, markAfterExit(b))
 }
 
 // stopAfterExit stops the program, for st, where the stretch after the

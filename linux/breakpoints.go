@@ -71,8 +71,18 @@ type Break struct {
 	// exec replaced its image (Regs at the new image's entry).
 	Forked int
 	Execed bool
-	k      *Kernel
+	// Ended are the processes (but the program's first, whose end is the
+	// run's) that ended since the last exit's Break.
+	Ended []ProcessEnd
+	k     *Kernel
 	proc   *process
+}
+
+// ProcessEnd is a process's end: its pid and wait status (the exit code
+// in bits 8-15, or the signal that killed it in bits 0-6).
+type ProcessEnd struct {
+	PID    int
+	Status uint64
 }
 
 // maxReturnWatches bounds the returns one thread can be watched for at
@@ -158,8 +168,10 @@ type breakpoints struct {
 	// afterSyscall is, for a thread stepping over a SYSCALL, the int3
 	// after it that ends the step (armStep).
 	afterSyscall map[int]uint64
-	// exits is on, if it watches exits.
+	// exits is on, if it watches exits; ended, the processes that ended
+	// since it was last told.
 	exits ExitWatcher
+	ended []ProcessEnd
 }
 
 // keepDebugStack notes what the debug stack holds after a trap of the
@@ -722,9 +734,9 @@ func (k *Kernel) exited() error {
 	t := k.current()
 	armed := k.bp.stepping[t.tid] // armed before: by the int3 after its system call
 	regs := k.UserRegs(*k.m.VCPU().SyncedRegs())
-	news := t.news
-	t.news = procNews{}
-	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, Forked: news.forked, Execed: news.execed, k: k, proc: t.proc}
+	news, ended := t.news, k.bp.ended
+	t.news, k.bp.ended = procNews{}, nil
+	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, Forked: news.forked, Execed: news.execed, Ended: ended, k: k, proc: t.proc}
 	if err := k.bp.exits.Exited(b); err != nil {
 		return err
 	}

@@ -245,6 +245,9 @@ func (k *Kernel) exitProcess(p *process, status uint64) error {
 	}
 	p.as.Release() // a zombie keeps its status, nothing of its image
 	p.zombie, p.status = true, status
+	if bp := k.bp; bp != nil && bp.exits != nil {
+		bp.ended = append(bp.ended, ProcessEnd{PID: p.pid, Status: status})
+	}
 	// Its children are orphans now: its nearest live ancestor that is a
 	// subreaper adopts them, else the program's first process, as init
 	// does; it is told of those that have exited.

@@ -14,7 +14,32 @@ type Signal uint8
 const (
 	SigInt  Signal = 2 // stopped by an interrupt (0x03)
 	SigTrap Signal = 5 // stopped by a breakpoint, watchpoint or step
+	SigKill Signal = 9
 )
+
+// linuxSignals are gdb's numbers of Linux's x86-64 signals 1 to 31
+// (gdb/signals.def), where they differ from the classic ones.
+var linuxSignals = [32]Signal{
+	1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 10, 8: 8, 9: 9, 10: 30, 11: 11, 12: 31, 13: 13, 14: 14, 15: 15,
+	16: 143, // SIGSTKFLT: GDB_SIGNAL_UNKNOWN
+	17: 20, 18: 19, 19: 17, 20: 18, 21: 21, 22: 22, 23: 16, 24: 24, 25: 25, 26: 26, 27: 27, 28: 28, 29: 23, 30: 32, 31: 12,
+}
+
+// LinuxSignal is Linux's signal n in gdb's numbering, real-time ones
+// (32 to 64) included; any other is GDB_SIGNAL_UNKNOWN.
+func LinuxSignal(n int) Signal {
+	switch {
+	case n > 0 && n < len(linuxSignals):
+		return linuxSignals[n]
+	case n == 32:
+		return 77 // GDB_SIGNAL_REALTIME_32
+	case n >= 33 && n <= 63:
+		return Signal(45 + n - 33) // GDB_SIGNAL_REALTIME_33..63
+	case n == 64:
+		return 78 // GDB_SIGNAL_REALTIME_64
+	}
+	return 143
+}
 
 // BreakKind is the type of a Z or z packet.
 type BreakKind uint8

@@ -109,6 +109,21 @@ func (e Exited) Encode() []byte {
 	return b
 }
 
+// Killed is the X stop reply: the process ended by Signal.
+type Killed struct {
+	Signal Signal
+	PID    int // left out when Any
+}
+
+// Encode writes X<signal>[;process:<pid>].
+func (k Killed) Encode() []byte {
+	b := fmt.Appendf(nil, "X%02x", uint8(k.Signal))
+	if k.PID != Any {
+		b = fmt.Appendf(b, ";process:%x", k.PID)
+	}
+	return b
+}
+
 // ThreadList answers qfThreadInfo or qsThreadInfo: "m" and the ids, or "l"
 // when there are none (left).
 func ThreadList(ids []ThreadID) []byte {

@@ -84,3 +84,15 @@ func TestXferChunkOverConn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, append([]byte("l"), doc...), got)
 }
+
+// Linux's signals in gdb's numbering (include/gdb/signals.def): the
+// classic ones keep theirs, the others move, real-time ones included; a
+// process's end is W with its code or X with its signal.
+func TestLinuxSignalsAndEnds(t *testing.T) {
+	for linux, gdb := range map[int]Signal{2: 2, 5: 5, 7: 10, 9: 9, 10: 30, 11: 11, 12: 31, 17: 20, 19: 17, 29: 23, 31: 12, 32: 77, 34: 46, 63: 75, 64: 78, 0: 143, 65: 143} {
+		require.Equal(t, gdb, LinuxSignal(linux), "signal %d", linux)
+	}
+	require.Equal(t, "X0b;process:2", string(Killed{Signal: LinuxSignal(11), PID: 2}.Encode()))
+	require.Equal(t, "X09", string(Killed{Signal: SigKill}.Encode()))
+	require.Equal(t, "W03;process:1a", string(Exited{Code: 3, PID: 26}.Encode()))
+}

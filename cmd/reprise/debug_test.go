@@ -725,6 +725,30 @@ continue
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
+// With follow-fork-mode child gdb follows a fork's child and detaches
+// from the parent (internal/cprog/testdata/cow.c): it stops in the child
+// only, at its _exit, and then at the child's end, which gdb is told of
+// as gdbserver tells it — never of the parent it left.
+func TestDebugFollowsTheChild(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "cow", "-g", "-O0")})
+	require.Equal(t, "value 42\n", r.stdout)
+	out := debugScript(t, dir, tp, `set follow-fork-mode child
+break _exit
+continue
+info inferiors
+bt 2
+continue
+`)
+	t.Log(out)
+	require.Contains(t, out, "[Detaching after fork from parent process 1]")
+	require.Regexp(t, `Thread 2\.1 hit Breakpoint 1\.\d, (__GI__exit|_exit) \(status=0\)`, out)
+	require.Regexp(t, `(?m)^\*\s+2\s+process 2\s`, out, "the child, followed")
+	require.Regexp(t, `#1 +0x[0-9a-f]+ in main \(\) at .*cow\.c:`, out)
+	require.Contains(t, out, "[Inferior 2 (process 2) exited normally]")
+	require.NotContains(t, out, "internal-error")
+}
+
 // gdb follows a fork and an exec as under Linux: with detach-on-fork off
 // it keeps the child (internal/cprog/testdata/forkexec.c), whose exec
 // stops at gdb's catchpoint and gives it a new image in which gdb sets
@@ -743,6 +767,8 @@ info inferiors
 bt
 info threads
 continue
+inferior 1
+continue
 `)
 	t.Log(out)
 	require.Contains(t, out, "process 2 is executing new program: ")
@@ -754,7 +780,9 @@ continue
 	require.Regexp(t, `(?m)^\s+1\.1\s+Thread 1\.1 .*wait4`, out, "info threads: the parent, waiting")
 	require.Regexp(t, `(?m)^\*\s+2\.1\s+Thread 2\.2 .*child_work`, out, "and the child")
 	require.Contains(t, out, "child 42")
+	require.Contains(t, out, "[Inferior 2 (process 2) exited normally]", "the child's end, a stop")
 	require.Contains(t, out, "parent saw 0")
+	require.Contains(t, out, "[Inferior 1 (process 1) exited normally]")
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
