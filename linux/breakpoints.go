@@ -75,7 +75,7 @@ type Break struct {
 	// run's) that ended since the last exit's Break.
 	Ended []ProcessEnd
 	k     *Kernel
-	proc   *process
+	proc  *process
 }
 
 // ProcessEnd is a process's end: its pid and wait status (the exit code
