@@ -4,9 +4,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/rsp"
@@ -470,10 +473,8 @@ func (s *server) vcont(c rsp.VCont) (r resume, ok bool) {
 // or a followed process's end.
 func (s *server) stopReply() []byte {
 	st := s.last
-	if e := st.ended; st.kind == stopEnd && e.Signal != 0 {
-		return rsp.Killed{Signal: rsp.LinuxSignal(e.Signal), PID: e.PID}.Encode()
-	} else if st.kind == stopEnd {
-		return rsp.Exited{Code: e.Code, PID: e.PID}.Encode()
+	if st.kind == stopEnd {
+		return endReply(st.ended)
 	}
 	sig := rsp.SigTrap
 	if st.kind == stopInterrupt {
@@ -500,20 +501,27 @@ func (s *server) stopReply() []byte {
 
 // exitReply says the replay ended: the program's exit status, or (the
 // replay failed) SIGKILL — of the first process if gdb follows it, else of
-// one it follows, which the run's end killed.
+// the first it follows, which the run's end killed.
 func (s *server) exitReply() []byte {
-	pid := s.first
-	if !s.session.following(pid) {
-		for p, on := range s.session.followed {
-			if on {
-				return rsp.Killed{Signal: rsp.SigKill, PID: p}.Encode()
+	if !s.session.following(s.first) {
+		for _, p := range slices.Sorted(maps.Keys(s.session.followed)) {
+			if s.session.following(p) {
+				return endReply(ProcessEnd{PID: p, Signal: int(unix.SIGKILL)})
 			}
 		}
 	}
 	if s.over.err != nil {
-		return rsp.Killed{Signal: rsp.SigKill, PID: pid}.Encode()
+		return endReply(ProcessEnd{PID: s.first, Signal: int(unix.SIGKILL)})
 	}
-	return rsp.Exited{Code: uint8(s.over.status), PID: pid}.Encode()
+	return endReply(ProcessEnd{PID: s.first, Code: uint8(s.over.status)})
+}
+
+// endReply is the W or X stop reply of a process's end.
+func endReply(e ProcessEnd) []byte {
+	if e.Signal != 0 {
+		return rsp.Killed{Signal: rsp.LinuxSignal(e.Signal), PID: e.PID}.Encode()
+	}
+	return rsp.Exited{Code: e.Code, PID: e.PID}.Encode()
 }
 
 // threads lists the live threads of the processes gdb follows.

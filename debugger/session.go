@@ -407,7 +407,8 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 
 // exited notes, for a seek that asks, where the stretch of execution
 // after its goal's exit begins; and, with no seek, stops where it begins
-// for a fork or exec gdb is to be told of, or for gdb's interrupt.
+// for a followed process's end, a fork or exec gdb is to be told of, or
+// gdb's interrupt.
 func (s *Session) exited(b *Trap) error {
 	sk := s.seek
 	if sk == nil && !s.detached.Load() {
@@ -464,7 +465,7 @@ func (s *Session) tellEnd(b *Trap) (stopped bool, err error) {
 	if len(s.ends) == 0 {
 		return false, nil
 	}
-	st := stop{kind: stopEnd, ended: s.ends[0], tid: b.TID, pid: b.PID, regs: *b.Regs}
+	st := stop{kind: stopEnd, ended: s.ends[0], tid: b.TID, pid: b.PID} // a W or X reply: no registers
 	s.ends = s.ends[1:]
 	if !s.following(b.PID) {
 		for _, t := range b.Threads() {

@@ -14,7 +14,6 @@ type Signal uint8
 const (
 	SigInt  Signal = 2 // stopped by an interrupt (0x03)
 	SigTrap Signal = 5 // stopped by a breakpoint, watchpoint or step
-	SigKill Signal = 9
 )
 
 // linuxSignals are gdb's numbers of Linux's x86-64 signals 1 to 31

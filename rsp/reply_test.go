@@ -93,6 +93,6 @@ func TestLinuxSignalsAndEnds(t *testing.T) {
 		require.Equal(t, gdb, LinuxSignal(linux), "signal %d", linux)
 	}
 	require.Equal(t, "X0b;process:2", string(Killed{Signal: LinuxSignal(11), PID: 2}.Encode()))
-	require.Equal(t, "X09", string(Killed{Signal: SigKill}.Encode()))
+	require.Equal(t, "X09", string(Killed{Signal: LinuxSignal(9)}.Encode()))
 	require.Equal(t, "W03;process:1a", string(Exited{Code: 3, PID: 26}.Encode()))
 }
