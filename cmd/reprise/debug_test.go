@@ -388,6 +388,31 @@ func TestGDBStepNotTakenEndsOnContinue(t *testing.T) {
 	require.NotContains(t, wait(), "panic")
 }
 
+// A Go program under gdb (internal/cprog/testdata/goroutines: goroutines
+// on several threads, preempted by the runtime's signals): a breakpoint
+// on a function, bt to main.main, the runtime's threads in info threads,
+// and the program's own output at the end, the replay matching.
+func TestDebugGoProgram(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.BuildGo(t, "goroutines")})
+	require.Contains(t, r.stdout, "rounds 200 checksum ")
+	out := debugScript(t, dir, tp, `break sync.(*WaitGroup).Wait
+continue
+bt 3
+info threads
+delete
+continue
+`)
+	t.Log(out)
+	require.Regexp(t, `Breakpoint 1, sync\.\(\*WaitGroup\)\.Wait`, out)
+	require.Regexp(t, `#1 +0x[0-9a-f]+ in main\.main \(\)`, out)
+	threads := regexp.MustCompile(`(?m)^\*? +\d+ +Thread 1\.\d+ \(goroutines\)`).FindAllString(out, -1)
+	require.GreaterOrEqual(t, len(threads), 3, "the runtime's threads: %s", out)
+	require.Contains(t, out, r.stdout)
+	require.Contains(t, out, "[Inferior 1 (process 1) exited normally]")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
 // TestDebugStaticMusl debugs a static musl program: a breakpoint on its
 // function, bt to main, finish with its value, and the end.
 func TestDebugStaticMusl(t *testing.T) {
