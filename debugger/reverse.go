@@ -3,7 +3,10 @@ package debugger
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+
+	"github.com/reprise-vm/reprise/rsp"
 )
 
 // Reverse execution: every command replays again (mark.go says how a
@@ -225,7 +228,7 @@ func (s *server) lastArrival(now Mark, va uint64) (*Mark, error) {
 // instruction: nothing is before it.
 func (s *server) historyStart() (bool, error) {
 	s.atBegin = true
-	return false, s.conn.Write(s.stopReply())
+	return false, s.conn.Write(s.backReply())
 }
 
 // goBackTo replays to target and reports the stop there.
@@ -233,7 +236,47 @@ func (s *server) goBackTo(target Mark) (bool, error) {
 	if err := s.returnTo(target); err != nil {
 		return true, err
 	}
-	return false, s.conn.Write(s.stopReply())
+	return false, s.conn.Write(s.backReply())
+}
+
+// backReply answers a command that went back: the stop there — or first,
+// if gdb follows processes that do not exist there (it went back before
+// their fork), the end of one of them, since gdb keeps an inferior's last
+// thread, whose registers would be asked for. The others are answered at
+// the next resumes, and gdb is told of each fork again going forwards.
+func (s *server) backReply() []byte {
+	var err error
+	s.on(func(b *Trap) {
+		live := map[int]bool{}
+		for _, t := range b.Threads() {
+			live[t.PID] = true
+		}
+		for _, p := range slices.Sorted(maps.Keys(s.session.followed)) {
+			if s.session.following(p) && !live[p] {
+				err = errors.Join(err, s.session.unfollow(b, p)) // gdb's breakpoints there go with it
+				delete(s.session.followed, p)
+				s.gone = append(s.gone, p)
+			}
+		}
+	})
+	if err != nil {
+		return rsp.Error(14)
+	}
+	if reply := s.goneReply(); reply != nil {
+		return reply
+	}
+	return s.stopReply()
+}
+
+// goneReply is the end of the next process gdb is to learn went away, nil
+// if none is.
+func (s *server) goneReply() []byte {
+	if len(s.gone) == 0 {
+		return nil
+	}
+	p := s.gone[0]
+	s.gone = s.gone[1:]
+	return endReply(ProcessEnd{PID: p})
 }
 
 // returnTo replays to target (the start of the history if it has no

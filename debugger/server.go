@@ -67,6 +67,9 @@ type server struct {
 	// output packet every second: gdb waits for its answer 2 s at a
 	// time, complaining each time it does not come.
 	keepAlive bool
+	// gone are processes gdb followed that a command going back left
+	// behind (before their fork), whose ends gdb is yet to be told of.
+	gone []int
 }
 
 // Serve debugs the replay run starts for the gdb client on rw until the
@@ -439,6 +442,9 @@ func (s *server) afterEnd(cmd rsp.Command) (done bool, err error) {
 // run resumes the program and reports where it stops next, or its end.
 func (s *server) run(r resume) (bool, error) {
 	s.atBegin, s.watchAt = false, 0
+	if reply := s.goneReply(); reply != nil {
+		return false, s.conn.Write(reply) // not run: told first
+	}
 	s.requests(r)
 	if err := s.wait(); err != nil {
 		return true, err

@@ -774,6 +774,42 @@ continue
 	require.NotContains(t, out, "internal-error")
 }
 
+// Going back before the fork of a child gdb keeps tells gdb the child is
+// gone (gdb would keep its last thread, whose registers do not exist
+// there), and going forwards again tells it of the fork anew: the child's
+// breakpoint is met again, in the image its exec gives it.
+func TestDebugReverseBeforeAFork(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "forkexec", "-g", "-O0")})
+	require.Equal(t, "child 42\nparent saw 0\n", r.stdout)
+	out := debugScript(t, dir, tp, `set detach-on-fork off
+break child_work
+continue
+reverse-continue
+inferior 1
+info threads
+continue
+bt 2
+continue
+inferior 1
+continue
+`)
+	t.Log(out)
+	require.Contains(t, out, "[Inferior 2 (process 2) exited normally]", "going back before its fork: the child gone")
+	hits := regexp.MustCompile(`Thread \d+\.1 hit Breakpoint 1\.\d+, child_work \(n=6\)`).FindAllString(out, -1)
+	require.Len(t, hits, 2, "the child's breakpoint, before going back and after: %s", out)
+	back := out[strings.Index(out, "[Inferior 2 (process 2) exited normally]"):]
+	end := strings.Index(back, "[New inferior ")
+	require.GreaterOrEqual(t, end, 0, "the fork told again: %s", back)
+	back = back[:end]
+	require.Len(t, regexp.MustCompile(`(?m)^\*? +\d+\.\d+ +Thread `).FindAllString(back, -1), 1, "back before the fork, one thread: %s", back)
+	require.NotContains(t, out, "Could not read registers")
+	require.Regexp(t, `#1 +0x[0-9a-f]+ in main \(argc=2,`, out)
+	require.Contains(t, out, "parent saw 0")
+	require.Contains(t, out, "[Inferior 1 (process 1) exited normally]")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
 // gdb follows a fork and an exec as under Linux: with detach-on-fork off
 // it keeps the child (internal/cprog/testdata/forkexec.c), whose exec
 // stops at gdb's catchpoint and gives it a new image in which gdb sets
