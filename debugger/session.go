@@ -415,19 +415,19 @@ func (s *Session) exited(b *Trap) error {
 		if stopped, err := s.tellEnd(b); stopped {
 			return err
 		}
-	}
-	if sk == nil && !s.detached.Load() && s.following(b.PID) {
-		switch {
-		case b.Forked != 0 && s.tellForks:
-			if _, told := s.followed[b.Forked]; !told {
-				s.followed[b.Forked] = true
-				return s.stopAfterExit(b, stop{kind: stopFork, child: b.Forked})
+		if s.following(b.PID) {
+			switch {
+			case b.Forked != 0 && s.tellForks:
+				if _, told := s.followed[b.Forked]; !told {
+					s.followed[b.Forked] = true
+					return s.stopAfterExit(b, stop{kind: stopFork, child: b.Forked})
+				}
+			case b.Execed && s.tellExecs:
+				return s.stopAfterExit(b, stop{kind: stopExec, exe: b.Exe(b.PID)})
 			}
-		case b.Execed && s.tellExecs:
-			return s.stopAfterExit(b, stop{kind: stopExec, exe: b.Exe(b.PID)})
-		}
-		if s.interrupt.Swap(false) {
-			return s.stopAfterExit(b, stop{kind: stopInterrupt})
+			if s.interrupt.Swap(false) {
+				return s.stopAfterExit(b, stop{kind: stopInterrupt})
+			}
 		}
 	}
 	switch {

@@ -323,6 +323,18 @@ const (
 
 const rflagsTF = x86.RFLAGSTF
 
+// frameRegs are the program's registers where the trap stub's frame at
+// regs.RSP resumes it: the frame's RIP, RSP and flags, the rest regs'.
+func (k *Kernel) frameRegs(regs *kvm.Regs) (kvm.Regs, error) {
+	ram := k.m.RAM()
+	at := *regs
+	var errRIP, errRSP, errFlags error
+	at.RIP, errRIP = ram.Uint64(regs.RSP + frameRIP)
+	at.RSP, errRSP = ram.Uint64(regs.RSP + frameRSP)
+	at.RFLAGS, errFlags = ram.Uint64(regs.RSP + frameRFLAGS)
+	return at, errors.Join(errRIP, errRSP, errFlags)
+}
+
 // debugTrap handles #BP and #DB: a breakpoint of k.bp is reported and
 // stepped over; anything else is the program's own (handled reports
 // false).
@@ -345,14 +357,11 @@ func (k *Kernel) debugTrap(regs *kvm.Regs, vector, rip uint64) (handled bool, er
 	if !ours {
 		return false, nil // the program's own int3
 	}
-	hit := *regs
+	hit, err := k.frameRegs(regs)
+	if err != nil {
+		return true, err
+	}
 	hit.RIP = at
-	if hit.RSP, err = ram.Uint64(regs.RSP + frameRSP); err != nil {
-		return true, err
-	}
-	if hit.RFLAGS, err = ram.Uint64(regs.RSP + frameRFLAGS); err != nil {
-		return true, err
-	}
 	b := &Break{TID: k.current().tid, PID: k.proc().pid, Image: k.proc().execs, Regs: &hit, Mapping: k.proc().as.FileAt(at), k: k, proc: k.proc()}
 	if r := bp.retry; r != nil && r.tid == b.TID {
 		bp.retry = nil
@@ -404,7 +413,7 @@ func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
 	if !over && !bp.stepping[t.tid] {
 		return false, nil
 	}
-	flags, err := ram.Uint64(regs.RSP + frameRFLAGS)
+	at, err := k.frameRegs(regs)
 	if err != nil {
 		return true, err
 	}
@@ -414,41 +423,35 @@ func (k *Kernel) stepTrap(regs *kvm.Regs) (handled bool, err error) {
 			return true, err
 		}
 		if !s.tf {
-			flags &^= rflagsTF
+			at.RFLAGS &^= rflagsTF
 		}
 	}
 	if bp.stepping[t.tid] {
-		flags &^= rflagsTF
-		hit := *regs
-		if hit.RIP, err = ram.Uint64(regs.RSP + frameRIP); err != nil {
+		if err := k.stepped(t, &at); err != nil {
 			return true, err
-		}
-		if hit.RSP, err = ram.Uint64(regs.RSP + frameRSP); err != nil {
-			return true, err
-		}
-		hit.RFLAGS = flags
-		tf, err := k.stepped(t, &hit)
-		if err != nil {
-			return true, err
-		}
-		if tf {
-			flags |= rflagsTF
 		}
 	}
-	return true, ram.PutUint64(regs.RSP+frameRFLAGS, flags)
+	return true, ram.PutUint64(regs.RSP+frameRFLAGS, at.RFLAGS)
 }
 
-// stepped reports a debugger's single step of thread t done, at regs: a
-// Break with Stepped set. If the debugger steps t again, the step is
-// armed and tf says whether by the trap flag (the caller sets it).
-func (k *Kernel) stepped(t *thread, regs *kvm.Regs) (tf bool, err error) {
+// stepped reports a debugger's single step of thread t done, at regs,
+// their trap flag cleared (the debugger's): a Break with Stepped set. If
+// the debugger steps t again, the step is armed — by the trap flag, set
+// in regs.RFLAGS for the caller to resume with, or by an int3 after a
+// SYSCALL.
+func (k *Kernel) stepped(t *thread, regs *kvm.Regs) error {
 	bp := k.bp
 	delete(bp.stepping, t.tid)
+	regs.RFLAGS &^= rflagsTF
 	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: regs, Mapping: t.proc.as.FileAt(regs.RIP), Stepped: true, k: k, proc: t.proc}
 	if err := bp.on.Break(b); err != nil || !bp.stepping[t.tid] {
-		return false, err
+		return err
 	}
-	return k.armStep(t, regs.RIP)
+	tf, err := k.armStep(t, regs.RIP)
+	if tf {
+		regs.RFLAGS |= rflagsTF
+	}
+	return err
 }
 
 // putBack puts the int3 a step over s took out back, if still wanted.
@@ -481,12 +484,7 @@ func (bp *breakpoints) handlerEntered(k *Kernel, t *thread, regs *kvm.Regs) erro
 	if !bp.steps(t) {
 		return nil
 	}
-	regs.RFLAGS &^= rflagsTF
-	tf, err := k.stepped(t, regs)
-	if tf {
-		regs.RFLAGS |= rflagsTF
-	}
-	return err
+	return k.stepped(t, regs)
 }
 
 // emulatedStep ends a debugger's single step of the running thread t
@@ -499,25 +497,14 @@ func (bp *breakpoints) emulatedStep(k *Kernel, t *thread, regs *kvm.Regs) error 
 	if !bp.steps(t) {
 		return nil
 	}
-	ram := k.m.RAM()
-	var frame [4]uint64 // RIP, CS, RFLAGS, RSP
-	for i := range frame {
-		v, err := ram.Uint64(regs.RSP + frameRIP + uint64(i)*8)
-		if err != nil {
-			return err
-		}
-		frame[i] = v
-	}
-	at := *regs
-	at.RIP, at.RFLAGS, at.RSP = frame[0], frame[2]&^rflagsTF, frame[3]
-	tf, err := k.stepped(t, &at)
+	at, err := k.frameRegs(regs)
 	if err != nil {
 		return err
 	}
-	if tf {
-		at.RFLAGS |= rflagsTF
+	if err := k.stepped(t, &at); err != nil {
+		return err
 	}
-	return ram.PutUint64(regs.RSP+frameRFLAGS, at.RFLAGS)
+	return k.m.RAM().PutUint64(regs.RSP+frameRFLAGS, at.RFLAGS)
 }
 
 // abortStep ends the step over an int3 of the running thread whose
