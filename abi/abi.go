@@ -76,6 +76,26 @@ const (
 	SWBCRegisterSymbol = "__reprise_swbc_r15"
 )
 
+// The kernel's thread table (abi.h), at ThreadsSymbol: MaxThreads entries
+// of ThreadSize bytes, slot 0 the idle thread. A thread not running keeps
+// its user registers in the Frame its entry's frame pointer points at.
+const (
+	ThreadsSymbol    = "reprise_threads"
+	MaxThreads       = 64
+	ThreadSize       = 96
+	ThreadFrame      = 32 // struct reprise_frame *frame
+	ThreadTID        = 64 // uint32_t tid
+	ThreadState      = 68 // uint32_t state
+	ThreadRunnable   = 1
+	ThreadBlocked    = 2
+	CurrentTIDSymbol = "reprise_current_tid"
+	// UserStartSymbol is where the first thread's user code begins,
+	// ThreadEntrySymbol every other thread's.
+	UserStartSymbol   = "reprise_user_start"
+	ThreadEntrySymbol = "reprise_thread_entry"
+	UserEndSymbol     = "reprise_user_end"
+)
+
 // The kernel's trace ring (trace.h): its header, record size and kinds.
 const (
 	TraceMagic   = 0x3245434152545052 // "RPTRACE2"

@@ -10,6 +10,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/reprise-vm/reprise/host/userfile"
@@ -187,4 +188,13 @@ func (img *Image) Bounds() (lo, hi uint64) {
 		hi = max(hi, s.End())
 	}
 	return lo, hi
+}
+
+// LoadsAs reports whether img and other put the same bytes at the same
+// addresses and start at the same entry: one program, whatever else the
+// files hold (debugging information, say).
+func (img *Image) LoadsAs(other *Image) bool {
+	return img.Entry == other.Entry && slices.EqualFunc(img.Segments, other.Segments, func(a, b Segment) bool {
+		return a.Addr == b.Addr && a.MemSize == b.MemSize && a.Writable == b.Writable && a.Exec == b.Exec && bytes.Equal(a.Data, b.Data)
+	})
 }

@@ -27,6 +27,7 @@ var sources embed.FS
 // Outputs of the kit's Makefile, relative to the build directory.
 const (
 	kitImage   = "kit.elf"
+	debugImage = "kit-debug.elf"
 	hookImage  = "kit-tracepc.elf"
 	plainImage = "kit-plain.elf"
 	nativeCPU  = "cpu-native"
@@ -41,6 +42,14 @@ type Kit struct {
 // Image is the kit whose user code keeps the register branch counter:
 // the default image.
 func (k *Kit) Image() string { return filepath.Join(k.Dir, kitImage) }
+
+// DebugImage is Image with the DWARF of its user code, for a debugger:
+// the same program, byte for byte, as it loads.
+func (k *Kit) DebugImage() string { return filepath.Join(k.Dir, debugImage) }
+
+// SourceDir holds the sources the kit was built from, as its DWARF names
+// them (relative paths: workloads/cpu.c).
+func (k *Kit) SourceDir() string { return filepath.Dir(k.Dir) }
 
 // HookImage is the kit whose user code counts branches through the
 // trace-pc hook: the other software branch counter, kept to compare with.

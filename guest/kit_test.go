@@ -2,6 +2,10 @@ package guest_test
 
 import (
 	"context"
+	"debug/dwarf"
+	"debug/elf"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,4 +43,60 @@ func TestKitBuildsWithoutKVM(t *testing.T) {
 			require.True(t, s.Addr >= start.Addr && s.Addr < end.Addr, "%s: %s at %#x, outside the kernel's [%#x, %#x)", path, name, s.Addr, start.Addr, end.Addr)
 		}
 	}
+}
+
+// The debug kit is the kit, as it loads, with DWARF a debugger can read:
+// the user code's lines, and one entry line per function (the branch
+// counter's pair counts as the function's first line, not a line before
+// it).
+func TestDebugKitLoadsAsTheKit(t *testing.T) {
+	kvmtest.RequireTools(t, "cc", "ld", "make", "objcopy")
+	k, err := guest.Build(context.Background())
+	require.NoError(t, err)
+	kit, err := elffile.OpenImage(k.Image())
+	require.NoError(t, err)
+	dbg, err := elffile.OpenImage(k.DebugImage())
+	require.NoError(t, err)
+	require.True(t, dbg.LoadsAs(kit), "kit-debug.elf loads differently from kit.elf")
+	plain, err := elffile.OpenImage(k.PlainImage())
+	require.NoError(t, err)
+	require.False(t, plain.LoadsAs(kit))
+
+	f, err := elf.Open(k.DebugImage())
+	require.NoError(t, err)
+	defer f.Close()
+	d, err := f.DWARF()
+	require.NoError(t, err)
+	worker, ok := kit.Lookup("worker")
+	require.True(t, ok)
+	var rows []dwarf.LineEntry
+	r := d.Reader()
+	for {
+		cu, err := r.Next()
+		require.NoError(t, err)
+		require.NotNil(t, cu, "no compilation unit holds worker")
+		if cu.Tag != dwarf.TagCompileUnit {
+			r.SkipChildren()
+			continue
+		}
+		if rs, err := d.Ranges(cu); err != nil || !slices.ContainsFunc(rs, func(x [2]uint64) bool { return worker.Addr >= x[0] && worker.Addr < x[1] }) {
+			r.SkipChildren()
+			continue
+		}
+		lr, err := d.LineReader(cu)
+		require.NoError(t, err)
+		for {
+			var e dwarf.LineEntry
+			if lr.Next(&e) != nil {
+				break
+			}
+			if e.Address >= worker.Addr && e.Address < worker.Addr+worker.Size {
+				rows = append(rows, e)
+			}
+		}
+		break
+	}
+	require.NotEmpty(t, rows)
+	require.Equal(t, worker.Addr, rows[0].Address, "worker's first line starts at the function, counter pair included")
+	require.True(t, strings.HasSuffix(rows[0].File.Name, "syn_cont.c"), rows[0].File.Name)
 }

@@ -63,7 +63,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		if err := db.SetSymbols(imageSymbols(o.Image)); err != nil {
 			return nil, nil, err
 		}
-		tidSym, haveTID = o.Image.Lookup(currentTIDSymbol)
+		tidSym, haveTID = o.Image.Lookup(abi.CurrentTIDSymbol)
 	}
 	abs, _ := filepath.Abs(rec.Path)
 	run, in, err := db.NewRun(abs, table, sampling)

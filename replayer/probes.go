@@ -7,15 +7,12 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/vmm"
 )
-
-// currentTIDSymbol is the guest kit kernel's variable holding the running
-// thread's id; probe hits are attributed to it.
-const currentTIDSymbol = "reprise_current_tid"
 
 // Hit is one probe hit during a replay.
 type Hit struct {
@@ -71,7 +68,7 @@ func planSites(plan *probes.Plan, img *elffile.Image, onHit func(Hit) error) ([]
 			add(s)
 		}
 	}
-	tidSym, haveTID := img.Lookup(currentTIDSymbol)
+	tidSym, haveTID := img.Lookup(abi.CurrentTIDSymbol)
 	handler := func(ph *ProbeHit, mem vmm.GuestMemory) error {
 		tid := currentThread(mem, tidSym, haveTID)
 		for _, p := range append(entry[ph.Addr], returns[ph.Addr]...) {

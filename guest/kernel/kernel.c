@@ -65,7 +65,8 @@ struct reprise_trace_ring reprise_trace_ring;
 uint32_t reprise_current_tid;
 struct thread *reprise_current;
 
-static struct thread threads[MAX_THREADS];
+/* Global, with its layout in abi.h: a debugger reads the threads here. */
+struct thread reprise_threads[MAX_THREADS];
 static uint8_t kstacks[MAX_THREADS][KSTACK_SIZE] __attribute__((aligned(64)));
 static struct link runq = { &runq, &runq }, sleepq = { &sleepq, &sleepq };
 static struct link buckets[NBUCKETS];
@@ -89,11 +90,15 @@ static uint64_t nic_irqs;          /* REPRISE_IRQ_NIC interrupts so far */
 static struct thread *nic_waiter;  /* blocked in SYS_NET_WAIT (at most one) */
 
 #define cur reprise_current
-#define IDLE (&threads[0])
+#define IDLE (&reprise_threads[0])
 #define SL2T(l) ((struct thread *)((char *)(l) - offsetof(struct thread, sl)))
 
 _Static_assert(offsetof(struct thread, q) == 0, "q must be first");
 _Static_assert(sizeof(struct reprise_frame) == 22 * 8, "frame size");
+_Static_assert(MAX_THREADS == REPRISE_MAX_THREADS && sizeof(struct thread) == REPRISE_THREAD_SIZE &&
+	offsetof(struct thread, frame) == REPRISE_THREAD_FRAME && offsetof(struct thread, tid) == REPRISE_THREAD_TID &&
+	offsetof(struct thread, state) == REPRISE_THREAD_STATE && T_RUNNABLE == REPRISE_THREAD_RUNNABLE &&
+	T_BLOCKED == REPRISE_THREAD_BLOCKED, "thread table layout (abi.h)");
 
 /* ---- lists */
 static inline void list_init(struct link *h)
@@ -187,12 +192,12 @@ __attribute__((noinline, noreturn, cold)) static void deadlock(void)
 {
 	kputs("kernel: deadlock: no runnable thread and no timed wait; blocked:");
 	for (int i = 1; i < MAX_THREADS; i++) {
-		if (threads[i].state == T_BLOCKED) {
+		if (reprise_threads[i].state == T_BLOCKED) {
 			kputc(' ');
-			kputdec(threads[i].tid);
-			if (threads[i].futex) {
+			kputdec(reprise_threads[i].tid);
+			if (reprise_threads[i].futex) {
 				kputs("@futex:");
-				kputhex(threads[i].futex);
+				kputhex(reprise_threads[i].futex);
 			}
 		}
 	}
@@ -265,7 +270,7 @@ static struct thread *thread_alloc(uint64_t rip, uint64_t a0, uint64_t a1, uint6
 	if (nfree == 0)
 		return 0;
 	uint32_t slot = free_slots[--nfree];
-	struct thread *t = &threads[slot];
+	struct thread *t = &reprise_threads[slot];
 	t->tid = t->gen * MAX_THREADS + slot;
 	t->joiner = 0;
 	t->futex = 0;
@@ -369,7 +374,7 @@ static struct reprise_frame *sys_thread_exit(struct reprise_frame *f)
 static struct reprise_frame *sys_thread_join(struct reprise_frame *f)
 {
 	uint64_t tid = f->rdi;
-	struct thread *c = cur, *t = &threads[tid % MAX_THREADS];
+	struct thread *c = cur, *t = &reprise_threads[tid % MAX_THREADS];
 	if (tid == 0 || t->tid != tid || t->state == T_FREE || t == c || t->joiner) {
 		f->rax = (uint64_t)-REPRISE_EINVAL;
 		return f;
@@ -774,7 +779,7 @@ void kmain(struct reprise_bootinfo *bi)
 	reprise_trace_ring.rec_size = sizeof(struct reprise_trace_rec);
 
 	for (uint32_t i = 0; i < MAX_THREADS; i++) {
-		struct thread *t = &threads[i];
+		struct thread *t = &reprise_threads[i];
 		t->slot = i;
 		t->kstack_top = (uint64_t)&kstacks[i][KSTACK_SIZE];
 		t->frame = (struct reprise_frame *)(t->kstack_top - sizeof(struct reprise_frame));

@@ -7,7 +7,7 @@
 #include <reprise/abi.h>
 #include <reprise/trace.h>
 
-#define MAX_THREADS  64          /* slot 0 is the idle thread */
+#define MAX_THREADS  REPRISE_MAX_THREADS /* slot 0 is the idle thread */
 #define KSTACK_SIZE  4096        /* per-thread kernel stack: frame + handler */
 #define USTACK_SIZE  (64 * 1024) /* per-thread user stack */
 #define NBUCKETS     64          /* futex hash buckets */

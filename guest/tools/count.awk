@@ -7,7 +7,10 @@
 # and before every indirect jump: every loop iteration and every call then
 # counts at least once, so a count target is reached in bounded time, and
 # the count is the same at the same point of every run. The code must be
-# built with -ffixed-r14 -ffixed-r15.
+# built with -ffixed-r14 -ffixed-r15. After a label, the pair goes before
+# its first instruction, past the directives (.loc, .cfi_startproc) that
+# -g puts there: the pair is then the function's first line and inside its
+# call frame information, so a debugger sees one entry per function.
 #
 #     awk -f count.awk in.s in.s > out.s     (two passes over the same file)
 
@@ -31,11 +34,20 @@ NR == FNR {
 	next
 }
 
+function count(n) {
+	for (; n > 0; n--)
+		print "\tlea\t-1(%r15), %r15\n\tmovzbl\t(%r15), %r14d"
+}
+
 {
-	if ($1 == "jmp" && $2 ~ /^\*/)
-		print "\tlea\t-1(%r15), %r15\n\tmovzbl\t(%r15), %r14d"
-	print
 	l = label($0)
+	if (l == "" && $1 !~ /^\./ && NF > 0) {   # an instruction
+		count(pending)
+		pending = 0
+		if ($1 == "jmp" && $2 ~ /^\*/)
+			count(1)
+	}
+	print
 	if (l != "" && ((l in fn) || (l in head)))
-		print "\tlea\t-1(%r15), %r15\n\tmovzbl\t(%r15), %r14d"
+		pending++
 }

@@ -133,6 +133,19 @@
 #define REPRISE_BENCH_NOP       2  /* kernel returns at once: syscall round trip */
 #define REPRISE_BENCH_IRQ       3  /* kernel raises REPRISE_IRQ_SOFT n times with IF=1: injection round trip */
 
+/* ---- the kernel's thread table, global symbol reprise_threads: a debugger
+ * reads the threads there (their ids, states and saved user registers).
+ * Slot 0 is the idle thread; a thread not running has its user registers in
+ * the struct reprise_frame its frame pointer points at (the top of its
+ * kernel stack); the running one's are the trap's. */
+#define REPRISE_MAX_THREADS      64
+#define REPRISE_THREAD_SIZE      96  /* sizeof(struct thread) */
+#define REPRISE_THREAD_FRAME     32  /* struct reprise_frame *frame */
+#define REPRISE_THREAD_TID       64  /* uint32_t tid */
+#define REPRISE_THREAD_STATE     68  /* uint32_t state */
+#define REPRISE_THREAD_RUNNABLE  1
+#define REPRISE_THREAD_BLOCKED   2
+
 /* HC_MARK ids: the bench workload brackets its loops with 1 and 2; the
  * kit's dispatcher brackets every workload with these. */
 #define REPRISE_MARK_WORKLOAD_START 100
