@@ -34,6 +34,7 @@ type engine struct {
 
 	ckpt    *checkpoints  // nil: none written or checked
 	probes  *patches      // nil: no probes
+	kit     *kitDebug     // a kit guest's debugger, or nil
 	linux   *linuxProbes  // a Linux program's probes and mappings, or nil
 	kernel  *linux.Kernel // the Linux personality linux is placed in
 	sampler *sampler      // nil: no sampling
@@ -63,6 +64,9 @@ func (e *engine) Attach(m *vmm.Machine) error {
 		if err := e.probes.install(m); err != nil {
 			return err
 		}
+	}
+	if e.kit != nil {
+		return e.kit.attach(m)
 	}
 	return nil
 }
@@ -367,10 +371,13 @@ func (e *engine) Halt() error {
 }
 
 func (e *engine) Breakpoint(regs *kvm.Regs) (uint64, bool, error) {
-	if e.probes == nil {
-		return 0, false, nil
+	switch {
+	case e.kit != nil:
+		return e.kit.hit(regs)
+	case e.probes != nil:
+		return e.probes.hit(e.m, regs, e.recordTime)
 	}
-	return e.probes.hit(e.m, regs, e.recordTime)
+	return 0, false, nil
 }
 
 func (e *engine) ProbeExit(regs *kvm.Regs) (uint64, bool, error) {
@@ -386,6 +393,8 @@ func (e *engine) BeforeEnd() error {
 		return e.kernel.RemoveBreakpoints()
 	case e.probes != nil:
 		return e.probes.remove(e.m.RAM())
+	case e.kit != nil:
+		return e.kit.remove(e.m.RAM())
 	}
 	return nil
 }

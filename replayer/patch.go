@@ -398,6 +398,13 @@ func (ps *patches) remove(ram *memory.RAM) error {
 			}
 		}
 	}
+	return clearProbeAreas(ram)
+}
+
+// clearProbeAreas zeroes the out-of-line copies and the kernel's #BP
+// stack, which the recorded run never used, and clears the
+// accessed/dirty bits the CPU set in their page-table entries.
+func clearProbeAreas(ram *memory.RAM) error {
 	for _, r := range [][2]uint64{{abi.ProbeArea, abi.ProbeAreaSize}, {abi.IST2Top - ist2Size, ist2Size}} {
 		b, err := ram.Slice(r[0], r[1])
 		if err != nil {

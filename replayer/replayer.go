@@ -91,6 +91,10 @@ type Options struct {
 	// where it asks, first before its first instruction (package
 	// debugger serves gdb with it).
 	Debugger linux.Breakpoints
+	// KitDebugger, for a kit guest, is told of its user code and stops it
+	// where it asks, first (replayed from boot) before its first
+	// instruction.
+	KitDebugger KitDebugger
 	// OnLoopback receives the packets a Linux program's own internet
 	// sockets send each other (never on the tape: the replay makes them
 	// again), with the recording's time of the position each was sent at.
@@ -217,6 +221,17 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 			probes.ChoosePatches(img, sites)
 		}
 		eng.probes = &patches{sites: sites, onHit: onProbe, int3Only: o.Int3Probes, resumed: o.Start > 0}
+	}
+	if o.KitDebugger != nil {
+		switch {
+		case h.Linux != nil:
+			return nil, errors.New("replayer: a Linux program's debugger is Options.Debugger")
+		case len(sites) > 0 || o.SampleEvery != 0 || o.SamplePeriod != 0:
+			return nil, errors.New("replayer: a debugged replay takes no probes or sampling")
+		}
+		if eng.kit, err = newKitDebug(o.KitDebugger, img, eng.recordTime, o.Start == 0); err != nil {
+			return nil, err
+		}
 	}
 	if eng.sampler, err = newSampler(o.SampleEvery, o.SamplePeriod, o.OnSample); err != nil {
 		return nil, err

@@ -94,7 +94,7 @@ func (m *Machine) breakpoint(frameGPA uint64) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	regs := frameRegs(frameOf(raw))
+	regs := FrameRegs(raw)
 	resume, ok, err := m.eng.Breakpoint(&regs)
 	if !ok || err != nil {
 		return ok, err
@@ -120,6 +120,10 @@ func (m *Machine) probeExit() error {
 	m.cpu.MarkRegsDirty()
 	return nil
 }
+
+// FrameRegs are the user registers the guest kernel's trap frame raw (a
+// struct reprise_frame, abi.FrameSize bytes) holds.
+func FrameRegs(raw []byte) kvm.Regs { return frameRegs(frameOf(raw)) }
 
 func frameOf(raw []byte) abi.Frame {
 	w := func(i int) uint64 { return binary.LittleEndian.Uint64(raw[i*8:]) }
