@@ -2,22 +2,25 @@ package debugger
 
 import "slices"
 
-// Marks: places in a replay a debugger can go back to. Positions here are
-// exit-sync — a position is the count of the program's exits — and
-// between two exits only one thread runs, the same instructions in every
-// replay. So a place is an exit count and a path from there: the k-th
-// arrival at an address after the exit, then the k'-th arrival at the
-// next after that, and so on — each hop what one continue or step did.
-// A replay finds a mark again with an int3 at each hop's address,
-// counting the traps after the exit; forwards, the session counts
-// arrivals the same way, at its breakpoints' traps and its steps'
-// landings, so a stop's mark is known as it happens.
+// Marks: places in a replay a debugger can go back to. A replay runs the
+// same instructions in every thread every time. So a place is an exit
+// count and a path from there: thread T's k-th arrival at an address
+// after the exit, then thread T''s k'-th arrival at the next after that,
+// and so on — each hop what one continue or step did. A replay finds a
+// mark again with an int3 at each hop's address, counting each thread's
+// traps after the exit; forwards, the session counts arrivals the same
+// way, at its breakpoints' traps and its steps' landings, so a stop's
+// mark is known as it happens. A Linux program's positions are exit-sync
+// (a position is the count of its exits), and between two exits one
+// thread runs: each exit begins a path. A kit guest's kernel switches
+// threads with no exit, so its paths all begin at boot (exit 0).
 
-// Hop is the Count-th arrival at Addr, counted from the previous hop (or
-// the exit).
+// Hop is thread TID's Count-th arrival at Addr, counted from the
+// previous hop (or the exit).
 type Hop struct {
 	Addr  uint64
 	Count int
+	TID   int
 }
 
 // Mark is a place in the replay: after exit Exit, along Path, in thread
@@ -37,7 +40,7 @@ func (m Mark) key(addr uint64) bpKey { return bpKey{m.PID, m.Image, addr} }
 // markAfterExit is the mark of the first instruction b's thread runs
 // after the exit just made: where its stretch begins.
 func markAfterExit(b *Trap) Mark {
-	return Mark{Exit: b.Position().Exit, Path: []Hop{{b.Regs.RIP, 1}}, TID: b.TID, PID: b.PID, Image: b.Image}
+	return Mark{Exit: b.Position().Exit, Path: []Hop{{b.Regs.RIP, 1, b.TID}}, TID: b.TID, PID: b.PID, Image: b.Image}
 }
 
 // arrivals counts arrivals since the last stop or exit: the session's
@@ -45,30 +48,55 @@ func markAfterExit(b *Trap) Mark {
 type arrivals struct {
 	exit  uint64
 	base  []Hop // the path to where counting began, in interval exit
-	count map[uint64]int
-	// landed is the address a step just landed on, whose int3 (if it
-	// has one) is the same arrival.
-	landed uint64
+	count map[arrival]int
+	// landed is where a step just landed, whose int3 (if it has one) is
+	// the same arrival (a Linux program's: its step traps after the
+	// instruction, its int3 before the next).
+	landed arrival
+}
+
+// arrival is a thread's arrival at an address.
+type arrival struct {
+	tid  int
+	addr uint64
 }
 
 // restart counts from m, where the program stopped.
 func (a *arrivals) restart(m Mark) {
-	a.exit, a.base, a.count, a.landed = m.Exit, slices.Clone(m.Path), map[uint64]int{}, 0
+	a.exit, a.base, a.count, a.landed = m.Exit, slices.Clone(m.Path), map[arrival]int{}, arrival{}
 }
 
-// arrive counts an arrival at addr in exit interval exit (a step's
-// landing, or an int3's trap unless a landing there counted it) and
-// returns the mark of that place, in b's thread.
+// arrive counts b's thread's arrival at addr in exit interval exit (a
+// step's landing, or an int3's trap unless a landing there counted it)
+// and returns the mark of that place.
 func (a *arrivals) arrive(exit, addr uint64, landing bool, b *Trap) Mark {
 	if exit != a.exit || a.count == nil {
-		a.exit, a.base, a.count = exit, nil, map[uint64]int{}
+		a.exit, a.base, a.count = exit, nil, map[arrival]int{}
 	}
-	if landing || a.landed != addr {
-		a.count[addr]++
+	here := arrival{b.TID, addr}
+	if landing || a.landed != here {
+		a.count[here]++
 	}
-	a.landed = 0
-	if landing {
-		a.landed = addr
+	a.landed = arrival{}
+	if landing && !b.Kit {
+		a.landed = here
 	}
-	return Mark{Exit: exit, Path: append(slices.Clone(a.base), Hop{addr, a.count[addr]}), TID: b.TID, PID: b.PID, Image: b.Image}
+	return Mark{Exit: exit, Path: append(slices.Clone(a.base), Hop{addr, a.count[here], b.TID}), TID: b.TID, PID: b.PID, Image: b.Image}
+}
+
+// landedOn notes that b's thread stands where an int3 it hits next is the
+// arrival just counted (a Linux program's).
+func (a *arrivals) landedOn(b *Trap) {
+	if !b.Kit {
+		a.landed = arrival{b.TID, b.Regs.RIP}
+	}
+}
+
+// markExit is the exit b's marks count from: the last, for a Linux
+// program; boot, for a kit guest.
+func markExit(b *Trap) uint64 {
+	if b.Kit {
+		return 0
+	}
+	return b.Position().Exit
 }

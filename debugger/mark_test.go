@@ -13,26 +13,43 @@ func TestArrivals(t *testing.T) {
 	var a arrivals
 	main := &Trap{TID: 1, PID: 1, Image: 1}
 	m := a.arrive(7, 0x10, false, main)
-	require.Equal(t, Mark{Exit: 7, Path: []Hop{{0x10, 1}}, TID: 1, PID: 1, Image: 1}, m)
+	require.Equal(t, Mark{Exit: 7, Path: []Hop{{0x10, 1, 1}}, TID: 1, PID: 1, Image: 1}, m)
 	m = a.arrive(7, 0x10, false, main)
-	require.Equal(t, []Hop{{0x10, 2}}, m.Path, "the second arrival in the stretch")
+	require.Equal(t, []Hop{{0x10, 2, 1}}, m.Path, "the second arrival in the stretch")
 
 	a.restart(m) // stopped there
 	m = a.arrive(7, 0x20, true, main)
-	require.Equal(t, []Hop{{0x10, 2}, {0x20, 1}}, m.Path, "a step from the stop")
+	require.Equal(t, []Hop{{0x10, 2, 1}, {0x20, 1, 1}}, m.Path, "a step from the stop")
 	m = a.arrive(7, 0x20, false, main)
-	require.Equal(t, []Hop{{0x10, 2}, {0x20, 1}}, m.Path, "the int3 where the step landed: the same arrival")
+	require.Equal(t, []Hop{{0x10, 2, 1}, {0x20, 1, 1}}, m.Path, "the int3 where the step landed: the same arrival")
 	m = a.arrive(7, 0x20, false, main)
-	require.Equal(t, []Hop{{0x10, 2}, {0x20, 2}}, m.Path, "the next trap there is the next arrival")
+	require.Equal(t, []Hop{{0x10, 2, 1}, {0x20, 2, 1}}, m.Path, "the next trap there is the next arrival")
 
 	m = a.arrive(9, 0x20, false, &Trap{TID: 2, PID: 1, Image: 1})
-	require.Equal(t, Mark{Exit: 9, Path: []Hop{{0x20, 1}}, TID: 2, PID: 1, Image: 1}, m, "a new exit: counted from it")
+	require.Equal(t, Mark{Exit: 9, Path: []Hop{{0x20, 1, 2}}, TID: 2, PID: 1, Image: 1}, m, "a new exit: counted from it")
+}
+
+// A kit guest's threads share a stretch: each counts its own arrivals,
+// and a step's landing is its one trap there.
+func TestKitArrivals(t *testing.T) {
+	var a arrivals
+	one, two := &Trap{TID: 1, PID: 1, Kit: true}, &Trap{TID: 2, PID: 1, Kit: true}
+	a.arrive(0, 0x10, false, one)
+	m := a.arrive(0, 0x10, false, two)
+	require.Equal(t, []Hop{{0x10, 1, 2}}, m.Path, "thread 2's first arrival")
+	a.restart(m)
+	m = a.arrive(0, 0x20, true, two)
+	require.Equal(t, []Hop{{0x10, 1, 2}, {0x20, 1, 2}}, m.Path)
+	m = a.arrive(0, 0x20, false, two)
+	require.Equal(t, []Hop{{0x10, 1, 2}, {0x20, 2, 2}}, m.Path, "the next trap after a kit step's landing is the next arrival")
+	m = a.arrive(0, 0x20, false, one)
+	require.Equal(t, []Hop{{0x10, 1, 2}, {0x20, 1, 1}}, m.Path, "thread 1's own count")
 }
 
 // A seeker wants an int3 at each of its goal's hops (in the goal's
 // process and image) and at each breakpoint it scans.
 func TestSeekerWants(t *testing.T) {
-	sk := &seeker{goal: Mark{Exit: 3, Path: []Hop{{0x10, 1}, {0x30, 2}}, PID: 4, Image: 1}, scan: map[bpKey]bool{{5, 1, 0x50}: true}}
+	sk := &seeker{goal: Mark{Exit: 3, Path: []Hop{{0x10, 1, 4}, {0x30, 2, 4}}, PID: 4, Image: 1}, scan: map[bpKey]bool{{5, 1, 0x50}: true}}
 	require.True(t, sk.wants(bpKey{4, 1, 0x30}))
 	require.False(t, sk.wants(bpKey{5, 1, 0x30}), "another process's")
 	require.False(t, sk.wants(bpKey{4, 2, 0x30}), "the image an exec put in its place")

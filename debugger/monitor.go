@@ -136,8 +136,11 @@ func (s *server) seek(arg string) (string, error) {
 		}
 		goal.exit = n
 	}
-	if goal.exit == 0 && goal.time == 0 {
+	switch {
+	case goal.exit == 0 && goal.time == 0:
 		return s.jump(Mark{Start: true})
+	case s.kit:
+		return "monitor seek: a kit guest's replay goes to its start (seek 0) or a saved place (#N), not yet to an exit or a time\n", nil
 	}
 	return s.seekExit(&goal)
 }

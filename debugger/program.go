@@ -1,10 +1,12 @@
 package debugger
 
 import (
+	"errors"
 	"time"
 
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -32,6 +34,9 @@ type Trap struct {
 	// Ended are the processes (but the program's first) that ended since
 	// the last exit.
 	Ended []ProcessEnd
+	// Kit: a kit guest's stop (one process, 1; threads the kernel
+	// switches with no exit; a step's landing its only trap there).
+	Kit bool
 	Program
 }
 
@@ -74,6 +79,9 @@ type Program interface {
 	// path of its executable.
 	Auxv(pid int) ([]byte, error)
 	Exe(pid int) string
+	// Birth is where live thread tid ran its first instruction, if the
+	// program says (a kit guest's).
+	Birth(tid int) (addr uint64, ok bool)
 }
 
 // ProcessEnd is a process's end: it exited with Code, or Signal (Linux's
@@ -114,6 +122,9 @@ func (p linuxProgram) State(tid int) (ThreadState, bool, error) {
 	return ThreadState(s), ok, err
 }
 
+// Birth is unknown in a Linux program: a reverse step never needs it.
+func (linuxProgram) Birth(int) (uint64, bool) { return 0, false }
+
 // linuxTrap is b as the session sees it.
 func linuxTrap(b *linux.Break) *Trap {
 	return &Trap{TID: b.TID, PID: b.PID, Image: b.Image, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Retry: b.Retry, Return: b.Return,
@@ -128,3 +139,62 @@ func processEnds(ends []linux.ProcessEnd) []ProcessEnd {
 	}
 	return out
 }
+
+// kitPID is a kit guest's one process, as gdb sees it.
+const kitPID = 1
+
+// kitProgram is a kit guest stopped in the replayer's KitBreak: one
+// process, one image.
+type kitProgram struct{ *replayer.KitBreak }
+
+// kitTrap is b as the session sees it.
+func kitTrap(b *replayer.KitBreak) *Trap {
+	return &Trap{TID: b.TID, PID: kitPID, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Kit: true, Program: kitProgram{b}}
+}
+
+var errNoKitProcess = errors.New("debugger: a kit guest is one process, 1")
+
+func (p kitProgram) Threads() []ThreadInfo {
+	var out []ThreadInfo
+	for _, t := range p.KitBreak.Threads() {
+		out = append(out, ThreadInfo{TID: t.TID, PID: kitPID})
+	}
+	return out
+}
+
+func (p kitProgram) State(tid int) (ThreadState, bool, error) {
+	regs, xsave, ok, err := p.KitBreak.State(tid)
+	return ThreadState{Regs: regs, XSave: xsave}, ok, err
+}
+
+func (p kitProgram) ReadMemory(pid int, va uint64, b []byte) error {
+	if pid != kitPID {
+		return errNoKitProcess
+	}
+	return p.KitBreak.ReadMemory(va, b)
+}
+
+func (p kitProgram) ImageOf(pid int) (uint64, bool) { return 0, pid == kitPID }
+
+func (p kitProgram) SetBreakpoint(pid int, image, va uint64) error {
+	if pid != kitPID || image != 0 {
+		return errNoKitProcess
+	}
+	return p.KitBreak.SetBreakpoint(va)
+}
+
+func (p kitProgram) ClearBreakpoint(pid int, image, va uint64) error {
+	if pid != kitPID || image != 0 {
+		return nil
+	}
+	return p.KitBreak.ClearBreakpoint(va)
+}
+
+// A kit guest has no signals, emulated instructions, auxiliary vector or
+// executable path (gdb reads the image's file).
+func (kitProgram) SignalEntry(int) (exit, handler, from uint64, ok bool) { return 0, 0, 0, false }
+func (kitProgram) Emulated(int) (exit, at uint64, ok bool)               { return 0, 0, false }
+func (kitProgram) Auxv(int) ([]byte, error)                              { return nil, nil }
+func (kitProgram) Exe(int) string                                        { return "" }
+
+func (p kitProgram) Birth(tid int) (uint64, bool) { return p.KitBreak.Birth(tid), true }

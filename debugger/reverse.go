@@ -100,7 +100,7 @@ func (s *server) lastFound(sk *seeker, now Mark) (Mark, uint64, error) {
 func (s *server) lastWrite(found *watchScan, now Mark) (*Mark, uint64, error) {
 	ws := &watchScan{step: true, exit: found.start.Exit}
 	if found.inGoal {
-		ws.until = &Hop{now.Path[len(now.Path)-1].Addr, found.goalAbs}
+		ws.until = &Hop{Addr: now.Path[len(now.Path)-1].Addr, Count: found.goalAbs}
 	}
 	if err := s.replayAgain(&seeker{goal: *found.start, watch: ws}, s.before(found.start.Exit)); err != nil {
 		return nil, 0, err
@@ -124,6 +124,8 @@ func (s *server) reverseStep() (bool, error) {
 	switch {
 	case err != nil:
 		return true, err
+	case target == nil && s.kit:
+		return false, s.conn.Write([]byte("E.reprise: cannot step back here yet: the thread's place before is known from its own last stop or its start, not from another thread's stop"))
 	case target == nil:
 		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's, a retried fault's, an emulated RDTSC's or a signal's delivery)"))
 	}
@@ -140,9 +142,21 @@ func (s *server) reverseStep() (bool, error) {
 func (s *server) placeBefore(now Mark) (*Mark, error) {
 	last, prefix := now.Path[len(now.Path)-1], now.Path[:len(now.Path)-1]
 	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID, Image: now.Image}
+	var birth uint64
+	var born bool
+	s.on(func(b *Trap) { birth, born = b.Birth(now.TID) })
 	switch {
+	case s.kit && last.Count == 1 && len(prefix) == 0:
+		// A kit guest's path begins at boot: the thread's first arrival
+		// here since then is found stepping it from its birth.
+		if !born || birth == last.Addr {
+			return nil, nil
+		}
+		from.Path = []Hop{{birth, 1, now.TID}}
+	case s.kit && last.Count == 1 && prefix[len(prefix)-1].TID != now.TID:
+		return nil, nil // the hop before is another thread's: where this one stood then is not known
 	case last.Count > 1:
-		from.Path = append(from.Path, Hop{last.Addr, last.Count - 1})
+		from.Path = append(from.Path, Hop{last.Addr, last.Count - 1, last.TID})
 	case len(prefix) == 0:
 		sk := &seeker{goal: now, findResume: true}
 		if err := s.replayAgain(sk, s.before(now.Exit)); err != nil {

@@ -49,6 +49,8 @@ type server struct {
 	// the process the replay started with.
 	gThread rsp.ThreadID
 	first   int
+	// kit: the program is a kit guest.
+	kit bool
 	// packets are the client's packets once acks are off (read), pending
 	// those that came while the program ran.
 	packets chan packet
@@ -84,6 +86,7 @@ func Serve(rw io.ReadWriter, run Replay, checkpoints []checkpoint.Summary) error
 		return err
 	}
 	s.first = s.last.pid
+	s.on(func(b *Trap) { s.kit = b.Kit })
 	for {
 		payload, err := s.next()
 		switch {
@@ -616,8 +619,10 @@ func (s *server) memory(addr, n uint64) []byte {
 // breakpoint sets or clears a breakpoint (software or hardware: both are
 // int3s here) or a write watchpoint (the replay steps every thread and
 // compares the memory after each instruction: exact, and slow) in the Hg
-// thread's process. Read and access watchpoints are not the server's:
-// "" tells gdb so.
+// thread's process. Read and access watchpoints are not the server's, nor
+// a kit guest's write watchpoints (finding the last write backwards needs
+// a Linux program's exits): "" tells gdb so, which then watches by
+// stepping.
 func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool) []byte {
 	pid := s.gThread.PID
 	var err error
@@ -639,6 +644,9 @@ func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool)
 			}
 		})
 	case rsp.WatchWrite:
+		if s.kit {
+			return nil
+		}
 		s.on(func(b *Trap) {
 			if set {
 				err = s.session.setWatch(b, pid, addr, size)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/replayer"
 )
 
 // errKilled ends a replay gdb killed.
@@ -247,6 +248,9 @@ func (s *Session) following(pid int) bool { return s.followed[pid] }
 // Break serves a Linux program's stop (linux.Breakpoints).
 func (s *Session) Break(b *linux.Break) error { return s.trap(linuxTrap(b)) }
 
+// KitBreak serves a kit guest's stop (replayer.KitDebugger).
+func (s *Session) KitBreak(b *replayer.KitBreak) error { return s.trap(kitTrap(b)) }
+
 // Exited serves a Linux program's exit (linux.ExitWatcher).
 func (s *Session) Exited(b *linux.Break) error { return s.exited(linuxTrap(b)) }
 
@@ -261,7 +265,7 @@ func (s *Session) trap(b *Trap) error {
 		return nil
 	}
 	st := stop{tid: b.TID, pid: b.PID, regs: *b.Regs}
-	exit := b.Position().Exit
+	exit := markExit(b)
 	var here Mark
 	switch {
 	case b.Start:
@@ -296,7 +300,7 @@ func (s *Session) trap(b *Trap) error {
 			s.stepFor[b.TID] = within
 			if len(here.Path) == 1 {
 				s.tally.restart(here)
-				s.tally.landed = b.Regs.RIP // an int3 there is this arrival
+				s.tally.landedOn(b) // an int3 there is this arrival
 			}
 			if s.watching {
 				return s.stepAll(b)
@@ -324,7 +328,7 @@ func (s *Session) stopAt(b *Trap, st stop, here Mark) error {
 	s.now = here
 	s.tally.restart(here)
 	if st.kind == stopInterrupt || st.kind == stopSeek {
-		s.tally.landed = b.Regs.RIP
+		s.tally.landedOn(b)
 	}
 	s.stops <- st
 	for r := range s.requests {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/debugger"
+	"github.com/reprise-vm/reprise/elffile"
+	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/replayer"
 )
 
@@ -22,11 +25,12 @@ func newDebugCmd() *cobra.Command {
 	var gdbPath string
 	cmd := &cobra.Command{
 		Use:   "debug TAPE [-- GDB ARGS...]",
-		Short: "Debug a replay of a Linux program with gdb",
-		Long: `Replay a Linux program's recording under gdb: the replay starts stopped
-at the program's first instruction and gdb attaches to it with the
-executable's symbols (its libraries' come as the loader maps them), as
-'rr replay' does. Break, continue, step, next, finish, info registers, x,
+		Short: "Debug a replay with gdb",
+		Long: `Replay a recording under gdb: the replay starts stopped at the
+program's first instruction and gdb attaches to it with the executable's
+symbols (a Linux program's libraries' come as the loader maps them; a kit
+guest's are the kit's, with its sources' lines when this reprise built
+that kit), as 'rr replay' does. Break, continue, step, next, finish, info registers, x,
 print, bt, info threads and thread N work as on a live program; a write to
 memory or registers is refused (a replay cannot change its past).
 Backwards: reverse-continue (to a breakpoint, or the last write to a
@@ -50,22 +54,19 @@ for any gdb remote client instead.`,
 				return &exitError{exitFailure, err}
 			}
 			defer rec.Close()
-			l := rec.Header.Linux
-			if l == nil {
-				return &exitError{exitUsage, fmt.Errorf("%s records a guest image: reprise debug debugs a Linux program's replay", tapePath)}
+			program, cleanup, err := gdbProgram(cmd.Context(), rec)
+			if err != nil {
+				return &exitError{exitFailure, err}
 			}
-			root := l.Root
-			if root == "" {
-				root = "/"
-			}
+			defer cleanup()
 			defs, err := writeGDBCommands()
 			if err != nil {
 				return &exitError{exitFailure, err}
 			}
 			defer os.Remove(defs)
 			gdb := func(addr string) (*exec.Cmd, error) {
-				c := exec.CommandContext(cmd.Context(), gdbPath, append([]string{"-q", filepath.Join(root, l.Path),
-					"-ex", "set sysroot " + root, "-x", defs, "-ex", "target remote " + addr}, gdbArgs...)...)
+				c := exec.CommandContext(cmd.Context(), gdbPath, append(append([]string{"-q"}, program...),
+					append([]string{"-x", defs, "-ex", "target remote " + addr}, gdbArgs...)...)...)
 				c.Stdin, c.Stdout, c.Stderr = os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()
 				return c, c.Start()
 			}
@@ -134,9 +135,7 @@ func writeGDBCommands() (string, error) {
 // itself (given the address; serveGDB waits for it to end). It returns
 // the replay's result, nil if gdb killed the replay or the client went.
 func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writer, client func(addr string) (*exec.Cmd, error)) (*replayer.Result, error) {
-	if opts.Recording != nil && opts.Recording.Header.Linux == nil {
-		return nil, errors.New("a gdb client debugs a Linux program's replay; this tape records a guest image")
-	}
+	kit := opts.Recording != nil && opts.Recording.Header.Linux == nil
 	var starts []checkpoint.Summary
 	if opts.Checkpoints != "" {
 		// Opened once for all the session's replays, each checkpoint's
@@ -178,7 +177,12 @@ func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writ
 	var res *replayer.Result
 	err = debugger.Serve(conn, func(s *debugger.Session, from, until int) (uint32, error) {
 		o := opts
-		o.Debugger, o.Start, o.Until, o.StartOnly = s, from, until, true
+		if kit {
+			o.KitDebugger = s
+		} else {
+			o.Debugger = s
+		}
+		o.Start, o.Until, o.StartOnly = from, until, true
 		r, err := replayer.Replay(ctx, o)
 		if r != nil && r.Result != nil {
 			res = r
@@ -196,4 +200,35 @@ func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writ
 		return nil, nil
 	}
 	return res, err
+}
+
+// gdbProgram is gdb's arguments naming the program rec recorded: a Linux
+// program's executable under its root; a kit guest's image — the kit
+// this reprise builds with its DWARF if that loads as the image the tape
+// embeds, else the embedded image itself, written to a file cleanup
+// removes.
+func gdbProgram(ctx context.Context, rec *replayer.Recording) (args []string, cleanup func(), err error) {
+	if l := rec.Header.Linux; l != nil {
+		root := cmp.Or(l.Root, "/")
+		return []string{filepath.Join(root, l.Path), "-ex", "set sysroot " + root}, func() {}, nil
+	}
+	img, err := rec.Image()
+	if err != nil {
+		return nil, nil, err
+	}
+	if k, err := guest.Build(ctx); err == nil {
+		if dbg, err := elffile.OpenImage(k.DebugImage()); err == nil && dbg.LoadsAs(img) {
+			return []string{k.DebugImage(), "-ex", "directory " + k.SourceDir()}, func() {}, nil
+		}
+	}
+	f, err := os.CreateTemp("", "reprise-image-*.elf")
+	if err != nil {
+		return nil, nil, err
+	}
+	_, err = f.Write(img.Raw)
+	if err := errors.Join(err, f.Close()); err != nil {
+		os.Remove(f.Name())
+		return nil, nil, fmt.Errorf("the tape's guest image: %w", err)
+	}
+	return []string{f.Name()}, func() { os.Remove(f.Name()) }, nil
 }

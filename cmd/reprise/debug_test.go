@@ -887,3 +887,64 @@ continue
 	require.Contains(t, out, "usr1 1 segv 1")
 	require.Contains(t, out, "reprise: replay matched: ")
 }
+
+// TestDebugKitGuest debugs a kit guest's replay (syn_cont: sixteen worker
+// threads the kit's kernel switches between with no exit) in gdb, with
+// the kit's DWARF: a breakpoint on a function, bt into the library's
+// thread entry, info threads, print; stepi and reverse-stepi (software
+// steps: the kit's kernel has no #DB for the VMM) arriving at the same
+// places both ways — back across the thread's first arrival too, to its
+// birth; a continue to the next hit in another thread and a
+// reverse-continue back to the first; then the run to the end, matching
+// the recording.
+func TestDebugKitGuest(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{"syn_cont", "iters=1", "work=2000"})
+	recorded := r.stdout
+	script := `break worker
+continue
+bt
+info threads
+print arg
+stepi
+stepi
+info registers rip
+reverse-stepi
+reverse-stepi
+info registers rip
+stepi
+stepi
+info registers rip
+reverse-stepi
+reverse-stepi
+reverse-stepi
+x/1i $pc
+stepi
+info registers rip
+continue
+print arg
+reverse-continue
+print arg
+info registers rip
+delete
+continue
+`
+	out := debugScript(t, dir, tp, script)
+	t.Log(out)
+	for _, want := range []string{
+		"hit Breakpoint 1, worker (arg=0x0", "at workloads/syn_cont.c:", "struct mutex *m1 = &level1[id / 2]", "in reprise_thread_entry (",
+		"$1 = (void *) 0x0", "<reprise_thread_entry+", "$2 = (void *) 0x1", "$3 = (void *) 0x0",
+		recorded, "[Inferior 1 (process 1) exited normally]", "reprise: replay matched: ",
+	} {
+		require.Contains(t, out, want)
+	}
+	require.NotContains(t, out, "E.reprise")
+	require.Regexp(t, `(?m)^\* +\d+ +Thread 1\.2 +worker \(arg=0x0`, out, "info threads: the stopped one")
+	require.Regexp(t, `(?m)^ +\d+ +Thread 1\.3 +reprise_thread_entry \(fn=0x[0-9a-f]+ <worker>, arg=0x1\)`, out, "info threads: one yet to run")
+	rips := regexp.MustCompile(`(?m)^rip +0x[0-9a-f]+ .*$`).FindAllString(out, -1)
+	require.Len(t, rips, 5, out)
+	require.NotEqual(t, rips[0], rips[1], "two steps from the breakpoint")
+	require.Equal(t, rips[0], rips[2], "back two instructions and forwards again")
+	require.Equal(t, rips[1], rips[3], "back past the breakpoint to the thread's entry, and forwards to the breakpoint")
+	require.Equal(t, rips[1], rips[4], "back at the first hit")
+}

@@ -192,7 +192,7 @@ machine, and reprise merge joins the N DBs into one run.`,
 	cmd.Flags().StringVar(&dbDir, "db", "", "event database to add this replay's run to (created if absent; never a directory of other files)")
 	cmd.Flags().StringVar(&ckptFile, "checkpoints", "", "the tape's checkpoint file (default: TAPE.ckpt; --checkpoint-every writes a new one, never an existing file)")
 	cmd.Flags().Var(newDurationFlag(&ckptEvery, 10*time.Millisecond, 24*time.Hour, ""), "checkpoint-every", "write a checkpoint every this much of the recording's time (e.g. 5s)")
-	cmd.Flags().StringVar(&gdbListen, "gdb-listen", "", "wait for a gdb remote client on this address (e.g. 127.0.0.1:2345) and let it debug the replay of a Linux program")
+	cmd.Flags().StringVar(&gdbListen, "gdb-listen", "", "wait for a gdb remote client on this address (e.g. 127.0.0.1:2345) and let it debug the replay")
 	cmd.Flags().IntVar(&jobs, "jobs", 0, "replay the segments between the tape's checkpoints this many at a time (with --db)")
 	cmd.Flags().StringVar(&segment, "segment", "", "replay share I of N of the segments between the tape's checkpoints into --db (I/N; join the N DBs with reprise merge)")
 	cmd.Flags().StringVar(&from, "from", "", "start at the last checkpoint before this record time (e.g. 30s) or position (EXIT:BRANCH)")
