@@ -895,8 +895,8 @@ continue
 // steps: the kit's kernel has no #DB for the VMM) arriving at the same
 // places both ways — back across the thread's first arrival too, to its
 // birth; a continue to the next hit in another thread and a
-// reverse-continue back to the first; then the run to the end, matching
-// the recording.
+// reverse-continue back to the first; next, a temporary breakpoint and
+// finish; then the run to the end, matching the recording.
 func TestDebugKitGuest(t *testing.T) {
 	kvmtest.Require(t)
 	dir, tp, r := recordTape(t, []string{"syn_cont", "iters=1", "work=2000"})
@@ -926,6 +926,11 @@ print arg
 reverse-continue
 print arg
 info registers rip
+next
+next
+tbreak comp
+continue
+finish
 delete
 continue
 `
@@ -934,6 +939,7 @@ continue
 	for _, want := range []string{
 		"hit Breakpoint 1, worker (arg=0x0", "at workloads/syn_cont.c:", "struct mutex *m1 = &level1[id / 2]", "in reprise_thread_entry (",
 		"$1 = (void *) 0x0", "<reprise_thread_entry+", "$2 = (void *) 0x1", "$3 = (void *) 0x0",
+		"Temporary breakpoint 2, comp (", "in worker (arg=", "Value returned is $4 = ",
 		recorded, "[Inferior 1 (process 1) exited normally]", "reprise: replay matched: ",
 	} {
 		require.Contains(t, out, want)
