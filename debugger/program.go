@@ -25,7 +25,9 @@ type Trap struct {
 	// step the session asked for, done. Retry: a breakpoint met again
 	// because its instruction faulted before it ran (the same execution of
 	// it, not another hit). Return: a return the session did not ask for.
-	Start, Stepped, Retry, Return bool
+	// Resumed: a kit thread a step was asked of when it was not running
+	// resumed, where it stood.
+	Start, Stepped, Retry, Return, Resumed bool
 	// Forked and Execed are news of the system call the thread resumes
 	// from (Session.exited): it made process Forked, or exec replaced
 	// the thread's image.
@@ -149,7 +151,7 @@ type kitProgram struct{ *replayer.KitBreak }
 
 // kitTrap is b as the session sees it.
 func kitTrap(b *replayer.KitBreak) *Trap {
-	return &Trap{TID: b.TID, PID: kitPID, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Kit: true, Program: kitProgram{b}}
+	return &Trap{TID: b.TID, PID: kitPID, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Resumed: b.Resumed, Kit: true, Program: kitProgram{b}}
 }
 
 var errNoKitProcess = errors.New("debugger: a kit guest is one process, 1")

@@ -284,6 +284,11 @@ func (s *Session) trap(b *Trap) error {
 		return s.seeking(b, exit)
 	case !s.following(b.PID):
 		return nil
+	case b.Resumed && s.user[keyAt(b, b.Regs.RIP)] == 0:
+		// A hop of the thread's own, one instruction before its step
+		// lands: where a reverse step from the landing goes back to.
+		s.tally.restart(s.tally.arrive(exit, b.Regs.RIP, false, b))
+		return nil
 	case b.Stepped:
 		here = s.tally.arrive(exit, b.Regs.RIP, true, b)
 		within, asked := s.stepFor[b.TID]

@@ -48,9 +48,11 @@ type KitBreak struct {
 	TID  int
 	Regs *kvm.Regs
 	// Start: before the program's first instruction. Stepped: a step
-	// Step asked for, done.
-	Start, Stepped bool
-	d              *kitDebug
+	// Step asked for, done. Resumed: a thread Step was asked of when it
+	// was not running resumed, where it stood — one instruction before
+	// the step's landing.
+	Start, Stepped, Resumed bool
+	d                       *kitDebug
 }
 
 // KitThread names a live thread of a kit program.
@@ -211,6 +213,7 @@ func (d *kitDebug) hit(regs *kvm.Regs) (uint64, bool, error) {
 	if st := d.steps[tid]; st != nil {
 		switch {
 		case st.arm == at: // resumed: the step's instruction is this one
+			b.Resumed = st.report
 			if err := d.aim(st, at, regs); err != nil {
 				return 0, true, err
 			}
@@ -228,7 +231,7 @@ func (d *kitDebug) hit(regs *kvm.Regs) (uint64, bool, error) {
 	if s.start && d.atStart {
 		b.Start, d.atStart, d.mainTID, s.start = true, false, tid, false
 	}
-	if b.Start || b.Stepped || s.held > 0 {
+	if b.Start || b.Stepped || b.Resumed || s.held > 0 {
 		if err := d.on.KitBreak(b); err != nil {
 			return 0, true, err
 		}

@@ -896,7 +896,8 @@ continue
 // places both ways — back across the thread's first arrival too, to its
 // birth; a continue to the next hit in another thread and a
 // reverse-continue back to the first; next, a temporary breakpoint and
-// finish; then the run to the end, matching the recording.
+// finish; a step of another thread, from where it stood, and back; then
+// the run to the end, matching the recording.
 func TestDebugKitGuest(t *testing.T) {
 	kvmtest.Require(t)
 	dir, tp, r := recordTape(t, []string{"syn_cont", "iters=1", "work=2000"})
@@ -932,6 +933,14 @@ tbreak comp
 continue
 finish
 delete
+thread 1
+info registers rip
+stepi
+info registers rip
+reverse-stepi
+info registers rip
+stepi
+info registers rip
 continue
 `
 	out := debugScript(t, dir, tp, script)
@@ -948,9 +957,12 @@ continue
 	require.Regexp(t, `(?m)^\* +\d+ +Thread 1\.2 +worker \(arg=0x0`, out, "info threads: the stopped one")
 	require.Regexp(t, `(?m)^ +\d+ +Thread 1\.3 +reprise_thread_entry \(fn=0x[0-9a-f]+ <worker>, arg=0x1\)`, out, "info threads: one yet to run")
 	rips := regexp.MustCompile(`(?m)^rip +0x[0-9a-f]+ .*$`).FindAllString(out, -1)
-	require.Len(t, rips, 5, out)
+	require.Len(t, rips, 9, out)
 	require.NotEqual(t, rips[0], rips[1], "two steps from the breakpoint")
 	require.Equal(t, rips[0], rips[2], "back two instructions and forwards again")
 	require.Equal(t, rips[1], rips[3], "back past the breakpoint to the thread's entry, and forwards to the breakpoint")
 	require.Equal(t, rips[1], rips[4], "back at the first hit")
+	require.NotEqual(t, rips[5], rips[6], "the main thread stepped from where it stood")
+	require.Equal(t, rips[5], rips[7], "and back")
+	require.Equal(t, rips[6], rips[8], "and forwards again")
 }
