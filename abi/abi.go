@@ -234,6 +234,9 @@ const (
 // and the five words the CPU pushes.
 const FrameSize = 22 * 8
 
+// FrameRIP is the offset of rip in struct reprise_frame.
+const FrameRIP = 17 * 8
+
 // Frame is struct reprise_frame, the register frame the kernel's vector
 // stubs build; HcFault passes its address.
 type Frame struct {

@@ -13,7 +13,8 @@ import "slices"
 // mark is known as it happens. A Linux program's positions are exit-sync
 // (a position is the count of its exits), and between two exits one
 // thread runs: each exit begins a path. A kit guest's kernel switches
-// threads with no exit, so its paths all begin at boot (exit 0).
+// threads with no exit, so its paths begin at boot (exit 0) or, after
+// gdb's interrupt, at the exit where the stopped thread stood.
 
 // Hop is thread TID's Count-th arrival at Addr, counted from the
 // previous hop (or the exit).
@@ -70,7 +71,7 @@ func (a *arrivals) restart(m Mark) {
 // step's landing, or an int3's trap unless a landing there counted it)
 // and returns the mark of that place.
 func (a *arrivals) arrive(exit, addr uint64, landing bool, b *Trap) Mark {
-	if exit != a.exit || a.count == nil {
+	if a.count == nil || exit != a.exit && !b.Kit {
 		a.exit, a.base, a.count = exit, nil, map[arrival]int{}
 	}
 	here := arrival{b.TID, addr}
@@ -81,7 +82,7 @@ func (a *arrivals) arrive(exit, addr uint64, landing bool, b *Trap) Mark {
 	if landing && !b.Kit {
 		a.landed = here
 	}
-	return Mark{Exit: exit, Path: append(slices.Clone(a.base), Hop{addr, a.count[here], b.TID}), TID: b.TID, PID: b.PID, Image: b.Image}
+	return Mark{Exit: a.exit, Path: append(slices.Clone(a.base), Hop{addr, a.count[here], b.TID}), TID: b.TID, PID: b.PID, Image: b.Image}
 }
 
 // landedOn notes that b's thread stands where an int3 it hits next is the
@@ -93,7 +94,8 @@ func (a *arrivals) landedOn(b *Trap) {
 }
 
 // markExit is the exit b's marks count from: the last, for a Linux
-// program; boot, for a kit guest.
+// program; for a kit guest boot, or the exit a mark it counts on from
+// began at (an interrupt's: arrive keeps a kit tally's exit).
 func markExit(b *Trap) uint64 {
 	if b.Kit {
 		return 0

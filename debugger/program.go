@@ -26,8 +26,10 @@ type Trap struct {
 	// because its instruction faulted before it ran (the same execution of
 	// it, not another hit). Return: a return the session did not ask for.
 	// Resumed: a kit thread a step was asked of when it was not running
-	// resumed, where it stood.
-	Start, Stepped, Retry, Return, Resumed bool
+	// resumed, where it stood. Interrupted: a kit thread stopped for
+	// gdb's interrupt where it stood at exit Since.
+	Start, Stepped, Retry, Return, Resumed, Interrupted bool
+	Since                                               uint64
 	// Forked and Execed are news of the system call the thread resumes
 	// from (Session.exited): it made process Forked, or exec replaced
 	// the thread's image.
@@ -151,7 +153,8 @@ type kitProgram struct{ *replayer.KitBreak }
 
 // kitTrap is b as the session sees it.
 func kitTrap(b *replayer.KitBreak) *Trap {
-	return &Trap{TID: b.TID, PID: kitPID, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Resumed: b.Resumed, Kit: true, Program: kitProgram{b}}
+	return &Trap{TID: b.TID, PID: kitPID, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Resumed: b.Resumed,
+		Interrupted: b.Interrupted, Since: b.Since, Kit: true, Program: kitProgram{b}}
 }
 
 var errNoKitProcess = errors.New("debugger: a kit guest is one process, 1")

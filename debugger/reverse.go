@@ -148,8 +148,9 @@ func (s *server) placeBefore(now Mark) (*Mark, error) {
 	switch {
 	case s.kit && last.Count == 1 && len(prefix) == 0:
 		// A kit guest's path begins at boot: the thread's first arrival
-		// here since then is found stepping it from its birth.
-		if !born || birth == last.Addr {
+		// here since then is found stepping it from its birth. (One that
+		// begins at an interrupt's exit has no place before it.)
+		if !born || birth == last.Addr || now.Exit > 0 {
 			return nil, nil
 		}
 		from.Path = []Hop{{birth, 1, now.TID}}

@@ -128,8 +128,12 @@ func (s *server) start(from, until int) {
 
 // before is the last checkpoint a replay to a place after exit may start
 // from: one taken before that exit (1-based; 0: boot). A place's own
-// exit is not enough: the stretch after it must be replayed whole.
+// exit is not enough: the stretch after it must be replayed whole. A kit
+// guest's replays start at boot.
 func (s *server) before(exit uint64) int {
+	if s.kit {
+		return 0 // a kit guest's places count from boot (or from an exit, the scans then from boot)
+	}
 	n := 0
 	for i, c := range s.checkpoints {
 		if c.Pos.Exit < exit {

@@ -180,6 +180,9 @@ type seeker struct {
 	// at, if set, is the goal instead: an exit count or record time
 	// (monitor seek).
 	at *exitGoal
+	// boot counts a kit guest's arrivals from boot, for the scan's marks,
+	// when the goal's count from a later exit.
+	boot arrivals
 }
 
 // wants reports whether the seek needs an int3 at k: a hop's address or
@@ -251,6 +254,13 @@ func (s *Session) Break(b *linux.Break) error { return s.trap(linuxTrap(b)) }
 // KitBreak serves a kit guest's stop (replayer.KitDebugger).
 func (s *Session) KitBreak(b *replayer.KitBreak) error { return s.trap(kitTrap(b)) }
 
+// Interrupted reports, for a kit guest's replay, whether gdb's interrupt
+// waits to stop the program (replayer.KitDebugger); on the machine's
+// goroutine.
+func (s *Session) Interrupted() bool {
+	return s.interrupt.Load() && s.seek == nil && !s.detached.Load()
+}
+
 // Exited serves a Linux program's exit (linux.ExitWatcher).
 func (s *Session) Exited(b *linux.Break) error { return s.exited(linuxTrap(b)) }
 
@@ -284,6 +294,11 @@ func (s *Session) trap(b *Trap) error {
 		return s.seeking(b, exit)
 	case !s.following(b.PID):
 		return nil
+	case b.Interrupted:
+		// A kit thread where it stood at an exit: its first arrival
+		// there since.
+		s.interrupt.Store(false)
+		st.kind, here = stopInterrupt, Mark{Exit: b.Since, Path: []Hop{{b.Regs.RIP, 1, b.TID}}, TID: b.TID, PID: b.PID}
 	case b.Resumed && s.user[keyAt(b, b.Regs.RIP)] == 0:
 		// A hop of the thread's own, one instruction before its step
 		// lands: where a reverse step from the landing goes back to.
@@ -355,6 +370,20 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 	if sk.at != nil {
 		return nil // its goal is an exit's (Exited)
 	}
+	// A kit place counted from an exit (an interrupt's): the goal's
+	// arrivals count from there, a scan's from boot.
+	fromExit := b.Kit && sk.goal.Exit > 0
+	var bootHere Mark
+	if fromExit {
+		bootHere = sk.boot.arrive(0, addr, b.Stepped, b)
+		if b.Position().Exit < sk.goal.Exit {
+			if sk.scans(b) && !sk.stepping {
+				sk.hits = append(sk.hits, bootHere)
+			}
+			return nil
+		}
+		exit = sk.goal.Exit
+	}
 	here := s.tally.arrive(exit, addr, b.Stepped, b)
 	if ws := sk.watch; ws != nil && ws.step && sk.stepping {
 		switch {
@@ -390,7 +419,11 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 	}
 	hop := exit == g.Exit && b.PID == g.PID && b.Image == g.Image && len(here.Path) == sk.hop+1 && here.Path[sk.hop] == g.Path[sk.hop]
 	if last := hop && sk.hop+1 == len(g.Path); !last && sk.scans(b) {
-		sk.hits = append(sk.hits, here) // before the goal: a hop on the way counts too
+		hit := here
+		if fromExit {
+			hit = bootHere
+		}
+		sk.hits = append(sk.hits, hit) // before the goal: a hop on the way counts too
 	}
 	if !hop {
 		return nil

@@ -128,6 +128,11 @@ func (e *engine) BeforeEntry(stop vmm.Stop) error {
 	if err := e.checkTarget(); err != nil {
 		return err
 	}
+	if e.kit != nil {
+		if err := e.kit.at(stop); err != nil {
+			return err
+		}
+	}
 	if e.sampler != nil {
 		if err := e.sampler.at(stop, e.recordTime); err != nil {
 			return err

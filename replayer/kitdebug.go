@@ -39,6 +39,10 @@ type KitDebugger interface {
 	// KitBreak is called where the program stops for the debugger: its
 	// first instruction, a breakpoint, a step done.
 	KitBreak(b *KitBreak) error
+	// Interrupted reports whether the debugger asks the running program
+	// to stop where it can (gdb's interrupt). At the next exit the kernel
+	// makes, every live thread traps where it resumes; the first stops.
+	Interrupted() bool
 }
 
 // KitBreak is a kit program stopped for the debugger: the thread that
@@ -50,9 +54,11 @@ type KitBreak struct {
 	// Start: before the program's first instruction. Stepped: a step
 	// Step asked for, done. Resumed: a thread Step was asked of when it
 	// was not running resumed, where it stood — one instruction before
-	// the step's landing.
-	Start, Stepped, Resumed bool
-	d                       *kitDebug
+	// the step's landing. Interrupted: the first thread to resume after
+	// exit Since, where it stood then, stopped for Interrupted.
+	Start, Stepped, Resumed, Interrupted bool
+	Since                                uint64
+	d                                    *kitDebug
 }
 
 // KitThread names a live thread of a kit program.
@@ -68,13 +74,19 @@ type kitDebug struct {
 	on         KitDebugger
 	img        *elffile.Image
 	recordTime func(vmm.Position) time.Duration
+
 	// The kernel's and the user library's symbols it reads and breaks at.
 	currentTID, threads, userStart, threadEntry, userEnd uint64
-	atStart                                              bool
-	mainTID                                              int
-	sites                                                map[uint64]*kitSite
-	slots                                                []uint64 // free out-of-line slots
-	steps                                                map[int]*kitStep
+
+	atStart bool
+	mainTID int
+	sites   map[uint64]*kitSite
+	slots   []uint64 // free out-of-line slots
+	steps   map[int]*kitStep
+	// interrupting: the live threads wait where they resume, since exit
+	// since, for an interrupt.
+	interrupting bool
+	since        uint64
 }
 
 // kitSite is an int3 the debugger placed: for its breakpoints (held), the
@@ -99,6 +111,9 @@ type kitStep struct {
 	to      []uint64
 	report  bool
 	putBack uint64
+	// interrupt: the arm is an interrupt's, the thread stopping there
+	// with no step.
+	interrupt bool
 }
 
 // newKitDebug readies a debugger's machinery for a replay of img; started
@@ -212,6 +227,11 @@ func (d *kitDebug) hit(regs *kvm.Regs) (uint64, bool, error) {
 	b := &KitBreak{TID: tid, Regs: regs, d: d}
 	if st := d.steps[tid]; st != nil {
 		switch {
+		case st.arm == at && st.interrupt:
+			b.Interrupted, b.Since = true, d.since
+			if err := d.endInterrupt(); err != nil {
+				return 0, true, err
+			}
 		case st.arm == at: // resumed: the step's instruction is this one
 			b.Resumed = st.report
 			if err := d.aim(st, at, regs); err != nil {
@@ -231,7 +251,7 @@ func (d *kitDebug) hit(regs *kvm.Regs) (uint64, bool, error) {
 	if s.start && d.atStart {
 		b.Start, d.atStart, d.mainTID, s.start = true, false, tid, false
 	}
-	if b.Start || b.Stepped || b.Resumed || s.held > 0 {
+	if b.Start || b.Stepped || b.Resumed || b.Interrupted || s.held > 0 {
 		if err := d.on.KitBreak(b); err != nil {
 			return 0, true, err
 		}
@@ -246,6 +266,53 @@ func (d *kitDebug) hit(regs *kvm.Regs) (uint64, bool, error) {
 		return 0, true, err
 	}
 	return resume, true, d.drop(at)
+}
+
+// at arms an interrupt the debugger asks for at an exit the kernel made
+// (at CPL0: an exit from user code may stand inside an instruction the
+// VMM completes on entry): each live thread without a step waits where
+// its saved frame resumes it.
+func (d *kitDebug) at(stop vmm.Stop) error {
+	if stop != vmm.StopGuestExit || d.interrupting || !d.on.Interrupted() {
+		return nil
+	}
+	if d.m.VCPU().SyncedSregs().CS.Selector&3 != 0 {
+		return nil
+	}
+	for slot := 1; slot < abi.MaxThreads; slot++ {
+		tid, frame, live := d.thread(slot)
+		if !live || frame == 0 || d.steps[tid] != nil {
+			continue
+		}
+		var rip [8]byte
+		if err := d.m.RAM().Read(frame+abi.FrameRIP, rip[:]); err != nil {
+			return fmt.Errorf("replayer: thread %d's saved frame: %w", tid, err)
+		}
+		at := binary.LittleEndian.Uint64(rip[:])
+		if _, ok := d.img.ExecSegment(at); !ok || at < abi.UserBase || at >= d.userEnd {
+			continue
+		}
+		s, err := d.place(at)
+		if err != nil {
+			return err
+		}
+		s.refs++
+		d.steps[tid] = &kitStep{arm: at, interrupt: true}
+	}
+	d.interrupting, d.since = true, d.m.Position().Exit
+	return nil
+}
+
+// endInterrupt lets the other threads' interrupt arms go: one stopped.
+func (d *kitDebug) endInterrupt() error {
+	var errs []error
+	for tid, st := range d.steps {
+		if st.interrupt {
+			errs = append(errs, d.end(tid))
+		}
+	}
+	d.interrupting = false
+	return errors.Join(errs...)
 }
 
 // resume is where thread tid, trapped at at, goes on: the instruction's

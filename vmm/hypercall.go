@@ -99,7 +99,7 @@ func (m *Machine) breakpoint(frameGPA uint64) (bool, error) {
 	if !ok || err != nil {
 		return ok, err
 	}
-	binary.LittleEndian.PutUint64(raw[17*8:], resume) // frame.rip
+	binary.LittleEndian.PutUint64(raw[abi.FrameRIP:], resume)
 	return true, nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"debug/elf"
 	"encoding/hex"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/reprise-vm/reprise/elffile"
+	"github.com/reprise-vm/reprise/guest"
 	"github.com/reprise-vm/reprise/internal/cprog"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/rsp"
@@ -972,4 +975,53 @@ continue
 	require.NotEqual(t, rips[5], rips[6], "the main thread stepped from where it stood")
 	require.Equal(t, rips[5], rips[7], "and back")
 	require.Equal(t, rips[6], rips[8], "and forwards again")
+}
+
+// TestGDBInterruptsAKitGuest interrupts a running kit guest (syn_cont's
+// workers computing): it stops at the next exit the kit's kernel makes,
+// in the first thread to resume there, a place the session can come back
+// to — a monitor checkpoint of it, a seek to the start and back gives the
+// same registers — and from which reverse-continue finds the last hit of
+// a breakpoint before it; then the replay runs to its matching end.
+func TestGDBInterruptsAKitGuest(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, _ := recordTape(t, []string{"syn_cont", "iters=2", "work=200000"})
+	kit, err := guest.Build(context.Background())
+	require.NoError(t, err)
+	img, err := elffile.OpenImage(kit.Image())
+	require.NoError(t, err)
+	worker, ok := img.Lookup("worker")
+	require.True(t, ok)
+	_, gdb, wait := gdbListen(t, dir, tp)
+	ask := noAck(t, gdb)
+	monitor := func(cmd string) string {
+		require.NoError(t, gdb.Write([]byte("qRcmd,"+hex.EncodeToString([]byte(cmd)))))
+		b, err := gdb.Read()
+		require.NoError(t, err, cmd)
+		text, err := hex.DecodeString(string(b))
+		require.NoError(t, err, "%s: %s", cmd, b)
+		return string(text)
+	}
+	require.NoError(t, gdb.Write([]byte("vCont;c")))
+	time.Sleep(300 * time.Millisecond) // into the workers' computing
+	require.NoError(t, gdb.Interrupt())
+	stop, err := gdb.Read()
+	require.NoError(t, err)
+	require.Regexp(t, `^T02thread:p1\.[0-9a-f]+;`, string(stop), "stopped by the interrupt")
+	thread := regexp.MustCompile(`thread:(p1\.[0-9a-f]+);`).FindStringSubmatch(string(stop))[1]
+	regs := ask("g")
+	require.Regexp(t, "^[0-9a-f]+$", regs)
+	require.Contains(t, monitor("checkpoint"), "#1")
+	monitor("seek 0")
+	monitor("seek #1")
+	require.Equal(t, "OK", ask("Hg"+thread))
+	require.Equal(t, regs, ask("g"), "the interrupt's place, found again")
+
+	require.Equal(t, "OK", ask(fmt.Sprintf("Z0,%x,1", worker.Addr)))
+	back := ask("bc")
+	require.Regexp(t, `^T05thread:p1\.[0-9a-f]+;.*swbreak`, back, "back to the last call of worker before the interrupt")
+	require.Equal(t, "OK", ask(fmt.Sprintf("z0,%x,1", worker.Addr)))
+	require.Equal(t, "W00;process:1", ask("c"), "and on to the end")
+	require.NoError(t, gdb.Write([]byte("k")))
+	require.Contains(t, wait(), "replay matched")
 }
