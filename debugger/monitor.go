@@ -51,8 +51,11 @@ type exitGoal struct {
 }
 
 // reached reports whether the exit just made is the goal's.
-func (g *exitGoal) reached(b *Trap) bool {
-	g.last, g.lastTime = b.Position().Exit, b.RecordTime()
+func (g *exitGoal) reached(b *Trap) bool { return g.reachedAt(b.Position().Exit, b.RecordTime()) }
+
+// reachedAt reports whether exit, made at record time t, is the goal's.
+func (g *exitGoal) reachedAt(exit uint64, t time.Duration) bool {
+	g.last, g.lastTime = exit, t
 	if g.exit != 0 {
 		return g.last >= g.exit
 	}
@@ -136,11 +139,8 @@ func (s *server) seek(arg string) (string, error) {
 		}
 		goal.exit = n
 	}
-	switch {
-	case goal.exit == 0 && goal.time == 0:
+	if goal.exit == 0 && goal.time == 0 {
 		return s.jump(Mark{Start: true})
-	case s.kit:
-		return "monitor seek: a kit guest's replay goes to its start (seek 0) or a saved place (#N), not yet to an exit or a time\n", nil
 	}
 	return s.seekExit(&goal)
 }
@@ -180,6 +180,9 @@ func (s *server) seekExit(goal *exitGoal) (string, error) {
 // beforeTime is the last checkpoint taken before record time t (1-based;
 // 0: boot).
 func (s *server) beforeTime(t time.Duration) int {
+	if s.kit {
+		return 0
+	}
 	n := 0
 	for i, c := range s.checkpoints {
 		if c.Time < t {

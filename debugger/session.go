@@ -23,6 +23,7 @@ import (
 	"maps"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
@@ -254,11 +255,21 @@ func (s *Session) Break(b *linux.Break) error { return s.trap(linuxTrap(b)) }
 // KitBreak serves a kit guest's stop (replayer.KitDebugger).
 func (s *Session) KitBreak(b *replayer.KitBreak) error { return s.trap(kitTrap(b)) }
 
-// Interrupted reports, for a kit guest's replay, whether gdb's interrupt
-// waits to stop the program (replayer.KitDebugger); on the machine's
-// goroutine.
-func (s *Session) Interrupted() bool {
-	return s.interrupt.Load() && s.seek == nil && !s.detached.Load()
+// Interrupted reports, for a kit guest's replay at exit (made at record
+// time recordTime), whether the program is to stop where it can
+// (replayer.KitDebugger): a seek's exit or time is reached, or gdb's
+// interrupt waits. On the machine's goroutine.
+func (s *Session) Interrupted(exit uint64, recordTime func() time.Duration) bool {
+	if sk := s.seek; sk != nil {
+		return sk.at != nil && sk.at.reachedAt(exit, recordTime())
+	}
+	return s.interrupt.Load() && !s.detached.Load()
+}
+
+// interruptedMark is the mark of a kit thread stopped where it stood at
+// exit b.Since: its first arrival there since.
+func interruptedMark(b *Trap) Mark {
+	return Mark{Exit: b.Since, Path: []Hop{{b.Regs.RIP, 1, b.TID}}, TID: b.TID, PID: b.PID}
 }
 
 // Exited serves a Linux program's exit (linux.ExitWatcher).
@@ -290,15 +301,19 @@ func (s *Session) trap(b *Trap) error {
 		s.seek = nil // the start was the goal
 	case b.Return:
 		return nil
+	case b.Interrupted && s.seek != nil: // a kit guest at a seek's exit
+		s.seek = nil
+		if err := s.dropUnwanted(b); err != nil {
+			return err
+		}
+		st.kind, here = stopSeek, interruptedMark(b)
 	case s.seek != nil:
 		return s.seeking(b, exit)
 	case !s.following(b.PID):
 		return nil
 	case b.Interrupted:
-		// A kit thread where it stood at an exit: its first arrival
-		// there since.
 		s.interrupt.Store(false)
-		st.kind, here = stopInterrupt, Mark{Exit: b.Since, Path: []Hop{{b.Regs.RIP, 1, b.TID}}, TID: b.TID, PID: b.PID}
+		st.kind, here = stopInterrupt, interruptedMark(b)
 	case b.Resumed && s.user[keyAt(b, b.Regs.RIP)] == 0:
 		// A hop of the thread's own, one instruction before its step
 		// lands: where a reverse step from the landing goes back to.

@@ -39,10 +39,12 @@ type KitDebugger interface {
 	// KitBreak is called where the program stops for the debugger: its
 	// first instruction, a breakpoint, a step done.
 	KitBreak(b *KitBreak) error
-	// Interrupted reports whether the debugger asks the running program
-	// to stop where it can (gdb's interrupt). At the next exit the kernel
-	// makes, every live thread traps where it resumes; the first stops.
-	Interrupted() bool
+	// Interrupted reports, at exit (made at record time recordTime),
+	// whether the debugger asks the running program to stop where it can
+	// (gdb's interrupt, a seek to an exit or a time). It is asked at the
+	// exits the kernel makes; then every live thread traps where it
+	// resumes, and the first stops.
+	Interrupted(exit uint64, recordTime func() time.Duration) bool
 }
 
 // KitBreak is a kit program stopped for the debugger: the thread that
@@ -273,10 +275,11 @@ func (d *kitDebug) hit(regs *kvm.Regs) (uint64, bool, error) {
 // VMM completes on entry): each live thread without a step waits where
 // its saved frame resumes it.
 func (d *kitDebug) at(stop vmm.Stop) error {
-	if stop != vmm.StopGuestExit || d.interrupting || !d.on.Interrupted() {
+	if stop != vmm.StopGuestExit || d.interrupting || d.m.VCPU().SyncedSregs().CS.Selector&3 != 0 {
 		return nil
 	}
-	if d.m.VCPU().SyncedSregs().CS.Selector&3 != 0 {
+	pos := d.m.Position()
+	if !d.on.Interrupted(pos.Exit, func() time.Duration { return d.recordTime(pos) }) {
 		return nil
 	}
 	for slot := 1; slot < abi.MaxThreads; slot++ {
@@ -299,7 +302,7 @@ func (d *kitDebug) at(stop vmm.Stop) error {
 		s.refs++
 		d.steps[tid] = &kitStep{arm: at, interrupt: true}
 	}
-	d.interrupting, d.since = true, d.m.Position().Exit
+	d.interrupting, d.since = true, pos.Exit
 	return nil
 }
 

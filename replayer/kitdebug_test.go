@@ -27,7 +27,7 @@ type stepper struct {
 }
 
 func (s *stepper) Mapped(linux.Mapping, []byte) ([]uint64, error) { return nil, nil }
-func (s *stepper) Interrupted() bool                              { return false }
+func (s *stepper) Interrupted(uint64, func() time.Duration) bool  { return false }
 
 func (s *stepper) KitBreak(b *replayer.KitBreak) error {
 	switch {

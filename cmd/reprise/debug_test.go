@@ -982,7 +982,9 @@ continue
 // in the first thread to resume there, a place the session can come back
 // to — a monitor checkpoint of it, a seek to the start and back gives the
 // same registers — and from which reverse-continue finds the last hit of
-// a breakpoint before it; then the replay runs to its matching end.
+// a breakpoint before it; seeks to an exit and a record time stop the
+// same way at the first such exit; then the replay runs to its matching
+// end.
 func TestGDBInterruptsAKitGuest(t *testing.T) {
 	kvmtest.Require(t)
 	dir, tp, _ := recordTape(t, []string{"syn_cont", "iters=2", "work=200000"})
@@ -1016,6 +1018,14 @@ func TestGDBInterruptsAKitGuest(t *testing.T) {
 	monitor("seek #1")
 	require.Equal(t, "OK", ask("Hg"+thread))
 	require.Equal(t, regs, ask("g"), "the interrupt's place, found again")
+
+	at := monitor("seek 40")
+	require.Regexp(t, `\(exit (4\d|[5-9]\d|\d{3,})\)`, at, "at or past exit 40")
+	regs40 := ask("g")
+	monitor("seek 0")
+	require.Equal(t, at, monitor("seek 40"))
+	require.Equal(t, regs40, ask("g"), "the same place again")
+	require.Regexp(t, `record time (0\.[5-9]|[1-9])[0-9.]*m?s`, monitor("seek 0.5s"))
 
 	require.Equal(t, "OK", ask(fmt.Sprintf("Z0,%x,1", worker.Addr)))
 	back := ask("bc")
