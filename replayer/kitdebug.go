@@ -301,8 +301,8 @@ func (d *kitDebug) at(stop vmm.Stop) error {
 		}
 		s.refs++
 		d.steps[tid] = &kitStep{arm: at, interrupt: true}
+		d.interrupting, d.since = true, pos.Exit // none armed: asked again at the next exit
 	}
-	d.interrupting, d.since = true, pos.Exit
 	return nil
 }
 
