@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
 // Arrivals count from the last stop or exit: a new exit starts a path of
@@ -70,4 +73,37 @@ func TestSessionBounds(t *testing.T) {
 	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, 8), "at most")
 	s.watches = nil
 	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, maxWatchSize+1), "at most")
+}
+
+// kitAt is a kit guest stopped at exit exit, for the session's logic
+// alone: nothing else of it is asked.
+type kitAt struct {
+	Program
+	exit uint64
+}
+
+func (k kitAt) Position() vmm.Position { return vmm.Position{Exit: k.exit} }
+
+// A seek to a kit place counted from an exit (an interrupt's) counts the
+// goal's arrivals from there — one before it is not the goal's — and the
+// place it stops at is counted from that exit still, not from boot.
+func TestKitSeekCountsFromTheGoalsExit(t *testing.T) {
+	s := NewSession()
+	goal := Mark{Exit: 5, Path: []Hop{{0x10, 1, 7}}, TID: 7, PID: 1}
+	s.replayAgain(&seeker{goal: goal})
+	trap := func(exit, rip uint64, start bool) error {
+		return s.trap(&Trap{TID: 7, PID: 1, Regs: &kvm.Regs{RIP: rip}, Start: start, Kit: true, Program: kitAt{exit: exit}})
+	}
+	require.NoError(t, trap(0, 0x1, true))
+	require.NoError(t, trap(3, 0x10, false), "before the goal's exit: not counted")
+	require.NotNil(t, s.seek)
+	done := make(chan error)
+	go func() { done <- trap(6, 0x10, false) }()
+	st := <-s.stops
+	require.Equal(t, uint64(0x10), st.regs.RIP)
+	s.requests <- request{resume: &resume{kill: true}}
+	require.ErrorIs(t, <-done, errKilled)
+	require.Nil(t, s.seek, "arrived")
+	require.Equal(t, goal.Exit, s.now.Exit, "the place is counted from the goal's exit")
+	require.Equal(t, goal.Path, s.now.Path)
 }

@@ -182,8 +182,10 @@ type seeker struct {
 	// (monitor seek).
 	at *exitGoal
 	// boot counts a kit guest's arrivals from boot, for the scan's marks,
-	// when the goal's count from a later exit.
-	boot arrivals
+	// when the goal's count from a later exit; fromExit, once that exit
+	// is passed, the goal's count began.
+	boot     arrivals
+	fromExit bool
 }
 
 // wants reports whether the seek needs an int3 at k: a hop's address or
@@ -397,7 +399,10 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 			}
 			return nil
 		}
-		exit = sk.goal.Exit
+		if exit = sk.goal.Exit; !sk.fromExit {
+			sk.fromExit = true
+			s.tally.restart(Mark{Exit: exit}) // not from the start's boot
+		}
 	}
 	here := s.tally.arrive(exit, addr, b.Stepped, b)
 	if ws := sk.watch; ws != nil && ws.step && sk.stepping {

@@ -998,11 +998,20 @@ func TestGDBInterruptsAKitGuest(t *testing.T) {
 	ask := noAck(t, gdb)
 	monitor := func(cmd string) string {
 		require.NoError(t, gdb.Write([]byte("qRcmd,"+hex.EncodeToString([]byte(cmd)))))
-		b, err := gdb.Read()
-		require.NoError(t, err, cmd)
-		text, err := hex.DecodeString(string(b))
-		require.NoError(t, err, "%s: %s", cmd, b)
-		return string(text)
+		var out []byte
+		for {
+			b, err := gdb.Read()
+			require.NoError(t, err, cmd)
+			if string(b) == "OK" {
+				return string(out)
+			}
+			output := b[0] == 'O' // output while it runs (empty: the server's keepalive)
+			text, err := hex.DecodeString(strings.TrimPrefix(string(b), "O"))
+			require.NoError(t, err, "%s: %s", cmd, b)
+			if out = append(out, text...); !output {
+				return string(out)
+			}
+		}
 	}
 	require.NoError(t, gdb.Write([]byte("vCont;c")))
 	time.Sleep(300 * time.Millisecond) // into the workers' computing
@@ -1018,6 +1027,10 @@ func TestGDBInterruptsAKitGuest(t *testing.T) {
 	monitor("seek #1")
 	require.Equal(t, "OK", ask("Hg"+thread))
 	require.Equal(t, regs, ask("g"), "the interrupt's place, found again")
+	require.Contains(t, monitor("checkpoint"), "#2")
+	monitor("seek 0")
+	monitor("seek #2")
+	require.Equal(t, regs, ask("g"), "the place saved where a seek found the interrupt's")
 
 	at := monitor("seek 40")
 	require.Regexp(t, `\(exit (4\d|[5-9]\d|\d{3,})\)`, at, "at or past exit 40")
