@@ -917,6 +917,7 @@ continue
 bt
 info threads
 print arg
+delete
 stepi
 stepi
 info registers rip
@@ -932,6 +933,7 @@ reverse-stepi
 x/1i $pc
 stepi
 info registers rip
+break worker
 continue
 print arg
 reverse-continue
@@ -958,19 +960,20 @@ continue
 	for _, want := range []string{
 		"hit Breakpoint 1, worker (arg=0x0", "at workloads/syn_cont.c:", "struct mutex *m1 = &level1[id / 2]", "in reprise_thread_entry (",
 		"$1 = (void *) 0x0", "<reprise_thread_entry+", "$2 = (void *) 0x1", "$3 = (void *) 0x0",
-		"Temporary breakpoint 2, comp (", "in worker (arg=", "Value returned is $4 = ",
+		"Temporary breakpoint 3, comp (", "in worker (arg=", "Value returned is $4 = ",
 		recorded, "[Inferior 1 (process 1) exited normally]", "reprise: replay matched: ",
 	} {
 		require.Contains(t, out, want)
 	}
 	require.NotContains(t, out, "E.reprise")
+	require.NotContains(t, out, "in ?? ()", "bt ends at the thread's entry")
 	require.Regexp(t, `(?m)^\* +\d+ +Thread 1\.2 +worker \(arg=0x0`, out, "info threads: the stopped one")
 	require.Regexp(t, `(?m)^ +\d+ +Thread 1\.3 +reprise_thread_entry \(fn=0x[0-9a-f]+ <worker>, arg=0x1\)`, out, "info threads: one yet to run")
 	rips := regexp.MustCompile(`(?m)^rip +0x[0-9a-f]+ .*$`).FindAllString(out, -1)
 	require.Len(t, rips, 9, out)
 	require.NotEqual(t, rips[0], rips[1], "two steps from the breakpoint")
 	require.Equal(t, rips[0], rips[2], "back two instructions and forwards again")
-	require.Equal(t, rips[1], rips[3], "back past the breakpoint to the thread's entry, and forwards to the breakpoint")
+	require.Equal(t, rips[1], rips[3], "back past the breakpoint to the thread's entry, and forwards to it")
 	require.Equal(t, rips[1], rips[4], "back at the first hit")
 	require.NotEqual(t, rips[5], rips[6], "the main thread stepped from where it stood")
 	require.Equal(t, rips[5], rips[7], "and back")
