@@ -23,9 +23,10 @@ import (
 // breakpoints are int3s in the user code, which the kernel forwards to the
 // VMM as probes' are; a thread that hits one goes on through the
 // instruction's out-of-line copy in the probe area, or — for the few an
-// int3 cannot copy (the kit's ud2 system call, the branch counter's load,
-// an indirect call) — in place, the int3 out until the thread is past it
-// (a thread passing there meanwhile is not seen). A single step is
+// int3 cannot copy — past the branch counter's load, done by the VMM
+// (counterLoad), or in place (the kit's ud2 system call, an indirect
+// call, the counter load at its target), the int3 out until the thread
+// is past it (a thread passing there meanwhile is not seen). A single step is
 // software's (kitstep.go): int3s where the instruction can go, for that
 // thread only. So nothing the program computes changes; the bytes the
 // int3s replaced, the copies and the kernel's #BP stack are restored
@@ -82,6 +83,7 @@ type kitDebug struct {
 
 	atStart bool
 	mainTID int
+	r15     bool // the image counts branches in r15
 	sites   map[uint64]*kitSite
 	slots   []uint64 // free out-of-line slots
 	steps   map[int]*kitStep
@@ -134,6 +136,7 @@ func newKitDebug(on KitDebugger, img *elffile.Image, recordTime func(vmm.Positio
 		}
 		*s.addr = sym.Addr
 	}
+	d.r15 = vmm.BranchCounterOf(img) == vmm.CounterRegister
 	for i := maxKitSites - 1; i >= 0; i-- {
 		d.slots = append(d.slots, abi.ProbeArea+uint64(i)*trampolineSlot)
 	}
@@ -319,8 +322,9 @@ func (d *kitDebug) endInterrupt() error {
 }
 
 // resume is where thread tid, trapped at at, goes on: the instruction's
-// copy; or the instruction in place, its int3 out until the thread is past
-// it; or at itself if the int3 is gone.
+// copy; past the branch counter's load, done here; or the instruction in
+// place, its int3 out until the thread is past it; or at itself if the
+// int3 is gone.
 func (d *kitDebug) resume(tid int, at uint64, regs *kvm.Regs) (uint64, error) {
 	s := d.sites[at]
 	switch {
@@ -328,6 +332,9 @@ func (d *kitDebug) resume(tid int, at uint64, regs *kvm.Regs) (uint64, error) {
 		return at, nil
 	case s.copy != 0:
 		return s.copy, nil
+	}
+	if next, done, err := d.counterLoad(s, at); done || err != nil {
+		return next, err
 	}
 	st := d.steps[tid]
 	if st == nil {
@@ -339,6 +346,39 @@ func (d *kitDebug) resume(tid int, at uint64, regs *kvm.Regs) (uint64, error) {
 	}
 	st.putBack, s.out = at, true
 	return at, d.m.RAM().Write(at, []byte{s.orig})
+}
+
+// counterLoad does the r15 counter's load (movzbl (%r15),%r14d) at at for
+// the trapped thread, unless it is the one that reaches the guard page (an
+// exit at a count target, run in place), and returns the address after
+// it. The load is where the kernel preempts threads — its guard exit, then
+// an interrupt — so run in place its int3 would be out while other threads
+// pass (a place a replay could not find again). Below the guard it loads a
+// zero of the countdown region; r14 and r15 are the vCPU's, which the
+// kernel's #BP path leaves alone. r15 does not move before the entry: a
+// target that came into reach is placed already (the count is at this
+// load's lea).
+func (d *kitDebug) counterLoad(s *kitSite, at uint64) (next uint64, done bool, err error) {
+	if !d.r15 || !isCounterLoad(s.inst) {
+		return 0, false, nil
+	}
+	regs := d.m.VCPU().SyncedRegs()
+	if regs.R15 <= abi.CounterGuardTop {
+		return 0, false, nil
+	}
+	var b [1]byte
+	if err := d.m.ReadVirt(regs.R15, b[:]); err != nil {
+		return 0, true, fmt.Errorf("replayer: the branch counter's load at %#x: %w", at, err)
+	}
+	regs.R14 = uint64(b[0])
+	d.m.VCPU().MarkRegsDirty()
+	return at + uint64(s.inst.Len), true, nil
+}
+
+// isCounterLoad reports whether inst is the r15 counter's load.
+func isCounterLoad(inst x86asm.Inst) bool {
+	m, ok := inst.Args[1].(x86asm.Mem)
+	return inst.Op == x86asm.MOVZX && inst.Args[0] == x86asm.R14L && ok && m.Base == x86asm.R15 && m.Index == 0 && m.Disp == 0
 }
 
 // aim makes st, the step of a thread about to run the instruction at at

@@ -54,7 +54,7 @@ func (s *stepper) KitBreak(b *replayer.KitBreak) error {
 
 // A debugger's breakpoints and software single steps change nothing the
 // kit guest computes: a thread of syn_cont stepped thousands of
-// instructions — through the branch counter's loads (run in place) and
+// instructions — through the branch counter's loads (done by the VMM) and
 // the other threads' switches and the timer's interrupts — and the
 // replay ends as recorded, RAM hash included, the same landings in a
 // second replay. At the breakpoint the debugger sees the code without its
@@ -95,7 +95,7 @@ func TestKitDebuggerStepsAThread(t *testing.T) {
 	}
 	first := steps()
 	require.Equal(t, comp.Addr+4, first[0], "past the count's lea")
-	require.Equal(t, comp.Addr+8, first[1], "past the count's load, run in place")
+	require.Equal(t, comp.Addr+8, first[1], "past the count's load, which the VMM does")
 	require.Contains(t, first, comp.Addr, "comp called again")
 	for _, rip := range first {
 		_, ok := img.ExecSegment(rip)
