@@ -142,14 +142,14 @@ func (s *server) reverseStep() (bool, error) {
 func (s *server) placeBefore(now Mark) (*Mark, error) {
 	last, prefix := now.Path[len(now.Path)-1], now.Path[:len(now.Path)-1]
 	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID, Image: now.Image}
-	var birth uint64
-	var born bool
-	s.on(func(b *Trap) { birth, born = b.Birth(now.TID) })
 	switch {
 	case s.kit && last.Count == 1 && len(prefix) == 0:
 		// A kit guest's path begins at boot: the thread's first arrival
 		// here since then is found stepping it from its birth. (One that
 		// begins at an interrupt's exit has no place before it.)
+		var birth uint64
+		var born bool
+		s.on(func(b *Trap) { birth, born = b.Birth(now.TID) })
 		if !born || birth == last.Addr || now.Exit > 0 {
 			return nil, nil
 		}

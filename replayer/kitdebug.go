@@ -242,12 +242,8 @@ func (d *kitDebug) hit(regs *kvm.Regs) (uint64, bool, error) {
 			if err := d.aim(st, at, regs); err != nil {
 				return 0, true, err
 			}
-		case st.arm == 0 && slices.Contains(st.to, at):
-			b.Stepped = st.report
-			if err := d.end(tid); err != nil {
-				return 0, true, err
-			}
-		case st.arm == 0: // it went elsewhere (the step's guess was wrong): forget it
+		case st.arm == 0: // landed, or (the step's guess was wrong) elsewhere: it ends either way
+			b.Stepped = st.report && slices.Contains(st.to, at)
 			if err := d.end(tid); err != nil {
 				return 0, true, err
 			}
