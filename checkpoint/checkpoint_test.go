@@ -84,6 +84,44 @@ func TestRoundTrip(t *testing.T) {
 	require.Error(t, err)
 }
 
+// A file read while its writer adds to it (a debugging session's own)
+// lists what was added after a Refresh, and loads it; the pages the new
+// checkpoint shares with earlier ones are not written again.
+func TestRefreshSeesWhatTheWriterAdded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "session.ckpt")
+	w, err := checkpoint.Create(path, rec)
+	require.NoError(t, err)
+	defer w.Close()
+	f, err := checkpoint.Open(path, rec)
+	require.NoError(t, err)
+	defer f.Close()
+	require.Empty(t, f.Checkpoints())
+	ram := make([]byte, rec.MemBytes)
+	var rams [][]byte
+	for i := range 2 {
+		for p := range 32 {
+			ram[p*checkpoint.PageSize] = byte(p + 1)
+		}
+		ram[5*checkpoint.PageSize+9] = byte(i + 1)
+		_, err := w.Add(&checkpoint.Checkpoint{Events: uint64(i), Pos: vmm.Position{Exit: uint64(7 * i)}, Machine: &vmm.Snapshot{}}, ram, nil)
+		require.NoError(t, err)
+		rams = append(rams, bytes.Clone(ram))
+		require.NoError(t, f.Refresh())
+		require.Len(t, f.Checkpoints(), i+1)
+		require.NoError(t, f.Refresh(), "nothing new")
+		require.Len(t, f.Checkpoints(), i+1)
+	}
+	sums := f.Checkpoints()
+	require.Equal(t, uint64(7), sums[1].Pos.Exit)
+	require.Less(t, sums[1].Bytes, sums[0].Bytes, "the second writes one new page, not 32")
+	for i, want := range rams {
+		got := make([]byte, rec.MemBytes)
+		_, _, err := f.Load(i, got)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "checkpoint %d", i)
+	}
+}
+
 // A file of another recording is refused; a damaged file is never used:
 // damage in its magic line or HEAD frame is refused with its offset;
 // damage after it, whatever byte was hit, and a cut, end the file there —

@@ -43,6 +43,9 @@ type File struct {
 	pages  uint32        // page ids the file holds: 0 (zeros) to pages-1
 	sdec   *zstd.Decoder // the index's, reading the start of CKPT bodies
 	piece  []byte        // the index's buffer for checking PAGE frames
+	// end is where the index's walk stopped: the next frame's offset;
+	// last, where the last checkpoint's frame ended.
+	end, last int64
 }
 
 // pageBlock is a PAGE frame: pages [first, first+count) of the file.
@@ -126,20 +129,39 @@ func (cf *File) walk(rec Recording) error {
 	if _, err := io.ReadFull(cf.f, m); err != nil || !bytes.Equal(m, magic) {
 		return cf.corrupt(0, "not a reprise checkpoint file")
 	}
-	off := int64(len(magic))
-	var pages uint32 = 1 // id 0 is the zero page
-	cf.pages = pages
-	sawHead := false
-	prev := off
+	cf.end, cf.last, cf.pages = int64(len(magic)), int64(len(magic)), 1 // page id 0 is the zero page
+	if err := cf.walkOn(rec); err != nil {
+		return err
+	}
+	if cf.rec == (Recording{}) {
+		return cf.corrupt(cf.end, "no HEAD frame")
+	}
+	return nil
+}
+
+// Refresh indexes the frames written to the file since it was opened or
+// last refreshed: a file one writer adds to while the checkpoints it
+// wrote are read (a debugging session's own). Damage there is an error.
+func (cf *File) Refresh() error {
+	if cf.damage != nil {
+		return cf.damage
+	}
+	return cf.walkOn(cf.rec)
+}
+
+// walkOn indexes the frames from cf.end to the file's end.
+func (cf *File) walkOn(rec Recording) error {
 	for {
+		off := cf.end
 		tag, body, size, err := cf.frameAt(off)
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
 			return err
 		}
 		bodyOff := off + 12
+		sawHead := cf.rec != (Recording{})
 		switch {
 		case !sawHead && tag != tagHead:
 			return cf.corrupt(off, "the file does not start with its HEAD frame")
@@ -147,7 +169,6 @@ func (cf *File) walk(rec Recording) error {
 			if sawHead {
 				return cf.corrupt(off, "a second HEAD frame")
 			}
-			sawHead = true
 			var h head
 			if err := json.Unmarshal(body, &h); err != nil {
 				return cf.corrupt(bodyOff, "HEAD: %v", err)
@@ -168,9 +189,8 @@ func (cf *File) walk(rec Recording) error {
 			if n == 0 || n > maxPagesInFrame {
 				return cf.corrupt(bodyOff, "PAGE frame of %d pages (1 to %d)", n, maxPagesInFrame)
 			}
-			cf.blocks = append(cf.blocks, pageBlock{first: pages, count: n, off: bodyOff + 4, size: size - 4})
-			pages += n
-			cf.pages = pages
+			cf.blocks = append(cf.blocks, pageBlock{first: cf.pages, count: n, off: bodyOff + 4, size: size - 4})
+			cf.pages += n
 		case tag == tagCkpt:
 			if len(cf.ckpts) >= maxCheckpoints {
 				return cf.corrupt(off, "more than %d checkpoints", maxCheckpoints)
@@ -179,18 +199,14 @@ func (cf *File) walk(rec Recording) error {
 			if err != nil {
 				return err
 			}
-			sum.Bytes = off + 12 + int64(size) - prev
+			sum.Bytes = bodyOff + int64(size) - cf.last
 			cf.ckpts = append(cf.ckpts, ckptFrame{off: bodyOff, size: size, sum: sum})
-			prev = off + 12 + int64(size)
+			cf.last = bodyOff + int64(size)
 		default:
 			return cf.corrupt(off, "unknown frame %q", tag[:])
 		}
-		off += 12 + int64(size)
+		cf.end = bodyOff + int64(size)
 	}
-	if !sawHead {
-		return cf.corrupt(off, "no HEAD frame")
-	}
-	return nil
 }
 
 // frameAt reads the frame at off: its tag, its body (checked against its

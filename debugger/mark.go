@@ -1,6 +1,9 @@
 package debugger
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Marks: places in a replay a debugger can go back to. A replay runs the
 // same instructions in every thread every time. So a place is an exit
@@ -26,13 +29,16 @@ type Hop struct {
 
 // Mark is a place in the replay: after exit Exit, along Path, in thread
 // TID of process PID, running its image Image; Start is the program's
-// first instruction.
+// first instruction. Time, if known (a stop's, a scan's hit's), is the
+// recording's time there: where the checkpoints a replay to the place
+// takes gather.
 type Mark struct {
 	Start    bool
 	Exit     uint64
 	Path     []Hop
 	TID, PID int
 	Image    uint64
+	Time     time.Duration
 }
 
 // key is where a breakpoint at addr in m's process and image is.

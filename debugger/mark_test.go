@@ -2,6 +2,7 @@ package debugger
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -83,6 +84,8 @@ type kitAt struct {
 }
 
 func (k kitAt) Position() vmm.Position { return vmm.Position{Exit: k.exit} }
+
+func (k kitAt) RecordTime() time.Duration { return time.Duration(k.exit) * time.Millisecond }
 
 // A seek to a kit place counted from an exit (an interrupt's) counts the
 // goal's arrivals from there — one before it is not the goal's — and the

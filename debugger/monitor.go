@@ -21,7 +21,8 @@ monitor seek EXIT[:BRANCH]      go to where the stretch after that exit begins
 monitor seek TIME               go to the first exit at or after that record time (e.g. 2.5s, 300ms)
 monitor seek #N                 go back to the place monitor checkpoint saved as N
 monitor checkpoint              save this place, to go back to with seek #N
-monitor checkpoints             list the saved places
+monitor checkpoints             list the saved places, and the machine checkpoints
+                                going back replays from
 After a jump, gdb must read the registers again: 'maintenance flush register-cache'
 (reprise debug defines 'seek ARG', which does both).
 `
@@ -75,13 +76,14 @@ func (s *server) monitor(cmd string) (string, error) {
 	case "checkpoint":
 		return s.checkpoint(), nil
 	case "checkpoints":
-		if len(s.saved) == 0 {
-			return "no checkpoints: monitor checkpoint saves one\n", nil
-		}
 		var b strings.Builder
+		if len(s.saved) == 0 {
+			b.WriteString("no checkpoints: monitor checkpoint saves one\n")
+		}
 		for i, p := range s.saved {
 			fmt.Fprintf(&b, "#%d %s\n", i+1, describePlace(p.pos, p.time, p.mark.TID, p.mark.PID))
 		}
+		b.WriteString(s.machineCheckpoints())
 		return b.String(), nil
 	case "help", "":
 		return monitorHelp, nil
@@ -177,17 +179,21 @@ func (s *server) seekExit(goal *exitGoal) (string, error) {
 	return fmt.Sprintf("monitor seek: the recording ends first, at exit %d (record time %v); still at %s", goal.last, goal.lastTime, s.where()), nil
 }
 
-// beforeTime is the last checkpoint taken before record time t (1-based;
-// 0: boot).
-func (s *server) beforeTime(t time.Duration) int {
-	if s.kit {
-		return 0
+// machineCheckpoints says where replays going back start from, and where
+// the session's replays started.
+func (s *server) machineCheckpoints() string {
+	started := fmt.Sprintf("replays started from boot %d times, from the tape's checkpoints %d, from the session's %d\n", s.startedFrom[0], s.startedFrom[1], s.startedFrom[2])
+	switch {
+	case s.kit:
+		return "machine checkpoints: none (a kit guest's replays start at boot); " + started
+	case s.checkpoints == nil:
+		return "machine checkpoints: none; " + started
 	}
-	n := 0
-	for i, c := range s.checkpoints {
-		if c.Time < t {
-			n = i + 1
-		}
+	all := len(s.checkpoints.Checkpoints())
+	taken, full := s.checkpoints.Taken()
+	out := fmt.Sprintf("machine checkpoints: %d from the tape's checkpoint file, %d taken by this session", all-taken, taken)
+	if full != "" {
+		out += " (it takes no more: " + full + ")"
 	}
-	return n
+	return out + "; " + started
 }

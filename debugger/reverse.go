@@ -56,15 +56,16 @@ func (s *server) reverseContinue() (bool, error) {
 // place — the start of the history if none — and, for a watch's write,
 // the watch's address.
 func (s *server) scanBack(now Mark, fresh func() *seeker) (Mark, uint64, error) {
-	from, width := s.before(now.Exit), 1
+	starts := s.starts()
+	from, width := rankBefore(starts, now.Exit), 1
 	for until := 0; ; until, from, width = from, max(from-width, 0), width*2 {
 		sk := fresh()
 		if until == 0 {
 			sk.goal = now
-			if err := s.replayAgain(sk, from); err != nil {
+			if err := s.replayAgain(sk, number(starts, from)); err != nil {
 				return Mark{}, 0, err
 			}
-		} else if err := s.replayWindow(sk, from, until); err != nil {
+		} else if err := s.replayWindow(sk, number(starts, from), number(starts, until)); err != nil {
 			return Mark{}, 0, err
 		}
 		target, addr, err := s.lastFound(sk, now)
@@ -141,7 +142,7 @@ func (s *server) reverseStep() (bool, error) {
 // across the exit (beforeExit); nil if it cannot be found.
 func (s *server) placeBefore(now Mark) (*Mark, error) {
 	last, prefix := now.Path[len(now.Path)-1], now.Path[:len(now.Path)-1]
-	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID, Image: now.Image}
+	from := Mark{Exit: now.Exit, Path: slices.Clone(prefix), TID: now.TID, PID: now.PID, Image: now.Image, Time: now.Time}
 	switch {
 	case s.kit && last.Count == 1 && len(prefix) == 0:
 		// A kit guest's path begins at boot: the thread's first arrival
@@ -319,6 +320,7 @@ func (s *server) replayFor(sk *seeker, from, until int) error {
 		return err
 	}
 	s.session.replayAgain(sk)
+	s.count(from)
 	go s.start(from, until)
 	return s.wait()
 }

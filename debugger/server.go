@@ -11,14 +11,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/rsp"
 )
 
 // Replay runs the replay a server debugs, with the session as its
-// debugger (replayer.Options.Debugger), from checkpoint from of the
-// tape's checkpoint file (1-based; 0: from boot) to checkpoint until (0:
-// the end), and returns its exit status.
+// debugger (replayer.Options.Debugger), from checkpoint from (numbered
+// as Checkpoints lists them, from 1; 0: from boot) to checkpoint until
+// (0: the end), and returns its exit status.
 type Replay func(s *Session, from, until int) (status uint32, err error)
 
 // ended is the replay's end: the program exited (err nil) or the replay
@@ -37,9 +36,11 @@ type server struct {
 	conn    *rsp.Conn
 	session *Session
 	replay  Replay
-	// checkpoints are the checkpoint file's, in order: where a replay
-	// again may start.
-	checkpoints []checkpoint.Summary
+	// checkpoints are where a replay again may start (nil: boot only);
+	// startedFrom counts the replays started from boot, from the tape's
+	// checkpoint file and from the session's own checkpoints.
+	checkpoints Checkpoints
+	startedFrom [3]int
 	end         chan ended
 	// last is where the program last stopped; over, once the replay
 	// ended, how.
@@ -76,11 +77,12 @@ type server struct {
 
 // Serve debugs the replay run starts for the gdb client on rw until the
 // client detaches, kills it or goes, or the replay ends and the client
-// leaves. checkpoints are those run can start from, in order. It returns
-// the replay's error, if any, or the connection's.
-func Serve(rw io.ReadWriter, run Replay, checkpoints []checkpoint.Summary) error {
+// leaves. checkpoints are those run can start from (nil: none). It
+// returns the replay's error, if any, or the connection's.
+func Serve(rw io.ReadWriter, run Replay, checkpoints Checkpoints) error {
 	s := &server{conn: rsp.NewConn(rw), session: NewSession(), replay: run, checkpoints: checkpoints, end: make(chan ended, 1), done: make(chan struct{})}
 	defer close(s.done)
+	s.count(0)
 	go s.start(0, 0)
 	if err := s.wait(); err != nil {
 		return err
@@ -120,27 +122,10 @@ type packet struct {
 }
 
 // start runs a replay of the session's from checkpoint from to
-// checkpoint until.
+// checkpoint until. On its own goroutine.
 func (s *server) start(from, until int) {
 	status, err := s.replay(s.session, from, until)
 	s.end <- ended{status, err}
-}
-
-// before is the last checkpoint a replay to a place after exit may start
-// from: one taken before that exit (1-based; 0: boot). A place's own
-// exit is not enough: the stretch after it must be replayed whole. A kit
-// guest's replays start at boot.
-func (s *server) before(exit uint64) int {
-	if s.kit {
-		return 0 // a kit guest's places count from boot (or from an exit, the scans then from boot)
-	}
-	n := 0
-	for i, c := range s.checkpoints {
-		if c.Pos.Exit < exit {
-			n = i + 1
-		}
-	}
-	return n
 }
 
 // next is the client's next packet: one that came while the program ran,

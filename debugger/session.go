@@ -204,6 +204,12 @@ func (sk *seeker) scans(b *Trap) bool {
 	return sk.scan[keyAt(b, b.Regs.RIP)] && (sk.scanTID == 0 || sk.scanTID == b.TID) && !b.Retry
 }
 
+// hit records a scan's hit at m, where b stopped.
+func (sk *seeker) hit(b *Trap, m Mark) {
+	m.Time = b.RecordTime()
+	sk.hits = append(sk.hits, m)
+}
+
 // NewSession is a session no server serves yet.
 func NewSession() *Session {
 	return &Session{stops: make(chan stop), requests: make(chan request), user: map[bpKey]int{}, placed: map[bpKey]int{}, stepFor: map[int]addrRange{}, followed: map[int]bool{}}
@@ -245,7 +251,8 @@ func (s *Session) Mapped(m linux.Mapping, _ []byte) ([]uint64, error) {
 	return out, nil
 }
 
-// Resumed is nothing to a debugger: a replay it debugs starts at boot.
+// Resumed is nothing to a debugger: a replay from a checkpoint finds
+// places after the checkpoint's exit, counted from exits it replays.
 func (s *Session) Resumed(*linux.Break) error { return nil }
 
 // following reports whether gdb follows process pid.
@@ -362,6 +369,7 @@ func (s *Session) trap(b *Trap) error {
 
 // stopAt hands the stop st, at mark here, to the server and serves it.
 func (s *Session) stopAt(b *Trap, st stop, here Mark) error {
+	here.Time = b.RecordTime()
 	s.now = here
 	s.tally.restart(here)
 	if st.kind == stopInterrupt || st.kind == stopSeek {
@@ -395,7 +403,7 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 		bootHere = sk.boot.arrive(0, addr, b.Stepped, b)
 		if b.Position().Exit < sk.goal.Exit {
 			if sk.scans(b) && !sk.stepping {
-				sk.hits = append(sk.hits, bootHere)
+				sk.hit(b, bootHere)
 			}
 			return nil
 		}
@@ -419,7 +427,7 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 	}
 	if sk.window {
 		if sk.scans(b) {
-			sk.hits = append(sk.hits, here)
+			sk.hit(b, here)
 		}
 		return nil
 	}
@@ -443,7 +451,7 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 		if fromExit {
 			hit = bootHere
 		}
-		sk.hits = append(sk.hits, hit) // before the goal: a hop on the way counts too
+		sk.hit(b, hit) // before the goal: a hop on the way counts too
 	}
 	if !hop {
 		return nil

@@ -757,6 +757,15 @@ func (k *Kernel) armResumed(rip uint64) error {
 	return ram.PutUint64(regs.RSP+frameRFLAGS, flags|rflagsTF)
 }
 
+// Stepping reports whether a thread is being single-stepped — over an
+// int3, or for a debugger — so that the trap flag, or an int3 of the
+// step's, stands in its registers or its frame: no checkpoint is taken
+// then.
+func (k *Kernel) Stepping() bool {
+	bp := k.bp
+	return bp != nil && (bp.step != nil || len(bp.stepping) > 0 || len(bp.afterSyscall) > 0)
+}
+
 // CurrentThread is the running thread's id.
 func (k *Kernel) CurrentThread() int { return k.current().tid }
 

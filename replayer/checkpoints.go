@@ -18,8 +18,9 @@ import (
 // checkpoint is known by its events applied, position and stop kind.
 
 // checkpoints is a replay's checkpointing: writing one when due (every
-// Options.CheckpointEvery of record time), or checking the ones a file holds as the replay passes
-// them.
+// Options.CheckpointEvery of record time), checking the ones a file holds
+// as the replay passes them, or, for a debugging session's replay (a
+// CheckpointSet's), taking those the session keeps.
 type checkpoints struct {
 	path  string
 	rec   checkpoint.Recording
@@ -31,15 +32,25 @@ type checkpoints struct {
 	start   int // 1-based: the checkpoint the replay started from
 	until   int // 1-based: the checkpoint the replay ends at (0: the end)
 
-	file *checkpoint.File
-	// shared, if set, owns file (Options.CheckpointFile).
-	shared *CheckpointFile
-	known  []checkpoint.Summary
-	check  int // the next of known to reach
-	// startOnly: the file is only where the replay starts, its
-	// checkpoints passed unchecked (Options.StartOnly).
-	startOnly bool
+	file  *checkpoint.File
+	known []checkpoint.Summary
+	check int // the next of known to reach
+
+	// set, instead of file, is a debugging session's: only started from,
+	// its checkpoints passed unchecked (each check hashes the whole
+	// RAM); the replay ends at untilAt, until's place; keep says where
+	// to take one of the session's own.
+	set     *CheckpointSet
+	untilAt *checkpoint.Summary
+	keep    KeepCheckpoint
 }
+
+// KeepCheckpoint says whether a debugging session's replay is to take a
+// checkpoint at here, a stop where one can be taken: prev is the latest
+// the session's set holds before here (nil: none; the replay's start
+// from boot), cost what taking the last one took in host time (0: none
+// taken yet).
+type KeepCheckpoint func(prev *checkpoint.Summary, here checkpoint.Summary, cost time.Duration) bool
 
 // errSegmentEnd ends a segment's replay at its last checkpoint.
 var errSegmentEnd = errors.New("replayer: the segment's end")
@@ -48,34 +59,43 @@ var errSegmentEnd = errors.New("replayer: the segment's end")
 // read (nil: none).
 func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 	switch {
-	case o.CheckpointFile != nil && (o.Checkpoints != "" || o.CheckpointEvery != 0):
-		return nil, errors.New("replayer: a shared checkpoint file (Options.CheckpointFile) is only read: no Checkpoints, no CheckpointEvery")
-	case o.Checkpoints == "" && o.CheckpointFile == nil && (o.CheckpointEvery != 0 || o.Start != 0 || o.Until != 0):
+	case o.CheckpointSet != nil && (o.Checkpoints != "" || o.CheckpointEvery != 0):
+		return nil, errors.New("replayer: a checkpoint set (Options.CheckpointSet) is only started from: no Checkpoints, no CheckpointEvery")
+	case o.KeepCheckpoint != nil && (o.CheckpointSet == nil || o.Plan != nil || len(o.Probes) > 0 || o.KitDebugger != nil):
+		return nil, errors.New("replayer: checkpoints are kept by a Linux program's debugged replay, into its checkpoint set, without probes")
+	case o.Checkpoints == "" && o.CheckpointSet == nil && (o.CheckpointEvery != 0 || o.Start != 0 || o.Until != 0):
 		return nil, errors.New("replayer: checkpoints need a checkpoint file (Options.Checkpoints)")
-	case o.Checkpoints == "" && o.CheckpointFile == nil:
+	case o.Checkpoints == "" && o.CheckpointSet == nil:
 		return nil, nil
 	case o.CheckpointEvery < 0 || o.Start < 0:
 		return nil, errors.New("replayer: negative checkpoint interval or start")
 	case o.CheckpointEvery != 0 && (o.Start != 0 || o.Until != 0):
 		return nil, errors.New("replayer: a replay from or to a checkpoint does not write checkpoints")
-	case o.Until != 0 && o.Until <= o.Start:
+	case o.Until != 0 && o.Until <= o.Start && o.CheckpointSet == nil:
 		return nil, fmt.Errorf("replayer: a segment from checkpoint %d to checkpoint %d is empty", o.Start, o.Until)
 	case o.CheckpointEvery != 0 && (o.Plan != nil || len(o.Probes) > 0):
 		return nil, errors.New("replayer: checkpoints are taken by a replay without probes (their int3s are in RAM)")
 	}
-	c := &checkpoints{due: checkpoint.Schedule{Every: o.CheckpointEvery}, path: o.Checkpoints, start: o.Start, until: o.Until, rec: checkpoint.RecordingOf(h), startOnly: o.StartOnly}
+	c := &checkpoints{due: checkpoint.Schedule{Every: o.CheckpointEvery}, path: o.Checkpoints, start: o.Start, until: o.Until, rec: checkpoint.RecordingOf(h)}
 	if o.CheckpointEvery != 0 {
 		return c, nil // created at attach, when RAM's size is known
 	}
-	if c.shared = o.CheckpointFile; c.shared != nil {
-		c.file, c.path = c.shared.f, c.shared.path
-	} else {
-		f, err := checkpoint.Open(o.Checkpoints, c.rec)
-		if err != nil {
-			return nil, err
+	if c.set = o.CheckpointSet; c.set != nil {
+		c.keep = o.KeepCheckpoint
+		all := c.set.Checkpoints()
+		if max(o.Start, o.Until) > len(all) {
+			return nil, fmt.Errorf("replayer: the session has %d checkpoints, no checkpoint %d", len(all), max(o.Start, o.Until))
 		}
-		c.file = f
+		if o.Until > 0 {
+			c.untilAt = &all[o.Until-1]
+		}
+		return c, nil
 	}
+	f, err := checkpoint.Open(o.Checkpoints, c.rec)
+	if err != nil {
+		return nil, err
+	}
+	c.file = f
 	c.known = c.file.Checkpoints()
 	if max(o.Start, o.Until) > len(c.known) {
 		err := fmt.Errorf("replayer: %s has %d checkpoints, no checkpoint %d", c.path, len(c.known), max(o.Start, o.Until))
@@ -113,7 +133,7 @@ func (c *checkpoints) close() error {
 		err = c.w.Close()
 		c.w = nil
 	}
-	if c.file != nil && c.shared == nil {
+	if c.file != nil {
 		err = errors.Join(err, c.file.Close())
 	}
 	c.file = nil
@@ -134,14 +154,15 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 	default:
 		return nil
 	}
+	if c.set != nil {
+		return c.inSet(e, pos, stop)
+	}
 	for c.file != nil && c.check < len(c.known) && c.known[c.check].Events < e.applied {
 		c.check++ // passed between two exits: a replay started after it
 	}
 	if k := c.check; c.file != nil && k < len(c.known) && c.known[k].Events == e.applied && c.known[k].Pos == pos && c.known[k].Stop == stop {
-		if !c.startOnly {
-			if err := c.verify(e, c.check); err != nil {
-				return err
-			}
+		if err := c.verify(e, c.check); err != nil {
+			return err
 		}
 		c.check++
 		if c.until == c.check {
@@ -168,6 +189,41 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 	c.taken = append(c.taken, sum)
 	c.due.Taken(t)
 	return nil
+}
+
+// inSet is a debugging session's replay at a stop where checkpoints are
+// taken: the end, at until's place; a checkpoint of the session's own, if
+// it keeps one here — RAM as recorded, without the debugger's int3s, and
+// never while the debugger steps a thread (its trap flag is in the
+// registers and frames a checkpoint keeps).
+func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
+	here := checkpoint.Summary{Events: e.applied, Pos: pos, Stop: stop}
+	if u := c.untilAt; u != nil && compareSummaries(*u, here) == 0 && u.Stop == stop {
+		return errSegmentEnd
+	}
+	if c.keep == nil {
+		return nil
+	}
+	here.Time = e.recordTime(pos)
+	if e.kernel == nil || e.kernel.Stepping() || !c.set.canTake() || !c.keep(c.set.latest(here), here, c.set.lastCost()) {
+		return nil
+	}
+	var sum checkpoint.Summary
+	var ok bool
+	began := time.Now()
+	err := e.kernel.WithoutBreakpoints(func() (err error) {
+		sum, ok, err = c.set.w.Capture(e.m, here.Time, e.engineState())
+		return err
+	})
+	var skip *checkpoint.SkipError
+	switch {
+	case errors.As(err, &skip):
+		c.set.skip(skip.Why)
+		return nil
+	case err != nil || !ok: // !ok: a disk request in flight, the next stop then
+		return err
+	}
+	return c.set.added(sum, time.Since(began))
 }
 
 // verify checks the replay against checkpoint i, which it has reached.
@@ -237,13 +293,22 @@ func (e *engine) engineState() checkpoint.EngineState {
 }
 
 // resume puts the machine and the engine in checkpoint i of c's file's
+// (or set's)
 // state: RAM, then the machine, then the engine, and the tape read up to
 // where the checkpoint was taken. RAM and registers are checked against
 // the checkpoint's own hashes, so a damaged one is never run — RAM once a
 // shared file's checkpoint, which the file's CRCs then keep.
 func (e *engine) resume(c *checkpoints, i int) error {
 	m := e.m
-	cp, disk, err := c.file.Load(i, m.RAM().Bytes())
+	f, at := c.file, i
+	if c.set != nil {
+		entry, held, err := c.set.entry(i)
+		if err != nil {
+			return err
+		}
+		f, at = held, entry.i
+	}
+	cp, disk, err := f.Load(at, m.RAM().Bytes())
 	if err != nil {
 		return err
 	}
@@ -252,11 +317,11 @@ func (e *engine) resume(c *checkpoints, i int) error {
 		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
 	}
 	e.target = st.Target // what RAM holds: recordedRAMHash puts it back
-	if !c.shared.isVerified(i) {
+	if !c.set.isVerified(i) {
 		if got, err := e.recordedRAMHash(false); err != nil || got != cp.RAMHash { // probes are placed after
 			return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
 		}
-		c.shared.setVerified(i)
+		c.set.setVerified(i)
 	}
 	if st.Applied != cp.Events {
 		return fmt.Errorf("replayer: checkpoint %d: engine state at event %d, checkpoint at %d", i, st.Applied, cp.Events)

@@ -17,6 +17,7 @@ import (
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
 // Checkpoints of Linux programs, taken by the recording: the program's
@@ -105,11 +106,14 @@ func TestLinuxCheckpoints(t *testing.T) {
 	}
 }
 
-// A checkpoint file shared by many replays (a debugging session's, which
-// opens it once and hashes a checkpoint's RAM the first time a replay
-// starts from it): each replay from it ends as one from boot, the second
-// from the same checkpoint too; it is only read.
-func TestSharedCheckpointFile(t *testing.T) {
+// A checkpoint set shared by many replays (a debugging session's, which
+// opens the tape's file once and hashes a checkpoint's RAM the first time
+// a replay starts from it): each replay from it ends as one from boot, the
+// second from the same checkpoint too; the tape's file is only read. A
+// replay that keeps checkpoints adds them to the set, numbered after the
+// file's, in the run's order by place; a replay from one of them ends as
+// recorded, and one to one (Until) ends there.
+func TestCheckpointSet(t *testing.T) {
 	bin := cprog.Build(t, "musl-gcc", "pipeline", "-static", "-O1")
 	path, ck, rec, console := recordLinuxCheckpoints(t, bin, "pipeline", "40")
 	n := len(rec.Checkpoints)
@@ -117,20 +121,67 @@ func TestSharedCheckpointFile(t *testing.T) {
 	r, err := replayer.OpenRecording(path)
 	require.NoError(t, err)
 	defer r.Close()
-	cf, err := replayer.OpenCheckpointFile(ck, r)
+	set, err := replayer.OpenCheckpointSet(r, ck, true)
 	require.NoError(t, err)
-	defer cf.Close()
-	require.Len(t, cf.Checkpoints(), n)
-	require.Equal(t, rec.Checkpoints[n-1].Pos, cf.Checkpoints()[n-1].Pos)
-	for _, i := range []int{n / 2, n, n / 2} {
+	defer set.Close()
+	require.Len(t, set.Checkpoints(), n)
+	require.Equal(t, rec.Checkpoints[n-1].Pos, set.Checkpoints()[n-1].Pos)
+	replay := func(o replayer.Options) (*replayer.Result, string, error) {
 		var out bytes.Buffer
-		res, err := replayer.Replay(context.Background(), replayer.Options{Recording: r, Console: &out, CheckpointFile: cf, Start: i, StartOnly: true})
+		o.Recording, o.Console, o.CheckpointSet = r, &out, set
+		res, err := replayer.Replay(context.Background(), o)
+		return res, out.String(), err
+	}
+	for _, i := range []int{n / 2, n, n / 2} {
+		res, out, err := replay(replayer.Options{Start: i})
 		require.NoError(t, err, "from checkpoint %d", i)
 		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", i)
-		require.True(t, strings.HasSuffix(console, out.String()), "from checkpoint %d: the output from there on", i)
+		require.True(t, strings.HasSuffix(console, out), "from checkpoint %d: the output from there on", i)
 	}
-	_, err = replayer.Replay(context.Background(), replayer.Options{Recording: r, Console: &bytes.Buffer{}, CheckpointFile: cf, CheckpointEvery: time.Millisecond})
-	require.ErrorContains(t, err, "only read")
+	_, _, err = replay(replayer.Options{CheckpointEvery: time.Millisecond})
+	require.ErrorContains(t, err, "only started from")
+
+	// Keep one at every other exit after the middle checkpoint, from it.
+	mid := set.Checkpoints()[n/2-1]
+	var asked []checkpoint.Summary
+	var wrong []string
+	res, _, err := replay(replayer.Options{Start: n / 2, KeepCheckpoint: func(prev *checkpoint.Summary, here checkpoint.Summary, cost time.Duration) bool {
+		switch {
+		case len(set.Checkpoints()) > n != (cost > 0):
+			wrong = append(wrong, fmt.Sprintf("at %+v: cost %v", here.Pos, cost))
+		case prev == nil || prev.Events > here.Events:
+			wrong = append(wrong, fmt.Sprintf("at %+v: the last before is %+v", here.Pos, prev))
+		}
+		asked = append(asked, here)
+		return here.Stop == vmm.StopGuestExit && here.Pos.Exit%2 == 0 && len(asked) < 40
+	}})
+	require.NoError(t, err)
+	require.Empty(t, wrong, "what taking the last took, once one was; the start, or a later checkpoint, before each")
+	require.Equal(t, rec.End.RAMHash, res.End.RAMHash)
+	require.Greater(t, asked[0].Events, mid.Events-1, "asked from the start on")
+	taken, full := set.Taken()
+	require.Empty(t, full)
+	require.GreaterOrEqual(t, taken, 3)
+	all := set.Checkpoints()
+	require.Len(t, all, n+taken)
+	own := all[n:]
+	for k, c := range own {
+		require.Equal(t, uint64(0), c.Pos.Exit%2)
+		require.Greater(t, c.Pos.Exit, mid.Pos.Exit)
+		if k > 0 {
+			require.Greater(t, c.Pos.Exit, own[k-1].Pos.Exit)
+		}
+	}
+	for _, i := range []int{n + 1, n + taken} {
+		res, out, err := replay(replayer.Options{Start: i})
+		require.NoError(t, err, "from the session's checkpoint %d", i)
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from the session's checkpoint %d", i)
+		require.True(t, strings.HasSuffix(console, out), "from the session's checkpoint %d: the output from there on", i)
+	}
+	res, _, err = replay(replayer.Options{Start: n / 2, Until: n + 2})
+	require.NoError(t, err)
+	require.True(t, res.Segment)
+	require.Equal(t, own[1].Events, res.Events, "ended at the session's second checkpoint")
 }
 
 // recordLinuxCheckpoints records bin taking a checkpoint every 5 ms of

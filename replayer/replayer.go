@@ -107,18 +107,18 @@ type Options struct {
 	Checkpoints     string
 	CheckpointEvery time.Duration
 	Start           int
-	// StartOnly uses the checkpoint file only to start from: the
-	// checkpoints the replay passes are not checked (each check hashes
-	// the whole RAM), as a debugger replaying again and again to a place
-	// wants; the end is checked still.
-	StartOnly bool
-	// CheckpointFile, instead of Checkpoints, is a checkpoint file
-	// opened once for many replays, which start from it (Start, Until,
-	// StartOnly as with Checkpoints) one at a time.
-	CheckpointFile *CheckpointFile
+	// CheckpointSet, instead of Checkpoints, is the checkpoints of a
+	// debugging session, which replays again and again: Start (and Until)
+	// number them as its Checkpoints lists them. The replay only starts
+	// from them (each checkpoint passed would be checked by hashing the
+	// whole RAM); the end is checked still. KeepCheckpoint, for a Linux
+	// program's debugged replay, has it take checkpoints of the session's
+	// own where it says, as it goes.
+	CheckpointSet  *CheckpointSet
+	KeepCheckpoint KeepCheckpoint
 	// Until ends the replay when it reaches that checkpoint (1-based;
-	// 0: the recording's end), checked: one segment of a replay split at
-	// its checkpoints.
+	// 0: the recording's end), checked (unless of a set): one segment of a
+	// replay split at its checkpoints.
 	Until int
 	// splitting marks one share of a split replay (SegmentsToDB): what an
 	// earlier share reported is not reported again.

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/debugger"
 	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/guest"
@@ -136,17 +135,15 @@ func writeGDBCommands() (string, error) {
 // the replay's result, nil if gdb killed the replay or the client went.
 func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writer, client func(addr string) (*exec.Cmd, error)) (*replayer.Result, error) {
 	kit := opts.Recording != nil && opts.Recording.Header.Linux == nil
-	var starts []checkpoint.Summary
-	if opts.Checkpoints != "" {
-		// Opened once for all the session's replays, each checkpoint's
-		// RAM hashed the first time a replay starts from it.
-		cf, err := replayer.OpenCheckpointFile(opts.Checkpoints, opts.Recording)
-		if err != nil {
-			return nil, err
-		}
-		defer cf.Close()
-		opts.Checkpoints, opts.CheckpointFile, starts = "", cf, cf.Checkpoints()
+	// Opened once for all the session's replays: the tape's checkpoint
+	// file, each checkpoint's RAM hashed the first time a replay starts
+	// from it, and, for a Linux program, those the replays take as they go.
+	starts, err := replayer.OpenCheckpointSet(opts.Recording, opts.Checkpoints, !kit)
+	if err != nil {
+		return nil, err
 	}
+	defer starts.Close()
+	opts.Checkpoints, opts.CheckpointSet = "", starts
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("gdb listener: %w", err)
@@ -180,9 +177,9 @@ func serveGDB(ctx context.Context, opts replayer.Options, addr string, w io.Writ
 		if kit {
 			o.KitDebugger = s
 		} else {
-			o.Debugger = s
+			o.Debugger, o.KeepCheckpoint = s, s.KeepCheckpoint
 		}
-		o.Start, o.Until, o.StartOnly = from, until, true
+		o.Start, o.Until = from, until
 		r, err := replayer.Replay(ctx, o)
 		if r != nil && r.Result != nil {
 			res = r

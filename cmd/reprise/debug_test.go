@@ -648,14 +648,61 @@ func BenchmarkDebugReverseLong(b *testing.B) {
 	for range b.N {
 		for _, rec := range recs {
 			base, _ := session(rec, atEnd+"delete\ncontinue\n")
-			back, out := session(rec, atEnd+"break marker\nreverse-continue\nmonitor when\ndelete\ncontinue\n")
+			const back = "break marker\nreverse-continue\nmonitor when\n"
+			once, out := session(rec, atEnd+back+"delete\ncontinue\n")
 			require.Contains(b, out, "marker (round=", out)
 			when := regexp.MustCompile(`record time ([^,]+),`).FindStringSubmatch(out)
 			require.NotNil(b, when, out)
-			b.Logf("recording %s: session to finish() %v; reverse-continue to marker() (record time %s) adds %v",
-				rec.name, base.Round(time.Millisecond), when[1], (back - base).Round(time.Millisecond))
+			// Again from finish(): the checkpoints the session took the
+			// first time serve the second.
+			twice, out := session(rec, atEnd+back+"delete\n"+atEnd+back+"monitor checkpoints\ndelete\ncontinue\n")
+			require.Equal(b, 2, strings.Count(out, "marker (round="), out)
+			taken := regexp.MustCompile(`(\d+) taken by this session`).FindStringSubmatch(out)
+			require.NotNil(b, taken, out)
+			b.Logf("recording %s: session to finish() %v; reverse-continue to marker() (record time %s) adds %v; back to finish() and a second reverse-continue %v (%s checkpoints taken by the session)",
+				rec.name, base.Round(time.Millisecond), when[1], (once - base).Round(time.Millisecond), (twice - once).Round(time.Millisecond), taken[1])
 		}
 	}
+}
+
+// TestDebugTakesCheckpointsAsItGoes debugs longrun.c
+// (internal/cprog/testdata) over six rounds of work and a second's sleep,
+// recorded without a checkpoint file: the replays take checkpoints of the
+// session's own as they go, and a reverse-continue from finish() to
+// marker() (in round 3) starts from one of them and stops where a
+// continue from the start to marker() stopped, with the same registers.
+// The replay continued to the end matches the recording.
+func TestDebugTakesCheckpointsAsItGoes(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "longrun", "-g", "-O1"), "6"}, "--mem", "64M")
+	require.Contains(t, r.stdout, "rounds 6 ")
+	const regs = "info registers rip rsp rdi eflags\necho @@\\n\n"
+	out := debugScript(t, dir, tp, "break marker\ncontinue\n"+regs+
+		"delete\nbreak finish\ncontinue\nmonitor checkpoints\nbreak marker\nreverse-continue\n"+regs+
+		"monitor checkpoints\ndelete\ncontinue\n")
+	require.Equal(t, 2, strings.Count(out, "marker (round=round@entry=3)"), out)
+	blocks := strings.Split(out, "@@\n")
+	require.Len(t, blocks, 3, out)
+	forward, back := registerLines(blocks[0]), registerLines(blocks[1])
+	require.Len(t, forward, 4, blocks[0])
+	require.Equal(t, forward, back, "marker() reached backwards as forwards")
+	taken := regexp.MustCompile(`machine checkpoints: 0 from the tape's checkpoint file, (\d+) taken by this session; replays started from boot (\d+) times, from the tape's checkpoints 0, from the session's (\d+)`).FindAllStringSubmatch(out, -1)
+	require.Len(t, taken, 2, out)
+	require.NotEqual(t, "0", taken[0][1], "checkpoints taken going to finish()")
+	require.NotEqual(t, "0", taken[1][3], "the reverse-continue started from one")
+	require.Contains(t, out, "rounds 6 ")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
+// registerLines are the lines of gdb's info registers in out.
+func registerLines(out string) []string {
+	var regs []string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && strings.HasPrefix(f[1], "0x") && slices.Contains([]string{"rip", "rsp", "rdi", "eflags"}, f[0]) {
+			regs = append(regs, strings.Join(f, " "))
+		}
+	}
+	return regs
 }
 
 // TestDebugReverseStepAcrossAFault steps back across an exit that is not

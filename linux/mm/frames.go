@@ -38,8 +38,10 @@ type Frames struct {
 	// space maps (copy-on-write after a fork); a frame absent has one.
 	shared map[uint64]int
 	// patched holds, by frame, the bytes int3s replaced, by offset
-	// (patch.go).
+	// (patch.go); shown, that RAM holds those bytes, not the int3s, until
+	// ShowPatches.
 	patched map[uint64]map[uint16]patchedByte
+	shown   bool
 	// objects are the live shared objects by ID (shared.go), each holding
 	// its frames once; lastObject is the last ID given.
 	objects    map[int]*Object

@@ -46,8 +46,9 @@ func (f *Frames) PatchedAt(pa uint64) (patched, site bool) {
 	return ok, p.site
 }
 
-// Patched reports whether any int3 is in place.
-func (f *Frames) Patched() bool { return len(f.patched) > 0 }
+// Patched reports whether any int3 is in RAM (none is while
+// ShowOriginals shows the bytes they replaced).
+func (f *Frames) Patched() bool { return len(f.patched) > 0 && !f.shown }
 
 // Unpatch puts back the byte the int3 at pa replaced.
 func (f *Frames) Unpatch(pa uint64) error {
@@ -87,11 +88,13 @@ func (f *Frames) UnpatchAll() error {
 // replaced, keeping the bookkeeping: RAM as the recording has it, until
 // ShowPatches.
 func (f *Frames) ShowOriginals() error {
+	f.shown = true
 	return f.writePatched(func(p patchedByte) byte { return p.orig })
 }
 
 // ShowPatches puts the int3s back after ShowOriginals.
 func (f *Frames) ShowPatches() error {
+	f.shown = false
 	return f.writePatched(func(patchedByte) byte { return Int3 })
 }
 
