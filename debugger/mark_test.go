@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/rsp"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -71,9 +72,9 @@ func TestSessionBounds(t *testing.T) {
 	}
 	require.ErrorContains(t, s.setBreak(nil, bpKey{1, 1, 1 << 40}), "at most")
 	s.watches = make([]watch, maxWatches)
-	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, 8), "at most")
+	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, 8, rsp.WatchWrite), "at most")
 	s.watches = nil
-	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, maxWatchSize+1), "at most")
+	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, maxWatchSize+1, rsp.WatchRead), "at most")
 }
 
 // kitAt is a kit guest stopped at exit exit, for the session's logic

@@ -23,15 +23,19 @@ import (
 func (s *server) reverseContinue() (bool, error) {
 	s.watchAt = 0
 	var now Mark
-	var watching bool
+	var watching, reads bool
 	scan := map[bpKey]bool{}
 	s.on(func(*Trap) {
 		now, watching = s.session.now, len(s.session.watches) > 0
+		reads = slices.ContainsFunc(s.session.watches, func(w watch) bool { return w.kind != rsp.WatchWrite })
 		for k := range s.session.user {
 			scan[k] = true
 		}
 	})
-	if now.Start {
+	switch {
+	case reads:
+		return false, s.conn.Write([]byte("E.reprise: going back stops at writes to watched memory only: delete the rwatch and awatch watchpoints (watch is served backwards)"))
+	case now.Start:
 		return s.historyStart()
 	}
 	target, addr, err := s.scanBack(now, func() *seeker {

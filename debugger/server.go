@@ -488,7 +488,7 @@ func (s *server) stopReply() []byte {
 	case st.kind == stopBreak:
 		r.Reason = rsp.ReasonSwBreak
 	case st.kind == stopWatch:
-		r.Reason, r.ReasonValue = rsp.ReasonWatch, strconv.FormatUint(st.watch, 16)
+		r.Reason, r.ReasonValue = watchReasons[st.watchKind], strconv.FormatUint(st.watch, 16)
 	case st.kind == stopFork:
 		r.Reason, r.ReasonValue = rsp.ReasonFork, rsp.ThreadID{PID: st.child, TID: st.child}.String()
 	case st.kind == stopExec:
@@ -632,15 +632,15 @@ func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool)
 				err = s.session.clearBreak(b, k)
 			}
 		})
-	case rsp.WatchWrite:
+	case rsp.WatchWrite, rsp.WatchRead, rsp.WatchAccess:
 		if s.kit {
 			return nil
 		}
 		s.on(func(b *Trap) {
 			if set {
-				err = s.session.setWatch(b, pid, addr, size)
+				err = s.session.setWatch(b, pid, addr, size, kind)
 			} else {
-				s.session.clearWatch(pid, addr, size)
+				s.session.clearWatch(pid, addr, size, kind)
 			}
 		})
 	default:
@@ -651,6 +651,9 @@ func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool)
 	}
 	return rsp.OK()
 }
+
+// watchReasons are the stop reasons of each kind of watch.
+var watchReasons = map[rsp.BreakKind]rsp.Reason{rsp.WatchWrite: rsp.ReasonWatch, rsp.WatchRead: rsp.ReasonRWatch, rsp.WatchAccess: rsp.ReasonAWatch}
 
 // xfer answers a qXfer read: the target description, the Hg process's
 // auxiliary vector, or a process's executable.

@@ -28,6 +28,7 @@ import (
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/rsp"
 )
 
 // errKilled ends a replay gdb killed.
@@ -49,16 +50,17 @@ const (
 )
 
 // stop is the program stopped: the thread that stopped, its process and
-// registers, for stopWatch the watch's address, for stopFork the child's
+// registers, for stopWatch the watch's address and kind, for stopFork the child's
 // process, for stopExec the executable's path, for stopEnd the end.
 type stop struct {
-	kind     stopKind
-	tid, pid int
-	regs     kvm.Regs
-	watch    uint64
-	child    int
-	exe      string
-	ended    ProcessEnd
+	kind      stopKind
+	tid, pid  int
+	regs      kvm.Regs
+	watch     uint64
+	watchKind rsp.BreakKind
+	child     int
+	exe       string
+	ended     ProcessEnd
 }
 
 // resume is how the stopped program goes on: the threads to step one
@@ -77,12 +79,15 @@ type addrRange struct{ start, end uint64 }
 
 func (r addrRange) holds(a uint64) bool { return a >= r.start && a < r.end }
 
-// watch is watched memory (gdb's write watchpoints): a range of a
-// process, and what it held after the last instruction checked.
+// watch is watched memory (gdb's watchpoints): a range of a process,
+// what it held after the last instruction checked, and whether a write
+// to it, a read or any access stops the program (rsp.WatchWrite,
+// WatchRead, WatchAccess).
 type watch struct {
 	pid  int
 	addr uint64
 	old  []byte
+	kind rsp.BreakKind
 }
 
 // Bounds on what the client sets: watches (each compared after every
@@ -134,6 +139,9 @@ type Session struct {
 	placed   map[bpKey]int
 	watches  []watch
 	watching bool
+	// touching are, while read or access watches are set, the memory each
+	// stepping thread's next instruction touches (access.go).
+	touching map[int][]access
 	stepFor  map[int]addrRange
 	// followed are the processes gdb was told of, by pid: true while it
 	// follows them (the first process, and the children of fork events
@@ -218,7 +226,7 @@ func NewSession() *Session {
 // replayAgain readies the session for a new replay of the same program,
 // looking for sk's mark: nothing is placed in it yet.
 func (s *Session) replayAgain(sk *seeker) {
-	s.placed, s.stepFor, s.watching, s.seek = map[bpKey]int{}, map[int]addrRange{}, false, sk
+	s.placed, s.stepFor, s.watching, s.seek, s.touching = map[bpKey]int{}, map[int]addrRange{}, false, sk, nil
 	s.tally, s.ends = arrivals{}, nil
 }
 
@@ -334,7 +342,7 @@ func (s *Session) trap(b *Trap) error {
 		delete(s.stepFor, b.TID)
 		switch w := s.written(b); {
 		case w != nil:
-			st.kind, st.watch = stopWatch, w.addr
+			st.kind, st.watch, st.watchKind = stopWatch, w.addr, w.kind
 		case asked && within.holds(b.Regs.RIP) && s.user[keyAt(b, b.Regs.RIP)] == 0:
 			// Still in the range, at no breakpoint: step on unseen. The
 			// tally counts on from the last stop, so the stop's mark is
@@ -612,11 +620,17 @@ func (s *Session) resume(b *Trap, r resume) error {
 
 // stepAll has every live thread of the followed processes step, so that
 // watched memory is checked after each instruction whichever runs (new
-// threads included: each step arms the ones made since).
+// threads included: each step arms the ones made since). With read or
+// access watches, what each thread's next instruction touches is noted
+// first.
 func (s *Session) stepAll(b *Trap) error {
+	reads := slices.ContainsFunc(s.watches, func(w watch) bool { return w.kind != rsp.WatchWrite })
 	for _, t := range b.Threads() {
 		if !s.following(t.PID) {
 			continue
+		}
+		if reads {
+			s.noteTouching(b, t.TID, t.PID)
 		}
 		if err := b.Step(t.TID); err != nil {
 			return err
@@ -625,13 +639,39 @@ func (s *Session) stepAll(b *Trap) error {
 	return nil
 }
 
-// written is the first watch whose memory changed since it was last
-// checked, nil if none; every watch's memory is read again. Memory gone
-// (unmapped, its process ended) reads as unchanged.
+// noteTouching notes the memory thread tid of process pid touches with
+// the instruction it runs next.
+func (s *Session) noteTouching(b *Trap, tid, pid int) {
+	if s.touching == nil {
+		s.touching = map[int][]access{}
+	}
+	delete(s.touching, tid)
+	st, ok, err := b.State(tid)
+	if !ok || err != nil {
+		return
+	}
+	code := make([]byte, 16)
+	for len(code) > 0 && b.ReadMemory(pid, st.Regs.RIP, code) != nil {
+		code = code[:len(code)-1] // the instruction may end its mapping
+	}
+	s.touching[tid] = accesses(code, &st.Regs, st.FSBase)
+}
+
+// written is the first watch hit by the instruction b's thread just ran,
+// nil if none: a write watch whose memory changed since it was last
+// checked (every write watch's memory is read again; memory gone, its
+// process ended, reads as unchanged), a read watch the instruction read,
+// an access watch it touched.
 func (s *Session) written(b *Trap) *watch {
 	var hit *watch
 	for i := range s.watches {
 		w := &s.watches[i]
+		if w.kind != rsp.WatchWrite {
+			if hit == nil && w.pid == b.PID && w.touchedBy(s.touching[b.TID]) {
+				hit = w
+			}
+			continue
+		}
 		if now := w.read(b); now != nil && !bytes.Equal(now, w.old) {
 			w.old = now
 			if hit == nil {
@@ -639,7 +679,16 @@ func (s *Session) written(b *Trap) *watch {
 			}
 		}
 	}
+	delete(s.touching, b.TID)
 	return hit
+}
+
+// touchedBy reports whether an instruction with accesses as touched
+// the read or access watch w.
+func (w *watch) touchedBy(accesses []access) bool {
+	return slices.ContainsFunc(accesses, func(a access) bool {
+		return (a.read || w.kind == rsp.WatchAccess) && a.touches(w.addr, uint64(len(w.old)))
+	})
 }
 
 // read is the watched memory now, nil if its process cannot read it.
@@ -653,7 +702,7 @@ func (w *watch) read(b *Trap) []byte {
 
 // setWatch and clearWatch change the watched memory, on the machine's
 // goroutine.
-func (s *Session) setWatch(b *Trap, pid int, addr uint64, size int) error {
+func (s *Session) setWatch(b *Trap, pid int, addr uint64, size int, kind rsp.BreakKind) error {
 	if len(s.watches) >= maxWatches || size <= 0 || size > maxWatchSize {
 		return fmt.Errorf("debugger: at most %d watches of at most %d bytes", maxWatches, maxWatchSize)
 	}
@@ -661,13 +710,13 @@ func (s *Session) setWatch(b *Trap, pid int, addr uint64, size int) error {
 	if err := b.ReadMemory(pid, addr, old); err != nil {
 		return err
 	}
-	s.watches = append(s.watches, watch{pid: pid, addr: addr, old: old})
+	s.watches = append(s.watches, watch{pid: pid, addr: addr, old: old, kind: kind})
 	return nil
 }
 
-func (s *Session) clearWatch(pid int, addr uint64, size int) {
+func (s *Session) clearWatch(pid int, addr uint64, size int, kind rsp.BreakKind) {
 	for i, w := range s.watches {
-		if w.pid == pid && w.addr == addr && len(w.old) == size {
+		if w.pid == pid && w.addr == addr && len(w.old) == size && w.kind == kind {
 			s.watches = slices.Delete(s.watches, i, i+1)
 			return
 		}

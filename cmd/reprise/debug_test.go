@@ -265,6 +265,35 @@ func TestDebugReverseWatchFindsTheBug(t *testing.T) {
 	}
 }
 
+// TestDebugReadAndAccessWatches sets gdb's rwatch and awatch on
+// overwrite.c's total, served by the replay stepping the program and
+// decoding each instruction's operands: from adder's loop, awatch stops
+// at the first instruction touching total — adder's read for its add, or
+// clobber's polling read, whichever thread the recording ran first —
+// with the value unchanged; at main's printf, rwatch stops right after
+// the load of total for the call. Going back with them set is refused,
+// saying why; continued, the replay ends as recorded.
+func TestDebugReadAndAccessWatches(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")})
+	require.Equal(t, "total -1 (want 5050)\n", r.stdout)
+	loop, poll, printf := overwriteLine(t, "total = add(total, i);"), overwriteLine(t, "while (*(volatile long *)&total"), overwriteLine(t, "printf(")
+	out := debugScript(t, dir, tp, fmt.Sprintf("break overwrite.c:%d\ncontinue\ndelete\nawatch total\ncontinue\n", loop)+
+		"echo @@\\n\ndelete\n"+fmt.Sprintf("break overwrite.c:%d\ncontinue\nrwatch total\ncontinue\nprint $pc\nreverse-continue\ndelete\ncontinue\n", printf))
+	parts := strings.Split(out, "@@\n")
+	require.Len(t, parts, 2, out)
+	access, read := parts[0], parts[1]
+	require.Contains(t, access, "Hardware access (read/write) watchpoint 2: total", out)
+	require.Contains(t, access, "Value = ", out)
+	require.Regexp(t, fmt.Sprintf(`(adder \(arg=0x0\) at \S*overwrite.c:%d|clobber \(arg=0x0\) at \S*overwrite.c:%d)`, loop, poll), access)
+	require.Contains(t, read, "Hardware read watchpoint 4: total", out)
+	require.Contains(t, read, "Value = -1", out)
+	require.Regexp(t, fmt.Sprintf(`main \(\) at \S*overwrite.c:%d`, printf), read)
+	require.Contains(t, read, "going back stops at writes to watched memory only", out)
+	require.Contains(t, out, "total -1 (want 5050)")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
 // reverseWatch is TestDebugReverseWatchFindsTheBug on a recording with a
 // checkpoint every 10 ms or none: with them, replays again start at the
 // last checkpoint before the place they go to, and a reverse continue
