@@ -35,6 +35,11 @@ func (s *server) reverseContinue() (bool, error) {
 	switch {
 	case reads:
 		return false, s.conn.Write([]byte("E.reprise: going back stops at writes to watched memory only: delete the rwatch and awatch watchpoints (watch is served backwards)"))
+	case watching && s.kit:
+		// The search for the last write looks at the memory at each exit
+		// the program makes (Exited), which a kit guest's kernel does not
+		// report.
+		return false, s.conn.Write([]byte("E.reprise: a kit guest's watchpoints are served forwards only: delete them to go back"))
 	case now.Start:
 		return s.historyStart()
 	}

@@ -633,9 +633,6 @@ func (s *server) breakpoint(kind rsp.BreakKind, addr uint64, size int, set bool)
 			}
 		})
 	case rsp.WatchWrite, rsp.WatchRead, rsp.WatchAccess:
-		if s.kit {
-			return nil
-		}
 		s.on(func(b *Trap) {
 			if set {
 				err = s.session.setWatch(b, pid, addr, size, kind)

@@ -974,6 +974,46 @@ continue
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
+// TestDebugKitWatch watches a kit guest's memory in gdb: stopped in one
+// of syn_cont's workers holding its level-2 lock, `watch -l` on that
+// lock's counter and continue stop right after the worker's increment
+// (guest/workloads/syn_cont.c: "*c2 = v + 1;"), in the same worker — the
+// lock keeps the others out — with the old and new values; going back
+// with it set is refused, saying why; continued, the replay matches.
+func TestDebugKitWatch(t *testing.T) {
+	kvmtest.Require(t)
+	dir, tp, r := recordTape(t, []string{"syn_cont", "iters=1", "work=200"})
+	src, err := os.ReadFile(filepath.Join("..", "..", "guest", "workloads", "syn_cont.c"))
+	require.NoError(t, err)
+	lines := strings.Split(string(src), "\n")
+	read := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "v = *c2;") }) + 1
+	write := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "*c2 = v + 1;") }) + 1
+	out := debugScript(t, dir, tp, fmt.Sprintf("break syn_cont.c:%d\ncontinue\n", read)+`thread
+print *c2
+delete
+watch -l *c2
+continue
+thread
+print *c2
+reverse-continue
+delete
+continue
+`)
+	require.Contains(t, out, fmt.Sprintf("syn_cont.c:%d", read), out)
+	threads := regexp.MustCompile(`Current thread is (\S+)`).FindAllStringSubmatch(out, -1)
+	require.Len(t, threads, 2, out)
+	require.Equal(t, threads[0][1], threads[1][1], "stopped in the worker that holds the lock")
+	require.Contains(t, out, "$1 = 0", out)
+	require.Contains(t, out, "Hardware watchpoint 2: -location *c2", out)
+	require.Contains(t, out, "Old value = 0", out)
+	require.Contains(t, out, "New value = 1", out)
+	require.Contains(t, out, "$2 = 1", out)
+	require.Regexp(t, fmt.Sprintf(`worker \(arg=[^)]*\) at \S*syn_cont.c:(%d|%d)`, write, write+1), out)
+	require.Contains(t, out, "a kit guest's watchpoints are served forwards only", out)
+	require.Contains(t, out, r.stdout)
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
 // TestDebugKitGuest debugs a kit guest's replay (syn_cont: sixteen worker
 // threads the kit's kernel switches between with no exit) in gdb, with
 // the kit's DWARF: a breakpoint on a function, bt into the library's
