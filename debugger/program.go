@@ -83,6 +83,13 @@ type Program interface {
 	// path of its executable.
 	Auxv(pid int) ([]byte, error)
 	Exe(pid int) string
+	// ProcFile is what /proc/PID/name reads for live process pid (maps,
+	// cmdline, exe, …: linux.Break.ProcFile); ok is false if the program
+	// has no such file.
+	ProcFile(pid int, name string) (data []byte, ok bool)
+	// MappedFile is the contents of a file live process pid maps, as
+	// mapped; ok is false if it maps none at path.
+	MappedFile(pid int, path string) (data []byte, ok bool)
 	// Birth is where live thread tid ran its first instruction, if the
 	// program says (a kit guest's).
 	Birth(tid int) (addr uint64, ok bool)
@@ -195,11 +202,13 @@ func (p kitProgram) ClearBreakpoint(pid int, image, va uint64) error {
 	return p.KitBreak.ClearBreakpoint(va)
 }
 
-// A kit guest has no signals, emulated instructions, auxiliary vector or
-// executable path (gdb reads the image's file).
+// A kit guest has no signals, emulated instructions, auxiliary vector,
+// executable path (gdb reads the image's file) or /proc.
 func (kitProgram) SignalEntry(int) (exit, handler, from uint64, ok bool) { return 0, 0, 0, false }
 func (kitProgram) Emulated(int) (exit, at uint64, ok bool)               { return 0, 0, false }
 func (kitProgram) Auxv(int) ([]byte, error)                              { return nil, nil }
 func (kitProgram) Exe(int) string                                        { return "" }
+func (kitProgram) ProcFile(int, string) ([]byte, bool)                   { return nil, false }
+func (kitProgram) MappedFile(int, string) ([]byte, bool)                 { return nil, false }
 
 func (p kitProgram) Birth(tid int) (uint64, bool) { return p.KitBreak.Birth(tid), true }

@@ -70,6 +70,10 @@ type server struct {
 	// output packet every second: gdb waits for its answer 2 s at a
 	// time, complaining each time it does not come.
 	keepAlive bool
+	// files are the /proc files gdb opened (files.go), by descriptor;
+	// fsPID the process vFile:setfs named (0: none).
+	files map[int][]byte
+	fsPID int
 	// gone are processes gdb followed that a command going back left
 	// behind (before their fork), whose ends gdb is yet to be told of.
 	gone []int
@@ -362,6 +366,8 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 		reply = s.breakpoint(c.Kind, c.Addr, c.Size, false)
 	case rsp.StopReason:
 		reply = s.stopReply()
+	case rsp.FileSetFS, rsp.FileOpen, rsp.FilePread, rsp.FileClose, rsp.FileReadlink:
+		reply = s.file(c)
 	case rsp.VContQuery:
 		reply = []byte("vCont;c;C;s;S;r")
 	case rsp.Continue, rsp.ContinueWithSignal:

@@ -247,6 +247,53 @@ func (b *Break) Exe(pid int) string {
 	return ""
 }
 
+// ProcFile is what reading /proc/PID/name gives for live process pid —
+// name one of maps, cmdline, environ, comm, stat, statm, status, or the
+// links exe and cwd (where they point) — made from the kernel's state as
+// the program's own read makes it, without a read's effects (no file is
+// made, nothing is charged); ok is false for another name or no such
+// process.
+func (b *Break) ProcFile(pid int, name string) (data []byte, ok bool) {
+	var t *thread
+	for _, th := range b.k.threads {
+		if th.state != exited && th.proc.pid == pid {
+			t = th
+			break
+		}
+	}
+	if t == nil {
+		return nil, false
+	}
+	if name == "exe" || name == "cwd" {
+		link, ok, err := t.procReadlink("/proc/self/" + name)
+		return []byte(link), ok && err == nil
+	}
+	if generate, ok := procFiles["/proc/self/"+name]; ok && debugProcFiles[name] {
+		return generate(t), true
+	}
+	return nil, false
+}
+
+// MappedFile is the contents of the file at path that live process pid
+// maps (its executable, a library), as they were when it was mapped; ok
+// is false if the process maps no file of that path.
+func (b *Break) MappedFile(pid int, path string) (data []byte, ok bool) {
+	as := b.k.space(pid)
+	if as == nil {
+		return nil, false
+	}
+	for _, m := range as.Files() {
+		if m.Path == path {
+			return m.Data(), true
+		}
+	}
+	return nil, false
+}
+
+// debugProcFiles are the /proc/PID files a debugger may read: those whose
+// contents ask nothing of the recording (no clock).
+var debugProcFiles = map[string]bool{"maps": true, "cmdline": true, "environ": true, "comm": true, "stat": true, "statm": true, "status": true}
+
 // SignalEntry is the last signal delivery that entered a handler in live
 // thread tid: the exit it came at, the handler's address and the place
 // the signal interrupted (the RIP its frame keeps: after a SYSCALL, or an

@@ -81,6 +81,17 @@ func checkBounds(t *testing.T, payload []byte, c Command) {
 			require.LessOrEqual(t, a.RangeStart, a.RangeEnd)
 			checkThread(t, a.Thread)
 		}
+	case FileSetFS:
+		checkPID(t, c.PID)
+	case FileOpen:
+		require.LessOrEqual(t, len(c.Path), maxPath)
+	case FileReadlink:
+		require.LessOrEqual(t, len(c.Path), maxPath)
+	case FilePread:
+		require.LessOrEqual(t, c.Count, uint64(MaxPacket/2))
+		require.LessOrEqual(t, c.FD, maxFD)
+	case FileClose:
+		require.LessOrEqual(t, c.FD, maxFD)
 	case Unknown:
 		require.Equal(t, string(payload), c.Payload)
 	}

@@ -73,6 +73,7 @@ var withArgs = []struct {
 	{"qAttached:", parseAttached},
 	{"qThreadExtraInfo,", parseThreadExtraInfo},
 	{"vCont;", parseVCont},
+	{"vFile:", parseFile},
 	{"vKill;", parseKill},
 	{"D;", parseDetach},
 	{"H", parseSetThread},

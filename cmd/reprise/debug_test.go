@@ -294,6 +294,33 @@ func TestDebugReadAndAccessWatches(t *testing.T) {
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
+// TestDebugInfoProc runs gdb's info proc on a replay: internal/cprog/
+// testdata/maps.c prints its own /proc/self/maps and then calls marker(),
+// where info proc mappings (read through vFile from the replay's kernel)
+// lists the same mappings the program printed, and info proc names the
+// process, its command line, executable and directory.
+func TestDebugInfoProc(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "maps", "-g", "-O1")
+	dir, tp, r := recordTape(t, []string{bin})
+	out := debugScript(t, dir, tp, "break marker\ncontinue\ninfo proc\ninfo proc mappings\ncontinue\n")
+	require.Contains(t, out, "process 1\n", out)
+	require.Contains(t, out, fmt.Sprintf("cmdline = '%s'", bin), out)
+	require.Contains(t, out, fmt.Sprintf("exe = '%s'", bin), out)
+	require.Regexp(t, `cwd = '/[^']*'`, out)
+	ranges := func(re string, text string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(re).FindAllStringSubmatch(text, -1) {
+			out = append(out, strings.TrimLeft(m[1], "0")+"-"+strings.TrimLeft(m[2], "0"))
+		}
+		return out
+	}
+	printed := ranges(`(?m)^([0-9a-f]+)-([0-9a-f]+) `, r.stdout)
+	require.NotEmpty(t, printed, r.stdout)
+	require.Equal(t, printed, ranges(`(?m)^\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x`, out), out)
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
 // reverseWatch is TestDebugReverseWatchFindsTheBug on a recording with a
 // checkpoint every 10 ms or none: with them, replays again start at the
 // last checkpoint before the place they go to, and a reverse continue
