@@ -193,9 +193,11 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 
 // inSet is a debugging session's replay at a stop where checkpoints are
 // taken: the end, at until's place; a checkpoint of the session's own, if
-// it keeps one here — RAM as recorded, without the debugger's int3s, and
+// it keeps one here — RAM as recorded, without the debugger's int3s;
 // never while the debugger steps a thread (its trap flag is in the
-// registers and frames a checkpoint keeps).
+// registers and frames a checkpoint keeps), nor after a trap (a replay
+// from there would take the faulting instruction's retry at a breakpoint
+// for a hit of its own).
 func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
 	here := checkpoint.Summary{Events: e.applied, Pos: pos, Stop: stop}
 	if u := c.untilAt; u != nil && compareSummaries(*u, here) == 0 && u.Stop == stop {
@@ -205,25 +207,10 @@ func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
 		return nil
 	}
 	here.Time = e.recordTime(pos)
-	if e.kernel == nil || e.kernel.Stepping() || !c.set.canTake() || !c.keep(c.set.latest(here), here, c.set.lastCost()) {
+	if e.kernel == nil || e.kernel.Stepping() || e.kernel.AfterTrap() || !c.set.canTake() || !c.keep(c.set.latest(here), here, c.set.lastCost()) {
 		return nil
 	}
-	var sum checkpoint.Summary
-	var ok bool
-	began := time.Now()
-	err := e.kernel.WithoutBreakpoints(func() (err error) {
-		sum, ok, err = c.set.w.Capture(e.m, here.Time, e.engineState())
-		return err
-	})
-	var skip *checkpoint.SkipError
-	switch {
-	case errors.As(err, &skip):
-		c.set.skip(skip.Why)
-		return nil
-	case err != nil || !ok: // !ok: a disk request in flight, the next stop then
-		return err
-	}
-	return c.set.added(sum, time.Since(began))
+	return c.set.take(e, here.Time)
 }
 
 // verify checks the replay against checkpoint i, which it has reached.

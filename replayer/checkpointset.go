@@ -189,6 +189,30 @@ func (c *CheckpointSet) canTake() bool {
 	return c.w != nil && c.full == ""
 }
 
+// take adds a checkpoint of e's Linux program to the session's file,
+// at record time t: RAM as recorded, the debugger's int3s and debug stack
+// shown as they were. A machine that cannot be captured here (a disk
+// request in flight) is tried again at a later stop; one the file does
+// not take ends the session's taking.
+func (c *CheckpointSet) take(e *engine, t time.Duration) error {
+	var sum checkpoint.Summary
+	var ok bool
+	began := time.Now()
+	err := e.kernel.WithoutBreakpoints(func() (err error) {
+		sum, ok, err = c.w.Capture(e.m, t, e.engineState())
+		return err
+	})
+	var skip *checkpoint.SkipError
+	switch {
+	case errors.As(err, &skip):
+		c.skip(skip.Why)
+		return nil
+	case err != nil || !ok:
+		return err
+	}
+	return c.added(sum, time.Since(began))
+}
+
 // lastCost is what taking the session's last checkpoint took (0: none
 // taken).
 func (c *CheckpointSet) lastCost() time.Duration {
