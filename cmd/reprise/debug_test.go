@@ -512,11 +512,21 @@ func TestGDBListenHostileClient(t *testing.T) {
 	ask := noAck(t, gdb)
 	for _, q := range []struct{ packet, want string }{
 		{"m0,10", "E0e"}, {"mffffffffffffffff,ffff", "E16"}, {"m12,zz", "E16"}, {"m,", "E16"},
-		{"Z0,0,1", "E0e"}, {"z0,dead,1", "OK"}, {"Z2,1000,8", "E0e"}, {"Z3,1000,8", ""}, {"Z2,7ffff000,100000", "E0e"},
+		{"Z0,0,1", "E0e"}, {"z0,dead,1", "OK"}, {"Z2,1000,8", "E0e"}, {"Z3,1000,8", "E0e"}, {"Z2,7ffff000,100000", "E0e"},
 		{"Hgp99.99", "E03"}, {"g", "E03"}, {"m1000,10", "E0e"}, {"Z0,1000,1", "E0e"}, {"z0,1000,1", "OK"}, {"Hgp0.0", "OK"}, {"Tp5.5", "E03"}, {"vCont;s:p99.99", "E03"}, {"qRcmd,zz", "E16"},
 		{"G00", "E.reprise: a replay cannot change its past"}, {"M1000,2:abcd", "E.reprise: a replay cannot change its past"},
 		{"qXfer:features:read:target.xml:ffffffffffffff,ffff", "l"}, {"qXfer:exec-file:read:zz:0,10", "E16"},
 		{"qXfer:nonsense:read::0,10", ""}, {"vMustReplyEmpty", ""},
+		// Host I/O: no such process, a file the program does not map, a
+		// write, a descriptor never opened, a link that is none, bad hex;
+		// then /proc/1/maps, open, read past its end, closed twice.
+		{"vFile:open:" + hex.EncodeToString([]byte("/proc/99/maps")) + ",0,0", "F-1,2"},
+		{"vFile:open:" + hex.EncodeToString([]byte("/etc/passwd")) + ",0,0", "F-1,2"},
+		{"vFile:open:" + hex.EncodeToString([]byte("/proc/1/maps")) + ",1,0", "F-1,d"},
+		{"vFile:pread:7,10,0", "F-1,9"}, {"vFile:readlink:" + hex.EncodeToString([]byte("/proc/1/maps")), "F-1,16"},
+		{"vFile:open:zz,0,0", "E16"},
+		{"vFile:open:" + hex.EncodeToString([]byte("/proc/1/maps")) + ",0,0", "F0"}, {"vFile:pread:0,10,100000", "F0;"},
+		{"vFile:close:0", "F0"}, {"vFile:close:0", "F-1,9"},
 	} {
 		require.Equal(t, q.want, ask(q.packet), q.packet)
 	}
