@@ -50,8 +50,9 @@ const (
 )
 
 // stop is the program stopped: the thread that stopped, its process and
-// registers, for stopWatch the watch's address and kind, for stopFork the child's
-// process, for stopExec the executable's path, for stopEnd the end.
+// registers, for stopWatch the watch's address and kind, for stopFork the
+// child's process, for stopExec the executable's path, for stopEnd the
+// end.
 type stop struct {
 	kind      stopKind
 	tid, pid  int
