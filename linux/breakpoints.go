@@ -766,12 +766,6 @@ func (k *Kernel) Stepping() bool {
 	return bp != nil && (bp.step != nil || len(bp.stepping) > 0 || len(bp.afterSyscall) > 0)
 }
 
-// AfterTrap reports whether the last exit was a trap (an exception), not
-// a system call: the thread may run the instruction that trapped again (a
-// fault served), and a breakpoint there met again is the same execution
-// of it (Break.Retry) only to a replay that saw the first attempt.
-func (k *Kernel) AfterTrap() bool { return k.trapped }
-
 // CurrentThread is the running thread's id.
 func (k *Kernel) CurrentThread() int { return k.current().tid }
 

@@ -106,7 +106,6 @@ type Kernel struct {
 	restart  bool      // the call being served blocked and runs again when woken
 	returned bool      // rt_sigreturn restored the registers: the call sets none
 	stale    staleAt   // the fault last retried for a stale translation (stale.go)
-	trapped  bool      // the last exit was a trap: the thread may run the instruction again
 	trace    io.Writer // if set, every system call is written here
 	bp       *breakpoints
 	xsave    xsaveLayout // the guest CPU's XSAVE image (xstate.go)
@@ -398,7 +397,6 @@ func (k *Kernel) Exit(port uint16) error {
 func (k *Kernel) exit(port uint16) error {
 	k.noteRunning()
 	k.current().retryAt = 0 // it made the exit: the write it retried has run
-	k.trapped = port == abi.PortTrap
 	if port != abi.PortTrap {
 		k.stale = staleAt{} // the retried instruction ran
 	}

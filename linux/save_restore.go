@@ -74,13 +74,22 @@ type savedKernel struct {
 }
 
 // SaveState returns the personality's state, between two entries, with no
-// breakpoints placed (a replay with probes takes no checkpoints).
+// breakpoints placed (a replay with probes takes no checkpoints). Not
+// while a thread is to run again an instruction that faulted (a write to
+// a copy-on-write page, a stale translation): the caller tries again at a
+// later stop.
 func (k *Kernel) SaveState() ([]byte, error) {
 	if k.fr.Patched() {
 		return nil, fmt.Errorf("linux: state saved with breakpoints placed")
 	}
 	if k.locksHeld() {
 		return nil, fmt.Errorf("linux: files are locked, which a checkpoint does not hold: %w", vmm.ErrKernelBusy)
+	}
+	if k.retrying() {
+		// A replay started here would meet the instruction's breakpoint,
+		// if it has one, as a hit of its own; one that saw the attempt
+		// that faulted knows it for the same execution (Break.Retry).
+		return nil, fmt.Errorf("linux: a thread runs again the instruction that faulted: %w", vmm.ErrKernelBusy)
 	}
 	var b bytes.Buffer
 	if err := gob.NewEncoder(&b).Encode(k.save()); err != nil {

@@ -99,6 +99,13 @@ func (k *Kernel) staleOpcode() bool {
 	return err == nil && inst.Op != x86asm.UD0 && inst.Op != x86asm.UD1 && inst.Op != x86asm.UD2
 }
 
+// retrying reports whether the running thread is to run again the
+// instruction that faulted: a write to a copy-on-write page, or an access
+// through a stale translation.
+func (k *Kernel) retrying() bool {
+	return k.stale != (staleAt{}) || k.cur < len(k.threads) && k.current().retryAt != 0
+}
+
 // retryStale drops KVM's translations and has the stub's IRETQ run the
 // faulting instruction again.
 func (k *Kernel) retryStale(rip, addr uint64) error {

@@ -193,11 +193,9 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 
 // inSet is a debugging session's replay at a stop where checkpoints are
 // taken: the end, at until's place; a checkpoint of the session's own, if
-// it keeps one here — RAM as recorded, without the debugger's int3s;
+// it keeps one here — RAM as recorded, without the debugger's int3s, and
 // never while the debugger steps a thread (its trap flag is in the
-// registers and frames a checkpoint keeps), nor after a trap (a replay
-// from there would take the faulting instruction's retry at a breakpoint
-// for a hit of its own).
+// registers and frames a checkpoint keeps).
 func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
 	here := checkpoint.Summary{Events: e.applied, Pos: pos, Stop: stop}
 	if u := c.untilAt; u != nil && compareSummaries(*u, here) == 0 && u.Stop == stop {
@@ -207,7 +205,7 @@ func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
 		return nil
 	}
 	here.Time = e.recordTime(pos)
-	if e.kernel == nil || e.kernel.Stepping() || e.kernel.AfterTrap() || !c.set.canTake() || !c.keep(c.set.latest(here), here, c.set.lastCost()) {
+	if e.kernel == nil || e.kernel.Stepping() || !c.set.canTake() || !c.keep(c.set.latest(here), here, c.set.lastCost()) {
 		return nil
 	}
 	return c.set.take(e, here.Time)
