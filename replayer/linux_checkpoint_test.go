@@ -168,8 +168,9 @@ func TestCheckpointSet(t *testing.T) {
 	for k, c := range own {
 		require.Equal(t, uint64(0), c.Pos.Exit%2)
 		require.Greater(t, c.Pos.Exit, mid.Pos.Exit)
-		if k > 0 {
-			require.Greater(t, c.Pos.Exit, own[k-1].Pos.Exit)
+		if k > 0 { // later in the run: an idle kernel's stop at one exit comes again with an interrupt applied
+			prev := own[k-1]
+			require.True(t, c.Events > prev.Events || c.Pos.Exit > prev.Pos.Exit, "%+v after %+v", c, prev)
 		}
 	}
 	for _, i := range []int{n + 1, n + taken} {
