@@ -205,8 +205,12 @@ func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
 		return nil
 	}
 	here.Time = e.recordTime(pos)
-	if e.kernel == nil || e.kernel.Stepping() || !c.set.canTake() || !c.keep(c.set.latest(here), here, c.set.lastCost()) {
+	if e.kernel == nil || e.kernel.Stepping() || !c.set.canTake() {
 		return nil
+	}
+	prev := c.set.latest(here)
+	if prev != nil && compareSummaries(*prev, here) == 0 || !c.keep(prev, here, c.set.lastCost()) {
+		return nil // one is here already: the replay started from it
 	}
 	return c.set.take(e, here.Time)
 }
