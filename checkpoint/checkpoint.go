@@ -21,6 +21,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"time"
@@ -114,6 +115,12 @@ type Summary struct {
 	Pos    vmm.Position
 	Stop   vmm.Stop
 	Bytes  int64 // the file's bytes this checkpoint added (its new pages and state)
+}
+
+// Compare orders two checkpoints of one run by where they are: the tape
+// events applied before them, then their position.
+func Compare(a, b Summary) int {
+	return cmp.Or(cmp.Compare(a.Events, b.Events), cmp.Compare(a.Pos.Exit, b.Pos.Exit), cmp.Compare(a.Pos.Branch, b.Pos.Branch))
 }
 
 // DiskOf is what the guest has written to m's disk, nil for a machine

@@ -101,9 +101,7 @@ func (s *server) starts() []start {
 	for i, c := range s.checkpoints.Checkpoints() {
 		out = append(out, start{i + 1, c})
 	}
-	slices.SortStableFunc(out, func(a, b start) int {
-		return cmp.Or(cmp.Compare(a.sum.Events, b.sum.Events), cmp.Compare(a.sum.Pos.Exit, b.sum.Pos.Exit), cmp.Compare(a.sum.Pos.Branch, b.sum.Pos.Branch))
-	})
+	slices.SortStableFunc(out, func(a, b start) int { return checkpoint.Compare(a.sum, b.sum) })
 	return out
 }
 

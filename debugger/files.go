@@ -42,7 +42,7 @@ func (s *server) file(c rsp.Command) []byte {
 		if pid, name, proc := s.procPath(c.Path); proc {
 			data, ok = s.procFile(pid, name)
 		} else {
-			data, ok = s.mappedFile(cmp.Or(s.fsPID, s.gThread.PID), c.Path)
+			data, ok = s.mappedFile(s.filePID(), c.Path)
 		}
 		switch {
 		case !ok:
@@ -56,11 +56,11 @@ func (s *server) file(c rsp.Command) []byte {
 			s.files = map[int][]byte{}
 		}
 		fd := 0
-		for s.files[fd] != nil {
+		for _, used := s.files[fd]; used; _, used = s.files[fd] {
 			fd++
 		}
 		if data == nil {
-			data = []byte{} // an empty file is open still
+			data = []byte{} // read as an empty attachment (F0;), as any end of file
 		}
 		s.files[fd] = data
 		return rsp.FileResult(uint64(fd), nil)
@@ -111,7 +111,7 @@ func (s *server) procPath(p string) (pid int, name string, ok bool) {
 		return 0, "", true
 	}
 	if parts[0] == "self" {
-		return cmp.Or(s.fsPID, s.gThread.PID), parts[1], true
+		return s.filePID(), parts[1], true
 	}
 	pid, err := strconv.Atoi(parts[0])
 	if err != nil || pid <= 0 {
@@ -125,6 +125,10 @@ func (s *server) mappedFile(pid int, path string) (data []byte, ok bool) {
 	s.on(func(b *Trap) { data, ok = b.MappedFile(pid, path) })
 	return data, ok
 }
+
+// filePID is the process host I/O paths are as seen by: the one setfs
+// named, else the one registers are read from.
+func (s *server) filePID() int { return cmp.Or(s.fsPID, s.gThread.PID) }
 
 // procFile is /proc/PID/name of the stopped program.
 func (s *server) procFile(pid int, name string) (data []byte, ok bool) {

@@ -70,8 +70,9 @@ type server struct {
 	// output packet every second: gdb waits for its answer 2 s at a
 	// time, complaining each time it does not come.
 	keepAlive bool
-	// files are the /proc files gdb opened (files.go), by descriptor;
-	// fsPID the process vFile:setfs named (0: none).
+	// files are the files gdb opened by host I/O (files.go: /proc's, the
+	// program's mapped ones), by descriptor; fsPID the process
+	// vFile:setfs named (0: none).
 	files map[int][]byte
 	fsPID int
 	// gone are processes gdb followed that a command going back left

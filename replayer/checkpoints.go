@@ -198,7 +198,7 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 // registers and frames a checkpoint keeps).
 func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
 	here := checkpoint.Summary{Events: e.applied, Pos: pos, Stop: stop}
-	if u := c.untilAt; u != nil && compareSummaries(*u, here) == 0 && u.Stop == stop {
+	if u := c.untilAt; u != nil && checkpoint.Compare(*u, here) == 0 && u.Stop == stop {
 		return errSegmentEnd
 	}
 	if c.keep == nil {
@@ -209,7 +209,7 @@ func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
 		return nil
 	}
 	prev := c.set.latest(here)
-	if prev != nil && compareSummaries(*prev, here) == 0 || !c.keep(prev, here, c.set.lastCost()) {
+	if prev != nil && checkpoint.Compare(*prev, here) == 0 || !c.keep(prev, here, c.set.lastCost()) {
 		return nil // one is here already: the replay started from it
 	}
 	return c.set.take(e, here.Time)
@@ -281,12 +281,11 @@ func (e *engine) engineState() checkpoint.EngineState {
 	return st
 }
 
-// resume puts the machine and the engine in checkpoint i of c's file's
-// (or set's)
-// state: RAM, then the machine, then the engine, and the tape read up to
+// resume puts the machine and the engine in checkpoint i of c's file (or
+// set): RAM, then the machine, then the engine, and the tape read up to
 // where the checkpoint was taken. RAM and registers are checked against
-// the checkpoint's own hashes, so a damaged one is never run — RAM once a
-// shared file's checkpoint, which the file's CRCs then keep.
+// the checkpoint's own hashes, so a damaged one is never run — RAM once
+// for a set's checkpoint, which the file's CRCs then keep.
 func (e *engine) resume(c *checkpoints, i int) error {
 	m := e.m
 	f, at := c.file, i

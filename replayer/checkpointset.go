@@ -1,7 +1,6 @@
 package replayer
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -142,12 +141,7 @@ func (c *CheckpointSet) sort() {
 	for i := range c.list {
 		c.byPlace = append(c.byPlace, i)
 	}
-	slices.SortStableFunc(c.byPlace, func(a, b int) int { return compareSummaries(c.list[a].sum, c.list[b].sum) })
-}
-
-// compareSummaries orders two checkpoints of one run by where they are.
-func compareSummaries(a, b checkpoint.Summary) int {
-	return cmp.Or(cmp.Compare(a.Events, b.Events), cmp.Compare(a.Pos.Exit, b.Pos.Exit), cmp.Compare(a.Pos.Branch, b.Pos.Branch))
+	slices.SortStableFunc(c.byPlace, func(a, b int) int { return checkpoint.Compare(c.list[a].sum, c.list[b].sum) })
 }
 
 // latest is the last checkpoint of the set at or before here, nil if
@@ -156,7 +150,7 @@ func (c *CheckpointSet) latest(here checkpoint.Summary) *checkpoint.Summary {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, _ := slices.BinarySearchFunc(c.byPlace, here, func(i int, h checkpoint.Summary) int {
-		if compareSummaries(c.list[i].sum, h) <= 0 {
+		if checkpoint.Compare(c.list[i].sum, h) <= 0 {
 			return -1
 		}
 		return 1
@@ -231,7 +225,7 @@ func (c *CheckpointSet) added(sum checkpoint.Summary, cost time.Duration) error 
 		return err
 	}
 	own := c.own.Checkpoints()
-	if len(own) == 0 || compareSummaries(own[len(own)-1], sum) != 0 {
+	if len(own) == 0 || checkpoint.Compare(own[len(own)-1], sum) != 0 {
 		return errors.New("replayer: the session's checkpoint file does not list the checkpoint just written")
 	}
 	c.verified[len(c.list)] = true // hashed as it was taken

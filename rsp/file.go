@@ -75,8 +75,12 @@ func parseFile(arg string) (Command, error) {
 		if err != nil {
 			return nil, fmt.Errorf("fd: %w", err)
 		}
-		count, offset, err := parsePair(fields[1]+","+fields[2], "count", "offset")
-		return FilePread{FD: int(fd), Count: min(count, MaxPacket/2), Offset: offset}, err
+		count, err1 := parseHex(fields[1])
+		offset, err2 := parseHex(fields[2])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("count, offset: %w", err)
+		}
+		return FilePread{FD: int(fd), Count: min(count, MaxPacket/2), Offset: offset}, nil
 	case "close":
 		fd, err := parseBounded(fields[0], maxFD)
 		return FileClose{FD: int(fd)}, err
