@@ -153,6 +153,14 @@ type (
 		Signal Signal
 		Addr   *uint64
 	}
+	// CatchSyscalls is QCatchSyscalls:1[;<sysno>]... (gdb's catch
+	// syscall): stop at the entry and return of the calls numbered, of
+	// every call if Calls is empty; or QCatchSyscalls:0, Enable false:
+	// none.
+	CatchSyscalls struct {
+		Enable bool
+		Calls  []uint64
+	}
 	// ReverseContinue is bc, ReverseStep bs: run backwards.
 	ReverseContinue struct{}
 	ReverseStep     struct{}
@@ -215,4 +223,5 @@ func (VContQuery) command()         {}
 func (VCont) command()              {}
 func (Kill) command()               {}
 func (Detach) command()             {}
+func (CatchSyscalls) command()      {}
 func (Unknown) command()            {}

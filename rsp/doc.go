@@ -69,8 +69,8 @@
 // read's to MaxPacket (gdb accepts a short read of either); a memory range
 // may not wrap past 2^64; thread and process ids are at most 2^31-1;
 // register numbers at most 4095; breakpoint and watchpoint sizes at most
-// 1 MiB; a vCont carries at most 1024 actions and a qSupported 256
-// features; a host I/O (vFile) path is at most 4096 bytes, a pread's count
+// 1 MiB; a vCont carries at most 1024 actions, a qSupported 256
+// features and a QCatchSyscalls 1024 calls; a host I/O (vFile) path is at most 4096 bytes, a pread's count
 // clamped to MaxPacket/2 (its binary reply may double in escaping), a
 // descriptor at most 2^20.
 //

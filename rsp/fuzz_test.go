@@ -38,6 +38,9 @@ func checkBounds(t *testing.T, payload []byte, c Command) {
 	switch c := c.(type) {
 	case QSupported:
 		require.LessOrEqual(t, len(c.Features), maxFeatures)
+	case CatchSyscalls:
+		require.LessOrEqual(t, len(c.Calls), maxSyscalls)
+		require.True(t, c.Enable || c.Calls == nil)
 	case QueryAttached:
 		checkPID(t, c.PID)
 	case Kill:

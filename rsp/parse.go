@@ -12,6 +12,7 @@ const (
 	maxBreakSize    = 1 << 20
 	maxVContActions = 1024
 	maxFeatures     = 256
+	maxSyscalls     = 1024
 )
 
 // Parse parses one packet's payload, as Conn.Read returns it. A packet it
@@ -68,6 +69,7 @@ var withArgs = []struct {
 	parse  func(arg string) (Command, error)
 }{
 	{"qSupported:", parseSupported},
+	{"QCatchSyscalls:", parseCatchSyscalls},
 	{"qXfer:", parseXfer},
 	{"qRcmd,", parseMonitor},
 	{"qAttached:", parseAttached},
@@ -100,6 +102,34 @@ func parseSupported(arg string) (Command, error) {
 		return nil, fmt.Errorf("%d features, over %d", n, maxFeatures)
 	}
 	return QSupported{Features: strings.Split(arg, ";")}, nil
+}
+
+// parseCatchSyscalls parses 0, 1, or 1 and the calls' numbers, each after
+// a ';'.
+func parseCatchSyscalls(arg string) (Command, error) {
+	on, list, listed := strings.Cut(arg, ";")
+	switch {
+	case on == "0" && !listed:
+		return CatchSyscalls{}, nil
+	case on == "0":
+		return nil, errors.New("system calls listed to catch none")
+	case on != "1":
+		return nil, fmt.Errorf("%q is neither 0 nor 1", on)
+	case !listed:
+		return CatchSyscalls{Enable: true}, nil
+	}
+	if n := strings.Count(list, ";") + 1; n > maxSyscalls {
+		return nil, fmt.Errorf("%d system calls, over %d", n, maxSyscalls)
+	}
+	c := CatchSyscalls{Enable: true}
+	for _, f := range strings.Split(list, ";") {
+		nr, err := parseHex(f)
+		if err != nil {
+			return nil, fmt.Errorf("system call number: %w", err)
+		}
+		c.Calls = append(c.Calls, nr)
+	}
+	return c, nil
 }
 
 // parseXfer parses <object>:read:<annex>:<offset>,<length>. The annex is

@@ -16,6 +16,9 @@ var parseCases = []struct {
 	{"qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;fork-events+;vfork-events+;exec-events+;vContSupported+;QThreadEvents+;no-resumed+;memory-tagging+;xmlRegisters=i386",
 		QSupported{Features: []string{"multiprocess+", "swbreak+", "hwbreak+", "qRelocInsn+", "fork-events+", "vfork-events+", "exec-events+", "vContSupported+", "QThreadEvents+", "no-resumed+", "memory-tagging+", "xmlRegisters=i386"}}},
 	{"qSupported", QSupported{}},
+	{"QCatchSyscalls:1", CatchSyscalls{Enable: true}},
+	{"QCatchSyscalls:1;0;1;3b", CatchSyscalls{Enable: true, Calls: []uint64{0, 1, 0x3b}}},
+	{"QCatchSyscalls:0", CatchSyscalls{}},
 	{"vMustReplyEmpty", MustReplyEmpty{}},
 	{"QStartNoAckMode", StartNoAckMode{}},
 	{"Hgp0.0", SetThread{Op: 'g', Thread: AnyThread}},
@@ -182,6 +185,11 @@ var malformedCases = []struct{ payload, err string }{
 	{"vKill;", `pid: empty number`},
 	{"vKill;80000000", `pid: 0x80000000 is over 0x7fffffff`},
 	{"qSupported:" + strings.Repeat("x+;", maxFeatures), `257 features, over 256`},
+	{"QCatchSyscalls:1" + strings.Repeat(";1", maxSyscalls+1), `1025 system calls, over 1024`},
+	{"QCatchSyscalls:2", `"2" is neither 0 nor 1`},
+	{"QCatchSyscalls:0;1", `system calls listed to catch none`},
+	{"QCatchSyscalls:1;", `system call number`},
+	{"QCatchSyscalls:1;xyz", `system call number`},
 }
 
 func TestParseMalformed(t *testing.T) {

@@ -59,6 +59,10 @@ const (
 	// the new executable's path, hex.
 	ReasonFork Reason = "fork"
 	ReasonExec Reason = "exec"
+	// A system call's entry or return (QCatchSyscalls); the value is its
+	// number, hex.
+	ReasonSyscallEntry  Reason = "syscall_entry"
+	ReasonSyscallReturn Reason = "syscall_return"
 )
 
 // RegValue is a register sent with a stop reply, to spare gdb asking.

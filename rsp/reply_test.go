@@ -36,6 +36,7 @@ func TestStopReply(t *testing.T) {
 			Reason: ReasonWatch, ReasonValue: "7ffe0000",
 		}, "T05thread:p1.1;06:10e0ffffff7f0000;10:3611400000000000;watch:7ffe0000;"},
 		{StopReply{Signal: SigTrap, Thread: ThreadID{PID: 0x1a, TID: 0x1b}, Reason: ReasonReplayLog, ReasonValue: "begin"}, "T05thread:p1a.1b;replaylog:begin;"},
+		{StopReply{Signal: SigTrap, Thread: ThreadID{PID: 1, TID: 2}, Reason: ReasonSyscallEntry, ReasonValue: "e7"}, "T05thread:p1.2;syscall_entry:e7;"},
 		{StopReply{Signal: SigInt, Thread: AllThreads}, "T02thread:p-1.-1;"},
 	} {
 		require.Equal(t, tc.want, string(tc.r.Encode()))
