@@ -38,10 +38,12 @@ type Breakpoints interface {
 // ExitWatcher is a Breakpoints that is also told, after each of the
 // program's exits (a system call, a trap, an interrupt), of the thread
 // that runs next with its user registers: where the stretch of execution
-// up to the next exit begins. Only a debugger looking for a place needs
-// it.
+// up to the next exit begins; and of each system call as the program makes
+// it, before the kernel serves it (Entering: syscall_stops.go). Only a
+// debugger needs it.
 type ExitWatcher interface {
 	Exited(b *Break) error
+	Entering(b *Break) error
 }
 
 // Break is a thread stopped at a breakpoint.
@@ -74,8 +76,15 @@ type Break struct {
 	// Ended are the processes (but the program's first, whose end is the
 	// run's) that ended since the last exit's Break.
 	Ended []ProcessEnd
-	k     *Kernel
-	proc  *process
+	// Syscall is a system call: on Entering's Break (Entering set), the
+	// one the thread makes, Regs as Linux shows them at a syscall-entry
+	// stop (RIP after the SYSCALL, RAX -ENOSYS); on an exit's, if Returned,
+	// the one the thread returns from, its result in RAX.
+	Syscall            uint64
+	Entering, Returned bool
+
+	k    *Kernel
+	proc *process
 }
 
 // ProcessEnd is a process's end: its pid and wait status (the exit code
@@ -713,17 +722,24 @@ func (k *Kernel) tell(t *thread, news procNews) {
 	}
 }
 
-// exited tells an ExitWatcher of the thread that runs after an exit.
+// exited tells an ExitWatcher of the thread that runs after an exit,
+// which leaves the system call it was in, if it was.
 func (k *Kernel) exited() error {
-	if k.bp == nil || k.bp.exits == nil || k.current().state == exited {
+	t := k.current()
+	watched := k.bp != nil && k.bp.exits != nil
+	if t.state == exited || !watched && !t.inCall {
 		return nil
 	}
-	t := k.current()
-	armed := k.bp.stepping[t.tid] // armed before: by the int3 after its system call
 	regs := k.UserRegs(*k.m.VCPU().SyncedRegs())
+	returned := t.leaveCall(regs.RIP)
+	if !watched {
+		return nil
+	}
+	armed := k.bp.stepping[t.tid] // armed before: by the int3 after its system call
 	news, ended := t.news, k.bp.ended
 	t.news, k.bp.ended = procNews{}, nil
-	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, Forked: news.forked, Execed: news.execed, Ended: ended, k: k, proc: t.proc}
+	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, Forked: news.forked, Execed: news.execed, Ended: ended,
+		Syscall: t.call.nr, Returned: returned, k: k, proc: t.proc}
 	if err := k.bp.exits.Exited(b); err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type ThreadState struct {
 	Regs   kvm.Regs
 	FSBase uint64
 	XSave  kvm.XSave
+	// OrigRAX is the number of the system call the thread is in (from its
+	// entry until it runs again), -1 if none: Linux's orig_rax.
+	OrigRAX uint64
 }
 
 // State is live thread tid's state; ok is false if there is none. The
@@ -50,13 +53,13 @@ func (b *Break) State(tid int) (s ThreadState, ok bool, err error) {
 		return s, false, nil
 	}
 	if t != b.k.current() {
-		return ThreadState{Regs: t.regs, FSBase: t.fsBase, XSave: t.xsave}, true, nil
+		return ThreadState{Regs: t.regs, FSBase: t.fsBase, XSave: t.xsave, OrigRAX: t.origRAX()}, true, nil
 	}
 	x, err := b.k.m.VCPU().XSave()
 	if err != nil {
 		return s, false, err
 	}
-	return ThreadState{Regs: *b.Regs, FSBase: t.fsBase, XSave: x}, true, nil
+	return ThreadState{Regs: *b.Regs, FSBase: t.fsBase, XSave: x, OrigRAX: t.origRAX()}, true, nil
 }
 
 // thread is live thread tid, nil if none.

@@ -408,9 +408,13 @@ func (k *Kernel) exit(port uint16) error {
 	}
 	c := k.m.VCPU()
 	regs := c.SyncedRegs()
+	caller := k.current()
 	var ret uint64
 	var err error
 	if k.started {
+		if err := k.enterCall(regs); err != nil {
+			return err
+		}
 		ret, err = k.syscall(regs)
 	} else {
 		err = k.start()
@@ -430,6 +434,7 @@ func (k *Kernel) exit(port uint16) error {
 			// Back onto the SYSCALL (two bytes), rax the call's number again.
 			k.restart = false
 			regs.RIP -= 2
+			caller.reissue = true
 		}
 	}
 	c.MarkRegsDirty()

@@ -42,7 +42,10 @@ import (
 // files' objects (FileObjects); a futex wait's kind of key; a directory's
 // listing order; a memfd and its seals; sockets (Sockets: their buffers,
 // peers, names and backlogs; a socket file's socket).
-const stateVersion = 9
+// 9: a datagram socket's senders and default destination.
+// 10: the system call a thread is in, and whether its SYSCALL issues a
+// blocked call again (a debugger's syscall stops).
+const stateVersion = 10
 
 type savedKernel struct {
 	Version int

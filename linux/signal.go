@@ -162,6 +162,7 @@ func (k *Kernel) interrupt(t *thread, restart bool) {
 		restart = false // pause and sigsuspend always return EINTR
 	}
 	restarting := t.waitKey != nil
+	t.reissue = false // a SYSCALL issued after the handler is a new call
 	t.stopWaiting()
 	t.state, t.deadline, t.futex = runnable, 0, futexKey{}
 	if restarting && restart {

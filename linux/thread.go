@@ -74,6 +74,13 @@ type thread struct {
 	// RDTSC): the exit and its address, for a debugger stepping back
 	// across it (Break.Emulated).
 	emulated emulation
+	// call is the system call the thread is in (inCall): from its entry
+	// until the thread next runs, for a debugger's syscall stops
+	// (syscall_stops.go); reissue says the SYSCALL a call that blocked
+	// left the thread on issues that call again.
+	call    syscallAt
+	inCall  bool
+	reissue bool
 	// news is what its last system call did to its process, told to a
 	// debugger when it resumes (exited). Not in checkpoints: a debugged
 	// replay restored between the call and that resumption is not told.

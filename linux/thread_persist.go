@@ -43,6 +43,10 @@ type savedThread struct {
 	Entered [3]uint64
 	// Emulated is thread.emulated: exit, address.
 	Emulated [2]uint64
+	// Call is thread.call: number, return address; InCall, Reissue the
+	// thread's flags.
+	Call            [2]uint64
+	InCall, Reissue bool
 }
 
 type savedAltStack struct {
@@ -80,6 +84,7 @@ func (sv *saver) thread(t *thread) savedThread {
 		SavedMask: t.savedMask, Suspended: t.suspended,
 		AltStack: savedAltStack{t.altstack.sp, t.altstack.size, t.altstack.flags}, RetryAt: t.retryAt,
 		Entered: [3]uint64{t.entered.exit, t.entered.handler, t.entered.from}, Emulated: [2]uint64{t.emulated.exit, t.emulated.at},
+		Call: [2]uint64{t.call.nr, t.call.ret}, InCall: t.inCall, Reissue: t.reissue,
 	}
 }
 
@@ -132,7 +137,8 @@ func (r *restorer) thread(st *savedThread) *thread {
 		wakeErr: unix.Errno(st.WakeErr), waitSeq: st.WaitSeq, warned: st.Warned, timedOut: st.TimedOut,
 		sigmask: st.Sigmask, pending: st.Pending, infos: st.Infos, savedMask: st.SavedMask, suspended: st.Suspended,
 		altstack: altStack{st.AltStack.SP, st.AltStack.Size, st.AltStack.Flags}, retryAt: st.RetryAt,
-		entered: signalEntry{st.Entered[0], st.Entered[1], st.Entered[2]}, emulated: emulation{st.Emulated[0], st.Emulated[1]}}
+		entered: signalEntry{st.Entered[0], st.Entered[1], st.Entered[2]}, emulated: emulation{st.Emulated[0], st.Emulated[1]},
+		call: syscallAt{st.Call[0], st.Call[1]}, inCall: st.InCall, reissue: st.Reissue}
 	t.futex = restoredKey(t.proc.as, st.FutexAddr, st.FutexKind)
 	switch st.Wait.Kind {
 	case waitFiles:
