@@ -31,7 +31,10 @@ type Hop struct {
 // TID of process PID, running its image Image; Start is the program's
 // first instruction. Time, if known (a stop's, a scan's hit's), is the
 // recording's time there: where the checkpoints a replay to the place
-// takes gather.
+// takes gather. Call, for a syscall stop's place (syscalls.go), is that
+// stop: a call's return is where the stretch after its exit begins; its
+// entry is at exit Exit itself, before the kernel serves the call — a
+// place with no path.
 type Mark struct {
 	Start    bool
 	Exit     uint64
@@ -39,6 +42,16 @@ type Mark struct {
 	TID, PID int
 	Image    uint64
 	Time     time.Duration
+	Call     *callStop
+}
+
+// entry reports whether m is a system call's entry.
+func (m Mark) entry() bool { return m.Call != nil && m.Call.entry }
+
+// same reports whether m and o are one place.
+func (m Mark) same(o Mark) bool {
+	return m.Start == o.Start && m.Exit == o.Exit && m.TID == o.TID && m.PID == o.PID && m.Image == o.Image &&
+		m.entry() == o.entry() && slices.Equal(m.Path, o.Path)
 }
 
 // key is where a breakpoint at addr in m's process and image is.

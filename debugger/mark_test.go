@@ -77,16 +77,16 @@ func TestSessionBounds(t *testing.T) {
 	require.ErrorContains(t, s.setWatch(nil, 1, 0x1000, maxWatchSize+1, rsp.WatchRead), "at most")
 }
 
-// kitAt is a kit guest stopped at exit exit, for the session's logic
+// stoppedAt is a program stopped at exit exit, for the session's logic
 // alone: nothing else of it is asked.
-type kitAt struct {
+type stoppedAt struct {
 	Program
 	exit uint64
 }
 
-func (k kitAt) Position() vmm.Position { return vmm.Position{Exit: k.exit} }
+func (k stoppedAt) Position() vmm.Position { return vmm.Position{Exit: k.exit} }
 
-func (k kitAt) RecordTime() time.Duration { return time.Duration(k.exit) * time.Millisecond }
+func (k stoppedAt) RecordTime() time.Duration { return time.Duration(k.exit) * time.Millisecond }
 
 // A seek to a kit place counted from an exit (an interrupt's) counts the
 // goal's arrivals from there — one before it is not the goal's — and the
@@ -96,7 +96,7 @@ func TestKitSeekCountsFromTheGoalsExit(t *testing.T) {
 	goal := Mark{Exit: 5, Path: []Hop{{0x10, 1, 7}}, TID: 7, PID: 1}
 	s.replayAgain(&seeker{goal: goal})
 	trap := func(exit, rip uint64, start bool) error {
-		return s.trap(&Trap{TID: 7, PID: 1, Regs: &kvm.Regs{RIP: rip}, Start: start, Kit: true, Program: kitAt{exit: exit}})
+		return s.trap(&Trap{TID: 7, PID: 1, Regs: &kvm.Regs{RIP: rip}, Start: start, Kit: true, Program: stoppedAt{exit: exit}})
 	}
 	require.NoError(t, trap(0, 0x1, true))
 	require.NoError(t, trap(3, 0x10, false), "before the goal's exit: not counted")

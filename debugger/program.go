@@ -35,6 +35,10 @@ type Trap struct {
 	// the thread's image.
 	Forked int
 	Execed bool
+	// Syscall is a system call the thread makes (Entering: before the
+	// kernel serves it) or returns from (Returned).
+	Syscall            uint64
+	Entering, Returned bool
 	// Ended are the processes (but the program's first) that ended since
 	// the last exit.
 	Ended []ProcessEnd
@@ -110,11 +114,13 @@ type ThreadInfo struct {
 }
 
 // ThreadState is a thread's user state: its general registers, thread
-// pointer and XSAVE image (x87, SSE, AVX).
+// pointer and XSAVE image (x87, SSE, AVX), and the system call it is in
+// (Linux's orig_rax: -1 if none).
 type ThreadState struct {
-	Regs   kvm.Regs
-	FSBase uint64
-	XSave  kvm.XSave
+	Regs    kvm.Regs
+	FSBase  uint64
+	XSave   kvm.XSave
+	OrigRAX uint64
 }
 
 // linuxProgram is a Linux program stopped in the Go kernel's Break.
@@ -139,7 +145,7 @@ func (linuxProgram) Birth(int) (uint64, bool) { return 0, false }
 // linuxTrap is b as the session sees it.
 func linuxTrap(b *linux.Break) *Trap {
 	return &Trap{TID: b.TID, PID: b.PID, Image: b.Image, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Retry: b.Retry, Return: b.Return,
-		Forked: b.Forked, Execed: b.Execed, Ended: processEnds(b.Ended), Program: linuxProgram{b}}
+		Forked: b.Forked, Execed: b.Execed, Ended: processEnds(b.Ended), Syscall: b.Syscall, Entering: b.Entering, Returned: b.Returned, Program: linuxProgram{b}}
 }
 
 // processEnds are the ends of Linux processes, from their wait statuses.
@@ -176,7 +182,7 @@ func (p kitProgram) Threads() []ThreadInfo {
 
 func (p kitProgram) State(tid int) (ThreadState, bool, error) {
 	regs, xsave, ok, err := p.KitBreak.State(tid)
-	return ThreadState{Regs: regs, XSave: xsave}, ok, err
+	return ThreadState{Regs: regs, XSave: xsave, OrigRAX: ^uint64(0)}, ok, err
 }
 
 func (p kitProgram) ReadMemory(pid int, va uint64, b []byte) error {

@@ -140,7 +140,7 @@ var registers = func() []register {
 		return word32(uint64(binary.LittleEndian.Uint32(img[xsaveMXCSR:])))
 	}})
 	rs = append(rs,
-		register{name: "orig_rax", bits: 64, typ: "int", feature: featureLinux, value: func(*ThreadState, []byte) []byte { return word64(^uint64(0)) }},
+		register{name: "orig_rax", bits: 64, typ: "int", feature: featureLinux, value: func(s *ThreadState, _ []byte) []byte { return word64(s.OrigRAX) }},
 		register{name: "fs_base", bits: 64, typ: "int", feature: featureLinux, value: func(s *ThreadState, img []byte) []byte { return word64(s.FSBase) }},
 		register{name: "gs_base", bits: 64, typ: "int", feature: featureLinux, value: func(*ThreadState, []byte) []byte { return word64(0) }},
 	)

@@ -24,9 +24,10 @@ func (s *server) reverseContinue() (bool, error) {
 	s.watchAt = 0
 	var now Mark
 	var watching, reads bool
+	var calls *syscallCatch
 	scan := map[bpKey]bool{}
 	s.on(func(*Trap) {
-		now, watching = s.session.now, len(s.session.watches) > 0
+		now, watching, calls = s.session.now, len(s.session.watches) > 0, s.session.catch
 		reads = slices.ContainsFunc(s.session.watches, func(w watch) bool { return w.kind != rsp.WatchWrite })
 		for k := range s.session.user {
 			scan[k] = true
@@ -44,7 +45,7 @@ func (s *server) reverseContinue() (bool, error) {
 		return s.historyStart()
 	}
 	target, addr, err := s.scanBack(now, func() *seeker {
-		sk := &seeker{scan: scan}
+		sk := &seeker{scan: scan, calls: calls}
 		if watching {
 			sk.watch = &watchScan{}
 		}
@@ -127,8 +128,18 @@ func (s *server) reverseStep() (bool, error) {
 	s.watchAt = 0
 	var now Mark
 	s.on(func(*Trap) { now = s.session.now })
-	if now.Start {
+	switch {
+	case now.Start:
 		return s.historyStart()
+	case now.entry(): // the call's SYSCALL, in the stretch its exit ends
+		target, err := s.lastArrival(now, s.last.regs.RIP-2)
+		switch {
+		case err != nil:
+			return true, err
+		case target == nil:
+			return false, s.conn.Write([]byte("E.reprise: cannot find the SYSCALL of this system call's entry"))
+		}
+		return s.goBackTo(*target)
 	}
 	target, err := s.placeBefore(now)
 	switch {
@@ -307,7 +318,7 @@ func (s *server) goneReply() []byte {
 // returnTo replays to target (the start of the history if it has no
 // path), where the program stops.
 func (s *server) returnTo(target Mark) error {
-	if target.Path == nil && !target.Start {
+	if target.Path == nil && !target.Start && !target.entry() {
 		target = Mark{Start: true}
 	}
 	from := 0

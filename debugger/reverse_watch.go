@@ -115,3 +115,13 @@ func (s *Session) stepScan(b *Trap, sk *seeker, here Mark) (done bool) {
 	ws.before = here
 	return ws.until != nil && b.Regs.RIP == ws.until.Addr && n == ws.until.Count
 }
+
+// entryScan is the first replay's look on arriving at its goal, a system
+// call's entry: a change since the last exit was made by the stretch that
+// ends with the call, which is stepped whole.
+func (s *Session) entryScan(b *Trap, ws *watchScan) {
+	if s.look(b, ws) != 0 {
+		start := ws.resume
+		ws.start, ws.after, ws.inGoal = &start, nil, false
+	}
+}

@@ -265,6 +265,9 @@ func (s *server) supported(q rsp.QSupported) []byte {
 	if s.over == nil {
 		s.on(func(*Trap) { s.session.tellForks, s.session.tellExecs = forks, execs })
 	}
+	if !s.kit {
+		features = append(features, "QCatchSyscalls+")
+	}
 	return rsp.Supported(features...)
 }
 
@@ -369,6 +372,8 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 		reply = s.stopReply()
 	case rsp.FileSetFS, rsp.FileOpen, rsp.FilePread, rsp.FileClose, rsp.FileReadlink:
 		reply = s.file(c)
+	case rsp.CatchSyscalls:
+		reply = s.catchSyscalls(c)
 	case rsp.VContQuery:
 		reply = []byte("vCont;c;C;s;S;r")
 	case rsp.Continue, rsp.ContinueWithSignal:
@@ -500,6 +505,10 @@ func (s *server) stopReply() []byte {
 		r.Reason, r.ReasonValue = rsp.ReasonFork, rsp.ThreadID{PID: st.child, TID: st.child}.String()
 	case st.kind == stopExec:
 		r.Reason, r.ReasonValue = rsp.ReasonExec, hex.EncodeToString([]byte(st.exe))
+	case st.kind == stopSyscall && st.call.entry:
+		r.Reason, r.ReasonValue = rsp.ReasonSyscallEntry, strconv.FormatUint(st.call.nr, 16)
+	case st.kind == stopSyscall:
+		r.Reason, r.ReasonValue = rsp.ReasonSyscallReturn, strconv.FormatUint(st.call.nr, 16)
 	}
 	return r.Encode()
 }
@@ -583,6 +592,9 @@ func (s *server) registers(reg int) []byte {
 	var ok bool
 	var err error
 	s.on(func(b *Trap) { state, ok, err = b.State(s.gThread.TID) })
+	if st := s.last; st.kind == stopSyscall && st.tid == s.gThread.TID {
+		state.OrigRAX = st.call.nr // at a return too, as Linux's syscall-exit stop shows it
+	}
 	switch {
 	case err != nil || !ok:
 		return rsp.Error(3)

@@ -47,12 +47,13 @@ const (
 	stopFork                      // back from a fork: a process to follow
 	stopExec                      // back from an exec, in the new image
 	stopEnd                       // a followed process ended
+	stopSyscall                   // a system call's entry or return gdb catches
 )
 
 // stop is the program stopped: the thread that stopped, its process and
 // registers, for stopWatch the watch's address and kind, for stopFork the
 // child's process, for stopExec the executable's path, for stopEnd the
-// end.
+// end, for stopSyscall the call.
 type stop struct {
 	kind      stopKind
 	tid, pid  int
@@ -62,6 +63,7 @@ type stop struct {
 	child     int
 	exe       string
 	ended     ProcessEnd
+	call      callStop
 }
 
 // resume is how the stopped program goes on: the threads to step one
@@ -153,6 +155,9 @@ type Session struct {
 	tellForks, tellExecs bool
 	// ends are the ends of followed processes gdb is yet to be told of.
 	ends []ProcessEnd
+	// catch are the system calls whose entries and returns stop the
+	// program (gdb's catch syscall; nil: none).
+	catch *syscallCatch
 	// now is where the program stopped last; tally counts arrivals
 	// since, for the next stop's mark; seek, while a replay looks for a
 	// mark, is its search.
@@ -183,8 +188,10 @@ type seeker struct {
 	findResume bool
 	resumed    Mark
 	// watch, if set, searches for the last write to the watched memory
-	// (reverse_watch.go).
+	// (reverse_watch.go); calls records the entries and returns of these
+	// system calls as hits, as gdb's catch syscall stops at them.
 	watch *watchScan
+	calls *syscallCatch
 	// window: no goal, the replay ends at a checkpoint; only scanned.
 	window bool
 	// at, if set, is the goal instead: an exit count or record time
@@ -381,7 +388,7 @@ func (s *Session) stopAt(b *Trap, st stop, here Mark) error {
 	here.Time = b.RecordTime()
 	s.now = here
 	s.tally.restart(here)
-	if st.kind == stopInterrupt || st.kind == stopSeek {
+	if st.afterExit() {
 		s.tally.landedOn(b)
 	}
 	s.stops <- st
@@ -454,7 +461,7 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 	if exit > g.Exit {
 		return fmt.Errorf("debugger: the replay passed exit %d without arriving at its mark (%v)", g.Exit, g.Path)
 	}
-	hop := exit == g.Exit && b.PID == g.PID && b.Image == g.Image && len(here.Path) == sk.hop+1 && here.Path[sk.hop] == g.Path[sk.hop]
+	hop := exit == g.Exit && b.PID == g.PID && b.Image == g.Image && sk.hop < len(g.Path) && len(here.Path) == sk.hop+1 && here.Path[sk.hop] == g.Path[sk.hop]
 	if last := hop && sk.hop+1 == len(g.Path); !last && sk.scans(b) {
 		hit := here
 		if fromExit {
@@ -499,15 +506,25 @@ func (s *Session) exited(b *Trap) error {
 			case b.Forked != 0 && s.tellForks:
 				if _, told := s.followed[b.Forked]; !told {
 					s.followed[b.Forked] = true
-					return s.stopAfterExit(b, stop{kind: stopFork, child: b.Forked})
+					// The fork's event, then its return, as under Linux.
+					if err := s.stopAfterExit(b, stop{kind: stopFork, child: b.Forked}); err != nil || !b.Returned {
+						return err
+					}
 				}
 			case b.Execed && s.tellExecs:
 				return s.stopAfterExit(b, stop{kind: stopExec, exe: b.Exe(b.PID)})
+			}
+			if b.Returned && s.callStops(b) {
+				s.interrupt.Store(false)
+				return s.stopAfterExit(b, stop{kind: stopSyscall, call: callStop{nr: b.Syscall}})
 			}
 			if s.interrupt.Swap(false) {
 				return s.stopAfterExit(b, stop{kind: stopInterrupt})
 			}
 		}
+	}
+	if sk != nil && b.Returned {
+		s.callHit(b, sk, markAfterExit(b))
 	}
 	switch {
 	case sk == nil:
@@ -557,6 +574,19 @@ func (s *Session) tellEnd(b *Trap) (stopped bool, err error) {
 	return true, s.stopAt(b, st, markAfterExit(b))
 }
 
+// afterExit reports whether the program stopped where a stretch of
+// execution begins, before its first instruction ran (stopAfterExit, or a
+// kit thread stopped where it stood): an int3 there is the same arrival.
+func (st stop) afterExit() bool {
+	switch st.kind {
+	case stopInterrupt, stopSeek, stopFork, stopExec, stopEnd:
+		return true
+	case stopSyscall:
+		return !st.call.entry
+	}
+	return false
+}
+
 // stopAfterExit stops the program, for st, where the stretch after the
 // exit just made begins: its first arrival there, which an int3 there is
 // too.
@@ -566,17 +596,21 @@ func (s *Session) stopAfterExit(b *Trap, st stop) error {
 }
 
 // arrived ends a seek where the program is, at here: the program stops
-// there for the server.
+// there for the server — as a syscall stop, if that was the goal.
 func (s *Session) arrived(b *Trap, here Mark) error {
+	call := s.seek.goal.Call
 	s.seek = nil
 	if err := s.dropUnwanted(b); err != nil {
 		return err
 	}
-	kind := stopStep
-	if s.user[keyAt(b, b.Regs.RIP)] > 0 {
-		kind = stopBreak
+	st := stop{kind: stopStep, tid: b.TID, pid: b.PID, regs: *b.Regs}
+	switch {
+	case call != nil:
+		st.kind, st.call, here.Call = stopSyscall, *call, call
+	case s.user[keyAt(b, b.Regs.RIP)] > 0:
+		st.kind = stopBreak
 	}
-	return s.stopAt(b, stop{kind: kind, tid: b.TID, pid: b.PID, regs: *b.Regs}, here)
+	return s.stopAt(b, st, here)
 }
 
 // dropUnwanted removes the int3s a seek placed that gdb did not ask for.

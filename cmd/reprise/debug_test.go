@@ -321,6 +321,64 @@ func TestDebugInfoProc(t *testing.T) {
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
+// TestDebugCatchSyscall catches syscall.c's write and read (a pipe's) as
+// gdb does natively on the same binary: the same four stops — each call's
+// entry and return — in the same functions, with the same rax and
+// orig_rax (-ENOSYS and the call at an entry, the result and the call at
+// a return). Backwards, reverse-continue stops at each again with the
+// same registers; reverse-stepi from write's entry goes to its SYSCALL;
+// a continue from there stops at the entry again. The end matches.
+func TestDebugCatchSyscall(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "gdb")
+	bin := cprog.Build(t, "gcc", "syscalls", "-g", "-O1")
+	dir, tp, r := recordTape(t, []string{bin})
+	require.Equal(t, "wrote 4 read 4\n", r.stdout)
+	const regs = "info registers rip rax orig_rax\necho @@\\n\n"
+	forward := "catch syscall write read\n" + strings.Repeat("continue\n"+regs, 4)
+	native := filepath.Join(t.TempDir(), "native.gdb")
+	require.NoError(t, os.WriteFile(native, []byte(forward+"delete\ncontinue\n"), 0o644))
+	want, err := exec.Command("gdb", "-nx", "-batch", "-ex", "break main", "-ex", "run", "-x", native, bin).CombinedOutput()
+	require.NoError(t, err, "%s", want)
+	out := debugScript(t, dir, tp, "break main\ncontinue\n"+forward+strings.Repeat("reverse-continue\n"+regs, 3)+
+		"reverse-stepi\nx/i $pc\ncontinue\n"+regs+"delete\ncontinue\n")
+	t.Log(out)
+	stops := regexp.MustCompile(`Catchpoint \d+ \((call to|returned from) syscall (\w+)\), 0x[0-9a-f]+ in (\S+) \(`)
+	events := func(text string) []string {
+		var out []string
+		for _, m := range stops.FindAllStringSubmatch(text, -1) {
+			out = append(out, m[1]+" "+m[2]+" in "+m[3])
+		}
+		return out
+	}
+	values := regexp.MustCompile(`(?m)^(rax|orig_rax) +0x[0-9a-f]+ +(-?\d+)$`)
+	results := func(text string) []string {
+		var out []string
+		for _, m := range values.FindAllStringSubmatch(text, -1) {
+			out = append(out, m[1]+"="+m[2])
+		}
+		return out
+	}
+	nativeEvents := events(string(want))
+	require.Len(t, nativeEvents, 4, "%s", want)
+	require.Equal(t, []string{"rax=-38", "orig_rax=1", "rax=4", "orig_rax=1", "rax=-38", "orig_rax=0", "rax=4", "orig_rax=0"}, results(string(want)), "%s", want)
+	blocks := strings.Split(out, "@@\n")
+	require.Len(t, blocks, 9, out)
+	require.Equal(t, nativeEvents, events(strings.Join(blocks[:4], "")), "forwards as natively")
+	require.Equal(t, results(string(want)), results(strings.Join(blocks[:4], "")), "forwards as natively")
+	dump := func(block string) []string { return registerLines(block, "rip", "rax", "orig_rax") }
+	a, b, c := dump(blocks[0]), dump(blocks[1]), dump(blocks[2])
+	require.Len(t, a, 3, blocks[0])
+	require.Equal(t, nativeEvents[2:3], events(blocks[4]), "reverse-continue from read's return: its entry")
+	require.Equal(t, c, dump(blocks[4]))
+	require.Equal(t, b, dump(blocks[5]), "then write's return")
+	require.Equal(t, a, dump(blocks[6]), "then write's entry")
+	require.Regexp(t, `=> 0x[0-9a-f]+ <[^>]+>:\s+syscall`, blocks[7], "reverse-stepi from the entry: the SYSCALL")
+	require.Equal(t, a, dump(blocks[7][strings.Index(blocks[7], "Catchpoint"):]), "continue from the SYSCALL: the entry again")
+	require.Contains(t, out, "wrote 4 read 4")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
 // reverseWatch is TestDebugReverseWatchFindsTheBug on a recording with a
 // checkpoint every 10 ms or none: with them, replays again start at the
 // last checkpoint before the place they go to, and a reverse continue
@@ -708,7 +766,7 @@ func BenchmarkDebugReverseLong(b *testing.B) {
 		took := time.Since(start)
 		require.Zero(b, r.code, r.stderr)
 		require.Contains(b, r.stderr, "replay matched")
-		return took, r.stdout
+		return took, r.stdout + r.stderr // gdb writes a monitor command's output to stderr
 	}
 	const atEnd = "break finish\ncontinue\n"
 	for range b.N {
@@ -749,7 +807,7 @@ func TestDebugTakesCheckpointsAsItGoes(t *testing.T) {
 	require.Equal(t, 2, strings.Count(out, "marker (round=round@entry=3)"), out)
 	blocks := strings.Split(out, "@@\n")
 	require.Len(t, blocks, 3, out)
-	forward, back := registerLines(blocks[0]), registerLines(blocks[1])
+	forward, back := registerLines(blocks[0], "rip", "rsp", "rdi", "eflags"), registerLines(blocks[1], "rip", "rsp", "rdi", "eflags")
 	require.Len(t, forward, 4, blocks[0])
 	require.Equal(t, forward, back, "marker() reached backwards as forwards")
 	taken := regexp.MustCompile(`machine checkpoints: 0 from the tape's checkpoint file, (\d+) taken by this session; replays started from boot (\d+) times, from the tape's checkpoints 0, from the session's (\d+)`).FindAllStringSubmatch(out, -1)
@@ -760,11 +818,12 @@ func TestDebugTakesCheckpointsAsItGoes(t *testing.T) {
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
-// registerLines are the lines of gdb's info registers in out.
-func registerLines(out string) []string {
+// registerLines are the lines of gdb's info registers in out for the
+// registers named.
+func registerLines(out string, names ...string) []string {
 	var regs []string
 	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && strings.HasPrefix(f[1], "0x") && slices.Contains([]string{"rip", "rsp", "rdi", "eflags"}, f[0]) {
+		if f := strings.Fields(l); len(f) >= 2 && strings.HasPrefix(f[1], "0x") && slices.Contains(names, f[0]) {
 			regs = append(regs, strings.Join(f, " "))
 		}
 	}
