@@ -14,6 +14,7 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/internal/cprog"
+	"github.com/reprise-vm/reprise/linux"
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
@@ -184,6 +185,112 @@ func TestCheckpointSet(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Segment)
 	require.Equal(t, own[1].Events, res.Events, "ended at the session's second checkpoint")
+}
+
+// A debugger's syscall stops (linux.ExitWatcher: each call's entry, and
+// its return as the thread runs again after it) are the same in a replay
+// from a checkpoint as in one from boot from there on — the returns of
+// calls in progress at the checkpoint (pipeline's parent blocked on its
+// pipe, its threads on their condition variable) included — and each
+// return is of the call its thread entered last. A call that blocked and
+// runs again when woken is entered once.
+func TestSyscallStopsFromACheckpoint(t *testing.T) {
+	bin := cprog.Build(t, "musl-gcc", "pipeline", "-static", "-O1")
+	ck := filepath.Join(t.TempDir(), "prog.ckpt")
+	path, rec, _ := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 20 * time.Millisecond, Checkpoints: ck, MemBytes: 64 << 20}, nil, bin, "pipeline", "20")
+	n := len(rec.Checkpoints)
+	require.GreaterOrEqual(t, n, 2)
+	stops := func(start int) []callEvent {
+		w := &callWatcher{}
+		o := replayer.Options{Tape: path, Console: &bytes.Buffer{}, Start: start, Debugger: w}
+		if start > 0 {
+			o.Checkpoints = ck
+		}
+		res, err := replayer.Replay(context.Background(), o)
+		require.NoError(t, err, "from checkpoint %d", start)
+		require.Equal(t, rec.End.RAMHash, res.End.RAMHash, "from checkpoint %d", start)
+		return w.events
+	}
+	all := stops(0)
+	open := map[int]*callEvent{}
+	var returns, blocked int
+	var unreturned []string
+	for i, e := range all {
+		if !e.entry {
+			returns++
+			require.NotNil(t, open[e.tid], "thread %d returns at exit %d from no call", e.tid, e.exit)
+			require.Equal(t, open[e.tid].nr, e.nr, "thread %d returns from the call it entered, at exit %d", e.tid, e.exit)
+			if e.exit > e.entered {
+				blocked++
+			}
+			open[e.tid] = nil
+			continue
+		}
+		// Calls that return to no SYSCALL: rt_sigreturn, exit, execve.
+		if last := open[e.tid]; last != nil && !slices.Contains([]uint64{15, 59, 60, 231}, last.nr) {
+			unreturned = append(unreturned, fmt.Sprintf("thread %d: call %d at exit %d", e.tid, last.nr, last.exit))
+		}
+		open[e.tid] = &all[i]
+	}
+	t.Logf("%d entries and returns, %d returns, %d of blocked calls; %d checkpoints", len(all), returns, blocked, n)
+	require.Greater(t, returns, 20)
+	require.NotZero(t, blocked, "calls that blocked")
+	// At most the call SIGCHLD's handler interrupted; a blocked call
+	// entered again when woken would be here at each block.
+	require.LessOrEqual(t, len(unreturned), 1, "calls entered and not returned from: %v", unreturned)
+	i := n / 2
+	at := rec.Checkpoints[i-1].Pos.Exit
+	// A call entered before the checkpoint is known there by its
+	// return alone: not where it was entered.
+	after := func(events []callEvent) []callEvent {
+		var out []callEvent
+		for _, e := range events {
+			if e.entered <= at {
+				e.entered = 0
+			}
+			if e.exit > at {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	got := stops(i)
+	require.NotEmpty(t, got)
+	require.Equal(t, after(all), after(got), "from checkpoint %d (exit %d)", i, at)
+}
+
+// callEvent is a system call's entry or return, at an exit.
+type callEvent struct {
+	exit, nr uint64
+	tid      int
+	entry    bool
+	entered  uint64 // for a return: its entry's exit, if seen
+}
+
+// callWatcher records a replay's syscall stops.
+type callWatcher struct {
+	events  []callEvent
+	entries map[int]uint64
+}
+
+func (*callWatcher) Mapped(linux.Mapping, []byte) ([]uint64, error) { return nil, nil }
+func (*callWatcher) Break(*linux.Break) error                       { return nil }
+func (*callWatcher) Resumed(*linux.Break) error                     { return nil }
+
+func (w *callWatcher) Entering(b *linux.Break) error {
+	if w.entries == nil {
+		w.entries = map[int]uint64{}
+	}
+	w.entries[b.TID] = b.Position().Exit
+	w.events = append(w.events, callEvent{exit: b.Position().Exit, nr: b.Syscall, tid: b.TID, entry: true})
+	return nil
+}
+
+func (w *callWatcher) Exited(b *linux.Break) error {
+	if b.Returned {
+		w.events = append(w.events, callEvent{exit: b.Position().Exit, nr: b.Syscall, tid: b.TID, entered: w.entries[b.TID]})
+	}
+	return nil
 }
 
 // recordLinuxCheckpoints records bin taking a checkpoint every 5 ms of
