@@ -412,7 +412,7 @@ func (k *Kernel) exit(port uint16) error {
 	var ret uint64
 	var err error
 	if k.started {
-		if err := k.enterCall(regs); err != nil {
+		if err := k.enterCall(caller, regs); err != nil {
 			return err
 		}
 		ret, err = k.syscall(regs)

@@ -23,12 +23,12 @@ import (
 // returns to, the instruction after its SYSCALL.
 type syscallAt struct{ nr, ret uint64 }
 
-// enterCall notes that the running thread makes the system call regs (the
-// vCPU's, in the SYSCALL stub) hold, and tells an ExitWatcher of it unless
-// it is a blocked call issued again. A step the watcher asks of the thread
-// there ends where the call returns, as a step over its SYSCALL does.
-func (k *Kernel) enterCall(regs *kvm.Regs) error {
-	t := k.current()
+// enterCall notes that thread t, the running one, makes the system call
+// regs (the vCPU's, in the SYSCALL stub) hold, and tells an ExitWatcher
+// of it unless it is a blocked call issued again. A step the watcher asks
+// of the thread there ends where the call returns, as a step over its
+// SYSCALL does.
+func (k *Kernel) enterCall(t *thread, regs *kvm.Regs) error {
 	again := t.reissue
 	t.call, t.inCall, t.reissue = syscallAt{nr: regs.RAX, ret: regs.RCX}, true, false
 	if again || k.bp == nil || k.bp.exits == nil {
