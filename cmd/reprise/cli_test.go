@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/guest"
@@ -68,6 +69,32 @@ func TestWorkloadsListsEveryWorkload(t *testing.T) {
 		require.Contains(t, r.stdout, w.Description)
 	}
 	require.GreaterOrEqual(t, len(guest.Workloads()), 8)
+}
+
+// --cpuprofile writes a profile go tool pprof reads, for a command that
+// succeeds and for one that fails (its exit status kept).
+func TestCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"workloads"}, 0},
+		{[]string{"info", filepath.Join(dir, "missing.tape")}, exitFailure},
+	} {
+		path := filepath.Join(dir, tc.args[0]+".prof")
+		r := runCLI(t, nil, append([]string{"--cpuprofile", path}, tc.args...)...)
+		require.Equal(t, tc.code, r.code, r.stderr)
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		p, err := profile.Parse(f)
+		require.NoError(t, f.Close())
+		require.NoError(t, err, "%v", tc.args)
+		require.Equal(t, "cpu", p.SampleType[len(p.SampleType)-1].Type, "%v", tc.args)
+	}
+	r := runCLI(t, nil, "--cpuprofile", filepath.Join(dir, "no", "such", "dir.prof"), "workloads")
+	require.Equal(t, exitUsage, r.code)
+	require.Contains(t, r.stderr, "--cpuprofile: ")
 }
 
 func TestRunHelloStreamsConsoleAndExitsZero(t *testing.T) {

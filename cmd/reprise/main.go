@@ -35,7 +35,8 @@ func (e *exitError) Error() string {
 }
 func (e *exitError) Unwrap() error { return e.err }
 
-func newRootCmd() *cobra.Command {
+// newRootCmd is the command line; prof, if not nil, takes --cpuprofile.
+func newRootCmd(prof *cpuProfile) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "reprise",
 		Short: "Record, replay and diagnose KVM virtual machines",
@@ -45,12 +46,17 @@ tools answer questions about it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	if prof != nil {
+		prof.addFlag(root)
+	}
 	root.AddCommand(newRunCmd(), newRecordCmd(), newReplayCmd(), newInfoCmd(), newPcapCmd(), newEventsCmd(), newLockstatCmd(), newDeadlockCmd(), newProfileCmd(), newPreemptCmd(), newOverheadCmd(), newTimelineCmd(), newDemoCmd(), newWorkloadsCmd(), newCCCmd(), newPackCmd(), newMergeCmd(), newDebugCmd())
 	return root
 }
 
 func main() {
-	err := newRootCmd().Execute()
+	var prof cpuProfile
+	err := newRootCmd(&prof).Execute()
+	err = errors.Join(err, prof.stop()) // before any exit
 	if err == nil {
 		return
 	}

@@ -18,7 +18,7 @@ import (
 // and returns how many times it opened a tape.
 func replayOpens(t *testing.T, args ...string) int64 {
 	t.Helper()
-	root := newRootCmd()
+	root := newRootCmd(nil)
 	var stderr bytes.Buffer
 	root.SetArgs(append([]string{"replay", "-q"}, args...))
 	root.SetOut(io.Discard)
