@@ -240,6 +240,22 @@ func (c *checkpoints) verify(e *engine, i int) error {
 	return nil
 }
 
+// checkRestoredRAM checks RAM just restored from cp (no probes placed yet)
+// against what cp's capture hashed: its xxHash64, or in a checkpoint
+// written before it kept one, its SHA-256.
+func (e *engine) checkRestoredRAM(cp *checkpoint.Checkpoint) error {
+	if cp.RAMSum != 0 {
+		if got, err := e.m.RAMSum(); err != nil || got != cp.RAMSum {
+			return errors.Join(err, errors.New("its RAM does not hash to its recorded xxHash64"))
+		}
+		return nil
+	}
+	if got, err := e.m.HashRAM(); err != nil || got != cp.RAMHash {
+		return errors.Join(err, errors.New("its RAM does not hash to its recorded SHA-256"))
+	}
+	return nil
+}
+
 // recordedRAMHash hashes RAM as the recording had it here: without the
 // probes' patches (if patched, they are taken out for the hash and put
 // back), and
@@ -304,10 +320,10 @@ func (e *engine) resume(c *checkpoints, i int) error {
 	if err := checkStop(cp); err != nil {
 		return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
 	}
-	e.target = st.Target // what RAM holds: recordedRAMHash puts it back
+	e.target = st.Target // what RAM holds: the hashes take it out
 	if !c.set.isVerified(i) {
-		if got, err := e.recordedRAMHash(false); err != nil || got != cp.RAMHash { // probes are placed after
-			return fmt.Errorf("replayer: checkpoint %d: its RAM does not hash to its recorded SHA-256", i)
+		if err := e.checkRestoredRAM(cp); err != nil {
+			return fmt.Errorf("replayer: checkpoint %d: %w", i, err)
 		}
 		c.set.setVerified(i)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -325,6 +326,16 @@ func TestForgedCheckpointsAreRefused(t *testing.T) {
 			return replace(`"Applied":\d+`, `"Applied":4611686018427387904`)(i, b)
 		}, "past the tape's end"},
 		{"last event", replace(`("Last":\{"Exit":\d+,"Branch":)\d+`, `${1}12345`), "its last event was at"},
+		// RAM restored is checked against what the capture hashed: its
+		// xxHash64, or, in a file written before checkpoints kept one, its
+		// SHA-256.
+		{"RAM sum", replace(`"RAMSum":\d+`, `"RAMSum":1`), "its RAM does not hash to its recorded xxHash64"},
+		{"RAM hash, no sum", func(i int, b []byte) []byte {
+			b = replace(`"RAMSum":\d+`, `"RAMSum":0`)(i, b)
+			first := regexp.MustCompile(`"RAMHash":\[(\d+)`).FindSubmatch(b)
+			n, _ := strconv.Atoi(string(first[1]))
+			return replace(`"RAMHash":\[\d+`, fmt.Sprintf(`"RAMHash":[%d`, (n+1)%256))(i, b)
+		}, "its RAM does not hash to its recorded SHA-256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.NoError(t, os.WriteFile(tp+".ckpt", ck, 0o644))
