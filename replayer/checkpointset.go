@@ -90,6 +90,7 @@ func (c *CheckpointSet) create(r checkpoint.Recording) error {
 	if c.w, err = checkpoint.Create(c.ownPath, r); err != nil {
 		return err
 	}
+	c.w.SkipPassChecks() // the set's own are only started from
 	c.own, err = checkpoint.Open(c.ownPath, r)
 	return err
 }
