@@ -156,6 +156,14 @@ func TestCheckCode(t *testing.T) {
 	as.AddSite(user+16, 2)
 	as.AddFile(Mapping{Path: "/bin/prog", Start: user, End: user + page, Offset: page, Exec: true}, code)
 	require.NoError(t, as.CheckCode())
+	// A page the file's byte for byte (compared whole), then one byte off.
+	require.NoError(t, as.Map(user+page, user+2*page, ProtRead|ProtExec))
+	require.NoError(t, as.Load(user+page, code[:page]))
+	as.AddFile(Mapping{Path: "/bin/prog", Start: user + page, End: user + 2*page, Offset: 0, Exec: true}, code)
+	require.NoError(t, as.CheckCode())
+	require.NoError(t, as.Load(user+page+5, []byte{0x91}))
+	require.ErrorContains(t, as.CheckCode(), "the byte at 0x40001005 is not the file's at offset 0x5")
+	require.NoError(t, as.Load(user+page+5, []byte{0x90}))
 
 	require.NoError(t, as.Load(user+32, []byte{0xcc}))
 	require.ErrorContains(t, as.CheckCode(), "the byte at 0x40000020 is not the file's at offset 0x1020")
