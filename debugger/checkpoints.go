@@ -17,7 +17,9 @@ import (
 // then halfway again); going on from where the program stopped, soon
 // after the stop and then twice as far from it each time. So a replay of
 // a stretch T long takes about log₂(T ÷ minCheckpointGap) of them, and
-// the next command near the place replays little.
+// the next command near the place replays little. Record time stands for
+// what replaying costs only where the program computes: a replay that ran
+// for less than twice what a checkpoint takes since its last takes none.
 
 // Checkpoints are the checkpoints replays start from
 // (replayer.CheckpointSet), numbered from 1 in the order listed, which is
@@ -30,9 +32,10 @@ type Checkpoints interface {
 }
 
 // minCheckpointGap is the least record time between two checkpoints a
-// session takes: a Linux program's checkpoint costs about as much to take
-// (243 ms for a 256 MiB guest, docs/benchmarks.md) and a restore a fifth
-// of that, so one closer to the last than this saves less than it costs.
+// session takes: a Linux program's checkpoint of a 256 MiB guest cost
+// about as much to take (243 ms, docs/benchmarks.md, before captures
+// stopped hashing zero pages) and a restore a fifth of that, so one closer
+// to the last than this saves less than it costs.
 // Where taking one costs more (a larger guest, a slower host), the gap is
 // twice what the last took: a replay runs at about the recording's pace.
 const minCheckpointGap = 250 * time.Millisecond
@@ -69,12 +72,15 @@ func spacedFrom(prev *checkpoint.Summary, here checkpoint.Summary, from, cost ti
 // the session's (replayer.Options.KeepCheckpoint): a seek's before its
 // goal's exit (a goal of no known time is taken to be near where the
 // program stopped last), or one going on from the program's last stop;
-// none after gdb detached, and none for a seek whose goal is not a place
-// (a window of a scan, a seek to an exit or time). On the machine's
-// goroutine.
-func (s *Session) KeepCheckpoint(prev *checkpoint.Summary, here checkpoint.Summary, cost time.Duration) bool {
+// none after gdb detached, none for a seek whose goal is not a place (a
+// window of a scan, a seek to an exit or time), and none where the
+// replay ran less than twice what the last took since it started or took
+// its last (ran): restoring one would save less than it costs — a program
+// that mostly sleeps replays its record time in a moment. On the
+// machine's goroutine.
+func (s *Session) KeepCheckpoint(prev *checkpoint.Summary, here checkpoint.Summary, cost, ran time.Duration) bool {
 	switch sk := s.seek; {
-	case s.detached.Load():
+	case s.detached.Load() || ran < 2*cost:
 		return false
 	case sk == nil:
 		return spacedFrom(prev, here, s.now.Time, cost)

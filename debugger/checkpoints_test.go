@@ -17,13 +17,14 @@ func at(e uint64, t time.Duration) checkpoint.Summary {
 
 // takes replays a run with an exit every 10 ms of record time from boot
 // to exit end through s.KeepCheckpoint, holding what it keeps (each
-// costing cost), and returns the exits kept.
-func takes(s *Session, end uint64, cost time.Duration) []uint64 {
+// costing cost), and returns the exits kept. The replay runs at the
+// recording's pace divided by speed.
+func takes(s *Session, end uint64, cost time.Duration, speed int) []uint64 {
 	var kept []uint64
 	var prev *checkpoint.Summary
 	for e := uint64(1); e < end; e++ {
 		here := at(e, time.Duration(e)*10*time.Millisecond)
-		if s.KeepCheckpoint(prev, here, cost) {
+		if s.KeepCheckpoint(prev, here, cost, since(prev, here)/time.Duration(speed)) {
 			kept = append(kept, e)
 			prev = &here
 		}
@@ -40,16 +41,18 @@ func takes(s *Session, end uint64, cost time.Duration) []uint64 {
 func TestSessionCheckpointsGatherNearThePlace(t *testing.T) {
 	s := NewSession()
 	s.replayAgain(&seeker{goal: Mark{Exit: 3200, Path: []Hop{{0x10, 1, 1}}, Time: 32 * time.Second}})
-	toGoal := takes(s, 4000, 0)
+	toGoal := takes(s, 4000, 0, 1)
 	require.Equal(t, []uint64{1600, 2400, 2800, 3000, 3100, 3150, 3175}, toGoal)
-	require.Equal(t, []uint64{1600, 2400, 2800, 3000}, takes(s, 4000, time.Second), "a checkpoint that took 1 s: none closer than 2 s")
+	require.Equal(t, []uint64{1600, 2400, 2800, 3000}, takes(s, 4000, time.Second, 1), "a checkpoint that took 1 s: none closer than 2 s")
+	require.Equal(t, []uint64{1600, 2600}, takes(s, 4000, 100*time.Millisecond, 50),
+		"a replay 50 times the recording's pace (a program that mostly sleeps): none where it ran less than twice a checkpoint's cost since the last")
 
 	s.seek, s.now = nil, Mark{Exit: 1000, Path: []Hop{{0x10, 1, 1}}, Time: 10 * time.Second}
 	prev := at(500, 5*time.Second)
 	var kept []uint64
 	for e := uint64(1001); e < 4000; e++ {
 		here := at(e, time.Duration(e)*10*time.Millisecond)
-		if s.KeepCheckpoint(&prev, here, 0) {
+		if s.KeepCheckpoint(&prev, here, 0, time.Hour) {
 			kept, prev = append(kept, e), here
 		}
 	}
@@ -57,11 +60,11 @@ func TestSessionCheckpointsGatherNearThePlace(t *testing.T) {
 
 	for _, sk := range []*seeker{{window: true}, {at: &exitGoal{exit: 3000}}, {goal: Mark{Start: true}}} {
 		s.replayAgain(sk)
-		require.Empty(t, takes(s, 4000, 0))
+		require.Empty(t, takes(s, 4000, 0, 1))
 	}
 	s.replayAgain(&seeker{goal: Mark{Exit: 3200, Path: []Hop{{0x10, 1, 1}}, Time: 32 * time.Second}})
 	s.detached.Store(true)
-	require.Empty(t, takes(s, 4000, 0))
+	require.Empty(t, takes(s, 4000, 0, 1))
 }
 
 // list is a Checkpoints of fixed summaries.

@@ -43,14 +43,18 @@ type checkpoints struct {
 	set     *CheckpointSet
 	untilAt *checkpoint.Summary
 	keep    KeepCheckpoint
+	// ran is when the replay started or last took a checkpoint of the
+	// set's: what replaying here from there cost is the host time since.
+	ran time.Time
 }
 
 // KeepCheckpoint says whether a debugging session's replay is to take a
 // checkpoint at here, a stop where one can be taken: prev is the latest
 // the session's set holds before here (nil: none; the replay's start
 // from boot), cost what taking the last one took in host time (0: none
-// taken yet).
-type KeepCheckpoint func(prev *checkpoint.Summary, here checkpoint.Summary, cost time.Duration) bool
+// taken yet), ran the host time this replay ran since it started or took
+// its last.
+type KeepCheckpoint func(prev *checkpoint.Summary, here checkpoint.Summary, cost, ran time.Duration) bool
 
 // errSegmentEnd ends a segment's replay at its last checkpoint.
 var errSegmentEnd = errors.New("replayer: the segment's end")
@@ -81,7 +85,7 @@ func (o *Options) checkpoints(h *tape.Header) (*checkpoints, error) {
 		return c, nil // created at attach, when RAM's size is known
 	}
 	if c.set = o.CheckpointSet; c.set != nil {
-		c.keep = o.KeepCheckpoint
+		c.keep, c.ran = o.KeepCheckpoint, time.Now()
 		all := c.set.Checkpoints()
 		if max(o.Start, o.Until) > len(all) {
 			return nil, fmt.Errorf("replayer: the session has %d checkpoints, no checkpoint %d", len(all), max(o.Start, o.Until))
@@ -209,10 +213,12 @@ func (c *checkpoints) inSet(e *engine, pos vmm.Position, stop vmm.Stop) error {
 		return nil
 	}
 	prev := c.set.latest(here)
-	if prev != nil && checkpoint.Compare(*prev, here) == 0 || !c.keep(prev, here, c.set.lastCost()) {
+	if prev != nil && checkpoint.Compare(*prev, here) == 0 || !c.keep(prev, here, c.set.lastCost(), time.Since(c.ran)) {
 		return nil // one is here already: the replay started from it
 	}
-	return c.set.take(e, here.Time)
+	err := c.set.take(e, here.Time)
+	c.ran = time.Now()
+	return err
 }
 
 // verify checks the replay against checkpoint i, which it has reached.

@@ -146,7 +146,7 @@ func TestCheckpointSet(t *testing.T) {
 	mid := set.Checkpoints()[n/2-1]
 	var asked []checkpoint.Summary
 	var wrong []string
-	res, _, err := replay(replayer.Options{Start: n / 2, KeepCheckpoint: func(prev *checkpoint.Summary, here checkpoint.Summary, cost time.Duration) bool {
+	res, _, err := replay(replayer.Options{Start: n / 2, KeepCheckpoint: func(prev *checkpoint.Summary, here checkpoint.Summary, cost, _ time.Duration) bool {
 		switch {
 		case len(set.Checkpoints()) > n != (cost > 0):
 			wrong = append(wrong, fmt.Sprintf("at %+v: cost %v", here.Pos, cost))
