@@ -19,6 +19,7 @@ import (
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/recorder"
 	"github.com/reprise-vm/reprise/replayer"
+	"github.com/reprise-vm/reprise/vmm"
 )
 
 // recordLinux records the executable at bin with argv (and, for a
@@ -55,6 +56,10 @@ func recordLinuxOptions(t *testing.T, o recorder.Options, files []linux.Mount, b
 	defer cancel()
 	res, err := recorder.Record(ctx, o)
 	require.NoError(t, err, out.String())
+	// A recording its time limit stopped is a whole tape of a program
+	// that did not finish: not the run a test asserts about.
+	require.NotNil(t, res.End)
+	require.Equal(t, vmm.EndExited, res.End.Reason, "the recording ended before the program did (its 2-minute limit): %s", out.String())
 	require.Equal(t, uint32(0), res.Status, out.String())
 	return o.Output, res, out.String()
 }
