@@ -37,7 +37,8 @@ type Checkpoints interface {
 // stopped hashing zero pages) and a restore a fifth of that, so one closer
 // to the last than this saves less than it costs.
 // Where taking one costs more (a larger guest, a slower host), the gap is
-// twice what the last took: a replay runs at about the recording's pace.
+// twice what the last took: where the program computes, a replay runs at
+// about the recording's pace.
 const minCheckpointGap = 250 * time.Millisecond
 
 // gap is the least record time between two checkpoints, the last having
