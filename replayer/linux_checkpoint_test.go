@@ -197,7 +197,7 @@ func TestCheckpointSet(t *testing.T) {
 func TestSyscallStopsFromACheckpoint(t *testing.T) {
 	bin := cprog.Build(t, "musl-gcc", "pipeline", "-static", "-O1")
 	ck := filepath.Join(t.TempDir(), "prog.ckpt")
-	path, rec, _ := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 20 * time.Millisecond, Checkpoints: ck, MemBytes: 64 << 20}, nil, bin, "pipeline", "20")
+	path, rec, _ := recordLinuxOptions(t, recorder.Options{CheckpointEvery: 50 * time.Millisecond, Checkpoints: ck, MemBytes: 64 << 20}, nil, bin, "pipeline", "20")
 	n := len(rec.Checkpoints)
 	require.GreaterOrEqual(t, n, 2)
 	stops := func(start int) []callEvent {
