@@ -230,7 +230,7 @@ func (c *checkpoints) verify(e *engine, i int) error {
 	if err := e.m.Settle(); err != nil { // as capture did
 		return err
 	}
-	got, err := e.recordedRAMHash(true)
+	got, err := e.recordedRAMHash()
 	if err != nil {
 		return err
 	}
@@ -263,34 +263,26 @@ func (e *engine) checkRestoredRAM(cp *checkpoint.Checkpoint) error {
 }
 
 // recordedRAMHash hashes RAM as the recording had it here: without the
-// probes' patches (if patched, they are taken out for the hash and put
-// back), and
-// with no branch-counter target, which each replay sets where its own
-// next stop is (as the end's RAM hash is taken).
-func (e *engine) recordedRAMHash(patched bool) ([32]byte, error) {
+// probes' patches (taken out for the hash and put back), and with no
+// branch-counter target, which each replay sets where its own next stop
+// is (as the end's RAM hash is taken).
+func (e *engine) recordedRAMHash() ([32]byte, error) {
 	m := e.m
 	if e.kernel != nil {
 		var sum [32]byte
-		hash := func() (err error) { sum, err = m.HashRAM(); return err }
-		if !patched {
-			return sum, hash()
-		}
-		return sum, e.kernel.WithoutBreakpoints(hash)
+		return sum, e.kernel.WithoutBreakpoints(func() (err error) { sum, err = m.HashRAM(); return err })
 	}
-	patched = patched && e.probes != nil
-	if patched {
-		if err := e.probes.remove(m.RAM()); err != nil {
-			return [32]byte{}, err
-		}
+	if e.probes == nil {
+		return m.HashRAM()
+	}
+	if err := e.probes.remove(m.RAM()); err != nil {
+		return [32]byte{}, err
 	}
 	sum, err := m.HashRAM()
 	if err != nil {
 		return sum, err
 	}
-	if patched {
-		return sum, e.probes.install(m)
-	}
-	return sum, nil
+	return sum, e.probes.install(m)
 }
 
 // engineState is where the replay engine is: what a checkpoint keeps of
