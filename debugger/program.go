@@ -35,10 +35,10 @@ type Trap struct {
 	// the thread's image.
 	Forked int
 	Execed bool
-	// Syscall is a system call the thread makes (Entering: before the
-	// kernel serves it) or returns from (Returned).
-	Syscall            uint64
-	Entering, Returned bool
+	// Syscall is a system call the thread makes (Session.Entering: before
+	// the kernel serves it) or, if Returned, returns from.
+	Syscall  uint64
+	Returned bool
 	// Ended are the processes (but the program's first) that ended since
 	// the last exit.
 	Ended []ProcessEnd
@@ -145,7 +145,7 @@ func (linuxProgram) Birth(int) (uint64, bool) { return 0, false }
 // linuxTrap is b as the session sees it.
 func linuxTrap(b *linux.Break) *Trap {
 	return &Trap{TID: b.TID, PID: b.PID, Image: b.Image, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Retry: b.Retry, Return: b.Return,
-		Forked: b.Forked, Execed: b.Execed, Ended: processEnds(b.Ended), Syscall: b.Syscall, Entering: b.Entering, Returned: b.Returned, Program: linuxProgram{b}}
+		Forked: b.Forked, Execed: b.Execed, Ended: processEnds(b.Ended), Syscall: b.Syscall, Returned: b.Returned, Program: linuxProgram{b}}
 }
 
 // processEnds are the ends of Linux processes, from their wait statuses.

@@ -13,7 +13,7 @@ import (
 // call is thread 1 of process 1 at a system call's entry or return (at
 // rip) at exit exit.
 func call(exit, nr, rip uint64, entering bool) *Trap {
-	return &Trap{TID: 1, PID: 1, Image: 1, Regs: &kvm.Regs{RIP: rip}, Syscall: nr, Entering: entering, Returned: !entering, Program: stoppedAt{exit: exit}}
+	return &Trap{TID: 1, PID: 1, Image: 1, Regs: &kvm.Regs{RIP: rip}, Syscall: nr, Returned: !entering, Program: stoppedAt{exit: exit}}
 }
 
 // A reverse scan records the entries and returns of the calls gdb

@@ -76,12 +76,12 @@ type Break struct {
 	// Ended are the processes (but the program's first, whose end is the
 	// run's) that ended since the last exit's Break.
 	Ended []ProcessEnd
-	// Syscall is a system call: on Entering's Break (Entering set), the
-	// one the thread makes, Regs as Linux shows them at a syscall-entry
-	// stop (RIP after the SYSCALL, RAX -ENOSYS); on an exit's, if Returned,
-	// the one the thread returns from, its result in RAX.
-	Syscall            uint64
-	Entering, Returned bool
+	// Syscall is a system call: on Entering's Break, the one the thread
+	// makes, Regs as Linux shows them at a syscall-entry stop (RIP after
+	// the SYSCALL, RAX -ENOSYS); on an exit's, if Returned, the one the
+	// thread returns from, its result in RAX.
+	Syscall  uint64
+	Returned bool
 
 	k    *Kernel
 	proc *process

@@ -38,7 +38,7 @@ func (k *Kernel) enterCall(t *thread, regs *kvm.Regs) error {
 	// RAX -ENOSYS (the call's number is in orig_rax).
 	user := k.UserRegs(*regs)
 	user.RFLAGS, user.RAX = regs.R11, negErrno(unix.ENOSYS)
-	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &user, Syscall: t.call.nr, Entering: true, k: k, proc: t.proc}
+	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &user, Syscall: t.call.nr, k: k, proc: t.proc}
 	if err := k.bp.exits.Entering(b); err != nil {
 		return err
 	}
