@@ -93,9 +93,9 @@ func (p linuxProgram) record(tb testing.TB, path string) (time.Duration, int64) 
 // host CPUs, and pinned to one), live under reprise, recorded and
 // replayed, side by side in each iteration, and reports the ratios and
 // the tape's bytes per second. Times are whole runs; setup-ms is what a
-// program that does nothing (busybox true) takes live — the VM's set-up,
-// 256 MiB of RAM prefaulted — and x-pinned-live-less-setup the ratio
-// without it.
+// program that does nothing (busybox true) takes live — the VM's set-up
+// and its end's RAM hash (BenchmarkStartUp has them as a user sees them)
+// — and x-pinned-live-less-setup the ratio without it.
 func BenchmarkLinuxPrograms(b *testing.B) {
 	kvmtest.Require(b)
 	kvmtest.RequireTools(b, "taskset", "busybox")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/reprise-vm/reprise/checkpoint"
 	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/memory"
 )
 
 var rec = checkpoint.Recording{ImageSHA256: [32]byte{1, 2, 3}, Created: time.Unix(1700000000, 0).UTC(), MemBytes: 64 * checkpoint.PageSize}
@@ -63,6 +64,13 @@ func diskAt(i int) *checkpoint.Disk {
 	}}
 }
 
+// flat is RAM as a plain slice, populated whole.
+type flat []byte
+
+func (f flat) Size() uint64                        { return uint64(len(f)) }
+func (f flat) Reached() uint64                     { return uint64(len(f)) }
+func (f flat) Slice(gpa, n uint64) ([]byte, error) { return f[gpa : gpa+n], nil }
+
 // Each checkpoint loads back with its RAM, its disk's writes and its
 // state.
 func TestRoundTrip(t *testing.T) {
@@ -73,14 +81,14 @@ func TestRoundTrip(t *testing.T) {
 	require.Len(t, f.Checkpoints(), 3)
 	for i, want := range rams {
 		ram := bytes.Repeat([]byte{0xFF}, len(want)) // Load must clear zero pages too
-		c, disk, err := f.Load(i, ram)
+		c, disk, err := f.Load(i, flat(ram))
 		require.NoError(t, err)
 		require.Equal(t, want, ram, "checkpoint %d's RAM", i)
 		require.Equal(t, diskAt(i), disk, "checkpoint %d's disk", i)
 		require.Equal(t, uint64(100*i), c.Machine.Exits)
 		require.Equal(t, uint64(10*i), f.Checkpoints()[i].Events)
 	}
-	_, _, err = f.Load(3, make([]byte, rec.MemBytes))
+	_, _, err = f.Load(3, flat(make([]byte, rec.MemBytes)))
 	require.Error(t, err)
 }
 
@@ -116,7 +124,7 @@ func TestRefreshSeesWhatTheWriterAdded(t *testing.T) {
 	require.Less(t, sums[1].Bytes, sums[0].Bytes, "the second writes one new page, not 32")
 	for i, want := range rams {
 		got := make([]byte, rec.MemBytes)
-		_, _, err := f.Load(i, got)
+		_, _, err := f.Load(i, flat(got))
 		require.NoError(t, err)
 		require.Equal(t, want, got, "checkpoint %d", i)
 	}
@@ -149,7 +157,7 @@ func TestDamageIsRefused(t *testing.T) {
 		require.Less(t, len(f.Checkpoints()), len(rams), what)
 		for i := range f.Checkpoints() {
 			ram := make([]byte, len(rams[i]))
-			_, _, err := f.Load(i, ram)
+			_, _, err := f.Load(i, flat(ram))
 			require.NoError(t, err, "%s: checkpoint %d", what, i)
 			require.Equal(t, rams[i], ram, "%s: checkpoint %d", what, i)
 		}
@@ -203,7 +211,7 @@ func TestLargeCheckpoints(t *testing.T) {
 	require.Len(t, f.Checkpoints(), 2)
 	got := make([]byte, big.MemBytes)
 	for i := range 2 {
-		_, _, err := f.Load(i, got)
+		_, _, err := f.Load(i, flat(got))
 		require.NoError(t, err)
 		require.True(t, bytes.Equal(ram, got), "checkpoint %d's RAM", i)
 	}
@@ -288,4 +296,48 @@ func TestIndexCostIsBounded(t *testing.T) {
 		require.NoError(t, f.Close())
 	})
 	require.Less(t, n, uint64(64<<20), "bytes allocated to index and read 80 000 chunks")
+}
+
+// A machine's RAM is captured up to where it is populated and restored
+// only where the checkpoint has data or the machine has populated RAM: a
+// fresh 64 MiB machine given a checkpoint of a program that used a page
+// at 1 MiB and one at 37 MiB is populated to 38 MiB, and holds exactly
+// the captured RAM; one populated beyond has its zero pages cleared.
+func TestLazyRAM(t *testing.T) {
+	const mem = 64 << 20
+	lazy := checkpoint.Recording{ImageSHA256: rec.ImageSHA256, Created: rec.Created, MemBytes: mem}
+	src, err := memory.New(mem)
+	require.NoError(t, err)
+	defer src.Close()
+	require.NoError(t, src.Write(1<<20, []byte("low")))
+	require.NoError(t, src.Write(37<<20+5, []byte("high")))
+	require.Equal(t, uint64(38<<20), src.Reached())
+
+	path := filepath.Join(t.TempDir(), "lazy.ckpt")
+	w, err := checkpoint.Create(path, lazy)
+	require.NoError(t, err)
+	_, err = w.Add(&checkpoint.Checkpoint{Machine: &vmm.Snapshot{}}, src.Populated(), nil)
+	require.NoError(t, err)
+	_, err = w.Add(&checkpoint.Checkpoint{Machine: &vmm.Snapshot{}}, make([]byte, mem+checkpoint.PageSize), nil)
+	require.ErrorContains(t, err, "not whole pages of the recording's")
+	require.NoError(t, w.Close())
+
+	f, err := checkpoint.Open(path, lazy)
+	require.NoError(t, err)
+	defer f.Close()
+	fresh, err := memory.New(mem)
+	require.NoError(t, err)
+	defer fresh.Close()
+	_, _, err = f.Load(0, fresh)
+	require.NoError(t, err)
+	require.Equal(t, uint64(38<<20), fresh.Reached(), "populated up to the checkpoint's last data")
+	require.True(t, bytes.Equal(src.Mapping(), fresh.Mapping()))
+
+	used, err := memory.New(mem)
+	require.NoError(t, err)
+	defer used.Close()
+	require.NoError(t, used.Write(50<<20, []byte("stale")))
+	_, _, err = f.Load(0, used)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(src.Mapping(), used.Mapping()), "a page the checkpoint has as zero is cleared")
 }

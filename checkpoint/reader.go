@@ -400,19 +400,46 @@ func (cf *File) body(i int) (*checkpointBody, error) {
 // disk's writes it holds (nil if its machine had no disk). Their sizes
 // are the checkpoint's to claim: the caller checks them against the disk
 // it restores them to.
-func (cf *File) Load(i int, ram []byte) (*Checkpoint, *Disk, error) {
-	if uint64(len(ram)) != cf.rec.MemBytes {
-		return nil, nil, fmt.Errorf("checkpoint: RAM of %d bytes for checkpoints of %d", len(ram), cf.rec.MemBytes)
+func (cf *File) Load(i int, ram RAM) (*Checkpoint, *Disk, error) {
+	if ram.Size() != cf.rec.MemBytes {
+		return nil, nil, fmt.Errorf("checkpoint: RAM of %d bytes for checkpoints of %d", ram.Size(), cf.rec.MemBytes)
 	}
 	c, err := cf.body(i)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := cf.readPages(c.Pages, func(k int) []byte { return ram[k*PageSize : (k+1)*PageSize] }); err != nil {
+	// RAM above reached is zero already: a checkpoint of a program that
+	// used a little of a large RAM writes only that little.
+	reached := ram.Reached()
+	var ids []uint32
+	var at []uint64
+	for k, id := range c.Pages {
+		if pa := uint64(k) * PageSize; id != 0 || pa < reached {
+			ids, at = append(ids, id), append(at, pa)
+		}
+	}
+	var bad error
+	err = cf.readPages(ids, func(k int) []byte {
+		b, err := ram.Slice(at[k], PageSize)
+		if err != nil {
+			bad = err
+			return make([]byte, PageSize)
+		}
+		return b
+	})
+	if err := errors.Join(err, bad); err != nil {
 		return nil, nil, err
 	}
 	disk, err := cf.disk(i, c.Disk)
 	return &c.Checkpoint, disk, err
+}
+
+// RAM is what Load restores a checkpoint's RAM to: a machine's
+// (memory.RAM), populated up to Reached and zero from there.
+type RAM interface {
+	Size() uint64
+	Reached() uint64
+	Slice(gpa, n uint64) ([]byte, error)
 }
 
 // disk reads the disk's writes checkpoint i holds.

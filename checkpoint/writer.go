@@ -31,6 +31,7 @@ type Writer struct {
 	enc    *zstd.Encoder
 	ids    map[[32]byte]uint32 // page contents → id; 0 is the zero page, never stored
 	next   uint32
+	mem    uint64 // the recording's RAM size
 	count  int
 	offset int64
 	err    error
@@ -64,7 +65,7 @@ func Create(path string, rec Recording) (*Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	w := &Writer{f: f, w: bufio.NewWriterSize(f, 1<<20), enc: enc, ids: map[[32]byte]uint32{}, next: 1}
+	w := &Writer{f: f, w: bufio.NewWriterSize(f, 1<<20), enc: enc, ids: map[[32]byte]uint32{}, next: 1, mem: rec.MemBytes}
 	w.write(magic)
 	body, _ := json.Marshal(head{Version: Version, Recording: rec, PageSize: PageSize})
 	w.frame(tagHead, body)
@@ -150,21 +151,23 @@ func (p *pages) flush() {
 
 // Add writes checkpoint c with RAM ram and, for a machine with a disk, its
 // disk's writes: the pages the file does not hold yet, then the
-// checkpoint. It returns the bytes it added.
+// checkpoint. It returns the bytes it added. ram is RAM from its start up
+// to where it is populated (memory.RAM.Populated): the rest of the
+// recording's RAM is zero.
 func (w *Writer) Add(c *Checkpoint, ram []byte, disk *Disk) (int64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	if len(ram)%PageSize != 0 {
-		return 0, fmt.Errorf("checkpoint: RAM of %d bytes is not whole pages", len(ram))
+	if len(ram)%PageSize != 0 || uint64(len(ram)) > w.mem {
+		return 0, fmt.Errorf("checkpoint: RAM of %d bytes is not whole pages of the recording's %d", len(ram), w.mem)
 	}
 	if w.count >= maxCheckpoints {
 		return 0, &SkipError{fmt.Sprintf("the file holds %d checkpoints, as many as it can", maxCheckpoints)}
 	}
 	start := w.offset
-	body := checkpointBody{Checkpoint: *c, Pages: make([]uint32, len(ram)/PageSize)}
+	body := checkpointBody{Checkpoint: *c, Pages: make([]uint32, w.mem/PageSize)}
 	store := pages{w: w}
-	for i := range body.Pages {
+	for i := range len(ram) / PageSize {
 		body.Pages[i] = store.id(ram[i*PageSize : (i+1)*PageSize])
 	}
 	if disk != nil {
@@ -225,7 +228,7 @@ func (w *Writer) Capture(m *vmm.Machine, t time.Duration, st EngineState) (sum S
 	}
 	c := &Checkpoint{Time: t, Events: st.Applied, Pos: m.Position(), Stop: snap.LastStop, Machine: snap, Engine: st,
 		RAMHash: ramHash, RAMSum: ramSum, Digest: Digest(m.RegsDigest())}
-	n, err := w.Add(c, m.RAM().Bytes(), disk)
+	n, err := w.Add(c, m.RAM().Populated(), disk)
 	return Summary{Time: t, Events: c.Events, Pos: c.Pos, Stop: c.Stop, Bytes: n}, err == nil, err
 }
 

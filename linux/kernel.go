@@ -278,6 +278,9 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	k.m = m
 	k.fs.SetDoor(m.Networked())
 	ram := m.RAM()
+	// The system area's stacks are the guest's to write; above it, RAM is
+	// populated as frames are handed out (mm.Frames).
+	ram.Reach(mm.SystemTop)
 	for _, build := range []func() error{
 		func() error { return x86.BuildGDT(ram) },
 		func() error { return x86.BuildTSS(ram) },

@@ -310,7 +310,7 @@ func (e *engine) resume(c *checkpoints, i int) error {
 		}
 		f, at = held, entry.i
 	}
-	cp, disk, err := f.Load(at, m.RAM().Bytes())
+	cp, disk, err := f.Load(at, m.RAM())
 	if err != nil {
 		return err
 	}

@@ -202,7 +202,7 @@ func threadsInside(m *vmm.Machine, placed map[uint64]*patch) ([]*patch, error) {
 	if p, ok := inside[regs.RIP]; ok {
 		found[p] = true
 	}
-	ram := m.RAM().Bytes()
+	ram := m.RAM().Populated() // zero above
 	for i := 0; i+8 <= len(ram); i += 8 {
 		if w := binary.LittleEndian.Uint64(ram[i:]); w >= lo && w < hi {
 			if p, ok := inside[w]; ok {

@@ -153,7 +153,7 @@ func TestThreadInsideKeepsInt3(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	ram := m.RAM()
-	before := slices.Clone(ram.Bytes())
+	before := slices.Clone(ram.Mapping())
 	saved := uint64(abi.UserBase - 8) // a word of the kernel's, as a preempted thread's saved RIP
 	require.NoError(t, ram.PutUint64(saved, lock.Displaced[0].Addr))
 
@@ -172,5 +172,5 @@ func TestThreadInsideKeepsInt3(t *testing.T) {
 
 	require.NoError(t, ram.PutUint64(saved, 0))
 	require.NoError(t, ps.remove(ram))
-	require.True(t, bytes.Equal(before, ram.Bytes()), "remove left bytes changed")
+	require.True(t, bytes.Equal(before, ram.Mapping()), "remove left bytes changed")
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/reprise-vm/reprise/probes"
 	"github.com/reprise-vm/reprise/tape"
 	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/memory"
 )
 
 // Options describe a replay.
@@ -247,7 +248,7 @@ func Replay(ctx context.Context, o Options) (*Result, error) {
 	r.OnHost(o.OnHost)
 	m, err := vmm.New(vmm.Config{
 		Image: img, Cmdline: h.Cmdline, MemBytes: h.MemBytes, TimerHz: h.TimerHz,
-		Console: o.Console, KVMPath: o.KVMPath,
+		Console: o.Console, KVMPath: o.KVMPath, RAMHashing: ramHashing(h),
 		Engine: eng, Scripted: true, Kernel: kernel, VCPUAffinity: affinity, CPUID: cpuidOf(h), Disk: disk,
 		Net: recordedNet(h), Tap: eng.tap(o.OnFrame),
 	})
@@ -452,4 +453,13 @@ func recordedNet(h *tape.Header) *vmm.NetConfig {
 		return nil
 	}
 	return &vmm.NetConfig{}
+}
+
+// ramHashing is what of RAM the tape's recorder hashed (at the end, in
+// checkpoints).
+func ramHashing(h *tape.Header) memory.Hashing {
+	if tape.HashesRAMPages(h.Version) {
+		return memory.HashPages
+	}
+	return memory.HashBytes
 }

@@ -24,7 +24,7 @@
 // first bytes differ from the magic is a *CorruptError at offset 0 that
 // wraps ErrNotTape.
 //
-// # Format (version 6, stable; versions 1 to 5 are still read)
+// # Format (version 9, stable; versions 1 to 8 are still read)
 //
 // All integers are little-endian; CRCs are CRC32C (Castagnoli).
 //
@@ -115,7 +115,9 @@
 //	  len uvarint, data [len]     the same for net-rx and net-tx (len ≤ 65535)
 //	  end                         kind = end:
 //	    reason (uvarint len ≤ 64, bytes), status uvarint,
-//	    fault (uvarint len ≤ 64 KiB, bytes), ram hash [32],
+//	    fault (uvarint len ≤ 64 KiB, bytes), ram hash [32] (SHA-256
+//	    of RAM's nonzero 4 KiB pages, each as its address u64 and its
+//	    bytes, then RAM's size u64; before version 9 of every byte),
 //	    console hash [32], console bytes uvarint
 //	  fact                        kind = file (since version 5), ≤ 8 MiB:
 //	    op u8 (1 stat, 2 list, 3 read),

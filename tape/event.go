@@ -90,7 +90,7 @@ type End struct {
 	Reason       string   // EndExited, EndFault or EndInterrupted
 	Status       uint32   // guest exit status ("exited")
 	Fault        string   // fault report ("fault")
-	RAMHash      [32]byte // SHA-256 of guest RAM at the end
+	RAMHash      [32]byte // SHA-256 of guest RAM at the end (of its nonzero pages since version 9: HashesRAMPages)
 	ConsoleHash  [32]byte // SHA-256 of all console output
 	ConsoleBytes uint64
 }

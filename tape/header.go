@@ -35,11 +35,18 @@ import (
 //	8  an event's register digest at a stop where a checkpoint settled
 //	   the vCPU is of the registers as the exit left them
 //	   (vmm.Machine.EventDigest); before, of the settled ones
-const FormatVersion = 8
+//	9  the end's RAM hash (and a checkpoint file's) is of RAM's nonzero
+//	   pages with their addresses, then RAM's size (memory.HashPages);
+//	   before, of every byte of RAM
+const FormatVersion = 9
 
 // DigestsExitRegs reports whether a tape of version v sums an event's
 // registers as the exit left them (vmm.Machine.EventDigest).
 func DigestsExitRegs(v int) bool { return v >= 8 }
+
+// HashesRAMPages reports whether a tape of version v hashes RAM by its
+// nonzero pages (memory.HashPages) rather than every byte.
+func HashesRAMPages(v int) bool { return v >= 9 }
 
 // PositionSource names how asynchronous events are positioned
 // (docs/architecture.md, "Position sources").

@@ -110,7 +110,7 @@ func TestSummarizeLinux(t *testing.T) {
 	s.Print(&out)
 	t.Logf("\n%s", out.String())
 	for _, kv := range [][2]string{
-		{"format", "reprise tape, version 8"},
+		{"format", "reprise tape, version 9"},
 		{"user", "uid 1001, gid 1002"},
 		{"root", "/srv/roots/debian"},
 		{"mount", "/home/u/data at /data"},

@@ -11,8 +11,8 @@ import (
 	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
-// New creates the VM, maps and prefaults RAM, loads the image, builds the
-// long-mode tables and puts the vCPU at the image's entry point.
+// New creates the VM, maps RAM, loads the image, builds the long-mode
+// tables and puts the vCPU at the image's entry point.
 func New(cfg Config) (*Machine, error) {
 	if err := cfg.complete(); err != nil {
 		return nil, err
@@ -71,6 +71,8 @@ func (m *Machine) init() (err error) {
 // loadKit lays out a guest that brings its own kernel: its image, the
 // long-mode tables and the boot info.
 func (m *Machine) loadKit() error {
+	// A kit kernel takes what RAM it likes, from the moment it starts.
+	m.ram.Reach(m.ram.Size())
 	if err := m.loadImage(); err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func (m *Machine) initVCPU() error {
 }
 
 // mapRAM gives the VM guest RAM as memory slot 0.
-func (m *Machine) mapRAM() error { return m.vm.SetMemoryRegion(0, m.ramFlags(), 0, m.ram.Bytes()) }
+func (m *Machine) mapRAM() error { return m.vm.SetMemoryRegion(0, m.ramFlags(), 0, m.ram.Mapping()) }
 
 // ramFlags are slot 0's flags: dirty logging if asked for.
 func (m *Machine) ramFlags() uint32 {

@@ -10,6 +10,7 @@ import (
 	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/kvm"
+	"github.com/reprise-vm/reprise/vmm/memory"
 	"github.com/reprise-vm/reprise/vmm/netback"
 )
 
@@ -33,6 +34,10 @@ type Config struct {
 	KVMPath string
 	// TrackDirty turns on KVM dirty-page logging for guest RAM.
 	TrackDirty bool
+	// RAMHashing is what of RAM its hashes (an end's, a checkpoint's)
+	// take in: HashPages for a new recording, what the tape's format
+	// version had for a replay.
+	RAMHashing memory.Hashing
 
 	// Kernel, if set, is the guest's operating system, played by the VMM
 	// (package linux); Image is then optional, for symbols only.

@@ -282,9 +282,12 @@ func (c *consoleTail) restore(s ConsoleState) error {
 
 // HashRAM is the SHA-256 of guest RAM as an end's hash takes it — with no
 // branch-counter target nor register-counter placement, which every run
-// sets where its own next stop is — leaving both as they were.
+// sets where its own next stop is — leaving both as they were. What of
+// RAM it takes in is the machine's Config.RAMHashing.
 func (m *Machine) HashRAM() (sum [32]byte, err error) {
-	err = m.withNeutralRAM(func(ram []byte) { sum = sha256.Sum256(ram) })
+	h := sha256.New()
+	err = m.withNeutralRAM(func() { m.ram.Hash(h, m.cfg.RAMHashing) })
+	h.Sum(sum[:0])
 	return sum, err
 }
 
@@ -292,13 +295,14 @@ func (m *Machine) HashRAM() (sum [32]byte, err error) {
 // RAM against the same RAM elsewhere (a checkpoint restored) that costs a
 // tenth of SHA-256's time.
 func (m *Machine) RAMSum() (sum uint64, err error) {
-	err = m.withNeutralRAM(func(ram []byte) { sum = xxhash.Sum64(ram) })
-	return sum, err
+	h := xxhash.New()
+	err = m.withNeutralRAM(func() { m.ram.Hash(h, m.cfg.RAMHashing) })
+	return h.Sum64(), err
 }
 
 // withNeutralRAM calls f with RAM holding neither the branch-counter
 // target nor the register-counter placement, and puts both back after.
-func (m *Machine) withNeutralRAM(f func(ram []byte)) error {
+func (m *Machine) withNeutralRAM(f func()) error {
 	own := [...]struct{ off, neutral uint64 }{{abi.SWBCTargetOff, NoBranchTarget}, {abi.SWBCArmedOff, 0}}
 	var saved [len(own)]uint64
 	for i, o := range own {
@@ -311,7 +315,7 @@ func (m *Machine) withNeutralRAM(f func(ram []byte)) error {
 			return err
 		}
 	}
-	f(m.ram.Bytes())
+	f()
 	for i, o := range own {
 		if err := m.ram.PutUint64(o.off, saved[i]); err != nil {
 			return err

@@ -113,6 +113,7 @@ func (f *Frames) alloc() (uint64, error) {
 	}
 	pa := f.next
 	f.next += PageSize
+	f.ram.Reach(f.next) // the program may write it before the VMM does
 	return pa, nil
 }
 

@@ -92,8 +92,10 @@ func (s *SavedFrames) InUse(pa uint64) bool {
 }
 
 // RestoreFrames is the allocator of a checked SavedFrames, over the
-// restored ram.
+// restored ram, populated up to the frames' end: the program may write any
+// frame handed out, the VMM having written it or not.
 func RestoreFrames(ram *memory.RAM, forget func() error, s *SavedFrames) *Frames {
+	ram.Reach(s.Next)
 	f := NewFrames(ram, forget)
 	f.next, f.free = s.Next, slices.Clone(s.Free)
 	f.retired, f.settled = slices.Clone(s.Retired), s.Settled

@@ -154,7 +154,6 @@ func RestoreSpace(fr *Frames, s *SavedSpace, pid int, data func(node int) []byte
 // named, by these offsets: a mapping that misplaces its file would put
 // them where the program never runs.
 func (as *Space) CheckCode() error {
-	ram := as.ram.Bytes()
 	for _, m := range as.files.list {
 		if !m.Exec {
 			continue
@@ -167,7 +166,10 @@ func (as *Space) CheckCode() error {
 			if !ok || as.ProtAt(va)&ProtWrite != 0 {
 				continue // the program may have written its own code there
 			}
-			got := ram[pa : pa+PageSize]
+			got, err := as.ram.Slice(pa, PageSize)
+			if err != nil {
+				return err
+			}
 			at := m.Offset + (va - m.Start)
 			if at+PageSize <= uint64(len(m.data)) && bytes.Equal(got, m.data[at:at+PageSize]) {
 				continue // most pages: the file's, unpatched

@@ -9,3 +9,7 @@ func SetHostAvailable(avail uint64) (restore func()) {
 
 // HostAvailable is the real reading New uses.
 func HostAvailable() (uint64, bool) { return memAvailable() }
+
+// TouchOnly has r populate pages by touching them, as on a host kernel
+// without MADV_POPULATE_WRITE.
+func TouchOnly(r *RAM) { r.populate = touch }

@@ -37,8 +37,8 @@ func TestNewSizes(t *testing.T) {
 	for _, size := range []uint64{2 * mib, 8 * mib} {
 		ram := newRAM(t, size)
 		require.Equal(t, size, ram.Size())
-		require.Len(t, ram.Bytes(), int(size))
-		require.Zero(t, ram.Bytes()[size-1], "fresh RAM is zero")
+		require.Len(t, ram.Mapping(), int(size))
+		require.Zero(t, ram.Mapping()[size-1], "fresh RAM is zero")
 	}
 }
 
@@ -61,8 +61,8 @@ func TestNewRefusesAboveLimitWithoutMapping(t *testing.T) {
 	require.Less(t, maxRSS(t)-before, uint64(64*mib), "nothing was touched")
 }
 
-// A size the host does not have is refused the same way: guest RAM is
-// touched up front, so it would push the host out of memory.
+// A size the host does not have is refused the same way: a guest may touch
+// all its RAM, so it would push the host out of memory.
 func TestNewRefusesMoreThanTheHostHas(t *testing.T) {
 	avail, ok := memory.HostAvailable()
 	require.True(t, ok, "MemAvailable readable in /proc/meminfo")
@@ -124,7 +124,7 @@ func TestReadWriteUint64(t *testing.T) {
 	got := make([]byte, 3)
 	require.NoError(t, ram.Read(size-3, got))
 	require.Equal(t, []byte{1, 2, 3}, got)
-	require.Equal(t, []byte{1, 2, 3}, ram.Bytes()[size-3:])
+	require.Equal(t, []byte{1, 2, 3}, ram.Mapping()[size-3:])
 
 	require.ErrorAs(t, ram.Write(size-2, []byte{1, 2, 3}), &re)
 	require.ErrorAs(t, ram.Read(size-2, got), &re)
@@ -136,7 +136,7 @@ func TestReadWriteUint64(t *testing.T) {
 	v, err := ram.Uint64(size - 8)
 	require.NoError(t, err)
 	require.Equal(t, uint64(0x0102030405060708), v)
-	require.Equal(t, byte(0x08), ram.Bytes()[size-8], "little-endian")
+	require.Equal(t, byte(0x08), ram.Mapping()[size-8], "little-endian")
 
 	for _, gpa := range []uint64{size - 7, size, math.MaxUint64 - 7, math.MaxUint64} {
 		_, err := ram.Uint64(gpa)
@@ -181,7 +181,7 @@ func FuzzSlice(f *testing.F) {
 		if err != nil || uint64(len(s)) != n || uint64(cap(s)) != n {
 			t.Fatalf("Slice(%#x, %#x) = len %d cap %d, %v", gpa, n, len(s), cap(s), err)
 		}
-		if n > 0 && &s[0] != &ram.Bytes()[gpa] {
+		if n > 0 && &s[0] != &ram.Mapping()[gpa] {
 			t.Fatalf("Slice(%#x, %#x) does not alias RAM at gpa", gpa, n)
 		}
 	})

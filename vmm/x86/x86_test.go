@@ -368,7 +368,7 @@ func TestCounterRegionMaps(t *testing.T) {
 	}
 	_, err := x86.Walk(ram, abi.PML4, abi.CounterBase+abi.CounterSpan)
 	require.ErrorIs(t, err, x86.ErrNotMapped, "past the region")
-	tables := ram.Bytes()[abi.CounterTables:abi.CounterZero]
+	tables := ram.Mapping()[abi.CounterTables:abi.CounterZero]
 	for i := 0; i < len(tables); i += 8 {
 		require.NotZero(t, tables[i]&x86.PTEAccessed, "entry at %#x", abi.CounterTables+i)
 	}
