@@ -5,15 +5,17 @@
 # revision and the ratio B/A. For a reshaping that must not change speed,
 # or a change that claims to.
 #
-#   bench/compare.sh [--rounds N] REV_A [REV_B]
+#   bench/compare.sh [--rounds N] [--only "NAME ..."] REV_A [REV_B]
 #
 # REV_B defaults to the working tree. Needs busybox-static and musl-gcc.
 set -u
 rounds=7
+only=
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--rounds) rounds=$2; shift 2 ;;
-	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+	--only) only=$2; shift 2 ;;
+	-h|--help) sed -n '2,10p' "$0"; exit 0 ;;
 	*) break ;;
 	esac
 done
@@ -43,7 +45,10 @@ head -c $((8 << 20)) /dev/urandom >"$work/big"
 loop='i=0; while [ $i -lt 300 ]; do echo x$i > '"$work"'/t/f; cat '"$work"'/t/f >/dev/null; i=$((i+1)); done'
 
 # The workloads: w_NAME REV_DIR runs one with REV_DIR/reprise.
-names=(fork-exec-300 sort-300k gzip-8M getpid+pread record-fork-exec replay-fork-exec)
+names=(true true-1G fork-exec-300 sort-300k gzip-8M getpid+pread record-fork-exec replay-fork-exec)
+[[ -n $only ]] && read -ra names <<<"$only"
+w_true() { "$1/reprise" run -- "$bb" true; }
+w_true-1G() { "$1/reprise" run --mem 1G -- /bin/true; }
 w_fork-exec-300() { "$1/reprise" run --file "$work/t" -- "$bb" sh -c "$loop"; }
 w_sort-300k() { "$1/reprise" run -- "$bb" sh -c "$bb seq 1 300000 | $bb sort -rn | $bb md5sum"; }
 w_gzip-8M() { "$1/reprise" run --file "$work/big" -- "$bb" gzip -c "$work/big"; }

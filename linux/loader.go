@@ -49,6 +49,9 @@ type executable struct {
 	span    uint64    // the bytes its segments cover from base
 	text    [2]uint64 // its .text section in memory, [start, end)
 	funcs   []uint64  // the functions its symbol table places in .text, sorted
+	// textBytes are the file's bytes loaded at text, where one segment
+	// alone loaded them (nil otherwise: read them from memory).
+	textBytes []byte
 	// interpBase is where the loader was put (AT_BASE; 0: static).
 	interpBase uint64
 }
@@ -87,9 +90,10 @@ func load(as *mm.Space, path string, raw []byte, base uint64) (*executable, erro
 		base = 0
 	}
 	x.base = base
-	if t := f.Section(".text"); t != nil {
-		x.text = [2]uint64{base + t.Addr, base + t.Addr + t.Size}
-		x.funcs = functions(f, t, base)
+	text := f.Section(".text")
+	if text != nil {
+		x.text = [2]uint64{base + text.Addr, base + text.Addr + text.Size}
+		x.funcs = functions(f, text, base)
 	}
 	if x.interp, err = interpreter(f); err != nil {
 		return nil, err
@@ -129,10 +133,33 @@ func load(as *mm.Space, path string, raw []byte, base uint64) (*executable, erro
 			x.phdr = start + off - p.Off // the headers are in this segment
 		}
 	}
+	if text != nil {
+		x.textBytes = loadedFrom(loads, raw, text)
+	}
 	x.entry = base + f.Entry
 	x.phnum = len(f.Progs)
 	x.span = x.brk - base
 	return x, nil
+}
+
+// loadedFrom is the part of raw that segments loads put at section s's
+// addresses — when one segment's file part holds all of s and no other
+// segment reaches into it (a hostile file may overlap them) — or nil.
+func loadedFrom(loads []*elf.Prog, raw []byte, s *elf.Section) []byte {
+	var from *elf.Prog
+	for _, p := range loads {
+		if p.Vaddr < s.Addr+s.Size && s.Addr < p.Vaddr+p.Memsz {
+			if from != nil {
+				return nil
+			}
+			from = p
+		}
+	}
+	if from == nil || s.Addr < from.Vaddr || s.Addr+s.Size > from.Vaddr+from.Filesz || s.Addr+s.Size < s.Addr {
+		return nil
+	}
+	off := from.Off + s.Addr - from.Vaddr
+	return raw[off : off+s.Size : off+s.Size]
 }
 
 // maxFunctions bounds the symbols read from an executable.
