@@ -87,7 +87,7 @@ type End struct {
 	Reason       string   // EndExited, EndFault or EndInterrupted
 	Status       uint32   // guest exit status (EndExited)
 	Fault        string   // fault report (EndFault)
-	RAMHash      [32]byte // SHA-256 of guest RAM at the end
+	RAMHash      [32]byte // SHA-256 of guest RAM at the end, as Config.RAMHashing says
 	ConsoleHash  [32]byte // SHA-256 of all console output
 	ConsoleBytes uint64
 }

@@ -729,7 +729,11 @@ continue
 			require.NotContains(t, out, "Ignoring packet error", "gdb waited for a seek's answer without news")
 			require.Contains(t, out, "total -1 (want 5050)")
 			require.Contains(t, out, "reprise: replay matched: ")
-			require.Equal(t, out, debugScript(t, dir, tp, script), "a second session")
+			// Which checkpoints a session takes, and so where its replays
+			// start and how many exits the last one makes, the host's
+			// timing decides (KeepCheckpoint); the rest is the same.
+			timed := regexp.MustCompile(`(?m)^machine checkpoints: .*$|, \d+ exits`)
+			require.Equal(t, timed.ReplaceAllString(out, ""), timed.ReplaceAllString(debugScript(t, dir, tp, script), ""), "a second session")
 		})
 	}
 }
