@@ -63,5 +63,8 @@ package linux
 // a host address was ENETUNREACH); UDP and AF_UNIX datagrams by address
 // (UDP was EAFNOSUPPORT; an unnamed AF_UNIX sender's address had 2
 // bytes, now none); per-process credentials (set*id to other ids was
-// EPERM even for root; kill now checks permission).
-const Version = 9
+// EPERM even for root; kill now checks permission). 10: the stack's
+// pages, and those of an anonymous mapping made with MAP_STACK or
+// MAP_GROWSDOWN (a thread's stack), get frames when first touched (a
+// fault, an exit, each), not all when mapped.
+const Version = 10

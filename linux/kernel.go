@@ -541,6 +541,18 @@ func (k *Kernel) trap() error {
 	}
 	persisted := vector == 14 && k.stale == staleAt{frame[2], c.SyncedSregs().CR2}
 	k.stale = staleAt{}
+	// A user access to a page of a lazy range (the stack) that has no
+	// frame yet: give it one; the stub's IRETQ runs the access again.
+	if cr2 := c.SyncedSregs().CR2; vector == 14 && frame[1]&(pfPresent|pfUser) == pfUser {
+		switch ok, err := k.proc().as.FaultIn(cr2 &^ pageMask); {
+		case errors.Is(err, mm.ErrNoMemory):
+			return k.killProcess(k.proc(), uint64(unix.SIGSEGV)) // no frame to give
+		case err != nil:
+			return err
+		case ok:
+			return nil
+		}
+	}
 	// A user write to a present copy-on-write page: copy it, retry.
 	if cr2 := c.SyncedSregs().CR2; vector == 14 && frame[1]&(pfPresent|pfWrite|pfUser) == pfPresent|pfWrite|pfUser {
 		if as := k.proc().as; as.COW(cr2 &^ pageMask) {

@@ -22,7 +22,7 @@ const (
 
 	// Virtual addresses of a process (those of Linux without ASLR).
 	userTop     = mm.MaxUserAddr // the stack's top
-	stackSize   = 8 << 20        // mapped up front: there is no demand paging
+	stackSize   = 8 << 20        // its pages get frames as they are touched (mm.MapLazy)
 	mmapTop     = mm.MmapTop     // mmap hands out addresses downwards from here
 	pieBase     = 0x555555554000 // where a position-independent executable is loaded
 	maxUserAddr = mm.MaxUserAddr

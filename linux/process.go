@@ -74,7 +74,7 @@ func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv
 			return 0, 0, err
 		}
 	}
-	if err := as.Map(userTop-stackSize, userTop, mm.ProtRead|mm.ProtWrite); err != nil {
+	if err := as.MapLazy(userTop-stackSize, userTop, mm.ProtRead|mm.ProtWrite); err != nil {
 		return 0, 0, fmt.Errorf("linux: stack: %w", err)
 	}
 	stack := &initialStack{execfn: execfn, argv: argv, envp: envp, random: k.random(p),

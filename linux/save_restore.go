@@ -45,7 +45,8 @@ import (
 // 9: a datagram socket's senders and default destination.
 // 10: the system call a thread is in, and whether its SYSCALL issues a
 // blocked call again (a debugger's syscall stops).
-const stateVersion = 10
+// 11: a range whose pages get frames when touched (VMA.Lazy).
+const stateVersion = 11
 
 type savedKernel struct {
 	Version int

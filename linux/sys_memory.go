@@ -114,6 +114,12 @@ func sysMmap(t *thread, a args) (uint64, error) {
 		if err := t.proc.as.MapShared(addr, addr+length, p, t.k.fr.NewObject(nil, nil), 0); err != nil {
 			return 0, memErr(err)
 		}
+	case file == nil && flags&(unix.MAP_STACK|unix.MAP_GROWSDOWN) != 0:
+		// A thread's stack (glibc asks for 8 MiB): its pages get
+		// frames as the thread touches them, as the main stack's do.
+		if err := t.proc.as.MapLazy(addr, addr+length, p); err != nil {
+			return 0, memErr(err)
+		}
 	default:
 		if err := t.proc.as.Map(addr, addr+length, p); err != nil {
 			return 0, memErr(err)
@@ -249,9 +255,9 @@ func sysMsync(t *thread, a args) (uint64, error) {
 const maxMincore = 1 << 20
 
 // sysMincore says which pages of a mapped range are in memory: those with
-// a frame (every accessible page has one from the moment it is mapped; a
-// PROT_NONE page never accessible has none). ENOMEM for a range not
-// mapped.
+// a frame (every accessible page has one from the moment it is mapped but
+// the stack's untouched ones; a PROT_NONE page never accessible has none).
+// ENOMEM for a range not mapped.
 func sysMincore(t *thread, a args) (uint64, error) {
 	start := a[0]
 	if start&pageMask != 0 {

@@ -10,11 +10,22 @@ import "encoding/binary"
 func (as *Space) access(va uint64, b []byte, write bool) error {
 	for len(b) > 0 {
 		page := va &^ PageMask
+		n := min(uint64(len(b)), PageSize-(va&PageMask))
 		pa, ok := as.pages[page]
+		if !ok && va >= MinUserAddr && as.allows(page, write) && as.lazyAt(page) != nil {
+			if !write { // untouched: zeros, and it stays untouched
+				clear(b[:n])
+				b, va = b[n:], va+n
+				continue
+			}
+			if _, err := as.FaultIn(page); err != nil {
+				return err
+			}
+			pa, ok = as.pages[page]
+		}
 		if !ok || va < MinUserAddr || !as.allows(page, write) {
 			return ErrFault
 		}
-		n := min(uint64(len(b)), PageSize-(va&PageMask))
 		if write && as.cow[page] {
 			if err := as.breakCOW(page); err != nil {
 				return err
@@ -85,6 +96,9 @@ func (as *Space) ReadString(va uint64, max int) (string, error) {
 // a program's pages (its code, its initial stack).
 func (as *Space) Load(va uint64, b []byte) error {
 	for len(b) > 0 {
+		if _, err := as.FaultIn(va &^ PageMask); err != nil {
+			return err
+		}
 		pa, ok := as.pages[va&^PageMask]
 		if !ok {
 			return ErrFault

@@ -16,6 +16,13 @@ func (as *Space) Map(start, end uint64, p Prot) error {
 	return as.setRange(VMA{Start: start, End: end, Prot: p}, mapLimit)
 }
 
+// MapLazy maps [start, end) with p as Map does, but a page gets its frame
+// when first touched (FaultIn): a stack of 8 MiB of which a program uses
+// a few pages.
+func (as *Space) MapLazy(start, end uint64, p Prot) error {
+	return as.setRange(VMA{Start: start, End: end, Prot: p, Lazy: true}, mapLimit)
+}
+
 // setRange records v (within limit's count of ranges) and gives its pages
 // their protection, undoing the first if the second falls short of
 // frames.
@@ -54,9 +61,10 @@ func (as *Space) protectPages(start, end uint64, p Prot) error {
 		}
 		return nil
 	}
-	// Every page needs a frame: refuse what RAM cannot hold before
-	// taking any (the range is the program's to choose).
-	if (end-start)/PageSize-uint64(len(present))+tablesForRange(start, end) > as.fr.available() {
+	// Every page needs a frame, but a lazy range's untouched ones: refuse
+	// what RAM cannot hold before taking any (the range is the program's
+	// to choose).
+	if (end-start)/PageSize-uint64(len(present))-as.untouched(start, end, present)+tablesForRange(start, end) > as.fr.available() {
 		return ErrNoMemory
 	}
 	if p&ProtWrite != 0 {
@@ -68,9 +76,16 @@ func (as *Space) protectPages(start, end uint64, p Prot) error {
 			}
 		}
 	}
+	var v *VMA // va's, found again as va leaves it
 	for va := start; va < end; va += PageSize {
 		pa, ok := as.pages[va]
 		if !ok {
+			if v == nil || va >= v.End {
+				v = as.vmaAt(va)
+			}
+			if v != nil && v.Lazy {
+				continue // its frame comes when it is touched
+			}
 			var err error
 			if pa, err = as.newPage(va); err != nil {
 				return err
@@ -101,6 +116,24 @@ func (as *Space) newPage(va uint64) (uint64, error) {
 	}
 	as.fr.share(pa)
 	return pa, nil
+}
+
+// untouched counts the pages of [start, end) in lazy ranges that have no
+// frame; present are the range's pages that have one, in order.
+func (as *Space) untouched(start, end uint64, present []uint64) uint64 {
+	var n uint64
+	list := as.vmas.list
+	for k := sort.Search(len(list), func(k int) bool { return list[k].End > start }); k < len(list) && list[k].Start < end; k++ {
+		v := list[k]
+		lo, hi := max(v.Start, start), min(v.End, end)
+		if !v.Lazy {
+			continue
+		}
+		i, _ := slices.BinarySearch(present, lo)
+		j, _ := slices.BinarySearch(present, hi)
+		n += (hi-lo)/PageSize - uint64(j-i)
+	}
+	return n
 }
 
 // present are the mapped pages of [start, end), in order, found without

@@ -12,7 +12,8 @@ import (
 // walks, which the VMM alone writes (tables.go), the ranges mapped in them
 // (mmap.go), the frames a fork shares until written (cow.go) and the file
 // mappings (mapping.go). Every accessible page has a frame from the moment
-// it is mapped.
+// it is mapped, but a lazy range's, which get theirs when touched
+// (lazy.go).
 type Space struct {
 	ram    *memory.RAM
 	fr     *Frames

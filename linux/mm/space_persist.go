@@ -28,6 +28,7 @@ type SavedVMA struct {
 	Prot       uint8
 	Obj        int // the shared object's ID, 0 if private
 	Page       uint64
+	Lazy       bool
 }
 
 // SavedMapping is a file mapping. Its contents are node Node's (an index
@@ -47,7 +48,7 @@ func (as *Space) Save(node func(data []byte) int) *SavedSpace {
 	s := &SavedSpace{Root: as.root, Fresh: slices.Sorted(maps.Keys(as.fresh)), Pages: maps.Clone(as.pages),
 		Tables: slices.Clone(as.tables), TSCSites: maps.Clone(as.sites), COW: slices.Sorted(maps.Keys(as.cow))}
 	for _, v := range as.vmas.list {
-		sv := SavedVMA{Start: v.Start, End: v.End, Prot: uint8(v.Prot)}
+		sv := SavedVMA{Start: v.Start, End: v.End, Prot: uint8(v.Prot), Lazy: v.Lazy}
 		if v.Obj != nil {
 			sv.Obj, sv.Page = v.Obj.ID, v.Page
 		}
@@ -105,8 +106,8 @@ func (s *SavedSpace) Check(l Limits) error {
 		if v.Start < end || v.End <= v.Start || v.Start%PageSize != 0 || v.End%PageSize != 0 || v.End > MaxUserAddr {
 			return fmt.Errorf("range [%#x, %#x) after %#x", v.Start, v.End, end)
 		}
-		if v.Obj != 0 && (!l.Frames.object(v.Obj) || v.Page > maxObjectPage-(v.End-v.Start)/PageSize) {
-			return fmt.Errorf("range [%#x, %#x) maps page %d of shared object %d", v.Start, v.End, v.Page, v.Obj)
+		if v.Obj != 0 && (v.Lazy || !l.Frames.object(v.Obj) || v.Page > maxObjectPage-(v.End-v.Start)/PageSize) {
+			return fmt.Errorf("range [%#x, %#x) maps page %d of shared object %d (lazy: %t)", v.Start, v.End, v.Page, v.Obj, v.Lazy)
 		}
 		end = v.End
 	}
@@ -135,7 +136,7 @@ func RestoreSpace(fr *Frames, s *SavedSpace, pid int, data func(node int) []byte
 		as.cow[va] = true
 	}
 	for _, v := range s.VMAs {
-		as.vmas.list = append(as.vmas.list, VMA{Start: v.Start, End: v.End, Prot: Prot(v.Prot), Obj: fr.objects[v.Obj], Page: v.Page})
+		as.vmas.list = append(as.vmas.list, VMA{Start: v.Start, End: v.End, Prot: Prot(v.Prot), Obj: fr.objects[v.Obj], Page: v.Page, Lazy: v.Lazy})
 	}
 	for _, m := range s.Files {
 		d := m.Data

@@ -16,6 +16,9 @@ type VMA struct {
 	Prot       Prot
 	Obj        *Object // the shared object it maps, nil if private
 	Page       uint64  // the object's page at Start
+	// Lazy: a page gets its frame when first touched, not when mapped
+	// (MapLazy; private only).
+	Lazy bool
 }
 
 func (v VMA) Bounds() (start, end uint64) { return v.Start, v.End }
@@ -32,7 +35,7 @@ func (v VMA) Respan(start, end uint64) VMA {
 // merges anonymous mappings; shared ones if they map one object's pages
 // in a row.
 func (v VMA) Joins(next VMA) bool {
-	return v.End == next.Start && v.Prot == next.Prot && v.Obj == next.Obj &&
+	return v.End == next.Start && v.Prot == next.Prot && v.Obj == next.Obj && v.Lazy == next.Lazy &&
 		(v.Obj == nil || next.Page == v.Page+(v.End-v.Start)/PageSize)
 }
 
