@@ -275,6 +275,13 @@ func TestPack(t *testing.T) {
 	require.Empty(t, opened)
 	require.Equal(t, out.Bytes(), again.Bytes())
 
+	// A tape of an older format is not rewritten in this one, where its
+	// RAM hash would mean something else.
+	old, err := os.ReadFile(filepath.Join("testdata", "v8.tape"))
+	require.NoError(t, err)
+	open, _ = tapeOpener(old)
+	require.ErrorContains(t, Pack(open, &bytes.Buffer{}, openHost), "tape: packing a format version 8 tape: packing writes version 9")
+
 	// A host file that changed is refused by name: its contents, then its size.
 	require.NoError(t, os.WriteFile(dataPath, []byte("SOME DATA\n"), 0o644))
 	open, _ = tapeOpener(tape)

@@ -155,6 +155,11 @@ func filesRead(r *Reader) ([]File, map[fileKey]bool, error) {
 		return nil, nil, errors.New("tape: only a Linux program's tape has files to pack")
 	case h.Version < 5:
 		return nil, nil, fmt.Errorf("tape: packing: a version %d tape names the files its program saw in its header, not as it read them; record the program again", h.Version)
+	case h.Version != FormatVersion:
+		// The copy is written in this format, which would read an older
+		// tape's hashes and digests as meaning something else
+		// (HashesRAMPages, DigestsExitRegs).
+		return nil, nil, fmt.Errorf("tape: packing a format version %d tape: packing writes version %d, in which its RAM hash and register digests would mean something else; pack it with the reprise that recorded it", h.Version, FormatVersion)
 	}
 	files := slices.Clone(h.Linux.Files)
 	listed := make(map[fileKey]bool, len(files))
