@@ -59,6 +59,13 @@ func (p linuxProgram) native(tb testing.TB, hostArgv []string, pinned bool) time
 // live runs the program under the personality without recording.
 func (p linuxProgram) live(tb testing.TB, console io.Writer) time.Duration {
 	tb.Helper()
+	d, _, _ := p.liveStats(tb, console)
+	return d
+}
+
+// liveStats is live, with what the machine and the personality counted.
+func (p linuxProgram) liveStats(tb testing.TB, console io.Writer) (time.Duration, vmm.Stats, linux.Stats) {
+	tb.Helper()
 	t0 := time.Now()
 	k, err := linux.New(p.program(tb))
 	if err != nil {
@@ -73,7 +80,7 @@ func (p linuxProgram) live(tb testing.TB, console io.Writer) time.Duration {
 	if err != nil || res.Status != 0 {
 		tb.Fatalf("%s live: status %v, %v", p.name, res, err)
 	}
-	return time.Since(t0)
+	return time.Since(t0), res.Stats, k.Stats()
 }
 
 // record records the program to path and returns the time and tape size.
@@ -192,7 +199,10 @@ func BenchmarkLinuxPrograms(b *testing.B) {
 
 // BenchmarkLinuxSyscall times system-call round trips inside a program —
 // getpid and a 4 KiB pread — natively and under reprise, with the
-// program's own clock.
+// program's own clock, and splits reprise's: the VMM's own time on each
+// call (exit to return, Stats.Served), its time per exit in all (the vCPU
+// loop's bookkeeping too), and the exit floor (a KVM_RUN's stay in the
+// getpid-bound run: the guest's loop is a few instructions of it).
 func BenchmarkLinuxSyscall(b *testing.B) {
 	kvmtest.Require(b)
 	kvmtest.RequireTools(b, "musl-gcc")
@@ -214,7 +224,7 @@ func BenchmarkLinuxSyscall(b *testing.B) {
 		p, _ := strconv.ParseFloat(m[2], 64)
 		return g, p
 	}
-	var ng, np, rg, rp float64
+	var ng, np, rg, rp, vg, vp, vexit, floor float64
 	for i := 0; i < b.N; i++ {
 		out, err := exec.Command(bin, file).Output()
 		if err != nil {
@@ -224,11 +234,19 @@ func BenchmarkLinuxSyscall(b *testing.B) {
 		ng, np = ng+g, np+p
 		var console bytes.Buffer
 		prog := linuxProgram{"syscalls", []string{bin, "/data/f"}, []linux.Mount{{Guest: "/data/f", Host: file}}}
-		prog.live(b, &console)
+		_, ms, ks := prog.liveStats(b, &console)
 		g, p = parse(console.String())
 		rg, rp = rg+g, rp+p
+		vg += float64(ks.Served["getpid"].Each())
+		vp += float64(ks.Served["pread64"].Each())
+		vexit += float64(ms.VMMPerExit())
+		floor += float64(ms.InGuest) / float64(max(ms.Entries, 1))
 	}
 	n := float64(b.N)
+	b.ReportMetric(vg/n, "vmm-getpid-ns")
+	b.ReportMetric(vp/n, "vmm-pread4k-ns")
+	b.ReportMetric(vexit/n, "vmm-per-exit-ns")
+	b.ReportMetric(floor/n, "kvm-run-per-entry-ns")
 	b.ReportMetric(ng/n, "native-getpid-ns")
 	b.ReportMetric(rg/n, "reprise-getpid-ns")
 	b.ReportMetric(np/n, "native-pread4k-ns")

@@ -735,6 +735,13 @@ func (k *Kernel) exited() error {
 	if !watched {
 		return nil
 	}
+	return k.tellExited(t, regs, returned)
+}
+
+// tellExited is exited's telling, apart so that the Break's registers
+// are allocated only when there is a watcher to tell: exited runs at
+// every system call's exit.
+func (k *Kernel) tellExited(t *thread, regs kvm.Regs, returned bool) error {
 	armed := k.bp.stepping[t.tid] // armed before: by the int3 after its system call
 	news, ended := t.news, k.bp.ended
 	t.news, k.bp.ended = procNews{}, nil

@@ -9,10 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -85,12 +83,18 @@ const pid = 1
 
 // Kernel is the Linux personality of one machine (vmm.Kernel).
 type Kernel struct {
-	prog  Program
-	exe   exeFacts
-	m     *vmm.Machine
-	fr    *mm.Frames
-	fs    *vfs.FileSystem
-	stats Stats
+	prog Program
+	exe  exeFacts
+	m    *vmm.Machine
+	fr   *mm.Frames
+	fs   *vfs.FileSystem
+	// stats are the counts as of boot or the last restore, counts those
+	// since (Stats adds them).
+	stats  Stats
+	counts callCounts
+	// serving is the number of the call the exit being served made, plus
+	// one (0: it made none), for the count of its time.
+	serving uint64
 	// budget is what the program holds on the host (budget.go), the
 	// file system's included.
 	budget *budget
@@ -148,18 +152,6 @@ type Kernel struct {
 // strace does (nil: none).
 func (k *Kernel) Trace(w io.Writer) { k.trace = w }
 
-// Stats counts the system calls a run made.
-type Stats struct {
-	Calls       map[string]uint64 // by name
-	Unsupported map[string]uint64 // answered ENOSYS, by name
-	// Warnings say what the run could not do as the program expected,
-	// once each: a thread that kept the CPU from runnable ones.
-	Warnings []string
-	// StaleTranslations counts the faults retried after dropping KVM's
-	// stale translations (stale.go).
-	StaleTranslations uint64
-}
-
 // Check says whether p is a program the personality can start: an x86-64
 // Linux executable, arguments and environment within Linux's bounds.
 func Check(p *Program) error {
@@ -193,30 +185,6 @@ type exeFacts struct {
 	hook hookSymbol // its software branch counter's hook, if it has one
 }
 
-// Unimplemented lists the calls answered ENOSYS with their counts, or "".
-func (s Stats) Unimplemented() string {
-	names := slices.Sorted(maps.Keys(s.Unsupported))
-	for i, n := range names {
-		names[i] = fmt.Sprintf("%s ×%d", n, s.Unsupported[n])
-	}
-	return strings.Join(names, ", ")
-}
-
-// Print writes the counts, most frequent first, and the calls answered
-// ENOSYS.
-func (s Stats) Print(w io.Writer) {
-	vmm.PrintCounts(w, "system calls", s.Calls)
-	if s.StaleTranslations > 0 {
-		fmt.Fprintf(w, "faults of stale host translations retried: %d\n", s.StaleTranslations)
-	}
-	for _, warning := range s.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warning)
-	}
-	if u := s.Unimplemented(); u != "" {
-		fmt.Fprintf(w, "answered ENOSYS (not implemented): %s\n", u)
-	}
-}
-
 // New checks a program and returns a kernel that runs it. Nothing is
 // read from the host until the program looks.
 func New(p Program) (*Kernel, error) {
@@ -234,7 +202,7 @@ func New(p Program) (*Kernel, error) {
 // build makes the kernel of p, whose executable's hash is imageSum.
 func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	b := &budget{}
-	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
+	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}, Served: map[string]Served{}}}
 	k.console = vfs.NewConsole(console{k})
 	fs := vfs.New(b, k.remap)
 	fs.SetClock(k.fileTime)
@@ -270,7 +238,7 @@ func (k *Kernel) Fresh() (*Kernel, error) {
 func (k *Kernel) Program() Program { return k.prog }
 
 // Stats are the system calls made so far.
-func (k *Kernel) Stats() Stats { return k.stats }
+func (k *Kernel) Stats() Stats { return k.counts.add(k.stats) }
 
 // Boot builds the descriptor tables and stubs, the process's address space
 // with the executable and its stack, and the vCPU's state at its entry.
@@ -394,7 +362,12 @@ func (k *Kernel) Exit(port uint16) error {
 	if err != nil || host {
 		return err
 	}
-	return k.exited()
+	err = k.exited()
+	if k.serving != 0 {
+		k.counts.serve(k.serving-1, k.m.SinceExit())
+		k.serving = 0
+	}
+	return err
 }
 
 func (k *Kernel) exit(port uint16) error {
@@ -419,6 +392,7 @@ func (k *Kernel) exit(port uint16) error {
 			return err
 		}
 		ret, err = k.syscall(regs)
+		k.serving = regs.RAX + 1
 	} else {
 		err = k.start()
 	}

@@ -23,7 +23,7 @@ const testUID, testGID = 1000, 1000
 
 // bootedKernel is a kernel booted on a machine with the static musl hello
 // program, not yet run.
-func bootedKernel(t *testing.T) *Kernel {
+func bootedKernel(t testing.TB) *Kernel {
 	t.Helper()
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "musl-gcc")

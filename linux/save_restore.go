@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/gob"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -116,8 +115,9 @@ func (k *Kernel) save() *savedKernel {
 		Frames: k.fr.Save(),
 		Cur:    k.cur, NextTID: k.nextTID, Started: k.started, Coarse: k.coarse, ForgotAt: k.fs.ForgotAt(), Resched: k.resched, Restart: k.restart, Returned: k.returned,
 		WaitSeq: k.waitSeq, Switches: k.switches, HogThread: -1, HogWaiting: k.hog.waiting, HogAt: k.hog.at,
-		Calls: maps.Clone(k.stats.Calls), Unsupported: maps.Clone(k.stats.Unsupported), Warnings: slices.Clone(k.stats.Warnings),
 	}
+	stats := k.Stats()
+	s.Calls, s.Unsupported, s.Warnings = stats.Calls, stats.Unsupported, stats.Warnings
 	sv := &saver{Saver: vfs.NewSaver(k.fs.Root()), procs: map[*process]int{}, s: s}
 	for _, t := range k.threads {
 		sv.proc(t.proc)
@@ -275,15 +275,9 @@ func (r *restorer) restore() error {
 	if s.HogThread >= 0 {
 		k.hog.thread = threads[s.HogThread]
 	}
-	k.stats = Stats{Calls: orEmpty(s.Calls), Unsupported: orEmpty(s.Unsupported), Warnings: s.Warnings}
+	k.stats = Stats{Calls: cloneMap(s.Calls), Unsupported: cloneMap(s.Unsupported), Served: map[string]Served{}, Warnings: s.Warnings}
+	k.counts = callCounts{}
 	return nil
-}
-
-func orEmpty(m map[string]uint64) map[string]uint64 {
-	if m == nil {
-		return map[string]uint64{}
-	}
-	return m
 }
 
 // charge sets the restored program's budget from what it holds: its

@@ -20,14 +20,10 @@ type errno = unix.Errno
 
 func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 	nr := r.RAX
-	sc, ok := syscalls[nr]
-	name := sc.name
-	if name == "" {
-		name = unknownName(nr)
-	}
-	k.stats.Calls[name]++
-	if !ok || sc.fn == nil {
-		k.stats.Unsupported[name]++
+	sc, ok := lookup(nr)
+	supported := ok && sc.fn != nil
+	k.counts.call(&k.stats, nr, supported)
+	if !supported {
 		return negErrno(unix.ENOSYS), nil
 	}
 	// The registers past the call's arguments hold whatever the program
@@ -39,7 +35,7 @@ func (k *Kernel) syscall(r *kvm.Regs) (uint64, error) {
 	k.fs.Forget(k.pinned) // between calls: none holds a node it found
 	ret, err := sc.fn(t, a)
 	if k.trace != nil {
-		fmt.Fprintf(k.trace, "[%d] %s(%s) = %#x %v\n", t.tid, name, a.format(sc.nargs), ret, err)
+		fmt.Fprintf(k.trace, "[%d] %s(%s) = %#x %v\n", t.tid, sc.name, a.format(sc.nargs), ret, err)
 	}
 	if errors.Is(err, errRestart) {
 		k.restart = true

@@ -93,6 +93,15 @@ func DescribeExit(reason kvm.ExitReason, port uint16) string {
 	return reason.String()
 }
 
+// SinceExit is the host time since the vCPU loop's last KVM_RUN returned:
+// how long the VMM has been serving its exit.
+func (m *Machine) SinceExit() time.Duration {
+	if m.exitedAt == 0 {
+		return 0
+	}
+	return time.Since(m.start) - m.exitedAt
+}
+
 // LastStop is where the vCPU loop stopped last.
 func (m *Machine) LastStop() Stop { return m.lastStop }
 

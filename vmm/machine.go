@@ -50,6 +50,7 @@ type Machine struct {
 	inGuest   atomic.Bool // the vCPU thread is inside KVM_RUN
 	kicksSent atomic.Uint64
 	stats     Stats
+	exitedAt  time.Duration            // on the host's clock since start: the loop's last KVM_RUN returned (0: none yet)
 	marks     map[uint64]time.Duration // latest HC_MARK of each id (MaxMarkIDs)
 	ticks     uint64
 	yield     schedYield

@@ -33,6 +33,41 @@ type Stats struct {
 	DiskRefused  uint64        // disk submissions beyond abi.DiskMaxQueued
 	Halted       time.Duration // time spent idle in HLT
 	KernelIdles  uint64        // waits of a Kernel with nothing to run
+	// Entries counts KVM_RUNs; InGuest is the time inside them (the
+	// guest's and KVM's, exits included), InVMM the time on the vCPU
+	// thread between one's return and the next (Halted included): the
+	// VMM's own work an exit costs.
+	Entries        uint64
+	InGuest, InVMM time.Duration
+}
+
+// timeRun counts a KVM_RUN from in to out, the last having returned at
+// exited (0: this is the first), all on one clock.
+func (s *Stats) timeRun(in, exited, out time.Duration) {
+	s.Entries++
+	s.InGuest += out - in
+	if exited > 0 {
+		s.InVMM += in - exited
+	}
+}
+
+// Round3 rounds d to three significant digits: how a time per call or
+// per exit reads best.
+func Round3(d time.Duration) time.Duration {
+	u := time.Duration(1)
+	for d/u >= 1000 || -d/u >= 1000 {
+		u *= 10
+	}
+	return d.Round(u)
+}
+
+// VMMPerExit is the VMM's own work per exit: the time between KVM_RUNs,
+// idle waits left out.
+func (s *Stats) VMMPerExit() time.Duration {
+	if s.Entries < 2 {
+		return 0
+	}
+	return max(0, s.InVMM-s.Halted) / time.Duration(s.Entries-1)
 }
 
 func (s *Stats) countExit(r kvm.ExitReason) {
@@ -61,6 +96,11 @@ func (s *Stats) Print(w io.Writer) {
 	PrintCounts(w, "exits", exits)
 	fmt.Fprintf(w, "interrupts injected: %d  kicks: %d  EINTR: %d  hypercalls: %d  idle: %v\n",
 		s.Injected, s.KicksSent, s.Interrupted, s.Hypercalls, s.Halted.Round(time.Millisecond))
+	if s.Entries > 0 {
+		fmt.Fprintf(w, "time: %v in KVM_RUN over %d entries (%v each: the guest and KVM), %v in the VMM between them (%v an exit, idle waits left out)\n",
+			s.InGuest.Round(time.Millisecond), s.Entries, Round3(s.InGuest/time.Duration(s.Entries)),
+			max(0, s.InVMM-s.Halted).Round(time.Millisecond), Round3(s.VMMPerExit()))
+	}
 	if s.SWBCExits != 0 || s.SWBCStray != 0 || s.SWBCMissed != 0 {
 		fmt.Fprintf(w, "branch-counter exits: %d  stray: %d  kicked at the target: %d  targets missed: %d\n",
 			s.SWBCExits, s.SWBCStray, s.SWBCKickedAtTarget, s.SWBCMissed)

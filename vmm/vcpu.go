@@ -3,6 +3,7 @@ package vmm
 import (
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -43,6 +44,7 @@ func (m *Machine) kick() {
 // exit reason.
 func (m *Machine) loop() error {
 	c := m.cpu
+	m.exitedAt = 0 // what came before this loop is no exit's work
 	for {
 		if err := m.eng.BeforeEntry(m.lastStop); err != nil {
 			return err
@@ -62,7 +64,11 @@ func (m *Machine) loop() error {
 		m.yield.stopped()
 		entry := m.hostNow()
 		m.inGuest.Store(true)
+		in := time.Since(m.start)
 		err := c.Run()
+		out := time.Since(m.start)
+		m.stats.timeRun(in, m.exitedAt, out)
+		m.exitedAt = out
 		m.inGuest.Store(false)
 		m.settled, m.exitRegs = false, nil
 		m.noteExit()

@@ -103,6 +103,7 @@ func TestRunHelloStreamsConsoleAndExitsZero(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Contains(t, r.stdout, "truth: result=ok")
 	require.Contains(t, r.stderr, "exits:")
+	require.Contains(t, r.stderr, "in the VMM between them")
 }
 
 func TestRunErrors(t *testing.T) {

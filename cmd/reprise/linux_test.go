@@ -33,9 +33,12 @@ func TestLinuxProgramCLI(t *testing.T) {
 	want := "hello from " + bin + " with 3 args\narg 1: -o\narg 2: x y\n" +
 		"env: PATH=/usr/local/bin:/usr/bin:/bin\nenv: HOME=/\nenv: LANG=C\nenv: TERM=dumb\nenv: COLOR=blue\n" +
 		"heap works\nclock ok: 1\n"
-	r := runCLI(t, nil, "run", "--env", "COLOR=blue", "--", bin, "-o", "x y")
+	r := runCLI(t, nil, "run", "--stats", "--env", "COLOR=blue", "--", bin, "-o", "x y")
 	require.Equal(t, 3, r.code, r.stderr)
 	require.Equal(t, want, r.stdout)
+	// --stats says where the time went: in KVM_RUN, in the VMM, on each call.
+	require.Regexp(t, `time: \S+ in KVM_RUN over \d+ entries \(\S+ each: the guest and KVM\), \S+ in the VMM between them \(\S+ an exit, idle waits left out\)\n`, r.stderr)
+	require.Regexp(t, `VMM time per system call, exit to return: \S+ on average  (\w+=\S+  )*writev=`, r.stderr)
 
 	tp := filepath.Join(dir, "hello.tape")
 	r = runCLI(t, nil, "record", "-o", tp, "--env", "COLOR=blue", "--", bin, "-o", "x y")

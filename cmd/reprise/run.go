@@ -190,7 +190,7 @@ a file that has a workload's name.`,
 	}
 	mf.register(cmd)
 	cmd.Flags().Var(newDurationFlag(&timeout, time.Nanosecond, maxDuration, "no limit"), "timeout", "stop the guest after this long (0: no limit)")
-	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts; a Linux program's system calls) to stderr")
+	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts, time in KVM_RUN and in the VMM; a Linux program's system calls and the VMM's time on each) to stderr")
 	cmd.Flags().BoolVar(&syscalls, "syscalls", false, "trace a Linux program's system calls to stderr, as strace does")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
