@@ -92,6 +92,8 @@ type Kernel struct {
 	// since (Stats adds them).
 	stats  Stats
 	counts callCounts
+	// io is the buffer reads and writes move data through (scratch).
+	io []byte
 	// serving is the number of the call the exit being served made, plus
 	// one (0: it made none), for the count of its time.
 	serving uint64
