@@ -356,6 +356,7 @@ func (k *Kernel) enter(entry, sp uint64) error {
 
 // Exit serves a system call or a trap.
 func (k *Kernel) Exit(port uint16) error {
+	k.serving = 0
 	host := k.HostTrap(port) // not the program's exit: no stretch begins
 	err := k.exit(port)
 	if ferr := k.flushDoor(); ferr != nil {
@@ -367,7 +368,6 @@ func (k *Kernel) Exit(port uint16) error {
 	err = k.exited()
 	if k.serving != 0 {
 		k.counts.serve(k.serving-1, k.m.SinceExit())
-		k.serving = 0
 	}
 	return err
 }
