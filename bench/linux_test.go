@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -195,6 +196,75 @@ func BenchmarkLinuxPrograms(b *testing.B) {
 			b.ReportMetric(float64(tapeBytes)/(float64(rec)/float64(b.N)/1e9), "tape-B/s")
 		})
 	}
+}
+
+// BenchmarkLinuxCallLoop is issue 29's system-call figure: a busybox
+// shell loop of `echo x$i > f; read l < f` (about 23 system calls a round,
+// no fork), natively pinned to one CPU, live, recorded and replayed, side
+// by side in each iteration; and the live run's split of a call's time:
+// the VMM's own work from the exit to the return, its work per exit in
+// all, and a KVM_RUN's stay (the exit floor, with the few instructions of
+// busybox between two calls). REPRISE_CALL_ROUNDS sets the rounds (20 000
+// by default, the issue's loop).
+func BenchmarkLinuxCallLoop(b *testing.B) {
+	kvmtest.Require(b)
+	kvmtest.RequireTools(b, "taskset", "busybox")
+	rounds := 20000
+	if v := os.Getenv("REPRISE_CALL_ROUNDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("REPRISE_CALL_ROUNDS=%q: want a positive number of rounds", v)
+		}
+		rounds = n
+	}
+	bb, err := exec.LookPath("busybox")
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	loop := func(f string) string {
+		return fmt.Sprintf("i=0; while [ $i -lt %d ]; do echo x$i > %s; read l < %s; i=$((i+1)); done; echo $l\n", rounds, f, f)
+	}
+	guestLoop, hostLoop := filepath.Join(dir, "loop.sh"), filepath.Join(dir, "hostloop.sh")
+	if err := os.WriteFile(guestLoop, []byte(loop("/data/f")), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(hostLoop, []byte(loop(filepath.Join(dir, "f"))), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	prog := linuxProgram{"call-loop", []string{bb, "sh", "/data/loop.sh"}, []linux.Mount{{Guest: "/data/loop.sh", Host: guestLoop}}}
+	tp := filepath.Join(dir, "loop.tape")
+	var pinned, live, rec, rep, served, vmmExit, inGuest time.Duration
+	var calls, timed, entries uint64
+	for i := 0; i < b.N; i++ {
+		pinned += prog.native(b, []string{bb, "sh", hostLoop}, true)
+		d, ms, ks := prog.liveStats(b, io.Discard)
+		live += d
+		for _, n := range ks.Calls {
+			calls += n
+		}
+		for _, sv := range ks.Served {
+			served, timed = served+sv.Time, timed+sv.Calls
+		}
+		vmmExit += ms.VMMPerExit()
+		inGuest, entries = inGuest+ms.InGuest, entries+ms.Entries
+		d, _ = prog.record(b, tp)
+		rec += d
+		t0 := time.Now()
+		replayLinux(b, tp, replayer.Options{})
+		rep += time.Since(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(calls)/n, "calls")
+	b.ReportMetric(float64(pinned.Milliseconds())/n, "pinned-ms")
+	b.ReportMetric(float64(live)/float64(pinned), "x-live")
+	b.ReportMetric(float64(rec)/float64(pinned), "x-recorded")
+	b.ReportMetric(float64(rep)/float64(pinned), "x-replayed")
+	b.ReportMetric(float64(rep)/float64(rec), "x-replay-vs-record")
+	b.ReportMetric(float64(live-pinned)/float64(max(calls, 1))/1e3, "live-us-per-call-over-native")
+	b.ReportMetric(float64(served)/float64(max(timed, 1)), "vmm-per-call-ns")
+	b.ReportMetric(float64(vmmExit)/n, "vmm-per-exit-ns")
+	b.ReportMetric(float64(inGuest)/float64(max(entries, 1)), "kvm-run-per-entry-ns")
 }
 
 // BenchmarkLinuxSyscall times system-call round trips inside a program —
