@@ -317,9 +317,7 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 				return nil, err
 			}
 		}
-		it := src.Merged(eventdb.Query{Run: r.ID})
-		for it.Next() {
-			e := it.Event().Clone()
+		err = in.Copy(src, r.ID, []eventdb.Kind{eventdb.KindMapping, eventdb.KindSample}, func(e *eventdb.Event) {
 			if e.Kind == eventdb.KindMapping && len(e.Args) > 3 && e.Args[3] < uint64(len(remap)) {
 				e.Args[3] = remap[e.Args[3]]
 			}
@@ -329,12 +327,8 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 					objs[i] = objRemap[ref-1]
 				}
 			}
-			if err := in.Add(e); err != nil {
-				_ = it.Close()
-				return stopped(err)
-			}
-		}
-		if err := it.Close(); err != nil {
+		})
+		if err != nil {
 			return stopped(fmt.Errorf("replayer: merge: %w", err))
 		}
 		last = p
