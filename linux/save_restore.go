@@ -276,7 +276,7 @@ func (r *restorer) restore() error {
 		k.hog.thread = threads[s.HogThread]
 	}
 	k.stats = Stats{Calls: cloneMap(s.Calls), Unsupported: cloneMap(s.Unsupported), Served: map[string]Served{}, Warnings: s.Warnings}
-	k.counts = callCounts{}
+	k.counts = countsSince(k.stats.Calls)
 	return nil
 }
 

@@ -47,16 +47,54 @@ func (s Served) Each() time.Duration {
 // boot or a restore) by number, in arrays the size of the table: a loop of
 // system calls makes hundreds of thousands, each of which a map update
 // by name would cost more than some handlers do. Numbers past the table,
-// which no program makes but a hostile one, go to the Stats' maps.
+// which no program makes but a hostile one, go to the Stats' maps, each
+// by its own name up to maxPastTable of them, the rest under one.
 type callCounts struct {
 	calls, unsupported [tableSize]uint64
 	served             [tableSize]Served
+	pastNamed          int // numbers past the table given names of their own
 }
+
+// maxPastTable bounds the names the counts of numbers past the table
+// take: a program could make calls with 2^64 numbers.
+const maxPastTable = 64
+
+// pastTable names the calls past the table beyond maxPastTable numbers.
+var pastTable = fmt.Sprintf("syscall (other numbers from %d)", tableSize)
+
+// countsSince are the counts of a kernel whose Stats hold calls already
+// (restored): the names of numbers past the table among them count
+// towards maxPastTable.
+func countsSince(calls map[string]uint64) callCounts {
+	var c callCounts
+	for name := range calls {
+		if !tableNames[name] && name != pastTable {
+			c.pastNamed++
+		}
+	}
+	return c
+}
+
+// tableNames are the names of the numbers below tableSize.
+var tableNames = func() map[string]bool {
+	names := make(map[string]bool, tableSize)
+	for nr := range uint64(tableSize) {
+		names[callName(nr)] = true
+	}
+	return names
+}()
 
 // call counts one call to nr, and whether it was answered ENOSYS.
 func (c *callCounts) call(s *Stats, nr uint64, supported bool) {
 	if nr >= uint64(len(c.calls)) {
 		name := unknownName(nr)
+		if _, ok := s.Calls[name]; !ok {
+			if c.pastNamed >= maxPastTable {
+				name = pastTable
+			} else {
+				c.pastNamed++
+			}
+		}
 		s.Calls[name]++
 		if !supported {
 			s.Unsupported[name]++

@@ -39,3 +39,30 @@ func TestCallCountsAddUpByName(t *testing.T) {
 	require.Contains(t, out.String(), "VMM time per system call, exit to return: 2µs on average  read=2µs\n")
 	require.Contains(t, out.String(), "answered ENOSYS (not implemented): mbind ×2, syscall 1000 ×1\n")
 }
+
+// A program making calls with many numbers no table has cannot make the
+// counts grow without bound: past maxPastTable names they share one.
+func TestCallsPastTheTableAreBounded(t *testing.T) {
+	s := Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}
+	var c callCounts
+	for nr := range uint64(1000) {
+		c.call(&s, 1<<40+nr, false)
+	}
+	c.call(&s, 1<<40, false) // one already named keeps its name
+	got := c.add(s)
+	require.Len(t, got.Calls, maxPastTable+1)
+	require.Equal(t, uint64(1000-maxPastTable), got.Calls[pastTable])
+	require.Equal(t, uint64(2), got.Calls[unknownName(1<<40)])
+	var total uint64
+	for _, n := range got.Unsupported {
+		total += n
+	}
+	require.Equal(t, uint64(1001), total)
+
+	// Restored with those names, a kernel names no more numbers.
+	c = countsSince(got.Calls)
+	c.call(&got, 1<<50, false)
+	require.Len(t, got.Calls, maxPastTable+1)
+	require.Equal(t, uint64(1000-maxPastTable+1), got.Calls[pastTable])
+	require.Zero(t, countsSince(map[string]uint64{"read": 1, pastTable: 5}).pastNamed)
+}
