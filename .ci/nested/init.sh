@@ -35,6 +35,10 @@ mount -t proc proc /mnt/proc
 mount -t sysfs sysfs /mnt/sys
 mount -t devtmpfs devtmpfs /mnt/dev
 mkdir -p /mnt/dev/pts /mnt/dev/shm
+# The links udev makes on a host, which devtmpfs has not: tests compare a
+# program's /dev/fd and /dev/stdin with the host's.
+ln -sfn /proc/self/fd /mnt/dev/fd
+for i in 0:stdin 1:stdout 2:stderr; do ln -sfn "/proc/self/fd/${i%%:*}" "/mnt/dev/${i#*:}"; done
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /mnt/dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /mnt/dev/shm
 [ -d /mnt/sys/kernel/debug ] && mount -t debugfs debugfs /mnt/sys/kernel/debug 2>/dev/null
