@@ -99,8 +99,12 @@ func (m *Machine) SinceExit() time.Duration {
 	if m.exitedAt == 0 {
 		return 0
 	}
-	return time.Since(m.start) - m.exitedAt
+	return m.sinceStart() - m.exitedAt
 }
+
+// sinceStart is the host time since the machine started: the vCPU loop's
+// clock, one monotonic read.
+func (m *Machine) sinceStart() time.Duration { return time.Since(m.start) }
 
 // LastStop is where the vCPU loop stopped last.
 func (m *Machine) LastStop() Stop { return m.lastStop }

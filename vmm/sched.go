@@ -24,8 +24,8 @@ import (
 // its few retakes, so only a vCPU that stopped often since the last yield
 // yields.
 type schedYield struct {
-	last  time.Time
-	stops int // since last
+	last  time.Duration // on the clock stopped is given
+	stops int           // since last
 }
 
 const (
@@ -35,16 +35,17 @@ const (
 	yieldMinStops = 8
 )
 
-// stopped counts a stop of the vCPU and yields if it is time to.
-func (y *schedYield) stopped() {
+// stopped counts a stop of the vCPU at now (read by clock) and yields if
+// it is time to; it returns the time after, read again if it yielded.
+func (y *schedYield) stopped(now time.Duration, clock func() time.Duration) time.Duration {
 	y.stops++
-	now := time.Now()
-	if now.Sub(y.last) < yieldEvery {
-		return
+	if now-y.last < yieldEvery {
+		return now
 	}
 	if y.stops >= yieldMinStops {
 		runtime.Gosched()
-		now = time.Now()
+		now = clock()
 	}
 	y.last, y.stops = now, 0
+	return now
 }

@@ -3,7 +3,6 @@ package vmm
 import (
 	"encoding/binary"
 	"fmt"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -61,12 +60,11 @@ func (m *Machine) loop() error {
 		if err := m.placeCounter(); err != nil {
 			return err
 		}
-		m.yield.stopped()
+		in := m.yield.stopped(m.sinceStart(), m.sinceStart)
 		entry := m.hostNow()
 		m.inGuest.Store(true)
-		in := time.Since(m.start)
 		err := c.Run()
-		out := time.Since(m.start)
+		out := m.sinceStart()
 		m.stats.timeRun(in, m.exitedAt, out)
 		m.exitedAt = out
 		m.inGuest.Store(false)
