@@ -25,12 +25,14 @@ int main(void) {
 	uint64_t n;
 	int tf = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
 	result("create", tf >= 0 ? 0 : -1);
-	struct itimerspec s = spec(5000000, 0), old, cur;
-	result("settime one-shot 5 ms", timerfd_settime(tf, 0, &s, &old));
+	/* Long enough that it is still armed at the gettime after it on a slow
+	   host (an emulated one takes milliseconds a call). */
+	struct itimerspec s = spec(100000000, 0), old, cur;
+	result("settime one-shot 100 ms", timerfd_settime(tf, 0, &s, &old));
 	printf("old: armed %d\n", old.it_value.tv_sec || old.it_value.tv_nsec);
 	timerfd_gettime(tf, &cur);
-	printf("gettime: armed %d, at most 5 ms left %d, interval 0 %d\n", cur.it_value.tv_sec || cur.it_value.tv_nsec,
-	       cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec <= 5000000, !cur.it_interval.tv_sec && !cur.it_interval.tv_nsec);
+	printf("gettime: armed %d, at most 100 ms left %d, interval 0 %d\n", cur.it_value.tv_sec || cur.it_value.tv_nsec,
+	       cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec <= 100000000, !cur.it_interval.tv_sec && !cur.it_interval.tv_nsec);
 	result("blocking read", read(tf, &n, 8));
 	printf("expirations: %llu\n", (unsigned long long)n);
 	timerfd_gettime(tf, &cur);
