@@ -24,11 +24,18 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/reprise" ./cmd/reprise
 
 # run NAME PKG PATTERN BUDGET: one line's tests in one VM; its output goes to
-# $work/NAME.log, its verdict to $work/NAME.verdict.
+# $work/NAME.log, its verdict to $work/NAME.verdict. The tests get a /tmp of
+# their own, a tmpfs as on most hosts (the VM's is the host's, over 9p,
+# whose timestamps, renameat2 flags, fallocate and statfs are not a local
+# file system's: tests that compare a program with the host's run would
+# compare with 9p's), in a mount namespace of their own, so the job's files
+# in the host's /tmp stay where run.sh looks for them; $work is bound at
+# /mnt there.
 run() {
 	local name=$1 pkg=$2 pattern=$3 budget=$4 start=$SECONDS rc=0
+	local tests="mount --bind $(printf %q "$work") /mnt && mount -t tmpfs -o mode=1777 tmpfs /tmp && cd $(printf %q "$root/$pkg") && CI=true REPRISE_TEST_BINARY=/mnt/reprise exec /mnt/$name.test -test.count=1 -test.v -test.run $(printf %q "$pattern")"
 	NESTED_ONESHOT=1 NESTED_SMP=1 NESTED_TIMEOUT=$budget "$here/run.sh" \
-		"ip link set lo up && cd $(printf %q "$root/$pkg") && CI=true REPRISE_TEST_BINARY=$(printf %q "$work/reprise") $(printf %q "$work/$name.test") -test.count=1 -test.v -test.run $(printf %q "$pattern")" \
+		"ip link set lo up && unshare -m sh -c $(printf %q "$tests")" \
 		>"$work/$name.log" 2>&1 || rc=$?
 	if ((rc == 0)); then
 		echo "passed in $((SECONDS - start)) s" >"$work/$name.verdict"
