@@ -27,6 +27,12 @@ arg() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p" | tail -1; }
 cache=$(arg nested.cache)
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=${cache:-mmap},access=client hostroot /mnt ||
 	die "cannot mount the 9p share hostroot"
+# nested.tmp=tmpfs: a /tmp of the VM's own, as most hosts have, rather
+# than the host's over 9p.
+if [ "$(arg nested.tmp)" = tmpfs ]; then
+	mount -t tmpfs -o mode=1777 tmpfs /mnt/tmp && mkdir -p /mnt/tmp/nested-jobs ||
+		die "cannot mount a tmpfs at /tmp"
+fi
 # run.sh's job directories (command, output, status, cancel) are shared
 # apart, never cached, so both sides see each other's writes at once.
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap,access=client hostjobs /mnt/tmp/nested-jobs ||

@@ -16,26 +16,23 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root"
-# The VMs see the host's / (9p), so the binaries can live in any host folder.
-work=$(mktemp -d "${TMPDIR:-/tmp}/reprise-nested-tests.XXXXXX")
+# The VMs see the host's / (9p), so the binaries can live in any host folder
+# but /tmp, which the tests get a tmpfs of their own over (NESTED_TMPFS).
+work=$(mktemp -d /var/tmp/reprise-nested-tests.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$here/build.sh" 2>&1 | sed 's/^/nested: /'
 # cmd/reprise's tests run this reprise rather than build one in the VM.
 go build -o "$work/reprise" ./cmd/reprise
 
 # run NAME PKG PATTERN BUDGET: one line's tests in one VM; its output goes to
-# $work/NAME.log, its verdict to $work/NAME.verdict. The tests get a /tmp of
-# their own, a tmpfs as on most hosts (the VM's is the host's, over 9p,
-# whose timestamps, renameat2 flags, fallocate and statfs are not a local
-# file system's: tests that compare a program with the host's run would
-# compare with 9p's), in a mount namespace of their own, so the job's files
-# in the host's /tmp stay where run.sh looks for them; $work is bound at
-# /mnt there.
+# $work/NAME.log, its verdict to $work/NAME.verdict. The VM's /tmp is a tmpfs,
+# as on most hosts: over the host's, shared by 9p (second-granular times, no
+# renameat2 flags, no fallocate, 9p's statfs), the tests that compare a
+# program with the same program run on the host compared with 9p.
 run() {
 	local name=$1 pkg=$2 pattern=$3 budget=$4 start=$SECONDS rc=0
-	local tests="mount --bind $(printf %q "$work") /mnt && mount -t tmpfs -o mode=1777 tmpfs /tmp && cd $(printf %q "$root/$pkg") && CI=true REPRISE_TEST_BINARY=/mnt/reprise exec /mnt/$name.test -test.count=1 -test.v -test.run $(printf %q "$pattern")"
-	NESTED_ONESHOT=1 NESTED_SMP=1 NESTED_TIMEOUT=$budget "$here/run.sh" \
-		"ip link set lo up && unshare -m sh -c $(printf %q "$tests")" \
+	NESTED_ONESHOT=1 NESTED_SMP=1 NESTED_TMPFS=1 NESTED_TIMEOUT=$budget "$here/run.sh" \
+		"ip link set lo up && cd $(printf %q "$root/$pkg") && CI=true REPRISE_TEST_BINARY=$(printf %q "$work/reprise") $(printf %q "$work/$name.test") -test.count=1 -test.v -test.run $(printf %q "$pattern")" \
 		>"$work/$name.log" 2>&1 || rc=$?
 	if ((rc == 0)); then
 		echo "passed in $((SECONDS - start)) s" >"$work/$name.verdict"

@@ -24,6 +24,9 @@
 #   NESTED_TIMEOUT=SECONDS  kill the command (its process group) after this;
 #                           exit 124 then. 0 (default) = no limit.
 #   NESTED_ONESHOT=1        boot a fresh VM even if the persistent one runs.
+#   NESTED_TMPFS=1          with NESTED_ONESHOT: the VM's /tmp is a tmpfs of
+#                           its own, not the host's (job directories stay
+#                           shared); give the command paths outside /tmp.
 #   NESTED_CPU=max          QEMU -cpu model (needs svm,npt; default max).
 #   NESTED_MEM=6G NESTED_SMP=1   (two emulated CPUs have locked the VM up: a kick
 #                           that never left the nested guest)
@@ -189,7 +192,7 @@ if [ "${NESTED_ONESHOT:-0}" != 1 ] && qpid=$(vm_pid); then
 	fi
 else
 	console=$job/console.log
-	mapfile -d '' args < <(qemu_args "nested.job=$job")
+	mapfile -d '' args < <(qemu_args "nested.job=$job${NESTED_TMPFS:+ nested.tmp=tmpfs}")
 	"${args[@]}" -serial "file:$console" </dev/null >"$job/qemu.out" 2>&1 &
 	qpid=$!
 fi

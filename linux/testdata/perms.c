@@ -68,7 +68,9 @@ int main(void) {
 	result("set times of /etc/passwd", utimensat(AT_FDCWD, "/etc/passwd", ts, 0));
 	result("touch /etc/passwd", utimensat(AT_FDCWD, "/etc/passwd", NULL, 0));
 	result("unlink /etc/passwd", unlink("/etc/passwd"));
-	result("rename /etc/passwd", rename("/etc/passwd", "passwd"));
+	/* Within /etc: into the program's directory, a host whose /tmp is
+	   another file system says EXDEV before it looks at permissions. */
+	result("rename /etc/passwd", rename("/etc/passwd", "/etc/passwd.moved"));
 	result("mkdir /etc/new", mkdir("/etc/new", 0755));
 	result("create /new", opened("/new", O_CREAT | O_WRONLY));
 	result("touch own file", utimensat(AT_FDCWD, "ro", NULL, 0));
