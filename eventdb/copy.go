@@ -14,13 +14,12 @@ import (
 // so far: each keeps its position and gets its arrival ordinal in src's
 // run plus the events added before it, so the runs copied one after
 // another hold their events in the order they arrived in each, run after
-// run (a split replay's parts become one run so). It reads src in key
-// order with one iterator and copies each value as it is stored, checked
-// but not rebuilt — a merge over arrival order had a heap of one
-// iterator per kind and thread, and decoded and encoded every event —
-// but for the events of the kinds in rewrite, which it hands to fix
-// before it stores them (their Args and Stack are fix's to change, until
-// it returns).
+// run (a split replay's parts become one run so). Arrival order needs no
+// merge of the run's streams: it reads src in key order with one iterator
+// and copies each value as it is stored, checked but not rebuilt, but for
+// the events of the kinds in rewrite, which it hands to fix before it
+// stores them (their Args and Stack are fix's to change, until it
+// returns).
 func (in *Ingest) Copy(src *DB, run uint32, rewrite []Kind, fix func(*Event)) error {
 	if err := in.usable(); err != nil {
 		return err
