@@ -204,7 +204,7 @@ func New(p Program) (*Kernel, error) {
 // build makes the kernel of p, whose executable's hash is imageSum.
 func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	b := &budget{}
-	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}, Served: map[string]Served{}}}
+	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
 	k.console = vfs.NewConsole(console{k})
 	fs := vfs.New(b, k.remap)
 	fs.SetClock(k.fileTime)

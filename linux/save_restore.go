@@ -275,7 +275,7 @@ func (r *restorer) restore() error {
 	if s.HogThread >= 0 {
 		k.hog.thread = threads[s.HogThread]
 	}
-	k.stats = Stats{Calls: cloneMap(s.Calls), Unsupported: cloneMap(s.Unsupported), Served: map[string]Served{}, Warnings: s.Warnings}
+	k.stats = Stats{Calls: cloneMap(s.Calls), Unsupported: cloneMap(s.Unsupported), Warnings: s.Warnings}
 	k.counts = countsSince(k.stats.Calls)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,21 +69,15 @@ var pastTable = fmt.Sprintf("syscall (other numbers from %d)", tableSize)
 func countsSince(calls map[string]uint64) callCounts {
 	var c callCounts
 	for name := range calls {
-		if !tableNames[name] && name != pastTable {
-			c.pastNamed++
+		// Linux names no number past the table: those are "syscall N".
+		if n, ok := strings.CutPrefix(name, "syscall "); ok {
+			if nr, err := strconv.ParseUint(n, 10, 64); err == nil && nr >= tableSize {
+				c.pastNamed++
+			}
 		}
 	}
 	return c
 }
-
-// tableNames are the names of the numbers below tableSize.
-var tableNames = func() map[string]bool {
-	names := make(map[string]bool, tableSize)
-	for nr := range uint64(tableSize) {
-		names[callName(nr)] = true
-	}
-	return names
-}()
 
 // call counts one call to nr, and whether it was answered ENOSYS.
 func (c *callCounts) call(s *Stats, nr uint64, supported bool) {
