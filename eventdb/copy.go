@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/reprise-vm/reprise/eventdb/internal/codec"
@@ -62,8 +61,7 @@ func (in *Ingest) Copy(src *DB, run uint32, rewrite []Kind, fix func(*Event)) er
 			return corrupt(key, fmt.Errorf("seq %d past the run's %d events", k.Seq, r.Events))
 		}
 		if fix != nil && slices.Contains(rewrite, kind) {
-			e := Event{Kind: kind, Thread: k.Thread, Pos: Position{Exit: k.Exit, Branch: k.Branch}, Seq: k.Seq,
-				Time: time.Duration(v.Time), Probe: v.Probe, Addr: v.Addr, Args: v.Args, Stack: v.Stack}
+			e := eventOf(k, &v)
 			fix(&e)
 			v = codec.Value{Time: int64(e.Time), Probe: e.Probe, Addr: e.Addr, Args: e.Args, Stack: e.Stack}
 			in.val = codec.AppendValue(in.val[:0], &v)

@@ -133,22 +133,29 @@ func (it *Iter) load() bool {
 		it.err = corrupt(key, err)
 		return false
 	}
-	it.ev = Event{
+	it.ev = eventOf(k, &it.v)
+	return true
+}
+
+// eventOf is the event a decoded key and value hold; its Args and Stack
+// are v's (nil when empty).
+func eventOf(k codec.EventKey, v *codec.Value) Event {
+	e := Event{
 		Kind:   Kind(k.Kind),
 		Thread: k.Thread,
 		Pos:    Position{Exit: k.Exit, Branch: k.Branch},
 		Seq:    k.Seq,
-		Time:   time.Duration(it.v.Time),
-		Probe:  it.v.Probe,
-		Addr:   it.v.Addr,
+		Time:   time.Duration(v.Time),
+		Probe:  v.Probe,
+		Addr:   v.Addr,
 	}
-	if len(it.v.Args) > 0 {
-		it.ev.Args = it.v.Args
+	if len(v.Args) > 0 {
+		e.Args = v.Args
 	}
-	if len(it.v.Stack) > 0 {
-		it.ev.Stack = it.v.Stack
+	if len(v.Stack) > 0 {
+		e.Stack = v.Stack
 	}
-	return true
+	return e
 }
 
 func (it *Iter) match() bool {
