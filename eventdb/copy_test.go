@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/reprise-vm/reprise/eventdb/internal/codec"
 )
 
 // Copy puts a run's events after those added before, each with its
@@ -52,4 +54,46 @@ func TestCopyGoesOnFromWhatWasAdded(t *testing.T) {
 	require.ErrorContains(t, in2.Copy(src, open.Run().ID, nil, nil), "incomplete")
 	require.ErrorContains(t, in2.Copy(src, 99, nil, nil), "99")
 	require.NoError(t, in2.Close())
+}
+
+// A damaged source — a value that does not decode, a seq past its run's
+// events, an event more than its record counts — is refused, naming it.
+func TestCopyRefusesADamagedRun(t *testing.T) {
+	evs := genEvents(4, 500, 3)
+	victim := keyOrder(evs)[123]
+	key := func(exit uint64, seq uint32) []byte {
+		k := codec.EventKey{Run: 1, Kind: uint8(victim.Kind), Thread: victim.Thread, Exit: exit, Branch: victim.Pos.Branch, Seq: seq}
+		return k.Append(nil)
+	}
+	at := victim.Pos.Exit
+	good := codec.AppendValue(nil, &codec.Value{Addr: 1})
+	for _, tc := range []struct {
+		name       string
+		key, value []byte
+		want       string
+	}{
+		{"value", key(at, victim.Seq), []byte{codec.SchemaVersion, 0xff}, "corrupt"},
+		{"seq", key(at, uint32(len(evs))), good, "past the run's 500 events"},
+		{"extra", key(at+1<<40, victim.Seq), good, "holds 501 events, its record says 500"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "src")
+			src, err := Open(dir, nil)
+			require.NoError(t, err)
+			require.Equal(t, uint32(1), ingest(t, src, evs).ID)
+			require.NoError(t, src.Close())
+			rawSet(t, dir, tc.key, tc.value)
+			src, err = Open(dir, nil)
+			require.NoError(t, err)
+			defer src.Close()
+
+			dst, err := Open(filepath.Join(t.TempDir(), "dst"), nil)
+			require.NoError(t, err)
+			defer dst.Close()
+			_, in, err := dst.NewRun("test.tape", testProbes, "swbc every 100000")
+			require.NoError(t, err)
+			require.ErrorContains(t, in.Copy(src, 1, nil, nil), tc.want)
+			require.NoError(t, in.Close())
+		})
+	}
 }
