@@ -512,7 +512,10 @@ func (s *Session) exited(b *Trap) error {
 					}
 				}
 			case b.Execed && s.tellExecs:
-				return s.stopAfterExit(b, stop{kind: stopExec, exe: b.Exe(b.PID)})
+				// The exec's event, then its return, as under Linux.
+				if err := s.stopAfterExit(b, stop{kind: stopExec, exe: b.Exe(b.PID)}); err != nil || !b.Returned {
+					return err
+				}
 			}
 			if b.Returned && s.callStops(b) {
 				s.interrupt.Store(false)

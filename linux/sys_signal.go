@@ -199,6 +199,10 @@ func sysRtSigreturn(t *thread, a args) (uint64, error) {
 	*regs = saved
 	c.MarkRegsDirty()
 	t.k.returned = true // the registers are the restored context's: Exit leaves them
+	// Its return is where the context resumes, as a call numbered -1:
+	// Linux's restore sets orig_rax to -1, which its syscall-exit stop
+	// shows.
+	t.call = syscallAt{nr: ^uint64(0), ret: saved.RIP}
 	return 0, nil
 }
 

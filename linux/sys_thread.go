@@ -183,6 +183,7 @@ func sysExecve(t *thread, a args) (uint64, error) {
 		return 0, err
 	}
 	t.k.tell(t, procNews{execed: true})
+	t.call.ret = entry // it returns at the new image's entry
 	regs := t.k.m.VCPU().SyncedRegs()
 	*regs = kvm.Regs{RSP: sp, RFLAGS: regs.R11}
 	// Exit sets RIP from RCX, as after any system call.

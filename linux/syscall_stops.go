@@ -13,9 +13,12 @@ import (
 // the call it returns from (Break.Returned). A call that blocked and is
 // issued again when the thread wakes is the same call, told once; one a
 // signal's handler interrupted and SA_RESTART issues again is a new one,
-// as under Linux. A thread that resumes elsewhere than after its SYSCALL
-// (in a signal's handler, in a new image) returns from nothing it is told
-// of. The kernel keeps which call each thread is in whether or not a
+// as under Linux. An execve that succeeds returns at the new image's
+// entry; an rt_sigreturn where the context it restores resumes, as a
+// call numbered -1 (Linux's restore sets orig_rax to -1: gdb catches it
+// only when it catches every call). A thread that resumes elsewhere (in a
+// signal's handler) returns from nothing it is told of, nor does an exit.
+// The kernel keeps which call each thread is in whether or not a
 // debugger watches, in its checkpoints too, so that a replay from any of
 // them tells the same stops.
 

@@ -379,6 +379,69 @@ func TestDebugCatchSyscall(t *testing.T) {
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
+// TestDebugCatchSigreturnAndExec catches the calls whose thread resumes
+// elsewhere than after its SYSCALL, as gdb does natively on the same
+// static binary (sigexec.c): from the signal's handler, with every call
+// caught, rt_sigreturn's entry and its return where the signal came, as
+// "syscall -1" (Linux's restore sets orig_rax to -1); then execve's entry,
+// the exec, and its return at the new image's _start — the same lines,
+// rip, rax and orig_rax. reverse-continue from the -1 return stops at
+// rt_sigreturn's entry again, with the same registers. The end matches.
+func TestDebugCatchSigreturnAndExec(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "gdb")
+	bin := cprog.Build(t, "gcc", "sigexec", "-g", "-O1", "-static")
+	dir, tp, r := recordTape(t, []string{bin})
+	require.Equal(t, "handled 10\nagain x\n", r.stdout)
+	const regs = "info registers rip rax orig_rax\necho @@\\n\n"
+	forward := "catch syscall\n" + strings.Repeat("continue\n"+regs, 2) + "delete\ncatch syscall execve\n" + strings.Repeat("continue\n"+regs, 2)
+	native := filepath.Join(t.TempDir(), "native.gdb")
+	require.NoError(t, os.WriteFile(native, []byte(forward+"delete\ncontinue\n"), 0o644))
+	const quiet = "handle SIGUSR1 nostop noprint" // the handler's breakpoint first
+	want, err := exec.Command("gdb", "-nx", "-batch", "-ex", quiet, "-ex", "break handler", "-ex", "run", "-x", native, bin).CombinedOutput()
+	require.NoError(t, err, "%s", want)
+	back := "reverse-continue\n" + regs
+	out := debugScript(t, dir, tp, quiet+"\nbreak handler\ncontinue\ncatch syscall\n"+strings.Repeat("continue\n"+regs, 2)+back+
+		"delete\ncatch syscall execve\n"+strings.Repeat("continue\n"+regs, 2)+"delete\ncontinue\n")
+	t.Log(out)
+	stops := regexp.MustCompile(`Catchpoint \d+ \(((?:call to|returned from) syscall [\w-]+)\), (.*)`)
+	events := func(text string) []string {
+		var out []string
+		for _, m := range stops.FindAllStringSubmatch(text, -1) {
+			out = append(out, m[1]+", "+m[2])
+		}
+		return out
+	}
+	dump := func(block string) []string { return registerLines(block, "rip", "rax", "orig_rax") }
+	nativeBlocks := strings.Split(string(want), "@@\n")
+	require.Len(t, nativeBlocks, 5, "%s", want)
+	nativeEvents := events(string(want))
+	require.Equal(t, []string{"call to syscall rt_sigreturn", "returned from syscall -1", "call to syscall execve", "returned from syscall execve"},
+		eventNames(nativeEvents), "%s", want)
+	blocks := strings.Split(out, "@@\n")
+	require.Len(t, blocks, 6, out)
+	got := []string{blocks[0], blocks[1], blocks[3], blocks[4]}
+	for i := range got {
+		require.Equal(t, nativeEvents[i:i+1], events(got[i]), "stop %d as natively", i)
+		require.Equal(t, dump(nativeBlocks[i]), dump(got[i]), "stop %d as natively", i)
+	}
+	require.Equal(t, nativeEvents[:1], events(blocks[2]), "reverse-continue from the -1 return: rt_sigreturn's entry")
+	require.Equal(t, dump(blocks[0]), dump(blocks[2]))
+	require.Contains(t, blocks[4], "is executing new program: ")
+	require.Contains(t, out, "again x")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
+// eventNames is each of events (TestDebugCatchSigreturnAndExec's) up to
+// its comma: which call, entry or return.
+func eventNames(events []string) []string {
+	var names []string
+	for _, e := range events {
+		names = append(names, strings.SplitN(e, ",", 2)[0])
+	}
+	return names
+}
+
 // reverseWatch is TestDebugReverseWatchFindsTheBug on a recording with a
 // checkpoint every 10 ms or none: with them, replays again start at the
 // last checkpoint before the place they go to, and a reverse continue
