@@ -393,8 +393,9 @@ func (k *Kernel) exit(port uint16) error {
 		if err := k.enterCall(caller, regs); err != nil {
 			return err
 		}
+		nr := regs.RAX // execve and rt_sigreturn replace the registers
 		ret, err = k.syscall(regs)
-		k.serving = regs.RAX + 1
+		k.serving = nr + 1
 	} else {
 		err = k.start()
 	}

@@ -66,8 +66,30 @@ func runLiveKernel(t *testing.T, hz int, path string, argv, env []string) (*linu
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	res, err := m.Run(ctx)
-	t.Logf("system calls: %v; unsupported: %v", k.Stats().Calls, k.Stats().Unsupported)
+	stats := k.Stats()
+	t.Logf("system calls: %v; unsupported: %v", stats.Calls, stats.Unsupported)
+	servedAsCalled(t, stats)
 	return k, res, out.String(), err
+}
+
+// servedAsCalled requires the time the VMM served calls with to be
+// charged to the calls made, by name, one serving a call — each
+// exit_group's but the one that ended the run.
+func servedAsCalled(t *testing.T, stats linux.Stats) {
+	t.Helper()
+	for name, s := range stats.Served {
+		switch name {
+		case "exit_group", "exit":
+			require.LessOrEqual(t, s.Calls, stats.Calls[name], name)
+		default:
+			require.Equal(t, stats.Calls[name], s.Calls, "the calls to %s served", name)
+		}
+	}
+	for name, n := range stats.Calls {
+		if name != "exit_group" && name != "exit" {
+			require.Equal(t, n, stats.Served[name].Calls, "the calls to %s served", name)
+		}
+	}
 }
 
 // buildMuslStaticPIE builds testdata/src as a musl static-PIE. Debian's
