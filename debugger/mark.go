@@ -43,6 +43,8 @@ type Mark struct {
 	Image    uint64
 	Time     time.Duration
 	Call     *callStop
+	// exe, for a scan's hit, is the executable its process ran there.
+	exe string
 }
 
 // entry reports whether m is a system call's entry.

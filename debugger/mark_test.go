@@ -88,6 +88,8 @@ func (k stoppedAt) Position() vmm.Position { return vmm.Position{Exit: k.exit} }
 
 func (k stoppedAt) RecordTime() time.Duration { return time.Duration(k.exit) * time.Millisecond }
 
+func (stoppedAt) Exe(int) string { return "/bin/prog" }
+
 // A seek to a kit place counted from an exit (an interrupt's) counts the
 // goal's arrivals from there — one before it is not the goal's — and the
 // place it stops at is counted from that exit still, not from boot.

@@ -25,9 +25,10 @@ func (s *server) reverseContinue() (bool, error) {
 	var now Mark
 	var watching, reads bool
 	var calls *syscallCatch
+	var held map[int]string
 	scan := map[bpKey]bool{}
-	s.on(func(*Trap) {
-		now, watching, calls = s.session.now, len(s.session.watches) > 0, s.session.catch
+	s.on(func(b *Trap) {
+		now, watching, calls, held = s.session.now, len(s.session.watches) > 0, s.session.catch, exes(b)
 		reads = slices.ContainsFunc(s.session.watches, func(w watch) bool { return w.kind != rsp.WatchWrite })
 		for k := range s.session.user {
 			scan[k] = true
@@ -55,7 +56,7 @@ func (s *server) reverseContinue() (bool, error) {
 		return true, err
 	}
 	s.watchAt = addr
-	return s.goBackTo(target)
+	return s.goBackTo(target, now, held)
 }
 
 // scanBack finds the last of what a seek records (fresh makes each seek)
@@ -127,7 +128,8 @@ func (s *server) lastWrite(found *watchScan, now Mark) (*Mark, uint64, error) {
 func (s *server) reverseStep() (bool, error) {
 	s.watchAt = 0
 	var now Mark
-	s.on(func(*Trap) { now = s.session.now })
+	var held map[int]string
+	s.on(func(b *Trap) { now, held = s.session.now, exes(b) })
 	switch {
 	case now.Start:
 		return s.historyStart()
@@ -139,7 +141,7 @@ func (s *server) reverseStep() (bool, error) {
 		case target == nil:
 			return false, s.conn.Write([]byte("E.reprise: cannot find the SYSCALL of this system call's entry"))
 		}
-		return s.goBackTo(*target)
+		return s.goBackTo(*target, now, held)
 	}
 	target, err := s.placeBefore(now)
 	switch {
@@ -150,7 +152,7 @@ func (s *server) reverseStep() (bool, error) {
 	case target == nil:
 		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's, a retried fault's, an emulated RDTSC's or a signal's delivery)"))
 	}
-	return s.goBackTo(*target)
+	return s.goBackTo(*target, now, held)
 }
 
 // placeBefore finds the place one instruction of now's thread before
@@ -267,12 +269,36 @@ func (s *server) historyStart() (bool, error) {
 	return false, s.conn.Write(s.backReply())
 }
 
-// goBackTo replays to target and reports the stop there.
-func (s *server) goBackTo(target Mark) (bool, error) {
+// goBackTo replays to target and reports the stop there — unless target
+// is a place a scan found in an earlier image of another executable than
+// the one its process runs at now, where gdb stopped (held, by pid): gdb
+// holds the later image's symbols, and the remote protocol cannot tell it
+// of an exec undone, so it would read that code with them. Then the
+// program goes back to now (the scan left it elsewhere) and gdb is told
+// why.
+func (s *server) goBackTo(target, now Mark, held map[int]string) (bool, error) {
+	if was := held[target.PID]; was != "" && target.exe != "" && target.exe != was {
+		if err := s.returnTo(now); err != nil {
+			return true, err
+		}
+		return false, s.conn.Write(fmt.Appendf(nil, "E.reprise: what was found is in process %d before it ran %s, when it ran %s: going back across an exec is served into the same executable only", target.PID, was, target.exe))
+	}
 	if err := s.returnTo(target); err != nil {
 		return true, err
 	}
 	return false, s.conn.Write(s.backReply())
+}
+
+// exes are the executables the processes run where the program is
+// stopped at b, by pid: what gdb holds their symbols from.
+func exes(b *Trap) map[int]string {
+	held := map[int]string{}
+	for _, t := range b.Threads() {
+		if _, ok := held[t.PID]; !ok {
+			held[t.PID] = b.Exe(t.PID)
+		}
+	}
+	return held
 }
 
 // backReply answers a command that went back: the stop there — or first,

@@ -222,7 +222,7 @@ func (sk *seeker) scans(b *Trap) bool {
 
 // hit records a scan's hit at m, where b stopped.
 func (sk *seeker) hit(b *Trap, m Mark) {
-	m.Time = b.RecordTime()
+	m.Time, m.exe = b.RecordTime(), b.Exe(b.PID)
 	sk.hits = append(sk.hits, m)
 }
 

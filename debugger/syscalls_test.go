@@ -34,7 +34,7 @@ func TestCallHitsBeforeTheGoal(t *testing.T) {
 	require.True(t, sk.hits[0].entry())
 	require.Equal(t, uint64(4), sk.hits[0].Exit)
 	require.Nil(t, sk.hits[0].Path, "an entry is at its exit, before the call is served")
-	require.Equal(t, Mark{Exit: 4, Path: []Hop{{0x100, 1, 1}}, TID: 1, PID: 1, Image: 1, Time: 4 * time.Millisecond, Call: &callStop{nr: 1}}, sk.hits[1])
+	require.Equal(t, Mark{Exit: 4, Path: []Hop{{0x100, 1, 1}}, TID: 1, PID: 1, Image: 1, Time: 4 * time.Millisecond, Call: &callStop{nr: 1}, exe: "/bin/prog"}, sk.hits[1])
 }
 
 // A seek to a call's entry arrives there, at that exit's call, and stops

@@ -211,6 +211,11 @@ func (k *Kernel) deliver(regs *kvm.Regs) (bool, error) {
 	if err := k.pushFrame(t, regs, sig, act); err != nil {
 		return true, err
 	}
+	// The handler's calls are new ones (its rt_sigreturn first), and so
+	// is a SYSCALL the context it returns to issues again: a thread woken
+	// on its SYSCALL, then given a signal before it ran, still had a
+	// reissue noted, which hid rt_sigreturn's entry.
+	t.reissue = false
 	if act.flags&saResethand != 0 {
 		t.proc.sigactions[sig] = sigaction{}
 	}

@@ -386,7 +386,9 @@ func TestDebugCatchSyscall(t *testing.T) {
 // "syscall -1" (Linux's restore sets orig_rax to -1); then execve's entry,
 // the exec, and its return at the new image's _start — the same lines,
 // rip, rax and orig_rax. reverse-continue from the -1 return stops at
-// rt_sigreturn's entry again, with the same registers. The end matches.
+// rt_sigreturn's entry again, and from execve's return, back across the
+// exec (of the same file), at execve's entry, with the same registers.
+// The end matches.
 func TestDebugCatchSigreturnAndExec(t *testing.T) {
 	kvmtest.Require(t)
 	kvmtest.RequireTools(t, "gdb")
@@ -402,7 +404,7 @@ func TestDebugCatchSigreturnAndExec(t *testing.T) {
 	require.NoError(t, err, "%s", want)
 	back := "reverse-continue\n" + regs
 	out := debugScript(t, dir, tp, quiet+"\nbreak handler\ncontinue\ncatch syscall\n"+strings.Repeat("continue\n"+regs, 2)+back+
-		"delete\ncatch syscall execve\n"+strings.Repeat("continue\n"+regs, 2)+"delete\ncontinue\n")
+		"delete\ncatch syscall execve\n"+strings.Repeat("continue\n"+regs, 2)+back+"delete\ncontinue\n")
 	t.Log(out)
 	stops := regexp.MustCompile(`Catchpoint \d+ \(((?:call to|returned from) syscall [\w-]+)\), (.*)`)
 	events := func(text string) []string {
@@ -419,7 +421,7 @@ func TestDebugCatchSigreturnAndExec(t *testing.T) {
 	require.Equal(t, []string{"call to syscall rt_sigreturn", "returned from syscall -1", "call to syscall execve", "returned from syscall execve"},
 		eventNames(nativeEvents), "%s", want)
 	blocks := strings.Split(out, "@@\n")
-	require.Len(t, blocks, 6, out)
+	require.Len(t, blocks, 7, out)
 	got := []string{blocks[0], blocks[1], blocks[3], blocks[4]}
 	for i := range got {
 		require.Equal(t, nativeEvents[i:i+1], events(got[i]), "stop %d as natively", i)
@@ -428,7 +430,39 @@ func TestDebugCatchSigreturnAndExec(t *testing.T) {
 	require.Equal(t, nativeEvents[:1], events(blocks[2]), "reverse-continue from the -1 return: rt_sigreturn's entry")
 	require.Equal(t, dump(blocks[0]), dump(blocks[2]))
 	require.Contains(t, blocks[4], "is executing new program: ")
+	require.Equal(t, nativeEvents[2:3], events(blocks[5]), "reverse-continue from execve's return: back across the exec of the same file, to its entry")
+	require.Equal(t, dump(blocks[3]), dump(blocks[5]))
 	require.Contains(t, out, "again x")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
+// Going back across an exec of another executable is refused, and the
+// program stays where it was: gdb holds the new image's symbols (the
+// remote protocol cannot tell it of an exec undone) and would read the
+// old image's code with them. execother.c writes, then runs busybox's
+// true (both static: no library events, where gdb itself would stop going
+// back); from true's exit_group, a reverse-continue to the write says why
+// it does not go, the registers are as before, and the end matches.
+func TestDebugReverseAcrossAnExec(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "busybox")
+	bb, err := exec.LookPath("busybox")
+	require.NoError(t, err)
+	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "execother", "-g", "-O1", "-static"), bb, "true"})
+	require.Equal(t, "before the exec\n", r.stdout)
+	const regs = "info registers rip rsp\necho @@\\n\n"
+	out := debugScript(t, dir, tp, "catch syscall write\ncontinue\ncontinue\ndelete\ncatch syscall exit_group\ncontinue\n"+regs+
+		"delete\ncatch syscall write\nreverse-continue\n"+regs+"delete\ncontinue\n")
+	t.Log(out)
+	blocks := strings.Split(out, "@@\n")
+	require.Len(t, blocks, 3, out)
+	require.Contains(t, blocks[0], "is executing new program: ")
+	require.Regexp(t, `Catchpoint \d+ \(call to syscall exit_group\)`, blocks[0])
+	// gdb's warning is on its standard error, after the rest.
+	require.Contains(t, out, "going back across an exec is served into the same executable only")
+	require.Regexp(t, `in process \d+ before it ran \S*busybox, when it ran \S*execother`, out)
+	require.Len(t, registerLines(blocks[0], "rip", "rsp"), 2)
+	require.Equal(t, registerLines(blocks[0], "rip", "rsp"), registerLines(blocks[1], "rip", "rsp"), "where it was")
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
