@@ -128,8 +128,9 @@ func (s *server) lastWrite(found *watchScan, now Mark) (*Mark, uint64, error) {
 func (s *server) reverseStep() (bool, error) {
 	s.watchAt = 0
 	var now Mark
-	var held map[int]string
-	s.on(func(b *Trap) { now, held = s.session.now, exes(b) })
+	s.on(func(*Trap) { now = s.session.now })
+	// Its place is in the thread's own stretch, in the image it runs: no
+	// exec is crossed, and goBackTo is given no executables to check.
 	switch {
 	case now.Start:
 		return s.historyStart()
@@ -141,7 +142,7 @@ func (s *server) reverseStep() (bool, error) {
 		case target == nil:
 			return false, s.conn.Write([]byte("E.reprise: cannot find the SYSCALL of this system call's entry"))
 		}
-		return s.goBackTo(*target, now, held)
+		return s.goBackTo(*target, now, nil)
 	}
 	target, err := s.placeBefore(now)
 	switch {
@@ -152,7 +153,7 @@ func (s *server) reverseStep() (bool, error) {
 	case target == nil:
 		return false, s.conn.Write([]byte("E.reprise: cannot step back across this exit yet (only a system call's, a retried fault's, an emulated RDTSC's or a signal's delivery)"))
 	}
-	return s.goBackTo(*target, now, held)
+	return s.goBackTo(*target, now, nil)
 }
 
 // placeBefore finds the place one instruction of now's thread before
@@ -271,11 +272,11 @@ func (s *server) historyStart() (bool, error) {
 
 // goBackTo replays to target and reports the stop there — unless target
 // is a place a scan found in an earlier image of another executable than
-// the one its process runs at now, where gdb stopped (held, by pid): gdb
-// holds the later image's symbols, and the remote protocol cannot tell it
-// of an exec undone, so it would read that code with them. Then the
-// program goes back to now (the scan left it elsewhere) and gdb is told
-// why.
+// the one its process runs at now, where gdb stopped (held, by pid; nil
+// when the place cannot be in another image): gdb holds the later image's
+// symbols, and the remote protocol cannot tell it of an exec undone, so
+// it would read that code with them. Then the program goes back to now
+// (the scan left it elsewhere) and gdb is told why.
 func (s *server) goBackTo(target, now Mark, held map[int]string) (bool, error) {
 	if was := held[target.PID]; was != "" && target.exe != "" && target.exe != was {
 		if err := s.returnTo(now); err != nil {

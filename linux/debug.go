@@ -243,7 +243,12 @@ func (b *Break) Auxv(pid int) ([]byte, error) {
 }
 
 // Exe is the path process pid executes (/proc/PID/exe), "" if none.
+// The stopped thread's own process is asked at every hit a debugger's
+// scan records, so it is answered without a walk of the threads.
 func (b *Break) Exe(pid int) string {
+	if pid == b.PID && b.proc != nil {
+		return b.proc.exe
+	}
 	if p := b.k.liveProcess(pid); p != nil {
 		return p.exe
 	}
