@@ -61,7 +61,16 @@ func (m *Machine) hostNow() int64 {
 	if m.host.obs == nil {
 		return 0
 	}
-	return m.host.mono0 + int64(time.Since(m.start))
+	return m.hostAt(m.sinceStart())
+}
+
+// hostAt is the host's CLOCK_MONOTONIC at d on the vCPU loop's clock
+// (sinceStart): a time the loop read already, not read again.
+func (m *Machine) hostAt(d time.Duration) int64 {
+	if m.host.obs == nil {
+		return 0
+	}
+	return m.host.mono0 + int64(d)
 }
 
 // hostEvent reports a hypervisor event stamped now.

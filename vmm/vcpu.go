@@ -61,7 +61,7 @@ func (m *Machine) loop() error {
 			return err
 		}
 		in := m.yield.stopped(m.sinceStart(), m.sinceStart)
-		entry := m.hostNow()
+		entry := m.hostAt(in)
 		m.inGuest.Store(true)
 		err := c.Run()
 		out := m.sinceStart()
