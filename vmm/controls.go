@@ -46,6 +46,66 @@ func (m *Machine) EventDigest() uint64 {
 	return m.RegsDigest()
 }
 
+// OtherKVMEventDigests are EventDigest as other kinds of KVM show the
+// same stop. The kinds differ in how far the exit's instruction has gone
+// when the VMM sees the exit: at port I/O, KVM on VMX and SVM leaves RIP
+// on the IN or OUT (it completes it at the next KVM_RUN) where PVM's
+// emulation of CPL0 leaves it past; at a faulting access (the register
+// counter's guard load) PVM shows RFLAGS.RF set, as the CPU does for an
+// instruction it will restart, and VMX and SVM clear. A program cannot
+// tell (its I/O is done either way; PUSHF clears RF in its image), so
+// these are the same guest state, and a tape recorded on one kind replays
+// on the other.
+func (m *Machine) OtherKVMEventDigests() []uint64 {
+	r := *m.cpu.SyncedRegs()
+	if m.settled && m.exitRegs != nil {
+		r = *m.exitRegs
+	}
+	flipped := r
+	flipped.RFLAGS ^= x86.RFLAGSRF
+	out := []uint64{m.digest(flipped)}
+	if m.lastExit.Reason != kvm.ExitIO {
+		return out
+	}
+	var code [2 * maxIOInsn]byte
+	if m.ReadVirt(r.RIP-maxIOInsn, code[:]) != nil {
+		return out
+	}
+	if n := ioInsnLen(code[maxIOInsn:]); n > 0 { // on the instruction: past it
+		past := r
+		past.RIP += uint64(n)
+		out = append(out, m.digest(past))
+	}
+	for n := 1; n <= maxIOInsn; n++ { // past it: on it
+		if ioInsnLen(code[maxIOInsn-n:]) == n {
+			on := r
+			on.RIP -= uint64(n)
+			out = append(out, m.digest(on))
+		}
+	}
+	return out
+}
+
+// maxIOInsn is the longest IN or OUT: an operand-size prefix, the opcode,
+// a port byte.
+const maxIOInsn = 3
+
+// ioInsnLen is the length of the IN or OUT b begins with, 0 if it begins
+// with none.
+func ioInsnLen(b []byte) int {
+	n := 0
+	if b[0] == 0x66 {
+		n++
+	}
+	switch b[n] {
+	case 0xe4, 0xe5, 0xe6, 0xe7: // port in an immediate byte
+		return n + 2
+	case 0xec, 0xed, 0xee, 0xef: // port in dx
+		return n + 1
+	}
+	return 0
+}
+
 func (m *Machine) digest(r kvm.Regs) uint64 {
 	if m.counter == CounterRegister {
 		r.R15 = 0

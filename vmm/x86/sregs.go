@@ -27,6 +27,7 @@ const (
 	RFLAGSReserved = 1 << 1
 	RFLAGSTF       = 1 << 8 // the trap flag: a #DB after the next instruction
 	RFLAGSIF       = 1 << 9
+	RFLAGSRF       = 1 << 16 // the resume flag: no instruction breakpoint at the next instruction
 )
 
 func segment(sel uint16, code bool, dpl uint8) kvm.Segment {
