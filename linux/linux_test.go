@@ -73,22 +73,27 @@ func runLiveKernel(t *testing.T, hz int, path string, argv, env []string) (*linu
 }
 
 // servedAsCalled requires the time the VMM served calls with to be
-// charged to the calls made, by name, one serving a call — each
-// exit_group's but the one that ended the run.
+// charged to the calls made, by name, one serving a call — but for the
+// call that ended the run, which returned nowhere (an exit_group, or a
+// call that let a signal kill the program: abort's rt_sigprocmask), and
+// numbers past the table, which are not timed.
 func servedAsCalled(t *testing.T, stats linux.Stats) {
 	t.Helper()
-	for name, s := range stats.Served {
-		switch name {
-		case "exit_group", "exit":
-			require.LessOrEqual(t, s.Calls, stats.Calls[name], name)
-		default:
-			require.Equal(t, stats.Calls[name], s.Calls, "the calls to %s served", name)
+	unserved := 0
+	for name, n := range stats.Calls {
+		if strings.HasPrefix(name, "syscall ") {
+			continue
+		}
+		s := stats.Served[name].Calls
+		require.LessOrEqual(t, s, n, "the calls to %s served", name)
+		if s < n {
+			require.Equal(t, n-1, s, "the calls to %s served", name)
+			unserved++
 		}
 	}
-	for name, n := range stats.Calls {
-		if name != "exit_group" && name != "exit" {
-			require.Equal(t, n, stats.Served[name].Calls, "the calls to %s served", name)
-		}
+	require.LessOrEqual(t, unserved, 1, "calls that were not served: %v, served %v", stats.Calls, stats.Served)
+	for name := range stats.Served {
+		require.Contains(t, stats.Calls, name, "served but not called")
 	}
 }
 
