@@ -50,10 +50,18 @@ type Mark struct {
 // entry reports whether m is a system call's entry.
 func (m Mark) entry() bool { return m.Call != nil && m.Call.entry }
 
+// beforeHandler reports whether m is the return of a system call that a
+// signal's handler runs after.
+func (m Mark) beforeHandler() bool { return m.Call != nil && m.Call.beforeHandler }
+
+// atExit reports whether m is found at its exit's callback, with no
+// path: a call's entry, or its return before a handler.
+func (m Mark) atExit() bool { return m.entry() || m.beforeHandler() }
+
 // same reports whether m and o are one place.
 func (m Mark) same(o Mark) bool {
 	return m.Start == o.Start && m.Exit == o.Exit && m.TID == o.TID && m.PID == o.PID && m.Image == o.Image &&
-		m.entry() == o.entry() && slices.Equal(m.Path, o.Path)
+		m.entry() == o.entry() && m.beforeHandler() == o.beforeHandler() && slices.Equal(m.Path, o.Path)
 }
 
 // key is where a breakpoint at addr in m's process and image is.

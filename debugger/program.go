@@ -39,6 +39,9 @@ type Trap struct {
 	// the kernel serves it) or, if Returned, returns from.
 	Syscall  uint64
 	Returned bool
+	// BeforeHandler: Returned at the exit where a signal's handler is
+	// entered next (linux.Break.BeforeHandler).
+	BeforeHandler bool
 	// Ended are the processes (but the program's first) that ended since
 	// the last exit.
 	Ended []ProcessEnd
@@ -145,7 +148,7 @@ func (linuxProgram) Birth(int) (uint64, bool) { return 0, false }
 // linuxTrap is b as the session sees it.
 func linuxTrap(b *linux.Break) *Trap {
 	return &Trap{TID: b.TID, PID: b.PID, Image: b.Image, Regs: b.Regs, Start: b.Start, Stepped: b.Stepped, Retry: b.Retry, Return: b.Return,
-		Forked: b.Forked, Execed: b.Execed, Ended: processEnds(b.Ended), Syscall: b.Syscall, Returned: b.Returned, Program: linuxProgram{b}}
+		Forked: b.Forked, Execed: b.Execed, Ended: processEnds(b.Ended), Syscall: b.Syscall, Returned: b.Returned, BeforeHandler: b.BeforeHandler, Program: linuxProgram{b}}
 }
 
 // processEnds are the ends of Linux processes, from their wait statuses.

@@ -134,7 +134,7 @@ func (s *server) reverseStep() (bool, error) {
 	switch {
 	case now.Start:
 		return s.historyStart()
-	case now.entry(): // the call's SYSCALL, in the stretch its exit ends
+	case now.atExit(): // the call's SYSCALL, in the stretch its exit ends
 		target, err := s.lastArrival(now, s.last.regs.RIP-2)
 		switch {
 		case err != nil:
@@ -345,7 +345,7 @@ func (s *server) goneReply() []byte {
 // returnTo replays to target (the start of the history if it has no
 // path), where the program stops.
 func (s *server) returnTo(target Mark) error {
-	if target.Path == nil && !target.Start && !target.entry() {
+	if target.Path == nil && !target.Start && !target.atExit() {
 		target = Mark{Start: true}
 	}
 	from := 0

@@ -496,6 +496,9 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 // for a followed process's end, a fork or exec gdb is to be told of, or
 // gdb's interrupt.
 func (s *Session) exited(b *Trap) error {
+	if b.BeforeHandler {
+		return s.returnBeforeHandler(b) // the handler's own Break follows
+	}
 	sk := s.seek
 	if sk == nil && !s.detached.Load() {
 		if stopped, err := s.tellEnd(b); stopped {
@@ -585,7 +588,7 @@ func (st stop) afterExit() bool {
 	case stopInterrupt, stopSeek, stopFork, stopExec, stopEnd:
 		return true
 	case stopSyscall:
-		return !st.call.entry
+		return !st.call.entry && !st.call.beforeHandler
 	}
 	return false
 }

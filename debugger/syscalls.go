@@ -16,13 +16,18 @@ import (
 // return before where the program is as it finds breakpoints' hits: a
 // replay records them (callHit), and goes back to the last — an entry by
 // replaying to its exit (the Entering callback there), a return by its
-// place, the first instruction after the call.
+// place, the first instruction after the call; a return at the exit
+// where a signal's handler is entered next (Linux's syscall-exit stop
+// before the signal's delivery) by replaying to that exit too.
 
 // callStop is a syscall stop: the call's number, and whether it is the
-// call's entry (else its return).
+// call's entry (else its return), or its return before a signal's
+// handler (at the exit, as an entry is: the thread runs the handler
+// next, not the instruction after the call).
 type callStop struct {
-	nr    uint64
-	entry bool
+	nr            uint64
+	entry         bool
+	beforeHandler bool
 }
 
 // syscallCatch is what gdb catches: every call, or those numbered.
@@ -62,6 +67,27 @@ func (s *Session) entering(b *Trap) error {
 			if ws := sk.watch; ws != nil && !ws.step {
 				s.entryScan(b, ws)
 			}
+			return s.arrived(b, here)
+		}
+		s.callHit(b, sk, here)
+		return nil
+	}
+	if !s.callStops(b) {
+		return nil
+	}
+	return s.stopAt(b, stop{kind: stopSyscall, tid: b.TID, pid: b.PID, regs: *b.Regs, call: *here.Call}, here)
+}
+
+// returnBeforeHandler is b's thread returning from a system call at the
+// exit where it enters a signal's handler: a stop if gdb catches the
+// call, a seek's goal or hit — found again at that exit, as an entry is.
+func (s *Session) returnBeforeHandler(b *Trap) error {
+	if s.detached.Load() {
+		return nil
+	}
+	here := Mark{Exit: b.Position().Exit, TID: b.TID, PID: b.PID, Image: b.Image, Call: &callStop{nr: b.Syscall, beforeHandler: true}}
+	if sk := s.seek; sk != nil {
+		if g := sk.goal; !sk.window && sk.at == nil && g.beforeHandler() && g.Exit == here.Exit && g.TID == here.TID {
 			return s.arrived(b, here)
 		}
 		s.callHit(b, sk, here)

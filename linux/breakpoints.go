@@ -82,6 +82,11 @@ type Break struct {
 	// thread returns from, its result in RAX.
 	Syscall  uint64
 	Returned bool
+	// BeforeHandler: Returned from a call at the exit where a signal's
+	// handler is entered next, Regs the call's return as Linux's
+	// syscall-exit stop shows it; no instruction runs at them. The
+	// handler's own Break follows at the same exit.
+	BeforeHandler bool
 
 	k    *Kernel
 	proc *process
@@ -708,30 +713,37 @@ func (k *Kernel) WithoutBreakpoints(f func() error) error {
 }
 
 // procNews is what a thread's system call did to its process, for an
-// ExitWatcher to be told when the thread resumes (Break.Forked, Execed).
+// ExitWatcher to be told when the thread resumes (Break.Forked, Execed),
+// and, when it resumes in a signal's handler, the call's return as it
+// stood before the handler (returned: its registers).
 type procNews struct {
-	forked int
-	execed bool
+	forked   int
+	execed   bool
+	returned *kvm.Regs
 }
 
 // tell keeps news for thread t's next resumption, if an ExitWatcher
 // watches: only a debugger asks, and a replay without one keeps none.
 func (k *Kernel) tell(t *thread, news procNews) {
-	if k.bp != nil && k.bp.exits != nil {
+	if k.watchesExits() {
 		t.news = news
 	}
 }
 
+func (k *Kernel) watchesExits() bool { return k.bp != nil && k.bp.exits != nil }
+
 // exited tells an ExitWatcher of the thread that runs after an exit,
-// which leaves the system call it was in, if it was.
+// which leaves the system call it was in, if it was and has not blocked.
 func (k *Kernel) exited() error {
 	t := k.current()
-	watched := k.bp != nil && k.bp.exits != nil
+	watched := k.watchesExits()
 	if t.state == exited || !watched && !t.inCall {
 		return nil
 	}
 	regs := k.UserRegs(*k.m.VCPU().SyncedRegs())
-	returned := t.leaveCall(regs.RIP)
+	// A thread that blocked is still in its call: it returns when it runs
+	// again (a sleep, with its result), or from the call it issues again.
+	returned := t.state != blocked && t.leaveCall(regs.RIP)
 	if !watched {
 		return nil
 	}
@@ -747,6 +759,15 @@ func (k *Kernel) tellExited(t *thread, regs kvm.Regs, returned bool) error {
 	t.news, k.bp.ended = procNews{}, nil
 	b := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, Forked: news.forked, Execed: news.execed, Ended: ended,
 		Syscall: t.call.nr, Returned: returned, k: k, proc: t.proc}
+	if news.returned != nil {
+		// The call's return, then its handler, as Linux's syscall-exit
+		// stop comes before the signal's delivery: one exit, two Breaks.
+		ret := &Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: news.returned, Syscall: t.call.nr,
+			Returned: true, BeforeHandler: true, k: k, proc: t.proc}
+		if err := k.bp.exits.Exited(ret); err != nil {
+			return err
+		}
+	}
 	if err := k.bp.exits.Exited(b); err != nil {
 		return err
 	}

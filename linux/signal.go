@@ -208,6 +208,9 @@ func (k *Kernel) deliver(regs *kvm.Regs) (bool, error) {
 		}
 		return false, nil
 	}
+	if t.inCall && k.watchesExits() {
+		t.news.returned = t.callReturn(k.UserRegs(*regs))
+	}
 	if err := k.pushFrame(t, regs, sig, act); err != nil {
 		return true, err
 	}

@@ -17,7 +17,10 @@ import (
 // entry; an rt_sigreturn where the context it restores resumes, as a
 // call numbered -1 (Linux's restore sets orig_rax to -1: gdb catches it
 // only when it catches every call). A thread that resumes elsewhere (in a
-// signal's handler) returns from nothing it is told of, nor does an exit.
+// signal's handler) returns from the call first, as under Linux: with
+// its result, or, if the signal interrupted it, with the code Linux's
+// syscall-exit stop shows (-ERESTARTSYS and its kin, which the handler's
+// set-up turns into -EINTR or a restart). An exit returns nowhere.
 // The kernel keeps which call each thread is in whether or not a
 // debugger watches, in its checkpoints too, so that a replay from any of
 // them tells the same stops.
@@ -71,4 +74,65 @@ func (t *thread) origRAX() uint64 {
 		return t.call.nr
 	}
 	return ^uint64(0)
+}
+
+// callReturn is what thread t, in a system call and about to enter a
+// signal's handler with regs (the program's), shows at the call's
+// syscall-exit stop, nil if regs are not at its return: there, with the
+// call's result, or EINTR for an interrupted call (interrupt) that
+// Linux shows as the code it had before the handler's set-up; on its
+// SYSCALL, to issue it again after the handler, the same code at the
+// return.
+func (t *thread) callReturn(regs kvm.Regs) *kvm.Regs {
+	switch regs.RIP {
+	case t.call.ret:
+		if regs.RAX != negErrno(unix.EINTR) {
+			return &regs
+		}
+	case t.call.ret - 2:
+		regs.RIP = t.call.ret
+	default:
+		return nil
+	}
+	regs.RAX = negErrno(interruptedCode(t.call.nr, regs))
+	return &regs
+}
+
+// The codes a call a signal interrupted returns inside Linux (never to
+// a program: a handler's set-up or the return to it makes them EINTR or
+// a restart): a call that restarts under SA_RESTART; one that never
+// restarts with a handler (waits only a signal ends, waits with a mask);
+// a sleep that resumes with what was left.
+const (
+	errRestartSys          unix.Errno = 512
+	errRestartNoHand       unix.Errno = 514
+	errRestartRestartBlock unix.Errno = 516
+)
+
+// interruptedCode is the code Linux's syscall-exit stop shows for call nr,
+// with registers regs, when a signal interrupted it.
+func interruptedCode(nr uint64, regs kvm.Regs) unix.Errno {
+	switch nr {
+	case unix.SYS_PAUSE, unix.SYS_RT_SIGSUSPEND, unix.SYS_SELECT, unix.SYS_PSELECT6, unix.SYS_PPOLL:
+		return errRestartNoHand
+	case unix.SYS_POLL:
+		if int32(regs.RDX) < 0 { // no timeout
+			return errRestartNoHand
+		}
+		return errRestartRestartBlock
+	case unix.SYS_NANOSLEEP:
+		return errRestartRestartBlock
+	case unix.SYS_CLOCK_NANOSLEEP:
+		if regs.RSI&unix.TIMER_ABSTIME != 0 {
+			return errRestartNoHand
+		}
+		return errRestartRestartBlock
+	case unix.SYS_FUTEX:
+		if regs.R10 != 0 { // a timeout: it resumes with what is left
+			return errRestartRestartBlock
+		}
+	case unix.SYS_EPOLL_WAIT, unix.SYS_EPOLL_PWAIT, unix.SYS_EPOLL_PWAIT2, unix.SYS_RT_SIGTIMEDWAIT:
+		return unix.EINTR
+	}
+	return errRestartSys
 }

@@ -436,6 +436,60 @@ func TestDebugCatchSigreturnAndExec(t *testing.T) {
 	require.Contains(t, out, "reprise: replay matched: ")
 }
 
+// A call a signal's handler interrupts returns to gdb first, as under
+// Linux, with the code Linux's syscall-exit stop shows before the
+// handler's set-up makes it EINTR: sigcalls.c's read of an empty pipe
+// (-ERESTARTSYS), pause (-ERESTARTNOHAND) and nanosleep
+// (clock_nanosleep, -ERESTART_RESTARTBLOCK), each interrupted by
+// SIGALRM. The six stops' lines, rip, rax and orig_rax are native gdb's on
+// the same binary; going back from the last return reaches its entry, then
+// pause's interrupted return, with the same registers.
+func TestDebugCatchInterruptedCalls(t *testing.T) {
+	kvmtest.Require(t)
+	kvmtest.RequireTools(t, "gdb")
+	bin := cprog.Build(t, "gcc", "sigcalls", "-g", "-O1", "-static")
+	dir, tp, r := recordTape(t, []string{bin})
+	require.Equal(t, "read -1 1\npause 1\nsleep -1 1\n", r.stdout)
+	const regs = "info registers rip rax orig_rax\necho @@\\n\n"
+	forward := "catch syscall read pause clock_nanosleep\n" + strings.Repeat("continue\n"+regs, 6)
+	native := filepath.Join(t.TempDir(), "native.gdb")
+	require.NoError(t, os.WriteFile(native, []byte(forward+"delete\ncontinue\n"), 0o644))
+	const quiet = "handle SIGALRM nostop noprint"
+	want, err := exec.Command("gdb", "-nx", "-batch", "-ex", quiet, "-ex", "break main", "-ex", "run", "-x", native, bin).CombinedOutput()
+	require.NoError(t, err, "%s", want)
+	back := "reverse-continue\n" + regs
+	out := debugScript(t, dir, tp, quiet+"\nbreak main\ncontinue\n"+forward+back+back+"delete\ncontinue\n")
+	t.Log(out)
+	stops := regexp.MustCompile(`Catchpoint \d+ \(((?:call to|returned from) syscall [\w-]+)\)`)
+	events := func(text string) []string {
+		var out []string
+		for _, m := range stops.FindAllStringSubmatch(text, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	dump := func(block string) []string { return registerLines(block, "rip", "rax", "orig_rax") }
+	nativeBlocks := strings.Split(string(want), "@@\n")
+	require.Len(t, nativeBlocks, 7, "%s", want)
+	require.Equal(t, []string{"call to syscall read", "returned from syscall read", "call to syscall pause", "returned from syscall pause",
+		"call to syscall clock_nanosleep", "returned from syscall clock_nanosleep"}, events(string(want)), "%s", want)
+	blocks := strings.Split(out, "@@\n")
+	require.Len(t, blocks, 9, out)
+	for i := range 6 {
+		require.Equal(t, events(nativeBlocks[i]), events(blocks[i]), "stop %d as natively", i)
+		require.Equal(t, dump(nativeBlocks[i]), dump(blocks[i]), "stop %d as natively", i)
+	}
+	for _, rax := range []string{"-512", "-514", "-516"} {
+		require.Contains(t, string(want), rax)
+	}
+	require.Equal(t, events(blocks[4]), events(blocks[6]), "back from clock_nanosleep's return: its entry")
+	require.Equal(t, dump(blocks[4]), dump(blocks[6]))
+	require.Equal(t, events(blocks[3]), events(blocks[7]), "back again: pause's interrupted return")
+	require.Equal(t, dump(blocks[3]), dump(blocks[7]))
+	require.Contains(t, out, "sleep -1 1")
+	require.Contains(t, out, "reprise: replay matched: ")
+}
+
 // Going back across an exec of another executable is refused, and the
 // program stays where it was: gdb holds the new image's symbols (the
 // remote protocol cannot tell it of an exec undone) and would read the
