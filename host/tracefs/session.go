@@ -62,7 +62,8 @@ type Handlers struct {
 // Session is one trace instance recording scheduler events of a set of
 // threads. Methods are safe for concurrent use.
 type Session struct {
-	dir    string // the instance directory
+	dir    string   // the instance directory
+	pooled *os.File // the pool's instance's directory, flocked; nil for one of its own
 	opts   Options
 	events []string // enabled event names (see sessionEvents)
 
@@ -112,7 +113,19 @@ func openIn(candidates []string, opts Options) (*Session, error) {
 		return nil, &UnavailableError{Reason: fmt.Sprintf("tracefs at %s has no instances directory (kernel too old)", root), Err: err}
 	}
 	reapStale(instances)
-	dir := filepath.Join(instances, fmt.Sprintf("reprise-%d-%d", os.Getpid(), instanceSeq.Add(1)))
+	dir, lock, err := claimPooled(instances)
+	if err != nil {
+		return nil, err
+	}
+	if lock != nil {
+		s := &Session{dir: dir, pooled: lock, opts: opts}
+		if err := s.configure(); err != nil {
+			lock.Close()
+			return nil, err
+		}
+		return s, nil
+	}
+	dir = filepath.Join(instances, fmt.Sprintf("reprise-%d-%d", os.Getpid(), instanceSeq.Add(1)))
 	err = os.Mkdir(dir, 0o750)
 	if errors.Is(err, fs.ErrExist) {
 		// Left by a killed process that had this pid before: this process
@@ -161,6 +174,11 @@ func (s *Session) configure() error {
 	if err := writeFile(filepath.Join(s.dir, "tracing_on"), "0"); err != nil {
 		return fmt.Errorf("tracefs: stop new instance: %w", err)
 	}
+	if s.pooled != nil {
+		if err := reset(s.dir); err != nil {
+			return err
+		}
+	}
 	for _, ev := range sessionEvents {
 		if _, err := os.Stat(eventDir(s.dir, ev.name)); err != nil {
 			if ev.optional {
@@ -170,18 +188,22 @@ func (s *Session) configure() error {
 		}
 		s.events = append(s.events, ev.name)
 	}
-	if err := writeFile(filepath.Join(s.dir, "trace_clock"), "mono"); err != nil {
-		if errors.Is(err, unix.EINVAL) {
-			return &UnavailableError{Reason: "kernel does not support trace_clock mono", Err: err}
+	if !clocked(s.dir, "mono") {
+		if err := writeFile(filepath.Join(s.dir, "trace_clock"), "mono"); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				return &UnavailableError{Reason: "kernel does not support trace_clock mono", Err: err}
+			}
+			return fmt.Errorf("tracefs: set trace clock: %w", err)
 		}
-		return fmt.Errorf("tracefs: set trace clock: %w", err)
 	}
-	if err := writeFile(filepath.Join(s.dir, "buffer_size_kb"), fmt.Sprint(bufferKB)); err != nil {
-		return fmt.Errorf("tracefs: set buffer size: %w", err)
+	if !sized(s.dir, bufferKB) {
+		if err := writeFile(filepath.Join(s.dir, "buffer_size_kb"), fmt.Sprint(bufferKB)); err != nil {
+			return fmt.Errorf("tracefs: set buffer size: %w", err)
+		}
 	}
 	if s.opts.AllSwitches {
-		// A new instance has no filter; clearing it anyway states the
-		// intent and does not depend on that.
+		// A new instance has no filter, a pooled one may have an earlier
+		// session's: it is cleared.
 		if err := s.writeFilter("sched_switch", noFilter); err != nil {
 			return err
 		}
@@ -277,7 +299,8 @@ func (s *Session) Stats() Stats {
 }
 
 // Close stops tracing, delivers the events still buffered to the
-// handlers, and removes the trace instance. It is idempotent.
+// handlers, and leaves the pool's instance idle or removes one of its
+// own. It is idempotent.
 func (s *Session) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -299,8 +322,17 @@ func (s *Session) Close() error {
 			errs = append(errs, fmt.Errorf("tracefs: disable %s: %w", ev, err))
 		}
 	}
-	if err := unix.Rmdir(s.dir); err != nil {
-		errs = append(errs, fmt.Errorf("tracefs: remove trace instance %s: %w", s.dir, err))
+	switch {
+	case s.pooled != nil:
+		// Its buffers are empty: the reader drained them, or tracing never
+		// began.
+		if err := s.pooled.Close(); err != nil { // lets go of the instance
+			errs = append(errs, fmt.Errorf("tracefs: release %s: %w", s.dir, err))
+		}
+	default:
+		if err := unix.Rmdir(s.dir); err != nil {
+			errs = append(errs, fmt.Errorf("tracefs: remove trace instance %s: %w", s.dir, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -141,9 +141,83 @@ func TestSessionCapturesThread(t *testing.T) {
 
 	checkThread(t, rec, tid, lo, hi)
 	assert.Zero(t, s.Stats().Malformed)
-	_, err := os.Stat(s.Dir())
-	assert.ErrorIs(t, err, os.ErrNotExist, "instance not removed")
+	idleOrGone(t, s.Dir())
 	assert.NoError(t, s.Close(), "second Close")
+}
+
+// idleOrGone requires the instance at dir, closed, to be removed (a
+// session's own) or idle in the pool: held by nobody, tracing off,
+// nothing enabled or buffered.
+func idleOrGone(t *testing.T, dir string) {
+	t.Helper()
+	if !strings.HasPrefix(filepath.Base(dir), poolPrefix+"-") {
+		_, err := os.Stat(dir)
+		assert.ErrorIs(t, err, os.ErrNotExist, "instance not removed")
+		return
+	}
+	f, err := os.Open(dir)
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB), "the pooled instance is let go")
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	for file, want := range map[string]string{"tracing_on": "0", "events/sched/sched_switch/enable": "0", "events/sched/sched_wakeup/enable": "0"} {
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		require.NoError(t, err)
+		assert.Equal(t, want, strings.TrimSpace(string(b)), file)
+	}
+	assert.Empty(t, bufferedEvents(t, dir), "events left in the idle instance")
+}
+
+// bufferedEvents are the event lines the instance at dir holds.
+func bufferedEvents(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "trace"))
+	require.NoError(t, err)
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// A closed session's instance is the next session's: it starts with
+// nothing enabled or buffered, and two sessions at once hold two. The
+// pool here is this test's own (poolPrefix), so that recordings in other
+// processes do not take its instances meanwhile.
+func TestInstancesArePooled(t *testing.T) {
+	probe := openOrSkip(t)
+	instances := filepath.Dir(probe.Dir())
+	require.NoError(t, probe.Close())
+	old := poolPrefix
+	poolPrefix = fmt.Sprintf("reprise-test-%d-pool", os.Getpid())
+	t.Cleanup(func() {
+		poolPrefix = old
+		dirs, _ := filepath.Glob(filepath.Join(instances, fmt.Sprintf("reprise-test-%d-pool-*", os.Getpid())))
+		for _, d := range dirs {
+			_ = unix.Rmdir(d)
+		}
+	})
+
+	first, second := openOrSkip(t), openOrSkip(t)
+	assert.NotEqual(t, first.Dir(), second.Dir(), "two sessions, two instances")
+	rec := &recorder{}
+	require.NoError(t, first.Start(rec.handlers()))
+	tidc, start, done := make(chan int), make(chan struct{}), make(chan struct{})
+	go sleepySpinner(tidc, start, done)
+	require.NoError(t, first.SetTIDs([]int{<-tidc}))
+	close(start)
+	<-done
+	require.NoError(t, first.Close())
+	require.NotEmpty(t, rec.switches, "the first session traced something")
+	idleOrGone(t, first.Dir())
+
+	third := openOrSkip(t)
+	assert.Equal(t, first.Dir(), third.Dir(), "the idle instance is taken again")
+	assert.Empty(t, bufferedEvents(t, third.Dir()))
+	require.NoError(t, second.Close())
+	require.NoError(t, third.Close())
 }
 
 func TestSessionsDoNotInterfere(t *testing.T) {
@@ -435,6 +509,8 @@ func TestAllSwitchesReaderIsQuiet(t *testing.T) {
 // processes that are gone, and one named after this process's pid (left
 // by a dead process that had it) does not stop it from opening.
 func TestStaleInstancesAreRemoved(t *testing.T) {
+	defer func(n int) { maxPooled = n }(maxPooled)
+	maxPooled = 0 // sessions of their own, named after their process
 	probe := openOrSkip(t)
 	instances := filepath.Dir(probe.Dir())
 	require.NoError(t, probe.Close())
