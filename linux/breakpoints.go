@@ -172,6 +172,9 @@ type breakpoints struct {
 	// breakpoints' traps wrote it: zeros, or the frame of the program's
 	// own last debug trap.
 	debugStack []byte
+	// stepFlags is the flags slot of the last trap frame the trap stub
+	// holds or held, if a debugger's trap flag is in it (trapFlags).
+	stepFlags *trapFlags
 	// A debugger's (debug.go): the holds on the int3s it set, in all and
 	// by the image they were set in, the threads it has single-stepping,
 	// and whether it waits for the start.
@@ -666,9 +669,9 @@ func (k *Kernel) forgetThread(tid int) error {
 	return nil
 }
 
-// RemoveBreakpoints puts back every instruction a breakpoint replaced and
-// the debug traps' stack: RAM as the recording left it, for the end's
-// hash.
+// RemoveBreakpoints puts back every instruction a breakpoint replaced,
+// the debug traps' stack and the flags of a trap frame a debugger's trap
+// flag is in: RAM as the recording left it, for the end's hash.
 func (k *Kernel) RemoveBreakpoints() error {
 	if k.bp == nil {
 		return nil
@@ -682,12 +685,15 @@ func (k *Kernel) RemoveBreakpoints() error {
 	} else {
 		clear(stack)
 	}
+	if _, err := k.showRecordedFlags(); err != nil {
+		return err
+	}
 	return k.fr.UnpatchAll()
 }
 
 // WithoutBreakpoints runs f with RAM as the recording has it here — the
-// bytes every int3 replaced and the debug traps' stack put back — and
-// then puts the breakpoints back: a replay with probes checks a
+// bytes every int3 replaced, the debug traps' stack and a trap frame's
+// flags put back — and then puts the breakpoints back: a replay with probes checks a
 // checkpoint's RAM hash so.
 func (k *Kernel) WithoutBreakpoints(f func() error) error {
 	if k.bp == nil {
@@ -704,6 +710,11 @@ func (k *Kernel) WithoutBreakpoints(f func() error) error {
 	} else {
 		clear(stack)
 	}
+	restore, err := k.showRecordedFlags()
+	if err != nil {
+		return err
+	}
+	defer restore()
 	if err := k.fr.ShowOriginals(); err != nil {
 		return err
 	}
@@ -798,7 +809,49 @@ func (k *Kernel) armResumed(rip uint64) error {
 	if err != nil {
 		return err
 	}
+	if flags&rflagsTF == 0 {
+		k.bp.stepFlags = &trapFlags{regs.RSP + frameRFLAGS, flags}
+	}
 	return ram.PutUint64(regs.RSP+frameRFLAGS, flags|rflagsTF)
+}
+
+// trapFlags is a trap frame's flags slot, at addr, that holds a
+// debugger's trap flag — the CPU pushed it with a stepped thread's
+// flags, or a step asked at an exit was armed in it — and the flags the
+// recording has there. The stub's IRETQ pops the frame, but RAM keeps it
+// until the next trap: without this, a debugged replay's RAM differed
+// from the recording's by that bit, at the end and at checkpoints.
+type trapFlags struct{ addr, recorded uint64 }
+
+// noteTrapFlags notes, for a trap of thread t whose frame's flags slot
+// at addr holds flags, whether the trap flag in it is a debugger's.
+func (bp *breakpoints) noteTrapFlags(t *thread, addr, flags uint64) {
+	if bp == nil {
+		return
+	}
+	bp.stepFlags = nil
+	own := bp.step != nil && bp.step.tid == t.tid && bp.step.tf
+	if flags&rflagsTF != 0 && !own && (bp.steps(t) || bp.step != nil && bp.step.tid == t.tid) {
+		bp.stepFlags = &trapFlags{addr, flags &^ rflagsTF}
+	}
+}
+
+// showRecordedFlags puts the recording's flags in the trap frame slot a
+// debugger's trap flag is in, if one is, and returns how to put it back.
+func (k *Kernel) showRecordedFlags() (restore func(), err error) {
+	sf := k.bp.stepFlags
+	if sf == nil || sf.addr >= abi.IST1Top && sf.addr < abi.IST2Top {
+		return func() {}, nil // the debug traps' stack is put back whole
+	}
+	ram := k.m.RAM()
+	now, err := ram.Uint64(sf.addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := ram.PutUint64(sf.addr, sf.recorded); err != nil {
+		return nil, err
+	}
+	return func() { _ = ram.PutUint64(sf.addr, now) }, nil
 }
 
 // Stepping reports whether a thread is being single-stepped — over an
@@ -849,6 +902,7 @@ func (k *Kernel) replaceBreakpoints() error {
 	}
 	k.SetBreakpoints(k.bp.on)
 	k.bp.keepDebugStack(k.m.RAM())
+	k.bp.stepFlags = nil // restored RAM is the recording's
 	for _, p := range k.liveProcesses() {
 		if err := k.placeAll(p.pid, p.execs, p.as, true); err != nil {
 			return err

@@ -504,8 +504,11 @@ func (k *Kernel) trap() error {
 			return err
 		}
 		defer k.bp.keepDebugStack(k.m.RAM()) // the program's own trap: its frame is the recording's too
-	} else if err := k.abortStep(regs, &frame[4]); err != nil {
-		return err
+	} else {
+		k.bp.noteTrapFlags(k.current(), regs.RSP+frameRFLAGS, frame[4])
+		if err := k.abortStep(regs, &frame[4]); err != nil {
+			return err
+		}
 	}
 	if n := k.proc().as.Site(frame[2]); vector == 6 && n != 0 {
 		return k.emulateTSC(regs, frame[2], n)
