@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -150,12 +151,15 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err != nil {
 		return nil, &exitError{exitFailure, err}
 	}
-	img, err := elffile.ParseImage(path, raw)
-	switch {
-	case err == nil && bringsKernel(img):
-		return &guestSpec{img: img, cmdline: strings.Join(rest, " ")}, nil
-	case !bytes.HasPrefix(raw, []byte("\x7fELF")) && !bytes.HasPrefix(raw, []byte("#!")):
+	isELF := bytes.HasPrefix(raw, []byte("\x7fELF"))
+	if !isELF && !bytes.HasPrefix(raw, []byte("#!")) {
+		_, err := elffile.ParseImage(path, raw)
 		return nil, &exitError{exitFailure, err} // neither: say why as an image
+	}
+	if isELF && mayBringKernel(raw) {
+		if img, err := elffile.ParseImage(path, raw); err == nil && bringsKernel(img) {
+			return &guestSpec{img: img, cmdline: strings.Join(rest, " ")}, nil
+		}
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -258,6 +262,33 @@ func hostPathOf(p string, dir bool) (string, error) {
 // kernel (a kit image, or one built against abi.h): it has the kit's
 // vector table, or its code starts in the kernel window, where no Linux
 // executable is linked.
+// mayBringKernel says, from an ELF file's headers and symbol names, whether
+// it could be an image that brings its own kernel (bringsKernel): a Linux
+// program is not parsed as one, which copied a static program's segments
+// and hashed it (4–7 ms for a 750 KB one) to find it was not.
+func mayBringKernel(raw []byte) bool {
+	f, err := elf.NewFile(bytes.NewReader(raw))
+	if err != nil {
+		return true // ParseImage says what is wrong
+	}
+	defer f.Close()
+	if f.Type != elf.ET_EXEC {
+		return false
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Memsz > 0 && p.Paddr >= abi.KernelBase && p.Paddr < abi.UserBase {
+			return true
+		}
+	}
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if s.Name == abi.VectorsSymbol {
+			return true
+		}
+	}
+	return false
+}
+
 func bringsKernel(img *elffile.Image) bool {
 	if _, ok := img.Lookup(abi.VectorsSymbol); ok {
 		return true
