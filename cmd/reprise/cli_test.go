@@ -104,6 +104,14 @@ func TestRunHelloStreamsConsoleAndExitsZero(t *testing.T) {
 	require.Contains(t, r.stdout, "truth: result=ok")
 	require.Contains(t, r.stderr, "exits:")
 	require.Contains(t, r.stderr, "in the VMM between them")
+
+	// The kit's image named by its path is an image that brings its own
+	// kernel, not a Linux program (mayBringKernel).
+	kit, err := guest.Build(context.Background())
+	require.NoError(t, err)
+	r = runCLI(t, nil, "run", kit.Image(), "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, "truth: result=ok")
 }
 
 func TestRunErrors(t *testing.T) {
