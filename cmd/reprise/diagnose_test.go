@@ -366,12 +366,12 @@ func perfShares(t *testing.T, bin string, args ...string) map[string]float64 {
 // __libc_start_main in libc.so.6.
 func TestProfileAgainstPerf(t *testing.T) {
 	bin := cprog.Build(t, "gcc", "split", "-O1", "-g", "-fomit-frame-pointer")
-	p := profileOf(t, bin, "6000")
+	p := profileOf(t, bin, "600")
 	ours := map[string]float64{}
 	for _, f := range p.Functions {
 		ours[f.Function] = f.SelfPct
 	}
-	perf := perfShares(t, bin, "6000")
+	perf := perfShares(t, bin, "600")
 	truth := map[string]float64{"alpha": 50, "beta": 30, "gamma_": 15, "main": 5}
 	for fn := range truth {
 		if ours[fn] < 5 && perf[fn] < 5 {
