@@ -1000,7 +1000,7 @@ func TestForgedDoorMessages(t *testing.T) {
 		edit func([]byte) []byte
 		want string
 	}{
-		"cut short": {func(b []byte) []byte { return b[:3] }, "door message 1 of 1: malformed door message: 3 bytes"},
+		"cut short": {func(b []byte) []byte { return b[:3] }, "malformed door message: 3 bytes"},
 		"replaced": {func(b []byte) []byte {
 			m, err := door.Parse(b)
 			require.NoError(t, err)
@@ -1015,6 +1015,8 @@ func TestForgedDoorMessages(t *testing.T) {
 			var out bytes.Buffer
 			w, err := tape.NewWriter(&out, r.Header())
 			require.NoError(t, err)
+			// The client's connection is the first net-rx; its close may
+			// come in a second, as the host's timing has it.
 			forged := 0
 			for {
 				e, err := r.Next()
@@ -1022,14 +1024,14 @@ func TestForgedDoorMessages(t *testing.T) {
 					break
 				}
 				require.NoError(t, err)
-				if e.Kind == tape.KindNetRX {
+				if e.Kind == tape.KindNetRX && forged == 0 {
 					e.Data = forge.edit(e.Data)
 					forged++
 				}
 				require.NoError(t, w.Append(e))
 			}
 			require.NoError(t, w.Close())
-			require.Equal(t, 1, forged, "the client's one connection")
+			require.Equal(t, 1, forged, "the client's connection")
 			tp := filepath.Join(t.TempDir(), "forged.tape")
 			require.NoError(t, os.WriteFile(tp, out.Bytes(), 0o644))
 			rep := runCLIIn(t, dir, "replay", tp)
