@@ -440,8 +440,8 @@ func TestDebugCatchSigreturnAndExec(t *testing.T) {
 // the trap frame the CPU pushes; the stub's IRETQ pops it, but RAM keeps
 // it. stepfault.c's fault is the run's last trap, so the frame is still
 // there at the end: the replay must end with the recording's RAM (it
-// ended with that bit set, a divergence, in 3 debugging sessions of 20
-// under load, where stale translations' faults came while stepping).
+// ended with that bit set, a divergence, in 3 debugging sessions of 20,
+// where a fault came while stepping).
 func TestDebugStepOverAFaultKeepsRAM(t *testing.T) {
 	kvmtest.Require(t)
 	dir, tp, r := recordTape(t, []string{cprog.Build(t, "gcc", "stepfault", "-g", "-O1", "-static")})
