@@ -334,12 +334,9 @@ func TestDebugCatchSyscall(t *testing.T) {
 	bin := cprog.Build(t, "gcc", "syscalls", "-g", "-O1")
 	dir, tp, r := recordTape(t, []string{bin})
 	require.Equal(t, "wrote 4 read 4\n", r.stdout)
-	const regs = "info registers rip rax orig_rax\necho @@\\n\n"
+	const regs = syscallRegs
 	forward := "catch syscall write read\n" + strings.Repeat("continue\n"+regs, 4)
-	native := filepath.Join(t.TempDir(), "native.gdb")
-	require.NoError(t, os.WriteFile(native, []byte(forward+"delete\ncontinue\n"), 0o644))
-	want, err := exec.Command("gdb", "-nx", "-batch", "-ex", "break main", "-ex", "run", "-x", native, bin).CombinedOutput()
-	require.NoError(t, err, "%s", want)
+	want := nativeGDB(t, bin, forward, "break main")
 	out := debugScript(t, dir, tp, "break main\ncontinue\n"+forward+strings.Repeat("reverse-continue\n"+regs, 3)+
 		"reverse-stepi\nx/i $pc\ncontinue\n"+regs+"delete\ncontinue\n")
 	t.Log(out)
@@ -359,14 +356,14 @@ func TestDebugCatchSyscall(t *testing.T) {
 		}
 		return out
 	}
-	nativeEvents := events(string(want))
+	nativeEvents := events(want)
 	require.Len(t, nativeEvents, 4, "%s", want)
-	require.Equal(t, []string{"rax=-38", "orig_rax=1", "rax=4", "orig_rax=1", "rax=-38", "orig_rax=0", "rax=4", "orig_rax=0"}, results(string(want)), "%s", want)
+	require.Equal(t, []string{"rax=-38", "orig_rax=1", "rax=4", "orig_rax=1", "rax=-38", "orig_rax=0", "rax=4", "orig_rax=0"}, results(want), "%s", want)
 	blocks := strings.Split(out, "@@\n")
 	require.Len(t, blocks, 9, out)
 	require.Equal(t, nativeEvents, events(strings.Join(blocks[:4], "")), "forwards as natively")
-	require.Equal(t, results(string(want)), results(strings.Join(blocks[:4], "")), "forwards as natively")
-	dump := func(block string) []string { return registerLines(block, "rip", "rax", "orig_rax") }
+	require.Equal(t, results(want), results(strings.Join(blocks[:4], "")), "forwards as natively")
+	dump := stopRegs
 	a, b, c := dump(blocks[0]), dump(blocks[1]), dump(blocks[2])
 	require.Len(t, a, 3, blocks[0])
 	require.Equal(t, nativeEvents[2:3], events(blocks[4]), "reverse-continue from read's return: its entry")
@@ -395,29 +392,19 @@ func TestDebugCatchSigreturnAndExec(t *testing.T) {
 	bin := cprog.Build(t, "gcc", "sigexec", "-g", "-O1", "-static")
 	dir, tp, r := recordTape(t, []string{bin})
 	require.Equal(t, "handled 10\nagain x\n", r.stdout)
-	const regs = "info registers rip rax orig_rax\necho @@\\n\n"
+	const regs = syscallRegs
 	forward := "catch syscall\n" + strings.Repeat("continue\n"+regs, 2) + "delete\ncatch syscall execve\n" + strings.Repeat("continue\n"+regs, 2)
-	native := filepath.Join(t.TempDir(), "native.gdb")
-	require.NoError(t, os.WriteFile(native, []byte(forward+"delete\ncontinue\n"), 0o644))
 	const quiet = "handle SIGUSR1 nostop noprint" // the handler's breakpoint first
-	want, err := exec.Command("gdb", "-nx", "-batch", "-ex", quiet, "-ex", "break handler", "-ex", "run", "-x", native, bin).CombinedOutput()
-	require.NoError(t, err, "%s", want)
+	want := nativeGDB(t, bin, forward, quiet, "break handler")
 	back := "reverse-continue\n" + regs
 	out := debugScript(t, dir, tp, quiet+"\nbreak handler\ncontinue\ncatch syscall\n"+strings.Repeat("continue\n"+regs, 2)+back+
 		"delete\ncatch syscall execve\n"+strings.Repeat("continue\n"+regs, 2)+back+"delete\ncontinue\n")
 	t.Log(out)
-	stops := regexp.MustCompile(`Catchpoint \d+ \(((?:call to|returned from) syscall [\w-]+)\), (.*)`)
-	events := func(text string) []string {
-		var out []string
-		for _, m := range stops.FindAllStringSubmatch(text, -1) {
-			out = append(out, m[1]+", "+m[2])
-		}
-		return out
-	}
-	dump := func(block string) []string { return registerLines(block, "rip", "rax", "orig_rax") }
-	nativeBlocks := strings.Split(string(want), "@@\n")
+	events := func(text string) []string { return catchStops(text, true) }
+	dump := stopRegs
+	nativeBlocks := strings.Split(want, "@@\n")
 	require.Len(t, nativeBlocks, 5, "%s", want)
-	nativeEvents := events(string(want))
+	nativeEvents := events(want)
 	require.Equal(t, []string{"call to syscall rt_sigreturn", "returned from syscall -1", "call to syscall execve", "returned from syscall execve"},
 		eventNames(nativeEvents), "%s", want)
 	blocks := strings.Split(out, "@@\n")
@@ -466,29 +453,19 @@ func TestDebugCatchInterruptedCalls(t *testing.T) {
 	bin := cprog.Build(t, "gcc", "sigcalls", "-g", "-O1", "-static")
 	dir, tp, r := recordTape(t, []string{bin})
 	require.Equal(t, "read -1 1\npause 1\nsleep -1 1\n", r.stdout)
-	const regs = "info registers rip rax orig_rax\necho @@\\n\n"
+	const regs = syscallRegs
 	forward := "catch syscall read pause clock_nanosleep\n" + strings.Repeat("continue\n"+regs, 6)
-	native := filepath.Join(t.TempDir(), "native.gdb")
-	require.NoError(t, os.WriteFile(native, []byte(forward+"delete\ncontinue\n"), 0o644))
 	const quiet = "handle SIGALRM nostop noprint"
-	want, err := exec.Command("gdb", "-nx", "-batch", "-ex", quiet, "-ex", "break main", "-ex", "run", "-x", native, bin).CombinedOutput()
-	require.NoError(t, err, "%s", want)
+	want := nativeGDB(t, bin, forward, quiet, "break main")
 	back := "reverse-continue\n" + regs
 	out := debugScript(t, dir, tp, quiet+"\nbreak main\ncontinue\n"+forward+back+back+"delete\ncontinue\n")
 	t.Log(out)
-	stops := regexp.MustCompile(`Catchpoint \d+ \(((?:call to|returned from) syscall [\w-]+)\)`)
-	events := func(text string) []string {
-		var out []string
-		for _, m := range stops.FindAllStringSubmatch(text, -1) {
-			out = append(out, m[1])
-		}
-		return out
-	}
-	dump := func(block string) []string { return registerLines(block, "rip", "rax", "orig_rax") }
-	nativeBlocks := strings.Split(string(want), "@@\n")
+	events := func(text string) []string { return catchStops(text, false) }
+	dump := stopRegs
+	nativeBlocks := strings.Split(want, "@@\n")
 	require.Len(t, nativeBlocks, 7, "%s", want)
 	require.Equal(t, []string{"call to syscall read", "returned from syscall read", "call to syscall pause", "returned from syscall pause",
-		"call to syscall clock_nanosleep", "returned from syscall clock_nanosleep"}, events(string(want)), "%s", want)
+		"call to syscall clock_nanosleep", "returned from syscall clock_nanosleep"}, events(want), "%s", want)
 	blocks := strings.Split(out, "@@\n")
 	require.Len(t, blocks, 9, out)
 	for i := range 6 {
@@ -496,7 +473,7 @@ func TestDebugCatchInterruptedCalls(t *testing.T) {
 		require.Equal(t, dump(nativeBlocks[i]), dump(blocks[i]), "stop %d as natively", i)
 	}
 	for _, rax := range []string{"-512", "-514", "-516"} {
-		require.Contains(t, string(want), rax)
+		require.Contains(t, want, rax)
 	}
 	require.Equal(t, events(blocks[4]), events(blocks[6]), "back from clock_nanosleep's return: its entry")
 	require.Equal(t, dump(blocks[4]), dump(blocks[6]))
@@ -535,6 +512,47 @@ func TestDebugReverseAcrossAnExec(t *testing.T) {
 	require.Equal(t, registerLines(blocks[0], "rip", "rsp"), registerLines(blocks[1], "rip", "rsp"), "where it was")
 	require.Contains(t, out, "reprise: replay matched: ")
 }
+
+// syscallRegs, after a syscall stop in a gdb script, prints what the
+// tests compare it by and ends its block of the output (split at "@@").
+const syscallRegs = "info registers rip rax orig_rax\necho @@\\n\n"
+
+// nativeGDB runs bin under gdb on the host — the commands pre, then
+// `run`, then script and a last `continue` — and returns its output: the
+// reference a test compares reprise's stops with.
+func nativeGDB(t *testing.T, bin, script string, pre ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "native.gdb")
+	require.NoError(t, os.WriteFile(path, []byte(script+"delete\ncontinue\n"), 0o644))
+	args := []string{"-nx", "-batch"}
+	for _, c := range append(pre, "run") {
+		args = append(args, "-ex", c)
+	}
+	out, err := exec.Command("gdb", append(args, "-x", path, bin)...).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return string(out)
+}
+
+// catchStop is a catch syscall stop's line: which stop, and (after the
+// comma) where.
+var catchStop = regexp.MustCompile(`Catchpoint \d+ \(((?:call to|returned from) syscall [\w-]+)\)(?:, (.*))?`)
+
+// catchStops are the syscall stops in gdb's output text, each with where
+// it stopped if where is set.
+func catchStops(text string, where bool) []string {
+	var out []string
+	for _, m := range catchStop.FindAllStringSubmatch(text, -1) {
+		if where {
+			out = append(out, m[1]+", "+m[2])
+		} else {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// stopRegs are a syscall stop's registers as syscallRegs printed them.
+func stopRegs(block string) []string { return registerLines(block, "rip", "rax", "orig_rax") }
 
 // eventNames is each of events (TestDebugCatchSigreturnAndExec's) up to
 // its comma: which call, entry or return.
