@@ -58,13 +58,27 @@ func (s *Session) Entering(b *linux.Break) error { return s.entering(linuxTrap(b
 // entering is b's thread making a system call: a stop if gdb catches it,
 // a seek's goal or hit.
 func (s *Session) entering(b *Trap) error {
+	return s.callAtExit(b, callStop{nr: b.Syscall, entry: true})
+}
+
+// returnBeforeHandler is b's thread returning from a system call at the
+// exit where it enters a signal's handler: a stop if gdb catches the
+// call, a seek's goal or hit — found again at that exit, as an entry is.
+func (s *Session) returnBeforeHandler(b *Trap) error {
+	return s.callAtExit(b, callStop{nr: b.Syscall, beforeHandler: true})
+}
+
+// callAtExit is a syscall stop of b's thread that is found at its exit,
+// not at an instruction (an entry, a return before a handler): a stop if
+// gdb catches the call, a seek's goal or hit.
+func (s *Session) callAtExit(b *Trap, call callStop) error {
 	if s.detached.Load() {
 		return nil
 	}
-	here := Mark{Exit: b.Position().Exit, TID: b.TID, PID: b.PID, Image: b.Image, Call: &callStop{nr: b.Syscall, entry: true}}
+	here := Mark{Exit: b.Position().Exit, TID: b.TID, PID: b.PID, Image: b.Image, Call: &call}
 	if sk := s.seek; sk != nil {
-		if g := sk.goal; !sk.window && sk.at == nil && g.entry() && g.Exit == here.Exit && g.TID == here.TID {
-			if ws := sk.watch; ws != nil && !ws.step {
+		if g := sk.goal; !sk.window && sk.at == nil && g.atExit() && g.entry() == call.entry && g.Exit == here.Exit && g.TID == here.TID {
+			if ws := sk.watch; call.entry && ws != nil && !ws.step {
 				s.entryScan(b, ws)
 			}
 			return s.arrived(b, here)
@@ -75,28 +89,7 @@ func (s *Session) entering(b *Trap) error {
 	if !s.callStops(b) {
 		return nil
 	}
-	return s.stopAt(b, stop{kind: stopSyscall, tid: b.TID, pid: b.PID, regs: *b.Regs, call: *here.Call}, here)
-}
-
-// returnBeforeHandler is b's thread returning from a system call at the
-// exit where it enters a signal's handler: a stop if gdb catches the
-// call, a seek's goal or hit — found again at that exit, as an entry is.
-func (s *Session) returnBeforeHandler(b *Trap) error {
-	if s.detached.Load() {
-		return nil
-	}
-	here := Mark{Exit: b.Position().Exit, TID: b.TID, PID: b.PID, Image: b.Image, Call: &callStop{nr: b.Syscall, beforeHandler: true}}
-	if sk := s.seek; sk != nil {
-		if g := sk.goal; !sk.window && sk.at == nil && g.beforeHandler() && g.Exit == here.Exit && g.TID == here.TID {
-			return s.arrived(b, here)
-		}
-		s.callHit(b, sk, here)
-		return nil
-	}
-	if !s.callStops(b) {
-		return nil
-	}
-	return s.stopAt(b, stop{kind: stopSyscall, tid: b.TID, pid: b.PID, regs: *b.Regs, call: *here.Call}, here)
+	return s.stopAt(b, stop{kind: stopSyscall, tid: b.TID, pid: b.PID, regs: *b.Regs, call: call}, here)
 }
 
 // callStops reports whether b's system call, at its entry or return,
