@@ -39,11 +39,14 @@ func (m *Machine) RegsDigest() uint64 { return m.digest(*m.cpu.SyncedRegs()) }
 // replay that takes or checks none. (KVM completes an OUT, its skip, and
 // an IN, its value, at the next KVM_RUN, which a Settle is; seen under
 // nested SVM to change an interrupt's digest after a system call.)
-func (m *Machine) EventDigest() uint64 {
+func (m *Machine) EventDigest() uint64 { return m.digest(m.eventRegs()) }
+
+// eventRegs are the registers as the stop's exit left them (EventDigest).
+func (m *Machine) eventRegs() kvm.Regs {
 	if m.settled && m.exitRegs != nil {
-		return m.digest(*m.exitRegs)
+		return *m.exitRegs
 	}
-	return m.RegsDigest()
+	return *m.cpu.SyncedRegs()
 }
 
 // OtherKVMEventDigests are EventDigest as other kinds of KVM show the
@@ -57,10 +60,7 @@ func (m *Machine) EventDigest() uint64 {
 // these are the same guest state, and a tape recorded on one kind replays
 // on the other.
 func (m *Machine) OtherKVMEventDigests() []uint64 {
-	r := *m.cpu.SyncedRegs()
-	if m.settled && m.exitRegs != nil {
-		r = *m.exitRegs
-	}
+	r := m.eventRegs()
 	flipped := r
 	flipped.RFLAGS ^= x86.RFLAGSRF
 	out := []uint64{m.digest(flipped)}
