@@ -676,16 +676,7 @@ func (k *Kernel) RemoveBreakpoints() error {
 	if k.bp == nil {
 		return nil
 	}
-	stack, err := k.m.RAM().Slice(abi.IST1Top, abi.IST2Top-abi.IST1Top)
-	if err != nil {
-		return err
-	}
-	if k.bp.debugStack != nil {
-		copy(stack, k.bp.debugStack)
-	} else {
-		clear(stack)
-	}
-	if _, err := k.showRecordedFlags(); err != nil {
+	if _, err := k.showRecordedTraps(); err != nil {
 		return err
 	}
 	return k.fr.UnpatchAll()
@@ -699,18 +690,7 @@ func (k *Kernel) WithoutBreakpoints(f func() error) error {
 	if k.bp == nil {
 		return f()
 	}
-	ram := k.m.RAM()
-	stack, err := ram.Slice(abi.IST1Top, abi.IST2Top-abi.IST1Top)
-	if err != nil {
-		return err
-	}
-	ours := bytes.Clone(stack)
-	if k.bp.debugStack != nil {
-		copy(stack, k.bp.debugStack)
-	} else {
-		clear(stack)
-	}
-	restore, err := k.showRecordedFlags()
+	restore, err := k.showRecordedTraps()
 	if err != nil {
 		return err
 	}
@@ -718,9 +698,30 @@ func (k *Kernel) WithoutBreakpoints(f func() error) error {
 	if err := k.fr.ShowOriginals(); err != nil {
 		return err
 	}
-	err = f()
-	copy(stack, ours)
-	return errors.Join(err, k.fr.ShowPatches())
+	return errors.Join(f(), k.fr.ShowPatches())
+}
+
+// showRecordedTraps puts back what the debugger's traps wrote in RAM where
+// the recording's own are — the debug traps' stack, and the flags of a
+// trap frame a debugger's trap flag is in — and returns how to put the
+// debugger's back.
+func (k *Kernel) showRecordedTraps() (restore func(), err error) {
+	stack, err := k.m.RAM().Slice(abi.IST1Top, abi.IST2Top-abi.IST1Top)
+	if err != nil {
+		return nil, err
+	}
+	ours := bytes.Clone(stack)
+	if k.bp.debugStack != nil {
+		copy(stack, k.bp.debugStack)
+	} else {
+		clear(stack)
+	}
+	flags, err := k.showRecordedFlags()
+	if err != nil {
+		copy(stack, ours)
+		return nil, err
+	}
+	return func() { flags(); copy(stack, ours) }, nil
 }
 
 // procNews is what a thread's system call did to its process, for an
