@@ -114,40 +114,55 @@ func openIn(candidates []string, opts Options) (*Session, error) {
 	}
 	reapStale(instances)
 	dir, lock, err := claimPooled(instances)
+	if err == nil && lock == nil {
+		dir, err = ownInstance(instances)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if lock != nil {
-		s := &Session{dir: dir, pooled: lock, opts: opts}
-		if err := s.configure(); err != nil {
-			lock.Close()
-			return nil, err
-		}
-		return s, nil
+	s := &Session{dir: dir, pooled: lock, opts: opts}
+	if err := s.configure(); err != nil {
+		// Do not leak an instance of its own: it would hold kernel memory
+		// until reboot.
+		return nil, errors.Join(err, s.release())
 	}
-	dir = filepath.Join(instances, fmt.Sprintf("reprise-%d-%d", os.Getpid(), instanceSeq.Add(1)))
-	err = os.Mkdir(dir, 0o750)
+	return s, nil
+}
+
+// ownInstance makes a trace instance of this process's own in instances,
+// for a session when every instance of the pool is held.
+func ownInstance(instances string) (string, error) {
+	dir := filepath.Join(instances, fmt.Sprintf("reprise-%d-%d", os.Getpid(), instanceSeq.Add(1)))
+	err := os.Mkdir(dir, 0o750)
 	if errors.Is(err, fs.ErrExist) {
 		// Left by a killed process that had this pid before: this process
 		// numbers its instances from 1 again. It is nobody's now.
 		_ = unix.Rmdir(dir)
 		err = os.Mkdir(dir, 0o750)
 	}
-	if err != nil {
-		if errors.Is(err, fs.ErrPermission) {
-			return nil, &UnavailableError{Reason: fmt.Sprintf("no permission to create a trace instance in %s: run as root", instances), Err: err}
-		}
-		return nil, fmt.Errorf("tracefs: create trace instance: %w", err)
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return "", &UnavailableError{Reason: fmt.Sprintf("no permission to create a trace instance in %s: run as root", instances), Err: err}
+	case err != nil:
+		return "", fmt.Errorf("tracefs: create trace instance: %w", err)
 	}
-	s := &Session{dir: dir, opts: opts}
-	if err := s.configure(); err != nil {
-		// Do not leak the instance: it would hold kernel memory until reboot.
-		if rerr := unix.Rmdir(dir); rerr != nil {
-			err = errors.Join(err, fmt.Errorf("remove trace instance %s: %w", dir, rerr))
+	return dir, nil
+}
+
+// release lets go of the session's instance: the pool's is left idle (its
+// buffers are empty: the reader drained them, or tracing never began), one
+// of its own removed.
+func (s *Session) release() error {
+	if s.pooled != nil {
+		if err := s.pooled.Close(); err != nil {
+			return fmt.Errorf("tracefs: release %s: %w", s.dir, err)
 		}
-		return nil, err
+		return nil
 	}
-	return s, nil
+	if err := unix.Rmdir(s.dir); err != nil {
+		return fmt.Errorf("tracefs: remove trace instance %s: %w", s.dir, err)
+	}
+	return nil
 }
 
 // reapStale removes the trace instances of reprise processes that are
@@ -322,17 +337,8 @@ func (s *Session) Close() error {
 			errs = append(errs, fmt.Errorf("tracefs: disable %s: %w", ev, err))
 		}
 	}
-	switch {
-	case s.pooled != nil:
-		// Its buffers are empty: the reader drained them, or tracing never
-		// began.
-		if err := s.pooled.Close(); err != nil { // lets go of the instance
-			errs = append(errs, fmt.Errorf("tracefs: release %s: %w", s.dir, err))
-		}
-	default:
-		if err := unix.Rmdir(s.dir); err != nil {
-			errs = append(errs, fmt.Errorf("tracefs: remove trace instance %s: %w", s.dir, err))
-		}
+	if err := s.release(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
