@@ -67,11 +67,18 @@ func (p linuxProgram) live(tb testing.TB, console io.Writer) time.Duration {
 // liveStats is live, with what the machine and the personality counted.
 func (p linuxProgram) liveStats(tb testing.TB, console io.Writer) (time.Duration, vmm.Stats, linux.Stats) {
 	tb.Helper()
+	return p.liveSetUp(tb, console, func(*linux.Kernel) {})
+}
+
+// liveSetUp is liveStats with the kernel set up before it boots.
+func (p linuxProgram) liveSetUp(tb testing.TB, console io.Writer, setUp func(*linux.Kernel)) (time.Duration, vmm.Stats, linux.Stats) {
+	tb.Helper()
 	t0 := time.Now()
 	k, err := linux.New(p.program(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	setUp(k)
 	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: linux.DefaultMemBytes, Console: console})
 	if err != nil {
 		tb.Fatal(err)
@@ -234,8 +241,8 @@ func BenchmarkLinuxCallLoop(b *testing.B) {
 	}
 	prog := linuxProgram{"call-loop", []string{bb, "sh", "/data/loop.sh"}, []linux.Mount{{Guest: "/data/loop.sh", Host: guestLoop}}}
 	tp := filepath.Join(dir, "loop.tape")
-	var pinned, live, rec, rep, served, vmmExit, inGuest time.Duration
-	var calls, timed, entries uint64
+	var pinned, live, liveFast, rec, rep, served, vmmExit, inGuest time.Duration
+	var calls, timed, entries, answered uint64
 	for i := 0; i < b.N; i++ {
 		pinned += prog.native(b, []string{bb, "sh", hostLoop}, true)
 		d, ms, ks := prog.liveStats(b, io.Discard)
@@ -248,6 +255,8 @@ func BenchmarkLinuxCallLoop(b *testing.B) {
 		}
 		vmmExit += ms.VMMPerExit()
 		inGuest, entries = inGuest+ms.InGuest, entries+ms.Entries
+		d, _, ks = prog.liveSetUp(b, io.Discard, (*linux.Kernel).EnableFastCalls)
+		liveFast, answered = liveFast+d, answered+ks.FastAnswered
 		d, _ = prog.record(b, tp)
 		rec += d
 		t0 := time.Now()
@@ -258,6 +267,8 @@ func BenchmarkLinuxCallLoop(b *testing.B) {
 	b.ReportMetric(float64(calls)/n, "calls")
 	b.ReportMetric(float64(pinned.Milliseconds())/n, "pinned-ms")
 	b.ReportMetric(float64(live)/float64(pinned), "x-live")
+	b.ReportMetric(float64(liveFast)/float64(pinned), "x-live-fast-calls")
+	b.ReportMetric(float64(answered)/float64(max(calls, 1)), "share-answered-without-exit")
 	b.ReportMetric(float64(rec)/float64(pinned), "x-recorded")
 	b.ReportMetric(float64(rep)/float64(pinned), "x-replayed")
 	b.ReportMetric(float64(rep)/float64(rec), "x-replay-vs-record")

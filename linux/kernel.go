@@ -114,6 +114,7 @@ type Kernel struct {
 	stale    staleAt   // the fault last retried for a stale translation (stale.go)
 	trace    io.Writer // if set, every system call is written here
 	bp       *breakpoints
+	fast     *fastCalls  // nil: every system call exits (fastcall.go)
 	xsave    xsaveLayout // the guest CPU's XSAVE image (xstate.go)
 	// timerfds are the program's open timerfds, in creation order
 	// (sys_timerfd.go).
@@ -240,7 +241,14 @@ func (k *Kernel) Fresh() (*Kernel, error) {
 func (k *Kernel) Program() Program { return k.prog }
 
 // Stats are the system calls made so far.
-func (k *Kernel) Stats() Stats { return k.counts.add(k.stats) }
+func (k *Kernel) Stats() Stats {
+	s := k.counts.add(k.stats)
+	if k.fast != nil {
+		s.FastAnswered, s.FastFinished = k.fast.answered, k.fast.finished
+		s.FastRefused, s.FastLate = k.fast.refused, k.fast.exited-min(k.fast.exited, k.fast.refused)
+	}
+	return s
+}
 
 // Boot builds the descriptor tables and stubs, the process's address space
 // with the executable and its stack, and the vCPU's state at its entry.
@@ -264,6 +272,11 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 			return fmt.Errorf("linux: %w", err)
 		}
 	}
+	if k.fast != nil {
+		if err := k.bootFastCalls(); err != nil {
+			return err
+		}
+	}
 	k.fr, k.shm = mm.NewFrames(ram, k.m.DropTranslations), map[*node]*mm.Object{}
 	init := &process{pid: pid, pgid: pid, sid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022, cred: credsOf(k.prog.User)}
 	k.budget[processCount] = 1 // init
@@ -276,7 +289,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 	}
 	// The program starts at the start call (start.go), where its files
 	// can be asked of the host: an empty address space with the stub.
-	as, err := mm.New(k.fr)
+	as, err := k.newSpace()
 	if err != nil {
 		return fmt.Errorf("linux: address space: %w", err)
 	}
@@ -389,14 +402,14 @@ func (k *Kernel) exit(port uint16) error {
 	caller := k.current()
 	var ret uint64
 	var err error
-	if k.started {
-		if err := k.enterCall(caller, regs); err != nil {
-			return err
-		}
+	switch f, finishing := k.finishCall(); {
+	case finishing: // served beside the vCPU: only its end is left
+		ret, err = f.ret, f.err
+	case k.started:
 		nr := regs.RAX // execve and rt_sigreturn replace the registers
-		ret, err = k.syscall(regs)
+		ret, err = k.call(caller, regs)
 		k.serving = nr + 1
-	} else {
+	default:
 		err = k.start()
 	}
 	if err != nil {
@@ -424,6 +437,15 @@ func (k *Kernel) exit(port uint16) error {
 		c.MarkSregsDirty()
 	}
 	return k.resume()
+}
+
+// call serves the system call regs hold, made by thread t, the running
+// one.
+func (k *Kernel) call(t *thread, regs *kvm.Regs) (uint64, error) {
+	if err := k.enterCall(t, regs); err != nil {
+		return 0, err
+	}
+	return k.syscall(regs)
 }
 
 // resume switches threads if asked to and points the vCPU at the running
@@ -608,6 +630,11 @@ func (k *Kernel) takeInterrupt(vector uint8, clock time.Duration) error {
 		// must run on this thread's stack, so a switch or a signal
 		// waits for the program's next exit — unless the thread is gone.
 		return k.leaveStub()
+	}
+	if k.inCallStub(k.m.VCPU().SyncedRegs().RIP) {
+		// Half-way through posting a call, or spinning for its answer:
+		// the switch or the signal waits for the stub's return or exit.
+		return nil
 	}
 	if t := k.current(); t.retryAt != 0 {
 		if k.m.VCPU().SyncedRegs().RIP == t.retryAt {

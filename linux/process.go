@@ -51,7 +51,7 @@ func (k *Kernel) proc() *process { return k.current().proc }
 // one, its stack. execfn is the name it was run by, as the program gave
 // it (AT_EXECFN). It returns the entry point and stack pointer.
 func (k *Kernel) execImage(p *process, path, execfn string, file *vfs.Node, argv, envp []string) (entry, sp uint64, err error) {
-	as, err := mm.New(k.fr)
+	as, err := k.newSpace()
 	if err != nil {
 		return 0, 0, fmt.Errorf("linux: address space: %w", err)
 	}

@@ -27,6 +27,12 @@ type Stats struct {
 	// StaleTranslations counts the faults retried after dropping KVM's
 	// stale translations (stale.go).
 	StaleTranslations uint64
+	// FastAnswered counts the system calls served beside the vCPU
+	// without an exit (fastcall.go), FastFinished those served beside
+	// whose end took an exit, FastRefused those left to an exit
+	// unserved, FastLate those whose spin ran out before they were
+	// claimed.
+	FastAnswered, FastFinished, FastRefused, FastLate uint64
 }
 
 // Served is the VMM's time serving one system call: from the exit that
@@ -168,6 +174,10 @@ func (s Stats) Print(w io.Writer) {
 			each = append(each, fmt.Sprintf("%s=%v", n, vmm.Round3(s.Served[n].Each())))
 		}
 		fmt.Fprintf(w, "VMM time per system call, exit to return: %v on average  %s\n", vmm.Round3(total.Each()), strings.Join(each, "  "))
+	}
+	if s.FastAnswered+s.FastFinished > 0 {
+		fmt.Fprintf(w, "exception-less system calls: %d answered without an exit, %d finished by one; %d refused, %d not claimed in time\n",
+			s.FastAnswered, s.FastFinished, s.FastRefused, s.FastLate)
 	}
 	if s.StaleTranslations > 0 {
 		fmt.Fprintf(w, "faults of stale host translations retried: %d\n", s.StaleTranslations)

@@ -5,6 +5,7 @@ package vmm
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,6 +60,13 @@ type Machine struct {
 	// first Settle after it (which may complete the exit's instruction):
 	// what EventDigest sums while settled. nil: none kept.
 	exitRegs *kvm.Regs
+	// companion runs beside the vCPU during Run (SetCompanion), beside
+	// is its side while it does; exitMu is held by the vCPU loop but
+	// across KVM_RUN, so that the companion serves the guest only while
+	// the loop is not serving it itself (Beside.Hold).
+	companion Companion
+	beside    *Beside
+	exitMu    sync.Mutex
 }
 
 // CPUID is the table the guest sees (a recording stores it).

@@ -42,6 +42,7 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 	m.start = time.Now()
 	m.startHostClock()
 	done := make(chan error, 1)
+	stopCompanion := m.startCompanion()
 	go func() {
 		// One OS thread for the vCPU's whole life: KVM wants a vCPU's
 		// ioctls from one thread, and kicks are aimed at that thread. It
@@ -67,6 +68,7 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 	case <-ctx.Done():
 		err = m.stopAndWait(done)
 	}
+	stopCompanion()
 	m.timer.Stop()
 	m.console.Flush()
 	end, err := m.endOf(err)
@@ -82,17 +84,22 @@ func (m *Machine) Run(ctx context.Context) (*Result, error) {
 	return res, err
 }
 
-// pin confines the calling thread, the vCPU's, to Config.VCPUAffinity.
+// pin confines the calling thread, the vCPU's, to Config.VCPUAffinity,
+// or, beside a companion, to a CPU of its own (splitCPUs).
 func (m *Machine) pin() error {
-	if len(m.cfg.VCPUAffinity) == 0 {
+	cpus := m.cfg.VCPUAffinity
+	if len(cpus) == 0 && m.beside != nil {
+		cpus = m.beside.vcpuCPUs
+	}
+	if len(cpus) == 0 {
 		return nil
 	}
 	var set unix.CPUSet
-	for _, cpu := range m.cfg.VCPUAffinity {
+	for _, cpu := range cpus {
 		set.Set(cpu)
 	}
 	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return fmt.Errorf("vmm: pinning the vCPU to host CPUs %v: %w", m.cfg.VCPUAffinity, err)
+		return fmt.Errorf("vmm: pinning the vCPU to host CPUs %v: %w", cpus, err)
 	}
 	return nil
 }

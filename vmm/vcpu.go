@@ -44,6 +44,10 @@ func (m *Machine) kick() {
 func (m *Machine) loop() error {
 	c := m.cpu
 	m.exitedAt = 0 // what came before this loop is no exit's work
+	if m.beside != nil {
+		m.exitMu.Lock()
+		defer m.exitMu.Unlock()
+	}
 	for {
 		if err := m.eng.BeforeEntry(m.lastStop); err != nil {
 			return err
@@ -63,7 +67,14 @@ func (m *Machine) loop() error {
 		in := m.yield.stopped(m.sinceStart(), m.sinceStart)
 		entry := m.hostAt(in)
 		m.inGuest.Store(true)
+		if m.beside != nil {
+			m.beside.entering()
+			m.exitMu.Unlock()
+		}
 		err := c.Run()
+		if m.beside != nil {
+			m.exitMu.Lock()
+		}
 		out := m.sinceStart()
 		m.stats.timeRun(in, m.exitedAt, out)
 		m.exitedAt = out

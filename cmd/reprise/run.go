@@ -100,10 +100,11 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 
 func newRunCmd() *cobra.Command {
 	var (
-		mf       machineFlags
-		timeout  time.Duration
-		stats    bool
-		syscalls bool
+		mf        machineFlags
+		timeout   time.Duration
+		stats     bool
+		syscalls  bool
+		fastCalls bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run WORKLOAD|IMAGE|PROGRAM [ARG...]",
@@ -141,6 +142,9 @@ a file that has a workload's name.`,
 				}
 				if syscalls {
 					k.Trace(cmd.ErrOrStderr())
+				}
+				if fastCalls {
+					k.EnableFastCalls()
 				}
 				kernel = k
 			}
@@ -192,6 +196,7 @@ a file that has a workload's name.`,
 	cmd.Flags().Var(newDurationFlag(&timeout, time.Nanosecond, maxDuration, "no limit"), "timeout", "stop the guest after this long (0: no limit)")
 	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts, time in KVM_RUN and in the VMM; a Linux program's system calls and the VMM's time on each) to stderr")
 	cmd.Flags().BoolVar(&syscalls, "syscalls", false, "trace a Linux program's system calls to stderr, as strace does")
+	cmd.Flags().BoolVar(&fastCalls, "fast-calls", false, "experimental: serve a Linux program's system calls without an exit where it can, from a host thread polling on the other CPU (PVM hosts; live runs only; uses a second host CPU while the program makes calls)")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

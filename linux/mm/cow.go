@@ -12,6 +12,12 @@ func (as *Space) Clone() (*Space, error) {
 	if err != nil {
 		return nil, err
 	}
+	if as.callPage {
+		if err := c.OpenCallPage(); err != nil {
+			c.Release()
+			return nil, err
+		}
+	}
 	c.vmas = as.vmas.clone()
 	c.files = as.files.clone()
 	for va, n := range as.sites {

@@ -12,6 +12,7 @@ const (
 
 	SystemTop = 0x200000 // [PageSize, SystemTop): the system area
 	StubPage  = 0x1E1000 // physical = virtual: the SYSCALL stub (user)
+	CallPage  = 0x1E2000 // physical = virtual: exception-less calls' page (user read-write when open)
 	FirstFree = SystemTop
 
 	// Virtual addresses of a process (those of Linux without ASLR).

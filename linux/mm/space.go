@@ -30,6 +30,8 @@ type Space struct {
 	cow map[uint64]bool
 	// files are the file mappings.
 	files Ranges[Mapping]
+	// callPage says the call page is open to the program (OpenCallPage).
+	callPage bool
 }
 
 // New is an address space with nothing mapped but the system area, its
@@ -57,6 +59,14 @@ func New(fr *Frames) (*Space, error) {
 		}
 	}
 	return as, nil
+}
+
+// OpenCallPage lets the program's code write the call page, where the
+// SYSCALL stub posts exception-less calls (package linux, fastcall.go);
+// the address space's forks' have it open too.
+func (as *Space) OpenCallPage() error {
+	as.callPage = true
+	return as.setPTE(CallPage, CallPage|ptePresent|pteWrite|pteUser|pteAccessed|pteDirty)
 }
 
 // Frame is the frame backing the page at va, if it is mapped.

@@ -107,6 +107,10 @@ func (fs *FileSystem) TakeOutbox() []door.Msg {
 	return out
 }
 
+// HasOutbox reports whether the program's sockets sent through the door
+// since the last TakeOutbox.
+func (fs *FileSystem) HasOutbox() bool { return len(fs.door.outbox) > 0 }
+
 func (d *doorSide) send(m door.Msg) { d.outbox = append(d.outbox, m) }
 
 // Arrive is an Open message: a host client connected to the program's
