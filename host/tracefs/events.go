@@ -8,6 +8,11 @@ type Event interface{ isEvent() }
 
 // Switch is a sched_switch event: on CPU, Prev stopped running and Next
 // started running at Time.
+//
+// Some kernels trace nothing a CPU's idle task does, switches away from
+// it included (a 6.18 Firecracker guest never traced its CPU 1 leaving
+// idle): there a thread resumed on an idle CPU has no Switch into it, and
+// only its next Switch out of it says it ran.
 type Switch struct {
 	Time      time.Duration // CLOCK_MONOTONIC (trace_clock "mono") since boot
 	CPU       int

@@ -1,6 +1,7 @@
 package tracefs
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -76,9 +77,34 @@ func (r *recorder) handlers() Handlers {
 
 // sleepySpinner runs on a locked OS thread, sends its TID, waits for go,
 // then sleeps and spins so the scheduler switches it out and in.
-func sleepySpinner(tidc chan<- int, start <-chan struct{}, done chan<- struct{}) {
+//
+// Its CPU is never idle: the thread is pinned to the first CPU this
+// process may use, with a SCHED_IDLE busy process that runs there whenever
+// nothing else does. Some kernels trace nothing a CPU's idle task does,
+// sched_switch away from it included: on a 6.18 Firecracker guest, CPU 1
+// leaving idle was never traced (0 of thousands), so a thread resumed on
+// an idle CPU 1 had only 0–9 of its ~20 switches in recorded, though all
+// its switches out. Waking onto a busy CPU, the switch into the thread is
+// from a task, which every kernel traces, so the tests can count them.
+func sleepySpinner(t *testing.T, tidc chan<- int, start <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	// Never unlocked: the thread's affinity is changed, so it must not
+	// return to the runtime's pool; it exits with this goroutine.
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	cpu, err := firstCPU()
+	if err == nil {
+		var hog *exec.Cmd
+		hog, err = busyIdle(cpu)
+		if hog != nil {
+			defer func() { _ = hog.Process.Kill(); _ = hog.Wait() }()
+		}
+	}
+	if err == nil {
+		err = pin(0, cpu)
+	}
+	if err != nil {
+		t.Errorf("keep CPU %d busy: %v", cpu, err)
+	}
 	tidc <- unix.Gettid()
 	<-start
 	for range 20 {
@@ -86,7 +112,40 @@ func sleepySpinner(tidc chan<- int, start <-chan struct{}, done chan<- struct{})
 		for end := time.Now().Add(200 * time.Microsecond); time.Now().Before(end); {
 		}
 	}
-	close(done)
+}
+
+// busyIdle starts a process that spins on cpu with policy SCHED_IDLE: it
+// keeps cpu out of its idle task, and any other task that wakes there
+// preempts it at once. It is a process, not a goroutine, so that it does
+// not hold one of the runtime's Ps. The caller kills it.
+func busyIdle(cpu int) (*exec.Cmd, error) {
+	hog := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := hog.Start(); err != nil {
+		return nil, err
+	}
+	pid := hog.Process.Pid
+	return hog, errors.Join(pin(pid, cpu), unix.SchedSetAttr(pid, &unix.SchedAttr{Policy: unix.SCHED_IDLE}, 0))
+}
+
+// firstCPU is the first CPU this process may run on.
+func firstCPU() (int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return 0, err
+	}
+	for c := 0; c < len(set)*64; c++ {
+		if set.IsSet(c) {
+			return c, nil
+		}
+	}
+	return 0, errors.New("no CPU in this process's affinity")
+}
+
+// pin moves thread tid (0: the calling one) to cpu.
+func pin(tid, cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	return unix.SchedSetaffinity(tid, &set)
 }
 
 // checkThread asserts that rec saw tid switched out and in, and woken,
@@ -119,6 +178,9 @@ func checkThread(t *testing.T, rec *recorder, tid int, lo, hi time.Duration) {
 	}
 	assert.GreaterOrEqual(t, out, 10, "switches out of %d", tid)
 	assert.GreaterOrEqual(t, in, 10, "switches into %d", tid)
+	// On a CPU kept busy (see sleepySpinner) every switch in is traced:
+	// only the first may come before SetTIDs, and the last out after Close.
+	assert.InDelta(t, out, in, 1, "switches out of and into %d", tid)
 	assert.GreaterOrEqual(t, len(rec.wakeups), 10, "wakeups of %d", tid)
 	t.Logf("tid %d: %d switches (%d out, %d in), %d wakeups", tid, len(rec.switches), out, in, len(rec.wakeups))
 }
@@ -131,7 +193,7 @@ func TestSessionCapturesThread(t *testing.T) {
 	require.NoError(t, s.Start(rec.handlers()))
 
 	tidc, start, done := make(chan int), make(chan struct{}), make(chan struct{})
-	go sleepySpinner(tidc, start, done)
+	go sleepySpinner(t, tidc, start, done)
 	tid := <-tidc
 	require.NoError(t, s.SetTIDs([]int{tid}))
 	close(start)
@@ -205,7 +267,7 @@ func TestInstancesArePooled(t *testing.T) {
 	rec := &recorder{}
 	require.NoError(t, first.Start(rec.handlers()))
 	tidc, start, done := make(chan int), make(chan struct{}), make(chan struct{})
-	go sleepySpinner(tidc, start, done)
+	go sleepySpinner(t, tidc, start, done)
 	require.NoError(t, first.SetTIDs([]int{<-tidc}))
 	close(start)
 	<-done
@@ -232,7 +294,7 @@ func TestSessionsDoNotInterfere(t *testing.T) {
 		sessions[i] = openOrSkip(t)
 		tidc := make(chan int)
 		dones[i] = make(chan struct{})
-		go sleepySpinner(tidc, start, dones[i])
+		go sleepySpinner(t, tidc, start, dones[i])
 		tids[i] = <-tidc
 		require.NoError(t, sessions[i].SetTIDs([]int{tids[i]}))
 		require.NoError(t, sessions[i].Start(recs[i].handlers()))
@@ -278,11 +340,14 @@ func TestAllSwitches(t *testing.T) {
 	// switches can only be recorded if the sched_switch filter is cleared.
 	start := make(chan struct{})
 	tidc, done := make(chan int), make(chan struct{})
-	go sleepySpinner(tidc, start, done)
+	go sleepySpinner(t, tidc, start, done)
 	tid := <-tidc
 	otherc, otherDone := make(chan int), make(chan struct{})
-	go sleepySpinner(otherc, start, otherDone)
+	go sleepySpinner(t, otherc, start, otherDone)
 	other := <-otherc
+	// The threads run on a busy CPU from here (see sleepySpinner); before,
+	// switches are unfiltered but tid may have resumed on an idle CPU.
+	pinned := monoNow(t)
 	require.NoError(t, s.SetTIDs([]int{tid}))
 	assert.Equal(t, "none", filter(t, s, "sched_switch"), "SetTIDs filtered sched_switch")
 	assert.Equal(t, fmt.Sprintf("pid == %d", tid), filter(t, s, "sched_wakeup"))
@@ -300,10 +365,10 @@ func TestAllSwitches(t *testing.T) {
 	for _, e := range rec.switches {
 		assert.GreaterOrEqual(t, e.Time, lo.Truncate(time.Microsecond), "switch before test window: %+v", e)
 		assert.LessOrEqual(t, e.Time, hi, "switch after test window: %+v", e)
-		if e.PrevPID == tid {
+		if e.PrevPID == tid && e.Time >= pinned {
 			out++
 		}
-		if e.NextPID == tid {
+		if e.NextPID == tid && e.Time >= pinned {
 			in++
 		}
 		if (e.PrevPID == other || e.NextPID == other) && e.PrevPID != tid && e.NextPID != tid {
@@ -319,6 +384,7 @@ func TestAllSwitches(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, out, 10, "switches out of traced %d", tid)
 	assert.GreaterOrEqual(t, in, 10, "switches into traced %d", tid)
+	assert.InDelta(t, out, in, 1, "switches out of and into traced %d (see checkThread)", tid)
 	assert.GreaterOrEqual(t, otherOnly, 10, "switches of untraced %d not involving %d", other, tid)
 	for _, e := range rec.wakeups {
 		require.Equal(t, tid, e.PID, "wakeups must stay filtered: %+v", e)
