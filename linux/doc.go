@@ -66,5 +66,11 @@ package linux
 // EPERM even for root; kill now checks permission). 10: the stack's
 // pages, and those of an anonymous mapping made with MAP_STACK or
 // MAP_GROWSDOWN (a thread's stack), get frames when first touched (a
-// fault, an exit, each), not all when mapped.
-const Version = 10
+// fault, an exit, each), not all when mapped. 11: exception-less system
+// calls (fastcall.go), which a tape says it used; a program without them
+// runs as under 10, whose tapes this version replays (Replays).
+const Version = 11
+
+// Replays reports whether this personality replays a tape recorded by
+// version v of it.
+func Replays(v int) bool { return v == Version || v == 10 }

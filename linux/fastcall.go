@@ -1,15 +1,16 @@
 package linux
 
 import (
-	"fmt"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reprise-vm/reprise/abi"
 	"github.com/reprise-vm/reprise/kvm"
 	"github.com/reprise-vm/reprise/linux/mm"
 	"github.com/reprise-vm/reprise/vmm"
+	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
 // Exception-less system calls (FlexSC, OSDI '10), for live runs: on PVM
@@ -24,8 +25,12 @@ import (
 // switched threads, changed the page tables, made a signal deliverable):
 // the exit then finishes it as the ordinary path would have.
 //
-// Only a live run takes them: a call served beside makes no exit, and a
-// recording's positions count exits.
+// A call served beside counts as the exit it did not make
+// (vmm.Machine.ServeBeside), with the registers that exit would have
+// shown, and only where the engine has nothing to do at it (no interrupt
+// to place, no event of the tape's): so positions stay those of the
+// ordinary path, and a recording replays whichever way each of its calls
+// went in either run.
 //
 // The call page, at callPage (user read-write in every address space):
 const (
@@ -37,7 +42,8 @@ const (
 	cpFlags    = callPage + 72  // the flags it returns with (r11)
 	cpRet      = callPage + 80  // the answer
 	cpSavedRSP = callPage + 88  // the program's stack pointer, while the stub restores the flags
-	cpStackTop = callPage + 128 // the stub's own stack: one word, for POPFQ
+	cpRegs     = callPage + 96  // the other registers (rbx, rbp, rsp, r12–r15): a recorded event's digest
+	cpStackTop = callPage + 160 // the stub's own stack: one word, for POPFQ
 	// spinBudget is how many PAUSEs the stub waits for a claim before
 	// it exits: with 1 000, a quarter of a busybox loop's calls ran out
 	// on a two-CPU PVM host, with 10 000 almost none.
@@ -75,53 +81,60 @@ var fastSyscallStub = []byte{
 	0x4C, 0x89, 0x0D, 0x07, 0x10, 0x00, 0x00, // 0x2a mov %r9, ARGS+40(%rip)
 	0x48, 0x89, 0x0D, 0x08, 0x10, 0x00, 0x00, // 0x31 mov %rcx, RIP(%rip)
 	0x4C, 0x89, 0x1D, 0x09, 0x10, 0x00, 0x00, // 0x38 mov %r11, FLAGS(%rip)
-	0x8C, 0xC8, // 0x3f mov %cs, %eax
-	0xA8, 0x03, // 0x41 test $3, %al
-	0x0F, 0x84, 0x8F, 0x00, 0x00, 0x00, // 0x43 je slow: CPL0
-	0x41, 0xF7, 0xC3, 0x00, 0x01, 0x00, 0x00, // 0x49 test $0x100, %r11d
-	0x0F, 0x85, 0x82, 0x00, 0x00, 0x00, // 0x50 jne slow: TF
-	0xC7, 0x05, 0xA0, 0x0F, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, // 0x56 movl $posted, STATE(%rip)
-	0xB9, 0x10, 0x27, 0x00, 0x00, // 0x60 mov $spinBudget, %ecx (rcx and r11 are in the page)
+	0x48, 0x89, 0x1D, 0x1A, 0x10, 0x00, 0x00, // 0x3f mov %rbx, REGS(%rip)
+	0x48, 0x89, 0x2D, 0x1B, 0x10, 0x00, 0x00, // 0x46 mov %rbp, REGS+8(%rip)
+	0x48, 0x89, 0x25, 0x1C, 0x10, 0x00, 0x00, // 0x4d mov %rsp, REGS+16(%rip)
+	0x4C, 0x89, 0x25, 0x1D, 0x10, 0x00, 0x00, // 0x54 mov %r12, REGS+24(%rip)
+	0x4C, 0x89, 0x2D, 0x1E, 0x10, 0x00, 0x00, // 0x5b mov %r13, REGS+32(%rip)
+	0x4C, 0x89, 0x35, 0x1F, 0x10, 0x00, 0x00, // 0x62 mov %r14, REGS+40(%rip)
+	0x4C, 0x89, 0x3D, 0x20, 0x10, 0x00, 0x00, // 0x69 mov %r15, REGS+48(%rip)
+	0x8C, 0xC8, // 0x70 mov %cs, %eax
+	0xA8, 0x03, // 0x72 test $3, %al
+	0x0F, 0x84, 0x8F, 0x00, 0x00, 0x00, // 0x74 je slow: CPL0
+	0x41, 0xF7, 0xC3, 0x00, 0x01, 0x00, 0x00, // 0x7a test $0x100, %r11d
+	0x0F, 0x85, 0x82, 0x00, 0x00, 0x00, // 0x81 jne slow: TF
+	0xC7, 0x05, 0x6F, 0x0F, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, // 0x87 movl $posted, STATE(%rip)
+	0xB9, 0x10, 0x27, 0x00, 0x00, // 0x91 mov $spinBudget, %ecx (rcx and r11 are in the page)
 	// spin: the state is read once a round, into eax
-	0xF3, 0x90, // 0x65 pause
-	0x8B, 0x05, 0x93, 0x0F, 0x00, 0x00, // 0x67 mov STATE(%rip), %eax
-	0x83, 0xF8, 0x01, // 0x6d cmp $posted, %eax
-	0x75, 0x14, // 0x70 jne wait
-	0xFF, 0xC9, // 0x72 dec %ecx
-	0x75, 0xEF, // 0x74 jne spin
-	0xB8, 0x06, 0x00, 0x00, 0x00, // 0x76 mov $abandoned, %eax
-	0x87, 0x05, 0x7F, 0x0F, 0x00, 0x00, // 0x7b xchg %eax, STATE(%rip)
-	0x83, 0xF8, 0x01, // 0x81 cmp $posted, %eax
-	0x74, 0x52, // 0x84 je slow: taken back before a claim
+	0xF3, 0x90, // 0x96 pause
+	0x8B, 0x05, 0x62, 0x0F, 0x00, 0x00, // 0x98 mov STATE(%rip), %eax
+	0x83, 0xF8, 0x01, // 0x9e cmp $posted, %eax
+	0x75, 0x14, // 0xa1 jne wait
+	0xFF, 0xC9, // 0xa3 dec %ecx
+	0x75, 0xEF, // 0xa5 jne spin
+	0xB8, 0x06, 0x00, 0x00, 0x00, // 0xa7 mov $abandoned, %eax
+	0x87, 0x05, 0x4E, 0x0F, 0x00, 0x00, // 0xac xchg %eax, STATE(%rip)
+	0x83, 0xF8, 0x01, // 0xb2 cmp $posted, %eax
+	0x74, 0x52, // 0xb5 je slow: taken back before a claim
 	// wait: claimed (then abandoned, if the spin ran out): the answer comes
-	0x83, 0xF8, 0x02, // 0x86 cmp $claimed, %eax
-	0x74, 0x05, // 0x89 je again
-	0x83, 0xF8, 0x06, // 0x8b cmp $abandoned, %eax
-	0x75, 0x0A, // 0x8e jne decided
+	0x83, 0xF8, 0x02, // 0xb7 cmp $claimed, %eax
+	0x74, 0x05, // 0xba je again
+	0x83, 0xF8, 0x06, // 0xbc cmp $abandoned, %eax
+	0x75, 0x0A, // 0xbf jne decided
 	// again:
-	0xF3, 0x90, // 0x90 pause
-	0x8B, 0x05, 0x68, 0x0F, 0x00, 0x00, // 0x92 mov STATE(%rip), %eax
-	0xEB, 0xEC, // 0x98 jmp wait
+	0xF3, 0x90, // 0xc1 pause
+	0x8B, 0x05, 0x37, 0x0F, 0x00, 0x00, // 0xc3 mov STATE(%rip), %eax
+	0xEB, 0xEC, // 0xc9 jmp wait
 	// decided:
-	0x83, 0xF8, 0x03, // 0x9a cmp $answered, %eax
-	0x75, 0x39, // 0x9d jne slow: refused or finish
-	// answered: return as SYSRET would, without touching the program's stack
-	0xC7, 0x05, 0x57, 0x0F, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // 0x9f movl $idle, STATE(%rip)
-	0x48, 0x8B, 0x0D, 0x90, 0x0F, 0x00, 0x00, // 0xa9 mov RIP(%rip), %rcx
-	0x4C, 0x8B, 0x1D, 0x91, 0x0F, 0x00, 0x00, // 0xb0 mov FLAGS(%rip), %r11
-	0x48, 0x8B, 0x05, 0x92, 0x0F, 0x00, 0x00, // 0xb7 mov RET(%rip), %rax
-	0x48, 0x89, 0x25, 0x93, 0x0F, 0x00, 0x00, // 0xbe mov %rsp, SAVEDRSP(%rip)
-	0x48, 0x8D, 0x25, 0xB4, 0x0F, 0x00, 0x00, // 0xc5 lea STACKTOP(%rip), %rsp
-	0x41, 0x53, // 0xcc push %r11
-	0x9D,                                     // 0xce popfq
-	0x48, 0x8B, 0x25, 0x82, 0x0F, 0x00, 0x00, // 0xcf mov SAVEDRSP(%rip), %rsp
-	0xFF, 0xE1, // 0xd6 jmp *%rcx
-	// slow:
-	0xC7, 0x05, 0x1E, 0x0F, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // 0xd8 movl $idle, STATE(%rip)
-	0x48, 0x8B, 0x0D, 0x57, 0x0F, 0x00, 0x00, // 0xe2 mov RIP(%rip), %rcx
-	0x4C, 0x8B, 0x1D, 0x58, 0x0F, 0x00, 0x00, // 0xe9 mov FLAGS(%rip), %r11
-	0x48, 0x8B, 0x05, 0x11, 0x0F, 0x00, 0x00, // 0xf0 mov NR(%rip), %rax
-	0xE6, 0xE6, // 0xf7 out %al, $PortSyscall
+	0x83, 0xF8, 0x03, // 0xcb cmp $answered, %eax
+	0x75, 0x39, // 0xce jne slow: refused or finish
+	0xC7, 0x05, 0x26, 0x0F, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // 0xd0 movl $idle, STATE(%rip): answered, return as SYSRET would, the program's stack untouched
+	0x48, 0x8B, 0x0D, 0x5F, 0x0F, 0x00, 0x00, // 0xda mov RIP(%rip), %rcx
+	0x4C, 0x8B, 0x1D, 0x60, 0x0F, 0x00, 0x00, // 0xe1 mov FLAGS(%rip), %r11
+	0x48, 0x8B, 0x05, 0x61, 0x0F, 0x00, 0x00, // 0xe8 mov RET(%rip), %rax
+	0x48, 0x89, 0x25, 0x62, 0x0F, 0x00, 0x00, // 0xef mov %rsp, SAVEDRSP(%rip)
+	0x48, 0x8D, 0x25, 0xA3, 0x0F, 0x00, 0x00, // 0xf6 lea STACKTOP(%rip), %rsp
+	0x41, 0x53, // 0xfd push %r11
+	0x9D,                                     // 0xff popfq
+	0x48, 0x8B, 0x25, 0x51, 0x0F, 0x00, 0x00, // 0x100 mov SAVEDRSP(%rip), %rsp
+	0xFF, 0xE1, // 0x107 jmp *%rcx
+	// slow: flags set as on every path here (xor), rax the number again
+	0xC7, 0x05, 0xED, 0x0E, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, // 0x109 movl $idle, STATE(%rip)
+	0x48, 0x8B, 0x0D, 0x26, 0x0F, 0x00, 0x00, // 0x113 mov RIP(%rip), %rcx
+	0x4C, 0x8B, 0x1D, 0x27, 0x0F, 0x00, 0x00, // 0x11a mov FLAGS(%rip), %r11
+	0x31, 0xC0, // 0x121 xor %eax, %eax
+	0x48, 0x8B, 0x05, 0xDE, 0x0E, 0x00, 0x00, // 0x123 mov NR(%rip), %rax
+	0xE6, 0xE6, // 0x12a out %al, $PortSyscall
 }
 
 // fastCall says which calls may be served beside the vCPU: those whose
@@ -164,13 +177,8 @@ type servedCall struct {
 	err error
 }
 
-// EnableFastCalls makes the program's system calls exception-less where
-// they can be (fastcall.go): call it before the machine boots. A live
-// run only.
-func (k *Kernel) EnableFastCalls() { k.fast = &fastCalls{} }
-
-// bootFastCalls lays out the call page and starts the companion that
-// serves it.
+// bootFastCalls lays out the stub that posts calls and starts the
+// companion that serves them.
 func (k *Kernel) bootFastCalls() error {
 	ram := k.m.RAM()
 	if err := ram.Write(stubPage, fastSyscallStub); err != nil {
@@ -181,9 +189,7 @@ func (k *Kernel) bootFastCalls() error {
 		return err
 	}
 	k.fast.state = state
-	if err := k.m.SetCompanion(k.serveCalls); err != nil {
-		return fmt.Errorf("linux: exception-less system calls: %w", err)
-	}
+	k.m.SetCompanion(k.serveCalls)
 	return nil
 }
 
@@ -227,32 +233,39 @@ func (k *Kernel) serveCalls(b *vmm.Beside) {
 // says how the stub goes on. It runs while the vCPU loop waits
 // (vmm.Beside.Hold).
 func (k *Kernel) serveFast() uint32 {
-	ram := k.m.RAM()
-	nr, err := ram.Uint64(cpNR)
 	t := k.current()
-	if err != nil || nr >= tableSize || !fastCall[nr] || k.fast.finish != nil ||
-		k.m.InterruptPending() || k.m.Stopping() || k.bp != nil || !k.started || t.state != runnable {
+	regs, err := k.postedRegs()
+	if err != nil || regs.RAX >= tableSize || !fastCall[regs.RAX] || k.fast.finish != nil ||
+		k.bp != nil || !k.started || t.state != runnable {
 		k.fast.refused++
 		return callRefused
 	}
-	var page [8]uint64 // the arguments, rip, flags
-	for i := range page {
-		if page[i], err = ram.Uint64(cpArgs + 8*uint64(i)); err != nil {
-			k.fast.refused++
-			return callRefused
-		}
+	answer := uint32(callRefused)
+	served, err := k.m.ServeBeside(abi.PortSyscall, &regs, func() { answer = k.serveCounted(t, regs) })
+	switch {
+	case err != nil:
+		k.fast.finish = &servedCall{err: err}
+		return callFinish
+	case !served:
+		k.fast.refused++
 	}
-	regs := kvm.Regs{RAX: nr, RDI: page[0], RSI: page[1], RDX: page[2], R10: page[3], R8: page[4], R9: page[5],
-		RCX: page[6], R11: page[7]}
+	return answer
+}
+
+// serveCounted serves the call regs hold for thread t at the exit
+// ServeBeside counted: answered if nothing else is left to do, else
+// finished by the stub's exit.
+func (k *Kernel) serveCounted(t *thread, regs kvm.Regs) uint32 {
 	t0 := time.Now()
+	nr := regs.RAX
 	k.noteRunning()
 	t.retryAt, k.stale = 0, staleAt{}
 	root := k.proc().as.CR3()
 	ret, err := k.call(t, &regs)
 	k.counts.serve(nr, time.Since(t0))
 	if err == nil && !k.restart && !k.returned && !k.resched && t.state == runnable &&
-		t.pending&^t.sigmask == 0 && k.proc().as.CR3() == root && !k.fs.HasOutbox() {
-		if err := ram.PutUint64(cpRet, ret); err == nil {
+		t.pending&^t.sigmask == 0 && k.proc().as.CR3() == root && !k.fs.HasOutbox() && k.m.QuietAfter() {
+		if err := k.m.RAM().PutUint64(cpRet, ret); err == nil {
 			t.inCall = false // it returned (exited)
 			k.fast.answered++
 			return callAnswered
@@ -260,6 +273,38 @@ func (k *Kernel) serveFast() uint32 {
 	}
 	k.fast.finish = &servedCall{ret, err}
 	return callFinish
+}
+
+// postedRegs are the registers the stub's exit would have shown for the
+// call posted in the call page: the program's, but for RAX (the call's
+// number), RIP (past the stub's OUT, as PVM shows it) and the flags (as
+// the stub leaves them there: SYSCALL's mask applied, its XOR's).
+func (k *Kernel) postedRegs() (kvm.Regs, error) {
+	var w [cpStackTop/8 - cpNR/8]uint64
+	ram := k.m.RAM()
+	for i := range w {
+		v, err := ram.Uint64(cpNR + 8*uint64(i))
+		if err != nil {
+			return kvm.Regs{}, err
+		}
+		w[i] = v
+	}
+	at := func(field uint64) uint64 { return w[(field-cpNR)/8] }
+	arg := func(i uint64) uint64 { return at(cpArgs + 8*i) }
+	reg := func(i uint64) uint64 { return at(cpRegs + 8*i) }
+	r11 := at(cpFlags)
+	return kvm.Regs{
+		RAX: at(cpNR), RBX: reg(0), RCX: at(cpRIP), RDX: arg(2), RSI: arg(1), RDI: arg(0), RSP: reg(2), RBP: reg(1),
+		R8: arg(4), R9: arg(5), R10: arg(3), R11: r11, R12: reg(3), R13: reg(4), R14: reg(5), R15: reg(6),
+		RIP:    stubPage + uint64(len(fastSyscallStub)),
+		RFLAGS: r11&^(k.sfmask()|x86.RFLAGSArith) | x86.RFLAGSZF | x86.RFLAGSPF | x86.RFLAGSReserved,
+	}, nil
+}
+
+// FinishesBeside reports whether the program's exit at port is the
+// stub's, come to finish a call served beside (vmm.FinishingKernel).
+func (k *Kernel) FinishesBeside(port uint16) bool {
+	return port == abi.PortSyscall && k.fast != nil && k.fast.finish != nil
 }
 
 // finishCall takes the call served beside that the stub's exit comes to
@@ -276,6 +321,23 @@ func (k *Kernel) finishCall() (*servedCall, bool) {
 	k.fast.finish = nil
 	k.fast.finished++
 	return f, true
+}
+
+// settleCallPage clears what of the call page only an answered call
+// writes, at every exit: RAM is then the same whichever way each call
+// went, as a replay that serves them otherwise than its recording must
+// find it.
+func (k *Kernel) settleCallPage() error {
+	if k.fast == nil {
+		return nil
+	}
+	ram := k.m.RAM()
+	for _, w := range []uint64{cpRet, cpSavedRSP, cpStackTop - 8} {
+		if err := ram.PutUint64(w, 0); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // inCallStub reports whether rip is in the exception-less stub, where the

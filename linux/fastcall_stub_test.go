@@ -15,8 +15,9 @@ import (
 // ordinary stub's OUT to abi.PortSyscall, at its end.
 func TestFastCallStubReadsAndWritesTheCallPage(t *testing.T) {
 	fields := map[uint64]string{cpState: "state", cpNR: "nr", cpRIP: "rip", cpFlags: "flags", cpRet: "ret", cpSavedRSP: "saved rsp", cpStackTop: "stack top"}
-	for i := uint64(0); i < 6; i++ {
-		fields[cpArgs+8*i] = "argument"
+	for i := uint64(0); i < 7; i++ {
+		fields[cpArgs+8*i%48] = "argument"
+		fields[cpRegs+8*i] = "register"
 	}
 	starts := map[uint64]bool{}
 	var branches []uint64
@@ -51,7 +52,7 @@ func TestFastCallStubReadsAndWritesTheCallPage(t *testing.T) {
 	}
 	require.Equal(t, x86asm.OUT, last.Op)
 	require.Equal(t, x86asm.Imm(abi.PortSyscall), last.Args[0], "the stub's exit is the syscall port's")
-	for _, name := range []string{"state", "nr", "argument", "rip", "flags", "ret", "saved rsp", "stack top"} {
+	for _, name := range []string{"state", "nr", "argument", "rip", "flags", "ret", "saved rsp", "stack top", "register"} {
 		require.True(t, used[name], "the stub never touches the call page's %s", name)
 	}
 	require.LessOrEqual(t, uint64(len(fastSyscallStub)), uint64(pageSize))

@@ -1,34 +1,40 @@
 package linux_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
+	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
-// Programs whose calls are exception-less (EnableFastCalls) print what
-// the host prints for them: calls answered beside the vCPU, calls that
-// block on a pipe or a child and are finished by an exit, threads
-// switched and signals delivered after them, timers firing while the
-// program spins in the stub. Every call goes through the stub; the busybox
-// loop's thousands must have been answered without an exit too (the small
-// programs' few may all be late on a busy host, the companion preempted).
+// Programs whose calls are exception-less (Program.FastCalls) print what
+// the host prints for them, live and recorded, and every recording
+// replays to its console, RAM and status: calls answered beside the
+// vCPU, calls that block on a pipe or a child and are finished by an
+// exit, threads switched and signals delivered after them, timers firing
+// while the program spins in the stub — a replay serving each call the
+// way it happens to, which need not be its recording's. Every call goes
+// through the stub; the busybox loop's thousands must have been answered
+// without an exit too, live, recorded and replayed (the small programs'
+// few may all be late on a busy host, the companion preempted).
 func TestFastCalls(t *testing.T) {
 	kvmtest.RequireTools(t, "busybox")
 	dir := t.TempDir()
-	loop := func(f string) string {
-		return fmt.Sprintf("i=0; while [ $i -lt 300 ]; do echo x$i > %s; read l < %s; i=$((i+1)); done; echo $l; echo a b | busybox wc -w\n", f, f)
-	}
 	script := filepath.Join(dir, "loop.sh")
-	require.NoError(t, os.WriteFile(script, []byte(loop(filepath.Join(dir, "f"))), 0o644))
+	f := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(script, []byte(fmt.Sprintf(
+		"i=0; while [ $i -lt 300 ]; do echo x$i > %s; read l < %s; i=$((i+1)); done; echo $l; echo a b | busybox wc -w\n", f, f)), 0o644))
 	bb, err := exec.LookPath("busybox")
 	require.NoError(t, err)
 	for _, tc := range []struct {
@@ -53,15 +59,35 @@ func TestFastCalls(t *testing.T) {
 				require.NoError(t, err)
 				want = string(out)
 			}
-			k, res, out, err := runLiveSetUp(t, vmm.DefaultTimerHz, tc.bin, tc.argv, nil, (*linux.Kernel).EnableFastCalls)
+			answered := tc.name == "busybox-loop"
+			k, res, out, err := runLiveSetUp(t, vmm.DefaultTimerHz, tc.bin, tc.argv, nil, func(p *linux.Program) { p.FastCalls = true })
 			require.NoError(t, err, out)
 			require.Equal(t, uint32(0), res.Status, out)
 			require.Equal(t, want, out)
 			s := k.Stats()
-			t.Logf("exception-less: %d answered, %d finished by an exit, %d refused, %d late", s.FastAnswered, s.FastFinished, s.FastRefused, s.FastLate)
+			t.Logf("live: %d answered, %d finished by an exit, %d refused, %d late", s.FastAnswered, s.FastFinished, s.FastRefused, s.FastLate)
 			require.NotZero(t, s.FastAnswered+s.FastFinished+s.FastRefused+s.FastLate, "no call went through the exception-less stub")
-			if tc.name == "busybox-loop" {
+			if answered {
 				require.NotZero(t, s.FastAnswered, "no call was answered without an exit")
+			}
+
+			p := program(t, tc.bin, tc.argv...)
+			p.FastCalls = true
+			path, rec, console := recordProgram(t, p, time.Millisecond)
+			require.Equal(t, want, console)
+			t.Logf("recorded: %d exits served beside", rec.Stats.ExitsBeside)
+			for i := 0; i < 3; i++ {
+				var out bytes.Buffer
+				rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
+				require.NoError(t, err)
+				require.Equal(t, console, out.String(), "replay %d", i)
+				require.Equal(t, rec.End.RAMHash, rep.End.RAMHash, "replay %d", i)
+				require.Equal(t, rec.Status, rep.Status, "replay %d", i)
+				t.Logf("replay %d: %d exits served beside", i, rep.Stats.ExitsBeside)
+				if answered {
+					require.NotZero(t, rec.Stats.ExitsBeside, "the recording served no exit beside")
+					require.NotZero(t, rep.Stats.ExitsBeside, "replay %d served no exit beside", i)
+				}
 			}
 		})
 	}

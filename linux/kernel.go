@@ -58,6 +58,9 @@ type Program struct {
 	// tracees are, so that the host files it sees are owned as they are
 	// for that user's own programs.
 	User User
+	// FastCalls makes its system calls exception-less where they can be
+	// (fastcall.go): a recording's replays serve them so too.
+	FastCalls bool
 }
 
 // User is a program's identity: its user and group id.
@@ -225,6 +228,9 @@ func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
 	limitHeap()
 	k.fs = fs
 	k.procListed(pid, true)
+	if p.FastCalls {
+		k.fast = &fastCalls{}
+	}
 	return k, nil
 }
 
@@ -353,13 +359,11 @@ func (k *Kernel) enter(entry, sp uint64) error {
 	const (
 		starKernel = uint64(abi.SelKernelCode) << 32
 		starUser   = uint64(abi.SelKernelData) << 48 // SYSRET: CS = this+16, SS = this+8, RPL 3
-		// SFMASK: what SYSCALL clears in RFLAGS, as Linux: TF, IF, DF, IOPL, NT, AC.
-		sfmask = 1<<8 | 1<<9 | 1<<10 | 3<<12 | 1<<14 | 1<<18
 	)
 	if err := c.SetMSRs(
 		kvm.MSREntry{Index: kvm.MSRSTAR, Data: starKernel | starUser},
 		kvm.MSREntry{Index: kvm.MSRLSTAR, Data: stubPage},
-		kvm.MSREntry{Index: kvm.MSRSFMASK, Data: sfmask},
+		kvm.MSREntry{Index: kvm.MSRSFMASK, Data: k.sfmask()},
 	); err != nil {
 		return err
 	}
@@ -367,9 +371,25 @@ func (k *Kernel) enter(entry, sp uint64) error {
 	return c.SetRegs(kvm.Regs{RIP: entry, RSP: sp, RAX: startCall, RFLAGS: x86.RFLAGSReserved | x86.RFLAGSIF})
 }
 
+// sfmask is what SYSCALL clears in RFLAGS (the SFMASK MSR), as Linux:
+// TF, IF, DF, IOPL, NT, AC — but for IF with exception-less calls: a
+// call the stub returns from itself restores the flags with POPFQ, which
+// at CPL3 leaves IF as it is, so SYSCALL must leave it set, as the
+// program had it (the kernel takes no interrupts through the CPU's IF).
+func (k *Kernel) sfmask() uint64 {
+	const linux = 1<<8 | 1<<9 | 1<<10 | 3<<12 | 1<<14 | 1<<18
+	if k.fast != nil {
+		return linux &^ x86.RFLAGSIF
+	}
+	return linux
+}
+
 // Exit serves a system call or a trap.
 func (k *Kernel) Exit(port uint16) error {
 	k.serving = 0
+	if err := k.settleCallPage(); err != nil {
+		return err
+	}
 	host := k.HostTrap(port) // not the program's exit: no stretch begins
 	err := k.exit(port)
 	if ferr := k.flushDoor(); ferr != nil {

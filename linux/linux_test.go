@@ -54,18 +54,19 @@ func runLiveHz(t *testing.T, hz int, path string, argv, env []string) (*vmm.Resu
 // statistics.
 func runLiveKernel(t *testing.T, hz int, path string, argv, env []string) (*linux.Kernel, *vmm.Result, string, error) {
 	t.Helper()
-	return runLiveSetUp(t, hz, path, argv, env, func(*linux.Kernel) {})
+	return runLiveSetUp(t, hz, path, argv, env, func(*linux.Program) {})
 }
 
-// runLiveSetUp is runLiveKernel with the kernel set up before it boots.
-func runLiveSetUp(t *testing.T, hz int, path string, argv, env []string, setUp func(*linux.Kernel)) (*linux.Kernel, *vmm.Result, string, error) {
+// runLiveSetUp is runLiveKernel with the program set up before it runs.
+func runLiveSetUp(t *testing.T, hz int, path string, argv, env []string, setUp func(*linux.Program)) (*linux.Kernel, *vmm.Result, string, error) {
 	t.Helper()
 	kvmtest.Require(t)
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	k, err := linux.New(linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: env, Epoch: time.Unix(1700000000, 0), User: linux.InvokingUser()})
+	p := linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: env, Epoch: time.Unix(1700000000, 0), User: linux.InvokingUser()}
+	setUp(&p)
+	k, err := linux.New(p)
 	require.NoError(t, err)
-	setUp(k)
 	var out bytes.Buffer
 	m, err := vmm.New(vmm.Config{Kernel: k, MemBytes: 256 << 20, Console: &out, TimerHz: hz})
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 func (p *Program) Header(hostCPU int) *tape.Linux {
 	return &tape.Linux{Path: p.Path, Argv: p.Argv, Env: p.Env, Random: p.Random, Epoch: p.Epoch, HostCPU: hostCPU,
 		Root: p.Root, Mounts: slices.Clone(p.Mounts), Stdin: p.Stdin, Cwd: p.Cwd,
-		UID: p.User.UID, GID: p.User.GID, Groups: slices.Clone(p.User.Groups), Personality: Version}
+		UID: p.User.UID, GID: p.User.GID, Groups: slices.Clone(p.User.Groups), Personality: Version, FastCalls: p.FastCalls}
 }
 
 // RecordedProgram is the program a tape's Linux header and executable
@@ -21,5 +21,5 @@ func (p *Program) Header(hostCPU int) *tape.Linux {
 func RecordedProgram(l *tape.Linux, image []byte) Program {
 	return Program{Path: l.Path, Image: image, Argv: l.Argv, Env: l.Env, Random: l.Random, Epoch: l.Epoch,
 		Root: l.Root, Mounts: slices.Clone(l.Mounts), Files: slices.Clone(l.Files), Stdin: l.Stdin, Cwd: l.Cwd,
-		User: User{l.UID, l.GID, slices.Clone(l.Groups)}}
+		User: User{l.UID, l.GID, slices.Clone(l.Groups)}, FastCalls: l.FastCalls}
 }

@@ -56,6 +56,10 @@ func (c *checkpoints) at(m *vmm.Machine, stop vmm.Stop) error {
 	return m.Paused(func() error { return c.take(m, now) })
 }
 
+// dueAt reports whether a checkpoint is due at the machine's next guest
+// exit.
+func (c *checkpoints) dueAt(m *vmm.Machine) bool { return c != nil && c.due.Due(m.Now()) }
+
 // take writes a checkpoint of the machine as it is now.
 func (c *checkpoints) take(m *vmm.Machine, now time.Duration) error {
 	target, err := m.RAM().Uint64(abi.SWBCTargetOff)

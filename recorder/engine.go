@@ -209,6 +209,13 @@ func (e *engine) event(kind tape.Kind, where tape.Where) *tape.Event {
 
 func (e *engine) GuestExit() error { return nil }
 
+// QuietExit lets a companion serve an exit (vmm.BesideEngine) when
+// BeforeEntry would do nothing there: no interrupt to place (nor a
+// branch target armed for one), no checkpoint due.
+func (e *engine) QuietExit(vmm.Position) bool {
+	return !e.m.InterruptPending() && !e.armed && !e.ckpt.dueAt(e.m)
+}
+
 func (e *engine) NetTX(frame []byte) error {
 	ev := e.event(tape.KindNetTX, tape.AtExit)
 	ev.Value, ev.Data = uint64(e.m.Now()), frame

@@ -262,6 +262,28 @@ func (e *engine) setTarget(t uint64) error {
 
 func (e *engine) GuestExit() error { return e.drainTrace() }
 
+// QuietExit lets a companion serve the exit at at (vmm.BesideEngine) when
+// the replay adds nothing to the recorded run — no probes, samples,
+// checkpoints, trace ring or debugger — and the tape places nothing
+// there: its next event comes later, or is an input the exit's own
+// handling takes (a clock read, a file), not an interrupt or the end.
+func (e *engine) QuietExit(at vmm.Position) bool {
+	if e.ckpt != nil || e.probes != nil || e.kit != nil || e.linux != nil || e.sampler != nil || e.trace != nil || e.drainErr != nil {
+		return false
+	}
+	ev, err := e.script.Peek()
+	if err != nil {
+		return false
+	}
+	switch {
+	case ev.Pos.Exit > at.Exit:
+		return true
+	case ev.Pos.Exit < at.Exit:
+		return false // past it: the vCPU loop tells the divergence
+	}
+	return ev.Kind != tape.KindInterrupt && ev.Kind != tape.KindEnd && ev.Kind != tape.KindNetRX
+}
+
 // NetTX checks a frame the guest sent against the one it sent when
 // recorded; nothing is sent. A Linux program's are door messages, named
 // by connection and offset.

@@ -150,6 +150,10 @@ type Linux struct {
 	// frame backs which page is the personality's choice, so a replay by
 	// another would diverge: it is refused by name instead.
 	Personality int
+	// FastCalls says the program's system calls were exception-less
+	// where they could be (since personality 11): a replay lays out the
+	// same stub and call page.
+	FastCalls bool
 }
 
 // LegacyID is the uid and gid of a program whose tape does not say them.
@@ -239,7 +243,8 @@ type linuxJSON struct {
 	Cwd     string      `json:"cwd,omitempty"` // since version 5
 	User    *userJSON   `json:"user,omitempty"`
 	// Personality is absent in tapes from before it was kept (0).
-	Personality int `json:"personality,omitempty"`
+	Personality int  `json:"personality,omitempty"`
+	FastCalls   bool `json:"fast_calls,omitempty"`
 }
 
 type userJSON struct {
@@ -468,7 +473,7 @@ func encodeHeader(h *Header) ([][]byte, error) {
 	}
 	if l := h.Linux; l != nil {
 		j.Linux = &linuxJSON{Path: l.Path, Argv: l.Argv, Env: l.Env, Random: hex.EncodeToString(l.Random[:]), Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU,
-			Root: l.Root, Stdin: l.Stdin, Cwd: l.Cwd, User: &userJSON{l.UID, l.GID, l.Groups}, Personality: l.Personality}
+			Root: l.Root, Stdin: l.Stdin, Cwd: l.Cwd, User: &userJSON{l.UID, l.GID, l.Groups}, Personality: l.Personality, FastCalls: l.FastCalls}
 		for _, m := range l.Mounts {
 			j.Linux.Mounts = append(j.Linux.Mounts, mountJSON(m))
 		}
@@ -559,7 +564,7 @@ func decodeHeader(body []byte, version uint32) (*Header, uint64, string) {
 		}
 	}
 	if l := j.Linux; l != nil {
-		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin, Personality: l.Personality,
+		h.Linux = &Linux{Path: l.Path, Argv: l.Argv, Env: l.Env, Epoch: l.Epoch.UTC(), HostCPU: l.HostCPU, Stdin: l.Stdin, Personality: l.Personality, FastCalls: l.FastCalls,
 			UID: LegacyID, GID: LegacyID}
 		if l.User != nil && version >= 6 {
 			h.Linux.UID, h.Linux.GID = l.User.UID, l.User.GID

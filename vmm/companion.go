@@ -1,12 +1,13 @@
 package vmm
 
 import (
-	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reprise-vm/reprise/kvm"
 )
 
 // A Companion is work a Kernel does on a host thread of its own while the
@@ -29,18 +30,62 @@ type Beside struct {
 	vcpuCPUs []int
 }
 
-// SetCompanion makes f run beside the vCPU during Run. Only a live run
-// takes one: what a companion serves makes no exit, so a recording would
-// have no position for it.
-func (m *Machine) SetCompanion(f Companion) error {
-	if _, ok := m.eng.(*live); !ok {
-		return errCompanionLive
-	}
-	m.companion = f
-	return nil
+// SetCompanion makes f run beside the vCPU during Run.
+func (m *Machine) SetCompanion(f Companion) { m.companion = f }
+
+// BesideEngine is an Engine that lets a companion serve a guest exit in
+// place of the vCPU loop (ServeBeside): QuietExit says whether it has
+// nothing to do at a guest exit at position at — what its BeforeEntry
+// would do there at StopGuestExit, nothing. An engine that is not one
+// is never asked.
+type BesideEngine interface {
+	QuietExit(at Position) bool
 }
 
-var errCompanionLive = errors.New("vmm: only a live run takes a companion: what it serves makes no exit, which a recording could not place")
+// FinishingKernel is a Kernel some of whose exits finish what a
+// companion served beside (a system call that blocked, say): such an
+// exit is the one ServeBeside counted, not another.
+type FinishingKernel interface {
+	FinishesBeside(port uint16) bool
+}
+
+// ServeBeside counts a guest exit at port that the companion serves in
+// the vCPU loop's place — a system call the guest posted and spins for —
+// if the engine has nothing to do there, and runs serve as the loop would
+// run the exit's handling: events logged meanwhile carry the exit's
+// position and regs' digest, the registers the exit would have shown.
+// It reports whether it did. Call it under Hold. If the engine finds
+// something to do there after all (QuietAfter), the guest must make the
+// exit, which FinishingKernel tells from a new one.
+func (m *Machine) ServeBeside(port uint16, regs *kvm.Regs, serve func()) (bool, error) {
+	if !m.quietExit(Position{Exit: m.exits + 1}) {
+		return false, nil
+	}
+	if err := m.eng.GuestExit(); err != nil {
+		return false, err
+	}
+	m.exits++
+	m.stats.ExitsBeside++
+	m.lastStop, m.lastExit = StopGuestExit, exitInfo{Reason: kvm.ExitIO, Port: port}
+	m.besideRegs = regs
+	serve()
+	m.besideRegs = nil
+	return true, nil
+}
+
+// QuietAfter reports whether the engine still has nothing to do at the
+// exit a companion served (ServeBeside): an interrupt may have come, or
+// a replay's tape may hold one there behind the call's inputs.
+func (m *Machine) QuietAfter() bool { return m.quietExit(m.Position()) }
+
+func (m *Machine) quietExit(at Position) bool {
+	be, ok := m.eng.(BesideEngine)
+	if !ok || m.Stopping() {
+		return false
+	}
+	at.Branch = m.Position().Branch
+	return be.QuietExit(at)
+}
 
 // Done reports whether the run is over: the companion returns.
 func (b *Beside) Done() bool { return b.done.Load() }

@@ -43,6 +43,9 @@ func (m *Machine) EventDigest() uint64 { return m.digest(m.eventRegs()) }
 
 // eventRegs are the registers as the stop's exit left them (EventDigest).
 func (m *Machine) eventRegs() kvm.Regs {
+	if m.besideRegs != nil {
+		return *m.besideRegs
+	}
 	if m.settled && m.exitRegs != nil {
 		return *m.exitRegs
 	}

@@ -32,6 +32,7 @@ func (e *live) BeforeEntry(Stop) error {
 }
 
 func (e *live) GuestExit() error                           { return nil }
+func (e *live) QuietExit(Position) bool                    { return !e.m.InterruptPending() }
 func (e *live) PortIn(uint16, []byte) error                { return nil }
 func (e *live) Clock() (time.Duration, error)              { return e.m.Now(), nil }
 func (e *live) Entropy(b []byte) error                     { _, err := rand.Read(b); return err }

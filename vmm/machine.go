@@ -67,6 +67,9 @@ type Machine struct {
 	companion Companion
 	beside    *Beside
 	exitMu    sync.Mutex
+	// besideRegs are the registers of the exit a companion serves
+	// (ServeBeside), while it does: what EventDigest sums.
+	besideRegs *kvm.Regs
 }
 
 // CPUID is the table the guest sees (a recording stores it).

@@ -39,6 +39,9 @@ type Stats struct {
 	// VMM's own work an exit costs.
 	Entries        uint64
 	InGuest, InVMM time.Duration
+	// ExitsBeside counts the guest exits a companion served in the vCPU
+	// loop's place (ServeBeside): counted in Position.Exit, not in Exits.
+	ExitsBeside uint64
 }
 
 // timeRun counts a KVM_RUN from in to out, the last having returned at
@@ -94,6 +97,9 @@ func (s *Stats) Print(w io.Writer) {
 		}
 	}
 	PrintCounts(w, "exits", exits)
+	if s.ExitsBeside != 0 {
+		fmt.Fprintf(w, "exits served beside the vCPU, without leaving the guest: %d\n", s.ExitsBeside)
+	}
 	fmt.Fprintf(w, "interrupts injected: %d  kicks: %d  EINTR: %d  hypercalls: %d  idle: %v\n",
 		s.Injected, s.KicksSent, s.Interrupted, s.Hypercalls, s.Halted.Round(time.Millisecond))
 	if s.Entries > 0 {

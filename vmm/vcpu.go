@@ -101,7 +101,7 @@ func (m *Machine) loop() error {
 		// Count before handling: inputs logged while handling this exit
 		// carry its ordinal. Trace records written since the last exit
 		// carry the ordinal before it.
-		if m.lastStop = m.classify(reason); m.lastStop == StopGuestExit {
+		if m.lastStop = m.classify(reason); m.lastStop == StopGuestExit && !m.finishesBeside() {
 			if err := m.eng.GuestExit(); err != nil {
 				return err
 			}
@@ -139,6 +139,17 @@ func (m *Machine) loop() error {
 			return err
 		}
 	}
+}
+
+// finishesBeside reports whether the guest's port exit finishes what a
+// companion served and counted (ServeBeside).
+func (m *Machine) finishesBeside() bool {
+	fk, ok := m.kernel.(FinishingKernel)
+	if !ok || m.beside == nil || m.cpu.ExitReason() != kvm.ExitIO {
+		return false
+	}
+	io := m.cpu.IOExit()
+	return io.Out && fk.FinishesBeside(io.Port)
 }
 
 // classify says where an exit left the guest. Exits the VMM provoked (an

@@ -181,7 +181,7 @@ func openGuest(f *machineFlags, path, argv0 string, rest []string) (*guestSpec, 
 	if err != nil {
 		return nil, err
 	}
-	p := &linux.Program{Path: abs, Image: raw, Argv: argv, Env: env, Epoch: time.Now(), User: linux.InvokingUser()}
+	p := &linux.Program{Path: abs, Image: raw, Argv: argv, Env: env, Epoch: time.Now(), User: linux.InvokingUser(), FastCalls: f.fast}
 	if err := linux.Check(p); err != nil {
 		return nil, &exitError{exitFailure, err}
 	}

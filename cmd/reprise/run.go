@@ -35,6 +35,7 @@ type machineFlags struct {
 	keep    string   // a Linux program's --keep-writes DIR
 	publish []string // a Linux program's --publish [HOSTADDR:]HOSTPORT:GUESTPORT
 	egress  []string // a Linux program's --egress HOST:PORT
+	fast    bool     // a Linux program's --fast-calls
 }
 
 // net is the network the flags ask for, or nil: a NIC's backend for a
@@ -94,17 +95,17 @@ func (f *machineFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&f.publish, "publish", nil, "[HOSTADDR:]HOSTPORT:GUESTPORT[/tcp|/udp] publish a Linux program's TCP (default) or UDP port: host clients of HOSTADDR:HOSTPORT (default address 127.0.0.1) reach the program's GUESTPORT, their traffic recorded (repeatable)")
 	cmd.Flags().StringArrayVar(&f.egress, "egress", nil, "HOST:PORT a host TCP address a Linux program may connect to, its traffic recorded (repeatable; the host's 127.0.0.1 is 10.0.2.2 to the program); other host addresses are refused")
 	cmd.Flags().StringVar(&f.stdin, "stdin", "", "a host file a Linux program reads as its standard input (recorded by hash; default: empty)")
+	cmd.Flags().BoolVar(&f.fast, "fast-calls", false, "serve a Linux program's system calls without an exit where it can: the program posts them in its memory and a VMM thread on another host CPU serves them (PVM hosts; takes that CPU while the program makes calls; a recording's replays do the same)")
 	cmd.Flags().StringVar(&f.kvmPath, "kvm", kvm.DevicePath, "KVM device")
 	_ = cmd.Flags().MarkHidden("kvm")
 }
 
 func newRunCmd() *cobra.Command {
 	var (
-		mf        machineFlags
-		timeout   time.Duration
-		stats     bool
-		syscalls  bool
-		fastCalls bool
+		mf       machineFlags
+		timeout  time.Duration
+		stats    bool
+		syscalls bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run WORKLOAD|IMAGE|PROGRAM [ARG...]",
@@ -142,9 +143,6 @@ a file that has a workload's name.`,
 				}
 				if syscalls {
 					k.Trace(cmd.ErrOrStderr())
-				}
-				if fastCalls {
-					k.EnableFastCalls()
 				}
 				kernel = k
 			}
@@ -196,7 +194,6 @@ a file that has a workload's name.`,
 	cmd.Flags().Var(newDurationFlag(&timeout, time.Nanosecond, maxDuration, "no limit"), "timeout", "stop the guest after this long (0: no limit)")
 	cmd.Flags().BoolVar(&stats, "stats", false, "print VMM statistics (exits, interrupts, time in KVM_RUN and in the VMM; a Linux program's system calls and the VMM's time on each) to stderr")
 	cmd.Flags().BoolVar(&syscalls, "syscalls", false, "trace a Linux program's system calls to stderr, as strace does")
-	cmd.Flags().BoolVar(&fastCalls, "fast-calls", false, "experimental: serve a Linux program's system calls without an exit where it can, from a host thread polling on the other CPU (PVM hosts; live runs only; uses a second host CPU while the program makes calls)")
 	cmd.Flags().SetInterspersed(false)
 	return cmd
 }

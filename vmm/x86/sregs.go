@@ -28,6 +28,10 @@ const (
 	RFLAGSTF       = 1 << 8 // the trap flag: a #DB after the next instruction
 	RFLAGSIF       = 1 << 9
 	RFLAGSRF       = 1 << 16 // the resume flag: no instruction breakpoint at the next instruction
+	RFLAGSPF       = 1 << 2
+	RFLAGSZF       = 1 << 6
+	// RFLAGSArith are the flags arithmetic sets: CF, PF, AF, ZF, SF, OF.
+	RFLAGSArith = 1<<0 | 1<<2 | 1<<4 | 1<<6 | 1<<7 | 1<<11
 )
 
 func segment(sel uint16, code bool, dpl uint8) kvm.Segment {
