@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reprise-vm/reprise/elffile"
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
@@ -95,7 +97,14 @@ func (p linuxProgram) liveSetUp(tb testing.TB, console io.Writer, setUp func(*li
 // record records the program to path and returns the time and tape size.
 func (p linuxProgram) record(tb testing.TB, path string) (time.Duration, int64) {
 	tb.Helper()
+	return p.recordSetUp(tb, path, func(*linux.Program) {})
+}
+
+// recordSetUp is record with the program set up before it runs.
+func (p linuxProgram) recordSetUp(tb testing.TB, path string, setUp func(*linux.Program)) (time.Duration, int64) {
+	tb.Helper()
 	prog := p.program(tb)
+	setUp(&prog)
 	t0 := time.Now()
 	res, err := recorder.Record(context.Background(), recorder.Options{Linux: &prog, MemBytes: linux.DefaultMemBytes,
 		Output: path, Console: io.Discard, Host: recorder.HostOff, Overwrite: true})
@@ -211,8 +220,11 @@ func fastCalls(p *linux.Program) { p.FastCalls = true }
 
 // BenchmarkLinuxCallLoop is issue 29's system-call figure: a busybox
 // shell loop of `echo x$i > f; read l < f` (about 23 system calls a round,
-// no fork), natively pinned to one CPU, live, recorded and replayed, side
-// by side in each iteration; and the live run's split of a call's time:
+// no fork), natively pinned to one CPU, live, recorded and replayed, each
+// with every call exiting and with exception-less calls (Program.FastCalls:
+// the share answered without an exit, and the process's CPU time over the
+// wall time while it ran: the companion polls on a second CPU), side by
+// side in each iteration; and the live run's split of a call's time:
 // the VMM's own work from the exit to the return, its work per exit in
 // all, and a KVM_RUN's stay (the exit floor, with the few instructions of
 // busybox between two calls). REPRISE_CALL_ROUNDS sets the rounds (20 000
@@ -245,7 +257,7 @@ func BenchmarkLinuxCallLoop(b *testing.B) {
 	}
 	prog := linuxProgram{"call-loop", []string{bb, "sh", "/data/loop.sh"}, []linux.Mount{{Guest: "/data/loop.sh", Host: guestLoop}}}
 	tp := filepath.Join(dir, "loop.tape")
-	var pinned, live, liveFast, rec, rep, served, vmmExit, inGuest time.Duration
+	var pinned, live, liveFast, rec, rep, recFast, repFast, served, vmmExit, inGuest, fastCPU time.Duration
 	var calls, timed, entries, answered uint64
 	for i := 0; i < b.N; i++ {
 		pinned += prog.native(b, []string{bb, "sh", hostLoop}, true)
@@ -259,20 +271,29 @@ func BenchmarkLinuxCallLoop(b *testing.B) {
 		}
 		vmmExit += ms.VMMPerExit()
 		inGuest, entries = inGuest+ms.InGuest, entries+ms.Entries
+		cpu0 := cpuUsed(b, unix.RUSAGE_SELF)
 		d, _, ks = prog.liveSetUp(b, io.Discard, fastCalls)
-		liveFast, answered = liveFast+d, answered+ks.FastAnswered
+		liveFast, answered, fastCPU = liveFast+d, answered+ks.FastAnswered, fastCPU+cpuUsed(b, unix.RUSAGE_SELF)-cpu0
 		d, _ = prog.record(b, tp)
 		rec += d
 		t0 := time.Now()
 		replayLinux(b, tp, replayer.Options{})
 		rep += time.Since(t0)
+		d, _ = prog.recordSetUp(b, tp, fastCalls)
+		recFast += d
+		t0 = time.Now()
+		replayLinux(b, tp, replayer.Options{})
+		repFast += time.Since(t0)
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(calls)/n, "calls")
 	b.ReportMetric(float64(pinned.Milliseconds())/n, "pinned-ms")
 	b.ReportMetric(float64(live)/float64(pinned), "x-live")
 	b.ReportMetric(float64(liveFast)/float64(pinned), "x-live-fast-calls")
+	b.ReportMetric(float64(recFast)/float64(pinned), "x-recorded-fast-calls")
+	b.ReportMetric(float64(repFast)/float64(pinned), "x-replayed-fast-calls")
 	b.ReportMetric(float64(answered)/float64(max(calls, 1)), "share-answered-without-exit")
+	b.ReportMetric(float64(fastCPU)/float64(liveFast), "fast-calls-cpu-per-wall")
 	b.ReportMetric(float64(rec)/float64(pinned), "x-recorded")
 	b.ReportMetric(float64(rep)/float64(pinned), "x-replayed")
 	b.ReportMetric(float64(rep)/float64(rec), "x-replay-vs-record")
@@ -283,8 +304,9 @@ func BenchmarkLinuxCallLoop(b *testing.B) {
 }
 
 // BenchmarkLinuxSyscall times system-call round trips inside a program —
-// getpid and a 4 KiB pread — natively and under reprise, with the
-// program's own clock, and splits reprise's: the VMM's own time on each
+// getpid and a 4 KiB pread — natively and under reprise (every call
+// exiting, and exception-less), with the program's own clock, and splits
+// the exiting run's: the VMM's own time on each
 // call (exit to return, Stats.Served), its time per exit in all (the vCPU
 // loop's bookkeeping too), and the exit floor (a KVM_RUN's stay in the
 // getpid-bound run: the guest's loop is a few instructions of it).
@@ -309,7 +331,7 @@ func BenchmarkLinuxSyscall(b *testing.B) {
 		p, _ := strconv.ParseFloat(m[2], 64)
 		return g, p
 	}
-	var ng, np, rg, rp, vg, vp, vexit, floor float64
+	var ng, np, rg, rp, fg, fp, vg, vp, vexit, floor float64
 	for i := 0; i < b.N; i++ {
 		out, err := exec.Command(bin, file).Output()
 		if err != nil {
@@ -326,6 +348,10 @@ func BenchmarkLinuxSyscall(b *testing.B) {
 		vp += float64(ks.Served["pread64"].Each())
 		vexit += float64(ms.VMMPerExit())
 		floor += float64(ms.InGuest) / float64(max(ms.Entries, 1))
+		console.Reset()
+		prog.liveSetUp(b, &console, fastCalls)
+		g, p = parse(console.String())
+		fg, fp = fg+g, fp+p
 	}
 	n := float64(b.N)
 	b.ReportMetric(vg/n, "vmm-getpid-ns")
@@ -336,6 +362,8 @@ func BenchmarkLinuxSyscall(b *testing.B) {
 	b.ReportMetric(rg/n, "reprise-getpid-ns")
 	b.ReportMetric(np/n, "native-pread4k-ns")
 	b.ReportMetric(rp/n, "reprise-pread4k-ns")
+	b.ReportMetric(fg/n, "fast-calls-getpid-ns")
+	b.ReportMetric(fp/n, "fast-calls-pread4k-ns")
 }
 
 // BenchmarkLinuxDiagnosis: what a Linux program's replay costs with the
