@@ -167,8 +167,10 @@ type fastCalls struct {
 	finish *servedCall
 	// answered counts the calls answered beside, finished those that
 	// an exit finished, refused those the companion left to an exit,
-	// exited all that exited unserved (refused, or their spin ran out).
-	answered, finished, refused, exited uint64
+	// exited all that exited unserved (refused, or their spin ran out),
+	// kernelMode those made at CPL0 (VMX hosts), which the stub does not
+	// post.
+	answered, finished, refused, exited, kernelMode uint64
 }
 
 // servedCall is what a call served beside returned.
@@ -315,6 +317,9 @@ func (k *Kernel) finishCall() (*servedCall, bool) {
 	}
 	if k.fast.finish == nil {
 		k.fast.exited++
+		if k.m.VCPU().SyncedSregs().CS.Selector&3 == 0 {
+			k.fast.kernelMode++
+		}
 		return nil, false
 	}
 	f := k.fast.finish

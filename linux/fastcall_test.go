@@ -66,7 +66,16 @@ func TestFastCalls(t *testing.T) {
 			require.Equal(t, want, out)
 			s := k.Stats()
 			t.Logf("live: %d answered, %d finished by an exit, %d refused, %d late", s.FastAnswered, s.FastFinished, s.FastRefused, s.FastLate)
-			require.NotZero(t, s.FastAnswered+s.FastFinished+s.FastRefused+s.FastLate, "no call went through the exception-less stub")
+			require.NotZero(t, s.FastAnswered+s.FastFinished+s.FastRefused+s.FastLate+s.FastAtCPL0, "no call went through the exception-less stub")
+			if s.FastAtCPL0 > 0 {
+				// SYSCALL enters CPL0 (a VMX or SVM host, the nested CI
+				// VMs'): every call exits at once, as without fast calls
+				// (but the start, which the program's first entry makes
+				// at the stub in user mode, and which is never served
+				// beside).
+				require.Zero(t, s.FastAnswered+s.FastFinished, "calls served beside at CPL0")
+				answered = false
+			}
 			if answered {
 				require.NotZero(t, s.FastAnswered, "no call was answered without an exit")
 			}

@@ -251,7 +251,8 @@ func (k *Kernel) Stats() Stats {
 	s := k.counts.add(k.stats)
 	if k.fast != nil {
 		s.FastAnswered, s.FastFinished = k.fast.answered, k.fast.finished
-		s.FastRefused, s.FastLate = k.fast.refused, k.fast.exited-min(k.fast.exited, k.fast.refused)
+		s.FastRefused, s.FastAtCPL0 = k.fast.refused, k.fast.kernelMode
+		s.FastLate = k.fast.exited - min(k.fast.exited, k.fast.refused+k.fast.kernelMode)
 	}
 	return s
 }
