@@ -195,6 +195,23 @@ func (c *checkpoints) at(e *engine, stop vmm.Stop) error {
 	return nil
 }
 
+// quietAt reports whether the replay has no checkpoint to take or check
+// at a guest exit at at (engine.QuietExit): a debugging session's set
+// decides at every stop, so it never is.
+func (c *checkpoints) quietAt(e *engine, at vmm.Position) bool {
+	switch {
+	case c == nil:
+		return true
+	case c.set != nil:
+		return false
+	case c.file != nil && c.check < len(c.known) && c.known[c.check].Pos.Exit <= at.Exit:
+		return false
+	case c.w != nil && c.due.Due(e.recordTime(at)):
+		return false
+	}
+	return true
+}
+
 // inSet is a debugging session's replay at a stop where checkpoints are
 // taken: the end, at until's place; a checkpoint of the session's own, if
 // it keeps one here — RAM as recorded, without the debugger's int3s, and

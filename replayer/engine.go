@@ -263,12 +263,15 @@ func (e *engine) setTarget(t uint64) error {
 func (e *engine) GuestExit() error { return e.drainTrace() }
 
 // QuietExit lets a companion serve the exit at at (vmm.BesideEngine) when
-// the replay adds nothing to the recorded run — no probes, samples,
-// checkpoints, trace ring or debugger — and the tape places nothing
-// there: its next event comes later, or is an input the exit's own
-// handling takes (a clock read, a file), not an interrupt or the end.
+// the replay adds nothing to the recorded run there — no kit probes,
+// samples, trace ring or debugger, no checkpoint to take or check (a Linux
+// program's probes are int3s and its mappings come from calls that are
+// never served beside: both leave the exits alone) — and the tape
+// places nothing there: its next event comes later, or is an input the
+// exit's own handling takes (a clock read, a file), not an interrupt or
+// the end.
 func (e *engine) QuietExit(at vmm.Position) bool {
-	if e.ckpt != nil || e.probes != nil || e.kit != nil || e.linux != nil || e.sampler != nil || e.trace != nil || e.drainErr != nil {
+	if e.probes != nil || e.kit != nil || e.sampler != nil || e.trace != nil || e.drainErr != nil || !e.ckpt.quietAt(e, at) {
 		return false
 	}
 	ev, err := e.script.Peek()

@@ -40,11 +40,19 @@ func recordLinuxWith(t *testing.T, files []linux.Mount, bin string, argv ...stri
 // caller's (the program, its machine and its tape are filled in).
 func recordLinuxOptions(t *testing.T, o recorder.Options, files []linux.Mount, bin string, argv ...string) (string, *recorder.Result, string) {
 	t.Helper()
+	return recordLinuxSetUp(t, o, files, func(*linux.Program) {}, bin, argv...)
+}
+
+// recordLinuxSetUp is recordLinuxOptions with the program set up before
+// it is recorded.
+func recordLinuxSetUp(t *testing.T, o recorder.Options, files []linux.Mount, setUp func(*linux.Program), bin string, argv ...string) (string, *recorder.Result, string) {
+	t.Helper()
 	kvmtest.Require(t)
 	raw, err := os.ReadFile(bin)
 	require.NoError(t, err)
 	o.Linux = &linux.Program{Path: "/bin/" + argv[0], Image: raw, Argv: argv, Env: []string{"HOME=/"}, Mounts: files,
 		Random: [16]byte{1, 2, 3}, Epoch: time.Unix(1700000000, 0)}
+	setUp(o.Linux)
 	o.Output = filepath.Join(t.TempDir(), "prog.tape")
 	if o.MemBytes == 0 {
 		o.MemBytes = 64 << 20
