@@ -103,10 +103,13 @@ func (b *Beside) Park() {
 // Hold runs f while the vCPU loop waits: the vCPU is inside KVM_RUN, or
 // about to enter, for all of f, never between two exits, so f may use
 // the Kernel and the machine as the loop does, but not the vCPU itself.
+// Once the loop has ended it does not run f: the run's end is measured.
 func (b *Beside) Hold(f func()) {
 	b.m.exitMu.Lock()
 	defer b.m.exitMu.Unlock()
-	f()
+	if !b.done.Load() {
+		f()
+	}
 }
 
 // startCompanion runs the companion, if there is one, on its own OS

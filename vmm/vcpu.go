@@ -44,9 +44,12 @@ func (m *Machine) kick() {
 func (m *Machine) loop() error {
 	c := m.cpu
 	m.exitedAt = 0 // what came before this loop is no exit's work
-	if m.beside != nil {
+	if b := m.beside; b != nil {
 		m.exitMu.Lock()
-		defer m.exitMu.Unlock()
+		defer func() {
+			b.done.Store(true) // before the companion can Hold: it serves no more
+			m.exitMu.Unlock()
+		}()
 	}
 	for {
 		if err := m.eng.BeforeEntry(m.lastStop); err != nil {

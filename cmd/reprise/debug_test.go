@@ -1459,3 +1459,29 @@ func TestGDBInterruptsAKitGuest(t *testing.T) {
 	require.NoError(t, gdb.Write([]byte("k")))
 	require.Contains(t, wait(), "replay matched")
 }
+
+// A client that goes back from the last call and then kills the program ends
+// the replay quietly (it reached no end of its own: reprise once crashed
+// describing one), on a tape whose calls were exception-less too, where
+// the debugged replay makes every call exit: its syscall stops are those
+// of the ordinary path.
+func TestGDBKillAfterGoingBack(t *testing.T) {
+	kvmtest.Require(t)
+	bb := busybox(t)
+	for _, flags := range [][]string{nil, {"--fast-calls"}} {
+		t.Run(strings.Join(append([]string{"tape"}, flags...), " "), func(t *testing.T) {
+			dir, tp, r := recordTape(t, []string{bb, "echo", "hi"}, flags...)
+			require.Equal(t, "hi\n", r.stdout)
+			_, gdb, wait := gdbListen(t, dir, tp)
+			ask := noAck(t, gdb)
+			ask("qSupported:multiprocess+")
+			require.Equal(t, "OK", ask("QCatchSyscalls:1;1;e7")) // write, exit_group
+			require.Contains(t, ask("vCont;c"), "syscall_entry:1;", "write's entry")
+			require.Contains(t, ask("vCont;c"), "syscall_return:1;", "and its return")
+			require.Contains(t, ask("vCont;c"), "syscall_entry:e7;", "exit_group's entry")
+			require.Contains(t, ask("bc"), "syscall_return:1;", "back to write's return")
+			require.NoError(t, gdb.Write([]byte("k")))
+			require.NotContains(t, wait(), "panic")
+		})
+	}
+}

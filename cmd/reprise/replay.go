@@ -140,8 +140,8 @@ machine, and reprise merge joins the N DBs into one run.`,
 			var res *replayer.Result
 			if gdbListen != "" {
 				res, err = serveGDB(ctx, opts, gdbListen, cmd.ErrOrStderr(), nil)
-				if res == nil && err == nil {
-					return nil // killed from gdb
+				if err == nil && (res == nil || res.End == nil && !res.Segment) {
+					return nil // killed from gdb (after going back, a replay that reached no end)
 				}
 			} else if dbDir != "" {
 				var run *eventdb.Run
