@@ -13,10 +13,10 @@ import (
 	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
-// Exception-less system calls (FlexSC, OSDI '10), for live runs: on PVM
+// Exception-less system calls (FlexSC, OSDI '10): on PVM
 // hosts a program's SYSCALL stays at CPL3 and lands on the stub without an
 // exit, and an exit is most of what a call costs (~60–80 µs against ~1 µs
-// of serving). With them on (EnableFastCalls), the stub posts the call in
+// of serving). With them on (Program.FastCalls), the stub posts the call in
 // the call page and spins; a host thread of the VMM beside the vCPU (a
 // vmm.Companion, on the other host CPU) serves it and answers there, and
 // the program goes on without having left the guest. The stub exits as
@@ -139,10 +139,10 @@ var fastSyscallStub = []byte{
 
 // fastCall says which calls may be served beside the vCPU: those whose
 // handlers use the kernel's state and guest memory but never the vCPU
-// (its registers, its extended state) nor the engine's inputs beyond the
-// live clock and randomness. Whatever else one of them does that needs
-// the vCPU is found after it ran (fastCalls.serve) and finished by an
-// exit.
+// (its registers, its extended state); the engine's inputs they take (the
+// clock, randomness, the host's files) are logged or replayed at the exit
+// they count as. Whatever else one of them does that needs the vCPU is
+// found after it ran (serveCounted) and finished by an exit.
 var fastCall = func() (fast [tableSize]bool) {
 	for _, nr := range []uint64{
 		unix.SYS_READ, unix.SYS_WRITE, unix.SYS_OPEN, unix.SYS_CLOSE, unix.SYS_STAT, unix.SYS_FSTAT,
