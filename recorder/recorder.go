@@ -226,7 +226,9 @@ func Record(ctx context.Context, o Options) (*Result, error) {
 		}
 		prog := k.Program()
 		o.Linux, kernel = &prog, k
-		if hostCPU, err = firstCPU(); err != nil {
+		// A Linux program's vCPU is pinned to the first host CPU
+		// (tape.Linux.HostCPU says why).
+		if hostCPU, err = vmm.FirstHostCPU(); err != nil {
 			return nil, err
 		}
 		affinity = []int{hostCPU}
@@ -369,21 +371,6 @@ func claimOutputs(o Options, disk *vmm.DiskConfig) error {
 		}
 	}
 	return nil
-}
-
-// firstCPU is the first host CPU this process may run on: a Linux
-// program's vCPU is pinned there (tape.Linux.HostCPU says why).
-func firstCPU() (int, error) {
-	var set unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &set); err != nil {
-		return 0, fmt.Errorf("recorder: host CPUs: %w", err)
-	}
-	for cpu := 0; cpu < 1024; cpu++ {
-		if set.IsSet(cpu) {
-			return cpu, nil
-		}
-	}
-	return 0, errors.New("recorder: no host CPU in this process's affinity mask")
 }
 
 func header(o Options, source tape.PositionSource, hostCPU int) *tape.Header {

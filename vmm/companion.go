@@ -1,6 +1,8 @@
 package vmm
 
 import (
+	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -58,7 +60,9 @@ type FinishingKernel interface {
 // something to do there after all (QuietAfter), the guest must make the
 // exit, which FinishingKernel tells from a new one.
 func (m *Machine) ServeBeside(port uint16, regs *kvm.Regs, serve func()) (bool, error) {
-	if !m.quietExit(Position{Exit: m.exits + 1}) {
+	next := m.Position()
+	next.Exit++
+	if !m.quietExit(next) {
 		return false, nil
 	}
 	if err := m.eng.GuestExit(); err != nil {
@@ -80,11 +84,7 @@ func (m *Machine) QuietAfter() bool { return m.quietExit(m.Position()) }
 
 func (m *Machine) quietExit(at Position) bool {
 	be, ok := m.eng.(BesideEngine)
-	if !ok || m.Stopping() {
-		return false
-	}
-	at.Branch = m.Position().Branch
-	return be.QuietExit(at)
+	return ok && !m.Stopping() && be.QuietExit(at)
 }
 
 // Done reports whether the run is over: the companion returns.
@@ -149,13 +149,8 @@ func (m *Machine) splitCPUs(b *Beside) {
 		return
 	}
 	vcpu := m.cfg.VCPUAffinity
-	if len(vcpu) == 0 {
-		for cpu := 0; cpu < len(all)*64; cpu++ {
-			if all.IsSet(cpu) {
-				vcpu = []int{cpu}
-				break
-			}
-		}
+	if cpu, ok := firstIn(&all); len(vcpu) == 0 && ok {
+		vcpu = []int{cpu}
 	}
 	rest := all
 	for _, cpu := range vcpu {
@@ -167,9 +162,31 @@ func (m *Machine) splitCPUs(b *Beside) {
 	b.vcpuCPUs, b.cpus = vcpu, rest
 }
 
+// FirstHostCPU is the first host CPU this process may run on.
+func FirstHostCPU() (int, error) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return 0, fmt.Errorf("vmm: host CPUs: %w", err)
+	}
+	if cpu, ok := firstIn(&set); ok {
+		return cpu, nil
+	}
+	return 0, errors.New("vmm: no host CPU in this process's affinity mask")
+}
+
+// firstIn is the first CPU of set.
+func firstIn(set *unix.CPUSet) (int, bool) {
+	for cpu := 0; cpu < len(set)*64; cpu++ {
+		if set.IsSet(cpu) {
+			return cpu, true
+		}
+	}
+	return 0, false
+}
+
 // entering tells a parked companion that the vCPU enters the guest.
 func (b *Beside) entering() {
-	if b != nil && b.parked.Load() {
+	if b.parked.Load() {
 		b.wakeUp()
 	}
 }
