@@ -340,7 +340,7 @@ func linuxKernel(path string, h *tape.Header) (*linux.Kernel, error) {
 		return nil, fmt.Errorf("replayer: the executable embedded in %s does not match its recorded SHA-256", path)
 	}
 	l := h.Linux
-	if !linux.Replays(l.Personality) || l.FastCalls && l.Personality < 11 {
+	if !linux.Replays(l.Personality, l.FastCalls) {
 		return nil, fmt.Errorf("replayer: %s was recorded by version %d of the Linux personality, this is version %d: replay it with the reprise that recorded it", path, l.Personality, linux.Version)
 	}
 	k, err := linux.New(linux.RecordedProgram(l, h.Image.Bytes))
