@@ -1,8 +1,6 @@
 package linux_test
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/reprise-vm/reprise/internal/kvmtest"
 	"github.com/reprise-vm/reprise/linux"
-	"github.com/reprise-vm/reprise/replayer"
 	"github.com/reprise-vm/reprise/vmm"
 )
 
@@ -53,11 +50,7 @@ func TestFastCalls(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			want := tc.want
 			if want == "" {
-				host := exec.Command(tc.bin)
-				host.Dir = t.TempDir()
-				out, err := host.Output()
-				require.NoError(t, err)
-				want = string(out)
+				want = hostOutput(t, tc.bin)
 			}
 			answered := tc.name == "busybox-loop"
 			k, res, out, err := runLiveSetUp(t, vmm.DefaultTimerHz, tc.bin, tc.argv, nil, func(p *linux.Program) { p.FastCalls = true })
@@ -85,13 +78,7 @@ func TestFastCalls(t *testing.T) {
 			path, rec, console := recordProgram(t, p, time.Millisecond)
 			require.Equal(t, want, console)
 			t.Logf("recorded: %d exits served beside", rec.Stats.ExitsBeside)
-			for i := 0; i < 3; i++ {
-				var out bytes.Buffer
-				rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
-				require.NoError(t, err)
-				require.Equal(t, console, out.String(), "replay %d", i)
-				require.Equal(t, rec.End.RAMHash, rep.End.RAMHash, "replay %d", i)
-				require.Equal(t, rec.Status, rep.Status, "replay %d", i)
+			for i, rep := range replaysMatch(t, path, rec, console, 3) {
 				t.Logf("replay %d: %d exits served beside", i, rep.Stats.ExitsBeside)
 				if answered {
 					require.NotZero(t, rec.Stats.ExitsBeside, "the recording served no exit beside")

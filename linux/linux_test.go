@@ -180,22 +180,31 @@ func recordProgram(t *testing.T, p *linux.Program, jitter time.Duration) (string
 }
 
 // replaysMatch replays the tape at path n times, each to the recorded
-// console, RAM and exit status.
-func replaysMatch(t *testing.T, path string, rec *recorder.Result, console string, n int) {
+// console, RAM and exit status, and returns the replays' results.
+func replaysMatch(t *testing.T, path string, rec *recorder.Result, console string, n int) []*replayer.Result {
 	t.Helper()
-	for i := 0; i < n; i++ {
+	reps := make([]*replayer.Result, n)
+	for i := range reps {
 		var out bytes.Buffer
 		rep, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: &out})
 		require.NoError(t, err)
 		require.Equal(t, console, out.String(), "replay %d", i)
 		require.Equal(t, rec.End.RAMHash, rep.End.RAMHash, "replay %d", i)
 		require.Equal(t, rec.Status, rep.Status, "replay %d", i)
+		reps[i] = rep
 	}
+	return reps
 }
 
 // asOnHost runs the executable at bin natively, then requires the host's
 // output from it under the personality (prints).
 func asOnHost(t *testing.T, bin, name string, jitter time.Duration) {
+	t.Helper()
+	prints(t, bin, name, hostOutput(t, bin), jitter)
+}
+
+// hostOutput runs the executable at bin natively and returns its output.
+func hostOutput(t *testing.T, bin string) string {
 	t.Helper()
 	// In a folder of its own: what the program makes by a relative path
 	// (udp.c's socket) is not left in the package, and is not made on a
@@ -204,7 +213,7 @@ func asOnHost(t *testing.T, bin, name string, jitter time.Duration) {
 	host.Dir = t.TempDir()
 	want, err := host.Output()
 	require.NoError(t, err)
-	prints(t, bin, name, string(want), jitter)
+	return string(want)
 }
 
 // prints runs the executable at bin under the personality — live, and
