@@ -110,6 +110,30 @@ func (g *guestSpec) memBytes(cmd *cobra.Command, f *machineFlags) uint64 {
 // table is a guest image; any other x86-64 ELF executable is a Linux
 // program.
 func resolveGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, target string, rest []string) (*guestSpec, error) {
+	g, err := findGuest(ctx, cmd, f, target, rest)
+	if err != nil {
+		return nil, err
+	}
+	others, why := linuxOnlyFlags, "is for a Linux program, and %s is a guest image that brings its own kernel"
+	if g.linux != nil {
+		others, why = imageOnlyFlags, "is for a guest image, and %s is a Linux program"
+	}
+	for _, name := range others {
+		if cmd.Flags().Changed(name) {
+			return nil, &exitError{exitUsage, fmt.Errorf("--%s "+why, name, target)}
+		}
+	}
+	return g, nil
+}
+
+// The machine flags that only one kind of guest reads: the other kind,
+// given one, is refused rather than run without it.
+var (
+	linuxOnlyFlags = []string{"env", "file", "root", "keep-writes", "stdin", "fast-calls", "publish", "egress"}
+	imageOnlyFlags = []string{"plain", "disk", "overlay", "udp", "net-input"}
+)
+
+func findGuest(ctx context.Context, cmd *cobra.Command, f *machineFlags, target string, rest []string) (*guestSpec, error) {
 	_, isWorkload := guest.LookupWorkload(target)
 	st, statErr := os.Stat(target)
 	switch {

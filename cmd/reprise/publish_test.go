@@ -329,9 +329,17 @@ func TestPublishRefusals(t *testing.T) {
 	r = runCLIIn(t, dir, "run", "--egress", "nohost.invalid:80", "--", "/bin/true")
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, `--egress "nohost.invalid:80": want HOST:PORT`)
-	r = runCLIIn(t, dir, "run", "--publish", "9001:80", "hello")
-	require.Equal(t, exitUsage, r.code)
-	require.Contains(t, r.stderr, "--publish and --egress are for a Linux program")
+	for _, flags := range [][]string{{"--publish", "9001:80"}, {"--egress", "127.0.0.1:80"}, {"--fast-calls"}, {"--env", "A=1"}, {"--stdin", "/dev/null"}, {"--file", "/etc/hostname"}, {"--root", dir}, {"--keep-writes", dir}} {
+		r = runCLIIn(t, dir, append(append([]string{"run"}, flags...), "hello")...)
+		require.Equal(t, exitUsage, r.code, flags)
+		require.Contains(t, r.stderr, flags[0]+" is for a Linux program, and hello is a guest image", flags)
+	}
+	for _, flags := range [][]string{{"--plain"}, {"--disk", "/dev/null"}, {"--overlay", filepath.Join(dir, "o")}, {"--udp", "127.0.0.1:7777"}, {"--net-input", "/dev/null"}} {
+		r = runCLIIn(t, dir, append(append([]string{"record", "-o", filepath.Join(dir, "refused.tape")}, flags...), "--", "/bin/true")...)
+		require.Equal(t, exitUsage, r.code, flags)
+		require.Contains(t, r.stderr, flags[0]+" is for a guest image, and /bin/true is a Linux program", flags)
+		require.NoFileExists(t, filepath.Join(dir, "refused.tape"))
+	}
 
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -85,7 +85,7 @@ is recorded and replays).`,
 			if err != nil {
 				return err
 			}
-			netCfg, err := mf.net(g.linux != nil)
+			netCfg, err := mf.net()
 			if err != nil {
 				return err
 			}

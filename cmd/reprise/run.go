@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -39,13 +38,10 @@ type machineFlags struct {
 }
 
 // net is the network the flags ask for, or nil: a NIC's backend for a
-// guest image, published ports for a Linux program.
-func (f *machineFlags) net(linuxProgram bool) (*vmm.NetConfig, error) {
+// guest image, published ports for a Linux program (resolveGuest refused
+// the flags of the other kind).
+func (f *machineFlags) net() (*vmm.NetConfig, error) {
 	switch {
-	case linuxProgram && (f.udp != "" || f.pcap != ""):
-		return nil, &exitError{exitUsage, errors.New("--udp and --net-input are a guest image's NIC; a Linux program's network is --publish")}
-	case !linuxProgram && (len(f.publish) > 0 || len(f.egress) > 0):
-		return nil, &exitError{exitUsage, errors.New("--publish and --egress are for a Linux program (a guest image's NIC takes --udp)")}
 	case f.udp != "" || f.pcap != "":
 		return &vmm.NetConfig{UDP: f.udp, Pcap: f.pcap}, nil
 	case len(f.publish) == 0 && len(f.egress) == 0:
@@ -146,7 +142,7 @@ a file that has a workload's name.`,
 				}
 				kernel = k
 			}
-			netCfg, err := mf.net(g.linux != nil)
+			netCfg, err := mf.net()
 			if err != nil {
 				return err
 			}
