@@ -68,10 +68,15 @@ package linux
 // MAP_GROWSDOWN (a thread's stack), get frames when first touched (a
 // fault, an exit, each), not all when mapped. 11: exception-less system
 // calls (fastcall.go), which a tape says it used; a program without them
-// runs as under 10, whose tapes this version replays (Replays).
-const Version = 11
+// runs as under 10, whose tapes this version replays (Replays). 12: a
+// page's entry is marked accessed, and dirty if writable, when it is
+// made, not by the CPU as the program first touches it; a fork of a
+// process with at most 2048 writable private pages copies them for the
+// child at once rather than share them copy-on-write (mm.Policy). A
+// replay of an older tape runs as its recording did (Program.Personality).
+const Version = 12
 
 // Replays reports whether this personality replays a tape recorded by
 // version v of it, whose calls were exception-less if fastCalls: version
 // 10 had none.
-func Replays(v int, fastCalls bool) bool { return v == Version || v == 10 && !fastCalls }
+func Replays(v int, fastCalls bool) bool { return v == Version || v == 11 || v == 10 && !fastCalls }

@@ -61,7 +61,25 @@ type Program struct {
 	// FastCalls makes its system calls exception-less where they can be
 	// (fastcall.go): a recording's replays serve them so too.
 	FastCalls bool
+	// Personality is the version of this personality the program runs
+	// as, one Replays accepts: a replay's is its recording's; 0 is
+	// Version.
+	Personality int
 }
+
+// paging is how the program's memory is laid out by its version: since
+// 12, entries start accessed and dirty and small forks copy (mm.Policy).
+func (p *Program) paging() mm.Policy {
+	if p.Personality != 0 && p.Personality < 12 {
+		return mm.Policy{}
+	}
+	return mm.Policy{PresetAccessed: true, CopyAtFork: copyAtFork}
+}
+
+// copyAtFork is how many writable private pages a fork copies at once
+// (mm.Policy.CopyAtFork): 8 MiB, copied in about as long as a handful
+// of copy-on-write faults' exits on a PVM host take.
+const copyAtFork = 2048
 
 // User is a program's identity: its user and group id.
 type User struct {
@@ -285,6 +303,7 @@ func (k *Kernel) Boot(m *vmm.Machine) error {
 		}
 	}
 	k.fr, k.shm = mm.NewFrames(ram, k.m.DropTranslations), map[*node]*mm.Object{}
+	k.fr.SetPolicy(k.prog.paging())
 	init := &process{pid: pid, pgid: pid, sid: pid, fds: vfs.NewFDTable(k.console), umask: 0o022, cred: credsOf(k.prog.User)}
 	k.budget[processCount] = 1 // init
 	if err := k.initXSave(); err != nil {

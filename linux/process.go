@@ -170,7 +170,7 @@ func (k *Kernel) fork() (*thread, error) {
 			k.budget.Release(processCount, 1)
 		}
 	}()
-	as, err := parent.as.Clone()
+	as, cow, err := parent.as.Clone()
 	if err != nil {
 		return nil, memErr(err)
 	}
@@ -192,10 +192,12 @@ func (k *Kernel) fork() (*thread, error) {
 	child.pid = t.tid
 	parent.children = append(parent.children, child)
 	k.procListed(child.pid, true)
-	if err := k.m.DropTranslations(); err != nil { // the parent's writable pages are copy-on-write now
-		return nil, err
+	if cow { // the parent's writable pages are copy-on-write now
+		if err := k.m.DropTranslations(); err != nil {
+			return nil, err
+		}
+		k.fr.Forgotten()
 	}
-	k.fr.Forgotten()
 	charged = false // the child holds it now, until it is reaped
 	if err := k.placeAll(child.pid, child.execs, as, false); err != nil {
 		return nil, err

@@ -240,6 +240,7 @@ func (r *restorer) restore() error {
 	}
 	r.fs = fs
 	fr := mm.RestoreFrames(k.m.RAM(), k.m.DropTranslations, &s.Frames)
+	fr.SetPolicy(k.prog.paging())
 	r.procs = make([]*process, len(s.Procs))
 	for i := range s.Procs {
 		r.procs[i] = &process{}

@@ -39,3 +39,19 @@ func TestReplaysATapeOfAnotherKVM(t *testing.T) {
 	}
 	require.Len(t, hosts, 2, "the tapes come from two hosts")
 }
+
+// A tape of the Linux personality's previous version replays as that
+// version ran it: testdata/v11-pipeline.tape (internal/cprog's pipeline,
+// static musl, `reprise record --pack --host off -- ./pipeline 20` by
+// personality 11: threads, a child, a pipe, a file, a signal) left its
+// page entries' accessed and dirty bits to the CPU, which this version
+// sets when it makes an entry — replayed so, its RAM would differ at the
+// end (`TestOtherPersonalityIsRefused` forges the other way round).
+func TestReplaysAPersonality11Tape(t *testing.T) {
+	kvmtest.Require(t)
+	out, res := replay(t, filepath.Join("testdata", "v11-pipeline.tape"))
+	require.Equal(t, 11, res.Header.Linux.Personality)
+	require.Contains(t, out, "turns 60 ")
+	require.Contains(t, out, " child 7 sigchld 1\n")
+	require.Zero(t, res.Status)
+}

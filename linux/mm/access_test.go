@@ -46,7 +46,7 @@ func TestZero(t *testing.T) {
 	as, _ := newSpace(t)
 	require.NoError(t, as.Map(user, user+page, rw))
 	require.NoError(t, as.Write(user, []byte{7}))
-	c, err := as.Clone()
+	c, _, err := as.Clone()
 	require.NoError(t, err)
 	require.NoError(t, c.Zero(user, user+page))
 	b := make([]byte, 1)

@@ -2,20 +2,25 @@ package mm
 
 // Copy-on-write: a fork's child gets the parent's frames, shared, each
 // writable private page of either mapped read-only until one of them
-// writes it; the shared mappings' pages stay writable by both.
+// writes it; the shared mappings' pages stay writable by both. A space
+// with few writable private pages has them copied at the fork instead
+// (Policy.CopyAtFork).
 
 // Clone is a fork's copy of the address space: the same ranges over the
-// same frames, a writable page of either mapped read-only until one of
-// them writes it (copy-on-write; BreakCOW).
-func (as *Space) Clone() (*Space, error) {
-	c, err := New(as.fr)
+// same frames, a writable private page of either mapped read-only until
+// one of them writes it (copy-on-write; BreakCOW) — or, up to
+// Policy.CopyAtFork of them, the child's copied now and the parent's left
+// as they are. cow says whether the parent's entries changed, which a
+// shadowing KVM does not see (Machine.DropTranslations).
+func (as *Space) Clone() (c *Space, cow bool, err error) {
+	c, err = New(as.fr)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if as.callPage {
 		if err := c.OpenCallPage(); err != nil {
 			c.Release()
-			return nil, err
+			return nil, false, err
 		}
 	}
 	c.vmas = as.vmas.clone()
@@ -23,8 +28,23 @@ func (as *Space) Clone() (*Space, error) {
 	for va, n := range as.sites {
 		c.sites[va] = n
 	}
+	private := as.privateWritable()
+	cow = len(private) > 0 && !as.fr.copiesAtFork(len(private))
 	for _, va := range as.pageAddrs() {
 		pa := as.pages[va]
+		if !cow && private[va] {
+			cp, err := as.fr.alloc()
+			if err == nil {
+				err = as.copyFrame(pa, cp)
+			}
+			if err != nil {
+				c.Release()
+				return nil, false, err
+			}
+			as.fr.copied(pa, cp)
+			c.pages[va] = cp
+			continue
+		}
 		as.fr.share(pa)
 		c.pages[va] = pa
 	}
@@ -34,17 +54,31 @@ func (as *Space) Clone() (*Space, error) {
 	for _, v := range as.vmas.list {
 		if err := c.protectPages(v.Start, v.End, v.Prot); err != nil {
 			c.Release()
-			return nil, err
+			return nil, false, err
 		}
-		if v.Prot&ProtWrite == 0 {
-			continue // the parent's read-only pages stay as they are
+		if !cow || v.Prot&ProtWrite == 0 {
+			continue // the parent's pages stay as they are
 		}
 		if err := as.protectPages(v.Start, v.End, v.Prot); err != nil {
 			c.Release()
-			return nil, err
+			return nil, false, err
 		}
 	}
-	return c, nil
+	return c, cow, nil
+}
+
+// privateWritable are the pages with frames in writable private ranges:
+// those a fork shares copy-on-write, or copies.
+func (as *Space) privateWritable() map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, v := range as.vmas.list {
+		if v.Prot&ProtWrite != 0 && v.Obj == nil {
+			for _, va := range as.present(v.Start, v.End) {
+				out[va] = true
+			}
+		}
+	}
+	return out
 }
 
 // breakCOW gives a copy-on-write page a frame of its own, for a write the
@@ -62,7 +96,7 @@ func (as *Space) breakCOW(va uint64) error {
 	if err != nil || pa == 0 {
 		return err
 	}
-	return as.setPTE(va, pa|leafFlags(as.ProtAt(va)))
+	return as.setPTE(va, pa|as.fr.leafFlags(as.ProtAt(va)))
 }
 
 // BreakCOWFault breaks copy-on-write for the program's own write that
@@ -76,7 +110,7 @@ func (as *Space) BreakCOWFault(va uint64) error {
 	if err != nil || pa == 0 {
 		return err
 	}
-	return as.upgradePTE(va, pa|leafFlags(as.ProtAt(va)))
+	return as.upgradePTE(va, pa|as.fr.leafFlags(as.ProtAt(va)))
 }
 
 // ownFrame gives the copy-on-write page at va a frame of its own — the

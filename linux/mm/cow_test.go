@@ -15,7 +15,7 @@ func TestCopyOnWrite(t *testing.T) {
 	require.NoError(t, parent.Write(user, []byte("parent")))
 	pa, _ := parent.Frame(user)
 
-	child, err := parent.Clone()
+	child, _, err := parent.Clone()
 	require.NoError(t, err)
 	cpa, _ := child.Frame(user)
 	require.Equal(t, pa, cpa, "the same frame")
@@ -63,7 +63,7 @@ func TestCopyOnWrite(t *testing.T) {
 func TestCloneKeepsReadOnlyPagesShared(t *testing.T) {
 	parent, fr := newSpace(t)
 	require.NoError(t, parent.Map(user, user+page, ProtRead))
-	child, err := parent.Clone()
+	child, _, err := parent.Clone()
 	require.NoError(t, err)
 	pa, _ := parent.Frame(user)
 	require.Equal(t, 2, fr.holders(pa))

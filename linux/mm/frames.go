@@ -46,6 +46,42 @@ type Frames struct {
 	// its frames once; lastObject is the last ID given.
 	objects    map[int]*Object
 	lastObject int
+	policy     Policy
+}
+
+// Policy is how the spaces of a Frames make entries and forks: choices
+// that leave the same program's memory otherwise (other frames, other
+// entry bits), so a replay makes the recording's. The zero Policy is
+// personality 11's.
+type Policy struct {
+	// PresetAccessed makes every leaf entry carry the accessed bit, and
+	// the dirty bit if writable, as if the program had touched the page
+	// already. Nothing reads those bits, but a shadowing KVM must
+	// otherwise fault on a page's first access to set them in the
+	// guest's entry, and on its first write again if a read came first;
+	// and it prefetches a faulting entry's neighbours only if they are
+	// marked accessed.
+	PresetAccessed bool
+	// CopyAtFork is how many writable private pages a fork copies at
+	// once rather than share copy-on-write (while RAM allows:
+	// copiesAtFork): each copy costs a
+	// microsecond or two, each copy-on-write fault an exit (tens of
+	// microseconds on PVM hosts), and the parent's entries, left
+	// unchanged, keep KVM's shadows of them (no DropTranslations).
+	CopyAtFork int
+}
+
+// SetPolicy sets the policy of the entries and forks made from now on.
+func (f *Frames) SetPolicy(p Policy) { f.policy = p }
+
+// copiesAtFork reports whether a fork copies n writable private pages
+// at once: at most CopyAtFork, and only while frames in use stay within
+// a quarter of RAM with the copies. A copy holds memory copy-on-write
+// would not, and a program forking many children (a server's workers)
+// must not run out of RAM where it would not under Linux: past that
+// quarter its forks share copy-on-write.
+func (f *Frames) copiesAtFork(n int) bool {
+	return n <= f.policy.CopyAtFork && f.InUse()+uint64(n)*PageSize <= f.ram.Size()/4
 }
 
 // reclaimAt is how many retired frames make the allocator have KVM drop

@@ -47,7 +47,7 @@ func (as *Space) FaultIn(va uint64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if err := as.fillPTE(va, pa|leafFlags(v.Prot)); err != nil {
+	if err := as.fillPTE(va, pa|as.fr.leafFlags(v.Prot)); err != nil {
 		as.fr.release(pa)
 		return false, err
 	}

@@ -68,7 +68,7 @@ func TestLazyPagesAcrossAFork(t *testing.T) {
 	parent, fr := newSpace(t)
 	require.NoError(t, parent.MapLazy(user, user+64*page, rw))
 	require.NoError(t, parent.Write(user, []byte("parent")))
-	child, err := parent.Clone()
+	child, _, err := parent.Clone()
 	require.NoError(t, err)
 	require.True(t, child.COW(user))
 	_, ok := child.Frame(user + page)
@@ -126,7 +126,7 @@ func BenchmarkExecStack(b *testing.B) {
 				}
 				require.NoError(b, mapStack(MaxUserAddr-stack, MaxUserAddr, rw))
 				require.NoError(b, as.Write(MaxUserAddr-4*page, make([]byte, 4*page)))
-				c, err := as.Clone()
+				c, _, err := as.Clone()
 				require.NoError(b, err)
 				c.Release()
 				as.Release()

@@ -48,7 +48,7 @@ func (as *Space) protectOrUndo(start, end uint64, p Prot, undo func()) error {
 // frames it needs only if there are enough for all, so it fails (no
 // memory) having changed nothing.
 func (as *Space) protectPages(start, end uint64, p Prot) error {
-	flags := leafFlags(p)
+	flags := as.fr.leafFlags(p)
 	present := as.present(start, end)
 	if flags == 0 {
 		if tablesFor(present) > as.fr.available() {
@@ -246,7 +246,7 @@ func (as *Space) Remap(from, n, to, size uint64) error {
 	moved.Start, moved.End = to, to+size
 	present := as.present(from, from+n)
 	need := tablesFor(present) + tablesForRange(to, to+size)
-	if leafFlags(p) != 0 {
+	if p != 0 {
 		need += (size - uint64(len(present))*PageSize) / PageSize
 	}
 	if need > as.fr.available() {

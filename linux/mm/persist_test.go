@@ -36,7 +36,7 @@ func TestSaveRestoreRoundTrip(t *testing.T) {
 	as.AddSite(user+2*page+8, 2)
 	as.Published()
 	fr.Ran()
-	child, err := as.Clone()
+	child, _, err := as.Clone()
 	require.NoError(t, err)
 	require.NoError(t, child.Write(user, []byte{1}))
 

@@ -16,7 +16,7 @@ func TestSharedMappingSurvivesFork(t *testing.T) {
 	require.NoError(t, as.MapShared(user, user+2*page, rw, o, 0))
 	require.NoError(t, as.Map(user+2*page, user+3*page, rw))
 	require.NoError(t, as.Write(user, []byte("parent")))
-	child, err := as.Clone()
+	child, _, err := as.Clone()
 	require.NoError(t, err)
 	require.False(t, child.COW(user), "a shared page is never copy-on-write")
 	require.True(t, child.COW(user+2*page), "a private one is")

@@ -61,12 +61,19 @@ func CheckRange(start, length uint64) (end uint64, ok bool) {
 }
 
 // leafFlags are the leaf entry's bits for a page of protection p.
-func leafFlags(p Prot) uint64 {
+func (f *Frames) leafFlags(p Prot) uint64 {
+	var seen uint64 // the bits a CPU sets on an access: set already, or not
+	if f.policy.PresetAccessed {
+		seen = pteAccessed
+		if p&ProtWrite != 0 {
+			seen |= pteDirty
+		}
+	}
 	switch {
 	case p == 0:
 		return 0
 	case p&ProtWrite != 0:
-		return ptePresent | pteUser | pteWrite
+		return ptePresent | pteUser | pteWrite | seen
 	}
-	return ptePresent | pteUser
+	return ptePresent | pteUser | seen
 }
