@@ -161,43 +161,82 @@ func TestParallelReplayStoresTheSequentialRun(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, n, 3)
 	o := replayer.Options{Tape: rec.path, Image: img, Plan: plan, SampleEvery: 50_000, Checkpoints: ck}
-	stored := func(parallel bool) (guestEvents, hostEvents []string, console string) {
-		db, err := eventdb.Open(filepath.Join(t.TempDir(), "db"), nil)
-		require.NoError(t, err)
-		defer db.Close()
-		var out bytes.Buffer
-		oo := o
-		oo.Console = &out
-		var run *eventdb.Run
-		if parallel {
-			_, run, err = replayer.ParallelToDB(context.Background(), oo, db, 2)
-		} else {
-			_, run, err = replayer.ToDB(context.Background(), oo, db)
-		}
-		require.NoError(t, err)
-		require.True(t, run.Complete)
-		it := db.Merged(eventdb.Query{Run: run.ID})
-		for it.Next() {
-			e := it.Event()
-			s := fmt.Sprintf("%v %d %v %v %d %#x %x %x", e.Kind, e.Thread, e.Pos, e.Time, e.Probe, e.Addr, e.Args, e.Stack)
-			switch e.Kind {
-			case eventdb.KindVCPURun, eventdb.KindVCPUIdle, eventdb.KindHypervisor, eventdb.KindHostSwitch, eventdb.KindHostWakeup, eventdb.KindHostMigrate:
-				hostEvents = append(hostEvents, s)
-			default:
-				guestEvents = append(guestEvents, s)
-			}
-		}
-		require.NoError(t, it.Close())
-		slices.Sort(hostEvents)
-		return guestEvents, hostEvents, out.String()
+	seq, par := storedRun(t, o, false), storedRun(t, o, true)
+	requireSameRun(t, seq, par)
+}
+
+// A sample due at a checkpoint's own position — a branch-counter stop,
+// where a tape interrupt applies — is taken once in a split replay too:
+// the segment that ends there stops before sampling, and the one that
+// starts there samples at its first stop. The sample period is that
+// checkpoint's branch count, so the coincidence is certain.
+func TestParallelReplaySamplesAtItsCheckpoints(t *testing.T) {
+	img, rec, ck, whole, plan := checkpointedLocks(t)
+	k := slices.IndexFunc(whole.Checkpoints, func(c checkpoint.Summary) bool { return c.Stop == vmm.StopBranch && c.Pos.Branch > 0 })
+	require.GreaterOrEqual(t, k, 0, "no checkpoint at a branch-counter stop: %v", whole.Checkpoints)
+	at := whole.Checkpoints[k].Pos
+	o := replayer.Options{Tape: rec.path, Image: img, Plan: plan, SampleEvery: at.Branch, Checkpoints: ck}
+	seq := storedRun(t, o, false)
+	sampledThere := func(e string) bool {
+		f := strings.Fields(e) // kind thread exit:branch ...
+		return f[0] == eventdb.KindSample.String() && f[2] == fmt.Sprintf("%d:%d", at.Exit, at.Branch)
 	}
-	seqGuest, seqHost, seqOut := stored(false)
-	parGuest, parHost, parOut := stored(true)
-	require.NotEmpty(t, seqGuest)
-	require.Equal(t, seqGuest, parGuest, "the guest's events, in arrival order")
-	require.NotEmpty(t, seqHost)
-	require.Equal(t, seqHost, parHost, "the host view's")
-	require.True(t, strings.HasSuffix(seqOut, parOut), "the last segment prints the end of the output")
+	require.True(t, slices.ContainsFunc(seq.guest, sampledThere), "the replay from boot samples at checkpoint %d's position %v", k+1, at)
+	requireSameRun(t, seq, storedRun(t, o, true))
+}
+
+// storedEvents is what a replay stored in its event DB: the guest's
+// events in arrival order, the host view's sorted (their arrival among
+// the others follows the tape's reading), and the console output.
+type storedEvents struct {
+	guest, host []string
+	console     string
+}
+
+// storedRun replays o into a new event DB, from boot or split into its
+// segments on two machines, and reads back the run.
+func storedRun(t *testing.T, o replayer.Options, parallel bool) storedEvents {
+	t.Helper()
+	db, err := eventdb.Open(filepath.Join(t.TempDir(), "db"), nil)
+	require.NoError(t, err)
+	defer db.Close()
+	var out bytes.Buffer
+	o.Console = &out
+	var run *eventdb.Run
+	if parallel {
+		_, run, err = replayer.ParallelToDB(context.Background(), o, db, 2)
+	} else {
+		_, run, err = replayer.ToDB(context.Background(), o, db)
+	}
+	require.NoError(t, err)
+	require.True(t, run.Complete)
+	var st storedEvents
+	it := db.Merged(eventdb.Query{Run: run.ID})
+	for it.Next() {
+		e := it.Event()
+		s := fmt.Sprintf("%v %d %v %v %d %#x %x %x", e.Kind, e.Thread, e.Pos, e.Time, e.Probe, e.Addr, e.Args, e.Stack)
+		switch e.Kind {
+		case eventdb.KindVCPURun, eventdb.KindVCPUIdle, eventdb.KindHypervisor, eventdb.KindHostSwitch, eventdb.KindHostWakeup, eventdb.KindHostMigrate:
+			st.host = append(st.host, s)
+		default:
+			st.guest = append(st.guest, s)
+		}
+	}
+	require.NoError(t, it.Close())
+	slices.Sort(st.host)
+	st.console = out.String()
+	return st
+}
+
+// requireSameRun checks that a split replay stored the run a replay from
+// boot stored.
+func requireSameRun(t *testing.T, seq, par storedEvents) {
+	t.Helper()
+	require.NotEmpty(t, seq.guest)
+	require.Equal(t, seq.guest, par.guest, "the guest's events, in arrival order")
+	require.NotEmpty(t, seq.host)
+	require.Equal(t, seq.host, par.host, "the host view's")
+	require.True(t, strings.HasSuffix(seq.console, par.console), "the last segment prints the end of the output")
 }
 
 // checkpointedLocks records syn_cont, replays it writing a checkpoint

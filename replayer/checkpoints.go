@@ -374,12 +374,11 @@ func (e *engine) resume(c *checkpoints, i int) error {
 		e.trace.drained, e.trace.lost = st.TraceDrained, st.TraceLost
 	}
 	if s := e.sampler; s != nil && s.every != 0 {
-		// Every multiple of every, as a replay from boot samples.
 		count, err := m.BranchCount()
 		if err != nil {
 			return err
 		}
-		s.next = (count/s.every + 1) * s.every
+		s.next = s.resumeAt(count, cp.Stop)
 	}
 	return nil
 }

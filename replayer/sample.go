@@ -102,6 +102,21 @@ func (s *sampler) attach(m *vmm.Machine) error {
 	return nil
 }
 
+// resumeAt is the branch count of the first sample a replay resumed at
+// count, at a stop of kind stop, takes: every multiple of every, as a
+// replay from boot samples. A multiple at a branch stop's own count is
+// still to take: the vCPU loop resumes with BeforeEntry at that stop,
+// and the replay that ended there did not take it, as checkpoints.at
+// ends a segment before the sampler looks. At a guest exit the count's
+// multiple was taken at the branch stop the count reached it with, before
+// the exit (the sampler only samples at branch stops).
+func (s *sampler) resumeAt(count uint64, stop vmm.Stop) uint64 {
+	if stop == vmm.StopBranch && count != 0 && count%s.every == 0 {
+		return count
+	}
+	return (count/s.every + 1) * s.every
+}
+
 // timer kicks the vCPU every period for a timed sample until the returned
 // function is called.
 func (s *sampler) timer() (stop func()) {
