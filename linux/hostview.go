@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reprise-vm/reprise/host/userfile"
 	"github.com/reprise-vm/reprise/linux/vfs"
 	"github.com/reprise-vm/reprise/tape"
 )
@@ -244,7 +245,7 @@ func readHost(f *tape.FileFact) []byte {
 		f.Errno = uint16(unix.EFBIG)
 		return nil
 	}
-	data, err := readSized(file, st.Size)
+	data, err := userfile.ReadSized(file, st.Size, vfs.MaxFileBytes)
 	switch {
 	case err != nil:
 		f.Errno = errnoOf(err)
@@ -255,28 +256,6 @@ func readHost(f *tape.FileFact) []byte {
 	}
 	f.Size, f.SHA256 = int64(len(data)), sha256.Sum256(data)
 	return data
-}
-
-// readSized reads r to its end, at most vfs.MaxFileBytes+1 bytes, into a
-// buffer the size it is expected to have (size): io.ReadAll's doubling
-// took 38 ms for libc's 1.9 MB on the test machines, where fresh host
-// memory costs a fault a page; one buffer of the right size, 4 to 7 ms.
-func readSized(r io.Reader, size int64) ([]byte, error) {
-	data := make([]byte, 0, min(max(size, 0), vfs.MaxFileBytes)+1)
-	for len(data) <= vfs.MaxFileBytes {
-		if len(data) == cap(data) {
-			data = slices.Grow(data, min(cap(data), vfs.MaxFileBytes+1-len(data))) // it grew since its stat
-		}
-		n, err := r.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			return data, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return data, nil
 }
 
 // readlinkFD reads the link name in the directory fd ("" for fd itself,

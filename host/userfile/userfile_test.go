@@ -1,6 +1,7 @@
 package userfile_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -53,4 +54,24 @@ func TestReadFileBounds(t *testing.T) {
 	require.ErrorContains(t, err, "is 10 bytes, more than the 9 bytes a test file may have")
 	_, err = userfile.ReadFile("/dev/zero", 1<<20, "test file")
 	require.ErrorContains(t, err, "character device")
+}
+
+// ReadSized reads a file whatever its stat said: the size it had, less
+// (it shrank) or more (it grew, the buffer grows too), and an empty one;
+// past the limit it stops one byte beyond it, for the caller to refuse.
+func TestReadSized(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789"), 10_000)
+	for _, size := range []int64{int64(len(data)), 10, 0, -1, int64(len(data)) * 3} {
+		got, err := userfile.ReadSized(bytes.NewReader(data), size, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, data, got, "stat said %d", size)
+	}
+	got, err := userfile.ReadSized(bytes.NewReader(nil), 100, 1<<20)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	for _, size := range []int64{int64(len(data)), 10} {
+		got, err = userfile.ReadSized(bytes.NewReader(data), size, 999)
+		require.NoError(t, err)
+		require.Equal(t, data[:1000], got, "stat said %d", size)
+	}
 }
