@@ -145,8 +145,9 @@ type Kernel struct {
 	signalfds []*openFile
 	// shm are the shared objects of the files mapped shared (shm.go).
 	shm map[*node]*mm.Object
-	// imageSum is the executable's SHA-256.
-	imageSum [32]byte
+	// imageSum is the executable's SHA-256 once asked for (imageHash):
+	// a live run never needs it.
+	imageSum *[32]byte
 	// observer logs or replays what the host says of its files
 	// (hostview.go); nil asks the host.
 	observer Observer
@@ -220,11 +221,12 @@ func New(p Program) (*Kernel, error) {
 		return nil, fmt.Errorf("linux: %d files given, more than %d", len(p.Mounts), tape.MaxMounts)
 	}
 	p.Root = cmp.Or(p.Root, "/")
-	return build(p, exe, sha256.Sum256(p.Image))
+	return build(p, exe, nil)
 }
 
-// build makes the kernel of p, whose executable's hash is imageSum.
-func build(p Program, facts exeFacts, imageSum [32]byte) (*Kernel, error) {
+// build makes the kernel of p, whose executable's hash is imageSum (nil:
+// not taken yet).
+func build(p Program, facts exeFacts, imageSum *[32]byte) (*Kernel, error) {
 	b := &budget{}
 	k := &Kernel{prog: p, exe: facts, imageSum: imageSum, budget: b, stats: Stats{Calls: map[string]uint64{}, Unsupported: map[string]uint64{}}}
 	k.console = vfs.NewConsole(console{k})
@@ -258,7 +260,17 @@ func (k *Kernel) Fresh() (*Kernel, error) {
 	if k.m != nil {
 		return nil, errors.New("linux: a fresh kernel is made from one that has not booted")
 	}
+	k.imageHash() // taken once, before the kernels that share it run at once
 	return build(k.prog, k.exe, k.imageSum)
+}
+
+// imageHash is the executable's SHA-256, taken when first asked for.
+func (k *Kernel) imageHash() [32]byte {
+	if k.imageSum == nil {
+		sum := sha256.Sum256(k.prog.Image)
+		k.imageSum = &sum
+	}
+	return *k.imageSum
 }
 
 // Program is the program the kernel runs: what a recording keeps.
@@ -335,7 +347,18 @@ func (k *Kernel) initXSave() error {
 	if err != nil {
 		return fmt.Errorf("linux: a thread's AVX state cannot be switched without it: %w", err)
 	}
-	k.xsave = newXSaveLayout(k.m.CPUID(), binary.LittleEndian.Uint32(x.Bytes()[offMXCSRMask:]))
+	mxcsrMask := binary.LittleEndian.Uint32(x.Bytes()[offMXCSRMask:])
+	k.xsave = newXSaveLayout(k.m.CPUID(), mxcsrMask)
+	host, err := k.m.HostCPUID()
+	if err != nil {
+		return fmt.Errorf("linux: %w", err)
+	}
+	if missing := k.xsave.features &^ newXSaveLayout(host, mxcsrMask).features; missing != 0 {
+		// A replay's CPUID is its recording's: a recording made on a CPU
+		// with more than this one cannot run here as it ran.
+		return fmt.Errorf("linux: the program's CPU has XSAVE state this host's KVM cannot give a guest (%s, XCR0 %#x of %#x): "+
+			"replay the recording on a host whose CPU has them", xsaveNames(missing), missing, k.xsave.features)
+	}
 	xcrs := kvm.XCRs{N: 1, XCRs: [16]kvm.XCR{{Index: 0, Value: k.xsave.features}}}
 	if err := c.SetXCRs(&xcrs); err != nil {
 		return fmt.Errorf("linux: XCR0 = %#x: %w", k.xsave.features, err)

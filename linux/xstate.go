@@ -1,8 +1,11 @@
 package linux
 
 import (
+	"cmp"
 	"encoding/binary"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/reprise-vm/reprise/kvm"
 )
@@ -230,4 +233,17 @@ func (l *xsaveLayout) fromFrame(b []byte) (x kvm.XSave, ok bool) {
 	}
 	le.PutUint64(out[headerOffset:], present|featuresFPSSE)
 	return kvm.XSaveOf(out), true
+}
+
+// xsaveNames names the XSAVE components of XCR0 bits, for messages.
+func xsaveNames(bits uint64) string {
+	names := map[uint]string{0: "x87", 1: "SSE", 2: "AVX", 3: "MPX bounds", 4: "MPX config", 5: "AVX-512 opmask",
+		6: "AVX-512 upper ZMM", 7: "AVX-512 high ZMM", 9: "PKRU", 17: "AMX config", 18: "AMX tiles"}
+	var out []string
+	for bit := uint(0); bit < 64; bit++ {
+		if bits&(1<<bit) != 0 {
+			out = append(out, cmp.Or(names[bit], fmt.Sprintf("component %d", bit)))
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -75,6 +75,10 @@ type Machine struct {
 // CPUID is the table the guest sees (a recording stores it).
 func (m *Machine) CPUID() []kvm.CPUIDEntry { return m.cpuid }
 
+// HostCPUID is the table this host's KVM can present, which a replay's
+// recorded one may exceed.
+func (m *Machine) HostCPUID() ([]kvm.CPUIDEntry, error) { return m.sys.SupportedCPUID() }
+
 // SetBranchTarget writes the software branch counter's target: the guest
 // exits when its count of CPL3 code reaches it (^0: never).
 func (m *Machine) SetBranchTarget(target uint64) error {

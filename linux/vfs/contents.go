@@ -60,6 +60,9 @@ func (fs *FileSystem) Discard(n *Node) {
 // are now (a probe resolves in them), and the old array is freed rather
 // than held outside the budget.
 func (fs *FileSystem) moveContents(n *Node, data []byte) {
+	if h := n.host; h != nil && n.shared {
+		h.sumOf(n) // the host's contents go: their hash is kept
+	}
 	old := n.data
 	n.data, n.shared = data, false
 	if n.Mapped && cap(old) > 0 && fs.remap != nil {

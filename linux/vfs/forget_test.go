@@ -32,7 +32,7 @@ func (h *wideHost) List(p string) ([]HostEntry, error) {
 	return entries, nil
 }
 
-func (h *wideHost) Read(string) ([]byte, [32]byte, error)          { return nil, [32]byte{}, nil }
+func (h *wideHost) Read(string) ([]byte, *[32]byte, error)         { return nil, nil, nil }
 func (h *wideHost) Reload(string, int64, [32]byte) ([]byte, error) { return nil, nil }
 
 // A walk over more of the host than the tree may hold (find /usr) goes

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"crypto/sha256"
 	"path"
 
 	"golang.org/x/sys/unix"
@@ -18,8 +19,9 @@ type Host interface {
 	Stat(path string) (Attrs, error)
 	// List is a directory's entries, each with its lstat, by name.
 	List(path string) ([]HostEntry, error)
-	// Read is a regular file's contents and their SHA-256.
-	Read(path string) ([]byte, [32]byte, error)
+	// Read is a regular file's contents and their SHA-256, or nil for
+	// it: the tree takes it from the contents when it needs it (sumOf).
+	Read(path string) ([]byte, *[32]byte, error)
 	// Reload reads them again for a restored tree, which must find the
 	// contents it held: size bytes of that hash.
 	Reload(path string, size int64, sum [32]byte) ([]byte, error)
@@ -48,9 +50,11 @@ type HostEntry struct {
 // what of it the tree has read.
 type hostFile struct {
 	path   string
-	size   int64    // a file's size as the host gave it, until its contents are read
-	loaded bool     // a file's contents were read (data), of hash sum
-	sum    [32]byte // their SHA-256
+	size   int64 // a file's size as the host gave it, until its contents are read
+	loaded bool  // a file's contents were read (data), of hash sum
+	// sum is their SHA-256; nil until asked for (sumOf) where the reader
+	// took none (a live run keeps no tape).
+	sum *[32]byte
 	// A directory's entries: listed says every one is in children;
 	// before, asked holds each name asked of the host, found or not, so
 	// that no name is asked twice (one the program removed stays gone).
@@ -270,13 +274,27 @@ func (fs *FileSystem) Load(n *Node) error {
 	return nil
 }
 
-// Loaded makes n a host file whose contents, data of hash sum, were read
-// already (the executable a program starts as).
-func (fs *FileSystem) Loaded(n *Node, hostPath string, data []byte, sum [32]byte) error {
+// Loaded makes n a host file whose contents, data of hash sum (nil: not
+// taken), were read already (the executable a program starts as).
+func (fs *FileSystem) Loaded(n *Node, hostPath string, data []byte, sum *[32]byte) error {
 	if err := fs.budget.Charge(FileBytes, int64(len(data))); err != nil {
 		return err
 	}
 	n.data, n.shared = data, true
 	n.host = &hostFile{path: hostPath, size: int64(len(data)), loaded: true, sum: sum}
 	return nil
+}
+
+// sumOf is the hash of the host contents n was loaded with, taken now if
+// the reader took none: while they are n's data still, shared (own
+// takes it before they change).
+func (h *hostFile) sumOf(n *Node) [32]byte {
+	if h.sum == nil && h.loaded {
+		sum := sha256.Sum256(n.data)
+		h.sum = &sum
+	}
+	if h.sum == nil {
+		return [32]byte{}
+	}
+	return *h.sum
 }

@@ -57,7 +57,7 @@ func (sv *Saver) Node(n *Node) int {
 	sv.Nodes = append(sv.Nodes, SavedNode{Ino: n.Ino, Dir: n.Dir, Mode: n.Mode, Written: n.Written, Link: n.Link,
 		UID: n.UID, GID: n.GID, Times: n.Times, Other: n.other, Device: n.devName, MemFD: n.memfd, Seals: n.seals})
 	if h := n.host; h != nil {
-		sv.Nodes[i].Host = &SavedHost{Path: h.path, Size: h.size, Loaded: h.loaded, SHA256: h.sum, Listed: h.listed,
+		sv.Nodes[i].Host = &SavedHost{Path: h.path, Size: h.size, Loaded: h.loaded, SHA256: h.sumOf(n), Listed: h.listed,
 			Asked: slices.Sorted(maps.Keys(h.asked)), Edited: h.edited, Nlink: h.nlink}
 	}
 	if n.Written || n.host == nil && n.dev == nil {

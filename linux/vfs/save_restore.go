@@ -117,7 +117,8 @@ func Restore(fresh *FileSystem, nodes []SavedNode, nextIno uint64, pipes []Saved
 			n.dev, n.devName = d.dev, d.devName
 		}
 		if h := sn.Host; h != nil {
-			n.host = &hostFile{path: h.Path, size: h.Size, loaded: h.Loaded, sum: h.SHA256, listed: h.Listed, edited: h.Edited, nlink: h.Nlink}
+			sum := h.SHA256
+			n.host = &hostFile{path: h.Path, size: h.Size, loaded: h.Loaded, sum: &sum, listed: h.Listed, edited: h.Edited, nlink: h.Nlink}
 			if len(h.Asked) > 0 {
 				n.host.asked = map[string]bool{}
 				for _, name := range h.Asked {
