@@ -3,6 +3,10 @@
 #include <string.h>
 #include <sys/wait.h>
 static char buf[3][4096] __attribute__((aligned(4096)));
+/* 9 MiB of writable pages, mapped at exec: past what reprise copies at a
+   fork (personality 12 copies a smaller process's writable pages at
+   once), so the fork shares them copy-on-write, which this tests. */
+char ballast[9 << 20];
 int main(void) {
 	int p[2], bad = 0;
 	for (int round = 0; round < 50; round++) {

@@ -5,6 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 static volatile long alarms;
+/* 9 MiB of writable pages, mapped at exec: past what reprise copies at a
+   fork (personality 12 copies a smaller process's writable pages at
+   once), so the fork shares them copy-on-write, which this tests. */
+char ballast[9 << 20];
 static void on_alarm(int s) { alarms++; }
 int main(void) {
 	struct sigaction sa = {0};
