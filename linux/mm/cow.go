@@ -28,6 +28,11 @@ func (as *Space) Clone() (c *Space, cow bool, err error) {
 	for va, n := range as.sites {
 		c.sites[va] = n
 	}
+	// The child maps the shared objects as the parent does: counted
+	// first, so that a Release on failure below uncounts what was counted.
+	for o, n := range as.objectPages(0, MaxUserAddr) {
+		o.mapped += n
+	}
 	private := as.privateWritable()
 	cow = len(private) > 0 && !as.fr.copiesAtFork(len(private))
 	for _, va := range as.pageAddrs() {
@@ -35,6 +40,7 @@ func (as *Space) Clone() (c *Space, cow bool, err error) {
 		if !cow && private[va] {
 			cp, err := as.fr.alloc()
 			if err == nil {
+				c.pages[va] = cp // the child's, which Release frees
 				err = as.copyFrame(pa, cp)
 			}
 			if err != nil {
@@ -42,14 +48,10 @@ func (as *Space) Clone() (c *Space, cow bool, err error) {
 				return nil, false, err
 			}
 			as.fr.copied(pa, cp)
-			c.pages[va] = cp
 			continue
 		}
 		as.fr.share(pa)
 		c.pages[va] = pa
-	}
-	for o, n := range as.objectPages(0, MaxUserAddr) {
-		o.mapped += n
 	}
 	for _, v := range as.vmas.list {
 		if err := c.protectPages(v.Start, v.End, v.Prot); err != nil {
