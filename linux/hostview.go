@@ -232,9 +232,10 @@ func listHost(f *tape.FileFact) error {
 }
 
 // readHost answers a read of the regular file f.Path: its size (Read
-// hashes the contents where the hash is kept), and returns its bytes. Files on pseudo file systems, whose contents are
-// the host's state rather than a file's, are refused (EACCES), and so is
-// a file past what the program's files may hold (EFBIG).
+// hashes the contents where the hash is kept), and returns its bytes.
+// Files on pseudo file systems, whose contents are the host's state
+// rather than a file's, are refused (EACCES), and so is a file past what
+// the program's files may hold (EFBIG).
 func readHost(f *tape.FileFact) []byte {
 	fd, err := openHost(f.Path, unix.O_RDONLY)
 	if err != nil {
