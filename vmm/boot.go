@@ -128,7 +128,7 @@ func (m *Machine) buildTables() error {
 func (m *Machine) initVCPU() error {
 	m.cpuid = m.cfg.CPUID
 	if m.cpuid == nil {
-		host, err := m.sys.SupportedCPUID()
+		host, err := m.HostCPUID()
 		if err != nil {
 			return err
 		}

@@ -42,6 +42,8 @@ type Machine struct {
 	// kvm_run, which a Settle or a restore rewrites.
 	lastExit exitInfo
 	cpuid    []kvm.CPUIDEntry
+	// hostCPUID is the host KVM's supported table, once asked (HostCPUID).
+	hostCPUID []kvm.CPUIDEntry
 
 	start     time.Time
 	paused    time.Duration // the run's clock stood still this long (Paused)
@@ -76,8 +78,18 @@ type Machine struct {
 func (m *Machine) CPUID() []kvm.CPUIDEntry { return m.cpuid }
 
 // HostCPUID is the table this host's KVM can present, which a replay's
-// recorded one may exceed.
-func (m *Machine) HostCPUID() ([]kvm.CPUIDEntry, error) { return m.sys.SupportedCPUID() }
+// recorded one may exceed: asked of KVM once (an ioctl of a fraction of a
+// millisecond, which a live run's start-up would pay twice).
+func (m *Machine) HostCPUID() ([]kvm.CPUIDEntry, error) {
+	if m.hostCPUID == nil {
+		host, err := m.sys.SupportedCPUID()
+		if err != nil {
+			return nil, err
+		}
+		m.hostCPUID = host
+	}
+	return m.hostCPUID, nil
+}
 
 // SetBranchTarget writes the software branch counter's target: the guest
 // exits when its count of CPL3 code reaches it (^0: never).
