@@ -35,9 +35,9 @@ func (as *Space) Clone() (c *Space, cow bool, err error) {
 	}
 	private := as.privateWritable()
 	cow = len(private) > 0 && !as.fr.copiesAtFork(len(private))
-	for _, va := range as.pageAddrs() {
-		pa := as.pages[va]
-		if !cow && private[va] {
+	if !cow {
+		for _, va := range private { // in address order, as frames are taken
+			pa := as.pages[va]
 			cp, err := as.fr.alloc()
 			if err == nil {
 				c.pages[va] = cp // the child's, which Release frees
@@ -48,10 +48,13 @@ func (as *Space) Clone() (c *Space, cow bool, err error) {
 				return nil, false, err
 			}
 			as.fr.copied(pa, cp)
-			continue
 		}
-		as.fr.share(pa)
-		c.pages[va] = pa
+	}
+	for _, va := range as.pageAddrs() {
+		if _, copied := c.pages[va]; !copied {
+			as.fr.share(as.pages[va])
+			c.pages[va] = as.pages[va]
+		}
 	}
 	for _, v := range as.vmas.list {
 		if err := c.protectPages(v.Start, v.End, v.Prot); err != nil {
@@ -69,15 +72,13 @@ func (as *Space) Clone() (c *Space, cow bool, err error) {
 	return c, cow, nil
 }
 
-// privateWritable are the pages with frames in writable private ranges:
-// those a fork shares copy-on-write, or copies.
-func (as *Space) privateWritable() map[uint64]bool {
-	out := map[uint64]bool{}
+// privateWritable are the pages with frames in writable private ranges,
+// in address order: those a fork shares copy-on-write, or copies.
+func (as *Space) privateWritable() []uint64 {
+	var out []uint64
 	for _, v := range as.vmas.list {
 		if v.Prot&ProtWrite != 0 && v.Obj == nil {
-			for _, va := range as.present(v.Start, v.End) {
-				out[va] = true
-			}
+			out = append(out, as.present(v.Start, v.End)...)
 		}
 	}
 	return out
