@@ -64,10 +64,10 @@ type Policy struct {
 	PresetAccessed bool
 	// CopyAtFork is how many writable private pages a fork copies at
 	// once rather than share copy-on-write (while RAM allows:
-	// copiesAtFork): each copy costs a
-	// microsecond or two, each copy-on-write fault an exit (tens of
-	// microseconds on PVM hosts), and the parent's entries, left
-	// unchanged, keep KVM's shadows of them (no DropTranslations).
+	// copiesAtFork): each copy costs a microsecond or two, each
+	// copy-on-write fault an exit (tens of microseconds on PVM hosts),
+	// and the parent's entries, left unchanged, keep KVM's shadows of
+	// them (no DropTranslations).
 	CopyAtFork int
 }
 

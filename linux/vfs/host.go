@@ -286,8 +286,8 @@ func (fs *FileSystem) Loaded(n *Node, hostPath string, data []byte, sum *[32]byt
 }
 
 // sumOf is the hash of the host contents n was loaded with, taken now if
-// the reader took none: while they are n's data still, shared (own
-// takes it before they change).
+// the reader took none: while they are n's data still, shared
+// (moveContents takes it before they go).
 func (h *hostFile) sumOf(n *Node) [32]byte {
 	if h.sum == nil && h.loaded {
 		sum := sha256.Sum256(n.data)
