@@ -304,6 +304,27 @@ func loadGoServer(t *testing.T, addr string) string {
 	return string(quit)
 }
 
+// The machine flags of one kind of guest are refused for the other —
+// a guest image given a Linux program's world, a Linux program given a
+// guest image's kernel or NIC — with a usage error naming both, before
+// any machine is made (the KVM device named here does not exist) and
+// before a tape is written.
+func TestOtherGuestsFlagsAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	noKVM := "--kvm=" + filepath.Join(dir, "no-kvm")
+	for _, flags := range [][]string{{"--publish", "9001:80"}, {"--egress", "127.0.0.1:80"}, {"--fast-calls"}, {"--env", "A=1"}, {"--stdin", "/dev/null"}, {"--file", "/etc/hostname"}, {"--root", dir}, {"--keep-writes", dir}} {
+		r := runCLIIn(t, dir, append(append([]string{"run", noKVM}, flags...), "hello")...)
+		require.Equal(t, exitUsage, r.code, flags)
+		require.Contains(t, r.stderr, flags[0]+" is for a Linux program, and hello is a guest image", flags)
+	}
+	for _, flags := range [][]string{{"--plain"}, {"--disk", "/dev/null"}, {"--overlay", filepath.Join(dir, "o")}, {"--udp", "127.0.0.1:7777"}, {"--net-input", "/dev/null"}} {
+		r := runCLIIn(t, dir, append(append([]string{"record", noKVM, "-o", filepath.Join(dir, "refused.tape")}, flags...), "--", "/bin/true")...)
+		require.Equal(t, exitUsage, r.code, flags)
+		require.Contains(t, r.stderr, flags[0]+" is for a guest image, and /bin/true is a Linux program", flags)
+		require.NoFileExists(t, filepath.Join(dir, "refused.tape"))
+	}
+}
+
 // Bad --publish values are refused before anything runs, naming what is
 // wrong; a host port already in use is an error naming it.
 func TestPublishRefusals(t *testing.T) {
@@ -329,17 +350,6 @@ func TestPublishRefusals(t *testing.T) {
 	r = runCLIIn(t, dir, "run", "--egress", "nohost.invalid:80", "--", "/bin/true")
 	require.Equal(t, exitUsage, r.code)
 	require.Contains(t, r.stderr, `--egress "nohost.invalid:80": want HOST:PORT`)
-	for _, flags := range [][]string{{"--publish", "9001:80"}, {"--egress", "127.0.0.1:80"}, {"--fast-calls"}, {"--env", "A=1"}, {"--stdin", "/dev/null"}, {"--file", "/etc/hostname"}, {"--root", dir}, {"--keep-writes", dir}} {
-		r = runCLIIn(t, dir, append(append([]string{"run"}, flags...), "hello")...)
-		require.Equal(t, exitUsage, r.code, flags)
-		require.Contains(t, r.stderr, flags[0]+" is for a Linux program, and hello is a guest image", flags)
-	}
-	for _, flags := range [][]string{{"--plain"}, {"--disk", "/dev/null"}, {"--overlay", filepath.Join(dir, "o")}, {"--udp", "127.0.0.1:7777"}, {"--net-input", "/dev/null"}} {
-		r = runCLIIn(t, dir, append(append([]string{"record", "-o", filepath.Join(dir, "refused.tape")}, flags...), "--", "/bin/true")...)
-		require.Equal(t, exitUsage, r.code, flags)
-		require.Contains(t, r.stderr, flags[0]+" is for a guest image, and /bin/true is a Linux program", flags)
-		require.NoFileExists(t, filepath.Join(dir, "refused.tape"))
-	}
 
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
