@@ -89,6 +89,19 @@ func (s *Session) exitedScan(b *Trap, sk *seeker) {
 	ws.resume = resume
 }
 
+// resumedScan is the first replay's look where it starts from a
+// checkpoint, at one of the restored threads: the checkpoint's exit was
+// told before it was taken, so without this look a write in the stretch
+// after it, before the next exit, would go unseen. The running thread's
+// place is where that stretch begins (an interrupt at the checkpoint's
+// exit, if one comes, tells the one it runs instead).
+func (s *Session) resumedScan(b *Trap, ws *watchScan, running bool) {
+	s.look(b, ws)
+	if running {
+		ws.resume = markAfterExit(b)
+	}
+}
+
 // goalScan is the first replay's look on arriving at its goal: a change
 // since the last exit was made in the goal's stretch, before the goal.
 func (s *Session) goalScan(b *Trap, sk *seeker) {

@@ -267,9 +267,16 @@ func (s *Session) Mapped(m linux.Mapping, _ []byte) ([]uint64, error) {
 	return out, nil
 }
 
-// Resumed is nothing to a debugger: a replay from a checkpoint finds
-// places after the checkpoint's exit, counted from exits it replays.
-func (s *Session) Resumed(*linux.Break) error { return nil }
+// Resumed is told of each thread of a program restored from a
+// checkpoint: places after the checkpoint's exit are counted from exits
+// the replay makes, but a search for the last write to watched memory
+// looks at it from here (resumedScan).
+func (s *Session) Resumed(b *linux.Break) error {
+	if sk := s.seek; sk != nil && sk.watch != nil && !sk.watch.step {
+		s.resumedScan(linuxTrap(b), sk.watch, b.Running)
+	}
+	return nil
+}
 
 // following reports whether gdb follows process pid.
 func (s *Session) following(pid int) bool { return s.followed[pid] }

@@ -67,6 +67,12 @@ type Break struct {
 	// (a fault the kernel served): the same execution of it, met twice —
 	// once in the stretch the fault ended, once where the next begins.
 	Stepped, Start, Retry bool
+	// Running, on a Resumed Break, marks the thread that runs first after
+	// the restore, unless an interrupt at the checkpoint's exit picks
+	// another (an exit's Break then says so): where the stretch after the
+	// checkpoint begins, its exit's Break having been before the
+	// checkpoint.
+	Running bool
 	// Forked and Execed, on an exit's Break (ExitWatcher), say what the
 	// system call the thread resumes from did to its process: it made
 	// process Forked (fork, vfork, or a clone without CLONE_THREAD), or
@@ -913,7 +919,7 @@ func (k *Kernel) replaceBreakpoints() error {
 		if t.state == exited {
 			continue
 		}
-		regs := t.regs
+		regs, running := t.regs, t == k.current() && t.state == runnable
 		if t == k.current() {
 			r, err := k.m.VCPU().Regs()
 			if err != nil {
@@ -921,7 +927,7 @@ func (k *Kernel) replaceBreakpoints() error {
 			}
 			regs = k.UserRegs(r)
 		}
-		if err := k.bp.on.Resumed(&Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, k: k, proc: t.proc}); err != nil {
+		if err := k.bp.on.Resumed(&Break{TID: t.tid, PID: t.proc.pid, Image: t.proc.execs, Regs: &regs, Running: running, k: k, proc: t.proc}); err != nil {
 			return err
 		}
 	}

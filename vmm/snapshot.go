@@ -172,10 +172,12 @@ func (m *Machine) Restore(s *Snapshot) error {
 	if err := m.console.restore(s.Console); err != nil {
 		return err
 	}
+	// The position first: the kernel's restore tells a debugger of each
+	// thread (linux.Breakpoints.Resumed), at the checkpoint's position.
+	m.exits, m.lastStop, m.lastExit, m.stats, m.ticks = s.Exits, s.LastStop, s.LastExit, s.Stats, s.Ticks
 	if err := m.restoreKernel(s.Kernel); err != nil {
 		return err
 	}
-	m.exits, m.lastStop, m.lastExit, m.stats, m.ticks = s.Exits, s.LastStop, s.LastExit, s.Stats, s.Ticks
 	m.reg = registerCounter{} // r15 is placed again, for this run's targets, before the next entry
 	// As Snapshot did: the exit fields of kvm_run (ready for injection,
 	// IF) now describe this state, for the engine's first BeforeEntry.

@@ -29,18 +29,20 @@ import (
 
 // overwriteLine is the line of internal/cprog/testdata/overwrite.c that
 // holds text: scripts and checks name lines by what is on them.
-func overwriteLine(t *testing.T, text string) int { return overwriteLineB(t, text) }
+func overwriteLine(t testing.TB, text string) int { return cprogLine(t, "overwrite.c", text) }
 
-func overwriteLineB(t testing.TB, text string) int {
+// cprogLine is the number of the first line of internal/cprog's source
+// file that holds text.
+func cprogLine(t testing.TB, file, text string) int {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("..", "..", "internal", "cprog", "testdata", "overwrite.c"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "internal", "cprog", "testdata", file))
 	require.NoError(t, err)
 	for i, l := range strings.Split(string(src), "\n") {
 		if strings.Contains(l, text) {
 			return i + 1
 		}
 	}
-	t.Fatalf("overwrite.c has no line with %q", text)
+	t.Fatalf("%s has no line with %q", file, text)
 	return 0
 }
 
@@ -603,6 +605,25 @@ continue
 	require.Regexp(t, `(?m)^\* +\d+ +Thread 1\.3 \(overwrite-gcc\) clobber \(arg=0x0\)`, out, "the clobbering thread is the one stopped")
 }
 
+// TestDebugReverseWatchAfterACheckpoint goes back with a watchpoint to a
+// write made right after the exit a checkpoint was taken at
+// (internal/cprog/testdata/ckptwrite.c, recorded without timer ticks so
+// that no interrupt follows that exit): the replay from the checkpoint
+// has the write ahead of it before any exit, and finds it there, not the
+// earlier write before the checkpoint.
+func TestDebugReverseWatchAfterACheckpoint(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "ckptwrite", "-g", "-O0")
+	dir, tp, r := recordTape(t, []string{bin}, "--timer-hz", "0", "--checkpoint-every", "10ms")
+	require.Equal(t, "total 42\n", r.stdout)
+	require.Regexp(t, `wrote \d+ checkpoints?`, r.stderr)
+	write := cprogLine(t, "ckptwrite.c", "total = 42;")
+	out := debugScript(t, dir, tp, fmt.Sprintf("break ckptwrite.c:%d\ncontinue\nwatch total\nreverse-continue\nprint total\ndelete\ncontinue\n", cprogLine(t, "ckptwrite.c", "printf(")))
+	require.Regexp(t, fmt.Sprintf(`Old value = 42\nNew value = 1\nmain \(\) at \S*ckptwrite.c:%d\n%d\t\ttotal = 42;`, write, write), out)
+	require.Contains(t, out, "$1 = 1", out)
+	require.Contains(t, out, "reprise: replay matched: ", out)
+}
+
 // TestGDBInterrupt stops a running replay from the protocol, as gdb's
 // Ctrl-C does: an interrupt (0x03) while the program runs stops it at its
 // next exit with SIGINT, where its registers read as any stop's; it then
@@ -819,7 +840,7 @@ func BenchmarkDebug(b *testing.B) {
 		return took, exits
 	}
 	const steps = 2000
-	end := fmt.Sprintf("break overwrite.c:%d\ncontinue\n", overwriteLineB(b, "printf("))
+	end := fmt.Sprintf("break overwrite.c:%d\ncontinue\n", overwriteLine(b, "printf("))
 	var stepRate, watchRate float64
 	var reverse time.Duration
 	for range b.N {
