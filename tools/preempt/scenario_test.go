@@ -45,14 +45,26 @@ func TestScenarioHogAndOtherVM(t *testing.T) {
 	t.Cleanup(func() { _ = hog.Process.Kill(); _ = hog.Wait() })
 
 	// VM B, a process of its own as another VM would be: one CPU-bound
-	// guest thread for 1.5 s.
+	// guest thread for 3.5 s. A starts once B's recording has (B says so
+	// on its fd 3): B's start-up varies. A's guest then starts about a
+	// second after B's (A's recording measures its position source
+	// first), and B's thread must outlast A's iterations: with 1.5 s it
+	// often ended a few hundred ms into them, leaving them to the hog.
 	dir := t.TempDir()
 	var bOut, bErr bytes.Buffer
 	vmB := favoured(os.Args[0], "-test.run=^$")
 	vmB.Env = append(os.Environ(), vmBEnv+"="+filepath.Join(dir, "b.tape"))
 	vmB.Stdout, vmB.Stderr = &bOut, &bErr
+	started, startedW, err := os.Pipe()
+	require.NoError(t, err)
+	vmB.ExtraFiles = []*os.File{startedW}
 	require.NoError(t, vmB.Start())
 	t.Cleanup(func() { _ = vmB.Process.Kill() })
+	startedW.Close()
+	require.NoError(t, started.SetReadDeadline(time.Now().Add(time.Minute)))
+	_, err = started.Read(make([]byte, 1))
+	started.Close()
+	require.NoError(t, err, "VM B did not start recording: %s", &bErr)
 	time.Sleep(100 * time.Millisecond)
 	hogCPU := sampleCPUTime(t, hog.Process.Pid)
 	a := tooltest.Record(t, dir, "a", "periodic period_ms=50 count=20 bg=0 work=2000000 iters=1")
@@ -176,7 +188,10 @@ func recordVMB(tape string) int {
 	if err == nil {
 		var im *elffile.Image
 		if im, err = elffile.OpenImage(img.Image()); err == nil {
-			_, err = recorder.Record(ctx, recorder.Options{Image: im, Cmdline: "periodic period_ms=1500 count=1 bg=1", Output: tape, Console: os.Stdout})
+			started := os.NewFile(3, "started") // TestScenarioHogAndOtherVM waits for it
+			_, _ = started.Write([]byte{1})
+			started.Close()
+			_, err = recorder.Record(ctx, recorder.Options{Image: im, Cmdline: "periodic period_ms=3500 count=1 bg=1", Output: tape, Console: os.Stdout})
 		}
 	}
 	if err != nil {
