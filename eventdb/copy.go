@@ -60,23 +60,10 @@ func (in *Ingest) Copy(src *DB, run uint32, rewrite []Kind, fix func(*Event)) er
 		case uint64(k.Seq) >= r.Events:
 			return corrupt(key, fmt.Errorf("seq %d past the run's %d events", k.Seq, r.Events))
 		}
-		if fix != nil && slices.Contains(rewrite, kind) {
-			e := eventOf(k, &v)
-			fix(&e)
-			v = codec.Value{Time: int64(e.Time), Probe: e.Probe, Addr: e.Addr, Args: e.Args, Stack: e.Stack}
-			in.val = codec.AppendValue(in.val[:0], &v)
-			val = in.val
+		if err := in.copyEvent(k, &v, val, base, rewrite, fix); err != nil {
+			return err
 		}
-		k.Run, k.Seq = in.run.ID, uint32(base+uint64(k.Seq))
-		in.key = k.Append(in.key[:0])
-		in.buf.add(in.key, val)
-		in.added++
 		copied++
-		if in.buf.len() >= in.every {
-			if err := in.commit(false); err != nil {
-				return err
-			}
-		}
 	}
 	if err := it.Error(); err != nil {
 		return fmt.Errorf("eventdb: copy run %d: %w", run, err)
@@ -85,4 +72,20 @@ func (in *Ingest) Copy(src *DB, run uint32, rewrite []Kind, fix func(*Event)) er
 		return fmt.Errorf("eventdb: copy: run %d holds %d events, its record says %d", run, copied, r.Events)
 	}
 	return nil
+}
+
+// copyEvent stores an event of another run (its key k, its value val,
+// decoded in v) as this run's base+k.Seq-th, handed to fix first if its
+// kind is in rewrite.
+func (in *Ingest) copyEvent(k codec.EventKey, v *codec.Value, val []byte, base uint64, rewrite []Kind, fix func(*Event)) error {
+	if fix != nil && slices.Contains(rewrite, Kind(k.Kind)) {
+		e := eventOf(k, v)
+		fix(&e)
+		*v = codec.Value{Time: int64(e.Time), Probe: e.Probe, Addr: e.Addr, Args: e.Args, Stack: e.Stack}
+		in.val = codec.AppendValue(in.val[:0], v)
+		val = in.val
+	}
+	k.Run, k.Seq = in.run.ID, uint32(base+uint64(k.Seq))
+	in.key = k.Append(in.key[:0])
+	return in.store(in.key, val)
 }

@@ -1,6 +1,7 @@
 package eventdb
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -64,24 +65,36 @@ func (in *Ingest) Add(e *Event) error {
 	if err := in.usable(); err != nil {
 		return err
 	}
-	if !e.Kind.Valid() {
-		return fmt.Errorf("eventdb: run %d: add event %d: unknown kind %d", in.run.ID, in.added, e.Kind)
+	if err := addable(e, in.added); err != nil {
+		return fmt.Errorf("eventdb: run %d: %w", in.run.ID, err)
 	}
-	if in.added > math.MaxUint32 {
-		return fmt.Errorf("eventdb: run %d: add event: a run holds at most 2^32 events", in.run.ID)
+	in.key, in.val = encodeEvent(e, in.run.ID, uint32(in.added), &in.v, in.key[:0], in.val[:0])
+	return in.store(in.key, in.val)
+}
+
+// addable checks an event about to be added as a run's seq-th.
+func addable(e *Event, seq uint64) error {
+	switch {
+	case !e.Kind.Valid():
+		return fmt.Errorf("add event %d: unknown kind %d", seq, e.Kind)
+	case seq > math.MaxUint32:
+		return errors.New("add event: a run holds at most 2^32 events")
 	}
-	k := codec.EventKey{
-		Run:    in.run.ID,
-		Kind:   uint8(e.Kind),
-		Thread: e.Thread,
-		Exit:   e.Pos.Exit,
-		Branch: e.Pos.Branch,
-		Seq:    uint32(in.added),
-	}
-	in.key = k.Append(in.key[:0])
-	in.v = codec.Value{Time: int64(e.Time), Probe: e.Probe, Addr: e.Addr, Args: e.Args, Stack: e.Stack}
-	in.val = codec.AppendValue(in.val[:0], &in.v)
-	in.buf.add(in.key, in.val)
+	return nil
+}
+
+// encodeEvent appends e's key, as run's seq-th event, to key and its value
+// to val (v is scratch).
+func encodeEvent(e *Event, run, seq uint32, v *codec.Value, key, val []byte) ([]byte, []byte) {
+	k := codec.EventKey{Run: run, Kind: uint8(e.Kind), Thread: e.Thread, Exit: e.Pos.Exit, Branch: e.Pos.Branch, Seq: seq}
+	*v = codec.Value{Time: int64(e.Time), Probe: e.Probe, Addr: e.Addr, Args: e.Args, Stack: e.Stack}
+	return k.Append(key), codec.AppendValue(val, v)
+}
+
+// store buffers an encoded event, the next seq's, and commits the batch
+// when it is full.
+func (in *Ingest) store(key, val []byte) error {
+	in.buf.add(key, val)
 	in.added++
 	if in.buf.len() >= in.every {
 		return in.commit(false)

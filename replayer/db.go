@@ -32,13 +32,77 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	}
 	defer done()
 	o.Recording = rec
-	h := rec.Header
-	var table []eventdb.Probe
+	st, err := newStored(&o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.symbols != nil { // a kit image's: refused here by a DB of another
+		if err := db.SetSymbols(st.symbols); err != nil {
+			return nil, nil, err
+		}
+	}
+	abs, _ := filepath.Abs(rec.Path)
+	run, in, err := db.NewRun(abs, st.probes, st.sampling)
+	if err != nil {
+		return nil, nil, err
+	}
+	// A replay that stops early (interrupted, diverged) still commits the
+	// events it produced: the run stays incomplete, and holds them. After
+	// Finish, Close does nothing.
+	defer in.Close()
+	res, err := replayInto(ctx, o, in, st)
+	var cut *TapeCutError
+	if err != nil && !errors.As(err, &cut) {
+		return res, run, err // the run stays incomplete
+	}
+	if st.host != nil {
+		if herr := db.SetHost(run.ID, st.host); herr != nil {
+			return res, run, herr // the run stays incomplete
+		}
+	}
+	if rec.Header.Linux != nil { // the files the program mapped, known now
+		if serr := db.SetSymbols(st.symbols); serr != nil {
+			return res, run, serr
+		}
+	}
+	if ferr := in.Finish(); ferr != nil {
+		return res, run, ferr
+	}
+	final, ferr := db.Run(run.ID)
+	if ferr == nil {
+		run = &final
+	}
+	return res, run, err
+}
+
+// eventSink takes a replay's events in the order they arrive: a run's
+// Ingest, or a split replay's segment's spool.
+type eventSink interface {
+	Add(*eventdb.Event) error
+}
+
+// stored is what a replay into a DB keeps besides its events: the run's
+// probe table and sampling, known before it starts, and its symbols and
+// host view, known when it ends (replayInto) — no host view for a
+// segment that ends at a checkpoint, which has not read the tape whole.
+type stored struct {
+	probes   []eventdb.Probe
+	sampling string
+	symbols  *eventdb.Symbols
+	host     *eventdb.Host
+	image    *elffile.Image // a kit guest's, for its current thread
+}
+
+// newStored is what a replay of o.Recording keeps, as far as it is known
+// before the replay: for a kit guest, its image's symbols too (o.Image
+// opened if not given).
+func newStored(o *Options) (*stored, error) {
+	st := &stored{}
 	switch {
 	case o.Plan != nil:
-		table = probeTable(o.Plan.Probes)
+		st.probes = probeTable(o.Plan.Probes)
 	case o.Set != nil:
-		table = probeTable(o.Set.Probes)
+		st.probes = probeTable(o.Set.Probes)
 	}
 	var modes []string
 	if o.SampleEvery != 0 {
@@ -47,34 +111,33 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	if o.SamplePeriod != 0 {
 		modes = append(modes, fmt.Sprintf("every %v of replay time", o.SamplePeriod))
 	}
-	sampling := strings.Join(modes, "; ")
+	st.sampling = strings.Join(modes, "; ")
+	if o.Recording.Header.Linux == nil {
+		if o.Image == nil {
+			img, err := o.Recording.Image()
+			if err != nil {
+				return nil, err
+			}
+			o.Image = img
+		}
+		st.image, st.symbols = o.Image, imageSymbols(o.Image)
+	}
+	return st, nil
+}
+
+// replayInto replays o with its events going to sink, and completes st:
+// a Linux program's symbols (those of the files it mapped) and, if the
+// replay read the tape to its end, the host view. A cut tape's error is
+// returned with st complete.
+func replayInto(ctx context.Context, o Options, sink eventSink, st *stored) (*Result, error) {
+	rec := o.Recording
+	h := rec.Header
 	var mapped *mappedSymbols
 	tidSym, haveTID := elffile.Symbol{}, false
 	if h.Linux != nil {
 		// The symbols are those of the files the program maps: stored
 		// when the replay has seen them all.
 		mapped = &mappedSymbols{image: fmt.Sprintf("%x", h.Image.SHA256), refs: map[LoadedFile]eventdb.ObjectRef{}}
-	} else {
-		if o.Image == nil {
-			if o.Image, err = rec.Image(); err != nil {
-				return nil, nil, err
-			}
-		}
-		if err := db.SetSymbols(imageSymbols(o.Image)); err != nil {
-			return nil, nil, err
-		}
-		tidSym, haveTID = o.Image.Lookup(abi.CurrentTIDSymbol)
-	}
-	abs, _ := filepath.Abs(rec.Path)
-	run, in, err := db.NewRun(abs, table, sampling)
-	if err != nil {
-		return nil, nil, err
-	}
-	// A replay that stops early (interrupted, diverged) still commits the
-	// events it produced: the run stays incomplete, and holds them. After
-	// Finish, Close does nothing.
-	defer in.Close()
-	if mapped != nil {
 		o.OnMapping = func(m linux.Mapping, f *elffile.File, pos vmm.Position, at time.Duration) error {
 			index := len(mapped.maps)
 			if err := mapped.add(m, f); err != nil || index == len(mapped.maps) {
@@ -87,9 +150,11 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 			if m.Exec {
 				exec = 1
 			}
-			return in.Add(&eventdb.Event{Kind: eventdb.KindMapping, Thread: uint32(m.PID), Pos: eventdb.Position(pos), Time: at,
+			return sink.Add(&eventdb.Event{Kind: eventdb.KindMapping, Thread: uint32(m.PID), Pos: eventdb.Position(pos), Time: at,
 				Addr: m.Start, Args: []uint64{m.End, m.Offset, exec, uint64(index)}})
 		}
+	} else {
+		tidSym, haveTID = st.image.Lookup(abi.CurrentTIDSymbol)
 	}
 	o.OnHit = func(h Hit) error {
 		args := make([]uint64, len(h.Args))
@@ -100,7 +165,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		if h.Probe.Return {
 			kind = eventdb.KindProbeReturn
 		}
-		return in.Add(&eventdb.Event{Kind: kind, Thread: h.Thread, Pos: eventdb.Position(h.Pos),
+		return sink.Add(&eventdb.Event{Kind: kind, Thread: h.Thread, Pos: eventdb.Position(h.Pos),
 			Time: h.Time, Probe: h.Probe.ID + 1, Addr: h.Site, Args: args})
 	}
 	o.OnSample = func(s *Sample, mem vmm.GuestMemory) error {
@@ -116,7 +181,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 			}
 		}
 		args := eventdb.SampleArgs(uint64(math.Round(s.Cost*eventdb.SampleCost)), s.System, objs)
-		return in.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: thread,
+		return sink.Add(&eventdb.Event{Kind: eventdb.KindSample, Thread: thread,
 			Pos: eventdb.Position(s.Pos), Time: s.Time, Addr: s.RIP, Stack: s.Stack, Args: args})
 	}
 	o.OnTrace = func(r *TraceRecord) error {
@@ -124,7 +189,7 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 		if e == nil {
 			return nil
 		}
-		return in.Add(e)
+		return sink.Add(e)
 	}
 	if h.Linux != nil {
 		o.OnTrace = nil // no guest kernel, no trace ring
@@ -137,13 +202,13 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 			if sent {
 				op += eventdb.ConnSent
 			}
-			return in.Add(&eventdb.Event{Kind: eventdb.KindConn, Thread: m.Conn, Pos: eventdb.Position(pos), Time: at,
+			return sink.Add(&eventdb.Event{Kind: eventdb.KindConn, Thread: m.Conn, Pos: eventdb.Position(pos), Time: at,
 				Addr: op, Args: []uint64{uint64(len(m.Data)), m.Offset}})
 		}
 	}
 	// The host view is whole only in a replay that reads the tape to its
 	// end: a segment that ends at a checkpoint stores none.
-	host := newHostCopier(in)
+	host := newHostCopier(sink)
 	o.OnHost = host.frame
 	if o.Until != 0 {
 		o.OnHost = nil
@@ -151,26 +216,19 @@ func ToDB(ctx context.Context, o Options, db *eventdb.DB) (*Result, *eventdb.Run
 	res, err := Replay(ctx, o)
 	var cut *TapeCutError
 	if err != nil && !errors.As(err, &cut) {
-		return res, run, err // the run stays incomplete
+		return res, err
 	}
 	if o.Until == 0 {
-		if herr := host.finish(db, run.ID, rec.Path); herr != nil {
-			return res, run, herr // the run stays incomplete
+		view, herr := host.view(rec.Path)
+		if herr != nil {
+			return res, herr
 		}
+		st.host = view
 	}
 	if mapped != nil {
-		if serr := db.SetSymbols(mapped.symbols()); serr != nil {
-			return res, run, serr
-		}
+		st.symbols = mapped.symbols()
 	}
-	if ferr := in.Finish(); ferr != nil {
-		return res, run, ferr
-	}
-	final, ferr := db.Run(run.ID)
-	if ferr == nil {
-		run = &final
-	}
-	return res, run, err
+	return res, err
 }
 
 // probeTable is the run's probe table: ids from 1, 0 meaning none.

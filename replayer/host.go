@@ -17,7 +17,7 @@ const noHostView = "the tape has no host view: it was recorded with --host off, 
 // events, and what describes them (the clock origin, vCPU threads, thread
 // names, what is missing) the run's Host, stored by finish.
 type hostCopier struct {
-	in      *eventdb.Ingest
+	in      eventSink
 	host    *eventdb.Host
 	frames  int
 	names   map[uint32]int // host thread → index in host.Threads
@@ -25,19 +25,19 @@ type hostCopier struct {
 	started bool
 }
 
-func newHostCopier(in *eventdb.Ingest) *hostCopier {
+func newHostCopier(in eventSink) *hostCopier {
 	return &hostCopier{in: in, host: &eventdb.Host{}, names: map[uint32]int{}}
 }
 
-// finish stores the run's Host once the replay has read the tape.
-func (c *hostCopier) finish(db *eventdb.DB, run uint32, path string) error {
+// view is the run's Host, once the replay has read the tape.
+func (c *hostCopier) view(path string) (*eventdb.Host, error) {
 	switch {
 	case c.frames == 0:
 		c.host.Missing = noHostView
 	case !c.started:
-		return fmt.Errorf("replayer: host view of %s has no start record", path)
+		return nil, fmt.Errorf("replayer: host view of %s has no start record", path)
 	}
-	return db.SetHost(run, c.host)
+	return c.host, nil
 }
 
 func (c *hostCopier) frame(count uint32, body []byte) error {

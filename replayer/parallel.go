@@ -150,10 +150,11 @@ func ParseSegmentNote(s string) (SegmentNote, error) {
 }
 
 // ParallelToDB replays o's tape into db as one run by replaying its
-// segments on `jobs` machines at once, each into a scratch DB, and then
-// merging their runs in order: the run holds the events a replay from
-// boot would store, in its arrival order (host-view records, which a
-// replay stores as it reads the tape, come with the last segment's).
+// segments on `jobs` machines at once, each into a spool of its own (a
+// file in a scratch directory), and merging them in order as they end:
+// the run holds the events a replay from boot would store, in its arrival
+// order (host-view records, which a replay stores as it reads the tape,
+// come with the last segment's), each written into a DB once.
 func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Result, *eventdb.Run, error) {
 	rec, done, err := o.recording()
 	if err != nil {
@@ -165,6 +166,10 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 	if err != nil {
 		return nil, nil, err
 	}
+	st, err := newStored(&o) // and o.Image, a kit guest's, opened once
+	if err != nil {
+		return nil, nil, err
+	}
 	jobs = max(1, min(jobs, total))
 	dir, err := scratch.Dir("segments")
 	if err != nil {
@@ -172,11 +177,10 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 	}
 	defer os.RemoveAll(dir)
 	type part struct {
-		db   *eventdb.DB
-		run  *eventdb.Run
-		res  *Result
-		err  error
-		done chan struct{} // closed when the segment's replay has ended
+		segment spooledSegment
+		res     *Result
+		err     error
+		done    chan struct{} // closed when the segment's replay has ended
 	}
 	parts := make([]part, total)
 	for s := range parts {
@@ -194,13 +198,18 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 			defer wg.Done()
 			for s := range work {
 				p := &parts[s]
-				if p.db, p.err = eventdb.Open(filepath.Join(dir, fmt.Sprint(s)), nil); p.err == nil {
+				p.segment = spooledSegment{n: s + 1, stored: *st}
+				if p.segment.spool, p.err = eventdb.NewSpool(filepath.Join(dir, fmt.Sprint(s))); p.err == nil {
 					so := o
 					so.Console, so.Progress = nil, nil
 					if s == total-1 {
 						so.Console = o.Console // the last segment's output is the end of the recording's
 					}
-					p.res, p.run, p.err = segmentsToDB(ctx, so, p.db, s, s+1, total)
+					so.Start, so.Until, so.splitting = s, s+1, true
+					if s == total-1 {
+						so.Until = 0 // the last segment runs to the end
+					}
+					p.res, p.err = replayInto(ctx, so, p.segment.spool, &p.segment.stored)
 				}
 				close(p.done)
 			}
@@ -209,8 +218,8 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 	defer func() {
 		wg.Wait()
 		for _, p := range parts {
-			if p.db != nil {
-				p.db.Close()
+			if p.segment.spool != nil {
+				p.segment.spool.Close()
 			}
 		}
 	}()
@@ -224,7 +233,7 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 			p := &parts[s]
 			<-p.done
 			var cut *TapeCutError
-			cutHere := errors.As(p.err, &cut) && p.run != nil && p.run.Complete
+			cutHere := errors.As(p.err, &cut)
 			if p.err != nil && !cutHere {
 				wg.Wait()
 				var errs []error
@@ -237,7 +246,7 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 				return
 			}
 			last = p
-			if !yield(Part{DB: p.db, Run: p.run, Last: s == total-1 || cutHere}, nil) || cutHere {
+			if !yield(Part{segment: &p.segment, Last: s == total-1 || cutHere}, nil) || cutHere {
 				return
 			}
 		}
@@ -248,23 +257,78 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 	return last.res, run, last.err // a cut tape's error says where it ends
 }
 
-// Part is one part of a split replay to merge: a complete run of its DB,
-// and whether it is the replay's last (it read the tape to its end).
+// Part is one part of a split replay to merge, and whether it is the
+// replay's last (it read the tape to its end): a complete run of its DB
+// (a share replayed elsewhere: SegmentsToDB), or, within ParallelToDB, a
+// segment's spool.
 type Part struct {
-	DB   *eventdb.DB
-	Run  *eventdb.Run
-	Last bool
+	DB      *eventdb.DB
+	Run     *eventdb.Run
+	Last    bool
+	segment *spooledSegment
 }
 
-// Merge stores the runs parts yields — the segments of one replay, in
-// order, each a complete run of its DB, all with the same probes and
-// sampling — in db as one run: their events in arrival order, their
-// symbol tables joined, and the host view of the last (the part that
-// read the tape to its end). It copies each part as it is yielded, so a
-// caller can yield parts as they end. The run is complete only when the
-// last part yielded is the replay's last and nothing failed: a part's
-// error, or parts that stop before the last, leave it incomplete (with
-// the events copied) and return an error, and the run with it.
+// spooledSegment is a segment ParallelToDB replayed into a spool: its
+// number (from 1), its events, what else it stored.
+type spooledSegment struct {
+	n      int
+	spool  *eventdb.Spool
+	stored stored
+}
+
+func (p Part) String() string {
+	if p.segment != nil {
+		return fmt.Sprintf("segment %d", p.segment.n)
+	}
+	return fmt.Sprintf("run %d", p.Run.ID)
+}
+
+// run is the part's run record: a spooled segment's is made of what it
+// stored, complete (a segment that failed is never merged).
+func (p Part) run() *eventdb.Run {
+	if sg := p.segment; sg != nil {
+		return &eventdb.Run{Probes: sg.stored.probes, Sampling: sg.stored.sampling, Events: sg.spool.Events(), Complete: true}
+	}
+	return p.Run
+}
+
+func (p Part) symbols() (*eventdb.Symbols, error) {
+	if sg := p.segment; sg != nil {
+		return sg.stored.symbols, nil
+	}
+	return p.DB.Symbols()
+}
+
+// host is the part's host view, nil if it has none.
+func (p Part) host() *eventdb.Host {
+	if sg := p.segment; sg != nil {
+		return sg.stored.host
+	}
+	h, err := p.DB.Host(p.Run.ID)
+	if err != nil {
+		return nil
+	}
+	return h
+}
+
+// copyInto adds the part's events to in, those of kinds in rewrite
+// through fix.
+func (p Part) copyInto(in *eventdb.Ingest, rewrite []eventdb.Kind, fix func(*eventdb.Event)) error {
+	if sg := p.segment; sg != nil {
+		return in.CopySpool(sg.spool, rewrite, fix)
+	}
+	return in.Copy(p.DB, p.Run.ID, rewrite, fix)
+}
+
+// Merge stores the parts it is given — the segments of one replay, in
+// order, each complete, all with the same probes and sampling — in db as
+// one run: their events in arrival order, their symbol tables joined,
+// and the host view of the last (the part that read the tape to its
+// end). It copies each part as it is yielded, so a caller can yield parts
+// as they end. The run is complete only when the last part yielded is the
+// replay's last and nothing failed: a part's error, or parts that stop
+// before the last, leave it incomplete (with the events copied) and
+// return an error, and the run with it.
 func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.Run, error) {
 	var (
 		joined symbolJoin
@@ -291,25 +355,25 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 		if err != nil {
 			return stopped(err)
 		}
-		src, r := p.DB, p.Run
+		r := p.run()
 		if last.Last {
-			return stopped(fmt.Errorf("replayer: merge: run %d follows the replay's last part", r.ID))
+			return stopped(fmt.Errorf("replayer: merge: %v follows the replay's last part", p))
 		}
 		if !r.Complete {
-			return stopped(fmt.Errorf("replayer: merge: run %d of a part is incomplete", r.ID))
+			return stopped(fmt.Errorf("replayer: merge: %v of a part is incomplete", p))
 		}
 		if first == nil {
 			first = r
 		} else if err := SameOptions(first, r); err != nil {
-			return stopped(fmt.Errorf("replayer: merge: run %d: %w", r.ID, err))
+			return stopped(fmt.Errorf("replayer: merge: %v: %w", p, err))
 		}
-		syms, err := src.Symbols()
+		syms, err := p.symbols()
 		if err != nil {
 			return stopped(fmt.Errorf("replayer: merge: %w", err))
 		}
 		remap, objRemap, err := joined.add(syms)
 		if err != nil {
-			return stopped(fmt.Errorf("replayer: merge: run %d: %w", r.ID, err))
+			return stopped(fmt.Errorf("replayer: merge: %v: %w", p, err))
 		}
 		if in == nil {
 			abs, _ := filepath.Abs(tape)
@@ -317,7 +381,7 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 				return nil, err
 			}
 		}
-		err = in.Copy(src, r.ID, []eventdb.Kind{eventdb.KindMapping, eventdb.KindSample}, func(e *eventdb.Event) {
+		err = p.copyInto(in, []eventdb.Kind{eventdb.KindMapping, eventdb.KindSample}, func(e *eventdb.Event) {
 			if e.Kind == eventdb.KindMapping && len(e.Args) > 3 && e.Args[3] < uint64(len(remap)) {
 				e.Args[3] = remap[e.Args[3]]
 			}
@@ -342,7 +406,7 @@ func Merge(db *eventdb.DB, tape string, parts iter.Seq2[Part, error]) (*eventdb.
 	if err := db.SetSymbols(joined.symbols()); err != nil {
 		return stopped(err)
 	}
-	if h, err := last.DB.Host(last.Run.ID); err == nil {
+	if h := last.host(); h != nil {
 		if err := db.SetHost(run.ID, h); err != nil {
 			return stopped(err)
 		}

@@ -194,7 +194,7 @@ func killWhenScratch(t *testing.T, tmp, prefix string, args ...string) {
 }
 
 // A split replay or a live run with a disk killed with SIGKILL cannot
-// remove its scratch directory (segment DBs: 62 MB each time; the disk
+// remove its scratch directory (the segments' spools; the disk
 // overlay); the next reprise to make one removes those of dead
 // processes, as stale trace instances are.
 func TestKilledReprisesScratchIsReaped(t *testing.T) {
