@@ -264,7 +264,8 @@ func (k *Kernel) serveCounted(t *thread, regs kvm.Regs) uint32 {
 	t0 := time.Now()
 	nr := regs.RAX
 	k.noteRunning()
-	t.retryAt, k.stale = 0, staleAt{}
+	t.retryAt = 0
+	k.retried()
 	root := k.proc().as.CR3()
 	ret, err := k.call(t, &regs)
 	k.counts.serve(nr, time.Since(t0))

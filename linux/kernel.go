@@ -130,9 +130,10 @@ type Kernel struct {
 	resched  bool   // switch threads at the next chance
 	waitSeq  uint64 // counts blocking waits (thread.waitSeq)
 	switches uint64
-	restart  bool      // the call being served blocked and runs again when woken
-	returned bool      // rt_sigreturn restored the registers: the call sets none
-	stale    staleAt   // the fault last retried for a stale translation (stale.go)
+	restart  bool    // the call being served blocked and runs again when woken
+	returned bool    // rt_sigreturn restored the registers: the call sets none
+	stale    staleAt // the fault last retried for a stale translation (stale.go)
+	frame    programFrame
 	trace    io.Writer // if set, every system call is written here
 	bp       *breakpoints
 	fast     *fastCalls  // nil: every system call exits (fastcall.go)
@@ -452,7 +453,7 @@ func (k *Kernel) exit(port uint16) error {
 	k.noteRunning()
 	k.current().retryAt = 0 // it made the exit: the write it retried has run
 	if port != abi.PortTrap {
-		k.stale = staleAt{} // the retried instruction ran
+		k.retried()
 	}
 	if port == abi.PortTrap {
 		if err := k.trap(); err != nil {
@@ -596,6 +597,7 @@ func (k *Kernel) trap() error {
 		}
 	}
 	if n := k.proc().as.Site(frame[2]); vector == 6 && n != 0 {
+		k.frame.keep(k.m.RAM())
 		return k.emulateTSC(regs, frame[2], n)
 	}
 	if vector == 14 && k.staleFault() {
@@ -606,6 +608,7 @@ func (k *Kernel) trap() error {
 	}
 	persisted := vector == 14 && k.stale == staleAt{frame[2], c.SyncedSregs().CR2}
 	k.stale = staleAt{}
+	k.frame.keep(k.m.RAM())
 	// A user access to a page of a lazy range (the stack) that has no
 	// frame yet: give it one; the stub's IRETQ runs the access again.
 	if cr2 := c.SyncedSregs().CR2; vector == 14 && frame[1]&(pfPresent|pfUser) == pfUser {

@@ -160,6 +160,7 @@ func (k *Kernel) RestoreState(b []byte) error {
 	if err := r.restore(); err != nil {
 		return fmt.Errorf("linux: state: %w", err)
 	}
+	k.frame.keep(k.m.RAM()) // a checkpoint is at an exit: no retry is under way
 	return k.replaceBreakpoints()
 }
 

@@ -3,6 +3,8 @@ package linux
 import (
 	"golang.org/x/arch/x86/x86asm"
 
+	"github.com/reprise-vm/reprise/abi"
+	"github.com/reprise-vm/reprise/vmm/memory"
 	"github.com/reprise-vm/reprise/vmm/x86"
 )
 
@@ -20,7 +22,12 @@ import (
 // flushes the TLB) and the instruction runs again. It is not counted
 // among the program's exits (HostTrap), so a replay, which may not meet
 // it, finds the recording's positions; the frames the program holds do
-// not change, so neither does its memory.
+// not change, so neither does its memory — but for the trap frame the
+// fault left at the top of RSP0's stack, which the next trap of the
+// program's own overwrites: until then a replay that did not meet the
+// fault holds the frame of the program's last trap there, so once the
+// retried instruction has run (the next exit that is no trap) that frame
+// is put back (programFrame), and RAM is the same either way.
 
 // Page-fault error code bits.
 const (
@@ -112,4 +119,36 @@ func (k *Kernel) retryStale(rip, addr uint64) error {
 	k.stale = staleAt{rip, addr}
 	k.stats.StaleTranslations++
 	return k.m.DropTranslations()
+}
+
+// retried ends a retry once the retried instruction has run, at an exit
+// that is not a trap: the stale fault's frame gives way to the program's.
+func (k *Kernel) retried() {
+	if k.stale != (staleAt{}) {
+		k.frame.putBack(k.m.RAM())
+	}
+	k.stale = staleAt{}
+}
+
+// programFrame is what the program's own traps (and boot) left in the
+// trap stub's frame at the top of RSP0's stack, where every trap from
+// user mode but a debug trap puts its frame: vector, error code, RIP, CS,
+// RFLAGS, RSP, SS.
+type programFrame [7 * 8]byte
+
+// frameAt is where the trap stub's frame is on RSP0's stack.
+const frameAt = abi.BootStackTop - uint64(len(programFrame{}))
+
+// keep notes the frame in RAM as the program's.
+func (f *programFrame) keep(ram *memory.RAM) {
+	if b, err := ram.Slice(frameAt, uint64(len(f))); err == nil {
+		copy(f[:], b)
+	}
+}
+
+// putBack writes the program's frame back into RAM.
+func (f *programFrame) putBack(ram *memory.RAM) {
+	if b, err := ram.Slice(frameAt, uint64(len(f))); err == nil {
+		copy(b, f[:])
+	}
 }
