@@ -7,6 +7,8 @@
 #
 #   bench/compare.sh [--rounds N] [--only "NAME ..."] REV_A [REV_B]
 #
+# NAMEs: true true-1G fork-exec-300 sort-300k gzip-8M getpid+pread
+# record-fork-exec replay-fork-exec (the default), and split-db.
 # REV_B defaults to the working tree. Needs busybox-static and musl-gcc.
 set -u
 rounds=7
@@ -55,6 +57,15 @@ w_gzip-8M() { "$1/reprise" run --file "$work/big" -- "$bb" gzip -c "$work/big"; 
 w_getpid+pread() { "$1/reprise" run --file "$work/f:/data/f" -- "$work/syscalls" /data/f; }
 w_record-fork-exec() { rm -f "$1/loop.tape"* && "$1/reprise" record -o "$1/loop.tape" --file "$work/t" -- "$bb" sh -c "$loop"; }
 w_replay-fork-exec() { "$1/reprise" replay -q "$1/loop.tape"; }
+# split-db (not run unless named): a kit recording's replay with lock probes
+# and a sample every 20 000 counts into a DB, its segments two at a time.
+# The tape and its checkpoints (one a second) are made once, untimed, by A.
+w_split-db() { rm -rf "$1/split.db" && "$1/reprise" replay -q --locks --sample 20000 --jobs 2 --checkpoints "$work/long.ckpt" --db "$1/split.db" "$work/long.tape"; }
+if [[ " ${names[*]} " == *" split-db "* ]]; then
+	"$work/a/reprise" record -o "$work/long.tape" syn_cont iters=500 work=200000 >/dev/null 2>&1 &&
+		"$work/a/reprise" replay -q --checkpoint-every 1s --checkpoints "$work/long.ckpt" "$work/long.tape" >/dev/null 2>&1 ||
+		{ echo "compare: recording split-db's tape failed" >&2; exit 1; }
+fi
 run() { # NAME REV_DIR: its wall time in seconds
 	local s e
 	s=$(date +%s.%N)
