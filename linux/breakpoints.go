@@ -67,11 +67,10 @@ type Break struct {
 	// (a fault the kernel served): the same execution of it, met twice —
 	// once in the stretch the fault ended, once where the next begins.
 	Stepped, Start, Retry bool
-	// Running, on a Resumed Break, marks the thread that runs first after
-	// the restore, unless an interrupt at the checkpoint's exit picks
-	// another (an exit's Break then says so): where the stretch after the
-	// checkpoint begins, its exit's Break having been before the
-	// checkpoint.
+	// Running, on a Resumed Break, marks the thread the restored program
+	// runs first: where the stretch after the checkpoint's exit begins
+	// (that exit's own Break came before the checkpoint was taken; an
+	// interrupt there that runs another thread has a Break of its own).
 	Running bool
 	// Forked and Execed, on an exit's Break (ExitWatcher), say what the
 	// system call the thread resumes from did to its process: it made

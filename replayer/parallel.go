@@ -64,22 +64,24 @@ func SegmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, tota
 	if split.Segments != total {
 		return nil, nil, fmt.Errorf("replayer: %s splits the replay into %d segments, not %d", o.Checkpoints, split.Segments, total)
 	}
-	res, run, err := segmentsToDB(ctx, o, db, from, to, total)
+	if from < 0 || to > total || from >= to {
+		return nil, nil, fmt.Errorf("replayer: segments [%d, %d) of %d", from, to, total)
+	}
+	res, run, err := ToDB(ctx, o.segments(from, to, total), db)
 	if err != nil {
 		return res, run, err
 	}
 	return res, run, db.SetNote(run.ID, SegmentNote{From: from + 1, To: to, Split: split}.String())
 }
 
-func segmentsToDB(ctx context.Context, o Options, db *eventdb.DB, from, to, total int) (*Result, *eventdb.Run, error) {
-	if from < 0 || to > total || from >= to {
-		return nil, nil, fmt.Errorf("replayer: segments [%d, %d) of %d", from, to, total)
-	}
+// segments is o replaying segments [from, to) of total: from checkpoint
+// from to checkpoint to, the last to the tape's end.
+func (o Options) segments(from, to, total int) Options {
 	o.Start, o.Until, o.splitting = from, to, true
 	if to == total {
-		o.Until = 0 // the last segment runs to the end
+		o.Until = 0
 	}
-	return ToDB(ctx, o, db)
+	return o
 }
 
 // Split identifies a split replay: the tape by its content, and the
@@ -200,14 +202,10 @@ func ParallelToDB(ctx context.Context, o Options, db *eventdb.DB, jobs int) (*Re
 				p := &parts[s]
 				p.segment = spooledSegment{n: s + 1, stored: *st}
 				if p.segment.spool, p.err = eventdb.NewSpool(filepath.Join(dir, fmt.Sprint(s))); p.err == nil {
-					so := o
+					so := o.segments(s, s+1, total)
 					so.Console, so.Progress = nil, nil
 					if s == total-1 {
 						so.Console = o.Console // the last segment's output is the end of the recording's
-					}
-					so.Start, so.Until, so.splitting = s, s+1, true
-					if s == total-1 {
-						so.Until = 0 // the last segment runs to the end
 					}
 					p.res, p.err = replayInto(ctx, so, p.segment.spool, &p.segment.stored)
 				}
