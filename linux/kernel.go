@@ -130,11 +130,11 @@ type Kernel struct {
 	resched  bool   // switch threads at the next chance
 	waitSeq  uint64 // counts blocking waits (thread.waitSeq)
 	switches uint64
-	restart  bool    // the call being served blocked and runs again when woken
-	returned bool    // rt_sigreturn restored the registers: the call sets none
-	stale    staleAt // the fault last retried for a stale translation (stale.go)
-	frame    programFrame
-	trace    io.Writer // if set, every system call is written here
+	restart  bool         // the call being served blocked and runs again when woken
+	returned bool         // rt_sigreturn restored the registers: the call sets none
+	stale    staleAt      // the fault last retried for a stale translation (stale.go)
+	frame    programFrame // the program's last trap frame, put back after a stale retry
+	trace    io.Writer    // if set, every system call is written here
 	bp       *breakpoints
 	fast     *fastCalls  // nil: every system call exits (fastcall.go)
 	xsave    xsaveLayout // the guest CPU's XSAVE image (xstate.go)

@@ -90,7 +90,6 @@ type stored struct {
 	sampling string
 	symbols  *eventdb.Symbols
 	host     *eventdb.Host
-	image    *elffile.Image // a kit guest's, for its current thread
 }
 
 // newStored is what a replay of o.Recording keeps, as far as it is known
@@ -120,15 +119,15 @@ func newStored(o *Options) (*stored, error) {
 			}
 			o.Image = img
 		}
-		st.image, st.symbols = o.Image, imageSymbols(o.Image)
+		st.symbols = imageSymbols(o.Image)
 	}
 	return st, nil
 }
 
-// replayInto replays o with its events going to sink, and completes st:
-// a Linux program's symbols (those of the files it mapped) and, if the
-// replay read the tape to its end, the host view. A cut tape's error is
-// returned with st complete.
+// replayInto replays o (a kit guest's Image opened: newStored) with its
+// events going to sink, and completes st: a Linux program's symbols
+// (those of the files it mapped) and, if the replay read the tape to its
+// end, the host view. A cut tape's error is returned with st complete.
 func replayInto(ctx context.Context, o Options, sink eventSink, st *stored) (*Result, error) {
 	rec := o.Recording
 	h := rec.Header
@@ -154,7 +153,7 @@ func replayInto(ctx context.Context, o Options, sink eventSink, st *stored) (*Re
 				Addr: m.Start, Args: []uint64{m.End, m.Offset, exec, uint64(index)}})
 		}
 	} else {
-		tidSym, haveTID = st.image.Lookup(abi.CurrentTIDSymbol)
+		tidSym, haveTID = o.Image.Lookup(abi.CurrentTIDSymbol)
 	}
 	o.OnHit = func(h Hit) error {
 		args := make([]uint64, len(h.Args))
