@@ -72,11 +72,16 @@ package linux
 // page's entry is marked accessed, and dirty if writable, when it is
 // made, not by the CPU as the program first touches it; a fork of a
 // process with at most 2048 writable private pages copies them for the
-// child at once rather than share them copy-on-write (mm.Policy). A
-// replay of an older tape runs as its recording did (Program.Personality).
-const Version = 12
+// child at once rather than share them copy-on-write (mm.Policy). 13: an
+// entry that only widens the one it replaces (a page mapped where none
+// was: a heap grown, a library mapped) goes in place, not in copies of
+// its tables up to a new root (mm.Policy.WidenInPlace). A replay of an
+// older tape runs as its recording did (Program.Personality).
+const Version = 13
 
 // Replays reports whether this personality replays a tape recorded by
 // version v of it, whose calls were exception-less if fastCalls: version
 // 10 had none.
-func Replays(v int, fastCalls bool) bool { return v == Version || v == 11 || v == 10 && !fastCalls }
+func Replays(v int, fastCalls bool) bool {
+	return v == Version || v == 12 || v == 11 || v == 10 && !fastCalls
+}

@@ -68,12 +68,14 @@ type Program struct {
 }
 
 // paging is how the program's memory is laid out by its version: since
-// 12, entries start accessed and dirty and small forks copy (mm.Policy).
+// 12, entries start accessed and dirty and small forks copy; since 13,
+// entries that widen go in place (mm.Policy).
 func (p *Program) paging() mm.Policy {
-	if p.Personality != 0 && p.Personality < 12 {
+	v := cmp.Or(p.Personality, Version)
+	if v < 12 {
 		return mm.Policy{}
 	}
-	return mm.Policy{PresetAccessed: true, CopyAtFork: copyAtFork}
+	return mm.Policy{PresetAccessed: true, CopyAtFork: copyAtFork, WidenInPlace: v >= 13}
 }
 
 // copyAtFork is how many writable private pages a fork copies at once

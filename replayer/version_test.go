@@ -46,29 +46,35 @@ func TestReplaysATapeOfAnotherKVM(t *testing.T) {
 	require.Len(t, hosts, 2, "the tapes come from two hosts")
 }
 
-// A tape of the Linux personality's previous version replays as that
-// version ran it: testdata/v11-pipeline.tape (internal/cprog's pipeline,
-// static musl, `reprise record --pack --host off -- ./pipeline 20` by
-// personality 11: threads, a child, a pipe, a file, a signal) left its
-// page entries' accessed and dirty bits to the CPU, which this version
-// sets when it makes an entry — replayed so, its RAM would differ at the
-// end (`TestOtherPersonalityIsRefused` forges the other way round). It
-// was recorded on a CPU with AVX-512: a host whose KVM cannot give a
-// guest that state refuses it, saying so, rather than fail in an ioctl.
-func TestReplaysAPersonality11Tape(t *testing.T) {
+// Tapes of the Linux personality's earlier versions replay as those
+// versions ran them: testdata/vN-pipeline.tape is internal/cprog's
+// pipeline, static musl, `reprise record --pack --host off -- ./pipeline
+// 20` by personality N (threads, a child, a pipe, a file, a signal). 11
+// left its page entries' accessed and dirty bits to the CPU, which later
+// versions set when they make an entry; 12 copied the tables to a new
+// root for a page mapped where none was, which 13 maps in place — each
+// replayed as this version runs, its RAM would differ at the end
+// (`TestOtherPersonalityIsRefused` forges the other way round). The v11
+// tape was recorded on a CPU with AVX-512: a host whose KVM cannot give
+// a guest that state refuses it, saying so, rather than fail in an ioctl.
+func TestReplaysEarlierPersonalities(t *testing.T) {
 	kvmtest.Require(t)
-	path := filepath.Join("testdata", "v11-pipeline.tape")
-	if missing := recordedXSave(t, path) &^ hostXSave(t); missing != 0 {
-		_, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: io.Discard})
-		require.ErrorContains(t, err, "XSAVE state this host's KVM cannot give a guest")
-		require.ErrorContains(t, err, fmt.Sprintf("XCR0 %#x of", missing))
-		return
+	for _, v := range []int{11, 12} {
+		t.Run(fmt.Sprint(v), func(t *testing.T) {
+			path := filepath.Join("testdata", fmt.Sprintf("v%d-pipeline.tape", v))
+			if missing := recordedXSave(t, path) &^ hostXSave(t); missing != 0 {
+				_, err := replayer.Replay(context.Background(), replayer.Options{Tape: path, Console: io.Discard})
+				require.ErrorContains(t, err, "XSAVE state this host's KVM cannot give a guest")
+				require.ErrorContains(t, err, fmt.Sprintf("XCR0 %#x of", missing))
+				return
+			}
+			out, res := replay(t, path)
+			require.Equal(t, v, res.Header.Linux.Personality)
+			require.Contains(t, out, "turns 60 ")
+			require.Contains(t, out, " child 7 sigchld 1\n")
+			require.Zero(t, res.Status)
+		})
 	}
-	out, res := replay(t, path)
-	require.Equal(t, 11, res.Header.Linux.Personality)
-	require.Contains(t, out, "turns 60 ")
-	require.Contains(t, out, " child 7 sigchld 1\n")
-	require.Zero(t, res.Status)
 }
 
 // xsaveLow are the XCR0 bits of the components up to PKRU, which an

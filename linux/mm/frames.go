@@ -69,6 +69,14 @@ type Policy struct {
 	// and the parent's entries, left unchanged, keep KVM's shadows of
 	// them (no DropTranslations).
 	CopyAtFork int
+	// WidenInPlace writes an entry that only widens the one it replaces
+	// (widens: a page mapped where none was, more rights to the same
+	// frame) in place, as a lazy page's first touch does, rather than
+	// copying its tables up to a new root: a shadowing KVM keeps its
+	// shadows of the tables it would have replaced, which every page the
+	// program touched since would otherwise fault in again — a heap grown
+	// by brk, a library mapped by the dynamic loader.
+	WidenInPlace bool
 }
 
 // SetPolicy sets the policy of the entries and forks made from now on.

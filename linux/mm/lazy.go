@@ -1,9 +1,6 @@
 package mm
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Pages that get their frames when first touched (MapLazy). A program's
 // stack is 8 MiB, of which it uses a few pages: given every frame when
@@ -56,32 +53,11 @@ func (as *Space) FaultIn(va uint64) (bool, error) {
 }
 
 // fillPTE writes the leaf entry of va, which is not present, in place in
-// the tables the guest runs on, building in place the tables its path
-// lacks (not fresh: the guest walks them as soon as it runs again).
+// the tables the guest runs on (widenPTE).
 func (as *Space) fillPTE(va, pte uint64) error {
-	table := as.root
-	for level := 3; level > 0; level-- {
-		slot := table + entryIndex(va, level)*8
-		e, err := as.ram.Uint64(slot)
-		if err != nil {
-			return err
-		}
-		if e&ptePresent == 0 {
-			t, err := as.fr.alloc()
-			if err != nil {
-				return err
-			}
-			as.tables = append(as.tables, t)
-			if err := as.ram.PutUint64(slot, t|dirFlags); err != nil {
-				return err
-			}
-			e = t | dirFlags
-		}
-		table = e & tableAddrMask
+	done, err := as.widenPTE(va, pte)
+	if err == nil && !done {
+		err = fmt.Errorf("mm: filling the entry of %#x, which is present", va)
 	}
-	slot := table + entryIndex(va, 0)*8
-	if e, err := as.ram.Uint64(slot); err != nil || e != 0 {
-		return errors.Join(err, fmt.Errorf("mm: filling the entry of %#x, which holds %#x", va, e))
-	}
-	return as.ram.PutUint64(slot, pte)
+	return err
 }

@@ -55,7 +55,7 @@ func (as *Space) protectPages(start, end uint64, p Prot) error {
 			return ErrNoMemory
 		}
 		for _, va := range present {
-			if err := as.setPTE(va, as.pages[va]); err != nil {
+			if err := as.setLeaf(va, as.pages[va]); err != nil {
 				return err
 			}
 		}
@@ -96,7 +96,7 @@ func (as *Space) protectPages(start, end uint64, p Prot) error {
 		if as.cow[va] {
 			f &^= pteWrite
 		}
-		if err := as.setPTE(va, pa|f); err != nil {
+		if err := as.setLeaf(va, pa|f); err != nil {
 			return err
 		}
 	}

@@ -139,3 +139,64 @@ func TestPolicyCopyAtForkWithinAQuarterOfRAM(t *testing.T) {
 	require.Greater(t, len(children), 1, "the first forks copied")
 	require.True(t, as.COW(user), "then copy-on-write")
 }
+
+// With Policy.WidenInPlace a change that only widens entries of tables
+// the guest has walked — pages mapped where none were (a grown heap, a
+// new mapping, a PROT_NONE page made readable), more rights to the same
+// frame — is written in place: the root stays, nothing is retired, and
+// the walk finds the new entries. A narrower entry or another frame still
+// copies the tables up to a new root, and without the policy (personality
+// 12's replays) every change does.
+func TestPolicyWidenInPlace(t *testing.T) {
+	for _, widen := range []bool{false, true} {
+		as, fr := newSpace(t)
+		fr.SetPolicy(Policy{PresetAccessed: true, WidenInPlace: widen})
+		require.NoError(t, as.Map(user, user+2*page, ProtRead))
+		require.NoError(t, as.Map(user+4*page, user+5*page, 0))
+		as.Published()
+		root, retired := as.CR3(), len(fr.retired)
+		stays := func(what string) {
+			t.Helper()
+			if !widen {
+				require.NotEqual(t, root, as.CR3(), "without the policy, %s copies", what)
+				root, retired = as.CR3(), len(fr.retired)
+				as.Published()
+				return
+			}
+			require.Equal(t, root, as.CR3(), "%s: in place", what)
+			require.Len(t, fr.retired, retired, "%s: no table retired", what)
+		}
+		leaf := func(va uint64) uint64 {
+			t.Helper()
+			pte, err := as.Leaf(va)
+			require.NoError(t, err)
+			return pte
+		}
+
+		require.NoError(t, as.Map(user+2*page, user+4*page, rw))
+		stays("a range mapped beside")
+		pa, _ := as.Frame(user + 3*page)
+		require.Equal(t, pa|fr.leafFlags(rw), leaf(user+3*page))
+
+		require.NoError(t, as.Map(user+(1<<30), user+(1<<30)+page, rw))
+		stays("a range mapped where no table was")
+		require.NotZero(t, leaf(user+(1<<30))&ptePresent)
+
+		require.NoError(t, as.Protect(user+4*page, user+5*page, ProtRead))
+		stays("a PROT_NONE page made readable")
+		pa, _ = as.Frame(user + 4*page)
+		require.Equal(t, pa|fr.leafFlags(ProtRead), leaf(user+4*page))
+
+		require.NoError(t, as.Protect(user, user+page, rw))
+		stays("a read-only page made writable")
+		pa, _ = as.Frame(user)
+		require.Equal(t, pa|fr.leafFlags(rw), leaf(user))
+
+		as.Published()
+		root = as.CR3()
+		require.NoError(t, as.Protect(user, user+page, ProtRead))
+		require.NotEqual(t, root, as.CR3(), "a writable page made read-only copies (policy %v)", widen)
+		require.Contains(t, fr.retired, root)
+		require.Equal(t, pa|fr.leafFlags(ProtRead), leaf(user))
+	}
+}

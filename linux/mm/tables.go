@@ -136,6 +136,79 @@ func (as *Space) setEntry(va uint64, level int, e uint64) error {
 	return as.ram.PutUint64(table+entryIndex(va, level)*8, e)
 }
 
+// setLeaf writes va's leaf entry pte: in place where the entry there
+// grants no more than pte (widens) and the policy allows it
+// (Policy.WidenInPlace), else as setPTE does.
+func (as *Space) setLeaf(va, pte uint64) error {
+	if as.fr.policy.WidenInPlace {
+		if done, err := as.widenPTE(va, pte); done || err != nil {
+			return err
+		}
+	}
+	return as.setPTE(va, pte)
+}
+
+// widens reports whether leaf entry pte may replace old in tables the guest
+// has walked without copying them: old maps nothing, or pte maps its frame
+// granting all it granted and more. A shadowing KVM's copy of old then
+// grants no more than pte, so the first access pte allows and old did not
+// faults into KVM, which walks the tables again and finds pte; a CPU does
+// not cache an entry that is not present. Any other change (a narrower
+// entry, another frame) must go in as setPTE puts it, with a new root.
+func widens(old, pte uint64) bool {
+	if old&ptePresent == 0 {
+		return true
+	}
+	const rights = pteWrite | pteUser | pteAccessed | pteDirty
+	return pte&ptePresent != 0 && old&^rights == pte&^rights && old&rights&^pte == 0
+}
+
+// widenPTE writes va's leaf entry pte in place, building in place the
+// tables its path lacks, if the entry there widens to it (widens); it
+// reports whether it did, and changes nothing if not.
+func (as *Space) widenPTE(va, pte uint64) (bool, error) {
+	table := as.root
+	for level := 3; level > 0; level-- {
+		slot := table + entryIndex(va, level)*8
+		e, err := as.ram.Uint64(slot)
+		if err != nil {
+			return false, err
+		}
+		if e&ptePresent == 0 {
+			t, err := as.tableUnder(table)
+			if err != nil {
+				return false, err
+			}
+			if err := as.ram.PutUint64(slot, t|dirFlags); err != nil {
+				return false, err
+			}
+			e = t | dirFlags
+		}
+		table = e & tableAddrMask
+	}
+	slot := table + entryIndex(va, 0)*8
+	old, err := as.ram.Uint64(slot)
+	if err != nil || !widens(old, pte) {
+		return false, err
+	}
+	return true, as.ram.PutUint64(slot, pte)
+}
+
+// tableUnder is a new table for an entry of parent, written in place:
+// fresh under a fresh parent, which the guest cannot reach yet (but as
+// personality 12 built them, for its replays: Policy.WidenInPlace).
+func (as *Space) tableUnder(parent uint64) (uint64, error) {
+	if as.fresh[parent] && as.fr.policy.WidenInPlace {
+		return as.newTable()
+	}
+	t, err := as.fr.alloc()
+	if err != nil {
+		return 0, err
+	}
+	as.tables = append(as.tables, t)
+	return t, nil
+}
+
 // tableAt is the table of level on va's path, or 0 if there is none.
 func (as *Space) tableAt(va uint64, level int) (uint64, error) {
 	table := as.root
