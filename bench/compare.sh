@@ -8,7 +8,8 @@
 #   bench/compare.sh [--rounds N] [--only "NAME ..."] REV_A [REV_B]
 #
 # NAMEs: true true-1G fork-exec-300 sort-300k gzip-8M getpid+pread
-# record-fork-exec replay-fork-exec (the default), and split-db.
+# record-fork-exec replay-fork-exec (the default), and python3-start and
+# split-db.
 # REV_B defaults to the working tree. Needs busybox-static and musl-gcc.
 set -u
 rounds=7
@@ -51,6 +52,9 @@ names=(true true-1G fork-exec-300 sort-300k gzip-8M getpid+pread record-fork-exe
 [[ -n $only ]] && read -ra names <<<"$only"
 w_true() { "$1/reprise" run -- "$bb" true; }
 w_true-1G() { "$1/reprise" run --mem 1G -- /bin/true; }
+# python3-start (not run unless named): a dynamic program's start, its
+# loader mapping some 50 libraries and modules.
+w_python3-start() { "$1/reprise" run -- /usr/bin/python3 -c pass; }
 w_fork-exec-300() { "$1/reprise" run --file "$work/t" -- "$bb" sh -c "$loop"; }
 w_sort-300k() { "$1/reprise" run -- "$bb" sh -c "$bb seq 1 300000 | $bb sort -rn | $bb md5sum"; }
 w_gzip-8M() { "$1/reprise" run --file "$work/big" -- "$bb" gzip -c "$work/big"; }
