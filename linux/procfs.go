@@ -490,7 +490,7 @@ func (t *thread) procMeminfo() []byte {
 }
 
 // procCPUInfo is /proc/cpuinfo for the one CPU: what its CPUID says, the
-// program's own view of it (CPUID runs natively).
+// program's own view of it (its CPUIDs never reach the VMM).
 func (t *thread) procCPUInfo() []byte {
 	leaves := t.k.m.CPUID()
 	leaf := func(fn uint32) kvm.CPUIDEntry {
