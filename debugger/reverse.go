@@ -15,6 +15,32 @@ import (
 // steps forward from an earlier place of the thread and keeps the place
 // before the last step, and each goes back to what it found.
 
+// search runs the reverse command cmd, which gdb's interrupt gives up: a
+// search may step a long stretch one instruction at a time (a write in a
+// loop that computes for seconds takes hours), and Ctrl-C must end it.
+// The replay under way ends at its next trap or exit, the program goes
+// back to where the command found it — the search had not yet found what
+// lies between there and here, so no place it reached is an answer — and
+// stops there for the interrupt (SIGINT).
+func (s *server) search(cmd func() (bool, error)) (bool, error) {
+	var now Mark
+	s.on(func(*Trap) { now = s.session.now })
+	s.searching = true
+	done, err := cmd()
+	s.searching = false
+	if !errors.Is(err, errAbandoned) {
+		return done, err
+	}
+	s.over, s.idle = nil, true
+	s.session.interrupt.Store(false)
+	s.watchAt = 0
+	if err := s.returnTo(now); err != nil {
+		return true, err
+	}
+	s.last.kind = stopInterrupt
+	return false, s.conn.Write(s.backReply())
+}
+
 // reverseContinue runs back to the last arrival at one of gdb's
 // breakpoints before where the program is stopped: it replays to here
 // with them all placed, noting each arrival on the way, then replays
@@ -366,6 +392,7 @@ func (s *server) replayFor(sk *seeker, from, until int) error {
 	if err := s.endReplay(); err != nil {
 		return err
 	}
+	sk.interruptible = s.searching
 	s.session.replayAgain(sk)
 	s.count(from)
 	go s.start(from, until)

@@ -78,6 +78,9 @@ type server struct {
 	// gone are processes gdb followed that a command going back left
 	// behind (before their fork), whose ends gdb is yet to be told of.
 	gone []int
+	// searching: a reverse command runs, whose replays gdb's interrupt
+	// gives up (search).
+	searching bool
 }
 
 // Serve debugs the replay run starts for the gdb client on rw until the
@@ -381,9 +384,9 @@ func (s *server) handle(cmd rsp.Command) (done bool, err error) {
 	case rsp.Step, rsp.StepWithSignal:
 		return s.run(resume{step: map[int]addrRange{s.last.tid: {}}, watch: true})
 	case rsp.ReverseContinue:
-		return s.reverseContinue()
+		return s.search(s.reverseContinue)
 	case rsp.ReverseStep:
-		return s.reverseStep()
+		return s.search(s.reverseStep)
 	case rsp.VCont:
 		r, ok := s.vcont(c)
 		if !ok {

@@ -34,6 +34,10 @@ import (
 // errKilled ends a replay gdb killed.
 var errKilled = errors.New("debugger: the replay was killed from gdb")
 
+// errAbandoned ends a replay whose search gdb's interrupt gave up
+// (seeker.interruptible).
+var errAbandoned = errors.New("debugger: gdb interrupted the search")
+
 // stopKind is why the program stopped for the debugger.
 type stopKind int
 
@@ -172,6 +176,9 @@ type Session struct {
 type seeker struct {
 	goal Mark
 	hop  int // the next hop of goal.Path to arrive at
+	// interruptible: gdb's interrupt ends the replay (errAbandoned) — a
+	// reverse command's search, which may step a long stretch.
+	interruptible bool
 	// scan are the breakpoints whose arrivals before the goal are
 	// recorded in hits — only thread scanTID's, if it is not 0.
 	scan    map[bpKey]bool
@@ -293,9 +300,14 @@ func (s *Session) KitBreak(b *replayer.KitBreak) error { return s.trap(kitTrap(b
 // interrupt waits. On the machine's goroutine.
 func (s *Session) Interrupted(exit uint64, recordTime func() time.Duration) bool {
 	if sk := s.seek; sk != nil {
-		return sk.at != nil && sk.at.reachedAt(exit, recordTime())
+		return sk.at != nil && sk.at.reachedAt(exit, recordTime()) || s.abandoned()
 	}
 	return s.interrupt.Load() && !s.detached.Load()
+}
+
+// abandoned reports whether gdb's interrupt gives up the seek under way.
+func (s *Session) abandoned() bool {
+	return s.seek != nil && s.seek.interruptible && s.interrupt.Load() && !s.detached.Load()
 }
 
 // interruptedMark is the mark of a kit thread stopped where it stood at
@@ -333,6 +345,8 @@ func (s *Session) trap(b *Trap) error {
 		s.seek = nil // the start was the goal
 	case b.Return:
 		return nil
+	case s.abandoned():
+		return errAbandoned
 	case b.Interrupted && s.seek != nil: // a kit guest at a seek's exit
 		s.seek = nil
 		if err := s.dropUnwanted(b); err != nil {
@@ -505,6 +519,9 @@ func (s *Session) seeking(b *Trap, exit uint64) error {
 func (s *Session) exited(b *Trap) error {
 	if b.BeforeHandler {
 		return s.returnBeforeHandler(b) // the handler's own Break follows
+	}
+	if s.abandoned() {
+		return errAbandoned
 	}
 	sk := s.seek
 	if sk == nil && !s.detached.Load() {

@@ -685,6 +685,54 @@ func gdbListen(t *testing.T, dir, tp string) (raw net.Conn, client *rsp.Conn, wa
 	}
 }
 
+// symbolValue is the value of the symbol name in the ELF file bin.
+func symbolValue(t *testing.T, bin, name string) uint64 {
+	t.Helper()
+	f, err := elf.Open(bin)
+	require.NoError(t, err)
+	syms, err := f.Symbols()
+	require.NoError(t, f.Close())
+	require.NoError(t, err)
+	i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == name })
+	require.GreaterOrEqual(t, i, 0, name)
+	return syms[i].Value
+}
+
+// TestGDBInterruptsAReverseSearch gives up a reverse continue with gdb's
+// interrupt: going back from the report after longwrite.c's loop with a
+// watchpoint on what the loop writes steps the loop, which would take
+// hours. The interrupt ends the search; the program is back where the
+// command found it (the same registers), stopped by SIGINT, and runs on
+// to its end.
+func TestGDBInterruptsAReverseSearch(t *testing.T) {
+	kvmtest.Require(t)
+	bin := cprog.Build(t, "gcc", "longwrite", "-O0", "-no-pie")
+	dir, tp, r := recordTape(t, []string{bin})
+	require.Equal(t, "total 100000000\n", r.stdout)
+	report, total := symbolValue(t, bin, "report"), symbolValue(t, bin, "total")
+
+	raw, gdb, wait := gdbListen(t, dir, tp)
+	ask := noAck(t, gdb)
+	require.Equal(t, "OK", ask(fmt.Sprintf("Z0,%x,1", report)))
+	require.Regexp(t, `^T05`, ask("vCont;c"), "at report")
+	regs := ask("g")
+	require.Equal(t, "OK", ask(fmt.Sprintf("Z2,%x,8", total)))
+	require.NoError(t, gdb.Write([]byte("bc")))
+	time.Sleep(2 * time.Second) // into the loop's steps by now
+	require.NoError(t, gdb.Interrupt())
+	require.NoError(t, raw.SetReadDeadline(time.Now().Add(2*time.Minute))) // not hours
+	stop, err := gdb.Read()
+	require.NoError(t, err, "the search ends at the interrupt")
+	require.NoError(t, raw.SetReadDeadline(time.Time{}))
+	require.Regexp(t, `^T02thread:p1\.[0-9a-f]+;`, string(stop), "stopped by the interrupt")
+	require.Equal(t, regs, ask("g"), "back where the reverse continue began")
+	require.Equal(t, "OK", ask(fmt.Sprintf("z2,%x,8", total)))
+	require.Equal(t, "OK", ask(fmt.Sprintf("z0,%x,1", report)))
+	require.Equal(t, "W00;process:1", ask("vCont;c"), "and on to the end")
+	require.NoError(t, gdb.Write([]byte("k")))
+	require.Contains(t, wait(), "replay matched")
+}
+
 // A step asked of a thread that does not run before the program stops
 // elsewhere ends unseen when the program is continued, as a ptraced
 // thread's does: in overwrite.c main waits in pthread_join while adder
@@ -695,14 +743,7 @@ func TestGDBStepNotTakenEndsOnContinue(t *testing.T) {
 	kvmtest.Require(t)
 	bin := cprog.Build(t, "gcc", "overwrite", "-g", "-O0", "-pthread")
 	dir, tp, r := recordTape(t, []string{bin})
-	f, err := elf.Open(bin)
-	require.NoError(t, err)
-	syms, err := f.Symbols()
-	require.NoError(t, f.Close())
-	require.NoError(t, err)
-	i := slices.IndexFunc(syms, func(s elf.Symbol) bool { return s.Name == "add" })
-	require.GreaterOrEqual(t, i, 0)
-	add := fmt.Sprintf("%x", 0x555555554000+syms[i].Value) // the personality's PIE base
+	add := fmt.Sprintf("%x", 0x555555554000+symbolValue(t, bin, "add")) // the personality's PIE base
 
 	_, gdb, wait := gdbListen(t, dir, tp)
 	ask := noAck(t, gdb)
