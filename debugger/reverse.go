@@ -37,6 +37,7 @@ func (s *server) search(cmd func() (bool, error)) (bool, error) {
 	if err := s.returnTo(now); err != nil {
 		return true, err
 	}
+	s.session.interrupt.Store(false) // another on the way back: this stop answers it
 	s.last.kind = stopInterrupt
 	return false, s.conn.Write(s.backReply())
 }
