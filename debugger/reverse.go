@@ -32,12 +32,11 @@ func (s *server) search(cmd func() (bool, error)) (bool, error) {
 		return done, err
 	}
 	s.over, s.idle = nil, true
-	s.session.interrupt.Store(false)
 	s.watchAt = 0
 	if err := s.returnTo(now); err != nil {
 		return true, err
 	}
-	s.session.interrupt.Store(false) // another on the way back: this stop answers it
+	s.session.interrupt.Store(false) // this stop answers it, and any other on the way back
 	s.last.kind = stopInterrupt
 	return false, s.conn.Write(s.backReply())
 }
