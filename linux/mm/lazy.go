@@ -1,6 +1,9 @@
 package mm
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Pages that get their frames when first touched (MapLazy). A program's
 // stack is 8 MiB, of which it uses a few pages: given every frame when
@@ -52,12 +55,12 @@ func (as *Space) FaultIn(va uint64) (bool, error) {
 	return true, nil
 }
 
-// fillPTE writes the leaf entry of va, which is not present, in place in
+// fillPTE writes the leaf entry of va, which holds nothing, in place in
 // the tables the guest runs on (widenPTE).
 func (as *Space) fillPTE(va, pte uint64) error {
-	done, err := as.widenPTE(va, pte)
-	if err == nil && !done {
-		err = fmt.Errorf("mm: filling the entry of %#x, which is present", va)
+	if e, err := as.Leaf(va); err != nil || e != 0 {
+		return errors.Join(err, fmt.Errorf("mm: filling the entry of %#x, which holds %#x", va, e))
 	}
+	_, err := as.widenPTE(va, pte)
 	return err
 }
